@@ -1,0 +1,1 @@
+//! The fabric (being written).

@@ -1,0 +1,198 @@
+//! # netdev — port providers
+//!
+//! A *port* is where packets enter and leave a bridge. Every kind of port implements one trait,
+//! [`Port`]: receive a batch, transmit a batch, report statistics and link state. The fabric
+//! (`datapath`) never knows which kind it is talking to.
+//!
+//! | type | what it is |
+//! |---|---|
+//! | `null` | a sink that frees what it is given; with `rx_gen=LEN` also a generator |
+//! | `pcap` | replays `rx_pcap=FILE` from memory (`infinite_rx=true` loops), writes `tx_pcap=FILE` |
+//! | `system` | any Linux interface through AF_PACKET with TPACKET_V3 mmap rings |
+//! | `internal` | a TAP device: the host stack's port on the bridge |
+//!
+//! ## Contract
+//! * `rx_batch` appends at most `batch.room()` packets, taking buffers from the caller's pool;
+//!   it never blocks. `tx_batch` consumes every packet of the batch (sent, or dropped and
+//!   counted) and frees buffers into the caller's pool; it never blocks either.
+//! * A port is used by one thread at a time (`&mut self`); it is `Send` so the control plane
+//!   can open it on its own thread and hand it to a poll thread.
+//! * Counters follow OVS's interface statistics: what the port received and transmitted, and
+//!   what it dropped or failed on, in each direction.
+//! * Opening takes the port's `type` and `KEY=VALUE` options; an unknown key or a bad value is an
+//!   error that names it, and nothing is left half-created.
+
+pub mod null;
+pub mod pcap;
+pub mod pcapfile;
+
+use packet::{Batch, Pool};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Interface counters, named as in OVS's `Interface:statistics`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortStats {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub rx_dropped: u64,
+    pub rx_errors: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_dropped: u64,
+    pub tx_errors: u64,
+}
+
+impl PortStats {
+    /// Adds another set of counters to this one.
+    pub fn add(&mut self, o: &PortStats) {
+        self.rx_packets += o.rx_packets;
+        self.rx_bytes += o.rx_bytes;
+        self.rx_dropped += o.rx_dropped;
+        self.rx_errors += o.rx_errors;
+        self.tx_packets += o.tx_packets;
+        self.tx_bytes += o.tx_bytes;
+        self.tx_dropped += o.tx_dropped;
+        self.tx_errors += o.tx_errors;
+    }
+}
+
+/// Carrier state of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    Up,
+    Down,
+}
+
+impl fmt::Display for LinkState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LinkState::Up => "up",
+            LinkState::Down => "down",
+        })
+    }
+}
+
+/// Why a port could not be opened or configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetdevError {
+    /// No provider for this `type`.
+    UnknownType(String),
+    /// An option this type does not have.
+    UnknownOption { kind: &'static str, key: String },
+    /// An option with a value that cannot be used; the message says why.
+    BadOption { key: String, why: String },
+    /// A required option is missing.
+    MissingOption { kind: &'static str, key: &'static str },
+    /// The operating system refused (the message names the call and the errno text).
+    Os(String),
+}
+
+impl fmt::Display for NetdevError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NetdevError::UnknownType(t) => write!(
+                f,
+                "unknown port type '{t}' (known: {})",
+                PORT_TYPES.join(", ")
+            ),
+            NetdevError::UnknownOption { kind, key } => {
+                write!(f, "unknown option '{key}' for port type '{kind}'")
+            }
+            NetdevError::BadOption { key, why } => write!(f, "bad value for '{key}': {why}"),
+            NetdevError::MissingOption { kind, key } => {
+                write!(f, "port type '{kind}' needs option '{key}'")
+            }
+            NetdevError::Os(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for NetdevError {}
+
+/// The port types this build knows.
+pub const PORT_TYPES: &[&str] = &["system", "internal", "pcap", "null"];
+
+/// A port provider. See the module documentation for the contract.
+pub trait Port: Send {
+    /// The port's name (the interface name for `system`/`internal`).
+    fn name(&self) -> &str;
+
+    /// The provider type, as given to `add-port type=`.
+    fn kind(&self) -> &'static str;
+
+    /// Receives up to `batch.room()` packets into buffers from `pool`; returns how many.
+    fn rx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) -> usize;
+
+    /// Transmits (or drops and counts) every packet of `batch`, freeing buffers into `pool`.
+    fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch);
+
+    /// Current counters.
+    fn stats(&self) -> PortStats;
+
+    /// Carrier state. Ports without a carrier notion are always up.
+    fn link_state(&self) -> LinkState {
+        LinkState::Up
+    }
+
+    /// Whether the fabric should poll this port for received packets at all.
+    fn has_rx(&self) -> bool {
+        true
+    }
+
+    /// The port's Ethernet address, where it has one.
+    fn mac(&self) -> Option<[u8; 6]> {
+        None
+    }
+
+    /// The kernel interface index, for ports backed by a kernel interface.
+    fn ifindex(&self) -> Option<u32> {
+        None
+    }
+
+    /// The options the port was opened with, for `show`.
+    fn options(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// Writes out anything buffered (e.g. a pcap file) and releases kernel resources.
+    /// Called before the port is dropped; dropping must also be safe without it.
+    fn close(&mut self) {}
+}
+
+/// Options given to a port at creation (`KEY=VALUE`), in order-independent form.
+pub type Options = BTreeMap<String, String>;
+
+/// Checks that every key of `opts` is in `known`.
+pub fn check_options(kind: &'static str, opts: &Options, known: &[&str]) -> Result<(), NetdevError> {
+    for k in opts.keys() {
+        if !known.contains(&k.as_str()) {
+            return Err(NetdevError::UnknownOption {
+                kind,
+                key: k.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Parses a boolean option value (`true/false/yes/no/1/0/on/off`).
+pub fn parse_bool(key: &str, v: &str) -> Result<bool, NetdevError> {
+    match v {
+        "true" | "yes" | "1" | "on" => Ok(true),
+        "false" | "no" | "0" | "off" => Ok(false),
+        _ => Err(NetdevError::BadOption {
+            key: key.to_string(),
+            why: format!("'{v}' is not a boolean (true/false)"),
+        }),
+    }
+}
+
+/// Opens a port of type `kind` named `name` with `opts`.
+pub fn open(name: &str, kind: &str, opts: &Options) -> Result<Box<dyn Port>, NetdevError> {
+    match kind {
+        "null" => Ok(Box::new(null::NullPort::open(name, opts)?)),
+        "pcap" => Ok(Box::new(pcap::PcapPort::open(name, opts)?)),
+        _ => Err(NetdevError::UnknownType(kind.to_string())),
+    }
+}

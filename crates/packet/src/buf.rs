@@ -1,0 +1,476 @@
+//! Packet buffers, the buffer pool and batches.
+//!
+//! ## Design
+//! A [`Packet`] owns one fixed-size, cache-line aligned buffer of [`BUF_SIZE`] bytes. The frame
+//! starts [`HEADROOM`] bytes in, so headers can be pushed in front (VLAN, MPLS, tunnels) without
+//! moving the payload. Packets are only ever *moved* through the fabric (a `Packet` is a pointer
+//! plus a few words of metadata), never copied, unless a destination set needs a second copy
+//! (flooding), which [`Pool::clone_packet`] makes into another pool buffer.
+//!
+//! The [`Pool`] preallocates its buffers at creation and recycles them LIFO, so the buffers
+//! touched in one batch are the cache-hot ones reused by the next. Taking from an empty pool
+//! fails ([`Pool::alloc`] returns `None`) rather than allocating: a receive path that runs out
+//! drops and counts, like a NIC whose descriptor ring is empty.
+//!
+//! A [`Batch`] holds up to [`MAX_BATCH`] packets in storage reserved once; pushing never grows it.
+//!
+//! ## Ownership rules
+//! * Whoever holds a `Packet` must eventually give it back with [`Pool::free`] (or hand it on).
+//!   A `Packet` dropped on the floor releases its memory to the allocator, which is safe but
+//!   shrinks the pool; [`Pool::outstanding`] lets tests check that nothing leaked.
+//! * A pool belongs to one thread (`&mut self` everywhere); packets are `Send` and may move
+//!   between threads and be freed into any pool.
+
+/// Bytes in one packet buffer (headroom included). A multiple of 64.
+pub const BUF_SIZE: usize = 2240;
+/// Bytes reserved in front of a freshly received frame for header pushes.
+pub const HEADROOM: usize = 192;
+/// The largest frame a buffer holds when received with the default headroom.
+pub const MAX_FRAME: usize = BUF_SIZE - HEADROOM;
+/// The most packets a batch holds.
+pub const MAX_BATCH: usize = 256;
+
+const _: () = assert!(BUF_SIZE % 64 == 0);
+const _: () = assert!(BUF_SIZE <= u16::MAX as usize);
+
+/// The raw storage behind a packet.
+#[repr(C, align(64))]
+pub struct RawBuf(pub [u8; BUF_SIZE]);
+
+impl RawBuf {
+    fn new_boxed() -> Box<RawBuf> {
+        Box::new(RawBuf([0u8; BUF_SIZE]))
+    }
+}
+
+/// One packet: an owned buffer, the frame's position in it, and per-packet metadata.
+pub struct Packet {
+    buf: Box<RawBuf>,
+    off: u16,
+    len: u16,
+    /// The bridge-local index of the port the packet arrived on (set by the fabric).
+    pub in_port: u16,
+    /// Scratch word for the switching-logic module (e.g. the VLAN a learning bridge assigned).
+    pub meta: u16,
+    /// A hash of the packet's flow (0 until someone computes it; ports may fill it from NIC RSS).
+    pub hash: u32,
+}
+
+impl Packet {
+    /// The frame's bytes.
+    #[inline(always)]
+    pub fn data(&self) -> &[u8] {
+        let off = self.off as usize;
+        &self.buf.0[off..off + self.len as usize]
+    }
+
+    /// The frame's bytes, writable.
+    #[inline(always)]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        let off = self.off as usize;
+        &mut self.buf.0[off..off + self.len as usize]
+    }
+
+    /// Frame length in bytes.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// True for a zero-length frame.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes free in front of the frame.
+    #[inline(always)]
+    pub fn headroom(&self) -> usize {
+        self.off as usize
+    }
+
+    /// Bytes free after the frame.
+    #[inline(always)]
+    pub fn tailroom(&self) -> usize {
+        BUF_SIZE - self.off as usize - self.len as usize
+    }
+
+    /// Replaces the frame with `bytes` placed after the default headroom.
+    /// Returns `false` (and leaves the packet empty) if `bytes` is longer than [`MAX_FRAME`].
+    #[inline]
+    pub fn set_frame(&mut self, bytes: &[u8]) -> bool {
+        self.off = HEADROOM as u16;
+        if bytes.len() > MAX_FRAME {
+            self.len = 0;
+            return false;
+        }
+        self.len = bytes.len() as u16;
+        self.buf.0[HEADROOM..HEADROOM + bytes.len()].copy_from_slice(bytes);
+        true
+    }
+
+    /// Makes the frame `len` bytes long starting after the default headroom, and returns the
+    /// (uninitialised from the frame's point of view) bytes for a receive path to fill.
+    /// Returns `None` if `len` exceeds [`MAX_FRAME`].
+    #[inline]
+    pub fn reset_for_rx(&mut self, len: usize) -> Option<&mut [u8]> {
+        if len > MAX_FRAME {
+            return None;
+        }
+        self.off = HEADROOM as u16;
+        self.len = len as u16;
+        Some(&mut self.buf.0[HEADROOM..HEADROOM + len])
+    }
+
+    /// The whole underlying buffer, for receive paths that need to write a prefix (e.g. a
+    /// virtio-net header) in front of the frame. Use [`Packet::set_bounds`] afterwards.
+    #[inline]
+    pub fn raw_mut(&mut self) -> &mut [u8; BUF_SIZE] {
+        &mut self.buf.0
+    }
+
+    /// Sets the frame to `raw[off..off+len]`. Returns `false` (changing nothing) if that range
+    /// does not fit in the buffer.
+    #[inline]
+    pub fn set_bounds(&mut self, off: usize, len: usize) -> bool {
+        match off.checked_add(len) {
+            Some(end) if end <= BUF_SIZE => {
+                self.off = off as u16;
+                self.len = len as u16;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Grows the frame by `n` bytes at the front and returns the new front `n` bytes.
+    /// `None` if the headroom is too small.
+    #[inline]
+    pub fn push_front(&mut self, n: usize) -> Option<&mut [u8]> {
+        if n > self.off as usize {
+            return None;
+        }
+        self.off -= n as u16;
+        self.len += n as u16;
+        let off = self.off as usize;
+        Some(&mut self.buf.0[off..off + n])
+    }
+
+    /// Removes `n` bytes from the front of the frame. Returns `false` if the frame is shorter.
+    #[inline]
+    pub fn pull_front(&mut self, n: usize) -> bool {
+        if n > self.len as usize {
+            return false;
+        }
+        self.off += n as u16;
+        self.len -= n as u16;
+        true
+    }
+
+    /// Grows the frame by `n` bytes at the end and returns them. `None` if no room.
+    #[inline]
+    pub fn push_back(&mut self, n: usize) -> Option<&mut [u8]> {
+        if n > self.tailroom() {
+            return None;
+        }
+        let end = self.off as usize + self.len as usize;
+        self.len += n as u16;
+        Some(&mut self.buf.0[end..end + n])
+    }
+
+    /// Shortens the frame to `len` bytes (no-op if already shorter).
+    #[inline]
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.len as usize {
+            self.len = len as u16;
+        }
+    }
+
+    /// Inserts `n` bytes at byte offset `at` of the frame, moving the first `at` bytes forward
+    /// into the headroom (cheap for header inserts near the front, e.g. a VLAN tag at 12).
+    /// Returns the inserted bytes, or `None` if `at` is past the end or headroom is short.
+    pub fn insert_at(&mut self, at: usize, n: usize) -> Option<&mut [u8]> {
+        if at > self.len as usize || n > self.off as usize {
+            return None;
+        }
+        let old = self.off as usize;
+        let new = old - n;
+        self.buf.0.copy_within(old..old + at, new);
+        self.off = new as u16;
+        self.len += n as u16;
+        Some(&mut self.buf.0[new + at..new + at + n])
+    }
+
+    /// Removes `n` bytes at byte offset `at` of the frame by moving the first `at` bytes back.
+    /// Returns `false` if the range is not inside the frame.
+    pub fn remove_at(&mut self, at: usize, n: usize) -> bool {
+        match at.checked_add(n) {
+            Some(end) if end <= self.len as usize => {
+                let old = self.off as usize;
+                self.buf.0.copy_within(old..old + at, old + n);
+                self.off += n as u16;
+                self.len -= n as u16;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A preallocated pool of packet buffers owned by one thread.
+pub struct Pool {
+    free: Vec<Box<RawBuf>>,
+    capacity: usize,
+    alloc_failures: u64,
+}
+
+impl Pool {
+    /// Creates a pool holding `capacity` buffers, all allocated now.
+    pub fn new(capacity: usize) -> Pool {
+        let mut free = Vec::with_capacity(capacity);
+        for _ in 0..capacity {
+            free.push(RawBuf::new_boxed());
+        }
+        Pool {
+            free,
+            capacity,
+            alloc_failures: 0,
+        }
+    }
+
+    /// Takes a buffer, or `None` (counted) if the pool is empty.
+    #[inline(always)]
+    pub fn alloc(&mut self) -> Option<Packet> {
+        match self.free.pop() {
+            Some(buf) => Some(Packet {
+                buf,
+                off: HEADROOM as u16,
+                len: 0,
+                in_port: 0,
+                meta: 0,
+                hash: 0,
+            }),
+            None => {
+                self.alloc_failures += 1;
+                None
+            }
+        }
+    }
+
+    /// Returns a packet's buffer to the pool. A pool that is already full (the packet came from
+    /// another pool) lets the buffer go to the allocator instead of growing.
+    #[inline(always)]
+    pub fn free(&mut self, pkt: Packet) {
+        if self.free.len() < self.capacity {
+            self.free.push(pkt.buf);
+        }
+    }
+
+    /// Frees every packet of a batch, leaving it empty.
+    #[inline]
+    pub fn free_batch(&mut self, batch: &mut Batch) {
+        for p in batch.pkts.drain(..) {
+            if self.free.len() < self.capacity {
+                self.free.push(p.buf);
+            }
+        }
+    }
+
+    /// Copies a packet (frame and metadata) into a new buffer from this pool.
+    #[inline]
+    pub fn clone_packet(&mut self, pkt: &Packet) -> Option<Packet> {
+        let mut n = self.alloc()?;
+        let off = pkt.off as usize;
+        let end = off + pkt.len as usize;
+        n.buf.0[off..end].copy_from_slice(&pkt.buf.0[off..end]);
+        n.off = pkt.off;
+        n.len = pkt.len;
+        n.in_port = pkt.in_port;
+        n.meta = pkt.meta;
+        n.hash = pkt.hash;
+        Some(n)
+    }
+
+    /// Buffers currently available.
+    pub fn available(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Buffers the pool was created with.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Buffers handed out and not returned.
+    pub fn outstanding(&self) -> usize {
+        self.capacity.saturating_sub(self.free.len())
+    }
+
+    /// How many allocations failed because the pool was empty.
+    pub fn alloc_failures(&self) -> u64 {
+        self.alloc_failures
+    }
+}
+
+/// Up to [`MAX_BATCH`] packets, in storage reserved once.
+pub struct Batch {
+    pkts: Vec<Packet>,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Batch {
+    /// An empty batch with room for [`MAX_BATCH`] packets.
+    pub fn new() -> Batch {
+        Batch {
+            pkts: Vec::with_capacity(MAX_BATCH),
+        }
+    }
+
+    /// Number of packets.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.pkts.len()
+    }
+
+    /// True when empty.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.pkts.is_empty()
+    }
+
+    /// True when no more packets fit.
+    #[inline(always)]
+    pub fn is_full(&self) -> bool {
+        self.pkts.len() >= MAX_BATCH
+    }
+
+    /// Room left.
+    #[inline(always)]
+    pub fn room(&self) -> usize {
+        MAX_BATCH - self.pkts.len()
+    }
+
+    /// Appends a packet; gives it back if the batch is full.
+    #[inline(always)]
+    pub fn push(&mut self, pkt: Packet) -> Result<(), Packet> {
+        if self.pkts.len() >= MAX_BATCH {
+            return Err(pkt);
+        }
+        self.pkts.push(pkt);
+        Ok(())
+    }
+
+    /// The packets, in order.
+    #[inline(always)]
+    pub fn packets(&self) -> &[Packet] {
+        &self.pkts
+    }
+
+    /// The packets, writable.
+    #[inline(always)]
+    pub fn packets_mut(&mut self) -> &mut [Packet] {
+        &mut self.pkts
+    }
+
+    /// Removes and yields every packet, in order.
+    #[inline]
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Packet> {
+        self.pkts.drain(..)
+    }
+
+    /// Removes the last packet.
+    #[inline]
+    pub fn pop(&mut self) -> Option<Packet> {
+        self.pkts.pop()
+    }
+
+    /// Keeps only the packets for which `keep` returns true; the others are freed into `pool`.
+    pub fn retain_or_free(&mut self, pool: &mut Pool, mut keep: impl FnMut(&mut Packet) -> bool) {
+        let mut i = 0;
+        while i < self.pkts.len() {
+            if keep(&mut self.pkts[i]) {
+                i += 1;
+            } else {
+                let p = self.pkts.remove(i);
+                pool.free(p);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_recycles_without_growing() {
+        let mut pool = Pool::new(4);
+        let a = pool.alloc().expect("a");
+        let b = pool.alloc().expect("b");
+        assert_eq!(pool.outstanding(), 2);
+        pool.free(a);
+        pool.free(b);
+        assert_eq!(pool.available(), 4);
+        let all: Vec<_> = (0..4).map(|_| pool.alloc().expect("buf")).collect();
+        assert!(pool.alloc().is_none());
+        assert_eq!(pool.alloc_failures(), 1);
+        for p in all {
+            pool.free(p);
+        }
+        assert_eq!(pool.outstanding(), 0);
+    }
+
+    #[test]
+    fn pool_does_not_grow_past_capacity() {
+        let mut a = Pool::new(1);
+        let mut b = Pool::new(1);
+        let pa = a.alloc().expect("a");
+        b.free(pa);
+        assert_eq!(b.available(), 1);
+    }
+
+    #[test]
+    fn frame_edits() {
+        let mut pool = Pool::new(1);
+        let mut p = pool.alloc().expect("buf");
+        assert!(p.set_frame(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x08, 0x00]));
+        let tag = p.insert_at(12, 4).expect("room");
+        tag.copy_from_slice(&[0x81, 0x00, 0x00, 0x0a]);
+        assert_eq!(
+            p.data(),
+            &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x81, 0, 0, 10, 8, 0]
+        );
+        assert!(p.remove_at(12, 4));
+        assert_eq!(p.data(), &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 8, 0]);
+        assert!(!p.remove_at(12, 4));
+        assert!(p.push_front(HEADROOM + 1).is_none());
+        assert!(p.pull_front(2));
+        assert_eq!(p.len(), 12);
+        assert!(!p.set_frame(&vec![0u8; MAX_FRAME + 1]));
+        assert!(p.set_frame(&vec![0u8; MAX_FRAME]));
+        assert_eq!(p.tailroom(), 0);
+        assert!(p.push_back(1).is_none());
+        pool.free(p);
+    }
+
+    #[test]
+    fn batch_is_bounded() {
+        let mut pool = Pool::new(MAX_BATCH + 1);
+        let mut b = Batch::new();
+        for _ in 0..MAX_BATCH {
+            assert!(b.push(pool.alloc().expect("buf")).is_ok());
+        }
+        let extra = pool.alloc().expect("buf");
+        let back = b.push(extra).expect_err("full");
+        pool.free(back);
+        assert!(b.is_full());
+        pool.free_batch(&mut b);
+        assert!(b.is_empty());
+        assert_eq!(pool.outstanding(), 0);
+    }
+}
