@@ -1,1 +1,31 @@
-//! The fabric (being written).
+//! # datapath — the switching fabric and its switching logic
+//!
+//! This crate moves packets. It knows ports only through `netdev`'s [`netdev::Port`] trait and
+//! knows nothing of sockets, OVSDB or the CLI.
+//!
+//! * [`module`]: the switching-logic trait ([`module::SwitchLogic`]) every bridge module
+//!   implements, and the built-in module factory.
+//! * [`learning`], [`patch`], [`tuple3`]: the built-in modules.
+//! * [`bridge`]: a bridge's ports and the fabric's per-batch forwarding pass.
+//! * [`switch`]: all bridges of one poll thread, the buffer pool, control operations and the
+//!   status reports (`show`, `dump-ports`, `pmd-stats-show`).
+//! * [`pmd`]: the poll-mode thread and the control plane's handle on it.
+//!
+//! ## Thread-safety contract
+//! A [`switch::Switch`] and everything in it belongs to one poll thread. The control plane
+//! talks to it only through [`pmd::PmdHandle::call`], whose closures run between two polls.
+
+pub mod bridge;
+pub mod cycles;
+pub mod fasthash;
+pub mod learning;
+pub mod module;
+pub mod patch;
+pub mod pmd;
+pub mod switch;
+pub mod tuple3;
+
+pub use bridge::{Bridge, OFPP_LOCAL};
+pub use module::{Ctx, Dest, SwitchLogic, VlanMode};
+pub use pmd::PmdHandle;
+pub use switch::Switch;

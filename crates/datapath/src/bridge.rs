@@ -1,0 +1,387 @@
+//! A bridge: its ports, its switching-logic module, and the fabric that moves packets between
+//! them.
+//!
+//! ## The forwarding pass (mSwitch's two passes)
+//! For each received batch: (1) stamp every packet with its ingress slot and ask the module for
+//! all destinations at once; (2) walk the batch once, moving each packet into the output batch
+//! of its destination port (flooding copies it into each other port's batch, the last copy
+//! being the original), then transmit each touched port's batch in one burst. Output batches
+//! that fill up mid-pass are sent early. No allocation happens on this path: batches, the
+//! destination array and the list of touched ports are all sized once.
+//!
+//! ## Ports
+//! Ports live in dense slots (`u16` indices) so that per-packet work indexes arrays instead of
+//! hashing names. A slot is reused after its port is removed; the module is told of removals
+//! and additions so stale state never points at a new port. Each port also has an OpenFlow
+//! port number (`ofport`), the number users see: requested with `ofport=N` or the lowest free
+//! one from 1; the bridge's own internal port is `LOCAL` (65534), as in OVS.
+
+use crate::module::{Ctx, Dest, PortInfo, PortLookup, SwitchLogic, VlanMode};
+use netdev::{Port, PortStats};
+use packet::{Batch, Pool, MAX_BATCH};
+
+/// The OpenFlow number of a bridge's own internal port.
+pub const OFPP_LOCAL: u32 = 65534;
+/// The largest ofport a user may request (OpenFlow's OFPP_MAX).
+pub const OFPP_MAX: u32 = 0xff00;
+
+/// A port attached to a bridge.
+pub struct PortSlot {
+    pub port: Box<dyn Port>,
+    pub ofport: u32,
+    pub vlan: VlanMode,
+}
+
+impl PortSlot {
+    fn info(&self, idx: u16) -> PortInfo {
+        PortInfo {
+            idx,
+            ofport: self.ofport,
+            name: self.port.name().to_string(),
+            vlan: self.vlan.clone(),
+        }
+    }
+}
+
+/// Fabric counters of a bridge.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BridgeStats {
+    /// Packets the module chose to drop.
+    pub module_drops: u64,
+    /// Extra copies made for flooding.
+    pub flood_copies: u64,
+    /// Copies that could not be made (pool empty).
+    pub copy_failures: u64,
+    /// Packets for a destination slot that no longer exists.
+    pub stale_dest: u64,
+    /// Output bursts handed to ports.
+    pub tx_bursts: u64,
+    /// Packets handed to ports.
+    pub tx_packets: u64,
+}
+
+/// See the module documentation.
+pub struct Bridge {
+    pub name: String,
+    pub module: Box<dyn SwitchLogic>,
+    slots: Vec<Option<PortSlot>>,
+    rx_list: Vec<u16>,
+    live: Vec<u16>,
+    out: Vec<Batch>,
+    touched: Vec<u16>,
+    dests: Vec<Dest>,
+    rxb: Batch,
+    pub stats: BridgeStats,
+}
+
+struct SlotsView<'a>(&'a [Option<PortSlot>]);
+
+impl PortLookup for SlotsView<'_> {
+    fn resolve(&self, s: &str) -> Option<PortInfo> {
+        let by_num = if s.eq_ignore_ascii_case("LOCAL") {
+            Some(OFPP_LOCAL)
+        } else {
+            s.parse::<u32>().ok()
+        };
+        self.0.iter().enumerate().find_map(|(i, sl)| {
+            let sl = sl.as_ref()?;
+            if sl.port.name() == s || Some(sl.ofport) == by_num {
+                Some(sl.info(i as u16))
+            } else {
+                None
+            }
+        })
+    }
+
+    fn info(&self, idx: u16) -> Option<PortInfo> {
+        self.0
+            .get(idx as usize)
+            .and_then(|s| s.as_ref())
+            .map(|s| s.info(idx))
+    }
+}
+
+impl Bridge {
+    /// A bridge with no ports.
+    pub fn new(name: &str, module: Box<dyn SwitchLogic>) -> Bridge {
+        Bridge {
+            name: name.to_string(),
+            module,
+            slots: Vec::new(),
+            rx_list: Vec::new(),
+            live: Vec::new(),
+            out: Vec::new(),
+            touched: Vec::with_capacity(64),
+            dests: vec![Dest::Drop; MAX_BATCH],
+            rxb: Batch::new(),
+            stats: BridgeStats::default(),
+        }
+    }
+
+    /// A resolver for module commands.
+    pub fn lookup_view(&self) -> impl PortLookup + '_ {
+        SlotsView(&self.slots)
+    }
+
+    /// The slot of the port named `name`.
+    pub fn find_port(&self, name: &str) -> Option<u16> {
+        self.slots.iter().position(|s| {
+            s.as_ref().is_some_and(|s| s.port.name() == name)
+        }).map(|i| i as u16)
+    }
+
+    /// The port with OpenFlow number `ofport`.
+    pub fn find_ofport(&self, ofport: u32) -> Option<u16> {
+        self.slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.ofport == ofport))
+            .map(|i| i as u16)
+    }
+
+    /// Ports in slot order.
+    pub fn ports(&self) -> impl Iterator<Item = (u16, &PortSlot)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_ref().map(|s| (i as u16, s)))
+    }
+
+    /// Number of ports.
+    pub fn port_count(&self) -> usize {
+        self.live.len()
+    }
+
+    /// The lowest free ofport from 1.
+    pub fn free_ofport(&self) -> u32 {
+        let mut n = 1;
+        while self.find_ofport(n).is_some() {
+            n += 1;
+        }
+        n
+    }
+
+    /// Attaches a port. The caller has checked the name and ofport are free.
+    pub fn attach(&mut self, port: Box<dyn Port>, ofport: u32, vlan: VlanMode) -> u16 {
+        let idx = match self.slots.iter().position(|s| s.is_none()) {
+            Some(i) => i,
+            None => {
+                self.slots.push(None);
+                self.out.push(Batch::new());
+                self.slots.len() - 1
+            }
+        };
+        let has_rx = port.has_rx();
+        let slot = PortSlot { port, ofport, vlan };
+        let info = slot.info(idx as u16);
+        self.slots[idx] = Some(slot);
+        self.live.push(idx as u16);
+        self.live.sort_unstable();
+        if has_rx {
+            self.rx_list.push(idx as u16);
+            self.rx_list.sort_unstable();
+        }
+        self.module.port_added(&info);
+        idx as u16
+    }
+
+    /// Detaches a port and gives it back (closed by the caller or on drop).
+    pub fn detach(&mut self, idx: u16, pool: &mut Pool) -> Option<Box<dyn Port>> {
+        let slot = self.slots.get_mut(idx as usize)?.take()?;
+        self.live.retain(|&i| i != idx);
+        self.rx_list.retain(|&i| i != idx);
+        if let Some(b) = self.out.get_mut(idx as usize) {
+            pool.free_batch(b);
+        }
+        self.module.port_removed(idx);
+        let mut port = slot.port;
+        port.close();
+        Some(port)
+    }
+
+    /// Detaches every port.
+    pub fn detach_all(&mut self, pool: &mut Pool) -> Vec<Box<dyn Port>> {
+        let idxs: Vec<u16> = self.live.clone();
+        idxs.into_iter()
+            .filter_map(|i| self.detach(i, pool))
+            .collect()
+    }
+
+    /// Runs a module verb with this bridge's port table as the name resolver.
+    pub fn module_command(
+        &mut self,
+        verb: &str,
+        args: &[String],
+        json: bool,
+        ctx: &Ctx,
+    ) -> Result<String, String> {
+        let Bridge { module, slots, .. } = self;
+        module.command(verb, args, json, ctx, &SlotsView(slots))
+    }
+
+    /// Counters of the port in slot `idx`.
+    pub fn port_stats(&self, idx: u16) -> Option<PortStats> {
+        self.slots
+            .get(idx as usize)
+            .and_then(|s| s.as_ref())
+            .map(|s| s.port.stats())
+    }
+
+    /// Polls every receiving port once and forwards what arrived. Returns packets received.
+    #[inline]
+    pub fn poll(&mut self, ctx: &Ctx, pool: &mut Pool) -> usize {
+        let mut total = 0;
+        for k in 0..self.rx_list.len() {
+            let i = self.rx_list[k];
+            total += self.poll_port(i, ctx, pool);
+        }
+        total
+    }
+
+    /// Receives one batch on slot `i` and forwards it.
+    #[inline]
+    pub fn poll_port(&mut self, i: u16, ctx: &Ctx, pool: &mut Pool) -> usize {
+        let Some(Some(slot)) = self.slots.get_mut(i as usize) else {
+            return 0;
+        };
+        let n = slot.port.rx_batch(pool, &mut self.rxb);
+        if n == 0 {
+            return 0;
+        }
+        self.forward(i, ctx, pool);
+        n
+    }
+
+    /// Forwards whatever is in the receive batch as coming from slot `in_port`.
+    fn forward(&mut self, in_port: u16, ctx: &Ctx, pool: &mut Pool) {
+        let n = self.rxb.len();
+        for p in self.rxb.packets_mut() {
+            p.in_port = in_port;
+        }
+        self.module.lookup(ctx, &mut self.rxb, &mut self.dests[..n]);
+
+        let Bridge {
+            module,
+            slots,
+            live,
+            out,
+            touched,
+            dests,
+            rxb,
+            stats,
+            ..
+        } = self;
+        let mut fab = Fabric {
+            module: module.as_mut(),
+            slots,
+            out,
+            touched,
+            stats,
+        };
+        for (pkt, d) in rxb.drain().zip(dests.iter()) {
+            match *d {
+                Dest::Port(o) => fab.enqueue(o, pkt, pool),
+                Dest::Drop => {
+                    fab.stats.module_drops += 1;
+                    pool.free(pkt);
+                }
+                Dest::Flood => {
+                    let mut last: Option<u16> = None;
+                    for &o in live.iter() {
+                        if o == in_port {
+                            continue;
+                        }
+                        if let Some(prev) = last {
+                            match pool.clone_packet(&pkt) {
+                                Some(c) => {
+                                    fab.stats.flood_copies += 1;
+                                    fab.enqueue(prev, c, pool);
+                                }
+                                None => fab.stats.copy_failures += 1,
+                            }
+                        }
+                        last = Some(o);
+                    }
+                    match last {
+                        Some(o) => fab.enqueue(o, pkt, pool),
+                        None => pool.free(pkt),
+                    }
+                }
+            }
+        }
+        fab.flush_all(pool);
+    }
+
+    /// Injects a batch as if received on slot `in_port` (tests and benchmarks).
+    pub fn inject(&mut self, in_port: u16, batch: &mut Batch, ctx: &Ctx, pool: &mut Pool) {
+        for p in batch.drain() {
+            if let Err(p) = self.rxb.push(p) {
+                pool.free(p);
+            }
+        }
+        if !self.rxb.is_empty() {
+            self.forward(in_port, ctx, pool);
+        }
+    }
+}
+
+struct Fabric<'a> {
+    module: &'a mut dyn SwitchLogic,
+    slots: &'a mut Vec<Option<PortSlot>>,
+    out: &'a mut Vec<Batch>,
+    touched: &'a mut Vec<u16>,
+    stats: &'a mut BridgeStats,
+}
+
+impl Fabric<'_> {
+    #[inline(always)]
+    fn enqueue(&mut self, o: u16, pkt: packet::Packet, pool: &mut Pool) {
+        let Some(b) = self.out.get_mut(o as usize) else {
+            self.stats.stale_dest += 1;
+            pool.free(pkt);
+            return;
+        };
+        if b.is_empty() {
+            self.touched.push(o);
+        }
+        if let Err(pkt) = b.push(pkt) {
+            self.flush(o, pool);
+            // `o` is still on the touched list: it went there when its batch first filled.
+            let b = &mut self.out[o as usize];
+            if let Err(p) = b.push(pkt) {
+                pool.free(p);
+            }
+        }
+    }
+
+    #[inline]
+    fn flush(&mut self, o: u16, pool: &mut Pool) {
+        let Some(b) = self.out.get_mut(o as usize) else {
+            return;
+        };
+        if b.is_empty() {
+            return;
+        }
+        match self.slots.get_mut(o as usize) {
+            Some(Some(slot)) => {
+                if self.module.wants_egress() {
+                    self.module.egress(o, b, pool);
+                }
+                self.stats.tx_bursts += 1;
+                self.stats.tx_packets += b.len() as u64;
+                slot.port.tx_batch(pool, b);
+            }
+            _ => {
+                self.stats.stale_dest += b.len() as u64;
+                pool.free_batch(b);
+            }
+        }
+        // Anything a port left behind is freed so the batch is empty for the next pass.
+        pool.free_batch(b);
+    }
+
+    fn flush_all(&mut self, pool: &mut Pool) {
+        while let Some(o) = self.touched.pop() {
+            self.flush(o, pool);
+        }
+    }
+}

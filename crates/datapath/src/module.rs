@@ -1,0 +1,170 @@
+//! The switching-logic interface: what a bridge's module must provide.
+//!
+//! mSwitch splits a switch into a *fabric* (moving batches between ports) and *switching logic*
+//! (deciding where each packet goes). [`SwitchLogic`] is that second half. Its shape follows
+//! the classic netmap bridge operations — a batch lookup, a configuration entry point, and
+//! callbacks when a port comes or goes — but destinations are a typed [`Dest`] rather than
+//! magic port numbers.
+//!
+//! ## Contract
+//! * [`SwitchLogic::lookup`] is called once per received batch with one slot in `dests` per
+//!   packet. It may rewrite packets in place (e.g. strip a VLAN tag) but must not reorder, add
+//!   or remove them. It runs on the poll thread: no blocking, no allocation per packet.
+//! * [`SwitchLogic::egress`] is called once per (destination port, burst) just before
+//!   transmission when [`SwitchLogic::wants_egress`] is true; it may adapt packets to the port
+//!   (add or remove a VLAN tag) and free those the port must not carry.
+//! * Port indices are the bridge's dense slot numbers (`u16`), stable while the port exists.
+//!   After [`SwitchLogic::port_removed`] the module must not name that index again until a
+//!   later [`SwitchLogic::port_added`] reuses it.
+//! * [`SwitchLogic::command`] runs a module-specific configuration or status verb; it is called
+//!   on the poll thread between batches, so it sees a consistent state.
+
+use packet::{Batch, Pool};
+use std::fmt;
+
+/// Where one packet goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dest {
+    /// Freed, counted as a module drop.
+    Drop,
+    /// One port (bridge slot index).
+    Port(u16),
+    /// Every port of the bridge except the ingress one.
+    Flood,
+}
+
+/// Per-batch context the fabric gives a module.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx {
+    /// Milliseconds since the datapath started (monotonic).
+    pub now_ms: u64,
+}
+
+/// VLAN behaviour of a port, as in OVS's Port `tag` / `trunks` columns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VlanMode {
+    /// Carries every VLAN tagged (untagged frames belong to VLAN 0), or only those listed.
+    Trunk(Option<Vec<u16>>),
+    /// Untagged access port in this VLAN.
+    Access(u16),
+}
+
+impl VlanMode {
+    /// True if this port carries `vlan`.
+    pub fn carries(&self, vlan: u16) -> bool {
+        match self {
+            VlanMode::Access(t) => *t == vlan,
+            VlanMode::Trunk(None) => true,
+            VlanMode::Trunk(Some(set)) => set.contains(&vlan) || vlan == 0,
+        }
+    }
+}
+
+impl fmt::Display for VlanMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VlanMode::Access(t) => write!(f, "tag={t}"),
+            VlanMode::Trunk(None) => f.write_str("trunk"),
+            VlanMode::Trunk(Some(s)) => {
+                let v: Vec<String> = s.iter().map(|x| x.to_string()).collect();
+                write!(f, "trunks={}", v.join(","))
+            }
+        }
+    }
+}
+
+/// What a module is told about a port.
+#[derive(Clone, Debug)]
+pub struct PortInfo {
+    pub idx: u16,
+    pub ofport: u32,
+    pub name: String,
+    pub vlan: VlanMode,
+}
+
+/// Resolves the port names and numbers users type into slot indices, for module commands.
+pub trait PortLookup {
+    /// A port by name or OpenFlow port number.
+    fn resolve(&self, name_or_ofport: &str) -> Option<PortInfo>;
+    /// A port by slot index.
+    fn info(&self, idx: u16) -> Option<PortInfo>;
+}
+
+/// A module-specific command the CLI can invoke (`ferrovs VERB BR ARGS...`).
+#[derive(Clone, Copy, Debug)]
+pub struct ModuleCommand {
+    pub verb: &'static str,
+    pub usage: &'static str,
+}
+
+/// Switching logic. See the module documentation for the contract.
+pub trait SwitchLogic: Send {
+    /// The module's name (`learning`, `patch`, `tuple3`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Chooses a destination for every packet of `batch` (`dests.len() == batch.len()`).
+    fn lookup(&mut self, ctx: &Ctx, batch: &mut Batch, dests: &mut [Dest]);
+
+    /// Whether [`SwitchLogic::egress`] must be called.
+    fn wants_egress(&self) -> bool {
+        false
+    }
+
+    /// Adapts a burst for port `port` before it is sent; may free packets into `pool`.
+    fn egress(&mut self, _port: u16, _batch: &mut Batch, _pool: &mut Pool) {}
+
+    /// A port joined the bridge.
+    fn port_added(&mut self, _info: &PortInfo) {}
+
+    /// A port left the bridge.
+    fn port_removed(&mut self, _idx: u16) {}
+
+    /// Periodic housekeeping (aging), called about once a second.
+    fn run(&mut self, _ctx: &Ctx) {}
+
+    /// Applies `KEY=VALUE` settings (from `add-br` or `set-bridge`). Unknown keys are errors.
+    fn configure(&mut self, key: &str, value: &str) -> Result<(), String> {
+        Err(format!(
+            "module '{}' has no setting '{key}' (value '{value}')",
+            self.name()
+        ))
+    }
+
+    /// The verbs [`SwitchLogic::command`] accepts.
+    fn commands(&self) -> &'static [ModuleCommand] {
+        &[]
+    }
+
+    /// Runs a module verb with its arguments (after the bridge name).
+    fn command(
+        &mut self,
+        verb: &str,
+        _args: &[String],
+        _json: bool,
+        _ctx: &Ctx,
+        _ports: &dyn PortLookup,
+    ) -> Result<String, String> {
+        Err(format!("module '{}' has no command '{verb}'", self.name()))
+    }
+
+    /// Module counters for `show --json` and `dump-ports` (name, value).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+}
+
+/// The built-in modules.
+pub const MODULES: &[&str] = &["learning", "patch", "tuple3"];
+
+/// Creates a built-in module by name.
+pub fn create(name: &str) -> Result<Box<dyn SwitchLogic>, String> {
+    match name {
+        "learning" => Ok(Box::new(crate::learning::Learning::new())),
+        "patch" => Ok(Box::new(crate::patch::Patch::new())),
+        "tuple3" => Ok(Box::new(crate::tuple3::Tuple3::new())),
+        _ => Err(format!(
+            "unknown module '{name}' (known: {})",
+            MODULES.join(", ")
+        )),
+    }
+}

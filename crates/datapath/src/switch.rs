@@ -1,0 +1,495 @@
+//! The switch: every bridge served by one poll thread, with its buffer pool and counters.
+//!
+//! A [`Switch`] is owned by exactly one thread (the poll-mode thread, see [`crate::pmd`]). The
+//! control plane never touches it directly: it sends closures that run between two polls
+//! (see [`crate::pmd::PmdHandle::call`]), so every change is applied atomically with respect to
+//! forwarding and no lock is ever taken on the fast path.
+//!
+//! Port names are unique across the whole switch (like kernel interface names); ofports are
+//! unique within a bridge.
+
+use crate::bridge::{Bridge, OFPP_LOCAL, OFPP_MAX};
+use crate::cycles;
+use crate::module::{Ctx, SwitchLogic, VlanMode};
+use netdev::Port;
+use packet::Pool;
+use serde_json::{json, Value};
+use std::time::Instant;
+
+/// Default number of packet buffers in the poll thread's pool.
+pub const DEFAULT_POOL: usize = 16_384;
+
+/// Poll-thread counters, in the spirit of `dpif-netdev/pmd-stats-show`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PmdStats {
+    pub packets: u64,
+    pub iterations: u64,
+    pub busy_iterations: u64,
+    pub busy_cycles: u64,
+    pub idle_cycles: u64,
+    pub sleep_us: u64,
+}
+
+impl PmdStats {
+    /// Records one iteration that received `n` packets in `cycles`.
+    #[inline(always)]
+    pub fn account(&mut self, n: usize, cycles: u64) {
+        self.iterations += 1;
+        if n > 0 {
+            self.packets += n as u64;
+            self.busy_iterations += 1;
+            self.busy_cycles += cycles;
+        } else {
+            self.idle_cycles += cycles;
+        }
+    }
+}
+
+/// See the module documentation.
+pub struct Switch {
+    bridges: Vec<Bridge>,
+    pub pool: Pool,
+    started: Instant,
+    last_run_ms: u64,
+    pub pmd: PmdStats,
+    pub core_id: Option<usize>,
+}
+
+impl Default for Switch {
+    fn default() -> Self {
+        Self::new(DEFAULT_POOL)
+    }
+}
+
+fn ofport_str(n: u32) -> String {
+    if n == OFPP_LOCAL {
+        "LOCAL".into()
+    } else {
+        n.to_string()
+    }
+}
+
+impl Switch {
+    /// An empty switch with a pool of `pool_size` buffers.
+    pub fn new(pool_size: usize) -> Switch {
+        Switch {
+            bridges: Vec::new(),
+            pool: Pool::new(pool_size),
+            started: Instant::now(),
+            last_run_ms: 0,
+            pmd: PmdStats::default(),
+            core_id: None,
+        }
+    }
+
+    /// Milliseconds since the switch started.
+    #[inline(always)]
+    pub fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// The bridges.
+    pub fn bridges(&self) -> &[Bridge] {
+        &self.bridges
+    }
+
+    /// A bridge by name.
+    pub fn bridge(&self, name: &str) -> Option<&Bridge> {
+        self.bridges.iter().find(|b| b.name == name)
+    }
+
+    /// A bridge by name, writable.
+    pub fn bridge_mut(&mut self, name: &str) -> Option<&mut Bridge> {
+        self.bridges.iter_mut().find(|b| b.name == name)
+    }
+
+    fn bridge_or_err(&self, name: &str) -> Result<&Bridge, String> {
+        self.bridge(name)
+            .ok_or_else(|| format!("no such bridge '{name}'"))
+    }
+
+    /// The bridge holding port `name`, if any.
+    pub fn port_owner(&self, name: &str) -> Option<&str> {
+        self.bridges
+            .iter()
+            .find(|b| b.find_port(name).is_some())
+            .map(|b| b.name.as_str())
+    }
+
+    /// Checks that a bridge named `name` could be created.
+    pub fn check_add_bridge(&self, name: &str) -> Result<(), String> {
+        if self.bridge(name).is_some() {
+            return Err(format!("bridge '{name}' already exists"));
+        }
+        if let Some(b) = self.port_owner(name) {
+            return Err(format!("'{name}' is already a port of bridge '{b}'"));
+        }
+        Ok(())
+    }
+
+    /// Creates a bridge with `module` and, optionally, its internal port as `LOCAL`.
+    pub fn add_bridge(
+        &mut self,
+        name: &str,
+        module: Box<dyn SwitchLogic>,
+        local: Option<Box<dyn Port>>,
+    ) -> Result<(), String> {
+        self.check_add_bridge(name)?;
+        let mut br = Bridge::new(name, module);
+        if let Some(p) = local {
+            br.attach(p, OFPP_LOCAL, VlanMode::Trunk(None));
+        }
+        self.bridges.push(br);
+        Ok(())
+    }
+
+    /// Removes a bridge and all its ports.
+    pub fn del_bridge(&mut self, name: &str) -> Result<(), String> {
+        let i = self
+            .bridges
+            .iter()
+            .position(|b| b.name == name)
+            .ok_or_else(|| format!("no such bridge '{name}'"))?;
+        let mut br = self.bridges.remove(i);
+        let ports = br.detach_all(&mut self.pool);
+        drop(ports);
+        Ok(())
+    }
+
+    /// Checks that port `name` could be added to bridge `br` with `ofport`.
+    pub fn check_add_port(&self, br: &str, name: &str, ofport: Option<u32>) -> Result<(), String> {
+        let b = self.bridge_or_err(br)?;
+        if let Some(owner) = self.port_owner(name) {
+            return Err(format!("port '{name}' already exists on bridge '{owner}'"));
+        }
+        if self.bridge(name).is_some() {
+            return Err(format!("'{name}' is the name of a bridge"));
+        }
+        if let Some(n) = ofport {
+            if n == 0 || n > OFPP_MAX {
+                return Err(format!("ofport {n} is outside 1..={OFPP_MAX}"));
+            }
+            if let Some(idx) = b.find_ofport(n) {
+                let other = b
+                    .ports()
+                    .find(|(i, _)| *i == idx)
+                    .map(|(_, s)| s.port.name().to_string())
+                    .unwrap_or_default();
+                return Err(format!("ofport {n} is already used by port '{other}'"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds an opened port to bridge `br`. Returns its ofport.
+    pub fn add_port(
+        &mut self,
+        br: &str,
+        port: Box<dyn Port>,
+        ofport: Option<u32>,
+        vlan: VlanMode,
+    ) -> Result<u32, String> {
+        self.check_add_port(br, port.name(), ofport)?;
+        let b = self
+            .bridge_mut(br)
+            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+        let n = ofport.unwrap_or_else(|| b.free_ofport());
+        b.attach(port, n, vlan);
+        Ok(n)
+    }
+
+    /// Removes port `name` from bridge `br` (any bridge if `br` is `None`).
+    pub fn del_port(&mut self, br: Option<&str>, name: &str) -> Result<(), String> {
+        let owner = match br {
+            Some(b) => {
+                self.bridge_or_err(b)?;
+                b.to_string()
+            }
+            None => self
+                .port_owner(name)
+                .ok_or_else(|| format!("no port named '{name}'"))?
+                .to_string(),
+        };
+        let pool = &mut self.pool;
+        let b = self
+            .bridges
+            .iter_mut()
+            .find(|b| b.name == owner)
+            .ok_or_else(|| format!("no such bridge '{owner}'"))?;
+        let idx = b
+            .find_port(name)
+            .ok_or_else(|| format!("bridge '{owner}' has no port '{name}'"))?;
+        if b.ports().any(|(i, s)| i == idx && s.ofport == OFPP_LOCAL) {
+            return Err(format!(
+                "port '{name}' is the bridge's own internal port; delete the bridge instead"
+            ));
+        }
+        b.detach(idx, pool);
+        Ok(())
+    }
+
+    /// Applies a module setting to bridge `br`.
+    pub fn configure_bridge(&mut self, br: &str, key: &str, value: &str) -> Result<(), String> {
+        let b = self
+            .bridge_mut(br)
+            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+        b.module.configure(key, value)
+    }
+
+    /// Runs a module verb on bridge `br`.
+    pub fn module_command(
+        &mut self,
+        br: &str,
+        verb: &str,
+        args: &[String],
+        json: bool,
+    ) -> Result<String, String> {
+        let ctx = Ctx {
+            now_ms: self.now_ms(),
+        };
+        let b = self
+            .bridges
+            .iter_mut()
+            .find(|b| b.name == br)
+            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+        if !b.module.commands().iter().any(|c| c.verb == verb) {
+            return Err(format!(
+                "bridge '{br}' runs module '{}', which has no command '{verb}'",
+                b.module.name()
+            ));
+        }
+        b.module_command(verb, args, json, &ctx)
+    }
+
+    /// One pass over every bridge's receiving ports. Returns packets received.
+    #[inline]
+    pub fn poll_once(&mut self) -> usize {
+        let now = self.now_ms();
+        let ctx = Ctx { now_ms: now };
+        let mut n = 0;
+        for b in self.bridges.iter_mut() {
+            n += b.poll(&ctx, &mut self.pool);
+        }
+        if now.saturating_sub(self.last_run_ms) >= 1000 {
+            self.last_run_ms = now;
+            for b in self.bridges.iter_mut() {
+                b.module.run(&ctx);
+            }
+        }
+        n
+    }
+
+    /// One poll with cycle accounting.
+    #[inline]
+    pub fn poll_accounted(&mut self) -> usize {
+        let t0 = cycles::now();
+        let n = self.poll_once();
+        let t1 = cycles::now();
+        self.pmd.account(n, t1.wrapping_sub(t0));
+        n
+    }
+
+    /// Closes every port of every bridge.
+    pub fn shutdown(&mut self) {
+        let names: Vec<String> = self.bridges.iter().map(|b| b.name.clone()).collect();
+        for n in names {
+            let _ = self.del_bridge(&n);
+        }
+    }
+
+    /// `show`.
+    pub fn show(&self, json: bool) -> String {
+        if json {
+            let brs: Vec<Value> = self
+                .bridges
+                .iter()
+                .map(|b| {
+                    let ports: Vec<Value> = b
+                        .ports()
+                        .map(|(_, s)| {
+                            let opts: serde_json::Map<String, Value> = s
+                                .port
+                                .options()
+                                .into_iter()
+                                .map(|(k, v)| (k, Value::String(v)))
+                                .collect();
+                            json!({
+                                "name": s.port.name(),
+                                "ofport": s.ofport,
+                                "type": s.port.kind(),
+                                "options": opts,
+                                "vlan": s.vlan.to_string(),
+                                "link_state": s.port.link_state().to_string(),
+                                "mac": s.port.mac().map(fmt_mac),
+                                "ifindex": s.port.ifindex(),
+                            })
+                        })
+                        .collect();
+                    json!({"name": b.name, "module": b.module.name(), "ports": ports})
+                })
+                .collect();
+            return json!({ "bridges": brs }).to_string();
+        }
+        let mut s = String::new();
+        for b in &self.bridges {
+            s.push_str(&format!("    Bridge {}\n        module: {}\n", b.name, b.module.name()));
+            let mut ports: Vec<_> = b.ports().collect();
+            ports.sort_by_key(|(_, p)| p.port.name().to_string());
+            for (_, p) in ports {
+                s.push_str(&format!(
+                    "        Port {}\n            ofport: {}\n            type: {}\n",
+                    p.port.name(),
+                    ofport_str(p.ofport),
+                    p.port.kind()
+                ));
+                if !matches!(p.vlan, VlanMode::Trunk(None)) {
+                    s.push_str(&format!("            {}\n", p.vlan));
+                }
+                let opts = p.port.options();
+                if !opts.is_empty() {
+                    let o: Vec<String> = opts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    s.push_str(&format!("            options: {{{}}}\n", o.join(", ")));
+                }
+                if p.port.link_state() == netdev::LinkState::Down {
+                    s.push_str("            link_state: down\n");
+                }
+            }
+        }
+        s
+    }
+
+    /// `dump-ports BR`.
+    pub fn dump_ports(&self, br: &str, json: bool) -> Result<String, String> {
+        let b = self.bridge_or_err(br)?;
+        let mut ports: Vec<_> = b.ports().collect();
+        ports.sort_by_key(|(_, p)| p.ofport);
+        if json {
+            let v: Vec<Value> = ports
+                .iter()
+                .map(|(_, p)| {
+                    let st = p.port.stats();
+                    json!({
+                        "port": p.ofport, "name": p.port.name(),
+                        "rx_packets": st.rx_packets, "rx_bytes": st.rx_bytes,
+                        "rx_dropped": st.rx_dropped, "rx_errors": st.rx_errors,
+                        "tx_packets": st.tx_packets, "tx_bytes": st.tx_bytes,
+                        "tx_dropped": st.tx_dropped, "tx_errors": st.tx_errors,
+                    })
+                })
+                .collect();
+            let counters: serde_json::Map<String, Value> = b
+                .module
+                .counters()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect();
+            return Ok(json!({
+                "bridge": b.name, "ports": v, "module": b.module.name(),
+                "module_counters": counters,
+                "fabric": {
+                    "module_drops": b.stats.module_drops, "flood_copies": b.stats.flood_copies,
+                    "copy_failures": b.stats.copy_failures, "tx_bursts": b.stats.tx_bursts,
+                    "tx_packets": b.stats.tx_packets,
+                }
+            })
+            .to_string());
+        }
+        let mut s = format!("port statistics of bridge {}: {} ports\n", b.name, ports.len());
+        for (_, p) in ports {
+            let st = p.port.stats();
+            s.push_str(&format!(
+                "  port {:>2}: rx pkts={}, bytes={}, drop={}, errs={}, frame=?, over=?, crc=?\n           tx pkts={}, bytes={}, drop={}, errs={}, coll=?\n",
+                ofport_str(p.ofport),
+                st.rx_packets, st.rx_bytes, st.rx_dropped, st.rx_errors,
+                st.tx_packets, st.tx_bytes, st.tx_dropped, st.tx_errors
+            ));
+        }
+        s.push_str(&format!(
+            "  fabric: module drops={}, flood copies={}, copy failures={}, output bursts={}\n",
+            b.stats.module_drops, b.stats.flood_copies, b.stats.copy_failures, b.stats.tx_bursts
+        ));
+        Ok(s)
+    }
+
+    /// `pmd-stats-show`.
+    pub fn pmd_stats(&self, json: bool) -> String {
+        let st = &self.pmd;
+        let total = st.busy_cycles + st.idle_cycles;
+        let pct = |x: u64| {
+            if total == 0 {
+                0.0
+            } else {
+                100.0 * x as f64 / total as f64
+            }
+        };
+        let per_pkt = |x: u64| {
+            if st.packets == 0 {
+                0.0
+            } else {
+                x as f64 / st.packets as f64
+            }
+        };
+        let tx: u64 = self.bridges.iter().map(|b| b.stats.tx_packets).sum();
+        let bursts: u64 = self.bridges.iter().map(|b| b.stats.tx_bursts).sum();
+        let drops: u64 = self.bridges.iter().map(|b| b.stats.module_drops).sum();
+        let per_burst = if bursts == 0 {
+            0.0
+        } else {
+            tx as f64 / bursts as f64
+        };
+        let core = self
+            .core_id
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "unpinned".into());
+        if json {
+            return json!({"pmds": [{
+                "numa_id": 0, "core_id": self.core_id,
+                "packets_received": st.packets, "packets_sent": tx, "module_drops": drops,
+                "iterations": st.iterations, "busy_iterations": st.busy_iterations,
+                "idle_cycles": st.idle_cycles, "processing_cycles": st.busy_cycles,
+                "avg_cycles_per_packet": per_pkt(total),
+                "avg_processing_cycles_per_packet": per_pkt(st.busy_cycles),
+                "avg_packets_per_output_batch": per_burst,
+                "sleep_us": st.sleep_us, "tsc_hz": cycles::hz(),
+                "pool_buffers": self.pool.capacity(), "pool_in_use": self.pool.outstanding(),
+            }]})
+            .to_string();
+        }
+        format!(
+            "pmd thread numa_id 0 core_id {core}:\n  packets received: {}\n  packets sent: {tx}\n  module drops: {drops}\n  avg. packets per output batch: {per_burst:.2}\n  iterations: {} (busy {})\n  idle cycles: {} ({:.2}%)\n  processing cycles: {} ({:.2}%)\n  avg cycles per packet: {:.2} ({}/{})\n  avg processing cycles per packet: {:.2} ({}/{})\n  sleep time: {} us\n",
+            st.packets,
+            st.iterations,
+            st.busy_iterations,
+            st.idle_cycles,
+            pct(st.idle_cycles),
+            st.busy_cycles,
+            pct(st.busy_cycles),
+            per_pkt(total),
+            total,
+            st.packets,
+            per_pkt(st.busy_cycles),
+            st.busy_cycles,
+            st.packets,
+            st.sleep_us
+        )
+    }
+
+    /// `pmd-stats-clear`.
+    pub fn pmd_stats_clear(&mut self) {
+        self.pmd = PmdStats::default();
+        for b in self.bridges.iter_mut() {
+            b.stats.tx_bursts = 0;
+            b.stats.tx_packets = 0;
+            b.stats.module_drops = 0;
+        }
+    }
+}
+
+/// Formats a MAC address.
+pub fn fmt_mac(m: [u8; 6]) -> String {
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        m[0], m[1], m[2], m[3], m[4], m[5]
+    )
+}
+
