@@ -1,30 +1,46 @@
 //! `ferrovs-bench`: benchmark inputs and in-memory datapath runs.
 //!
 //! * `ferrovs-bench gen-w1 --flows N --out FILE` writes the W1 input pcap.
+//! * `ferrovs-bench w1 --module patch|learning --pcap FILE [--seconds S] [--json]` runs W1
+//!   on the calling thread and prints Mpps and cycles per packet.
 
 mod w1gen;
+mod w1run;
 
 use std::process::ExitCode;
 
+const USAGE: &str = "usage: ferrovs-bench gen-w1 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning --pcap FILE [--seconds S] [--json]";
+
 fn usage() -> ExitCode {
-    eprintln!("usage: ferrovs-bench gen-w1 --flows N --out FILE");
+    eprintln!("{USAGE}");
     ExitCode::from(2)
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut flows = None;
+    let mut out = None;
+    let mut module = None;
+    let mut pcap = None;
+    let mut secs = 5.0f64;
+    let mut json = false;
+    let mut it = args.iter().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--flows" => flows = it.next().and_then(|v| v.parse::<u32>().ok()),
+            "--out" => out = it.next().cloned(),
+            "--module" => module = it.next().cloned(),
+            "--pcap" => pcap = it.next().cloned(),
+            "--seconds" => match it.next().and_then(|v| v.parse::<f64>().ok()) {
+                Some(s) if s > 0.0 => secs = s,
+                _ => return usage(),
+            },
+            "--json" => json = true,
+            _ => return usage(),
+        }
+    }
     match args.first().map(String::as_str) {
         Some("gen-w1") => {
-            let mut flows = None;
-            let mut out = None;
-            let mut it = args[1..].iter();
-            while let Some(a) = it.next() {
-                match a.as_str() {
-                    "--flows" => flows = it.next().and_then(|v| v.parse::<u32>().ok()),
-                    "--out" => out = it.next().cloned(),
-                    _ => return usage(),
-                }
-            }
             let (Some(flows), Some(out)) = (flows, out) else {
                 return usage();
             };
@@ -40,6 +56,36 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
             ExitCode::SUCCESS
+        }
+        Some("w1") => {
+            let (Some(module), Some(pcap)) = (module, pcap) else {
+                return usage();
+            };
+            match w1run::run(&module, &pcap, secs) {
+                Ok(r) => {
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({
+                                "module": r.module, "pcap": r.pcap, "packets": r.packets,
+                                "seconds": r.seconds, "mpps": r.mpps,
+                                "cycles_per_packet": r.cycles_per_packet,
+                                "delivered": r.delivered,
+                            })
+                        );
+                    } else {
+                        println!(
+                            "{:<9} {:<28} {:>7.2} Mpps {:>7.1} cycles/pkt  ({} packets in {:.2} s, {} delivered)",
+                            r.module, r.pcap, r.mpps, r.cycles_per_packet, r.packets, r.seconds, r.delivered
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("w1: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         _ => usage(),
     }
