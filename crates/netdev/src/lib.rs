@@ -23,8 +23,12 @@
 //!   error that names it, and nothing is left half-created.
 
 pub mod null;
+pub mod offload;
 pub mod pcap;
 pub mod pcapfile;
+mod sys;
+pub mod system;
+pub mod tap;
 
 use packet::{Batch, Pool};
 use std::collections::BTreeMap;
@@ -83,7 +87,10 @@ pub enum NetdevError {
     /// An option with a value that cannot be used; the message says why.
     BadOption { key: String, why: String },
     /// A required option is missing.
-    MissingOption { kind: &'static str, key: &'static str },
+    MissingOption {
+        kind: &'static str,
+        key: &'static str,
+    },
     /// The operating system refused (the message names the call and the errno text).
     Os(String),
 }
@@ -164,7 +171,11 @@ pub trait Port: Send {
 pub type Options = BTreeMap<String, String>;
 
 /// Checks that every key of `opts` is in `known`.
-pub fn check_options(kind: &'static str, opts: &Options, known: &[&str]) -> Result<(), NetdevError> {
+pub fn check_options(
+    kind: &'static str,
+    opts: &Options,
+    known: &[&str],
+) -> Result<(), NetdevError> {
     for k in opts.keys() {
         if !known.contains(&k.as_str()) {
             return Err(NetdevError::UnknownOption {
@@ -193,6 +204,8 @@ pub fn open(name: &str, kind: &str, opts: &Options) -> Result<Box<dyn Port>, Net
     match kind {
         "null" => Ok(Box::new(null::NullPort::open(name, opts)?)),
         "pcap" => Ok(Box::new(pcap::PcapPort::open(name, opts)?)),
+        "system" => Ok(Box::new(system::SystemPort::open(name, opts)?)),
+        "internal" => Ok(Box::new(tap::TapPort::open(name, opts)?)),
         _ => Err(NetdevError::UnknownType(kind.to_string())),
     }
 }
