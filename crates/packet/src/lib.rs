@@ -18,3 +18,4 @@ pub mod csum;
 pub mod flow;
 
 pub use buf::{Batch, Packet, Pool, BUF_SIZE, HEADROOM, MAX_BATCH, MAX_FRAME};
+pub use flow::{extract, extract_into, FlowKey, Offsets, FLOW_KEY_SIZE, FLOW_KEY_WORDS};
