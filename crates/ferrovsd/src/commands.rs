@@ -1,0 +1,372 @@
+//! The daemon's command table: every verb `ferrovs` and `ovs-appctl` can send.
+//!
+//! Each command is validated completely before anything changes: a failing command leaves the
+//! switch as it was. Commands that open kernel resources (ports) open them on the control
+//! thread — never on the poll thread — and hand them over only once open; a control mutex
+//! serialises commands so the check-then-apply steps cannot interleave.
+//!
+//! Errors are prefixed with the verb (`add-port: no such bridge 'br9'`). `--json` anywhere in
+//! the arguments of a status command selects JSON output.
+
+use crate::config::{parse_port_request, split_kv};
+use crossbeam_channel::Sender;
+use datapath::module;
+use datapath::PmdHandle;
+use std::sync::{Arc, Mutex};
+
+struct Cmd {
+    name: &'static str,
+    usage: &'static str,
+}
+
+const COMMANDS: &[Cmd] = &[
+    Cmd { name: "add-br", usage: "BR [module=learning|patch|tuple3] [KEY=VALUE...]" },
+    Cmd { name: "del-br", usage: "BR" },
+    Cmd { name: "list-br", usage: "" },
+    Cmd { name: "br-exists", usage: "BR" },
+    Cmd { name: "set-bridge", usage: "BR KEY=VALUE..." },
+    Cmd { name: "add-port", usage: "BR PORT [type=T] [ofport=N] [tag=N|trunks=N,...] [KEY=VALUE...]" },
+    Cmd { name: "del-port", usage: "[BR] PORT" },
+    Cmd { name: "list-ports", usage: "BR" },
+    Cmd { name: "port-to-br", usage: "PORT" },
+    Cmd { name: "show", usage: "[--json]" },
+    Cmd { name: "dump-ports", usage: "BR [--json]" },
+    Cmd { name: "fdb-show", usage: "BR [--json]" },
+    Cmd { name: "fdb-flush", usage: "BR" },
+    Cmd { name: "fdb-stats", usage: "BR [--json]" },
+    Cmd { name: "patch-set", usage: "BR FROM TO" },
+    Cmd { name: "patch-del", usage: "BR FROM" },
+    Cmd { name: "patch-show", usage: "BR [--json]" },
+    Cmd { name: "tuple3-add", usage: "BR PORT IP PROTO PORTNUM" },
+    Cmd { name: "tuple3-del", usage: "BR PORT IP PROTO PORTNUM" },
+    Cmd { name: "tuple3-uplink", usage: "BR PORT|none" },
+    Cmd { name: "tuple3-show", usage: "BR [--json]" },
+    Cmd { name: "pmd-stats-show", usage: "[--json]" },
+    Cmd { name: "pmd-stats-clear", usage: "" },
+    Cmd { name: "dpif-netdev/pmd-stats-show", usage: "[--json]" },
+    Cmd { name: "dpif-netdev/pmd-stats-clear", usage: "" },
+    Cmd { name: "fdb/show", usage: "BR" },
+    Cmd { name: "fdb/flush", usage: "[BR]" },
+    Cmd { name: "fdb/stats-show", usage: "BR" },
+    Cmd { name: "list-commands", usage: "" },
+    Cmd { name: "version", usage: "" },
+    Cmd { name: "exit", usage: "" },
+];
+
+/// Module verbs and the OVS names that map onto them.
+fn module_verb(m: &str) -> Option<&'static str> {
+    Some(match m {
+        "fdb-show" | "fdb/show" => "fdb-show",
+        "fdb-flush" => "fdb-flush",
+        "fdb-stats" | "fdb/stats-show" => "fdb-stats",
+        "patch-set" => "patch-set",
+        "patch-del" => "patch-del",
+        "patch-show" => "patch-show",
+        "tuple3-add" => "tuple3-add",
+        "tuple3-del" => "tuple3-del",
+        "tuple3-uplink" => "tuple3-uplink",
+        "tuple3-show" => "tuple3-show",
+        _ => return None,
+    })
+}
+
+/// The daemon state the command handlers share.
+pub struct Daemon {
+    pmd: Arc<PmdHandle>,
+    stop: Sender<&'static str>,
+    lock: Mutex<()>,
+}
+
+impl Daemon {
+    /// Wraps the poll thread's handle and the shutdown channel.
+    pub fn new(pmd: Arc<PmdHandle>, stop: Sender<&'static str>) -> Daemon {
+        Daemon {
+            pmd,
+            stop,
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// Runs one command.
+    pub fn dispatch(&self, method: &str, params: &[String]) -> Result<String, String> {
+        let json = params.iter().any(|p| p == "--json");
+        let args: Vec<String> = params.iter().filter(|p| *p != "--json").cloned().collect();
+        if !COMMANDS.iter().any(|c| c.name == method) {
+            return Err(format!(
+                "\"{method}\" is not a valid command (use list-commands to see them)\n"
+            ));
+        }
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.run(method, &args, json)
+            .map_err(|e| format!("{method}: {e}\n"))
+    }
+
+    fn run(&self, method: &str, args: &[String], json: bool) -> Result<String, String> {
+        if let Some(verb) = module_verb(method) {
+            return self.module_cmd(method, verb, args, json);
+        }
+        match method {
+            "list-commands" => Ok(list_commands()),
+            "version" => Ok(format!("ferrovsd (ferrovs) {}\n", env!("CARGO_PKG_VERSION"))),
+            "exit" => {
+                let _ = self.stop.try_send("exit command");
+                Ok(String::new())
+            }
+            "add-br" => self.add_br(args),
+            "del-br" => {
+                let [br] = args else { return Err(usage("del-br")) };
+                let br = br.clone();
+                self.pmd.call(move |sw| sw.del_bridge(&br))??;
+                Ok(String::new())
+            }
+            "list-br" => {
+                no_args(method, args)?;
+                let mut names = self
+                    .pmd
+                    .call(|sw| sw.bridges().iter().map(|b| b.name.clone()).collect::<Vec<_>>())?;
+                names.sort();
+                Ok(lines(&names))
+            }
+            "br-exists" => {
+                let [br] = args else { return Err(usage("br-exists")) };
+                let br = br.clone();
+                let b2 = br.clone();
+                if self.pmd.call(move |sw| sw.bridge(&br).is_some())? {
+                    Ok(String::new())
+                } else {
+                    Err(format!("no such bridge '{b2}'"))
+                }
+            }
+            "set-bridge" => {
+                let Some((br, kvs)) = args.split_first() else {
+                    return Err(usage("set-bridge"));
+                };
+                if kvs.is_empty() {
+                    return Err(usage("set-bridge"));
+                }
+                let pairs = kv_pairs(kvs)?;
+                let br = br.clone();
+                self.pmd.call(move |sw| {
+                    // Validate on a fresh module first so a bad pair changes nothing.
+                    let name = sw
+                        .bridge(&br)
+                        .map(|b| b.module.name())
+                        .ok_or_else(|| format!("no such bridge '{br}'"))?;
+                    let mut probe = module::create(name)?;
+                    for (k, v) in &pairs {
+                        probe.configure(k, v)?;
+                    }
+                    for (k, v) in &pairs {
+                        sw.configure_bridge(&br, k, v)?;
+                    }
+                    Ok::<_, String>(())
+                })??;
+                Ok(String::new())
+            }
+            "add-port" => self.add_port(args),
+            "del-port" => {
+                let (br, port) = match args {
+                    [p] => (None, p.clone()),
+                    [b, p] => (Some(b.clone()), p.clone()),
+                    _ => return Err(usage("del-port")),
+                };
+                self.pmd
+                    .call(move |sw| sw.del_port(br.as_deref(), &port))??;
+                Ok(String::new())
+            }
+            "list-ports" => {
+                let [br] = args else { return Err(usage("list-ports")) };
+                let br = br.clone();
+                let mut names = self.pmd.call(move |sw| {
+                    let b = sw.bridge(&br).ok_or_else(|| format!("no such bridge '{br}'"))?;
+                    Ok::<_, String>(
+                        b.ports()
+                            .filter(|(_, s)| s.ofport != datapath::OFPP_LOCAL)
+                            .map(|(_, s)| s.port.name().to_string())
+                            .collect::<Vec<_>>(),
+                    )
+                })??;
+                names.sort();
+                Ok(lines(&names))
+            }
+            "port-to-br" => {
+                let [p] = args else { return Err(usage("port-to-br")) };
+                let p = p.clone();
+                let p2 = p.clone();
+                match self
+                    .pmd
+                    .call(move |sw| sw.port_owner(&p).map(str::to_string))?
+                {
+                    Some(b) => Ok(format!("{b}\n")),
+                    None => Err(format!("no port named '{p2}'")),
+                }
+            }
+            "show" => {
+                no_args(method, args)?;
+                self.pmd.call(move |sw| sw.show(json))
+            }
+            "dump-ports" => {
+                let [br] = args else { return Err(usage("dump-ports")) };
+                let br = br.clone();
+                self.pmd.call(move |sw| sw.dump_ports(&br, json))?
+            }
+            "pmd-stats-show" | "dpif-netdev/pmd-stats-show" => {
+                no_args(method, args)?;
+                self.pmd.call(move |sw| sw.pmd_stats(json))
+            }
+            "pmd-stats-clear" | "dpif-netdev/pmd-stats-clear" => {
+                no_args(method, args)?;
+                self.pmd.call(|sw| sw.pmd_stats_clear())?;
+                Ok(String::new())
+            }
+            "fdb/flush" => {
+                // OVS flushes every bridge when none is named.
+                let br = args.first().cloned();
+                if args.len() > 1 {
+                    return Err(usage("fdb/flush"));
+                }
+                self.pmd.call(move |sw| {
+                    let names: Vec<String> = match br {
+                        Some(b) => {
+                            sw.bridge(&b).ok_or_else(|| format!("no such bridge '{b}'"))?;
+                            vec![b]
+                        }
+                        None => sw
+                            .bridges()
+                            .iter()
+                            .filter(|b| b.module.name() == "learning")
+                            .map(|b| b.name.clone())
+                            .collect(),
+                    };
+                    for n in names {
+                        sw.module_command(&n, "fdb-flush", &[], false)?;
+                    }
+                    Ok::<_, String>("table successfully flushed\n".to_string())
+                })?
+            }
+            _ => Err("not implemented by this daemon".to_string()),
+        }
+    }
+
+    fn module_cmd(
+        &self,
+        method: &str,
+        verb: &'static str,
+        args: &[String],
+        json: bool,
+    ) -> Result<String, String> {
+        let Some((br, rest)) = args.split_first() else {
+            return Err(usage(method));
+        };
+        let br = br.clone();
+        let rest = rest.to_vec();
+        self.pmd
+            .call(move |sw| sw.module_command(&br, verb, &rest, json))?
+    }
+
+    fn add_br(&self, args: &[String]) -> Result<String, String> {
+        let Some((br, kvs)) = args.split_first() else {
+            return Err(usage("add-br"));
+        };
+        valid_name(br)?;
+        let mut module_name = "learning".to_string();
+        let mut settings = Vec::new();
+        for (k, v) in kv_pairs(kvs)? {
+            if k == "module" {
+                module_name = v;
+            } else {
+                settings.push((k, v));
+            }
+        }
+        let mut m = module::create(&module_name)?;
+        for (k, v) in &settings {
+            m.configure(k, v)?;
+        }
+        let b = br.clone();
+        self.pmd.call(move |sw| sw.check_add_bridge(&b))??;
+        let local = netdev::open(br, "internal", &netdev::Options::new())
+            .map_err(|e| format!("bridge '{br}': internal port: {e}"))?;
+        let b = br.clone();
+        self.pmd
+            .call(move |sw| sw.add_bridge(&b, m, Some(local)))??;
+        Ok(String::new())
+    }
+
+    fn add_port(&self, args: &[String]) -> Result<String, String> {
+        let [br, port, words @ ..] = args else {
+            return Err(usage("add-port"));
+        };
+        valid_name(port)?;
+        let req = parse_port_request(words)?;
+        let (b, p, of) = (br.clone(), port.clone(), req.ofport);
+        self.pmd
+            .call(move |sw| sw.check_add_port(&b, &p, of))??;
+        let opened = netdev::open(port, &req.kind, &req.options).map_err(|e| e.to_string())?;
+        let b = br.clone();
+        let n = self
+            .pmd
+            .call(move |sw| sw.add_port(&b, opened, req.ofport, req.vlan))??;
+        let _ = n;
+        Ok(String::new())
+    }
+}
+
+fn valid_name(n: &str) -> Result<(), String> {
+    if n.is_empty() || n.len() > 15 {
+        return Err(format!("'{n}' is not a valid name (1 to 15 characters)"));
+    }
+    if n
+        .chars()
+        .any(|c| c.is_whitespace() || c == '/' || c == ':' || c == '=' || c.is_control())
+    {
+        return Err(format!(
+            "'{n}' is not a valid name (no spaces, '/', ':' or '=')"
+        ));
+    }
+    Ok(())
+}
+
+fn kv_pairs(words: &[String]) -> Result<Vec<(String, String)>, String> {
+    words
+        .iter()
+        .map(|w| split_kv(w).map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
+fn no_args(method: &str, args: &[String]) -> Result<(), String> {
+    match args.first() {
+        Some(a) => Err(format!("unexpected argument '{a}' (usage: {method} {})", usage_of(method))),
+        None => Ok(()),
+    }
+}
+
+fn usage_of(name: &str) -> &'static str {
+    COMMANDS
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| c.usage)
+        .unwrap_or("")
+}
+
+fn usage(name: &str) -> String {
+    format!("usage: {name} {}", usage_of(name)).trim_end().to_string()
+}
+
+fn lines(v: &[String]) -> String {
+    let mut s = String::new();
+    for x in v {
+        s.push_str(x);
+        s.push('\n');
+    }
+    s
+}
+
+fn list_commands() -> String {
+    let mut s = String::from("The available commands are:\n");
+    let mut cmds: Vec<&Cmd> = COMMANDS.iter().collect();
+    cmds.sort_by_key(|c| c.name);
+    for c in cmds {
+        s.push_str(&format!("  {:<28} {}\n", c.name, c.usage));
+    }
+    s
+}

@@ -1,0 +1,288 @@
+//! # unixctl — the control channel `ovs-appctl` speaks
+//!
+//! Open vSwitch daemons take commands on a unix stream socket carrying JSON-RPC 1.0 objects
+//! with no framing: a request is `{"id": ID, "method": "NAME", "params": ["ARG", ...]}` and the
+//! reply is `{"id": ID, "result": "TEXT", "error": null}` or `{"id": ID, "result": null,
+//! "error": "TEXT"}`. Because there is no framing, a reader must parse a stream of
+//! concatenated JSON values; [`JsonStream`] does that incrementally and bounds how much an
+//! unfinished value may buffer.
+//!
+//! [`serve`] runs a server that hands each request to a handler; [`call`] is the client used by
+//! the `ferrovs` CLI. Both interoperate with OVS's own `ovs-appctl` and Python `ovs.unixctl`.
+
+use serde_json::{json, Value};
+use std::io::{self, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The most bytes one unfinished JSON value may occupy before the peer is cut off.
+pub const MAX_MESSAGE: usize = 4 << 20;
+/// The most connections served at once.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// Incremental parser for a stream of concatenated JSON values.
+#[derive(Default)]
+pub struct JsonStream {
+    buf: Vec<u8>,
+}
+
+impl JsonStream {
+    /// An empty stream.
+    pub fn new() -> JsonStream {
+        JsonStream::default()
+    }
+
+    /// Appends received bytes.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Takes the next complete value, `Ok(None)` if more bytes are needed, or an error for
+    /// malformed input or an over-long message.
+    pub fn next_value(&mut self) -> Result<Option<Value>, String> {
+        let mut it = serde_json::Deserializer::from_slice(&self.buf).into_iter::<Value>();
+        match it.next() {
+            Some(Ok(v)) => {
+                let used = it.byte_offset();
+                self.buf.drain(..used);
+                Ok(Some(v))
+            }
+            Some(Err(e)) if e.is_eof() => {
+                if self.buf.len() > MAX_MESSAGE {
+                    Err(format!("message longer than {MAX_MESSAGE} bytes"))
+                } else {
+                    Ok(None)
+                }
+            }
+            Some(Err(e)) => Err(format!("malformed JSON: {e}")),
+            None => {
+                self.buf.clear();
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// A request taken off the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub id: Value,
+    pub method: String,
+    pub params: Vec<String>,
+}
+
+/// Checks that a JSON value is a well-formed unixctl request.
+pub fn parse_request(v: Value) -> Result<Request, (Value, String)> {
+    let id = v.get("id").cloned().unwrap_or(Value::Null);
+    let Some(obj) = v.as_object() else {
+        return Err((id, "request is not a JSON object".into()));
+    };
+    let method = match obj.get("method") {
+        Some(Value::String(m)) => m.clone(),
+        _ => return Err((id, "request has no \"method\" string".into())),
+    };
+    let params = match obj.get("params") {
+        Some(Value::Array(a)) => {
+            let mut out = Vec::with_capacity(a.len());
+            for p in a {
+                match p {
+                    Value::String(s) => out.push(s.clone()),
+                    _ => return Err((id, "\"params\" must be an array of strings".into())),
+                }
+            }
+            out
+        }
+        None | Some(Value::Null) => Vec::new(),
+        _ => return Err((id, "\"params\" must be an array of strings".into())),
+    };
+    Ok(Request { id, method, params })
+}
+
+/// Serves requests on `listener` forever (until the listener fails), calling `handler` for
+/// each one on the connection's own thread.
+pub fn serve<H>(listener: UnixListener, handler: H)
+where
+    H: Fn(&str, &[String]) -> Result<String, String> + Send + Sync + 'static,
+{
+    let handler = Arc::new(handler);
+    let active = Arc::new(AtomicUsize::new(0));
+    for conn in listener.incoming() {
+        let Ok(stream) = conn else { continue };
+        if active.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+            drop(stream);
+            continue;
+        }
+        active.fetch_add(1, Ordering::Relaxed);
+        let h = Arc::clone(&handler);
+        let a = Arc::clone(&active);
+        let spawned = std::thread::Builder::new()
+            .name("unixctl".into())
+            .spawn(move || {
+                let _ = serve_conn(stream, &*h);
+                a.fetch_sub(1, Ordering::Relaxed);
+            });
+        if spawned.is_err() {
+            active.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn serve_conn<H>(mut stream: UnixStream, handler: &H) -> io::Result<()>
+where
+    H: Fn(&str, &[String]) -> Result<String, String>,
+{
+    let mut js = JsonStream::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        js.feed(&buf[..n]);
+        loop {
+            match js.next_value() {
+                Ok(Some(v)) => {
+                    // Replies to our own notifications would never come: ignore replies.
+                    if v.get("method").is_none() && v.get("result").is_some() {
+                        continue;
+                    }
+                    let reply = match parse_request(v) {
+                        Ok(req) => match handler(&req.method, &req.params) {
+                            Ok(text) => json!({"id": req.id, "result": text, "error": null}),
+                            Err(text) => json!({"id": req.id, "result": null, "error": text}),
+                        },
+                        Err((id, why)) => json!({"id": id, "result": null, "error": why}),
+                    };
+                    stream.write_all(reply.to_string().as_bytes())?;
+                }
+                Ok(None) => break,
+                Err(why) => {
+                    let reply = json!({"id": null, "result": null, "error": why});
+                    let _ = stream.write_all(reply.to_string().as_bytes());
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// Why a client call failed before a reply came.
+#[derive(Debug)]
+pub enum CallError {
+    Connect(io::Error),
+    Io(io::Error),
+    Protocol(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Connect(e) => write!(f, "cannot connect: {e}"),
+            CallError::Io(e) => write!(f, "transaction error: {e}"),
+            CallError::Protocol(m) => write!(f, "protocol error: {m}"),
+        }
+    }
+}
+
+/// Sends one request and waits for its reply: `Ok(Ok(result))` or `Ok(Err(error text))`.
+pub fn call(
+    socket: &Path,
+    method: &str,
+    params: &[String],
+    timeout: Duration,
+) -> Result<Result<String, String>, CallError> {
+    let mut s = UnixStream::connect(socket).map_err(CallError::Connect)?;
+    s.set_read_timeout(Some(timeout)).map_err(CallError::Io)?;
+    s.set_write_timeout(Some(timeout)).map_err(CallError::Io)?;
+    let req = json!({"id": 0, "method": method, "params": params});
+    s.write_all(req.to_string().as_bytes())
+        .map_err(CallError::Io)?;
+    let mut js = JsonStream::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = s.read(&mut buf).map_err(CallError::Io)?;
+        if n == 0 {
+            return Err(CallError::Protocol("connection closed before a reply".into()));
+        }
+        js.feed(&buf[..n]);
+        if let Some(v) = js.next_value().map_err(CallError::Protocol)? {
+            if let Some(Value::String(e)) = v.get("error") {
+                return Ok(Err(e.clone()));
+            }
+            if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
+                return Ok(Err(e.to_string()));
+            }
+            return match v.get("result") {
+                Some(Value::String(r)) => Ok(Ok(r.clone())),
+                Some(Value::Null) | None => Ok(Ok(String::new())),
+                Some(other) => Ok(Ok(other.to_string())),
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_splits_concatenated_and_partial_values() {
+        let mut js = JsonStream::new();
+        js.feed(br#"{"id":1,"method":"a","params":[]}{"id":2,"me"#);
+        let v = js.next_value().expect("ok").expect("value");
+        assert_eq!(v["id"], 1);
+        assert!(js.next_value().expect("ok").is_none());
+        js.feed(br#"thod":"b","params":["x"]}  "#);
+        let r = parse_request(js.next_value().expect("ok").expect("value")).expect("req");
+        assert_eq!(r.method, "b");
+        assert_eq!(r.params, vec!["x".to_string()]);
+        assert!(js.next_value().expect("ok").is_none());
+    }
+
+    #[test]
+    fn malformed_requests_are_errors_not_panics() {
+        let mut js = JsonStream::new();
+        js.feed(b"}{");
+        assert!(js.next_value().is_err());
+        for bad in [
+            json!([1, 2]),
+            json!({"id": 1}),
+            json!({"id": 1, "method": 5}),
+            json!({"id": 1, "method": "m", "params": [1]}),
+            json!({"id": 1, "method": "m", "params": "x"}),
+        ] {
+            assert!(parse_request(bad).is_err());
+        }
+    }
+
+    #[test]
+    fn server_and_client_talk() {
+        let dir = std::env::temp_dir().join(format!("unixctl-test-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let sock = dir.join("t.ctl");
+        let _ = std::fs::remove_file(&sock);
+        let l = UnixListener::bind(&sock).expect("bind");
+        std::thread::spawn(move || {
+            serve(l, |m, p| match m {
+                "echo" => Ok(p.join(" ")),
+                _ => Err(format!("unknown command '{m}'")),
+            })
+        });
+        let t = Duration::from_secs(5);
+        let r = call(&sock, "echo", &["a".into(), "b".into()], t).expect("call");
+        assert_eq!(r, Ok("a b".to_string()));
+        let r = call(&sock, "nope", &[], t).expect("call");
+        assert_eq!(r, Err("unknown command 'nope'".to_string()));
+        // Garbage gets an error reply and a closed connection, and the server keeps serving.
+        let mut s = UnixStream::connect(&sock).expect("connect");
+        s.write_all(b"]]]").expect("write");
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        assert!(out.contains("malformed JSON"), "{out}");
+        assert!(call(&sock, "echo", &[], t).expect("call").is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
