@@ -1,0 +1,149 @@
+"""The daemon's control socket: the ferrovs CLI and Debian's ovs-appctl against it."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import run
+
+
+def test_errors_name_the_problem_and_change_nothing(daemon):
+    daemon.cli("add-br", "brt", "module=patch")
+    before = daemon.cli("show").stdout
+    r = daemon.cli("add-port", "br9", "p1", "type=null", check=False)
+    assert r.returncode == 1
+    assert "add-port: no such bridge 'br9'" in r.stderr
+    for args, needle in [
+        (["add-port", "brt", "p1", "type=bogus"], "unknown port type 'bogus'"),
+        (["add-port", "brt", "p1", "type=null", "color=red"], "unknown option 'color'"),
+        (["add-port", "brt", "p1", "type=null", "ofport=0"], "ofport"),
+        (["add-port", "brt", "p1", "type=pcap", "rx_pcap=/nonexistent.pcap"], "rx_pcap"),
+        (["add-port", "brt", "p1", "type=null", "tag=5000"], "tag"),
+        (["add-br", "brt"], "already exists"),
+        (["add-br", "brx", "module=nosuch"], "unknown module 'nosuch'"),
+        (["add-br", "brx", "mac-aging-time=abc"], "mac-aging-time"),
+        (["del-br", "nosuch"], "no such bridge 'nosuch'"),
+        (["del-port", "brt", "nosuch"], "no port 'nosuch'"),
+        (["fdb-show", "brt"], "no command 'fdb-show'"),
+        (["patch-set", "brt", "a", "b"], "no such port 'a'"),
+    ]:
+        r = daemon.cli(*args, check=False)
+        assert r.returncode == 1, (args, r.stdout, r.stderr)
+        assert needle in r.stderr, (args, r.stderr)
+    assert daemon.cli("show").stdout == before
+    assert "brx" not in daemon.cli("list-br").stdout
+    r = daemon.cli("no-such-verb", check=False)
+    assert r.returncode == 1 and "not a valid command" in r.stderr
+
+
+def test_ports_ofports_and_json(daemon):
+    daemon.cli("add-br", "brj", "module=patch")
+    daemon.cli("add-port", "brj", "a", "type=null")
+    daemon.cli("add-port", "brj", "b", "type=null", "ofport=10")
+    daemon.cli("add-port", "brj", "c", "type=null")
+    r = daemon.cli("add-port", "brj", "d", "type=null", "ofport=10", check=False)
+    assert r.returncode == 1 and "ofport 10 is already used by port 'b'" in r.stderr
+    show = daemon.json("show")
+    (br,) = [b for b in show["bridges"] if b["name"] == "brj"]
+    ofports = {p["name"]: p["ofport"] for p in br["ports"]}
+    assert ofports == {"brj": 65534, "a": 1, "b": 10, "c": 2}
+    assert daemon.cli("list-ports", "brj").stdout.split() == ["a", "b", "c"]
+    assert daemon.cli("port-to-br", "c").stdout.strip() == "brj"
+    daemon.cli("del-port", "a")
+    daemon.cli("add-port", "brj", "e", "type=null")
+    ofports = {p["name"]: p["ofport"] for p in daemon.json("show")["bridges"][0]["ports"]}
+    assert ofports["e"] == 1
+    ports = daemon.json("dump-ports", "brj")
+    assert {p["name"] for p in ports["ports"]} == {"brj", "b", "c", "e"}
+    stats = daemon.json("pmd-stats-show")
+    assert "packets_received" in stats["pmds"][0]
+    daemon.cli("del-br", "brj")
+    assert daemon.json("show") == {"bridges": []}
+
+
+def test_internal_port_lives_and_dies_with_the_bridge(daemon):
+    daemon.cli("add-br", "brlife")
+    assert run(["ip", "link", "show", "brlife"], check=False).returncode == 0
+    r = daemon.cli("del-port", "brlife", "brlife", check=False)
+    assert r.returncode == 1 and "delete the bridge instead" in r.stderr
+    daemon.cli("del-br", "brlife")
+    assert run(["ip", "link", "show", "brlife"], check=False).returncode != 0
+
+
+@pytest.mark.skipif(shutil.which("ovs-appctl") is None, reason="ovs-appctl not installed")
+def test_ovs_appctl_drives_ferrovsd(daemon):
+    ctl = str(daemon.ctl)
+    out = run(["ovs-appctl", "-t", ctl, "list-commands"]).stdout
+    assert "The available commands are:" in out
+    for cmd in ("dpif-netdev/pmd-stats-show", "pmd-stats-show", "add-br", "fdb/show"):
+        assert cmd in out
+    assert "ferrovsd" in run(["ovs-appctl", "-t", ctl, "version"]).stdout
+    run(["ovs-appctl", "-t", ctl, "add-br", "brovs"])
+    assert "Bridge brovs" in run(["ovs-appctl", "-t", ctl, "show"]).stdout
+    out = run(["ovs-appctl", "-t", ctl, "dpif-netdev/pmd-stats-show"]).stdout
+    assert "pmd thread" in out and "packets received:" in out and "processing cycles:" in out
+    import re
+    import time
+
+    def iterations():
+        out = run(["ovs-appctl", "-t", ctl, "pmd-stats-show"]).stdout
+        return int(re.search(r"iterations: (\d+)", out).group(1))
+
+    time.sleep(0.5)
+    before = iterations()
+    run(["ovs-appctl", "-t", ctl, "dpif-netdev/pmd-stats-clear"])
+    after = iterations()
+    assert before > 100 and after < before
+    r = run(["ovs-appctl", "-t", ctl, "fdb/show", "nosuch"], check=False)
+    assert r.returncode == 2 and "no such bridge 'nosuch'" in r.stderr
+    r = run(["ovs-appctl", "-t", ctl, "bogus/cmd"], check=False)
+    assert r.returncode == 2 and "not a valid command" in r.stderr
+
+
+def test_garbage_on_the_control_socket_does_not_hurt(daemon):
+    import socket
+
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(daemon.ctl))
+    s.sendall(b'{"id": 1, "method": 7}' + b"][" * 10)
+    s.settimeout(5)
+    data = s.recv(65536)
+    s.close()
+    assert b"error" in data
+    assert daemon.cli("list-br").returncode == 0
+    assert daemon.proc.poll() is None
+
+
+def test_pcap_replay_through_learning_is_readable(daemon, tmp_path):
+    if shutil.which("tcpdump") is None:
+        pytest.skip("tcpdump not installed")
+    import time
+
+    from scapy.all import IP, UDP, Ether, rdpcap, wrpcap
+
+    src = tmp_path / "in.pcap"
+    out = tmp_path / "out.pcap"
+    frames = [Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") /
+              IP(src="10.0.0.1", dst=f"10.0.1.{i}") / UDP(sport=1000 + i, dport=5001)
+              for i in range(20)]
+    wrpcap(str(src), frames)
+    daemon.cli("add-br", "brpc")
+    daemon.cli("add-port", "brpc", "out", "type=pcap", f"tx_pcap={out}")
+    # Unknown destination: the learning bridge floods every frame to "out" (and LOCAL).
+    daemon.cli("add-port", "brpc", "in", "type=pcap", f"rx_pcap={src}")
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        st = {p["name"]: p for p in daemon.json("dump-ports", "brpc")["ports"]}
+        if st["out"]["tx_packets"] >= 20:
+            break
+        time.sleep(0.1)
+    assert st["in"]["rx_packets"] == 20
+    # The host stack may also send on the internal port (e.g. IPv6 MLD): ignore its frames.
+    got = [bytes(p) for p in rdpcap(str(out)) if p[Ether].src == "02:00:00:00:00:01"]
+    assert got == [bytes(f) for f in frames]
+    r = run(["tcpdump", "-nr", str(out), "udp"])
+    assert len(r.stdout.strip().splitlines()) == 20
+    fdb = {e["mac"]: e["port_name"] for e in daemon.json("fdb-show", "brpc")}
+    assert fdb["02:00:00:00:00:01"] == "in"
