@@ -100,8 +100,22 @@ fn frames_flow_both_ways_over_a_veth_pair() {
         assert_eq!(seq_of(f), i as u32);
         assert_eq!(f, &test_frame(64 + (i % 1400), marker, i as u32));
     }
-    // Frames the port sent are not received back.
     assert!(port.stats().rx_packets >= 300);
+    // Frames going out of the port's interface (here from another socket on it) are not
+    // received by the port.
+    let marker = 0x5157_0004;
+    let same_side = RawSock::bind(&a);
+    same_side.send(&test_frame(100, marker, 1));
+    let echo = peer.recv_matching(1, Duration::from_secs(2), |f| is_test(f, marker));
+    assert_eq!(echo.len(), 1, "the peer saw the frame");
+    let got = rx_matching(
+        port.as_mut(),
+        &mut pool,
+        1,
+        Duration::from_millis(200),
+        |f| is_test(f, marker),
+    );
+    assert!(got.is_empty(), "outgoing frame was received");
     assert_eq!(port.stats().rx_errors, 0);
     assert_eq!(pool.outstanding(), 0);
 
@@ -114,6 +128,34 @@ fn frames_flow_both_ways_over_a_veth_pair() {
     assert_eq!(port.link_state(), LinkState::Up);
     port.close();
     assert_eq!(port.link_state(), LinkState::Down);
+}
+
+/// The kernel's receive path moves an in-band 802.1Q tag out of band (`skb_vlan_untag`) before
+/// packet sockets see the frame; the port puts it back.
+#[test]
+fn vlan_tags_moved_out_of_band_are_put_back() {
+    if !root_or_skip("vlan_tags_moved_out_of_band_are_put_back") {
+        return;
+    }
+    let (a, b) = (uniq("va"), uniq("vb"));
+    let mut g = Cleanup::default();
+    g.veth(&a, &b);
+    let mut port = netdev::open(&a, "system", &Options::new()).expect("open");
+    let mut pool = Pool::new(256);
+    let marker = 0x5157_0005;
+    let plain = test_frame(80, marker, 3);
+    for (tpid, tci) in [([0x81, 0x00], [0x20, 0x07]), ([0x88, 0xa8], [0x00, 0x64])] {
+        let mut tagged = plain[..12].to_vec();
+        tagged.extend_from_slice(&tpid);
+        tagged.extend_from_slice(&tci);
+        tagged.extend_from_slice(&plain[12..]);
+        RawSock::bind(&b).send(&tagged);
+        let got = rx_matching(port.as_mut(), &mut pool, 1, Duration::from_secs(3), |f| {
+            f.len() >= 26 && f[16..18] == ETHERTYPE_TEST && f[18..22] == marker.to_be_bytes()
+        });
+        assert_eq!(got.len(), 1, "tagged frame not received");
+        assert_eq!(got[0], tagged, "tag {tpid:02x?} put back after the MACs");
+    }
 }
 
 #[test]

@@ -37,6 +37,14 @@ pub fn sh(args: &[&str]) {
     );
 }
 
+/// Runs a command; true if it succeeded.
+pub fn sh_ok(args: &[&str]) -> bool {
+    Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// Runs a command and ignores the outcome.
 pub fn sh_quiet(args: &[&str]) {
     let _ = Command::new(args[0]).args(&args[1..]).output();
