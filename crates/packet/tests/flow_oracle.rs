@@ -14,6 +14,7 @@ use etherparse::{
     Ipv6Header, Ipv6RawExtHeader, Ipv6RoutingExtensions, NetHeaders, PacketBuilder, PacketHeaders,
     PayloadSlice, SingleVlanHeader, TcpHeader, TransportHeader, VlanHeader, VlanId, VlanPcp,
 };
+use packet::csum;
 use packet::flow::*;
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -564,6 +565,24 @@ proptest! {
         prop_assert_eq!(got, want, "frame {:02x?}", frame);
         prop_assert_eq!(offs, want_offs);
         prop_assert_eq!(extract(&frame, in_port), got);
+
+        // etherparse filled in the L4 checksum; ours must accept it and recompute it.
+        if let (Some(l3), Some(l4), false) = (offs.l3, offs.l4, matches!(s.l4, L4::Other { .. })) {
+            let (l3, l4) = (usize::from(l3), usize::from(l4));
+            let pseudo = got.nw_proto != 1;
+            prop_assert!(csum::l4_checksum_ok(&frame, l3, l4, got.nw_proto, pseudo));
+            let field = match s.l4 {
+                L4::Tcp { .. } => 16,
+                L4::Udp { .. } => 6,
+                _ => 2,
+            };
+            let mut redo = frame.clone();
+            redo[l4 + field..l4 + field + 2].copy_from_slice(&[0x5a, 0xa5]);
+            prop_assert!(csum::set_l4_checksum(&mut redo, l3, l4, field, got.nw_proto, pseudo));
+            let (a, b) = (&redo[l4 + field..l4 + field + 2], &frame[l4 + field..l4 + field + 2]);
+            // 0x0000 and 0xffff are the same one's-complement value; we always store 0xffff.
+            prop_assert!(a == b || (a == [0xff, 0xff] && b == [0, 0]), "{:x?} vs {:x?}", a, b);
+        }
         // The text form names the protocol fields it should.
         let text = got.to_string();
         let head = format!("in_port={},", in_port);
