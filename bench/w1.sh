@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# W1: the datapath on one core, in memory (pcap replay -> null), for ferrovs's `patch` and
+# `learning` modules at 1, 1K, 10K and 100K flows; with --peers, also testpmd's io floor and
+# OVS-DPDK run in the same session (bench/w1-peers.sh), and the ratios.
+#
+#   bench/w1.sh [--seconds S] [--flows "1 1000 10000 100000"] [--peers] [--json FILE]
+#   bench/w1.sh --smoke        # short run that only checks the runner works (CI)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_PER=5
+FLOWS="1 1000 10000 100000"
+PEERS=0
+SMOKE=0
+JSON_OUT=""
+while (($#)); do
+    case $1 in
+        --seconds) SECONDS_PER=$2; shift 2 ;;
+        --flows) FLOWS=$2; shift 2 ;;
+        --peers) PEERS=1; shift ;;
+        --json) JSON_OUT=$2; shift 2 ;;
+        --smoke) SMOKE=1; SECONDS_PER=0.5; FLOWS="1 1000"; shift ;;
+        *) echo "usage: $0 [--seconds S] [--flows LIST] [--peers] [--json FILE] [--smoke]" >&2; exit 2 ;;
+    esac
+done
+OUT=bench/out
+mkdir -p "$OUT"
+cargo build --release -q -p ferrovs-bench
+B=target/release/ferrovs-bench
+# Pin to the last core so the measurement does not share a core with the shell.
+CORE=$(( $(nproc) - 1 ))
+PIN=(taskset -c "$CORE")
+command -v taskset >/dev/null || PIN=()
+
+: > "$OUT/ferrovs.jsonl"
+for f in $FLOWS; do
+    [ -f "$OUT/w1-$f.pcap" ] || $B gen-w1 --flows "$f" --out "$OUT/w1-$f.pcap"
+    for m in patch learning; do
+        line=$("${PIN[@]}" $B w1 --module "$m" --pcap "$OUT/w1-$f.pcap" --seconds "$SECONDS_PER" --json)
+        echo "{\"flows\": $f, \"r\": $line}" >> "$OUT/ferrovs.jsonl"
+    done
+done
+
+if ((PEERS)); then
+    bench/w1-peers.sh --flows "$FLOWS" --json "$OUT/peers.json" --pcap-dir "$OUT" || \
+        echo "w1-peers.sh failed; printing ferrovs alone" >&2
+fi
+
+python3 - "$OUT" "$SMOKE" "$JSON_OUT" <<'PY'
+import json, os, sys
+out, smoke, json_out = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+rows = [json.loads(l) for l in open(os.path.join(out, "ferrovs.jsonl"))]
+fv = {}
+for r in rows:
+    fv.setdefault(str(r["flows"]), {})[r["r"]["module"]] = r["r"]
+if smoke:
+    bad = [r for r in rows if r["r"]["packets"] == 0 or r["r"]["delivered"] != r["r"]["packets"]]
+    for r in rows:
+        print("smoke: %-8s flows=%-6s packets=%d delivered=%d" % (
+            r["r"]["module"], r["flows"], r["r"]["packets"], r["r"]["delivered"]))
+    if bad:
+        print("W1 smoke FAILED: packets lost or none forwarded", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(0)
+peers = {}
+pj = os.path.join(out, "peers.json")
+if os.path.exists(pj) and os.path.getmtime(pj) >= min(os.path.getmtime(os.path.join(out, "ferrovs.jsonl")) - 3600, 1e18):
+    peers = json.load(open(pj)).get("results", {})
+def cell(d):
+    if not d:
+        return "-"
+    if d.get("status", "ok") != "ok":
+        return "FAILED"
+    return "%.1f (%.0f)" % (d["mpps"], d.get("cycles_per_packet") or 0)
+hdr = ["flows", "ferrovs patch", "ferrovs learning"]
+if peers:
+    hdr += ["testpmd io", "OVS-DPDK simple", "patch/testpmd", "learning/OVS simple"]
+print()
+print("W1, one core, Mpps (cycles/packet)")
+print("| " + " | ".join(hdr) + " |")
+print("|" + "|".join("---" for _ in hdr) + "|")
+for f, d in fv.items():
+    row = [format(int(f), ","), cell(d.get("patch")), cell(d.get("learning"))]
+    if peers:
+        p = peers.get(f, {})
+        tp, os_ = p.get("testpmd_io"), p.get("ovs_simple")
+        row += [cell(tp), cell(os_)]
+        ok = lambda x: x and x.get("status") == "ok" and x.get("mpps")
+        row.append("%.2fx" % (d["patch"]["mpps"] / tp["mpps"]) if ok(tp) else "-")
+        row.append("%.2fx" % (d["learning"]["mpps"] / os_["mpps"]) if ok(os_) else "-")
+    print("| " + " | ".join(row) + " |")
+if json_out:
+    json.dump({"ferrovs": fv, "peers": peers}, open(json_out, "w"), indent=2)
+PY
