@@ -30,7 +30,7 @@ pub const MAX_FRAME: usize = BUF_SIZE - HEADROOM;
 /// The most packets a batch holds.
 pub const MAX_BATCH: usize = 256;
 
-const _: () = assert!(BUF_SIZE % 64 == 0);
+const _: () = assert!(BUF_SIZE.is_multiple_of(64));
 const _: () = assert!(BUF_SIZE <= u16::MAX as usize);
 
 /// The raw storage behind a packet.
@@ -219,6 +219,8 @@ impl Packet {
 
 /// A preallocated pool of packet buffers owned by one thread.
 pub struct Pool {
+    // The boxes are the point: buffers move in and out of packets by pointer, never by value.
+    #[allow(clippy::vec_box)]
     free: Vec<Box<RawBuf>>,
     capacity: usize,
     alloc_failures: u64,
