@@ -125,9 +125,10 @@ impl Bridge {
 
     /// The slot of the port named `name`.
     pub fn find_port(&self, name: &str) -> Option<u16> {
-        self.slots.iter().position(|s| {
-            s.as_ref().is_some_and(|s| s.port.name() == name)
-        }).map(|i| i as u16)
+        self.slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.port.name() == name))
+            .map(|i| i as u16)
     }
 
     /// The port with OpenFlow number `ofport`.

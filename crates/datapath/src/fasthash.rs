@@ -55,7 +55,9 @@ impl Hasher for FastHasher {
 
     #[inline(always)]
     fn write_u64(&mut self, v: u64) {
-        self.h = (self.h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(31);
+        self.h = (self.h ^ v)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(31);
     }
 
     #[inline(always)]

@@ -578,16 +578,37 @@ mod tests {
         for i in 0..3 {
             l.port_added(&info(i, VlanMode::Trunk(None)));
         }
-        assert_eq!(run1(&mut l, &mut pool, 0, 0, &frame(B, A, None)), Dest::Flood);
-        assert_eq!(run1(&mut l, &mut pool, 1, 1, &frame(A, B, None)), Dest::Port(0));
-        assert_eq!(run1(&mut l, &mut pool, 2, 0, &frame(B, A, None)), Dest::Port(1));
-        assert_eq!(run1(&mut l, &mut pool, 3, 0, &frame(BCAST, A, None)), Dest::Flood);
+        assert_eq!(
+            run1(&mut l, &mut pool, 0, 0, &frame(B, A, None)),
+            Dest::Flood
+        );
+        assert_eq!(
+            run1(&mut l, &mut pool, 1, 1, &frame(A, B, None)),
+            Dest::Port(0)
+        );
+        assert_eq!(
+            run1(&mut l, &mut pool, 2, 0, &frame(B, A, None)),
+            Dest::Port(1)
+        );
+        assert_eq!(
+            run1(&mut l, &mut pool, 3, 0, &frame(BCAST, A, None)),
+            Dest::Flood
+        );
         // A moves to port 2.
-        assert_eq!(run1(&mut l, &mut pool, 4, 2, &frame(B, A, None)), Dest::Port(1));
-        assert_eq!(run1(&mut l, &mut pool, 5, 1, &frame(A, B, None)), Dest::Port(2));
+        assert_eq!(
+            run1(&mut l, &mut pool, 4, 2, &frame(B, A, None)),
+            Dest::Port(1)
+        );
+        assert_eq!(
+            run1(&mut l, &mut pool, 5, 1, &frame(A, B, None)),
+            Dest::Port(2)
+        );
         assert_eq!(l.stats().moved, 1);
         // Destination on the ingress port: dropped.
-        assert_eq!(run1(&mut l, &mut pool, 6, 2, &frame(A, B, None)), Dest::Drop);
+        assert_eq!(
+            run1(&mut l, &mut pool, 6, 2, &frame(A, B, None)),
+            Dest::Drop
+        );
         assert_eq!(pool.outstanding(), 0);
     }
 
@@ -598,9 +619,15 @@ mod tests {
         l.configure("mac-aging-time", "10").expect("cfg");
         assert!(l.configure("mac-aging-time", "x").is_err());
         run1(&mut l, &mut pool, 0, 0, &frame(B, A, None));
-        assert_eq!(run1(&mut l, &mut pool, 9_000, 1, &frame(A, B, None)), Dest::Port(0));
+        assert_eq!(
+            run1(&mut l, &mut pool, 9_000, 1, &frame(A, B, None)),
+            Dest::Port(0)
+        );
         // A last seen at 0; at 10.5 s it is forgotten even before the sweep.
-        assert_eq!(run1(&mut l, &mut pool, 10_500, 1, &frame(A, B, None)), Dest::Flood);
+        assert_eq!(
+            run1(&mut l, &mut pool, 10_500, 1, &frame(A, B, None)),
+            Dest::Flood
+        );
         l.run(&Ctx { now_ms: 10_500 });
         assert_eq!(l.len(), 1);
         assert_eq!(l.stats().expired, 1);
@@ -620,8 +647,14 @@ mod tests {
         assert_eq!(l.len(), 2);
         assert_eq!(l.stats().evicted, 1);
         // Sourced from m(3), already known: nothing new is learned by these lookups.
-        assert_eq!(run1(&mut l, &mut pool, 2002, 1, &frame(m(1), m(3), None)), Dest::Port(0));
-        assert_eq!(run1(&mut l, &mut pool, 2003, 1, &frame(m(2), m(3), None)), Dest::Flood);
+        assert_eq!(
+            run1(&mut l, &mut pool, 2002, 1, &frame(m(1), m(3), None)),
+            Dest::Port(0)
+        );
+        assert_eq!(
+            run1(&mut l, &mut pool, 2003, 1, &frame(m(2), m(3), None)),
+            Dest::Flood
+        );
         assert_eq!(l.len(), 2);
     }
 
@@ -635,10 +668,19 @@ mod tests {
         assert!(l.wants_egress());
         run1(&mut l, &mut pool, 0, 0, &frame(BCAST, A, None));
         // B on the trunk in VLAN 10 reaches A; in VLAN 20 it does not know A.
-        assert_eq!(run1(&mut l, &mut pool, 1, 2, &frame(A, B, Some(10))), Dest::Port(0));
-        assert_eq!(run1(&mut l, &mut pool, 2, 2, &frame(A, B, Some(20))), Dest::Flood);
+        assert_eq!(
+            run1(&mut l, &mut pool, 1, 2, &frame(A, B, Some(10))),
+            Dest::Port(0)
+        );
+        assert_eq!(
+            run1(&mut l, &mut pool, 2, 2, &frame(A, B, Some(20))),
+            Dest::Flood
+        );
         // Tagged frame on an access port: dropped.
-        assert_eq!(run1(&mut l, &mut pool, 3, 0, &frame(B, A, Some(10))), Dest::Drop);
+        assert_eq!(
+            run1(&mut l, &mut pool, 3, 0, &frame(B, A, Some(10))),
+            Dest::Drop
+        );
         assert_eq!(l.stats().dropped_vlan, 1);
     }
 
@@ -658,7 +700,9 @@ mod tests {
         let mut d = [Dest::Drop];
         l.lookup(&Ctx { now_ms: 0 }, &mut b, &mut d);
         let mut c = Batch::new();
-        assert!(c.push(pool.clone_packet(&b.packets()[0]).expect("clone")).is_ok());
+        assert!(c
+            .push(pool.clone_packet(&b.packets()[0]).expect("clone"))
+            .is_ok());
         l.egress(1, &mut b, &mut pool);
         assert_eq!(&b.packets()[0].data()[12..16], &[0x81, 0, 0, 10]);
         // The same frame must not reach access port 2 (VLAN 20).

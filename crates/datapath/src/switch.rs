@@ -332,7 +332,11 @@ impl Switch {
         }
         let mut s = String::new();
         for b in &self.bridges {
-            s.push_str(&format!("    Bridge {}\n        module: {}\n", b.name, b.module.name()));
+            s.push_str(&format!(
+                "    Bridge {}\n        module: {}\n",
+                b.name,
+                b.module.name()
+            ));
             let mut ports: Vec<_> = b.ports().collect();
             ports.sort_by_key(|(_, p)| p.port.name().to_string());
             for (_, p) in ports {
@@ -394,7 +398,11 @@ impl Switch {
             })
             .to_string());
         }
-        let mut s = format!("port statistics of bridge {}: {} ports\n", b.name, ports.len());
+        let mut s = format!(
+            "port statistics of bridge {}: {} ports\n",
+            b.name,
+            ports.len()
+        );
         for (_, p) in ports {
             let st = p.port.stats();
             s.push_str(&format!(
@@ -492,4 +500,3 @@ pub fn fmt_mac(m: [u8; 6]) -> String {
         m[0], m[1], m[2], m[3], m[4], m[5]
     )
 }
-

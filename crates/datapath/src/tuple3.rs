@@ -30,11 +30,7 @@ fn tkey(ip: u32, proto: u8, port: u16) -> u64 {
 }
 
 fn key_parts(k: u64) -> (Ipv4Addr, u8, u16) {
-    (
-        Ipv4Addr::from((k >> 24) as u32),
-        (k >> 16) as u8,
-        k as u16,
-    )
+    (Ipv4Addr::from((k >> 24) as u32), (k >> 16) as u8, k as u16)
 }
 
 /// Drop counters of the module.
@@ -287,8 +283,8 @@ impl SwitchLogic for Tuple3 {
                     return Err(format!("usage: {verb} BR PORT IP PROTO PORTNUM"));
                 };
                 let p = port(p)?;
-                let (ip, proto, dport) =
-                    parse_tuple(rest).map_err(|e| format!("{e} (usage: {verb} BR PORT IP PROTO PORTNUM)"))?;
+                let (ip, proto, dport) = parse_tuple(rest)
+                    .map_err(|e| format!("{e} (usage: {verb} BR PORT IP PROTO PORTNUM)"))?;
                 if verb == "tuple3-add" {
                     self.add(p.idx, ip, proto, dport).map_err(|o| {
                         let owner = ports.info(o).map(|i| i.name).unwrap_or_else(|| "?".into());
@@ -335,10 +331,7 @@ impl SwitchLogic for Tuple3 {
                     })
                     .collect();
                 rows.sort();
-                let up = self
-                    .uplink
-                    .and_then(|u| ports.info(u))
-                    .map(|i| i.name);
+                let up = self.uplink.and_then(|u| ports.info(u)).map(|i| i.name);
                 let s = &self.stats;
                 if json {
                     let t: Vec<_> = rows
@@ -430,7 +423,10 @@ mod tests {
         assert_eq!(t.lookup_one(1, &udp(APP, 7000, PEER, 5555)), Dest::Port(0));
         // ...but cannot send from a tuple it does not own.
         assert_eq!(t.lookup_one(1, &udp(APP, 7001, PEER, 5555)), Dest::Drop);
-        assert_eq!(t.lookup_one(1, &udp([10, 0, 0, 9], 7000, PEER, 5555)), Dest::Drop);
+        assert_eq!(
+            t.lookup_one(1, &udp([10, 0, 0, 9], 7000, PEER, 5555)),
+            Dest::Drop
+        );
         assert_eq!(t.stats().spoofed, 2);
         // Truncated and non-IP frames.
         assert_eq!(t.lookup_one(0, &good[..30]), Dest::Drop);

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 const DEFAULT_RUNDIR: &str = "/run/ferrovs";
 
-const HELP: &str = "usage: ferrovs [--rundir DIR | -t SOCKET] [--timeout SECS] VERB [ARGS...] [--json]
+const HELP: &str =
+    "usage: ferrovs [--rundir DIR | -t SOCKET] [--timeout SECS] VERB [ARGS...] [--json]
 
 Bridges and ports:
   add-br BR [module=learning|patch|tuple3] [mac-aging-time=S] [mac-table-size=N]

@@ -20,37 +20,130 @@ struct Cmd {
 }
 
 const COMMANDS: &[Cmd] = &[
-    Cmd { name: "add-br", usage: "BR [module=learning|patch|tuple3] [KEY=VALUE...]" },
-    Cmd { name: "del-br", usage: "BR" },
-    Cmd { name: "list-br", usage: "" },
-    Cmd { name: "br-exists", usage: "BR" },
-    Cmd { name: "set-bridge", usage: "BR KEY=VALUE..." },
-    Cmd { name: "add-port", usage: "BR PORT [type=T] [ofport=N] [tag=N|trunks=N,...] [KEY=VALUE...]" },
-    Cmd { name: "del-port", usage: "[BR] PORT" },
-    Cmd { name: "list-ports", usage: "BR" },
-    Cmd { name: "port-to-br", usage: "PORT" },
-    Cmd { name: "show", usage: "[--json]" },
-    Cmd { name: "dump-ports", usage: "BR [--json]" },
-    Cmd { name: "fdb-show", usage: "BR [--json]" },
-    Cmd { name: "fdb-flush", usage: "BR" },
-    Cmd { name: "fdb-stats", usage: "BR [--json]" },
-    Cmd { name: "patch-set", usage: "BR FROM TO" },
-    Cmd { name: "patch-del", usage: "BR FROM" },
-    Cmd { name: "patch-show", usage: "BR [--json]" },
-    Cmd { name: "tuple3-add", usage: "BR PORT IP PROTO PORTNUM" },
-    Cmd { name: "tuple3-del", usage: "BR PORT IP PROTO PORTNUM" },
-    Cmd { name: "tuple3-uplink", usage: "BR PORT|none" },
-    Cmd { name: "tuple3-show", usage: "BR [--json]" },
-    Cmd { name: "pmd-stats-show", usage: "[--json]" },
-    Cmd { name: "pmd-stats-clear", usage: "" },
-    Cmd { name: "dpif-netdev/pmd-stats-show", usage: "[--json]" },
-    Cmd { name: "dpif-netdev/pmd-stats-clear", usage: "" },
-    Cmd { name: "fdb/show", usage: "BR" },
-    Cmd { name: "fdb/flush", usage: "[BR]" },
-    Cmd { name: "fdb/stats-show", usage: "BR" },
-    Cmd { name: "list-commands", usage: "" },
-    Cmd { name: "version", usage: "" },
-    Cmd { name: "exit", usage: "" },
+    Cmd {
+        name: "add-br",
+        usage: "BR [module=learning|patch|tuple3] [KEY=VALUE...]",
+    },
+    Cmd {
+        name: "del-br",
+        usage: "BR",
+    },
+    Cmd {
+        name: "list-br",
+        usage: "",
+    },
+    Cmd {
+        name: "br-exists",
+        usage: "BR",
+    },
+    Cmd {
+        name: "set-bridge",
+        usage: "BR KEY=VALUE...",
+    },
+    Cmd {
+        name: "add-port",
+        usage: "BR PORT [type=T] [ofport=N] [tag=N|trunks=N,...] [KEY=VALUE...]",
+    },
+    Cmd {
+        name: "del-port",
+        usage: "[BR] PORT",
+    },
+    Cmd {
+        name: "list-ports",
+        usage: "BR",
+    },
+    Cmd {
+        name: "port-to-br",
+        usage: "PORT",
+    },
+    Cmd {
+        name: "show",
+        usage: "[--json]",
+    },
+    Cmd {
+        name: "dump-ports",
+        usage: "BR [--json]",
+    },
+    Cmd {
+        name: "fdb-show",
+        usage: "BR [--json]",
+    },
+    Cmd {
+        name: "fdb-flush",
+        usage: "BR",
+    },
+    Cmd {
+        name: "fdb-stats",
+        usage: "BR [--json]",
+    },
+    Cmd {
+        name: "patch-set",
+        usage: "BR FROM TO",
+    },
+    Cmd {
+        name: "patch-del",
+        usage: "BR FROM",
+    },
+    Cmd {
+        name: "patch-show",
+        usage: "BR [--json]",
+    },
+    Cmd {
+        name: "tuple3-add",
+        usage: "BR PORT IP PROTO PORTNUM",
+    },
+    Cmd {
+        name: "tuple3-del",
+        usage: "BR PORT IP PROTO PORTNUM",
+    },
+    Cmd {
+        name: "tuple3-uplink",
+        usage: "BR PORT|none",
+    },
+    Cmd {
+        name: "tuple3-show",
+        usage: "BR [--json]",
+    },
+    Cmd {
+        name: "pmd-stats-show",
+        usage: "[--json]",
+    },
+    Cmd {
+        name: "pmd-stats-clear",
+        usage: "",
+    },
+    Cmd {
+        name: "dpif-netdev/pmd-stats-show",
+        usage: "[--json]",
+    },
+    Cmd {
+        name: "dpif-netdev/pmd-stats-clear",
+        usage: "",
+    },
+    Cmd {
+        name: "fdb/show",
+        usage: "BR",
+    },
+    Cmd {
+        name: "fdb/flush",
+        usage: "[BR]",
+    },
+    Cmd {
+        name: "fdb/stats-show",
+        usage: "BR",
+    },
+    Cmd {
+        name: "list-commands",
+        usage: "",
+    },
+    Cmd {
+        name: "version",
+        usage: "",
+    },
+    Cmd {
+        name: "exit",
+        usage: "",
+    },
 ];
 
 /// Module verbs and the OVS names that map onto them.
@@ -107,28 +200,38 @@ impl Daemon {
         }
         match method {
             "list-commands" => Ok(list_commands()),
-            "version" => Ok(format!("ferrovsd (ferrovs) {}\n", env!("CARGO_PKG_VERSION"))),
+            "version" => Ok(format!(
+                "ferrovsd (ferrovs) {}\n",
+                env!("CARGO_PKG_VERSION")
+            )),
             "exit" => {
                 let _ = self.stop.try_send("exit command");
                 Ok(String::new())
             }
             "add-br" => self.add_br(args),
             "del-br" => {
-                let [br] = args else { return Err(usage("del-br")) };
+                let [br] = args else {
+                    return Err(usage("del-br"));
+                };
                 let br = br.clone();
                 self.pmd.call(move |sw| sw.del_bridge(&br))??;
                 Ok(String::new())
             }
             "list-br" => {
                 no_args(method, args)?;
-                let mut names = self
-                    .pmd
-                    .call(|sw| sw.bridges().iter().map(|b| b.name.clone()).collect::<Vec<_>>())?;
+                let mut names = self.pmd.call(|sw| {
+                    sw.bridges()
+                        .iter()
+                        .map(|b| b.name.clone())
+                        .collect::<Vec<_>>()
+                })?;
                 names.sort();
                 Ok(lines(&names))
             }
             "br-exists" => {
-                let [br] = args else { return Err(usage("br-exists")) };
+                let [br] = args else {
+                    return Err(usage("br-exists"));
+                };
                 let br = br.clone();
                 let b2 = br.clone();
                 if self.pmd.call(move |sw| sw.bridge(&br).is_some())? {
@@ -175,10 +278,14 @@ impl Daemon {
                 Ok(String::new())
             }
             "list-ports" => {
-                let [br] = args else { return Err(usage("list-ports")) };
+                let [br] = args else {
+                    return Err(usage("list-ports"));
+                };
                 let br = br.clone();
                 let mut names = self.pmd.call(move |sw| {
-                    let b = sw.bridge(&br).ok_or_else(|| format!("no such bridge '{br}'"))?;
+                    let b = sw
+                        .bridge(&br)
+                        .ok_or_else(|| format!("no such bridge '{br}'"))?;
                     Ok::<_, String>(
                         b.ports()
                             .filter(|(_, s)| s.ofport != datapath::OFPP_LOCAL)
@@ -190,7 +297,9 @@ impl Daemon {
                 Ok(lines(&names))
             }
             "port-to-br" => {
-                let [p] = args else { return Err(usage("port-to-br")) };
+                let [p] = args else {
+                    return Err(usage("port-to-br"));
+                };
                 let p = p.clone();
                 let p2 = p.clone();
                 match self
@@ -206,7 +315,9 @@ impl Daemon {
                 self.pmd.call(move |sw| sw.show(json))
             }
             "dump-ports" => {
-                let [br] = args else { return Err(usage("dump-ports")) };
+                let [br] = args else {
+                    return Err(usage("dump-ports"));
+                };
                 let br = br.clone();
                 self.pmd.call(move |sw| sw.dump_ports(&br, json))?
             }
@@ -228,7 +339,8 @@ impl Daemon {
                 self.pmd.call(move |sw| {
                     let names: Vec<String> = match br {
                         Some(b) => {
-                            sw.bridge(&b).ok_or_else(|| format!("no such bridge '{b}'"))?;
+                            sw.bridge(&b)
+                                .ok_or_else(|| format!("no such bridge '{b}'"))?;
                             vec![b]
                         }
                         None => sw
@@ -299,8 +411,7 @@ impl Daemon {
         valid_name(port)?;
         let req = parse_port_request(words)?;
         let (b, p, of) = (br.clone(), port.clone(), req.ofport);
-        self.pmd
-            .call(move |sw| sw.check_add_port(&b, &p, of))??;
+        self.pmd.call(move |sw| sw.check_add_port(&b, &p, of))??;
         let opened = netdev::open(port, &req.kind, &req.options).map_err(|e| e.to_string())?;
         let b = br.clone();
         let n = self
@@ -315,8 +426,7 @@ fn valid_name(n: &str) -> Result<(), String> {
     if n.is_empty() || n.len() > 15 {
         return Err(format!("'{n}' is not a valid name (1 to 15 characters)"));
     }
-    if n
-        .chars()
+    if n.chars()
         .any(|c| c.is_whitespace() || c == '/' || c == ':' || c == '=' || c.is_control())
     {
         return Err(format!(
@@ -335,7 +445,10 @@ fn kv_pairs(words: &[String]) -> Result<Vec<(String, String)>, String> {
 
 fn no_args(method: &str, args: &[String]) -> Result<(), String> {
     match args.first() {
-        Some(a) => Err(format!("unexpected argument '{a}' (usage: {method} {})", usage_of(method))),
+        Some(a) => Err(format!(
+            "unexpected argument '{a}' (usage: {method} {})",
+            usage_of(method)
+        )),
         None => Ok(()),
     }
 }
@@ -349,7 +462,9 @@ fn usage_of(name: &str) -> &'static str {
 }
 
 fn usage(name: &str) -> String {
-    format!("usage: {name} {}", usage_of(name)).trim_end().to_string()
+    format!("usage: {name} {}", usage_of(name))
+        .trim_end()
+        .to_string()
 }
 
 fn lines(v: &[String]) -> String {

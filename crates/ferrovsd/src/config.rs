@@ -97,8 +97,8 @@ mod tests {
 
     #[test]
     fn port_words() {
-        let r = parse_port_request(&w(&["type=pcap", "ofport=7", "rx_pcap=/x", "tag=10"]))
-            .expect("ok");
+        let r =
+            parse_port_request(&w(&["type=pcap", "ofport=7", "rx_pcap=/x", "tag=10"])).expect("ok");
         assert_eq!(r.kind, "pcap");
         assert_eq!(r.ofport, Some(7));
         assert_eq!(r.vlan, VlanMode::Access(10));

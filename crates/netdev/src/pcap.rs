@@ -38,10 +38,14 @@ impl PcapPort {
             None => false,
         };
         let rx = match opts.get("rx_pcap") {
-            Some(p) => Some(pcapfile::read(Path::new(p)).map_err(|why| NetdevError::BadOption {
-                key: "rx_pcap".into(),
-                why,
-            })?),
+            Some(p) => {
+                Some(
+                    pcapfile::read(Path::new(p)).map_err(|why| NetdevError::BadOption {
+                        key: "rx_pcap".into(),
+                        why,
+                    })?,
+                )
+            }
             None => None,
         };
         if infinite && rx.as_ref().is_some_and(|d| d.records.is_empty()) {
@@ -51,10 +55,14 @@ impl PcapPort {
             });
         }
         let tx = match opts.get("tx_pcap") {
-            Some(p) => Some(PcapWriter::create(Path::new(p)).map_err(|e| NetdevError::BadOption {
-                key: "tx_pcap".into(),
-                why: format!("{p}: {e}"),
-            })?),
+            Some(p) => {
+                Some(
+                    PcapWriter::create(Path::new(p)).map_err(|e| NetdevError::BadOption {
+                        key: "tx_pcap".into(),
+                        why: format!("{p}: {e}"),
+                    })?,
+                )
+            }
             None => None,
         };
         Ok(PcapPort {

@@ -24,14 +24,19 @@ pub struct PcapData {
 /// Parses pcap bytes.
 pub fn parse(bytes: Vec<u8>) -> Result<PcapData, String> {
     if bytes.len() < 24 {
-        return Err(format!("file too short for a pcap header ({} bytes)", bytes.len()));
+        return Err(format!(
+            "file too short for a pcap header ({} bytes)",
+            bytes.len()
+        ));
     }
     let magic_le = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
     let le = match magic_le {
         0xa1b2_c3d4 | 0xa1b2_3c4d => true,
         _ => match u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) {
             0xa1b2_c3d4 | 0xa1b2_3c4d => false,
-            0x0a0d_0d0a => return Err("pcapng files are not supported; convert with `editcap -F pcap`".into()),
+            0x0a0d_0d0a => {
+                return Err("pcapng files are not supported; convert with `editcap -F pcap`".into())
+            }
             m => return Err(format!("not a pcap file (magic {m:#010x})")),
         },
     };
@@ -55,7 +60,9 @@ pub fn parse(bytes: Vec<u8>) -> Result<PcapData, String> {
         }
         let incl = rd32(&bytes, at + 8) as usize;
         if incl > MAX_RECORD {
-            return Err(format!("record at byte {at} claims {incl} bytes (limit {MAX_RECORD})"));
+            return Err(format!(
+                "record at byte {at} claims {incl} bytes (limit {MAX_RECORD})"
+            ));
         }
         let start = at + 16;
         if bytes.len() - start < incl {

@@ -205,7 +205,9 @@ pub fn call(
     loop {
         let n = s.read(&mut buf).map_err(CallError::Io)?;
         if n == 0 {
-            return Err(CallError::Protocol("connection closed before a reply".into()));
+            return Err(CallError::Protocol(
+                "connection closed before a reply".into(),
+            ));
         }
         js.feed(&buf[..n]);
         if let Some(v) = js.next_value().map_err(CallError::Protocol)? {
