@@ -1,0 +1,1 @@
+//! The classifier (being written).

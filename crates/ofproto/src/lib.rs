@@ -1,0 +1,1 @@
+//! OpenFlow switch semantics (being written).

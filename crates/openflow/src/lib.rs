@@ -1,0 +1,1 @@
+//! OpenFlow (being written).
