@@ -59,6 +59,8 @@ def test_ports_ofports_and_json(daemon):
     assert {p["name"] for p in ports["ports"]} == {"brj", "b", "c", "e"}
     stats = daemon.json("pmd-stats-show")
     assert "packets_received" in stats["pmds"][0]
+    assert daemon.json("list-ports", "brj") == ["b", "c", "e"]
+    assert daemon.json("list-br") == ["brj"]
     daemon.cli("del-br", "brj")
     assert daemon.json("show") == {"bridges": []}
 
@@ -68,8 +70,17 @@ def test_internal_port_lives_and_dies_with_the_bridge(daemon):
     assert run(["ip", "link", "show", "brlife"], check=False).returncode == 0
     r = daemon.cli("del-port", "brlife", "brlife", check=False)
     assert r.returncode == 1 and "delete the bridge instead" in r.stderr
+    # An internal port on request is another TAP device, removed with its port.
+    daemon.cli("add-port", "brlife", "brlife-in", "type=internal")
+    assert run(["ip", "link", "show", "brlife-in"], check=False).returncode == 0
+    show = daemon.json("show")["bridges"][0]["ports"]
+    assert {p["name"]: p["type"] for p in show} == {"brlife": "internal", "brlife-in": "internal"}
+    daemon.cli("del-port", "brlife-in")
+    assert run(["ip", "link", "show", "brlife-in"], check=False).returncode != 0
+    daemon.cli("add-port", "brlife", "brlife-in2", "type=internal")
     daemon.cli("del-br", "brlife")
-    assert run(["ip", "link", "show", "brlife"], check=False).returncode != 0
+    for dev in ("brlife", "brlife-in2"):
+        assert run(["ip", "link", "show", dev], check=False).returncode != 0
 
 
 @pytest.mark.skipif(shutil.which("ovs-appctl") is None, reason="ovs-appctl not installed")

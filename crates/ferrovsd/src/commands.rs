@@ -226,7 +226,7 @@ impl Daemon {
                         .collect::<Vec<_>>()
                 })?;
                 names.sort();
-                Ok(lines(&names))
+                Ok(lines_or_json(&names, json))
             }
             "br-exists" => {
                 let [br] = args else {
@@ -294,7 +294,7 @@ impl Daemon {
                     )
                 })??;
                 names.sort();
-                Ok(lines(&names))
+                Ok(lines_or_json(&names, json))
             }
             "port-to-br" => {
                 let [p] = args else {
@@ -465,6 +465,13 @@ fn usage(name: &str) -> String {
     format!("usage: {name} {}", usage_of(name))
         .trim_end()
         .to_string()
+}
+
+fn lines_or_json(v: &[String], json: bool) -> String {
+    if json {
+        return serde_json::Value::from(v.to_vec()).to_string();
+    }
+    lines(v)
 }
 
 fn lines(v: &[String]) -> String {
