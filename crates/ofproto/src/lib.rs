@@ -1,1 +1,3 @@
 //! OpenFlow switch semantics (being written).
+pub mod meter;
+pub mod odp;
