@@ -10,21 +10,21 @@
 //! hashes the result; OpenFlow rules are compiled into (key, mask) pairs of the same shape.
 //!
 //! ## Layout
-//! The struct is `#[repr(C)]`, 160 bytes, 8-byte aligned and free of compiler padding (the
+//! The struct is `#[repr(C)]`, 176 bytes, 8-byte aligned and free of compiler padding (the
 //! explicit `pad_*` fields fill every gap and are always zero). It is split into four
 //! *stages*, each a whole number of 64-bit words, in the order a staged lookup consults them:
 //!
 //! | stage    | words   | fields                                                         |
 //! |----------|---------|----------------------------------------------------------------|
-//! | metadata | 0..3    | `in_port`, `recirc_id`, `pkt_mark`, `dp_hash`, `metadata`       |
-//! | L2       | 3..8    | MACs, VLAN TPIDs and TCIs, `dl_type`, MPLS LSEs                |
-//! | L3       | 8..15   | IPv4 and IPv6 addresses, flow label, proto, TOS, TTL, frag, ext |
-//! | L4       | 15..20  | ports / ICMP, TCP flags, ND target, ARP/ND hardware addresses  |
+//! | metadata | 0..4    | `in_port`, `recirc_id`, `pkt_mark`, `dp_hash`, `metadata`, `tunnel_id` |
+//! | L2       | 4..10   | MACs, VLAN TPIDs and TCIs, `dl_type`, MPLS LSEs, PBB I-SID      |
+//! | L3       | 10..17  | IPv4 and IPv6 addresses, flow label, proto, TOS, TTL, frag, ext |
+//! | L4       | 17..22  | ports / ICMP, TCP flags, ND target, ARP/ND hardware addresses  |
 //!
 //! [`STAGE_END_WORDS`] records these boundaries and a unit test pins every field offset, so a
 //! change to the struct that moves a field across a stage or introduces padding fails the
 //! build or the tests. [`FlowKey::to_words`] gives the native-endian image of the struct as
-//! `[u64; 20]` (what a C programmer would see through a union); it is built field by field
+//! `[u64; 22]` (what a C programmer would see through a union); it is built field by field
 //! with `offset_of!`, because this crate forbids `unsafe`, and the optimiser turns it into
 //! plain moves. [`FlowKey::from_words`] is its inverse, so a masked key can be built by
 //! ANDing word arrays.
@@ -76,18 +76,18 @@
 //! ## Cost
 //! No allocation, no loops except over VLAN tags (two at most), MPLS entries (four at most),
 //! IPv6 extension headers and ND options (bounded by the frame length). The key is reset
-//! with one 160-byte store. A key is `Copy` and `Send + Sync`; extraction is a pure function.
+//! with one 176-byte store. A key is `Copy` and `Send + Sync`; extraction is a pure function.
 
 use core::fmt;
 use core::mem::{offset_of, size_of};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Size of a [`FlowKey`] in bytes.
-pub const FLOW_KEY_SIZE: usize = 160;
+pub const FLOW_KEY_SIZE: usize = 176;
 /// Size of a [`FlowKey`] in 64-bit words.
 pub const FLOW_KEY_WORDS: usize = FLOW_KEY_SIZE / 8;
 /// Exclusive end, in words, of each lookup stage: metadata, L2, L3, L4.
-pub const STAGE_END_WORDS: [usize; 4] = [3, 8, 15, 20];
+pub const STAGE_END_WORDS: [usize; 4] = [4, 10, 17, 22];
 
 /// `vlan_tci` bit that marks a tag as present (the DEI/CFI position, as OpenFlow does).
 pub const VLAN_PRESENT: u16 = 0x1000;
@@ -133,6 +133,8 @@ pub const ETH_TYPE_VLAN_8021AD: u16 = 0x88a8;
 pub const ETH_TYPE_MPLS: u16 = 0x8847;
 /// EtherType MPLS multicast.
 pub const ETH_TYPE_MPLS_MCAST: u16 = 0x8848;
+/// EtherType PBB (802.1ah backbone service instance tag).
+pub const ETH_TYPE_PBB: u16 = 0x88e7;
 
 // IP protocol numbers the extractor knows.
 /// IPv6 Hop-by-Hop Options.
@@ -181,8 +183,10 @@ pub struct FlowKey {
     pub dp_hash: u32,
     /// OpenFlow metadata register.
     pub metadata: u64,
+    /// Tunnel ID (VXLAN VNI, Geneve VNI, ...); 0 for packets that did not arrive by tunnel.
+    pub tunnel_id: u64,
 
-    // ---- stage 1: L2 (words 3..8) ----
+    // ---- stage 1: L2 (words 4..10) ----
     /// Ethernet destination.
     pub dl_dst: [u8; 6],
     /// Ethernet source.
@@ -199,8 +203,12 @@ pub struct FlowKey {
     pub pad_l2: u8,
     /// The top MPLS label stack entries, outermost first, as on the wire (label, TC, S, TTL).
     pub mpls_lse: [u32; 4],
+    /// PBB I-SID (24 bits) of an 802.1ah frame (`dl_type` 0x88e7).
+    pub pbb_isid: u32,
+    /// Always zero.
+    pub pad_pbb: u32,
 
-    // ---- stage 2: L3 (words 8..15) ----
+    // ---- stage 2: L3 (words 10..17) ----
     /// IPv4 source, or ARP sender protocol address.
     pub nw_src: [u8; 4],
     /// IPv4 destination, or ARP target protocol address.
@@ -224,7 +232,7 @@ pub struct FlowKey {
     /// Always zero.
     pub pad_l3: [u8; 6],
 
-    // ---- stage 3: L4 (words 15..20) ----
+    // ---- stage 3: L4 (words 17..22) ----
     /// TCP/UDP/SCTP source port, or ICMP type.
     pub tp_src: u16,
     /// TCP/UDP/SCTP destination port, or ICMP code.
@@ -306,6 +314,7 @@ impl FlowKey {
         pkt_mark: 0,
         dp_hash: 0,
         metadata: 0,
+        tunnel_id: 0,
         dl_dst: [0; 6],
         dl_src: [0; 6],
         vlan_tpid: [0; 2],
@@ -314,6 +323,8 @@ impl FlowKey {
         mpls_n: 0,
         pad_l2: 0,
         mpls_lse: [0; 4],
+        pbb_isid: 0,
+        pad_pbb: 0,
         nw_src: [0; 4],
         nw_dst: [0; 4],
         ipv6_src: [0; 16],
@@ -345,6 +356,7 @@ impl FlowKey {
             pkt_mark,
             dp_hash,
             metadata,
+            tunnel_id,
             dl_dst,
             dl_src,
             vlan_tpid,
@@ -353,6 +365,8 @@ impl FlowKey {
             mpls_n,
             pad_l2,
             mpls_lse,
+            pbb_isid,
+            pad_pbb,
             nw_src,
             nw_dst,
             ipv6_src,
@@ -384,6 +398,7 @@ impl FlowKey {
         put(&mut b, o!(pkt_mark), pkt_mark.to_ne_bytes());
         put(&mut b, o!(dp_hash), dp_hash.to_ne_bytes());
         put(&mut b, o!(metadata), metadata.to_ne_bytes());
+        put(&mut b, o!(tunnel_id), tunnel_id.to_ne_bytes());
         put(&mut b, o!(dl_dst), dl_dst);
         put(&mut b, o!(dl_src), dl_src);
         put(&mut b, o!(vlan_tpid), pair16(vlan_tpid));
@@ -394,6 +409,8 @@ impl FlowKey {
         for (i, lse) in mpls_lse.iter().enumerate() {
             put(&mut b, o!(mpls_lse) + 4 * i, lse.to_ne_bytes());
         }
+        put(&mut b, o!(pbb_isid), pbb_isid.to_ne_bytes());
+        put(&mut b, o!(pad_pbb), pad_pbb.to_ne_bytes());
         put(&mut b, o!(nw_src), nw_src);
         put(&mut b, o!(nw_dst), nw_dst);
         put(&mut b, o!(ipv6_src), ipv6_src);
@@ -437,6 +454,7 @@ impl FlowKey {
             pkt_mark: u32::from_ne_bytes(g!(pkt_mark)),
             dp_hash: u32::from_ne_bytes(g!(dp_hash)),
             metadata: u64::from_ne_bytes(g!(metadata)),
+            tunnel_id: u64::from_ne_bytes(g!(tunnel_id)),
             dl_dst: g!(dl_dst),
             dl_src: g!(dl_src),
             vlan_tpid: unpair16(g!(vlan_tpid)),
@@ -445,6 +463,8 @@ impl FlowKey {
             mpls_n,
             pad_l2,
             mpls_lse: [lse(0), lse(1), lse(2), lse(3)],
+            pbb_isid: u32::from_ne_bytes(g!(pbb_isid)),
+            pad_pbb: u32::from_ne_bytes(g!(pad_pbb)),
             nw_src: g!(nw_src),
             nw_dst: g!(nw_dst),
             ipv6_src: g!(ipv6_src),
@@ -636,6 +656,13 @@ fn parse_l2(key: &mut FlowKey, frame: &[u8], offs: &mut Offsets) {
         ETH_TYPE_IPV6 => parse_ipv6(key, frame, l3, offs),
         ETH_TYPE_ARP | ETH_TYPE_RARP => parse_arp(key, frame, l3, offs),
         ETH_TYPE_MPLS | ETH_TYPE_MPLS_MCAST => parse_mpls(key, frame, l3),
+        ETH_TYPE_PBB => {
+            // 802.1ah I-TAG: PCP/DEI/UCA/reserved, then the 24-bit I-SID. Like MPLS, what
+            // the backbone frame carries is not looked at.
+            if let Some(t) = chunk::<4>(frame, l3) {
+                key.pbb_isid = u32::from_be_bytes(*t) & 0x00ff_ffff;
+            }
+        }
         _ => {}
     }
 }
@@ -933,6 +960,12 @@ impl fmt::Display for FlowKey {
         if k.metadata != 0 {
             write!(f, ",metadata={:#x}", k.metadata)?;
         }
+        if k.tunnel_id != 0 {
+            write!(f, ",tun_id={:#x}", k.tunnel_id)?;
+        }
+        if k.pbb_isid != 0 {
+            write!(f, ",pbb_isid={:#x}", k.pbb_isid)?;
+        }
         for (i, (&tpid, &tci)) in k.vlan_tpid.iter().zip(&k.vlan_tci).enumerate() {
             if tci & VLAN_PRESENT == 0 {
                 continue;
@@ -1069,33 +1102,36 @@ mod tests {
             (offset_of!(FlowKey, pkt_mark), 8),
             (offset_of!(FlowKey, dp_hash), 12),
             (offset_of!(FlowKey, metadata), 16),
-            (offset_of!(FlowKey, dl_dst), 24),
-            (offset_of!(FlowKey, dl_src), 30),
-            (offset_of!(FlowKey, vlan_tpid), 36),
-            (offset_of!(FlowKey, vlan_tci), 40),
-            (offset_of!(FlowKey, dl_type), 44),
-            (offset_of!(FlowKey, mpls_n), 46),
-            (offset_of!(FlowKey, pad_l2), 47),
-            (offset_of!(FlowKey, mpls_lse), 48),
-            (offset_of!(FlowKey, nw_src), 64),
-            (offset_of!(FlowKey, nw_dst), 68),
-            (offset_of!(FlowKey, ipv6_src), 72),
-            (offset_of!(FlowKey, ipv6_dst), 88),
-            (offset_of!(FlowKey, ipv6_label), 104),
-            (offset_of!(FlowKey, nw_proto), 108),
-            (offset_of!(FlowKey, nw_tos), 109),
-            (offset_of!(FlowKey, nw_ttl), 110),
-            (offset_of!(FlowKey, nw_frag), 111),
-            (offset_of!(FlowKey, ipv6_exthdr), 112),
-            (offset_of!(FlowKey, pad_l3), 114),
-            (offset_of!(FlowKey, tp_src), 120),
-            (offset_of!(FlowKey, tp_dst), 122),
-            (offset_of!(FlowKey, tcp_flags), 124),
-            (offset_of!(FlowKey, pad_l4), 126),
-            (offset_of!(FlowKey, nd_target), 128),
-            (offset_of!(FlowKey, arp_sha), 144),
-            (offset_of!(FlowKey, arp_tha), 150),
-            (offset_of!(FlowKey, pad_tail), 156),
+            (offset_of!(FlowKey, tunnel_id), 24),
+            (offset_of!(FlowKey, dl_dst), 32),
+            (offset_of!(FlowKey, dl_src), 38),
+            (offset_of!(FlowKey, vlan_tpid), 44),
+            (offset_of!(FlowKey, vlan_tci), 48),
+            (offset_of!(FlowKey, dl_type), 52),
+            (offset_of!(FlowKey, mpls_n), 54),
+            (offset_of!(FlowKey, pad_l2), 55),
+            (offset_of!(FlowKey, mpls_lse), 56),
+            (offset_of!(FlowKey, pbb_isid), 72),
+            (offset_of!(FlowKey, pad_pbb), 76),
+            (offset_of!(FlowKey, nw_src), 80),
+            (offset_of!(FlowKey, nw_dst), 84),
+            (offset_of!(FlowKey, ipv6_src), 88),
+            (offset_of!(FlowKey, ipv6_dst), 104),
+            (offset_of!(FlowKey, ipv6_label), 120),
+            (offset_of!(FlowKey, nw_proto), 124),
+            (offset_of!(FlowKey, nw_tos), 125),
+            (offset_of!(FlowKey, nw_ttl), 126),
+            (offset_of!(FlowKey, nw_frag), 127),
+            (offset_of!(FlowKey, ipv6_exthdr), 128),
+            (offset_of!(FlowKey, pad_l3), 130),
+            (offset_of!(FlowKey, tp_src), 136),
+            (offset_of!(FlowKey, tp_dst), 138),
+            (offset_of!(FlowKey, tcp_flags), 140),
+            (offset_of!(FlowKey, pad_l4), 142),
+            (offset_of!(FlowKey, nd_target), 144),
+            (offset_of!(FlowKey, arp_sha), 160),
+            (offset_of!(FlowKey, arp_tha), 166),
+            (offset_of!(FlowKey, pad_tail), 172),
         ];
         for (i, (got, want)) in expect.iter().enumerate() {
             assert_eq!(got, want, "field #{i}");
@@ -1109,6 +1145,7 @@ mod tests {
             pkt_mark: 6,
             dp_hash: 7,
             metadata: 0x1122_3344_5566_7788,
+            tunnel_id: 0x99aa_bbcc_ddee_ff00,
             dl_dst: [1, 2, 3, 4, 5, 6],
             dl_src: [7, 8, 9, 10, 11, 12],
             vlan_tpid: [0x88a8, 0x8100],
@@ -1117,6 +1154,8 @@ mod tests {
             mpls_n: 2,
             pad_l2: 0,
             mpls_lse: [0xaaaa_aaaa, 0xbbbb_bbbb, 0xcccc_cccc, 0xdddd_dddd],
+            pbb_isid: 0x00ab_cdef,
+            pad_pbb: 0,
             nw_src: [10, 0, 0, 1],
             nw_dst: [10, 0, 0, 2],
             ipv6_src: [0x20; 16],
@@ -1154,6 +1193,7 @@ mod tests {
             })
         );
         assert_eq!(w[2], k.metadata);
+        assert_eq!(w[3], k.tunnel_id);
         assert_eq!(
             FlowKey::from_words(&FlowKey::ZERO.to_words()),
             FlowKey::ZERO
@@ -1212,6 +1252,8 @@ mod tests {
         k.pkt_mark = 0;
         k.dp_hash = 0;
         k.metadata = 0;
+        k.tunnel_id = 0;
+        k.pbb_isid = 0;
         k.in_port = 1;
         k.nw_frag = 0;
         assert_eq!(

@@ -646,3 +646,17 @@ fn checksum_of_extracted_frames() {
         .expect("checksum");
     assert_eq!(t.checksum(), want);
 }
+
+#[test]
+fn pbb_isid_is_read_and_nothing_beneath() {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x88, 0xe7];
+    f.extend_from_slice(&[0x60, 0xab, 0xcd, 0xef]);
+    f.extend_from_slice(&[2, 0, 0, 0, 0, 4, 2, 0, 0, 0, 0, 3, 0x08, 0x00]);
+    f.resize(80, 0);
+    let k = packet::flow::extract(&f, 1);
+    assert_eq!(k.dl_type, 0x88e7);
+    assert_eq!(k.pbb_isid, 0x00ab_cdef);
+    assert_eq!(k.nw_src, [0; 4]);
+    let k = packet::flow::extract(&f[..16], 1);
+    assert_eq!(k.pbb_isid, 0);
+}
