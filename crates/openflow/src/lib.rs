@@ -1,1 +1,26 @@
-//! OpenFlow (being written).
+//! The OpenFlow model shared by the switch and its tools.
+//!
+//! This crate describes OpenFlow in version-independent Rust types and converts them to and
+//! from ovs-ofctl's text syntax; a wire codec for OF1.0/1.3/1.4/1.5 will come next and
+//! produce the same types. It does no I/O and keeps no state.
+//!
+//! * [`oxm`] — [`Field`]: every matchable/settable field with its OXM class and number,
+//!   width, maskability, prerequisite and names.
+//! * [`matches`] — [`Match`]: a canonical (sorted, normalised) set of field matches, with
+//!   OpenFlow validation and the set relations flow tables need.
+//! * [`actions`] — [`Action`], [`Instruction`], reserved port and group numbers.
+//! * [`messages`] — [`FlowMod`], [`GroupMod`], [`MeterMod`], [`OfError`].
+//! * [`text`] — ovs-ofctl syntax: parse and format flows, groups and meters.
+
+pub mod actions;
+pub mod matches;
+pub mod messages;
+pub mod oxm;
+
+pub use actions::{Action, Instruction};
+pub use matches::{Match, MatchField};
+pub use messages::{
+    Bucket, FlowMod, FlowModCommand, FlowModFlags, GroupMod, GroupModCommand, GroupType, MeterBand,
+    MeterFlags, MeterMod, MeterModCommand, OfError,
+};
+pub use oxm::Field;

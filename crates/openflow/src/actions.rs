@@ -1,0 +1,379 @@
+//! Actions, instructions, and the reserved port / group numbers they use.
+//!
+//! [`Action`] is the OpenFlow 1.3 action set (plus Nicira's `resubmit`, the one extension
+//! almost every OVS pipeline uses); [`Instruction`] is the OpenFlow 1.1+ instruction set.
+//! An OpenFlow 1.0 codec maps a plain action list to a single `ApplyActions`.
+//!
+//! Conventions:
+//! * Ports are 32-bit (OpenFlow 1.1+). OpenFlow 1.0's 16-bit reserved ports map onto the
+//!   32-bit ones by adding `0xffff0000` ([`port_from_of10`]).
+//! * `SetField` carries an optional mask: `None` is OpenFlow's set-field; `Some` is a
+//!   partial write (OpenFlow 1.5 masked set-field / Nicira `reg_load`), used by the text
+//!   syntax `set_field:V/M->F`.
+//! * A flow's instructions are kept in *execution order* (meter, apply-actions,
+//!   clear-actions, write-actions, write-metadata, goto-table), each at most once;
+//!   [`validate_instructions`] checks that, [`Instruction::order`] gives the rank.
+//!
+//! What is checked here is what needs no packet or switch state ([`Action::validate`]):
+//! argument ranges, reserved ports that cannot be output to, set-field value widths and
+//! writability. Whether a `set_field`'s prerequisites hold at that point of the pipeline,
+//! whether a group or meter exists, and whether a port exists are `ofproto`'s checks.
+
+use crate::messages::{
+    err::{bad_action, bad_instruction},
+    OfError, OFPTT_MAX,
+};
+use crate::oxm::{ethertype, Field};
+
+/// Largest physical port number.
+pub const OFPP_MAX: u32 = 0xffff_ff00;
+/// Send back out the input port.
+pub const OFPP_IN_PORT: u32 = 0xffff_fff8;
+/// Submit to the first flow table (packet-out only).
+pub const OFPP_TABLE: u32 = 0xffff_fff9;
+/// Traditional L2/L3 processing.
+pub const OFPP_NORMAL: u32 = 0xffff_fffa;
+/// All ports except the input port and those with flooding disabled.
+pub const OFPP_FLOOD: u32 = 0xffff_fffb;
+/// All ports except the input port.
+pub const OFPP_ALL: u32 = 0xffff_fffc;
+/// Send to the controller.
+pub const OFPP_CONTROLLER: u32 = 0xffff_fffd;
+/// The local (bridge) port.
+pub const OFPP_LOCAL: u32 = 0xffff_fffe;
+/// Wildcard / no port.
+pub const OFPP_ANY: u32 = 0xffff_ffff;
+
+/// `max_len` meaning "send the whole packet, don't buffer".
+pub const OFPCML_NO_BUFFER: u16 = 0xffff;
+/// Largest usable group id.
+pub const OFPG_MAX: u32 = 0xffff_ff00;
+/// All groups (delete / stats).
+pub const OFPG_ALL: u32 = 0xffff_fffc;
+/// Wildcard / no group.
+pub const OFPG_ANY: u32 = 0xffff_ffff;
+
+/// Reserved port names as ovs-ofctl spells them.
+pub const PORT_NAMES: [(u32, &str); 8] = [
+    (OFPP_IN_PORT, "IN_PORT"),
+    (OFPP_TABLE, "TABLE"),
+    (OFPP_NORMAL, "NORMAL"),
+    (OFPP_FLOOD, "FLOOD"),
+    (OFPP_ALL, "ALL"),
+    (OFPP_CONTROLLER, "CONTROLLER"),
+    (OFPP_LOCAL, "LOCAL"),
+    (OFPP_ANY, "ANY"),
+];
+
+/// The 32-bit port for an OpenFlow 1.0 16-bit port number (reserved ports
+/// `0xff00..=0xffff` move up to `0xffffff00..`).
+pub fn port_from_of10(p: u16) -> u32 {
+    if p >= 0xff00 {
+        u32::from(p) + 0xffff_0000
+    } else {
+        u32::from(p)
+    }
+}
+
+/// The OpenFlow 1.0 16-bit port for a 32-bit one, if representable.
+pub fn port_to_of10(p: u32) -> Option<u16> {
+    if p < 0xff00 {
+        u16::try_from(p).ok()
+    } else if p >= 0xffff_ff00 {
+        u16::try_from(p - 0xffff_0000).ok()
+    } else {
+        None
+    }
+}
+
+/// One action.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Action {
+    /// Output to a port; `max_len` matters for [`OFPP_CONTROLLER`] only.
+    Output {
+        /// Port number or reserved port.
+        port: u32,
+        /// Bytes to send to the controller ([`OFPCML_NO_BUFFER`] for all).
+        max_len: u16,
+    },
+    /// Process through a group.
+    Group(u32),
+    /// Set the queue for subsequent outputs.
+    SetQueue(u32),
+    /// Set the MPLS TTL.
+    SetMplsTtl(u8),
+    /// Decrement the MPLS TTL.
+    DecMplsTtl,
+    /// Set the IP TTL.
+    SetNwTtl(u8),
+    /// Decrement the IP TTL.
+    DecNwTtl,
+    /// Copy TTL outwards (next-to-outermost to outermost).
+    CopyTtlOut,
+    /// Copy TTL inwards (outermost to next-to-outermost).
+    CopyTtlIn,
+    /// Push a VLAN tag with this TPID (0x8100 or 0x88a8).
+    PushVlan(u16),
+    /// Pop the outer VLAN tag.
+    PopVlan,
+    /// Push an MPLS label with this EtherType (0x8847 or 0x8848).
+    PushMpls(u16),
+    /// Pop the outer MPLS label; the argument is the EtherType of what follows.
+    PopMpls(u16),
+    /// Push a PBB service tag with this EtherType (0x88e7).
+    PushPbb(u16),
+    /// Pop the outer PBB service tag.
+    PopPbb,
+    /// Write a field (under `mask` if given).
+    SetField {
+        /// The field.
+        field: Field,
+        /// The value, right-aligned.
+        value: u128,
+        /// Bits to write, `None` for all.
+        mask: Option<u128>,
+    },
+    /// Nicira resubmit: look the packet up again with `in_port` replaced (unless `None`)
+    /// in `table` (the current table if `None`).
+    Resubmit {
+        /// Port to pretend the packet came in on.
+        in_port: Option<u32>,
+        /// Table to look up.
+        table: Option<u8>,
+    },
+}
+
+impl Action {
+    /// Output to `port` with the controller `max_len` OVS uses by default.
+    pub const fn output(port: u32) -> Action {
+        Action::Output {
+            port,
+            max_len: if port == OFPP_CONTROLLER {
+                OFPCML_NO_BUFFER
+            } else {
+                0
+            },
+        }
+    }
+
+    /// Exact set-field.
+    pub const fn set_field(field: Field, value: u128) -> Action {
+        Action::SetField {
+            field,
+            value,
+            mask: None,
+        }
+    }
+
+    /// Static validity (see the module documentation).
+    pub fn validate(&self) -> Result<(), OfError> {
+        let bad = |c| Err(OfError::bad_action(c));
+        match *self {
+            Action::Output { port, .. } => {
+                if port == 0 || port == OFPP_ANY || (port > OFPP_MAX && port < OFPP_IN_PORT) {
+                    return bad(bad_action::BAD_OUT_PORT);
+                }
+            }
+            Action::Group(g) => {
+                if g > OFPG_MAX {
+                    return bad(bad_action::BAD_OUT_GROUP);
+                }
+            }
+            Action::PushVlan(t) => {
+                if t != ethertype::VLAN && t != ethertype::VLAN_8021AD {
+                    return bad(bad_action::BAD_ARGUMENT);
+                }
+            }
+            Action::PushMpls(t) => {
+                if t != ethertype::MPLS && t != ethertype::MPLS_MCAST {
+                    return bad(bad_action::BAD_ARGUMENT);
+                }
+            }
+            Action::PushPbb(t) => {
+                if t != ethertype::PBB {
+                    return bad(bad_action::BAD_ARGUMENT);
+                }
+            }
+            Action::SetField { field, value, mask } => {
+                if !field_writable(field) {
+                    return bad(bad_action::BAD_SET_TYPE);
+                }
+                let max = field.max();
+                if value & !max != 0 || mask.is_some_and(|m| m & !max != 0 || value & !m != 0) {
+                    return bad(bad_action::BAD_SET_ARGUMENT);
+                }
+            }
+            Action::Resubmit { in_port, table } => {
+                if in_port.is_none() && table.is_none() {
+                    return bad(bad_action::BAD_ARGUMENT);
+                }
+                if table.is_some_and(|t| t > OFPTT_MAX) {
+                    return bad(bad_action::BAD_ARGUMENT);
+                }
+            }
+            Action::SetQueue(_)
+            | Action::SetMplsTtl(_)
+            | Action::DecMplsTtl
+            | Action::SetNwTtl(_)
+            | Action::DecNwTtl
+            | Action::CopyTtlOut
+            | Action::CopyTtlIn
+            | Action::PopVlan
+            | Action::PopMpls(_)
+            | Action::PopPbb => {}
+        }
+        Ok(())
+    }
+
+    /// The field a `SetField` writes, whose prerequisites the packet must meet.
+    pub fn written_field(&self) -> Option<Field> {
+        match self {
+            Action::SetField { field, .. } => Some(*field),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `set_field` may write `f`. Read-only: `in_phy_port` and the pseudo-fields
+/// (`ipv6_exthdr`, `ip_frag`, `tcp_flags`).
+pub fn field_writable(f: Field) -> bool {
+    !matches!(
+        f,
+        Field::InPhyPort | Field::Ipv6Exthdr | Field::IpFrag | Field::TcpFlags
+    )
+}
+
+/// Validate each action of a list.
+pub fn validate_actions(actions: &[Action]) -> Result<(), OfError> {
+    actions.iter().try_for_each(Action::validate)
+}
+
+/// One instruction.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Instruction {
+    /// Rate-limit through a meter first.
+    Meter(u32),
+    /// Apply these actions now.
+    ApplyActions(Vec<Action>),
+    /// Clear the action set.
+    ClearActions,
+    /// Merge these actions into the action set.
+    WriteActions(Vec<Action>),
+    /// Write metadata under mask.
+    WriteMetadata {
+        /// Value.
+        value: u64,
+        /// Bits to write.
+        mask: u64,
+    },
+    /// Continue in a later table.
+    GotoTable(u8),
+}
+
+impl Instruction {
+    /// Rank in execution order (meter 0 .. goto_table 5).
+    pub fn order(&self) -> u8 {
+        match self {
+            Instruction::Meter(_) => 0,
+            Instruction::ApplyActions(_) => 1,
+            Instruction::ClearActions => 2,
+            Instruction::WriteActions(_) => 3,
+            Instruction::WriteMetadata { .. } => 4,
+            Instruction::GotoTable(_) => 5,
+        }
+    }
+
+    /// `OFPIT_*` number.
+    pub fn type_code(&self) -> u16 {
+        match self {
+            Instruction::GotoTable(_) => 1,
+            Instruction::WriteMetadata { .. } => 2,
+            Instruction::WriteActions(_) => 3,
+            Instruction::ApplyActions(_) => 4,
+            Instruction::ClearActions => 5,
+            Instruction::Meter(_) => 6,
+        }
+    }
+}
+
+/// Sort instructions into execution order (stable; duplicates stay for the validator).
+pub fn sort_instructions(insts: &mut [Instruction]) {
+    insts.sort_by_key(Instruction::order);
+}
+
+/// Static checks of a flow's instructions in table `table_id`: each kind at most once and
+/// in execution order (`UNSUP_INST` otherwise), `goto_table` only forward (`BAD_TABLE_ID`),
+/// write-metadata value within its mask (`UNSUP_METADATA`), meter id in range, actions
+/// valid.
+pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), OfError> {
+    let mut last: Option<u8> = None;
+    for i in insts {
+        let o = i.order();
+        if last.is_some_and(|l| l >= o) {
+            return Err(OfError::bad_instruction(bad_instruction::UNSUP_INST));
+        }
+        last = Some(o);
+        match i {
+            Instruction::GotoTable(t) => {
+                if *t <= table_id || *t > OFPTT_MAX {
+                    return Err(OfError::bad_instruction(bad_instruction::BAD_TABLE_ID));
+                }
+            }
+            Instruction::WriteMetadata { value, mask } => {
+                if value & !mask != 0 {
+                    return Err(OfError::bad_instruction(bad_instruction::UNSUP_METADATA));
+                }
+            }
+            Instruction::Meter(m) => {
+                if *m == 0 || *m > crate::messages::OFPM_MAX && *m < crate::messages::OFPM_SLOWPATH
+                {
+                    return Err(OfError::meter_mod_failed(
+                        crate::messages::err::meter_mod_failed::INVALID_METER,
+                    ));
+                }
+            }
+            Instruction::ApplyActions(a) | Instruction::WriteActions(a) => validate_actions(a)?,
+            Instruction::ClearActions => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn of10_ports() {
+        assert_eq!(port_from_of10(0xfffe), OFPP_LOCAL);
+        assert_eq!(port_from_of10(5), 5);
+        assert_eq!(port_to_of10(OFPP_CONTROLLER), Some(0xfffd));
+        assert_eq!(port_to_of10(70000), None);
+    }
+
+    #[test]
+    fn action_checks() {
+        assert!(Action::output(1).validate().is_ok());
+        assert!(Action::output(0).validate().is_err());
+        assert!(Action::output(OFPP_ANY).validate().is_err());
+        assert!(Action::PushVlan(0x8100).validate().is_ok());
+        assert!(Action::PushVlan(0x0800).validate().is_err());
+        assert!(Action::set_field(Field::VlanPcp, 8).validate().is_err());
+        assert!(Action::set_field(Field::TcpFlags, 1).validate().is_err());
+    }
+
+    #[test]
+    fn instruction_order() {
+        let ok = [
+            Instruction::Meter(1),
+            Instruction::ApplyActions(vec![]),
+            Instruction::GotoTable(3),
+        ];
+        assert!(validate_instructions(&ok, 0).is_ok());
+        assert!(validate_instructions(&ok, 3).is_err());
+        let bad = [Instruction::GotoTable(3), Instruction::ClearActions];
+        assert!(validate_instructions(&bad, 0).is_err());
+        let bad = [Instruction::WriteMetadata { value: 3, mask: 1 }];
+        assert!(validate_instructions(&bad, 0).is_err());
+    }
+}

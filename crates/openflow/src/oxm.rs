@@ -1,0 +1,563 @@
+//! The vocabulary of matchable and settable packet fields.
+//!
+//! [`Field`] names every field a flow can match on or a `set_field` action can write: all
+//! OpenFlow 1.3 OXM basic fields, OpenFlow 1.5's `tcp_flags`, and the few Nicira extension
+//! fields ovs-ofctl users reach for every day (`reg0`..`reg7`, `nw_ttl`, `ip_frag`).
+//!
+//! Everything static about a field lives in one table, [`Field::info`]: its OXM class and
+//! field number (what a codec writes in an OXM/NXM header), its width in bits, whether the
+//! OpenFlow 1.3 table lets it be masked, its prerequisite, and its names. Keeping the wire
+//! codes next to the names means a codec for OF1.2+ (OXM) or OF1.0 + NXM needs no second
+//! table; the field's byte length on the wire is [`Field::wire_len`].
+//!
+//! ## Values
+//! A field value (and mask) is a `u128` holding the field right-aligned, most significant
+//! bit first as on the wire: a MAC is the 48-bit big-endian number, an IPv4 address its
+//! 32-bit number, an IPv6 address its 128-bit number. The invariant every holder keeps is
+//! `value >> bits == 0` and `mask >> bits == 0` ([`Field::max`] gives the all-ones value).
+//! The helpers `mac_to_u128`, `ipv4_to_u128`... convert.
+//!
+//! ## Special values
+//! * `vlan_vid` is the OpenFlow 1.3 13-bit field: [`OFPVID_PRESENT`] (0x1000) marks a tag,
+//!   so `0` ([`OFPVID_NONE`]) means "no VLAN header", `0x1000|vid` means a tag with that
+//!   VID and `0x1000/0x1000` means "any tag". OVS's `dl_vlan` (12-bit VID) is text sugar
+//!   handled by the parser.
+//! * `ip_dscp` holds the 6-bit DSCP; OVS's `nw_tos` (DSCP << 2) is text sugar.
+//! * `ip_frag` holds OVS's two fragment bits: [`FRAG_ANY`] and [`FRAG_LATER`].
+//!
+//! ## Prerequisites
+//! [`Prereq`] is the spec's prerequisite for one field, stated in terms of the single field
+//! it depends on (for example `tcp_dst` needs `ip_proto == 6`; `ip_proto` in turn needs
+//! `eth_type` IPv4 or IPv6). Checking each field's direct prerequisite, for every field of
+//! a match, therefore checks the whole chain. `Match::validate` does that.
+//! ARP fields accept RARP (0x8035) as well as ARP, as OVS does.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// OXM class of the OpenFlow basic fields.
+pub const OFPXMC_OPENFLOW_BASIC: u16 = 0x8000;
+/// OXM class of Nicira's original NXM fields (`NXM_OF_*`).
+pub const OFPXMC_NXM_0: u16 = 0x0000;
+/// OXM class of Nicira extension fields (`NXM_NX_*`).
+pub const OFPXMC_NXM_1: u16 = 0x0001;
+
+/// `vlan_vid` bit meaning "a VLAN tag is present".
+pub const OFPVID_PRESENT: u16 = 0x1000;
+/// `vlan_vid` value meaning "no VLAN tag".
+pub const OFPVID_NONE: u16 = 0x0000;
+
+/// `ip_frag` bit: the packet is a fragment.
+pub const FRAG_ANY: u8 = 0x01;
+/// `ip_frag` bit: the packet is a fragment other than the first.
+pub const FRAG_LATER: u8 = 0x02;
+
+/// EtherTypes prerequisites refer to.
+pub mod ethertype {
+    /// IPv4.
+    pub const IPV4: u16 = 0x0800;
+    /// ARP.
+    pub const ARP: u16 = 0x0806;
+    /// RARP.
+    pub const RARP: u16 = 0x8035;
+    /// IPv6.
+    pub const IPV6: u16 = 0x86dd;
+    /// MPLS unicast.
+    pub const MPLS: u16 = 0x8847;
+    /// MPLS multicast.
+    pub const MPLS_MCAST: u16 = 0x8848;
+    /// 802.1ah PBB.
+    pub const PBB: u16 = 0x88e7;
+    /// 802.1Q VLAN tag.
+    pub const VLAN: u16 = 0x8100;
+    /// 802.1ad service VLAN tag.
+    pub const VLAN_8021AD: u16 = 0x88a8;
+}
+
+/// IP protocol numbers prerequisites refer to.
+pub mod ipproto {
+    /// ICMP.
+    pub const ICMP: u8 = 1;
+    /// TCP.
+    pub const TCP: u8 = 6;
+    /// UDP.
+    pub const UDP: u8 = 17;
+    /// ICMPv6.
+    pub const ICMPV6: u8 = 58;
+    /// SCTP.
+    pub const SCTP: u8 = 132;
+}
+
+/// ICMPv6 Neighbor Solicitation type.
+pub const ICMPV6_ND_NS: u8 = 135;
+/// ICMPv6 Neighbor Advertisement type.
+pub const ICMPV6_ND_NA: u8 = 136;
+
+/// A matchable / settable field. The declaration order is the canonical order of fields in
+/// a [`crate::Match`] (roughly metadata, L2, L3, L4, as OXM numbers them).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Field {
+    /// Ingress port (32 bits).
+    InPort,
+    /// Physical ingress port (32 bits).
+    InPhyPort,
+    /// Table metadata (64 bits, maskable).
+    Metadata,
+    /// Ethernet destination (maskable).
+    EthDst,
+    /// Ethernet source (maskable).
+    EthSrc,
+    /// EtherType after VLAN tags.
+    EthType,
+    /// 13-bit VLAN id with [`OFPVID_PRESENT`] (maskable).
+    VlanVid,
+    /// VLAN priority (3 bits).
+    VlanPcp,
+    /// IP DSCP (6 bits).
+    IpDscp,
+    /// IP ECN (2 bits).
+    IpEcn,
+    /// IP protocol.
+    IpProto,
+    /// IPv4 source (maskable).
+    Ipv4Src,
+    /// IPv4 destination (maskable).
+    Ipv4Dst,
+    /// TCP source port.
+    TcpSrc,
+    /// TCP destination port.
+    TcpDst,
+    /// UDP source port.
+    UdpSrc,
+    /// UDP destination port.
+    UdpDst,
+    /// SCTP source port.
+    SctpSrc,
+    /// SCTP destination port.
+    SctpDst,
+    /// ICMPv4 type.
+    Icmpv4Type,
+    /// ICMPv4 code.
+    Icmpv4Code,
+    /// ARP opcode.
+    ArpOp,
+    /// ARP sender protocol address (maskable).
+    ArpSpa,
+    /// ARP target protocol address (maskable).
+    ArpTpa,
+    /// ARP sender hardware address (maskable).
+    ArpSha,
+    /// ARP target hardware address (maskable).
+    ArpTha,
+    /// IPv6 source (maskable).
+    Ipv6Src,
+    /// IPv6 destination (maskable).
+    Ipv6Dst,
+    /// IPv6 flow label (20 bits, maskable).
+    Ipv6Flabel,
+    /// ICMPv6 type.
+    Icmpv6Type,
+    /// ICMPv6 code.
+    Icmpv6Code,
+    /// ND target address.
+    Ipv6NdTarget,
+    /// ND source link-layer address.
+    Ipv6NdSll,
+    /// ND target link-layer address.
+    Ipv6NdTll,
+    /// MPLS label (20 bits).
+    MplsLabel,
+    /// MPLS traffic class (3 bits).
+    MplsTc,
+    /// MPLS bottom-of-stack bit.
+    MplsBos,
+    /// PBB I-SID (24 bits, maskable).
+    PbbIsid,
+    /// Tunnel id (64 bits, maskable).
+    TunnelId,
+    /// IPv6 extension header pseudo-field (9 bits, maskable).
+    Ipv6Exthdr,
+    /// TCP flags (OpenFlow 1.5; 12 bits used, maskable).
+    TcpFlags,
+    /// Nicira register 0 (32 bits, maskable).
+    Reg0,
+    /// Nicira register 1.
+    Reg1,
+    /// Nicira register 2.
+    Reg2,
+    /// Nicira register 3.
+    Reg3,
+    /// Nicira register 4.
+    Reg4,
+    /// Nicira register 5.
+    Reg5,
+    /// Nicira register 6.
+    Reg6,
+    /// Nicira register 7.
+    Reg7,
+    /// IP TTL / hop limit (Nicira).
+    NwTtl,
+    /// IP fragment bits [`FRAG_ANY`] | [`FRAG_LATER`] (Nicira, maskable).
+    IpFrag,
+}
+
+/// A field's prerequisite, in terms of the one field it depends on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Prereq {
+    /// None.
+    None,
+    /// `in_port` must be matched (for `in_phy_port`).
+    InPort,
+    /// `vlan_vid` must match a present tag (`vlan_vid != NONE`).
+    VlanPresent,
+    /// `eth_type` must be matched exactly to one of these.
+    EthType(&'static [u16]),
+    /// `ip_proto` must be matched exactly to this (its own prerequisite brings IPv4/IPv6).
+    IpProto(u8),
+    /// `icmpv6_type` must be matched exactly to one of these.
+    Icmpv6Type(&'static [u8]),
+}
+
+/// How a field's value is written in ovs-ofctl text.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ValueFormat {
+    /// Decimal integer.
+    Decimal,
+    /// Hexadecimal integer with `0x`.
+    Hex,
+    /// `xx:xx:xx:xx:xx:xx`.
+    Mac,
+    /// Dotted quad.
+    Ipv4,
+    /// RFC 5952 IPv6.
+    Ipv6,
+    /// OpenFlow port number or reserved port name.
+    Port,
+    /// `ip_frag` keywords.
+    Frag,
+    /// `tcp_flags` `+syn-ack` notation.
+    TcpFlags,
+}
+
+/// Static facts about a [`Field`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct FieldInfo {
+    /// The field.
+    pub field: Field,
+    /// Primary ovs-ofctl name (used by `set_field` formatting).
+    pub name: &'static str,
+    /// Other names ovs-ofctl accepts for exactly this field.
+    pub aliases: &'static [&'static str],
+    /// OXM class.
+    pub oxm_class: u16,
+    /// OXM field number within the class.
+    pub oxm_field: u8,
+    /// Width in bits.
+    pub bits: u8,
+    /// Whether a mask is allowed (OpenFlow 1.3 table / NXM definition).
+    pub maskable: bool,
+    /// The field's prerequisite.
+    pub prereq: Prereq,
+    /// Text format of values.
+    pub format: ValueFormat,
+}
+
+const IP: &[u16] = &[ethertype::IPV4, ethertype::IPV6];
+const IPV4: &[u16] = &[ethertype::IPV4];
+const IPV6: &[u16] = &[ethertype::IPV6];
+const ARP: &[u16] = &[ethertype::ARP, ethertype::RARP];
+const MPLS: &[u16] = &[ethertype::MPLS, ethertype::MPLS_MCAST];
+const PBB: &[u16] = &[ethertype::PBB];
+
+macro_rules! fi {
+    ($f:ident, $name:expr, [$($a:expr),*], $class:expr, $num:expr, $bits:expr, $mask:expr,
+     $pre:expr, $fmt:ident) => {
+        FieldInfo {
+            field: Field::$f,
+            name: $name,
+            aliases: &[$($a),*],
+            oxm_class: $class,
+            oxm_field: $num,
+            bits: $bits,
+            maskable: $mask,
+            prereq: $pre,
+            format: ValueFormat::$fmt,
+        }
+    };
+}
+
+const B: u16 = OFPXMC_OPENFLOW_BASIC;
+const NX: u16 = OFPXMC_NXM_1;
+
+/// The field table, indexed by `Field as usize`.
+#[rustfmt::skip]
+static FIELDS: [FieldInfo; 51] = [
+    fi!(InPort, "in_port", [], B, 0, 32, false, Prereq::None, Port),
+    fi!(InPhyPort, "in_phy_port", [], B, 1, 32, false, Prereq::InPort, Port),
+    fi!(Metadata, "metadata", [], B, 2, 64, true, Prereq::None, Hex),
+    fi!(EthDst, "eth_dst", ["dl_dst"], B, 3, 48, true, Prereq::None, Mac),
+    fi!(EthSrc, "eth_src", ["dl_src"], B, 4, 48, true, Prereq::None, Mac),
+    fi!(EthType, "eth_type", ["dl_type"], B, 5, 16, false, Prereq::None, Hex),
+    fi!(VlanVid, "vlan_vid", [], B, 6, 13, true, Prereq::None, Decimal),
+    fi!(VlanPcp, "vlan_pcp", ["dl_vlan_pcp"], B, 7, 3, false, Prereq::VlanPresent, Decimal),
+    fi!(IpDscp, "ip_dscp", [], B, 8, 6, false, Prereq::EthType(IP), Decimal),
+    fi!(IpEcn, "ip_ecn", ["nw_ecn"], B, 9, 2, false, Prereq::EthType(IP), Decimal),
+    fi!(IpProto, "ip_proto", [], B, 10, 8, false, Prereq::EthType(IP), Decimal),
+    fi!(Ipv4Src, "ip_src", [], B, 11, 32, true, Prereq::EthType(IPV4), Ipv4),
+    fi!(Ipv4Dst, "ip_dst", [], B, 12, 32, true, Prereq::EthType(IPV4), Ipv4),
+    fi!(TcpSrc, "tcp_src", [], B, 13, 16, false, Prereq::IpProto(ipproto::TCP), Decimal),
+    fi!(TcpDst, "tcp_dst", [], B, 14, 16, false, Prereq::IpProto(ipproto::TCP), Decimal),
+    fi!(UdpSrc, "udp_src", [], B, 15, 16, false, Prereq::IpProto(ipproto::UDP), Decimal),
+    fi!(UdpDst, "udp_dst", [], B, 16, 16, false, Prereq::IpProto(ipproto::UDP), Decimal),
+    fi!(SctpSrc, "sctp_src", [], B, 17, 16, false, Prereq::IpProto(ipproto::SCTP), Decimal),
+    fi!(SctpDst, "sctp_dst", [], B, 18, 16, false, Prereq::IpProto(ipproto::SCTP), Decimal),
+    fi!(Icmpv4Type, "icmpv4_type", [], B, 19, 8, false, Prereq::IpProto(ipproto::ICMP), Decimal),
+    fi!(Icmpv4Code, "icmpv4_code", [], B, 20, 8, false, Prereq::IpProto(ipproto::ICMP), Decimal),
+    fi!(ArpOp, "arp_op", [], B, 21, 16, false, Prereq::EthType(ARP), Decimal),
+    fi!(ArpSpa, "arp_spa", [], B, 22, 32, true, Prereq::EthType(ARP), Ipv4),
+    fi!(ArpTpa, "arp_tpa", [], B, 23, 32, true, Prereq::EthType(ARP), Ipv4),
+    fi!(ArpSha, "arp_sha", [], B, 24, 48, true, Prereq::EthType(ARP), Mac),
+    fi!(ArpTha, "arp_tha", [], B, 25, 48, true, Prereq::EthType(ARP), Mac),
+    fi!(Ipv6Src, "ipv6_src", [], B, 26, 128, true, Prereq::EthType(IPV6), Ipv6),
+    fi!(Ipv6Dst, "ipv6_dst", [], B, 27, 128, true, Prereq::EthType(IPV6), Ipv6),
+    fi!(Ipv6Flabel, "ipv6_label", ["ipv6_flabel"], B, 28, 20, true, Prereq::EthType(IPV6), Hex),
+    fi!(Icmpv6Type, "icmpv6_type", [], B, 29, 8, false, Prereq::IpProto(ipproto::ICMPV6), Decimal),
+    fi!(Icmpv6Code, "icmpv6_code", [], B, 30, 8, false, Prereq::IpProto(ipproto::ICMPV6), Decimal),
+    fi!(Ipv6NdTarget, "nd_target", ["ipv6_nd_target"], B, 31, 128, false, Prereq::Icmpv6Type(&[ICMPV6_ND_NS, ICMPV6_ND_NA]), Ipv6),
+    fi!(Ipv6NdSll, "nd_sll", ["ipv6_nd_sll"], B, 32, 48, false, Prereq::Icmpv6Type(&[ICMPV6_ND_NS]), Mac),
+    fi!(Ipv6NdTll, "nd_tll", ["ipv6_nd_tll"], B, 33, 48, false, Prereq::Icmpv6Type(&[ICMPV6_ND_NA]), Mac),
+    fi!(MplsLabel, "mpls_label", [], B, 34, 20, false, Prereq::EthType(MPLS), Decimal),
+    fi!(MplsTc, "mpls_tc", [], B, 35, 3, false, Prereq::EthType(MPLS), Decimal),
+    fi!(MplsBos, "mpls_bos", [], B, 36, 1, false, Prereq::EthType(MPLS), Decimal),
+    fi!(PbbIsid, "pbb_isid", [], B, 37, 24, true, Prereq::EthType(PBB), Hex),
+    fi!(TunnelId, "tun_id", ["tunnel_id"], B, 38, 64, true, Prereq::None, Hex),
+    fi!(Ipv6Exthdr, "ipv6_exthdr", [], B, 39, 9, true, Prereq::EthType(IPV6), Hex),
+    fi!(TcpFlags, "tcp_flags", [], B, 42, 12, true, Prereq::IpProto(ipproto::TCP), TcpFlags),
+    fi!(Reg0, "reg0", [], NX, 0, 32, true, Prereq::None, Hex), fi!(Reg1, "reg1", [], NX, 1, 32, true, Prereq::None, Hex), fi!(Reg2, "reg2", [], NX, 2, 32, true, Prereq::None, Hex), fi!(Reg3, "reg3", [], NX, 3, 32, true, Prereq::None, Hex), fi!(Reg4, "reg4", [], NX, 4, 32, true, Prereq::None, Hex), fi!(Reg5, "reg5", [], NX, 5, 32, true, Prereq::None, Hex), fi!(Reg6, "reg6", [], NX, 6, 32, true, Prereq::None, Hex), fi!(Reg7, "reg7", [], NX, 7, 32, true, Prereq::None, Hex), fi!(NwTtl, "nw_ttl", [], NX, 29, 8, false, Prereq::EthType(IP), Decimal),
+    fi!(IpFrag, "ip_frag", ["nw_frag"], NX, 26, 2, true, Prereq::EthType(IP), Frag),
+];
+
+impl Field {
+    /// Every field, in canonical order.
+    pub const ALL: [Field; 51] = [
+        Field::InPort,
+        Field::InPhyPort,
+        Field::Metadata,
+        Field::EthDst,
+        Field::EthSrc,
+        Field::EthType,
+        Field::VlanVid,
+        Field::VlanPcp,
+        Field::IpDscp,
+        Field::IpEcn,
+        Field::IpProto,
+        Field::Ipv4Src,
+        Field::Ipv4Dst,
+        Field::TcpSrc,
+        Field::TcpDst,
+        Field::UdpSrc,
+        Field::UdpDst,
+        Field::SctpSrc,
+        Field::SctpDst,
+        Field::Icmpv4Type,
+        Field::Icmpv4Code,
+        Field::ArpOp,
+        Field::ArpSpa,
+        Field::ArpTpa,
+        Field::ArpSha,
+        Field::ArpTha,
+        Field::Ipv6Src,
+        Field::Ipv6Dst,
+        Field::Ipv6Flabel,
+        Field::Icmpv6Type,
+        Field::Icmpv6Code,
+        Field::Ipv6NdTarget,
+        Field::Ipv6NdSll,
+        Field::Ipv6NdTll,
+        Field::MplsLabel,
+        Field::MplsTc,
+        Field::MplsBos,
+        Field::PbbIsid,
+        Field::TunnelId,
+        Field::Ipv6Exthdr,
+        Field::TcpFlags,
+        Field::Reg0,
+        Field::Reg1,
+        Field::Reg2,
+        Field::Reg3,
+        Field::Reg4,
+        Field::Reg5,
+        Field::Reg6,
+        Field::Reg7,
+        Field::NwTtl,
+        Field::IpFrag,
+    ];
+
+    /// Static facts about this field.
+    pub fn info(self) -> &'static FieldInfo {
+        &FIELDS[self as usize]
+    }
+
+    /// Primary ovs-ofctl name.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// Width in bits.
+    pub fn bits(self) -> u32 {
+        u32::from(self.info().bits)
+    }
+
+    /// Length of the value on the wire, in bytes.
+    pub fn wire_len(self) -> usize {
+        match self {
+            // 20-bit fields travel in 32 bits.
+            Field::Ipv6Flabel | Field::MplsLabel => 4,
+            _ => (self.bits() as usize).div_ceil(8),
+        }
+    }
+
+    /// Whether the OpenFlow tables allow a mask on this field.
+    pub fn maskable(self) -> bool {
+        self.info().maskable
+    }
+
+    /// The field's prerequisite.
+    pub fn prereq(self) -> Prereq {
+        self.info().prereq
+    }
+
+    /// OXM class and field number.
+    pub fn oxm(self) -> (u16, u8) {
+        let i = self.info();
+        (i.oxm_class, i.oxm_field)
+    }
+
+    /// The all-ones value of this field's width.
+    pub fn max(self) -> u128 {
+        ones(self.bits())
+    }
+
+    /// The field with this OXM class and field number.
+    pub fn from_oxm(class: u16, field: u8) -> Option<Field> {
+        FIELDS
+            .iter()
+            .find(|i| i.oxm_class == class && i.oxm_field == field)
+            .map(|i| i.field)
+    }
+
+    /// The field with exactly this name (primary name or alias). Names that OVS resolves
+    /// from context (`tp_src`, `nw_src`, `icmp_type`, `dl_vlan`, `nw_tos`...) are the text
+    /// parser's business; see [`crate::text`].
+    pub fn from_name(name: &str) -> Option<Field> {
+        FIELDS
+            .iter()
+            .find(|i| i.name == name || i.aliases.contains(&name))
+            .map(|i| i.field)
+    }
+
+    /// Whether this is a Nicira register.
+    pub fn is_reg(self) -> bool {
+        (Field::Reg0..=Field::Reg7).contains(&self)
+    }
+}
+
+impl core::fmt::Display for Field {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A mask of `bits` low ones (saturating at 128).
+pub fn ones(bits: u32) -> u128 {
+    if bits >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << bits) - 1
+    }
+}
+
+/// The value of a MAC address.
+pub fn mac_to_u128(mac: [u8; 6]) -> u128 {
+    mac.iter().fold(0u128, |acc, b| (acc << 8) | u128::from(*b))
+}
+
+/// The MAC address of a 48-bit value (higher bits ignored).
+pub fn u128_to_mac(v: u128) -> [u8; 6] {
+    let b = v.to_be_bytes();
+    [b[10], b[11], b[12], b[13], b[14], b[15]]
+}
+
+/// The value of an IPv4 address.
+pub fn ipv4_to_u128(a: Ipv4Addr) -> u128 {
+    u128::from(u32::from(a))
+}
+
+/// The IPv4 address of a 32-bit value (higher bits ignored).
+pub fn u128_to_ipv4(v: u128) -> Ipv4Addr {
+    Ipv4Addr::from(v as u32)
+}
+
+/// The value of an IPv6 address.
+pub fn ipv6_to_u128(a: Ipv6Addr) -> u128 {
+    u128::from(a)
+}
+
+/// The IPv6 address of a value.
+pub fn u128_to_ipv6(v: u128) -> Ipv6Addr {
+    Ipv6Addr::from(v)
+}
+
+/// The `len` low bytes of `v`, big-endian (for a codec).
+pub fn value_to_bytes(v: u128, len: usize) -> Vec<u8> {
+    let b = v.to_be_bytes();
+    b[16usize.saturating_sub(len)..].to_vec()
+}
+
+/// The value of big-endian bytes (at most 16 are read: the last 16).
+pub fn bytes_to_value(b: &[u8]) -> u128 {
+    let start = b.len().saturating_sub(16);
+    b[start..]
+        .iter()
+        .fold(0u128, |acc, x| (acc << 8) | u128::from(*x))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_indexed_by_discriminant() {
+        for (i, f) in Field::ALL.iter().enumerate() {
+            assert_eq!(*f as usize, i);
+            assert_eq!(FIELDS[i].field, *f);
+            assert!(f.bits() >= 1 && f.bits() <= 128);
+        }
+    }
+
+    #[test]
+    fn oxm_codes_are_unique() {
+        for a in Field::ALL {
+            assert_eq!(Field::from_oxm(a.oxm().0, a.oxm().1), Some(a));
+            assert_eq!(Field::from_name(a.name()), Some(a));
+        }
+    }
+
+    #[test]
+    fn of13_numbers() {
+        assert_eq!(Field::TcpDst.oxm(), (0x8000, 14));
+        assert_eq!(Field::Ipv6Exthdr.oxm(), (0x8000, 39));
+        assert_eq!(Field::VlanVid.bits(), 13);
+        assert_eq!(Field::Ipv6Flabel.wire_len(), 4);
+        assert_eq!(Field::PbbIsid.wire_len(), 3);
+        assert!(!Field::TcpDst.maskable());
+        assert!(Field::Ipv4Src.maskable());
+    }
+
+    #[test]
+    fn conversions() {
+        let m = [0x00, 0x11, 0x22, 0x33, 0x44, 0x55];
+        assert_eq!(u128_to_mac(mac_to_u128(m)), m);
+        assert_eq!(value_to_bytes(0x1234, 3), vec![0, 0x12, 0x34]);
+        assert_eq!(bytes_to_value(&[0, 0x12, 0x34]), 0x1234);
+    }
+}
