@@ -10,6 +10,7 @@
 //! | `pcap` | replays `rx_pcap=FILE` from memory (`infinite_rx=true` loops), writes `tx_pcap=FILE` |
 //! | `system` | any Linux interface through AF_PACKET with TPACKET_V3 mmap rings |
 //! | `internal` | a TAP device: the host stack's port on the bridge |
+//! | `afxdp` | any Linux interface through AF_XDP sockets and an XDP redirect program |
 //!
 //! ## Contract
 //! * `rx_batch` appends at most `batch.room()` packets, taking buffers from the caller's pool;
@@ -22,13 +23,17 @@
 //! * Opening takes the port's `type` and `KEY=VALUE` options; an unknown key or a bad value is an
 //!   error that names it, and nothing is left half-created.
 
+pub mod afxdp;
+mod bpf;
 pub mod null;
 pub mod offload;
 pub mod pcap;
 pub mod pcapfile;
+mod rtnl;
 mod sys;
 pub mod system;
 pub mod tap;
+mod xsk;
 
 use packet::{Batch, Pool};
 use std::collections::BTreeMap;
@@ -118,7 +123,7 @@ impl fmt::Display for NetdevError {
 impl std::error::Error for NetdevError {}
 
 /// The port types this build knows.
-pub const PORT_TYPES: &[&str] = &["system", "internal", "pcap", "null"];
+pub const PORT_TYPES: &[&str] = &["system", "internal", "afxdp", "pcap", "null"];
 
 /// A port provider. See the module documentation for the contract.
 pub trait Port: Send {
@@ -206,6 +211,7 @@ pub fn open(name: &str, kind: &str, opts: &Options) -> Result<Box<dyn Port>, Net
         "pcap" => Ok(Box::new(pcap::PcapPort::open(name, opts)?)),
         "system" => Ok(Box::new(system::SystemPort::open(name, opts)?)),
         "internal" => Ok(Box::new(tap::TapPort::open(name, opts)?)),
+        "afxdp" => Ok(Box::new(afxdp::AfxdpPort::open(name, opts)?)),
         _ => Err(NetdevError::UnknownType(kind.to_string())),
     }
 }

@@ -1,0 +1,765 @@
+//! The `afxdp` port: any Linux interface through AF_XDP sockets, set up with raw system calls
+//! (no libbpf, no C toolchain).
+//!
+//! ## What
+//! Opening the port
+//! 1. removes a stale ferrovs XDP program left on the interface by a process that died (see
+//!    *Stale programs*), and refuses to touch anyone else's program;
+//! 2. for each of `n_rxq` receive queues, creates an AF_XDP socket with its own UMEM and rings
+//!    ([`crate::xsk`]) and binds it to that queue;
+//! 3. creates an XSKMAP holding those sockets and loads the six-instruction redirect program
+//!    ([`crate::bpf`]) that sends each frame to its queue's socket, or to the kernel stack
+//!    (`XDP_PASS`) if that queue has none;
+//! 4. attaches the program to the interface with `RTM_SETLINK`/`IFLA_XDP` ([`crate::rtnl`]).
+//!
+//! `rx_batch` polls the queues in turn (starting where the last call stopped, so one busy
+//! queue cannot starve the others) and copies each frame into a pool buffer; `tx_batch` copies
+//! frames into free UMEM frames of queue 0's socket. Neither allocates or makes a system call
+//! per packet; see [`crate::xsk`] for the ring protocol and when the kernel is kicked.
+//!
+//! ## Options (named as Open vSwitch names them)
+//! * `xdp-mode=best-effort|native-with-zerocopy|native|generic` (default `best-effort`).
+//!   *native-with-zerocopy*: the program runs in the driver and frames land directly in our
+//!   UMEM (`XDP_ZEROCOPY` bind; needs driver support). *native*: driver XDP, but the kernel
+//!   copies frames into the UMEM (`XDP_COPY`). *generic*: XDP run by the core stack on socket
+//!   buffers, for any driver, slowest. *best-effort* tries those three in that order and keeps
+//!   the first that works; [`AfxdpPort::xdp_mode`] says which.
+//! * `n_rxq=N` (1..=64, default 1): queues 0..N-1 each get a socket. Frames arriving on other
+//!   queues go to the kernel stack, so N should cover the interface's queues (or the
+//!   interface's RSS should be limited to N).
+//! * `use-need-wakeup=true|false` (default true): `XDP_USE_NEED_WAKEUP`, kick the kernel only
+//!   when it asks.
+//! * `ring-size=N` (power of two, 64..=16384, default 2048): entries of each ring; each queue's
+//!   UMEM has 2N frames (N for receive, N for transmit) of 2 KiB (4 KiB when the MTU is above
+//!   1774): 8 MiB per queue by default.
+//!
+//! ## Stale programs
+//! An XDP program attached through netlink is not tied to any descriptor: if the switch dies
+//! without detaching it, it stays on the interface (harmless, since its sockets are gone and
+//! every frame falls back to `XDP_PASS`, but it blocks a new attach). Every program this module
+//! loads is named `ferrovs_xsk` and its XSKMAP is named `ferrovs_<pid>` after the process that
+//! created it. A ferrovs program is *stale* when that process no longer exists, or when it is
+//! this very process but no open port of ours owns it (a port that was leaked, or a daemon
+//! restarted as the same pid in a container). Stale programs are detached (with
+//! `XDP_FLAGS_REPLACE` and the program as `IFLA_XDP_EXPECTED_FD`, so a program someone attached
+//! meanwhile is left alone) and then ours is attached with `XDP_FLAGS_UPDATE_IF_NOEXIST`.
+//! Detach-then-attach rather than an atomic replace, because the stale program may be in the
+//! other mode (native vs generic), which the kernel will not replace in one step; the gap
+//! changes nothing since the stale program already passes everything to the stack. A program
+//! of a live ferrovs process, or a foreign program, is never touched: opening fails with an
+//! error saying whose it is. [`remove_stale`] does the clean-up alone, for the daemon to call at
+//! start-up. (The liveness test is `kill(pid, 0)`, so a program left by a daemon in another
+//! PID namespace looks live if a process with that number exists here.)
+//!
+//! ## Statistics
+//! `rx_dropped` adds the kernel's per-socket counters (`XDP_STATISTICS`): `rx_dropped` (no
+//! fill frame in copy mode, frame too long), `rx_ring_full`, and — in zero-copy mode only,
+//! where the driver does not count them as `rx_dropped` already — `rx_fill_ring_empty_descs`.
+//! `tx_errors` adds `tx_invalid_descs`. `tx_dropped` counts frames dropped because the tx ring
+//! or the free UMEM frames ran out; transmit never blocks.
+//!
+//! ## Checksums
+//! XDP sees frames as the wire (or the peer's transmit path) delivered them. On a veth whose
+//! peer has transmit checksum offload on, the host stack's TCP/UDP packets arrive with
+//! `CHECKSUM_PARTIAL`, i.e. the L4 checksum field holds only the pseudo-header sum; neither
+//! native nor generic XDP completes it before the program runs, and AF_XDP has no metadata to
+//! say so. Such frames reach us with partial checksums (see `tests/afxdp.rs`,
+//! `partial_checksums_from_a_veth_peer`). Turn the peer's `tx-checksumming` off, or use the
+//! `system` port, where the kernel's virtio-net header tells us what to complete.
+//!
+//! ## Invariants
+//! * Everything created is owned by a value whose `Drop` undoes it: the attachment detaches
+//!   our program (only ours), sockets are closed, mappings unmapped. A failed open leaves
+//!   nothing behind; `close()` and drop both clean up.
+//! * A port is used by one thread at a time (`&mut self`); it is `Send`.
+
+use crate::bpf;
+use crate::rtnl::{
+    NlError, Rtnl, XdpState, XDP_FLAGS_DRV_MODE, XDP_FLAGS_REPLACE, XDP_FLAGS_SKB_MODE,
+    XDP_FLAGS_UPDATE_IF_NOEXIST,
+};
+use crate::sys::{self, LinkCache};
+use crate::xsk::{Xsk, XskConfig, XskError, XDP_PACKET_HEADROOM};
+use crate::{check_options, parse_bool, LinkState, NetdevError, Options, Port, PortStats};
+use packet::{Batch, Pool};
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Mutex;
+
+const KIND: &str = "afxdp";
+/// Default entries per ring.
+pub const RING_SIZE: u32 = 2048;
+/// Most receive queues a port may use.
+pub const MAX_RXQ: u32 = 64;
+
+/// Which XDP attachment and socket mode a port uses (or asks for).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XdpMode {
+    /// Try the three below in order.
+    BestEffort,
+    /// Driver XDP and zero-copy sockets.
+    NativeWithZerocopy,
+    /// Driver XDP, copy-mode sockets.
+    Native,
+    /// Generic (SKB) XDP, copy-mode sockets.
+    Generic,
+}
+
+impl XdpMode {
+    /// The option value naming this mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            XdpMode::BestEffort => "best-effort",
+            XdpMode::NativeWithZerocopy => "native-with-zerocopy",
+            XdpMode::Native => "native",
+            XdpMode::Generic => "generic",
+        }
+    }
+
+    fn parse(v: &str) -> Option<XdpMode> {
+        [
+            XdpMode::BestEffort,
+            XdpMode::NativeWithZerocopy,
+            XdpMode::Native,
+            XdpMode::Generic,
+        ]
+        .into_iter()
+        .find(|m| m.as_str() == v)
+    }
+
+    fn attach_flags(self) -> u32 {
+        match self {
+            XdpMode::Generic => XDP_FLAGS_SKB_MODE,
+            _ => XDP_FLAGS_DRV_MODE,
+        }
+    }
+}
+
+impl fmt::Display for XdpMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Program ids attached by open ports of this process (to tell our live programs from stale
+/// ones carrying our pid).
+static LIVE_PROGS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+fn live_progs() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    LIVE_PROGS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The symbolic name of an errno, for error messages.
+fn errno_name(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP) => "EOPNOTSUPP",
+        Some(libc::EPERM) => "EPERM",
+        Some(libc::EACCES) => "EACCES",
+        Some(libc::EINVAL) => "EINVAL",
+        Some(libc::EBUSY) => "EBUSY",
+        Some(libc::EEXIST) => "EEXIST",
+        Some(libc::ENOMEM) => "ENOMEM",
+        Some(libc::ENODEV) => "ENODEV",
+        Some(libc::ENOENT) => "ENOENT",
+        Some(libc::ERANGE) => "ERANGE",
+        Some(libc::ENOSPC) => "ENOSPC",
+        Some(libc::EAFNOSUPPORT) => "EAFNOSUPPORT",
+        Some(libc::ENOPROTOOPT) => "ENOPROTOOPT",
+        Some(libc::EFAULT) => "EFAULT",
+        Some(libc::ENOBUFS) => "ENOBUFS",
+        Some(libc::E2BIG) => "E2BIG",
+        _ => "errno",
+    }
+}
+
+/// `what (ENAME)` or, with a kernel explanation, `explanation (ENAME)`.
+fn describe(e: &io::Error, msg: Option<&str>) -> String {
+    let text = match msg {
+        Some(m) => m.to_string(),
+        None => {
+            // Drop io::Error's " (os error N)" suffix; the symbolic name says it better.
+            let s = e.to_string();
+            match s.find(" (os error") {
+                Some(i) => s[..i].to_string(),
+                None => s,
+            }
+        }
+    };
+    format!("{text} ({})", errno_name(e))
+}
+
+fn port_err(name: &str, what: String) -> NetdevError {
+    NetdevError::Os(format!("{KIND} port '{name}': {what}"))
+}
+
+/// Whose program is attached.
+enum Owner {
+    /// A ferrovs program whose process is gone (or that no port of this process owns).
+    Stale,
+    /// A ferrovs program of a running process.
+    Live(u32),
+    /// Someone else's program, by name.
+    Foreign(String),
+}
+
+/// Decides whose program `id` is. `Ok(None)` if it vanished meanwhile.
+fn owner_of(id: u32) -> io::Result<Option<(OwnedFd, Owner)>> {
+    let fd = match bpf::prog_by_id(id) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let info = bpf::prog_info(&fd)?;
+    if info.name != bpf::PROG_NAME {
+        return Ok(Some((fd, Owner::Foreign(info.name))));
+    }
+    let pid = info
+        .map_ids
+        .iter()
+        .filter_map(|m| bpf::map_name_by_id(*m).ok())
+        .find_map(|n| n.strip_prefix(bpf::MAP_PREFIX)?.parse::<u32>().ok());
+    let owner = match pid {
+        None => Owner::Stale,
+        Some(p) if p == std::process::id() => {
+            if live_progs().contains(&id) {
+                Owner::Live(p)
+            } else {
+                Owner::Stale
+            }
+        }
+        Some(p) => {
+            // SAFETY: kill with signal 0 only checks whether the process exists.
+            let rc = unsafe { libc::kill(p as libc::pid_t, 0) };
+            if rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
+                Owner::Live(p)
+            } else {
+                Owner::Stale
+            }
+        }
+    };
+    Ok(Some((fd, owner)))
+}
+
+/// Goes through the programs attached to `ifindex` (native and generic): detaches stale
+/// ferrovs ones; with `strict`, fails on a live or foreign one. Returns how many were removed.
+fn clear_stale(
+    rtnl: &mut Rtnl,
+    name: &str,
+    ifindex: u32,
+    strict: bool,
+) -> Result<usize, NetdevError> {
+    let st: XdpState = rtnl.xdp_state(ifindex).map_err(|e| {
+        port_err(
+            name,
+            format!("RTM_GETLINK failed: {}", describe(&e.err, e.msg.as_deref())),
+        )
+    })?;
+    let mut removed = 0;
+    for (id, flags, mode) in [
+        (st.drv, XDP_FLAGS_DRV_MODE, "native"),
+        (st.skb, XDP_FLAGS_SKB_MODE, "generic"),
+    ] {
+        if id == 0 {
+            continue;
+        }
+        let found = owner_of(id).map_err(|e| {
+            port_err(
+                name,
+                format!(
+                    "inspecting attached XDP program {id} failed: {}",
+                    describe(&e, None)
+                ),
+            )
+        })?;
+        let Some((fd, owner)) = found else { continue };
+        match owner {
+            Owner::Stale => {
+                rtnl.set_xdp(ifindex, -1, flags | XDP_FLAGS_REPLACE, Some(fd.as_raw_fd()))
+                    .map_err(|e| {
+                        port_err(
+                            name,
+                            format!(
+                                "detaching stale XDP program {id} ({mode}) failed: {}",
+                                describe(&e.err, e.msg.as_deref())
+                            ),
+                        )
+                    })?;
+                removed += 1;
+            }
+            Owner::Live(pid) if strict => {
+                return Err(port_err(
+                    name,
+                    format!(
+                        "interface is in use by ferrovs process {pid} \
+                         (XDP program {} id {id}, {mode} mode)",
+                        bpf::PROG_NAME
+                    ),
+                ))
+            }
+            Owner::Foreign(prog) if strict => {
+                return Err(port_err(
+                    name,
+                    format!(
+                        "another XDP program '{prog}' (id {id}) is attached in {mode} mode; \
+                         remove it first (ip link set dev {name} xdp off)"
+                    ),
+                ))
+            }
+            Owner::Live(_) | Owner::Foreign(_) => {}
+        }
+    }
+    Ok(removed)
+}
+
+/// Detaches ferrovs XDP programs left on interface `ifname` by processes that no longer run.
+/// Programs of running ferrovs processes and foreign programs are left alone. Returns how many
+/// programs were removed. For the daemon to call at start-up; opening a port does the same.
+pub fn remove_stale(ifname: &str) -> Result<usize, NetdevError> {
+    sys::check_ifname(KIND, ifname)?;
+    let err = |call: &str, e: io::Error| sys::os_error(KIND, ifname, call, &e);
+    let ctl = sys::ctl_socket().map_err(|e| err("socket", e))?;
+    let ifindex = sys::if_index(ctl.as_raw_fd(), ifname).map_err(|e| err("SIOCGIFINDEX", e))?;
+    let mut rtnl = Rtnl::open().map_err(|e| err("socket(NETLINK_ROUTE)", e))?;
+    clear_stale(&mut rtnl, ifname, ifindex, false)
+}
+
+/// Our program attached to an interface; detached (if still ours) on drop.
+struct Attachment {
+    rtnl: Rtnl,
+    ifindex: u32,
+    flags: u32,
+    prog_id: u32,
+    prog: OwnedFd,
+    _map: OwnedFd,
+}
+
+impl Attachment {
+    fn detach(&mut self) {
+        // Only if the attached program is still ours (XDP_FLAGS_REPLACE + expected fd). An
+        // error here (interface gone, program replaced) leaves nothing of ours to clean.
+        let _ = self.rtnl.set_xdp(
+            self.ifindex,
+            -1,
+            self.flags | XDP_FLAGS_REPLACE,
+            Some(self.prog.as_raw_fd()),
+        );
+        live_progs().retain(|p| *p != self.prog_id);
+    }
+}
+
+impl Drop for Attachment {
+    fn drop(&mut self) {
+        self.detach();
+    }
+}
+
+/// Everything one mode attempt created: sockets first, then the attachment. Field order is
+/// drop order: the program is detached before the sockets close.
+struct Setup {
+    attach: Attachment,
+    queues: Vec<Xsk>,
+}
+
+/// Parsed options.
+#[derive(Clone, Copy)]
+struct Config {
+    mode: XdpMode,
+    n_rxq: u32,
+    need_wakeup: bool,
+    ring: u32,
+}
+
+fn parse_options(opts: &Options) -> Result<Config, NetdevError> {
+    check_options(
+        KIND,
+        opts,
+        &["xdp-mode", "n_rxq", "use-need-wakeup", "ring-size"],
+    )?;
+    let bad = |key: &str, why: String| NetdevError::BadOption {
+        key: key.to_string(),
+        why,
+    };
+    let mode = match opts.get("xdp-mode") {
+        None => XdpMode::BestEffort,
+        Some(v) => XdpMode::parse(v).ok_or_else(|| {
+            bad(
+                "xdp-mode",
+                format!("'{v}' is not one of best-effort, native-with-zerocopy, native, generic"),
+            )
+        })?,
+    };
+    let n_rxq = match opts.get("n_rxq") {
+        None => 1,
+        Some(v) => match v.parse::<u32>() {
+            Ok(n) if (1..=MAX_RXQ).contains(&n) => n,
+            _ => {
+                return Err(bad(
+                    "n_rxq",
+                    format!("'{v}' is not a number in 1..={MAX_RXQ}"),
+                ))
+            }
+        },
+    };
+    let need_wakeup = match opts.get("use-need-wakeup") {
+        None => true,
+        Some(v) => parse_bool("use-need-wakeup", v)?,
+    };
+    let ring = match opts.get("ring-size") {
+        None => RING_SIZE,
+        Some(v) => match v.parse::<u32>() {
+            Ok(n) if n.is_power_of_two() && (64..=16384).contains(&n) => n,
+            _ => {
+                return Err(bad(
+                    "ring-size",
+                    format!("'{v}' is not a power of two in 64..=16384"),
+                ))
+            }
+        },
+    };
+    Ok(Config {
+        mode,
+        n_rxq,
+        need_wakeup,
+        ring,
+    })
+}
+
+/// See the module documentation.
+pub struct AfxdpPort {
+    name: String,
+    ifindex: u32,
+    mac: [u8; 6],
+    mode: XdpMode,
+    cfg: Config,
+    setup: Option<Setup>,
+    ctl: OwnedFd,
+    link: LinkCache,
+    stats: PortStats,
+    /// The queue `rx_batch` starts with next.
+    next_rxq: usize,
+}
+
+impl AfxdpPort {
+    /// Opens interface `name` (options in the module documentation).
+    pub fn open(name: &str, opts: &Options) -> Result<AfxdpPort, NetdevError> {
+        let cfg = parse_options(opts)?;
+        sys::check_ifname(KIND, name)?;
+        let err = |call: &str, e: io::Error| sys::os_error(KIND, name, call, &e);
+        let ctl = sys::ctl_socket().map_err(|e| err("socket", e))?;
+        let s = ctl.as_raw_fd();
+        let ifindex = sys::if_index(s, name).map_err(|e| err("SIOCGIFINDEX", e))?;
+        let mtu = sys::if_mtu(s, name).map_err(|e| err("SIOCGIFMTU", e))?;
+        let mac = sys::if_hwaddr(s, name).map_err(|e| err("SIOCGIFHWADDR", e))?;
+        // Room for the frame (MTU + Ethernet header + two VLAN tags) after the kernel's headroom.
+        let need = mtu + 22;
+        let frame_size = if need <= 2048 - XDP_PACKET_HEADROOM {
+            2048
+        } else if need <= 4096 - XDP_PACKET_HEADROOM {
+            4096
+        } else {
+            return Err(port_err(
+                name,
+                format!("MTU {mtu} is too large for AF_XDP frames of 4 KiB"),
+            ));
+        };
+        sys::if_up(s, name).map_err(|e| err("SIOCSIFFLAGS(IFF_UP)", e))?;
+
+        let mut rtnl = Rtnl::open().map_err(|e| err("socket(NETLINK_ROUTE)", e))?;
+        clear_stale(&mut rtnl, name, ifindex, true)?;
+        drop(rtnl);
+
+        let modes: &[XdpMode] = match cfg.mode {
+            XdpMode::BestEffort => &[
+                XdpMode::NativeWithZerocopy,
+                XdpMode::Native,
+                XdpMode::Generic,
+            ],
+            XdpMode::NativeWithZerocopy => &[XdpMode::NativeWithZerocopy],
+            XdpMode::Native => &[XdpMode::Native],
+            XdpMode::Generic => &[XdpMode::Generic],
+        };
+        let mut failures = Vec::new();
+        for &mode in modes {
+            match try_mode(ifindex, mode, &cfg, frame_size) {
+                Ok(setup) => {
+                    let link = LinkCache::new(s, name, mtu);
+                    return Ok(AfxdpPort {
+                        name: name.to_string(),
+                        ifindex,
+                        mac,
+                        mode,
+                        cfg,
+                        setup: Some(setup),
+                        ctl,
+                        link,
+                        stats: PortStats::default(),
+                        next_rxq: 0,
+                    });
+                }
+                Err(why) => failures.push(format!("{mode}: {why}")),
+            }
+        }
+        let what = if failures.len() == 1 {
+            failures.remove(0)
+        } else {
+            format!("no XDP mode worked ({})", failures.join("; "))
+        };
+        Err(port_err(name, what))
+    }
+
+    /// The mode in use (never [`XdpMode::BestEffort`]).
+    pub fn xdp_mode(&self) -> XdpMode {
+        self.mode
+    }
+
+    /// Frames received so far on each queue.
+    pub fn rxq_packets(&self) -> Vec<u64> {
+        match &self.setup {
+            Some(s) => s.queues.iter().map(|q| q.rx_packets).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Test hook: forgets the port without detaching its program, as a crash would.
+    #[doc(hidden)]
+    pub fn leak_for_tests(mut self) {
+        if let Some(s) = self.setup.take() {
+            live_progs().retain(|p| *p != s.attach.prog_id);
+            std::mem::forget(s.attach);
+            drop(s.queues);
+        }
+    }
+}
+
+/// Builds everything for one mode; on error, whatever was built is dropped (undone).
+fn try_mode(ifindex: u32, mode: XdpMode, cfg: &Config, frame_size: u32) -> Result<Setup, String> {
+    let map_name = format!("{}{}", bpf::MAP_PREFIX, std::process::id());
+    let map = bpf::create_xskmap(cfg.n_rxq, &map_name)
+        .map_err(|e| format!("BPF_MAP_CREATE(XSKMAP) failed: {}", describe(&e, None)))?;
+    let prog = bpf::load_redirect_prog(&map).map_err(|e| {
+        format!(
+            "BPF_PROG_LOAD(XDP) failed: {}",
+            describe(&e.err, e.verifier.as_deref())
+        )
+    })?;
+    let prog_id = bpf::prog_info(&prog)
+        .map(|i| i.id)
+        .map_err(|e| format!("BPF_OBJ_GET_INFO_BY_FD failed: {}", describe(&e, None)))?;
+    let mut queues = Vec::with_capacity(cfg.n_rxq as usize);
+    for q in 0..cfg.n_rxq {
+        let xc = XskConfig {
+            ifindex,
+            queue: q,
+            zerocopy: mode == XdpMode::NativeWithZerocopy,
+            need_wakeup: cfg.need_wakeup,
+            frame_size,
+            ring: cfg.ring,
+        };
+        let x = Xsk::open(&xc).map_err(|XskError { call, err }| {
+            let hint = match (err.raw_os_error(), call) {
+                (Some(libc::EOPNOTSUPP), "bind(XDP_ZEROCOPY)") => {
+                    Some("zero-copy not supported by driver")
+                }
+                (Some(libc::EINVAL), _) if call.starts_with("bind") && q > 0 => {
+                    Some("no such queue")
+                }
+                _ => None,
+            };
+            format!("queue {q}: {call} failed: {}", describe(&err, hint))
+        })?;
+        bpf::map_set_socket(&map, q, x.fd()).map_err(|e| {
+            format!(
+                "queue {q}: BPF_MAP_UPDATE_ELEM(XSKMAP) failed: {}",
+                describe(&e, None)
+            )
+        })?;
+        queues.push(x);
+    }
+    let mut rtnl = Rtnl::open()
+        .map_err(|e| format!("socket(NETLINK_ROUTE) failed: {}", describe(&e, None)))?;
+    let flags = mode.attach_flags();
+    rtnl.set_xdp(
+        ifindex,
+        prog.as_raw_fd(),
+        flags | XDP_FLAGS_UPDATE_IF_NOEXIST,
+        None,
+    )
+    .map_err(|NlError { err, msg }| {
+        let hint = match (err.raw_os_error(), msg.as_deref()) {
+            (_, Some(m)) => Some(m.to_string()),
+            (Some(libc::EOPNOTSUPP), None) if flags == XDP_FLAGS_DRV_MODE => {
+                Some("native XDP not supported by driver".to_string())
+            }
+            (Some(libc::EBUSY), None) => Some("another XDP program is attached".to_string()),
+            _ => None,
+        };
+        format!(
+            "RTM_SETLINK(IFLA_XDP) failed: {}",
+            describe(&err, hint.as_deref())
+        )
+    })?;
+    live_progs().push(prog_id);
+    Ok(Setup {
+        attach: Attachment {
+            rtnl,
+            ifindex,
+            flags,
+            prog_id,
+            prog,
+            _map: map,
+        },
+        queues,
+    })
+}
+
+impl Port for AfxdpPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn rx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) -> usize {
+        let Some(setup) = self.setup.as_mut() else {
+            return 0;
+        };
+        let nq = setup.queues.len();
+        let mut n = 0;
+        for i in 0..nq {
+            if batch.is_full() {
+                break;
+            }
+            let q = (self.next_rxq + i) % nq;
+            n += setup.queues[q].rx(pool, batch, &mut self.stats);
+        }
+        self.next_rxq = (self.next_rxq + 1) % nq.max(1);
+        n
+    }
+
+    fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) {
+        let max_len = self.link.mtu() as usize + 14;
+        match self.setup.as_mut().and_then(|s| s.queues.first_mut()) {
+            Some(q) => q.tx(pool, batch, &mut self.stats, max_len),
+            None => {
+                self.stats.tx_dropped += batch.len() as u64;
+                pool.free_batch(batch);
+            }
+        }
+    }
+
+    fn stats(&self) -> PortStats {
+        let mut s = self.stats;
+        if let Some(setup) = &self.setup {
+            for q in &setup.queues {
+                if let Some(k) = q.kernel_stats() {
+                    s.rx_dropped += k.rx_dropped + k.rx_ring_full;
+                    if q.is_zerocopy() {
+                        s.rx_dropped += k.rx_fill_ring_empty_descs;
+                    }
+                    s.rx_errors += k.rx_invalid_descs;
+                    s.tx_errors += k.tx_invalid_descs;
+                }
+            }
+        }
+        s
+    }
+
+    fn link_state(&self) -> LinkState {
+        if self.setup.is_none() {
+            return LinkState::Down;
+        }
+        self.link.state(&self.ctl, &self.name)
+    }
+
+    fn mac(&self) -> Option<[u8; 6]> {
+        Some(self.mac)
+    }
+
+    fn ifindex(&self) -> Option<u32> {
+        Some(self.ifindex)
+    }
+
+    fn options(&self) -> Vec<(String, String)> {
+        let mut o = vec![("xdp-mode".to_string(), self.cfg.mode.to_string())];
+        if self.cfg.n_rxq != 1 {
+            o.push(("n_rxq".into(), self.cfg.n_rxq.to_string()));
+        }
+        if !self.cfg.need_wakeup {
+            o.push(("use-need-wakeup".into(), "false".into()));
+        }
+        if self.cfg.ring != RING_SIZE {
+            o.push(("ring-size".into(), self.cfg.ring.to_string()));
+        }
+        o
+    }
+
+    fn close(&mut self) {
+        // Counters of the kernel sockets die with them: keep them.
+        self.stats = self.stats();
+        // Detach first (Setup's field order), then close sockets and unmap.
+        self.setup = None;
+    }
+}
+
+impl Drop for AfxdpPort {
+    fn drop(&mut self) {
+        self.setup = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(kv: &[(&str, &str)]) -> Options {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let e = AfxdpPort::open("lo", &opts(&[("bogus", "1")]))
+            .err()
+            .expect("error");
+        assert_eq!(
+            e.to_string(),
+            "unknown option 'bogus' for port type 'afxdp'"
+        );
+        let e = AfxdpPort::open("lo", &opts(&[("xdp-mode", "fast")]))
+            .err()
+            .expect("error");
+        assert!(e.to_string().contains("xdp-mode"), "{e}");
+        let e = AfxdpPort::open("lo", &opts(&[("n_rxq", "0")]))
+            .err()
+            .expect("error");
+        assert!(e.to_string().contains("n_rxq"), "{e}");
+        let e = AfxdpPort::open("lo", &opts(&[("ring-size", "1000")]))
+            .err()
+            .expect("error");
+        assert!(e.to_string().contains("ring-size"), "{e}");
+        let c = parse_options(&opts(&[
+            ("xdp-mode", "generic"),
+            ("n_rxq", "4"),
+            ("use-need-wakeup", "false"),
+        ]))
+        .expect("valid");
+        assert_eq!(c.mode, XdpMode::Generic);
+        assert_eq!(c.n_rxq, 4);
+        assert!(!c.need_wakeup);
+        assert_eq!(c.ring, RING_SIZE);
+    }
+
+    #[test]
+    fn errors_read_well() {
+        let e = io::Error::from_raw_os_error(libc::EOPNOTSUPP);
+        assert_eq!(
+            describe(&e, Some("native XDP not supported by driver")),
+            "native XDP not supported by driver (EOPNOTSUPP)"
+        );
+        assert_eq!(describe(&e, None), "Operation not supported (EOPNOTSUPP)");
+    }
+}
