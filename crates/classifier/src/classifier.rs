@@ -1,0 +1,354 @@
+//! The owning, mutable classifier: a [`View`] plus the writer's bookkeeping (where each
+//! rule lives, per-subtable priority counts, free subtable slots).
+//!
+//! Mutations go through `Arc::make_mut` on the subtable they touch and on the partition
+//! map. When the classifier is used alone nothing else holds those `Arc`s and the change is
+//! made in place; when a [`crate::Writer`] has published a snapshot that shares them, the
+//! first change to a subtable after a publication copies that subtable (copy-on-write) and
+//! later changes in the same batch reuse the copy.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasher;
+use std::ops::Deref;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::config::{Config, Ranking};
+use crate::hash::FastBuild;
+use crate::rule::{Match, Rule, RuleId};
+use crate::subtable::Subtable;
+use crate::view::{Header, View};
+
+#[derive(Default)]
+struct SlotMeta {
+    /// Rule count per priority, for the subtable's maximum.
+    prios: BTreeMap<u32, u32>,
+    /// Partition tag bit, if the subtable matches the partition word exactly.
+    tag_bit: Option<u8>,
+}
+
+/// A classifier owned by one thread: `&mut self` to change rules, `&self` (through
+/// [`Deref`] to [`View`]) to look them up. Use a [`crate::Writer`] to share it with readers
+/// on other threads.
+pub struct Classifier<T, const W: usize> {
+    pub(crate) view: View<T, W>,
+    by_mask: HashMap<[u64; W], u32, FastBuild>,
+    meta: Vec<SlotMeta>,
+    by_id: HashMap<RuleId, (u32, Arc<Rule<T, W>>), FastBuild>,
+    free: Vec<u32>,
+    next_id: u64,
+}
+
+impl<T, const W: usize> Deref for Classifier<T, W> {
+    type Target = View<T, W>;
+    fn deref(&self) -> &View<T, W> {
+        &self.view
+    }
+}
+
+impl<T, const W: usize> Classifier<T, W> {
+    /// An empty classifier.
+    pub fn new(cfg: Config<W>) -> Self {
+        Classifier {
+            view: View::new(cfg),
+            by_mask: HashMap::default(),
+            meta: Vec::new(),
+            by_id: HashMap::default(),
+            free: Vec::new(),
+            next_id: 1,
+        }
+    }
+
+    /// The lookup structure.
+    pub fn view(&self) -> &View<T, W> {
+        &self.view
+    }
+
+    /// Adds a rule and returns its id. Duplicates (same match and priority) are allowed;
+    /// OpenFlow's "replace an identical flow" is the caller's [`View::find_exact`] +
+    /// [`Classifier::replace`].
+    pub fn insert(&mut self, m: Match<W>, priority: u32, payload: T) -> RuleId {
+        let id = self.insert_raw(m, priority, payload);
+        self.refresh();
+        id
+    }
+
+    /// Removes a rule; `None` if there is no rule `id`.
+    pub fn remove(&mut self, id: RuleId) -> Option<Arc<Rule<T, W>>> {
+        let r = self.remove_raw(id);
+        self.refresh();
+        r
+    }
+
+    /// Gives rule `id` a new payload (same id, match and priority); returns the old rule.
+    pub fn replace(&mut self, id: RuleId, payload: T) -> Option<Arc<Rule<T, W>>> {
+        self.replace_raw(id, payload)
+    }
+
+    /// The rule with this id.
+    pub fn get(&self, id: RuleId) -> Option<&Arc<Rule<T, W>>> {
+        self.by_id.get(&id).map(|(_, r)| r)
+    }
+
+    /// Runs `f` with a handle that changes rules without re-ranking after each change, then
+    /// re-ranks once: N changes cost O(N) (plus one copy of each touched subtable when a
+    /// published snapshot shares it), not O(N * subtables).
+    pub fn batch<R>(&mut self, f: impl FnOnce(&mut Batch<'_, T, W>) -> R) -> R {
+        let mut b = Batch { cls: self };
+        f(&mut b)
+        // `b` re-ranks on drop, also if `f` panics.
+    }
+
+    /// Chooses the ranking and re-ranks.
+    pub fn set_ranking(&mut self, ranking: Ranking) {
+        self.view.cfg.ranking = ranking;
+        self.refresh();
+    }
+
+    /// Re-ranks the subtables (by the configured ranking, with the current hit counts).
+    pub fn rerank(&mut self) {
+        self.refresh();
+    }
+
+    /// Switches to [`Ranking::Hits`] and sorts the subtables by hits, busiest first.
+    pub fn sort_subtables_by_hits(&mut self) {
+        self.set_ranking(Ranking::Hits);
+    }
+
+    /// Zeroes every subtable's hit counter.
+    pub fn reset_hits(&mut self) {
+        for st in self.view.slots.iter().flatten() {
+            st.hits.store(0, Ordering::Relaxed);
+        }
+    }
+
+    fn new_subtable(&mut self, mask: [u64; W]) -> u32 {
+        let cfg = self.view.cfg;
+        let st = Arc::new(Subtable::new(mask, &cfg));
+        let tag_bit = cfg
+            .partition_word()
+            .filter(|&pw| mask[pw] == u64::MAX)
+            .map(|_| (FastBuild.hash_one(mask) & 63) as u8);
+        let meta = SlotMeta {
+            prios: BTreeMap::new(),
+            tag_bit,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                if let Some(x) = self.view.slots.get_mut(s as usize) {
+                    *x = Some(st);
+                }
+                if let Some(x) = self.meta.get_mut(s as usize) {
+                    *x = meta;
+                }
+                s
+            }
+            None => {
+                self.view.slots.push(Some(st));
+                self.meta.push(meta);
+                (self.view.slots.len() - 1) as u32
+            }
+        };
+        self.by_mask.insert(mask, slot);
+        slot
+    }
+
+    fn partition_add(&mut self, value: u64, bit: u8) {
+        let parts = Arc::make_mut(&mut self.view.partitions);
+        let p = parts.entry(value).or_default();
+        match p.counts.iter_mut().find(|(b, _)| *b == bit) {
+            Some((_, n)) => *n += 1,
+            None => p.counts.push((bit, 1)),
+        }
+        p.tags |= 1u64 << bit;
+    }
+
+    fn partition_remove(&mut self, value: u64, bit: u8) {
+        let parts = Arc::make_mut(&mut self.view.partitions);
+        let Some(p) = parts.get_mut(&value) else {
+            return;
+        };
+        if let Some(i) = p.counts.iter().position(|(b, _)| *b == bit) {
+            if let Some((_, n)) = p.counts.get_mut(i) {
+                *n -= 1;
+                if *n == 0 {
+                    p.counts.swap_remove(i);
+                    p.tags &= !(1u64 << bit);
+                }
+            }
+        }
+        if p.counts.is_empty() {
+            parts.remove(&value);
+        }
+    }
+
+    pub(crate) fn insert_raw(&mut self, m: Match<W>, priority: u32, payload: T) -> RuleId {
+        let id = RuleId(self.next_id);
+        self.next_id += 1;
+        let cfg = self.view.cfg;
+        let slot = match self.by_mask.get(m.mask()) {
+            Some(&s) => s,
+            None => self.new_subtable(*m.mask()),
+        };
+        let Some(Some(st)) = self.view.slots.get_mut(slot as usize) else {
+            unreachable!("by_mask points at a live subtable");
+        };
+        let st = Arc::make_mut(st);
+        let rule = Arc::new(Rule {
+            id,
+            priority,
+            value: *m.value(),
+            mask: Arc::clone(&st.mask),
+            payload,
+        });
+        st.insert(Arc::clone(&rule), &cfg);
+        let mut tag_bit = None;
+        if let Some(meta) = self.meta.get_mut(slot as usize) {
+            *meta.prios.entry(priority).or_insert(0) += 1;
+            tag_bit = meta.tag_bit;
+        }
+        if let (Some(bit), Some(pw)) = (tag_bit, cfg.partition_word()) {
+            self.partition_add(m.value()[pw], bit);
+        }
+        self.by_id.insert(id, (slot, rule));
+        self.view.n_rules += 1;
+        id
+    }
+
+    pub(crate) fn remove_raw(&mut self, id: RuleId) -> Option<Arc<Rule<T, W>>> {
+        let (slot, rule) = self.by_id.remove(&id)?;
+        let cfg = self.view.cfg;
+        let Some(Some(st)) = self.view.slots.get_mut(slot as usize) else {
+            unreachable!("a live rule's subtable is live");
+        };
+        let removed = Arc::make_mut(st).remove(id, &rule.value, &cfg);
+        debug_assert!(removed.is_some());
+        let mut tag_bit = None;
+        if let Some(meta) = self.meta.get_mut(slot as usize) {
+            if let Some(n) = meta.prios.get_mut(&rule.priority) {
+                *n -= 1;
+                if *n == 0 {
+                    meta.prios.remove(&rule.priority);
+                }
+            }
+            tag_bit = meta.tag_bit;
+        }
+        if let (Some(bit), Some(pw)) = (tag_bit, cfg.partition_word()) {
+            self.partition_remove(rule.value[pw], bit);
+        }
+        self.view.n_rules -= 1;
+        Some(rule)
+    }
+
+    pub(crate) fn replace_raw(&mut self, id: RuleId, payload: T) -> Option<Arc<Rule<T, W>>> {
+        let (slot, old) = self.by_id.get_mut(&id)?;
+        let Some(Some(st)) = self.view.slots.get_mut(*slot as usize) else {
+            unreachable!("a live rule's subtable is live");
+        };
+        let new = Arc::new(Rule {
+            id,
+            priority: old.priority,
+            value: old.value,
+            mask: Arc::clone(&old.mask),
+            payload,
+        });
+        Arc::make_mut(st).replace(Arc::clone(&new));
+        Some(std::mem::replace(old, new))
+    }
+
+    /// Drops empty subtables and rebuilds the ranking. O(subtables log subtables).
+    pub(crate) fn refresh(&mut self) {
+        let mut ranked = Vec::with_capacity(self.by_mask.len());
+        let mut hits = Vec::with_capacity(self.by_mask.len());
+        for (slot, entry) in self.view.slots.iter_mut().enumerate() {
+            let Some(st) = entry else { continue };
+            if st.n_rules == 0 {
+                self.by_mask.remove(&*st.mask);
+                *entry = None;
+                self.free.push(slot as u32);
+                continue;
+            }
+            let meta = self.meta.get(slot);
+            let max_priority = meta
+                .and_then(|m| m.prios.last_key_value())
+                .map_or(0, |(p, _)| *p);
+            let tag = meta.and_then(|m| m.tag_bit).map_or(0, |b| 1u64 << b);
+            ranked.push(Header {
+                max_priority,
+                suffix_max: 0,
+                tag,
+                slot: slot as u32,
+            });
+            hits.push(st.hits.load(Ordering::Relaxed));
+        }
+        let mut order: Vec<usize> = (0..ranked.len()).collect();
+        let key = |i: &usize| {
+            let h = ranked[*i];
+            let n = hits[*i];
+            match self.view.cfg.ranking {
+                Ranking::Priority => (u64::from(h.max_priority), n, u32::MAX - h.slot),
+                Ranking::Hits => (n, u64::from(h.max_priority), u32::MAX - h.slot),
+            }
+        };
+        order.sort_unstable_by_key(|i| std::cmp::Reverse(key(i)));
+        let mut sorted: Vec<Header> = order.iter().map(|&i| ranked[i]).collect();
+        let mut m = 0u32;
+        for h in sorted.iter_mut().rev() {
+            m = m.max(h.max_priority);
+            h.suffix_max = m;
+        }
+        self.view.ranked = sorted;
+    }
+}
+
+/// Changes rules inside [`Classifier::batch`] / [`crate::Writer::batch`]; the ranking (and,
+/// for a writer, the published snapshot) is brought up to date once, when the batch ends.
+/// Lookups are not offered here: the ranking is stale until then.
+pub struct Batch<'a, T, const W: usize> {
+    cls: &'a mut Classifier<T, W>,
+}
+
+impl<T, const W: usize> Batch<'_, T, W> {
+    /// See [`Classifier::insert`].
+    pub fn insert(&mut self, m: Match<W>, priority: u32, payload: T) -> RuleId {
+        self.cls.insert_raw(m, priority, payload)
+    }
+    /// See [`Classifier::remove`].
+    pub fn remove(&mut self, id: RuleId) -> Option<Arc<Rule<T, W>>> {
+        self.cls.remove_raw(id)
+    }
+    /// See [`Classifier::replace`].
+    pub fn replace(&mut self, id: RuleId, payload: T) -> Option<Arc<Rule<T, W>>> {
+        self.cls.replace_raw(id, payload)
+    }
+    /// See [`Classifier::get`].
+    pub fn get(&self, id: RuleId) -> Option<&Arc<Rule<T, W>>> {
+        self.cls.get(id)
+    }
+    /// Rules with exactly this match and priority (see [`View::find_exact`]).
+    pub fn find_exact(&self, m: &Match<W>, priority: u32) -> Vec<RuleId> {
+        self.cls
+            .view
+            .find_exact(m, priority)
+            .map(|r| r.id)
+            .collect()
+    }
+    /// Rules selected non-strictly by `m` (see [`View::find_loose`]).
+    pub fn find_loose(&self, m: &Match<W>) -> Vec<RuleId> {
+        self.cls.view.find_loose(m).map(|r| r.id).collect()
+    }
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.cls.view.n_rules
+    }
+    /// No rules?
+    pub fn is_empty(&self) -> bool {
+        self.cls.view.n_rules == 0
+    }
+}
+
+impl<T, const W: usize> Drop for Batch<'_, T, W> {
+    fn drop(&mut self) {
+        self.cls.refresh();
+    }
+}
