@@ -564,6 +564,9 @@ fn try_mode(ifindex: u32, mode: XdpMode, cfg: &Config, frame_size: u32) -> Resul
                 (Some(libc::EINVAL), _) if call.starts_with("bind") && q > 0 => {
                     Some("no such queue")
                 }
+                (Some(libc::EBUSY), _) if call.starts_with("bind") => {
+                    Some("queue in use by another AF_XDP socket")
+                }
                 _ => None,
             };
             format!("queue {q}: {call} failed: {}", describe(&err, hint))

@@ -68,6 +68,8 @@ const XDP_MAX_TX_SKB_BUDGET: i32 = 9;
 const KERNEL_TX_BATCH: u32 = 32;
 /// Headroom the kernel keeps in front of a received frame (`XDP_PACKET_HEADROOM`).
 pub(crate) const XDP_PACKET_HEADROOM: u32 = 256;
+/// How long a bind that finds the queue still busy is retried.
+const BIND_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 /// Socket send buffer asked for: copy-mode transmit charges each in-flight frame to it.
 const SNDBUF: libc::c_int = 16 << 20;
 
@@ -441,13 +443,26 @@ impl Xsk {
         if cfg.need_wakeup {
             sa.sxdp_flags |= libc::XDP_USE_NEED_WAKEUP;
         }
-        // SAFETY: `sa` is a live sockaddr_xdp and the length passed is its size.
-        let rc = unsafe {
-            libc::bind(
-                s,
-                (&sa as *const libc::sockaddr_xdp).cast(),
-                mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-            )
+        // A socket just closed on this queue (ours, at a quick re-open, or a killed process's)
+        // releases the queue from a kernel work item, a little later: until then bind says
+        // EBUSY. Wait for it, up to BIND_RETRY.
+        let t0 = std::time::Instant::now();
+        let rc = loop {
+            // SAFETY: `sa` is a live sockaddr_xdp and the length passed is its size.
+            let rc = unsafe {
+                libc::bind(
+                    s,
+                    (&sa as *const libc::sockaddr_xdp).cast(),
+                    mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+                )
+            };
+            if rc == 0
+                || io::Error::last_os_error().raw_os_error() != Some(libc::EBUSY)
+                || t0.elapsed() >= BIND_RETRY
+            {
+                break rc;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
         };
         if rc < 0 {
             return Err(fail(if cfg.zerocopy {
