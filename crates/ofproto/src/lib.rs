@@ -1,4 +1,31 @@
-//! OpenFlow switch semantics (being written).
+//! # ofproto — OpenFlow switch semantics, without I/O
+//!
+//! One bridge's OpenFlow state and behaviour, as a library: flow tables with OpenFlow 1.3's
+//! flow_mod semantics ([`switch::Ofproto`]), groups ([`group`]) and meters ([`meter`]), and
+//! [`xlate`], which runs the pipeline for a flow key and produces concrete datapath actions
+//! ([`odp::DpAction`]) plus the wildcard mask of every bit the result depended on — the two
+//! things a megaflow cache needs. [`odp`] also applies the header rewrites to packet bytes,
+//! keeping checksums valid.
+//!
+//! Nothing here does I/O or reads a clock: every operation that depends on time takes
+//! `now` (milliseconds) as an argument, so the whole pipeline is deterministic under test.
+//! The datapath (the `openflow` switching-logic module) owns an [`switch::Ofproto`] and
+//! feeds it packets' flow keys; the CLI and OpenFlow connections feed it flow_mods.
+//!
+//! ## Ports
+//! Port numbers are OpenFlow 1.3's: physical ports 1..=0xffffff00, `LOCAL` = 0xfffffffe.
+
 pub mod fields;
+pub mod group;
 pub mod meter;
 pub mod odp;
+pub mod rule;
+pub mod switch;
+pub mod table;
+pub mod text;
+pub mod xlate;
+
+pub use odp::DpAction;
+pub use rule::Rule;
+pub use switch::{FlowModResult, OfPort, Ofproto};
+pub use xlate::{xlate, xlate_actions, XlateOut};

@@ -71,6 +71,12 @@ pub enum DpAction {
         isid: u32,
     },
     PopPbb,
+    SetPbbIsid(u32),
+    /// Copy the TTL from the next-to-outermost header (MPLS entry or IP) to the outermost
+    /// MPLS entry; evaluated on the packet itself.
+    CopyTtlOut,
+    /// Copy the outermost MPLS TTL to the next-to-outermost header (MPLS entry or IP).
+    CopyTtlIn,
     SetIpv4Src([u8; 4]),
     SetIpv4Dst([u8; 4]),
     SetIpv6Src([u8; 16]),
@@ -273,6 +279,18 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
             }
             true
         }
+        DpAction::SetPbbIsid(isid) => {
+            if rd16(pkt.data(), 12) == Some(0x88e7) {
+                if let Some(s) = pkt.data_mut().get_mut(15..18) {
+                    s.copy_from_slice(&isid.to_be_bytes()[1..4]);
+                }
+            }
+            false
+        }
+        DpAction::CopyTtlOut | DpAction::CopyTtlIn => {
+            copy_ttl(pkt, matches!(a, DpAction::CopyTtlOut));
+            false
+        }
         DpAction::SetIpv4Src(v) => {
             set_ipv4_addr(pkt, offsets(pkt, offs), 12, *v);
             false
@@ -419,6 +437,60 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::Meter(_)
         | DpAction::SetQueue(_)
         | DpAction::SetTunnelId(_) => false,
+    }
+}
+
+/// Copies TTLs between the outermost MPLS entry and what lies beneath it.
+fn copy_ttl(pkt: &mut Packet, outwards: bool) {
+    let Some(et) = ethertype_at(pkt.data()) else {
+        return;
+    };
+    if !matches!(
+        rd16(pkt.data(), et),
+        Some(flow::ETH_TYPE_MPLS | flow::ETH_TYPE_MPLS_MCAST)
+    ) {
+        return;
+    }
+    let top = et + 2;
+    let d = pkt.data_mut();
+    let Some(lse) = d.get(top..top + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    else {
+        return;
+    };
+    let below = top + 4;
+    if lse & 0x100 == 0 {
+        // Another label stack entry beneath: its TTL is the last byte.
+        let Some(&inner) = d.get(below + 3) else {
+            return;
+        };
+        if outwards {
+            d[top + 3] = inner;
+        } else {
+            d[below + 3] = (lse & 0xff) as u8;
+        }
+        return;
+    }
+    // Bottom of stack: IPv4 or IPv6 beneath, told apart by the version nibble.
+    match d.get(below).map(|b| b >> 4) {
+        Some(4) => {
+            let Some(&ttl) = d.get(below + 8) else { return };
+            if outwards {
+                d[top + 3] = ttl;
+            } else if let Some(old_w) = rd16(d, below + 8) {
+                let new_w = (lse & 0xff) as u16 * 256 | (old_w & 0xff);
+                wr16(d, below + 8, new_w);
+                fix_ipv4_hdr(d, below, old_w, new_w);
+            }
+        }
+        Some(6) => {
+            let Some(&hl) = d.get(below + 7) else { return };
+            if outwards {
+                d[top + 3] = hl;
+            } else {
+                d[below + 7] = (lse & 0xff) as u8;
+            }
+        }
+        _ => {}
     }
 }
 
@@ -678,6 +750,84 @@ fn sctp_recompute(d: &mut [u8], l4: usize, l3: usize) {
     if let Some(s) = d.get_mut(l4 + 8..l4 + 12) {
         // SCTP stores the CRC32c in little-endian byte order on the wire.
         s.copy_from_slice(&c.to_le_bytes());
+    }
+}
+
+impl std::fmt::Display for DpAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::net::{Ipv4Addr, Ipv6Addr};
+        let mac = |m: &[u8; 6]| {
+            format!(
+                "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+                m[0], m[1], m[2], m[3], m[4], m[5]
+            )
+        };
+        match self {
+            DpAction::Output(p) => match *p {
+                0xffff_fffe => write!(f, "LOCAL"),
+                p => write!(f, "{p}"),
+            },
+            DpAction::Normal => write!(f, "NORMAL"),
+            DpAction::Controller {
+                max_len, reason, ..
+            } => write!(f, "userspace(controller,reason={reason:?},max_len={max_len})"),
+            DpAction::Clone(v) => {
+                write!(f, "clone(")?;
+                for (i, a) in v.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ",")?;
+                    }
+                    write!(f, "{a}")?;
+                }
+                write!(f, ")")
+            }
+            DpAction::Meter(m) => write!(f, "meter({m})"),
+            DpAction::SetQueue(q) => write!(f, "set_queue({q})"),
+            DpAction::SetEthSrc(m) => write!(f, "set(eth(src={}))", mac(m)),
+            DpAction::SetEthDst(m) => write!(f, "set(eth(dst={}))", mac(m)),
+            DpAction::SetEthType(t) => write!(f, "set(eth_type({t:#06x}))"),
+            DpAction::PushVlan { tpid, tci } => {
+                write!(f, "push_vlan(tpid={tpid:#06x},vid={},pcp={})", tci & 0xfff, tci >> 13)
+            }
+            DpAction::PopVlan => write!(f, "pop_vlan"),
+            DpAction::SetVlanTci { tci, mask } => write!(f, "set(vlan(tci={tci:#06x}/{mask:#06x}))"),
+            DpAction::PushMpls { ethertype, lse } => write!(
+                f,
+                "push_mpls(label={},tc={},ttl={},bos={},eth_type={ethertype:#06x})",
+                lse >> 12,
+                (lse >> 9) & 7,
+                lse & 0xff,
+                (lse >> 8) & 1
+            ),
+            DpAction::PopMpls(t) => write!(f, "pop_mpls(eth_type={t:#06x})"),
+            DpAction::SetMplsLse { lse, mask } => write!(f, "set(mpls(lse={lse:#x}/{mask:#x}))"),
+            DpAction::PushPbb { isid } => write!(f, "push_pbb(isid={isid:#x})"),
+            DpAction::PopPbb => write!(f, "pop_pbb"),
+            DpAction::SetPbbIsid(i) => write!(f, "set(pbb(isid={i:#x}))"),
+            DpAction::CopyTtlOut => write!(f, "copy_ttl_out"),
+            DpAction::CopyTtlIn => write!(f, "copy_ttl_in"),
+            DpAction::SetIpv4Src(a) => write!(f, "set(ipv4(src={}))", Ipv4Addr::from(*a)),
+            DpAction::SetIpv4Dst(a) => write!(f, "set(ipv4(dst={}))", Ipv4Addr::from(*a)),
+            DpAction::SetIpv6Src(a) => write!(f, "set(ipv6(src={}))", Ipv6Addr::from(*a)),
+            DpAction::SetIpv6Dst(a) => write!(f, "set(ipv6(dst={}))", Ipv6Addr::from(*a)),
+            DpAction::SetIpv6Label(l) => write!(f, "set(ipv6(label={l:#x}))"),
+            DpAction::SetIpTos { tos, mask } => write!(f, "set(ip(tos={tos:#x}/{mask:#x}))"),
+            DpAction::SetIpTtl(t) => write!(f, "set(ip(ttl={t}))"),
+            DpAction::SetIpProto(p) => write!(f, "set(ip(proto={p}))"),
+            DpAction::SetTpSrc(p) => write!(f, "set(l4(src={p}))"),
+            DpAction::SetTpDst(p) => write!(f, "set(l4(dst={p}))"),
+            DpAction::SetIcmpType(t) => write!(f, "set(icmp(type={t}))"),
+            DpAction::SetIcmpCode(c) => write!(f, "set(icmp(code={c}))"),
+            DpAction::SetArpOp(o) => write!(f, "set(arp(op={o}))"),
+            DpAction::SetArpSpa(a) => write!(f, "set(arp(sip={}))", Ipv4Addr::from(*a)),
+            DpAction::SetArpTpa(a) => write!(f, "set(arp(tip={}))", Ipv4Addr::from(*a)),
+            DpAction::SetArpSha(m) => write!(f, "set(arp(sha={}))", mac(m)),
+            DpAction::SetArpTha(m) => write!(f, "set(arp(tha={}))", mac(m)),
+            DpAction::SetNdTarget(a) => write!(f, "set(nd(target={}))", Ipv6Addr::from(*a)),
+            DpAction::SetNdSll(m) => write!(f, "set(nd(sll={}))", mac(m)),
+            DpAction::SetNdTll(m) => write!(f, "set(nd(tll={}))", mac(m)),
+            DpAction::SetTunnelId(t) => write!(f, "set(tunnel(tun_id={t:#x}))"),
+        }
     }
 }
 

@@ -1,0 +1,134 @@
+//! Groups (OpenFlow 1.3 §5.6): all, select, indirect and fast-failover.
+//!
+//! * `all` runs every bucket on its own copy of the packet (flooding, multicast).
+//! * `select` runs one bucket, chosen by hashing the flow's addresses, protocol and ports
+//!   (so a flow always takes the same bucket) and weighing buckets by `weight`; only live
+//!   buckets are candidates.
+//! * `indirect` has one bucket: a shared next hop that many flows point at.
+//! * `fast_failover` runs the first live bucket, a bucket being live when the port it watches
+//!   is up and the group it watches is live.
+
+use openflow::{Bucket, GroupType};
+use packet::flow::FlowKey;
+
+/// One installed group and its counters.
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub id: u32,
+    pub kind: GroupType,
+    pub buckets: Vec<Bucket>,
+    pub created_ms: u64,
+    pub packet_count: u64,
+    pub byte_count: u64,
+    pub bucket_packets: Vec<u64>,
+    pub bucket_bytes: Vec<u64>,
+}
+
+impl Group {
+    /// A group created at `now_ms`.
+    pub fn new(id: u32, kind: GroupType, buckets: Vec<Bucket>, now_ms: u64) -> Group {
+        let n = buckets.len();
+        Group {
+            id,
+            kind,
+            buckets,
+            created_ms: now_ms,
+            packet_count: 0,
+            byte_count: 0,
+            bucket_packets: vec![0; n],
+            bucket_bytes: vec![0; n],
+        }
+    }
+
+    /// Every group this group's buckets send to.
+    pub fn chained(&self) -> impl Iterator<Item = u32> + '_ {
+        self.buckets.iter().flat_map(|b| {
+            b.actions.iter().filter_map(|a| match a {
+                openflow::Action::Group(g) => Some(*g),
+                _ => None,
+            })
+        })
+    }
+}
+
+/// The select hash of a flow: addresses, protocol and ports (both IPv4 and IPv6 slots, so
+/// the caller must unwildcard the same fields, see [`SELECT_FIELDS`]).
+pub fn select_hash(k: &FlowKey) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |b: &[u8]| {
+        for x in b {
+            h ^= u64::from(*x);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    mix(&k.nw_src);
+    mix(&k.nw_dst);
+    mix(&k.ipv6_src);
+    mix(&k.ipv6_dst);
+    mix(&[k.nw_proto]);
+    mix(&k.tp_src.to_be_bytes());
+    mix(&k.tp_dst.to_be_bytes());
+    mix(&k.dl_type.to_be_bytes());
+    (h ^ (h >> 32)) as u32
+}
+
+/// The fields [`select_hash`] reads.
+pub const SELECT_FIELDS: &[openflow::Field] = &[
+    openflow::Field::EthType,
+    openflow::Field::Ipv4Src,
+    openflow::Field::Ipv4Dst,
+    openflow::Field::Ipv6Src,
+    openflow::Field::Ipv6Dst,
+    openflow::Field::IpProto,
+    openflow::Field::TcpSrc,
+    openflow::Field::TcpDst,
+];
+
+/// Picks a bucket index among `live` ones by weight, from `hash`.
+pub fn pick_weighted(buckets: &[Bucket], live: &[bool], hash: u32) -> Option<usize> {
+    let total: u64 = buckets
+        .iter()
+        .zip(live)
+        .filter(|(_, l)| **l)
+        .map(|(b, _)| u64::from(b.weight.max(1)))
+        .sum();
+    if total == 0 {
+        return None;
+    }
+    // Scale the hash into [0, total) without modulo bias for small totals.
+    let mut point = (u64::from(hash) * total) >> 32;
+    for (i, (b, l)) in buckets.iter().zip(live).enumerate() {
+        if !*l {
+            continue;
+        }
+        let w = u64::from(b.weight.max(1));
+        if point < w {
+            return Some(i);
+        }
+        point -= w;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weighted_pick_follows_weights() {
+        let mut a = Bucket::new(vec![]);
+        a.weight = 1;
+        let mut b = Bucket::new(vec![]);
+        b.weight = 3;
+        let buckets = [a, b];
+        let mut counts = [0u32; 2];
+        for i in 0..40_000u32 {
+            let h = i.wrapping_mul(0x9e37_79b9);
+            counts[pick_weighted(&buckets, &[true, true], h).expect("bucket")] += 1;
+        }
+        let ratio = f64::from(counts[1]) / f64::from(counts[0]);
+        assert!((2.7..3.3).contains(&ratio), "{counts:?}");
+        assert_eq!(pick_weighted(&buckets, &[false, true], 7), Some(1));
+        assert_eq!(pick_weighted(&buckets, &[false, false], 7), None);
+    }
+}

@@ -1,0 +1,105 @@
+//! OpenFlow rules (flow entries) and their counters.
+//!
+//! A [`Rule`] is immutable once published: a modify that changes a rule's instructions
+//! publishes a new `Rule` with the same id that shares the old one's [`RuleStats`], so
+//! counters survive the change (unless `reset_counts` asks otherwise) and any datapath
+//! thread still holding the old `Arc` credits the same counters. Counters are atomics so
+//! crediting needs only `&Rule`.
+
+use openflow::{FlowModFlags, Instruction, Match};
+use packet::flow::FlowKey;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Packet/byte counters and last-use time of a rule, shared across its versions.
+#[derive(Debug, Default)]
+pub struct RuleStats {
+    pub packets: AtomicU64,
+    pub bytes: AtomicU64,
+    /// Milliseconds (the switch's clock) of the last packet; 0 = never.
+    pub used_ms: AtomicU64,
+}
+
+impl RuleStats {
+    /// Adds `packets`/`bytes` seen at `now_ms`.
+    pub fn credit(&self, packets: u64, bytes: u64, now_ms: u64) {
+        self.packets.fetch_add(packets, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.used_ms.fetch_max(now_ms, Ordering::Relaxed);
+    }
+
+    /// (packets, bytes, used_ms).
+    pub fn get(&self) -> (u64, u64, u64) {
+        (
+            self.packets.load(Ordering::Relaxed),
+            self.bytes.load(Ordering::Relaxed),
+            self.used_ms.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Zeroes the counters (not the last-use time).
+    pub fn reset(&self) {
+        self.packets.store(0, Ordering::Relaxed);
+        self.bytes.store(0, Ordering::Relaxed);
+    }
+}
+
+/// One flow entry.
+#[derive(Debug)]
+pub struct Rule {
+    /// Unique for the life of the switch; kept across modifies.
+    pub id: u64,
+    pub table_id: u8,
+    pub priority: u16,
+    pub match_: Match,
+    /// The match as a masked flow key, and its mask.
+    pub key: FlowKey,
+    pub mask: FlowKey,
+    pub cookie: u64,
+    pub idle_timeout: u16,
+    pub hard_timeout: u16,
+    pub flags: FlowModFlags,
+    pub instructions: Vec<Instruction>,
+    /// When the entry was added (ms); modifies keep it.
+    pub created_ms: u64,
+    /// When a modify last changed it (ms).
+    pub modified_ms: u64,
+    pub stats: Arc<RuleStats>,
+}
+
+impl Rule {
+    /// True if this rule's match covers `key`.
+    #[inline]
+    pub fn matches(&self, key: &FlowKey) -> bool {
+        let k = key.to_words();
+        let v = self.key.to_words();
+        let m = self.mask.to_words();
+        k.iter().zip(v.iter()).zip(m.iter()).all(|((k, v), m)| k & m == *v)
+    }
+
+    /// True if any instruction outputs to `port` (directly, in apply or write actions).
+    pub fn outputs_to(&self, port: u32) -> bool {
+        self.actions().any(|a| matches!(a, openflow::Action::Output { port: p, .. } if *p == port))
+    }
+
+    /// True if any instruction sends to group `g`.
+    pub fn uses_group(&self, g: u32) -> bool {
+        self.actions().any(|a| matches!(a, openflow::Action::Group(x) if *x == g))
+    }
+
+    /// The meter this rule's instructions name, if any.
+    pub fn meter(&self) -> Option<u32> {
+        self.instructions.iter().find_map(|i| match i {
+            Instruction::Meter(m) => Some(*m),
+            _ => None,
+        })
+    }
+
+    /// Every action in apply-actions and write-actions instructions.
+    pub fn actions(&self) -> impl Iterator<Item = &openflow::Action> {
+        self.instructions.iter().flat_map(|i| match i {
+            Instruction::ApplyActions(a) | Instruction::WriteActions(a) => a.as_slice(),
+            _ => &[],
+        })
+    }
+}

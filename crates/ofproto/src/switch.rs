@@ -1,0 +1,715 @@
+//! [`Ofproto`]: one bridge's OpenFlow state — tables, groups, meters, ports — and the
+//! OpenFlow 1.3 semantics of changing it (flow_mod, group_mod, meter_mod, expiry).
+//!
+//! Every change is validated completely before anything is modified: a flow_mod that fails
+//! (bad match, unknown group, overlap...) returns the spec's error and leaves every table as
+//! it was. Each successful change bumps [`Ofproto::version`], which caches use to know their
+//! contents may be stale.
+
+use crate::fields;
+use crate::group::Group;
+use crate::meter::{Band, BandKind, Meter};
+use crate::rule::{Rule, RuleStats};
+use crate::table::Table;
+use openflow::actions::{
+    OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_MAX,
+    OFPP_NORMAL, OFPP_TABLE, OFPG_ALL, OFPG_ANY,
+};
+use openflow::messages::err;
+use openflow::messages::{OFPM_ALL, OFPTT_ALL};
+use openflow::{
+    Action, FlowMod, FlowModCommand, FlowModFlags, GroupMod, GroupModCommand, Instruction, Match,
+    MeterBand, MeterFlags, MeterMod, MeterModCommand, OfError,
+};
+use packet::flow::FlowKey;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+/// Number of flow tables (0..=254).
+pub const N_TABLES: usize = 255;
+/// How many flow-removed records and packet-ins are kept for the connection layer.
+pub const LOG_CAPACITY: usize = 4096;
+
+/// What ofproto knows of a port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OfPort {
+    pub ofport: u32,
+    pub name: String,
+    /// Link up and not administratively down.
+    pub live: bool,
+    /// Excluded from FLOOD (OFPPC_NO_FLOOD).
+    pub no_flood: bool,
+}
+
+/// Why a rule left its table (`ofp_flow_removed_reason`, plus OVS's group/meter reasons).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RemovedReason {
+    IdleTimeout = 0,
+    HardTimeout = 1,
+    Delete = 2,
+    GroupDelete = 3,
+    MeterDelete = 4,
+}
+
+/// A rule that was removed, for flow_removed messages.
+#[derive(Clone, Debug)]
+pub struct FlowRemoved {
+    pub rule: Arc<Rule>,
+    pub reason: RemovedReason,
+    pub at_ms: u64,
+}
+
+/// A packet for the controller.
+#[derive(Clone, Debug)]
+pub struct PacketIn {
+    pub data: Vec<u8>,
+    pub total_len: usize,
+    pub reason: crate::odp::PacketInReason,
+    pub table_id: u8,
+    pub cookie: u64,
+    pub key: FlowKey,
+}
+
+/// What a successful flow_mod did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlowModResult {
+    pub added: usize,
+    pub modified: usize,
+    pub deleted: usize,
+}
+
+/// See the module documentation.
+pub struct Ofproto {
+    tables: Vec<Table>,
+    groups: BTreeMap<u32, Group>,
+    meters: BTreeMap<u32, Meter>,
+    ports: BTreeMap<u32, OfPort>,
+    next_id: u64,
+    version: u64,
+    removed: VecDeque<FlowRemoved>,
+    packet_ins: VecDeque<PacketIn>,
+    pub packet_in_overflow: u64,
+    /// Send packets whose TTL would expire to the controller (OFPC_INVALID_TTL_TO_CONTROLLER).
+    pub invalid_ttl_to_controller: bool,
+    /// Bytes of a table-miss packet sent to the controller.
+    pub miss_send_len: u16,
+}
+
+impl Default for Ofproto {
+    fn default() -> Self {
+        Ofproto::new()
+    }
+}
+
+fn fm_err(code: u16) -> OfError {
+    OfError::flow_mod_failed(code)
+}
+
+impl Ofproto {
+    /// An empty switch: no rules, groups, meters or ports.
+    pub fn new() -> Ofproto {
+        Ofproto {
+            tables: (0..N_TABLES).map(|i| Table::new(i as u8)).collect(),
+            groups: BTreeMap::new(),
+            meters: BTreeMap::new(),
+            ports: BTreeMap::new(),
+            next_id: 1,
+            version: 1,
+            removed: VecDeque::new(),
+            packet_ins: VecDeque::new(),
+            packet_in_overflow: 0,
+            invalid_ttl_to_controller: false,
+            miss_send_len: 128,
+        }
+    }
+
+    /// A new bridge's state as OVS sets it up: table 0 holds `priority=0,actions=NORMAL`.
+    pub fn with_default_flow(now_ms: u64) -> Ofproto {
+        let mut o = Ofproto::new();
+        let mut fm = FlowMod::new(FlowModCommand::Add);
+        fm.priority = 0;
+        fm.instructions = vec![Instruction::ApplyActions(vec![Action::output(OFPP_NORMAL)])];
+        // A constant, valid flow_mod: it cannot fail.
+        let _ = o.flow_mod(&fm, now_ms);
+        o
+    }
+
+    /// Changes whenever rules, groups, meters or ports change.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The tables.
+    pub fn tables(&self) -> &[Table] {
+        &self.tables
+    }
+
+    /// One table.
+    pub fn table(&self, id: u8) -> Option<&Table> {
+        self.tables.get(usize::from(id))
+    }
+
+    /// One table, writable (its miss behaviour and name).
+    pub fn table_mut(&mut self, id: u8) -> Option<&mut Table> {
+        self.version += 1;
+        self.tables.get_mut(usize::from(id))
+    }
+
+    /// The groups.
+    pub fn groups(&self) -> &BTreeMap<u32, Group> {
+        &self.groups
+    }
+
+    /// Group counters, writable (the datapath credits them).
+    pub fn group_mut(&mut self, id: u32) -> Option<&mut Group> {
+        self.groups.get_mut(&id)
+    }
+
+    /// The meters.
+    pub fn meters(&self) -> &BTreeMap<u32, Meter> {
+        &self.meters
+    }
+
+    /// A meter, writable (the datapath runs it).
+    pub fn meter_mut(&mut self, id: u32) -> Option<&mut Meter> {
+        self.meters.get_mut(&id)
+    }
+
+    /// The ports.
+    pub fn ports(&self) -> &BTreeMap<u32, OfPort> {
+        &self.ports
+    }
+
+    /// Adds or updates a port.
+    pub fn set_port(&mut self, p: OfPort) {
+        if self.ports.get(&p.ofport) != Some(&p) {
+            self.ports.insert(p.ofport, p);
+            self.version += 1;
+        }
+    }
+
+    /// Removes a port.
+    pub fn remove_port(&mut self, ofport: u32) {
+        if self.ports.remove(&ofport).is_some() {
+            self.version += 1;
+        }
+    }
+
+    /// True if the port exists and is live.
+    pub fn port_live(&self, ofport: u32) -> bool {
+        self.ports.get(&ofport).is_some_and(|p| p.live)
+    }
+
+    /// Takes the flow-removed records logged so far.
+    pub fn take_removed(&mut self) -> Vec<FlowRemoved> {
+        self.removed.drain(..).collect()
+    }
+
+    /// Queues a packet for the controller (bounded; overflow is counted).
+    pub fn push_packet_in(&mut self, p: PacketIn) {
+        if self.packet_ins.len() >= LOG_CAPACITY {
+            self.packet_in_overflow += 1;
+            return;
+        }
+        self.packet_ins.push_back(p);
+    }
+
+    /// Takes the queued packet-ins.
+    pub fn take_packet_ins(&mut self) -> Vec<PacketIn> {
+        self.packet_ins.drain(..).collect()
+    }
+
+    fn log_removed(&mut self, rule: Arc<Rule>, reason: RemovedReason, at_ms: u64) {
+        if self.removed.len() >= LOG_CAPACITY {
+            self.removed.pop_front();
+        }
+        self.removed.push_back(FlowRemoved {
+            rule,
+            reason,
+            at_ms,
+        });
+    }
+
+    // ---- flow_mod -------------------------------------------------------------------
+
+    /// Applies a flow_mod at time `now_ms`.
+    pub fn flow_mod(&mut self, fm: &FlowMod, now_ms: u64) -> Result<FlowModResult, OfError> {
+        fm.validate()?;
+        for e in fm.match_.iter() {
+            if !fields::supported(e.field) {
+                return Err(OfError::bad_match(err::bad_match::BAD_FIELD));
+            }
+        }
+        match fm.command {
+            FlowModCommand::Add => self.add(fm, now_ms),
+            FlowModCommand::Modify | FlowModCommand::ModifyStrict => self.modify(fm, now_ms),
+            FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
+                let n = self.delete(fm, RemovedReason::Delete, now_ms);
+                Ok(FlowModResult {
+                    deleted: n,
+                    ..Default::default()
+                })
+            }
+        }
+    }
+
+    /// Checks instructions against switch state: groups and meters exist, output ports
+    /// are usable, set_field prerequisites hold given the match and preceding actions.
+    fn check_instructions(&self, m: &Match, insts: &[Instruction]) -> Result<(), OfError> {
+        for i in insts {
+            match i {
+                Instruction::Meter(id) => {
+                    if !self.meters.contains_key(id) {
+                        return Err(OfError::meter_mod_failed(
+                            err::meter_mod_failed::UNKNOWN_METER,
+                        ));
+                    }
+                }
+                Instruction::ApplyActions(acts) | Instruction::WriteActions(acts) => {
+                    self.check_actions(m, acts, false)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks a list of actions (`packet_out` allows output to TABLE).
+    pub fn check_actions(&self, m: &Match, acts: &[Action], packet_out: bool) -> Result<(), OfError> {
+        self.check_actions_inner(m, acts, packet_out, true)
+    }
+
+    fn check_actions_inner(
+        &self,
+        m: &Match,
+        acts: &[Action],
+        packet_out: bool,
+        prereqs: bool,
+    ) -> Result<(), OfError> {
+        let mut m = m.clone();
+        for a in acts {
+            a.validate()?;
+            match *a {
+                Action::Output { port, .. } => {
+                    let ok = (port > 0 && port <= OFPP_MAX)
+                        || matches!(
+                            port,
+                            OFPP_IN_PORT
+                                | OFPP_NORMAL
+                                | OFPP_FLOOD
+                                | OFPP_ALL
+                                | OFPP_CONTROLLER
+                                | OFPP_LOCAL
+                        )
+                        || (packet_out && port == OFPP_TABLE);
+                    if !ok {
+                        return Err(OfError::bad_action(err::bad_action::BAD_OUT_PORT));
+                    }
+                }
+                Action::Group(g) => {
+                    if !self.groups.contains_key(&g) {
+                        return Err(OfError::bad_action(err::bad_action::BAD_OUT_GROUP));
+                    }
+                }
+                Action::PushVlan(_) => {
+                    m.set_masked(
+                        openflow::Field::VlanVid,
+                        u128::from(openflow::oxm::OFPVID_PRESENT),
+                        u128::from(openflow::oxm::OFPVID_PRESENT),
+                    );
+                }
+                Action::PopVlan => {
+                    m.remove(openflow::Field::VlanVid);
+                    m.remove(openflow::Field::VlanPcp);
+                }
+                Action::PushMpls(et) | Action::PopMpls(et) => {
+                    m.set_exact(openflow::Field::EthType, u128::from(et));
+                }
+                Action::PushPbb(et) => {
+                    m.set_exact(openflow::Field::EthType, u128::from(et));
+                }
+                Action::SetField { field, value, .. } => {
+                    if !fields::supported(field) {
+                        return Err(OfError::bad_action(err::bad_action::BAD_SET_TYPE));
+                    }
+                    if prereqs && !m.prereqs_met_deep(field) {
+                        return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
+                    }
+                    if matches!(field, openflow::Field::EthType | openflow::Field::IpProto) {
+                        m.set_exact(field, value);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn make_rule(&mut self, fm: &FlowMod, table_id: u8, now_ms: u64) -> Result<Rule, OfError> {
+        let (key, mask) = fields::match_to_key(&fm.match_)
+            .map_err(|_| OfError::bad_match(err::bad_match::BAD_FIELD))?;
+        let id = self.next_id;
+        self.next_id += 1;
+        Ok(Rule {
+            id,
+            table_id,
+            priority: fm.priority,
+            match_: fm.match_.clone(),
+            key,
+            mask,
+            cookie: fm.cookie,
+            idle_timeout: fm.idle_timeout,
+            hard_timeout: fm.hard_timeout,
+            flags: fm.flags,
+            instructions: fm.instructions.clone(),
+            created_ms: now_ms,
+            modified_ms: now_ms,
+            stats: Arc::new(RuleStats::default()),
+        })
+    }
+
+    fn add(&mut self, fm: &FlowMod, now_ms: u64) -> Result<FlowModResult, OfError> {
+        let tid = fm.table_id;
+        if usize::from(tid) >= N_TABLES {
+            return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
+        }
+        self.check_instructions(&fm.match_, &fm.instructions)?;
+        let table = &self.tables[usize::from(tid)];
+        let existing = table.find_strict(&fm.match_, fm.priority).map(|r| r.id);
+        if fm.flags.contains(FlowModFlags::CHECK_OVERLAP) {
+            let overlap = table.rules().any(|r| {
+                r.priority == fm.priority && Some(r.id) != existing && r.match_.overlaps(&fm.match_)
+            });
+            if overlap {
+                return Err(fm_err(err::flow_mod_failed::OVERLAP));
+            }
+        }
+        if existing.is_none() && table.len() >= table.max_entries {
+            return Err(fm_err(err::flow_mod_failed::TABLE_FULL));
+        }
+        let rule = self.make_rule(fm, tid, now_ms)?;
+        let table = &mut self.tables[usize::from(tid)];
+        if let Some(old) = existing {
+            // An identical entry is replaced: the new one starts with fresh counters and
+            // duration, and no flow_removed is sent for the old one (OpenFlow 1.3 §6.4).
+            table.remove(old);
+        }
+        table.insert(Arc::new(rule));
+        self.version += 1;
+        Ok(FlowModResult {
+            added: 1,
+            ..Default::default()
+        })
+    }
+
+    /// Rules a modify/delete selects: strict = same match and priority; otherwise every
+    /// rule whose match refines the flow_mod's. Cookie, out_port and out_group filter.
+    fn select(&self, fm: &FlowMod) -> Vec<(u8, u64)> {
+        let strict = fm.command.is_strict();
+        let tables: Vec<u8> = if fm.table_id == OFPTT_ALL {
+            (0..N_TABLES as u8).collect()
+        } else {
+            vec![fm.table_id]
+        };
+        let mut out = Vec::new();
+        for tid in tables {
+            let Some(t) = self.tables.get(usize::from(tid)) else {
+                continue;
+            };
+            for r in t.rules() {
+                let hit = if strict {
+                    r.priority == fm.priority && r.match_ == fm.match_
+                } else {
+                    r.match_.refines(&fm.match_)
+                };
+                if !hit || (r.cookie & fm.cookie_mask) != (fm.cookie & fm.cookie_mask) {
+                    continue;
+                }
+                if fm.command.is_delete() {
+                    if fm.out_port != OFPP_ANY && !r.outputs_to(fm.out_port) {
+                        continue;
+                    }
+                    if fm.out_group != OFPG_ANY && !r.uses_group(fm.out_group) {
+                        continue;
+                    }
+                }
+                out.push((tid, r.id));
+            }
+        }
+        out
+    }
+
+    fn modify(&mut self, fm: &FlowMod, now_ms: u64) -> Result<FlowModResult, OfError> {
+        if fm.table_id == OFPTT_ALL {
+            return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
+        }
+        let sel = self.select(fm);
+        // Validate the new instructions against every selected rule's match first.
+        for &(tid, id) in &sel {
+            if let Some(r) = self.tables[usize::from(tid)].get(id) {
+                self.check_instructions(&r.match_, &fm.instructions)?;
+            }
+        }
+        if sel.is_empty() {
+            self.check_instructions(&fm.match_, &fm.instructions)?;
+        }
+        let reset = fm.flags.contains(FlowModFlags::RESET_COUNTS);
+        for &(tid, id) in &sel {
+            let t = &mut self.tables[usize::from(tid)];
+            let Some(old) = t.get(id).cloned() else {
+                continue;
+            };
+            if reset {
+                old.stats.reset();
+            }
+            let new = Rule {
+                id: old.id,
+                table_id: old.table_id,
+                priority: old.priority,
+                match_: old.match_.clone(),
+                key: old.key,
+                mask: old.mask,
+                cookie: old.cookie,
+                idle_timeout: old.idle_timeout,
+                hard_timeout: old.hard_timeout,
+                flags: old.flags,
+                instructions: fm.instructions.clone(),
+                created_ms: old.created_ms,
+                modified_ms: now_ms,
+                stats: Arc::clone(&old.stats),
+            };
+            t.insert(Arc::new(new));
+        }
+        if !sel.is_empty() {
+            self.version += 1;
+        }
+        Ok(FlowModResult {
+            modified: sel.len(),
+            ..Default::default()
+        })
+    }
+
+    fn delete(&mut self, fm: &FlowMod, reason: RemovedReason, now_ms: u64) -> usize {
+        let sel = self.select(fm);
+        for &(tid, id) in &sel {
+            if let Some(r) = self.tables[usize::from(tid)].remove(id) {
+                if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
+                    self.log_removed(r, reason, now_ms);
+                }
+            }
+        }
+        if !sel.is_empty() {
+            self.version += 1;
+        }
+        sel.len()
+    }
+
+    fn delete_where(&mut self, pred: impl Fn(&Rule) -> bool, reason: RemovedReason, now_ms: u64) -> usize {
+        let mut victims = Vec::new();
+        for t in &self.tables {
+            for r in t.rules() {
+                if pred(r) {
+                    victims.push((t.id, r.id));
+                }
+            }
+        }
+        for &(tid, id) in &victims {
+            if let Some(r) = self.tables[usize::from(tid)].remove(id) {
+                if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
+                    self.log_removed(r, reason, now_ms);
+                }
+            }
+        }
+        if !victims.is_empty() {
+            self.version += 1;
+        }
+        victims.len()
+    }
+
+    /// Removes rules whose idle or hard timeout has passed. Returns how many.
+    pub fn expire(&mut self, now_ms: u64) -> usize {
+        let mut victims = Vec::new();
+        for t in &self.tables {
+            for r in t.rules() {
+                let hard = r.hard_timeout != 0
+                    && now_ms.saturating_sub(r.created_ms) >= u64::from(r.hard_timeout) * 1000;
+                let (_, _, used) = r.stats.get();
+                let last = used.max(r.created_ms);
+                let idle = r.idle_timeout != 0
+                    && now_ms.saturating_sub(last) >= u64::from(r.idle_timeout) * 1000;
+                if hard {
+                    victims.push((t.id, r.id, RemovedReason::HardTimeout));
+                } else if idle {
+                    victims.push((t.id, r.id, RemovedReason::IdleTimeout));
+                }
+            }
+        }
+        for &(tid, id, why) in &victims {
+            if let Some(r) = self.tables[usize::from(tid)].remove(id) {
+                if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
+                    self.log_removed(r, why, now_ms);
+                }
+            }
+        }
+        if !victims.is_empty() {
+            self.version += 1;
+        }
+        victims.len()
+    }
+
+    // ---- groups ---------------------------------------------------------------------
+
+    /// Applies a group_mod.
+    pub fn group_mod(&mut self, gm: &GroupMod, now_ms: u64) -> Result<(), OfError> {
+        use err::group_mod_failed as g;
+        gm.validate()?;
+        match gm.command {
+            GroupModCommand::Add | GroupModCommand::Modify => {
+                let exists = self.groups.contains_key(&gm.group_id);
+                if gm.command == GroupModCommand::Add && exists {
+                    return Err(OfError::group_mod_failed(g::GROUP_EXISTS));
+                }
+                if gm.command == GroupModCommand::Modify && !exists {
+                    return Err(OfError::group_mod_failed(g::UNKNOWN_GROUP));
+                }
+                for b in &gm.buckets {
+                    for a in &b.actions {
+                        if let Action::Group(c) = a {
+                            if *c == gm.group_id || self.reaches(*c, gm.group_id) {
+                                return Err(OfError::group_mod_failed(g::LOOP));
+                            }
+                            if !self.groups.contains_key(c) {
+                                return Err(OfError::group_mod_failed(g::UNKNOWN_GROUP));
+                            }
+                        }
+                    }
+                    // A bucket has no match to be inconsistent with: its set_field
+                    // prerequisites are checked per packet by xlate.
+                    self.check_actions_inner(&Match::new(), &b.actions, false, false)?;
+                }
+                let grp = Group::new(gm.group_id, gm.group_type, gm.buckets.clone(), now_ms);
+                match self.groups.get_mut(&gm.group_id) {
+                    Some(old) if gm.command == GroupModCommand::Modify => {
+                        let created = old.created_ms;
+                        *old = grp;
+                        old.created_ms = created;
+                    }
+                    _ => {
+                        self.groups.insert(gm.group_id, grp);
+                    }
+                }
+            }
+            GroupModCommand::Delete => {
+                let ids: Vec<u32> = if gm.group_id == OFPG_ALL {
+                    self.groups.keys().copied().collect()
+                } else {
+                    vec![gm.group_id]
+                };
+                for id in ids {
+                    if self.groups.remove(&id).is_some() {
+                        self.delete_where(|r| r.uses_group(id), RemovedReason::GroupDelete, now_ms);
+                    }
+                }
+            }
+        }
+        self.version += 1;
+        Ok(())
+    }
+
+    /// True if group `from` reaches group `to` through chained group actions.
+    fn reaches(&self, from: u32, to: u32) -> bool {
+        let mut stack = vec![from];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(g) = stack.pop() {
+            if g == to {
+                return true;
+            }
+            if !seen.insert(g) {
+                continue;
+            }
+            if let Some(grp) = self.groups.get(&g) {
+                stack.extend(grp.chained());
+            }
+        }
+        false
+    }
+
+    /// True if group `g` is live (fast-failover watch semantics): some bucket is live.
+    pub fn group_live(&self, g: u32, depth: u32) -> bool {
+        if depth > 16 {
+            return false;
+        }
+        self.groups
+            .get(&g)
+            .is_some_and(|grp| grp.buckets.iter().any(|b| self.bucket_live(b, depth + 1)))
+    }
+
+    /// True if a bucket's watched port and group are live (unwatched means live).
+    pub fn bucket_live(&self, b: &openflow::Bucket, depth: u32) -> bool {
+        let port_ok = b.watch_port == OFPP_ANY || self.port_live(b.watch_port);
+        let group_ok = b.watch_group == OFPG_ANY || self.group_live(b.watch_group, depth);
+        port_ok && group_ok
+    }
+
+    // ---- meters ---------------------------------------------------------------------
+
+    /// Applies a meter_mod.
+    pub fn meter_mod(&mut self, mm: &MeterMod, now_ms: u64) -> Result<(), OfError> {
+        use err::meter_mod_failed as m;
+        mm.validate()?;
+        let pktps = mm.flags.contains(MeterFlags::PKTPS);
+        let burst = mm.flags.contains(MeterFlags::BURST);
+        let stats = mm.flags.contains(MeterFlags::STATS);
+        let bands: Vec<Band> = mm
+            .bands
+            .iter()
+            .map(|b| match *b {
+                MeterBand::Drop { rate, burst_size } => Band::new(BandKind::Drop, rate, burst_size, burst),
+                MeterBand::DscpRemark {
+                    rate,
+                    burst_size,
+                    prec_level,
+                } => Band::new(BandKind::DscpRemark { prec_level }, rate, burst_size, burst),
+            })
+            .collect();
+        let now_us = now_ms * 1000;
+        match mm.command {
+            MeterModCommand::Add => {
+                if self.meters.contains_key(&mm.meter_id) {
+                    return Err(OfError::meter_mod_failed(m::METER_EXISTS));
+                }
+                self.meters.insert(
+                    mm.meter_id,
+                    Meter::new(mm.meter_id, pktps, burst, stats, bands, now_us),
+                );
+            }
+            MeterModCommand::Modify => match self.meters.get_mut(&mm.meter_id) {
+                Some(meter) => meter.reconfigure(pktps, burst, stats, bands),
+                None => return Err(OfError::meter_mod_failed(m::UNKNOWN_METER)),
+            },
+            MeterModCommand::Delete => {
+                let ids: Vec<u32> = if mm.meter_id == OFPM_ALL {
+                    self.meters.keys().copied().collect()
+                } else {
+                    vec![mm.meter_id]
+                };
+                for id in ids {
+                    if self.meters.remove(&id).is_some() {
+                        self.delete_where(|r| r.meter() == Some(id), RemovedReason::MeterDelete, now_ms);
+                    }
+                }
+            }
+        }
+        self.version += 1;
+        Ok(())
+    }
+
+    /// Number of rules using meter `id`.
+    pub fn meter_flow_count(&self, id: u32) -> usize {
+        self.tables
+            .iter()
+            .flat_map(|t| t.rules())
+            .filter(|r| r.meter() == Some(id))
+            .count()
+    }
+}

@@ -1,0 +1,151 @@
+//! One OpenFlow flow table: its rules, its classifier and its counters.
+//!
+//! Lookups return the highest-priority rule matching a flow key and add to a wildcard mask
+//! every bit the decision depended on (so the caller can build a megaflow). The table
+//! delegates that to the `classifier` crate's tuple space search (priority sorting, staged
+//! lookup, prefix tries on the IP addresses, partitioning by `metadata`); see its
+//! documentation for how the mask is kept small.
+//!
+//! Among rules of equal priority that match the same packet OpenFlow leaves the choice open;
+//! the classifier picks one deterministically.
+
+use crate::rule::Rule;
+use classifier::{Classifier, Config, Match as CMatch, RuleId};
+use packet::flow::{FlowKey, FLOW_KEY_WORDS};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What a table does with a packet no rule matches (OVS's `ovs-ofctl mod-table` settings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableMiss {
+    /// Drop (OpenFlow 1.3's behaviour without a table-miss flow entry).
+    Drop,
+    /// Send to the controller.
+    Controller,
+    /// Continue with the next table.
+    Continue,
+}
+
+type Cls = Classifier<Arc<Rule>, FLOW_KEY_WORDS>;
+
+/// See the module documentation.
+pub struct Table {
+    pub id: u8,
+    pub name: String,
+    pub max_entries: usize,
+    pub miss: TableMiss,
+    cls: Cls,
+    ids: HashMap<u64, RuleId>,
+    pub lookup_count: AtomicU64,
+    pub matched_count: AtomicU64,
+}
+
+fn cmatch(r: &Rule) -> CMatch<FLOW_KEY_WORDS> {
+    CMatch::new(r.key.to_words(), r.mask.to_words())
+}
+
+impl Table {
+    /// An empty table.
+    pub fn new(id: u8) -> Table {
+        Table {
+            id,
+            name: format!("table{id}"),
+            max_entries: 1_000_000,
+            miss: TableMiss::Drop,
+            cls: Classifier::new(Config::flow_key()),
+            ids: HashMap::new(),
+            lookup_count: AtomicU64::new(0),
+            matched_count: AtomicU64::new(0),
+        }
+    }
+
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Number of distinct masks (classifier subtables).
+    pub fn n_subtables(&self) -> usize {
+        self.cls.n_subtables()
+    }
+
+    /// Every rule, highest priority first (ties by age, oldest first).
+    pub fn rules(&self) -> impl Iterator<Item = &Arc<Rule>> {
+        let mut v: Vec<&Arc<Rule>> = self.cls.iter().map(|r| r.payload()).collect();
+        v.sort_by_key(|r| (std::cmp::Reverse(r.priority), r.id));
+        v.into_iter()
+    }
+
+    /// A rule by id.
+    pub fn get(&self, id: u64) -> Option<&Arc<Rule>> {
+        let cid = self.ids.get(&id)?;
+        self.cls.get(*cid).map(|r| r.payload())
+    }
+
+    /// Inserts a rule, or replaces the rule with the same id (same match and priority: only
+    /// instructions and metadata may differ, as a modify does).
+    pub fn insert(&mut self, r: Arc<Rule>) {
+        if let Some(cid) = self.ids.get(&r.id).copied() {
+            self.cls.replace(cid, r);
+            return;
+        }
+        let id = r.id;
+        let cid = self.cls.insert(cmatch(&r), u32::from(r.priority), r);
+        self.ids.insert(id, cid);
+    }
+
+    /// Inserts many rules, re-ranking the classifier once.
+    pub fn insert_many(&mut self, rules: Vec<Arc<Rule>>) {
+        let ids = &mut self.ids;
+        self.cls.batch(|b| {
+            for r in rules {
+                match ids.get(&r.id).copied() {
+                    Some(cid) => {
+                        b.replace(cid, r);
+                    }
+                    None => {
+                        let id = r.id;
+                        let cid = b.insert(cmatch(&r), u32::from(r.priority), r);
+                        ids.insert(id, cid);
+                    }
+                }
+            }
+        });
+    }
+
+    /// Removes a rule by id.
+    pub fn remove(&mut self, id: u64) -> Option<Arc<Rule>> {
+        let cid = self.ids.remove(&id)?;
+        self.cls.remove(cid).map(|r| Arc::clone(r.payload()))
+    }
+
+    /// The rule with exactly this match and priority.
+    pub fn find_strict(&self, m: &openflow::Match, priority: u16) -> Option<&Arc<Rule>> {
+        let (key, mask) = crate::fields::match_to_key(m).ok()?;
+        let cm = CMatch::new(key.to_words(), mask.to_words());
+        self.cls
+            .find_exact(&cm, u32::from(priority))
+            .map(|r| r.payload())
+            .find(|r| &r.match_ == m)
+    }
+
+    /// The highest-priority rule matching `key`; adds the bits examined to `wc`.
+    #[inline]
+    pub fn lookup(&self, key: &FlowKey, wc: &mut FlowKey) -> Option<&Arc<Rule>> {
+        self.lookup_count.fetch_add(1, Ordering::Relaxed);
+        let k = key.to_words();
+        let mut w = wc.to_words();
+        let found = self.cls.lookup(&k, &mut w).map(|r| r.payload());
+        *wc = FlowKey::from_words(&w);
+        if found.is_some() {
+            self.matched_count.fetch_add(1, Ordering::Relaxed);
+        }
+        found
+    }
+}

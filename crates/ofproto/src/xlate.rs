@@ -1,0 +1,715 @@
+//! xlate: running the OpenFlow pipeline for one flow key.
+//!
+//! [`xlate`] looks the flow up in table 0, executes the matching rule's instructions, follows
+//! `goto_table`, and finally executes the accumulated action set in the order the spec
+//! prescribes. It works on the *flow* (a [`FlowKey`]), not on packet bytes: every action
+//! updates the working flow (so later tables match the modified packet, as OpenFlow
+//! requires) and appends a concrete [`DpAction`] to the result, e.g. `dec_ttl` becomes "set
+//! TTL to 63". Alongside, it accumulates the wildcard mask: every bit of the original flow
+//! that the result depends on — the bits the classifier examined in each table, plus the
+//! bits xlate itself read (the TTL for `dec_ttl`, the 5-tuple for a select group, ...). Any
+//! packet that agrees with this flow on those bits gets the same actions, which is what a
+//! megaflow cache needs.
+//!
+//! Two things cannot be decided on the flow alone: popping the last MPLS label or a PBB
+//! header reveals headers the flow key never saw. If the packet's bytes are given, xlate
+//! re-parses them at that point and goes on; the result is then marked
+//! [`XlateOut::uncacheable`], because it depends on bytes outside the key.
+//!
+//! With a trace buffer, every table visited, the rule matched and its actions are recorded
+//! in the style of `ovs-appctl ofproto/trace`.
+
+use crate::fields;
+use crate::group::{pick_weighted, select_hash, SELECT_FIELDS};
+use crate::odp::{apply_all, DpAction, PacketInReason};
+use crate::rule::Rule;
+use crate::switch::Ofproto;
+use crate::table::TableMiss;
+use openflow::actions::{
+    OFPCML_NO_BUFFER, OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL,
+    OFPP_NORMAL, OFPP_TABLE,
+};
+use openflow::oxm::Field;
+use openflow::{Action, GroupType, Instruction};
+use packet::flow::{self, FlowKey, VLAN_PRESENT};
+use std::sync::Arc;
+
+/// The most nested table lookups (resubmits, groups) one packet may cause.
+pub const MAX_DEPTH: u32 = 64;
+
+/// What the pipeline decided for a flow.
+#[derive(Clone, Debug, Default)]
+pub struct XlateOut {
+    pub actions: Vec<DpAction>,
+    /// Bits of the input flow the result depends on.
+    pub wc: FlowKey,
+    /// Rules matched, in order, for statistics.
+    pub rules: Vec<Arc<Rule>>,
+    /// (group, bucket) pairs used, for statistics.
+    pub buckets: Vec<(u32, usize)>,
+    /// The flow as it leaves the pipeline.
+    pub final_flow: FlowKey,
+    /// The result depends on more than the flow key (see the module documentation).
+    pub uncacheable: bool,
+}
+
+/// One entry of the action set, in execution order (OpenFlow 1.3 §5.10).
+fn set_slot(a: &Action) -> (u8, u32) {
+    match a {
+        Action::CopyTtlIn => (0, 0),
+        Action::PopVlan | Action::PopMpls(_) | Action::PopPbb => (1, 0),
+        Action::PushMpls(_) => (2, 0),
+        Action::PushPbb(_) => (3, 0),
+        Action::PushVlan(_) => (4, 0),
+        Action::CopyTtlOut => (5, 0),
+        Action::DecMplsTtl | Action::DecNwTtl => (6, 0),
+        Action::SetField { field, .. } => (7, *field as u32 + 10),
+        Action::SetMplsTtl(_) => (7, 1),
+        Action::SetNwTtl(_) => (7, 2),
+        Action::SetQueue(_) => (8, 0),
+        Action::Group(_) => (9, 0),
+        Action::Output { .. } => (10, 0),
+        Action::Resubmit { .. } => (11, 0),
+    }
+}
+
+struct Ctx<'a> {
+    of: &'a Ofproto,
+    flow: FlowKey,
+    in_port: u32,
+    wc: FlowKey,
+    out: Vec<DpAction>,
+    rules: Vec<Arc<Rule>>,
+    buckets: Vec<(u32, usize)>,
+    action_set: Vec<Action>,
+    table_id: u8,
+    cookie: u64,
+    depth: u32,
+    stopped: bool,
+    uncacheable: bool,
+    /// The packet as the actions so far have made it, when xlate was given one.
+    pkt: Option<Vec<u8>>,
+    /// DpActions already applied to `pkt`.
+    applied: usize,
+    trace: Option<&'a mut Vec<String>>,
+    indent: usize,
+}
+
+impl Ctx<'_> {
+    fn note(&mut self, s: impl FnOnce() -> String) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            let pad = " ".repeat(self.indent);
+            t.push(format!("{pad}{}", s()));
+        }
+    }
+
+    fn unwild(&mut self, f: Field) {
+        fields::unwildcard(&mut self.wc, f);
+    }
+
+    fn is_ip(&mut self) -> bool {
+        self.unwild(Field::EthType);
+        self.flow.dl_type == flow::ETH_TYPE_IPV4 || self.flow.dl_type == flow::ETH_TYPE_IPV6
+    }
+
+    fn is_mpls(&mut self) -> bool {
+        self.unwild(Field::EthType);
+        self.flow.dl_type == flow::ETH_TYPE_MPLS || self.flow.dl_type == flow::ETH_TYPE_MPLS_MCAST
+    }
+
+    /// Re-parses the packet after the headers changed in a way the flow cannot follow.
+    fn reparse(&mut self) {
+        self.uncacheable = true;
+        let Some(bytes) = self.pkt.as_mut() else {
+            return;
+        };
+        let mut pool = packet::Pool::new(1);
+        let Some(mut p) = pool.alloc() else { return };
+        if !p.set_frame(bytes) {
+            return;
+        }
+        apply_all(&mut p, &self.out[self.applied..]);
+        self.applied = self.out.len();
+        *bytes = p.data().to_vec();
+        let mut k = flow::extract(bytes, self.flow.in_port);
+        k.metadata = self.flow.metadata;
+        k.tunnel_id = self.flow.tunnel_id;
+        k.recirc_id = self.flow.recirc_id;
+        k.pkt_mark = self.flow.pkt_mark;
+        self.flow = k;
+        pool.free(p);
+    }
+
+    fn output(&mut self, port: u32, max_len: u16) {
+        match port {
+            OFPP_IN_PORT => self.out.push(DpAction::Output(self.in_port)),
+            OFPP_NORMAL => self.out.push(DpAction::Normal),
+            OFPP_FLOOD | OFPP_ALL => {
+                let ports: Vec<u32> = self
+                    .of
+                    .ports()
+                    .values()
+                    .filter(|p| p.ofport != self.in_port)
+                    .filter(|p| port == OFPP_ALL || !p.no_flood)
+                    .map(|p| p.ofport)
+                    .collect();
+                for p in ports {
+                    self.out.push(DpAction::Output(p));
+                }
+            }
+            OFPP_CONTROLLER => self.out.push(DpAction::Controller {
+                max_len,
+                reason: PacketInReason::Action,
+                table_id: self.table_id,
+                cookie: self.cookie,
+            }),
+            OFPP_TABLE => {
+                // Only packet-out may output to TABLE: run the pipeline from table 0.
+                let saved = self.table_id;
+                self.run_tables(0);
+                self.table_id = saved;
+            }
+            OFPP_LOCAL => {
+                if self.in_port == OFPP_LOCAL {
+                    self.note(|| "skipping output to input port".into());
+                } else {
+                    self.out.push(DpAction::Output(OFPP_LOCAL));
+                }
+            }
+            p if p == self.in_port => {
+                self.note(|| "skipping output to input port".into());
+            }
+            p => self.out.push(DpAction::Output(p)),
+        }
+    }
+
+    fn ttl_expired(&mut self) {
+        self.note(|| "TTL expired: packet dropped".into());
+        if self.of.invalid_ttl_to_controller {
+            self.out.push(DpAction::Controller {
+                max_len: OFPCML_NO_BUFFER,
+                reason: PacketInReason::InvalidTtl,
+                table_id: self.table_id,
+                cookie: self.cookie,
+            });
+        }
+        self.stopped = true;
+    }
+
+    fn action(&mut self, a: &Action) {
+        if self.stopped {
+            return;
+        }
+        match *a {
+            Action::Output { port, max_len } => self.output(port, max_len),
+            Action::Group(g) => self.group(g),
+            Action::SetQueue(q) => self.out.push(DpAction::SetQueue(q)),
+            Action::SetMplsTtl(t) => {
+                if self.is_mpls() {
+                    self.flow.mpls_lse[0] = (self.flow.mpls_lse[0] & !0xff) | u32::from(t);
+                    self.out.push(DpAction::SetMplsLse {
+                        lse: u32::from(t),
+                        mask: 0xff,
+                    });
+                }
+            }
+            Action::DecMplsTtl => {
+                if self.is_mpls() {
+                    self.wc.mpls_lse[0] |= 0xff;
+                    let ttl = self.flow.mpls_lse[0] & 0xff;
+                    if ttl <= 1 {
+                        self.ttl_expired();
+                    } else {
+                        self.flow.mpls_lse[0] = (self.flow.mpls_lse[0] & !0xff) | (ttl - 1);
+                        self.out.push(DpAction::SetMplsLse {
+                            lse: ttl - 1,
+                            mask: 0xff,
+                        });
+                    }
+                }
+            }
+            Action::SetNwTtl(t) => {
+                if self.is_ip() {
+                    self.flow.nw_ttl = t;
+                    self.out.push(DpAction::SetIpTtl(t));
+                }
+            }
+            Action::DecNwTtl => {
+                if self.is_ip() {
+                    self.unwild(Field::NwTtl);
+                    let ttl = self.flow.nw_ttl;
+                    if ttl <= 1 {
+                        self.ttl_expired();
+                    } else {
+                        self.flow.nw_ttl = ttl - 1;
+                        self.out.push(DpAction::SetIpTtl(ttl - 1));
+                    }
+                }
+            }
+            Action::CopyTtlOut => {
+                if self.is_mpls() {
+                    self.out.push(DpAction::CopyTtlOut);
+                    self.uncacheable |= self.flow.mpls_lse[0] & 0x100 != 0;
+                }
+            }
+            Action::CopyTtlIn => {
+                if self.is_mpls() {
+                    self.out.push(DpAction::CopyTtlIn);
+                }
+            }
+            Action::PushVlan(tpid) => {
+                self.wc.vlan_tci = [0xffff, 0xffff];
+                self.wc.vlan_tpid = [0xffff, 0xffff];
+                let outer = self.flow.vlan_tci[0];
+                let tci = if outer & VLAN_PRESENT != 0 {
+                    outer & !VLAN_PRESENT
+                } else {
+                    0
+                };
+                self.flow.vlan_tci = [tci | VLAN_PRESENT, self.flow.vlan_tci[0]];
+                self.flow.vlan_tpid = [tpid, self.flow.vlan_tpid[0]];
+                self.out.push(DpAction::PushVlan { tpid, tci });
+            }
+            Action::PopVlan => {
+                self.wc.vlan_tci = [0xffff, 0xffff];
+                if self.flow.vlan_tci[0] & VLAN_PRESENT != 0 {
+                    self.flow.vlan_tci = [self.flow.vlan_tci[1], 0];
+                    self.flow.vlan_tpid = [self.flow.vlan_tpid[1], 0];
+                    self.out.push(DpAction::PopVlan);
+                }
+            }
+            Action::PushMpls(ethertype) => {
+                let mpls = self.is_mpls();
+                let lse = if mpls {
+                    self.wc.mpls_lse[0] = u32::MAX;
+                    self.flow.mpls_lse[0] & !0x100
+                } else {
+                    let ttl = if self.is_ip() {
+                        self.unwild(Field::NwTtl);
+                        u32::from(self.flow.nw_ttl)
+                    } else {
+                        0
+                    };
+                    0x100 | ttl
+                };
+                let l = &mut self.flow.mpls_lse;
+                *l = [lse, l[0], l[1], l[2]];
+                self.flow.mpls_n = self.flow.mpls_n.saturating_add(1).min(4);
+                self.flow.dl_type = ethertype;
+                self.out.push(DpAction::PushMpls { ethertype, lse });
+            }
+            Action::PopMpls(ethertype) => {
+                if self.is_mpls() {
+                    self.wc.mpls_lse[0] |= 0x100;
+                    let bos = self.flow.mpls_lse[0] & 0x100 != 0;
+                    self.out.push(DpAction::PopMpls(ethertype));
+                    let l = self.flow.mpls_lse;
+                    self.flow.mpls_lse = [l[1], l[2], l[3], 0];
+                    self.flow.mpls_n = self.flow.mpls_n.saturating_sub(1);
+                    self.flow.dl_type = ethertype;
+                    if bos {
+                        self.reparse();
+                    }
+                }
+            }
+            Action::PushPbb(_) => {
+                self.unwild(Field::PbbIsid);
+                let isid = self.flow.pbb_isid;
+                self.out.push(DpAction::PushPbb { isid });
+                self.flow.dl_type = flow::ETH_TYPE_PBB;
+                self.flow.vlan_tci = [0, 0];
+                self.flow.vlan_tpid = [0, 0];
+            }
+            Action::PopPbb => {
+                self.unwild(Field::EthType);
+                if self.flow.dl_type == flow::ETH_TYPE_PBB {
+                    self.out.push(DpAction::PopPbb);
+                    self.reparse();
+                }
+            }
+            Action::SetField { field, value, mask } => self.set_field(field, value, mask),
+            Action::Resubmit { in_port, table } => {
+                if self.depth >= MAX_DEPTH {
+                    self.note(|| "resubmit: too deep, dropping".into());
+                    self.stopped = true;
+                    return;
+                }
+                let saved = self.flow.in_port;
+                if let Some(p) = in_port {
+                    self.flow.in_port = p;
+                }
+                let t = table.unwrap_or(self.table_id);
+                let saved_table = self.table_id;
+                self.depth += 1;
+                self.indent += 4;
+                self.run_tables(t);
+                self.indent -= 4;
+                self.depth -= 1;
+                self.table_id = saved_table;
+                self.flow.in_port = saved;
+            }
+        }
+    }
+
+    /// True if the flow has the headers `f` lives in (the prerequisite chain, checked on
+    /// the flow's values).
+    fn flow_has(&mut self, f: Field) -> bool {
+        use openflow::oxm::Prereq;
+        match f.prereq() {
+            Prereq::None | Prereq::InPort => true,
+            Prereq::VlanPresent => {
+                self.wc.vlan_tci[0] |= VLAN_PRESENT;
+                self.flow.vlan_tci[0] & VLAN_PRESENT != 0
+            }
+            Prereq::EthType(types) => {
+                self.unwild(Field::EthType);
+                types.contains(&self.flow.dl_type)
+            }
+            Prereq::IpProto(p) => {
+                self.unwild(Field::IpProto);
+                self.is_ip() && self.flow.nw_proto == p
+            }
+            Prereq::Icmpv6Type(types) => {
+                self.unwild(Field::Icmpv6Type);
+                self.flow_has(Field::Icmpv6Type)
+                    && types.contains(&((self.flow.tp_src & 0xff) as u8))
+            }
+        }
+    }
+
+    fn set_field(&mut self, f: Field, value: u128, mask: Option<u128>) {
+        if !self.flow_has(f) {
+            self.note(|| format!("set_field:{}: the packet has no such field, skipped", f.name()));
+            return;
+        }
+        let m = mask.unwrap_or(u128::MAX);
+        if fields::set(&mut self.flow, f, value, m).is_err() {
+            return;
+        }
+        let k = &self.flow;
+        let v = fields::get(k, f);
+        let act = match f {
+            Field::EthDst => DpAction::SetEthDst(k.dl_dst),
+            Field::EthSrc => DpAction::SetEthSrc(k.dl_src),
+            Field::EthType => DpAction::SetEthType(k.dl_type),
+            Field::VlanVid => DpAction::SetVlanTci {
+                tci: (v as u16) & 0x0fff,
+                mask: 0x0fff,
+            },
+            Field::VlanPcp => DpAction::SetVlanTci {
+                tci: (v as u16) << 13,
+                mask: 0xe000,
+            },
+            Field::IpDscp => DpAction::SetIpTos {
+                tos: (v as u8) << 2,
+                mask: 0xfc,
+            },
+            Field::IpEcn => DpAction::SetIpTos {
+                tos: v as u8,
+                mask: 0x03,
+            },
+            Field::IpProto => DpAction::SetIpProto(v as u8),
+            Field::NwTtl => DpAction::SetIpTtl(v as u8),
+            Field::Ipv4Src => DpAction::SetIpv4Src(k.nw_src),
+            Field::Ipv4Dst => DpAction::SetIpv4Dst(k.nw_dst),
+            Field::ArpSpa => DpAction::SetArpSpa(k.nw_src),
+            Field::ArpTpa => DpAction::SetArpTpa(k.nw_dst),
+            Field::ArpSha => DpAction::SetArpSha(k.arp_sha),
+            Field::ArpTha => DpAction::SetArpTha(k.arp_tha),
+            Field::ArpOp => DpAction::SetArpOp(v as u16),
+            Field::TcpSrc | Field::UdpSrc | Field::SctpSrc => DpAction::SetTpSrc(v as u16),
+            Field::TcpDst | Field::UdpDst | Field::SctpDst => DpAction::SetTpDst(v as u16),
+            Field::Icmpv4Type | Field::Icmpv6Type => DpAction::SetIcmpType(v as u8),
+            Field::Icmpv4Code | Field::Icmpv6Code => DpAction::SetIcmpCode(v as u8),
+            Field::Ipv6Src => DpAction::SetIpv6Src(k.ipv6_src),
+            Field::Ipv6Dst => DpAction::SetIpv6Dst(k.ipv6_dst),
+            Field::Ipv6Flabel => DpAction::SetIpv6Label(v as u32),
+            Field::Ipv6NdTarget => DpAction::SetNdTarget(k.nd_target),
+            Field::Ipv6NdSll => DpAction::SetNdSll(k.arp_sha),
+            Field::Ipv6NdTll => DpAction::SetNdTll(k.arp_tha),
+            Field::MplsLabel => DpAction::SetMplsLse {
+                lse: (v as u32) << 12,
+                mask: 0xffff_f000,
+            },
+            Field::MplsTc => DpAction::SetMplsLse {
+                lse: (v as u32) << 9,
+                mask: 0x0e00,
+            },
+            Field::MplsBos => DpAction::SetMplsLse {
+                lse: (v as u32) << 8,
+                mask: 0x0100,
+            },
+            Field::PbbIsid => DpAction::SetPbbIsid(v as u32),
+            Field::TunnelId => DpAction::SetTunnelId(v as u64),
+            // Pipeline state only: nothing to write into the packet.
+            Field::Metadata
+            | Field::InPort
+            | Field::InPhyPort
+            | Field::Ipv6Exthdr
+            | Field::TcpFlags
+            | Field::IpFrag
+            | Field::Reg0
+            | Field::Reg1
+            | Field::Reg2
+            | Field::Reg3
+            | Field::Reg4
+            | Field::Reg5
+            | Field::Reg6
+            | Field::Reg7 => return,
+        };
+        self.out.push(act);
+    }
+
+    fn bucket(&mut self, g: u32, idx: usize, actions: &[Action]) {
+        self.buckets.push((g, idx));
+        let saved_flow = self.flow;
+        let saved_out = std::mem::take(&mut self.out);
+        let saved_stop = self.stopped;
+        let saved_set = std::mem::take(&mut self.action_set);
+        self.indent += 4;
+        self.note(|| format!("bucket {idx}"));
+        self.depth += 1;
+        for a in actions {
+            self.action(a);
+        }
+        self.depth -= 1;
+        self.indent -= 4;
+        let sub = std::mem::replace(&mut self.out, saved_out);
+        if !sub.is_empty() {
+            self.out.push(DpAction::Clone(sub));
+        }
+        self.flow = saved_flow;
+        self.stopped = saved_stop;
+        self.action_set = saved_set;
+    }
+
+    fn group(&mut self, g: u32) {
+        if self.depth >= MAX_DEPTH {
+            self.stopped = true;
+            return;
+        }
+        let of = self.of;
+        let Some(grp) = of.groups().get(&g) else {
+            self.note(|| format!("group:{g}: no such group, dropped"));
+            return;
+        };
+        self.note(|| format!("group:{g} ({})", grp.kind.name()));
+        match grp.kind {
+            GroupType::All => {
+                for (i, b) in grp.buckets.iter().enumerate() {
+                    self.bucket(g, i, &b.actions);
+                }
+            }
+            GroupType::Indirect => {
+                if let Some(b) = grp.buckets.first() {
+                    self.bucket(g, 0, &b.actions);
+                }
+            }
+            GroupType::Select => {
+                for f in SELECT_FIELDS {
+                    self.unwild(*f);
+                }
+                let live: Vec<bool> = grp.buckets.iter().map(|b| of.bucket_live(b, 0)).collect();
+                match pick_weighted(&grp.buckets, &live, select_hash(&self.flow)) {
+                    Some(i) => self.bucket(g, i, &grp.buckets[i].actions),
+                    None => self.note(|| "no live bucket: dropped".into()),
+                }
+            }
+            GroupType::FastFailover => {
+                match grp.buckets.iter().position(|b| of.bucket_live(b, 0)) {
+                    Some(i) => self.bucket(g, i, &grp.buckets[i].actions),
+                    None => self.note(|| "no live bucket: dropped".into()),
+                }
+            }
+        }
+    }
+
+    fn write_actions(&mut self, acts: &[Action]) {
+        for a in acts {
+            let slot = set_slot(a);
+            self.action_set.retain(|x| set_slot(x) != slot);
+            self.action_set.push(*a);
+        }
+    }
+
+    fn run_action_set(&mut self) {
+        if self.action_set.is_empty() || self.stopped {
+            return;
+        }
+        let mut set = std::mem::take(&mut self.action_set);
+        set.sort_by_key(set_slot);
+        let has_group = set.iter().any(|a| matches!(a, Action::Group(_)));
+        self.note(|| "action set:".into());
+        for a in &set {
+            if has_group && matches!(a, Action::Output { .. }) {
+                continue;
+            }
+            self.note(|| format!("    {a:?}"));
+            self.action(a);
+        }
+    }
+
+    fn run_tables(&mut self, first: u8) {
+        let of = self.of;
+        let mut tid = first;
+        loop {
+            if self.stopped {
+                return;
+            }
+            self.table_id = tid;
+            let Some(table) = of.table(tid) else {
+                return;
+            };
+            let rule = table.lookup(&self.flow, &mut self.wc).cloned();
+            match rule {
+                None => {
+                    self.note(|| format!("{tid:>2}. No match."));
+                    match table.miss {
+                        TableMiss::Drop => {
+                            self.note(|| "    drop".into());
+                            return;
+                        }
+                        TableMiss::Controller => {
+                            self.out.push(DpAction::Controller {
+                                max_len: of.miss_send_len,
+                                reason: PacketInReason::NoMatch,
+                                table_id: tid,
+                                cookie: u64::MAX,
+                            });
+                            return;
+                        }
+                        TableMiss::Continue => {
+                            if usize::from(tid) + 1 >= crate::switch::N_TABLES {
+                                return;
+                            }
+                            tid += 1;
+                            continue;
+                        }
+                    }
+                }
+                Some(r) => {
+                    self.cookie = r.cookie;
+                    let text = crate::text::match_text(&r.match_);
+                    let (prio, cookie) = (r.priority, r.cookie);
+                    self.note(|| {
+                        let m = if text.is_empty() { "*".to_string() } else { text };
+                        format!("{tid:>2}. {m}, priority {prio}, cookie {cookie:#x}")
+                    });
+                    self.rules.push(Arc::clone(&r));
+                    let mut next = None;
+                    let mut insts: Vec<&Instruction> = r.instructions.iter().collect();
+                    insts.sort_by_key(|i| i.order());
+                    self.indent += 4;
+                    for i in insts {
+                        if self.stopped {
+                            break;
+                        }
+                        match i {
+                            Instruction::Meter(m) => {
+                                self.note(|| format!("meter:{m}"));
+                                self.out.push(DpAction::Meter(*m));
+                            }
+                            Instruction::ApplyActions(acts) => {
+                                for a in acts {
+                                    self.note(|| crate::text::action_text(a));
+                                    self.action(a);
+                                }
+                            }
+                            Instruction::ClearActions => {
+                                self.note(|| "clear_actions".into());
+                                self.action_set.clear();
+                            }
+                            Instruction::WriteActions(acts) => {
+                                self.note(|| {
+                                    let v: Vec<String> =
+                                        acts.iter().map(crate::text::action_text).collect();
+                                    format!("write_actions({})", v.join(","))
+                                });
+                                self.write_actions(acts);
+                            }
+                            Instruction::WriteMetadata { value, mask } => {
+                                self.note(|| format!("write_metadata:{value:#x}/{mask:#x}"));
+                                self.flow.metadata =
+                                    (self.flow.metadata & !mask) | (value & mask);
+                            }
+                            Instruction::GotoTable(t) => {
+                                self.note(|| format!("goto_table:{t}"));
+                                next = Some(*t);
+                            }
+                        }
+                    }
+                    self.indent -= 4;
+                    match next {
+                        Some(t) if t > tid => tid = t,
+                        _ => return,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs the pipeline for `key` (and optionally the packet's bytes, see the module
+/// documentation). With `trace`, records what happened.
+pub fn xlate(of: &Ofproto, key: &FlowKey, pkt: Option<&[u8]>, trace: Option<&mut Vec<String>>) -> XlateOut {
+    run(of, key, pkt, trace, |ctx| {
+        ctx.run_tables(0);
+    })
+}
+
+/// Executes a packet-out's actions for `key` (output to TABLE runs the pipeline).
+pub fn xlate_actions(
+    of: &Ofproto,
+    key: &FlowKey,
+    actions: &[Action],
+    pkt: Option<&[u8]>,
+    trace: Option<&mut Vec<String>>,
+) -> XlateOut {
+    run(of, key, pkt, trace, |ctx| {
+        for a in actions {
+            ctx.action(a);
+        }
+    })
+}
+
+fn run(
+    of: &Ofproto,
+    key: &FlowKey,
+    pkt: Option<&[u8]>,
+    trace: Option<&mut Vec<String>>,
+    body: impl FnOnce(&mut Ctx<'_>),
+) -> XlateOut {
+    let mut ctx = Ctx {
+        of,
+        flow: *key,
+        in_port: key.in_port,
+        wc: FlowKey::ZERO,
+        out: Vec::new(),
+        rules: Vec::new(),
+        buckets: Vec::new(),
+        action_set: Vec::new(),
+        table_id: 0,
+        cookie: 0,
+        depth: 0,
+        stopped: false,
+        uncacheable: false,
+        pkt: pkt.map(|p| p.to_vec()),
+        applied: 0,
+        trace,
+        indent: 0,
+    };
+    // The ingress port is always part of the decision (outputs exclude it).
+    ctx.unwild(Field::InPort);
+    body(&mut ctx);
+    // A TTL expiry stops processing: what was already output stays output (as in OVS),
+    // nothing after it runs, the action set included.
+    ctx.run_action_set();
+    XlateOut {
+        actions: ctx.out,
+        wc: ctx.wc,
+        rules: ctx.rules,
+        buckets: ctx.buckets,
+        final_flow: ctx.flow,
+        uncacheable: ctx.uncacheable,
+    }
+}
