@@ -16,6 +16,7 @@ pub mod actions;
 pub mod matches;
 pub mod messages;
 pub mod oxm;
+pub mod text;
 
 pub use actions::{Action, Instruction};
 pub use matches::{Match, MatchField};

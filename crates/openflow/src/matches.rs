@@ -228,12 +228,23 @@ impl Match {
         }
     }
 
-    /// OpenFlow 1.3 semantic checks: `BAD_WILDCARDS` for a mask on a non-maskable field,
-    /// `BAD_VALUE` for an exact `vlan_vid` other than NONE without `OFPVID_PRESENT`, and
-    /// `BAD_PREREQ` for a field whose prerequisite the match does not establish.
+    /// OpenFlow semantic checks, with Open vSwitch's maskability
+    /// ([`Field::ovs_maskable`]: L4 ports and ND fields may be masked): `BAD_WILDCARDS` for
+    /// a mask on a non-maskable field, `BAD_VALUE` for an exact `vlan_vid` other than NONE
+    /// without `OFPVID_PRESENT`, and `BAD_PREREQ` for a field whose prerequisite the match
+    /// does not establish.
     pub fn validate(&self) -> Result<(), OfError> {
+        self.validate_with(Field::ovs_maskable)
+    }
+
+    /// [`Match::validate`] with the OpenFlow 1.3 table's maskability ([`Field::maskable`]).
+    pub fn validate_strict(&self) -> Result<(), OfError> {
+        self.validate_with(Field::maskable)
+    }
+
+    fn validate_with(&self, maskable: fn(Field) -> bool) -> Result<(), OfError> {
         for e in &self.entries {
-            if e.mask.is_some() && !e.field.maskable() {
+            if e.mask.is_some() && !maskable(e.field) {
                 return Err(OfError::bad_match(bad_match::BAD_WILDCARDS));
             }
             if e.field == Field::VlanVid
@@ -348,7 +359,13 @@ mod tests {
         assert_eq!(m.validate(), Ok(()));
         let m = Match::new().with(Field::VlanVid, 5);
         assert_eq!(m.validate(), Err(OfError::bad_match(bad_match::BAD_VALUE)));
-        let m = Match::new().with_masked(Field::TcpDst, 0, 0xff);
+        let m = tcp().with_masked(Field::TcpDst, 0, 0xff);
+        assert_eq!(m.validate(), Ok(()));
+        assert_eq!(
+            m.validate_strict(),
+            Err(OfError::bad_match(bad_match::BAD_WILDCARDS))
+        );
+        let m = tcp().with_masked(Field::IpDscp, 0, 0x3);
         assert_eq!(
             m.validate(),
             Err(OfError::bad_match(bad_match::BAD_WILDCARDS))

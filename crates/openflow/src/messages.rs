@@ -639,11 +639,12 @@ impl FlowMod {
         })
     }
 
-    /// Checks that need no switch state: table id range (`OFPTT_ALL` only for deletes),
+    /// Checks that need no switch state: table id range (`OFPTT_ALL` not for adds; OVS
+    /// allows it for modify as well as delete),
     /// known flags, the match ([`Match::validate`]) and the instructions
     /// ([`crate::actions::validate_instructions`]). Deletes do not check instructions.
     pub fn validate(&self) -> Result<(), OfError> {
-        if self.table_id == OFPTT_ALL && !self.command.is_delete() {
+        if self.table_id == OFPTT_ALL && self.command == FlowModCommand::Add {
             return Err(OfError::flow_mod_failed(err::flow_mod_failed::BAD_TABLE_ID));
         }
         if self.flags.0 & !FlowModFlags::ALL.0 != 0 {

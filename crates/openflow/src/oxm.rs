@@ -416,9 +416,29 @@ impl Field {
         }
     }
 
-    /// Whether the OpenFlow tables allow a mask on this field.
+    /// Whether the OpenFlow 1.3 table allows a mask on this field.
     pub fn maskable(self) -> bool {
         self.info().maskable
+    }
+
+    /// Whether Open vSwitch accepts a mask on this field: the OpenFlow set plus bitwise
+    /// masks on L4 ports and the ND fields (OVS tools rely on port-range masks). This is
+    /// what [`crate::Match::validate`] enforces; `Match::validate_strict` uses
+    /// [`Field::maskable`].
+    pub fn ovs_maskable(self) -> bool {
+        self.maskable()
+            || matches!(
+                self,
+                Field::TcpSrc
+                    | Field::TcpDst
+                    | Field::UdpSrc
+                    | Field::UdpDst
+                    | Field::SctpSrc
+                    | Field::SctpDst
+                    | Field::Ipv6NdTarget
+                    | Field::Ipv6NdSll
+                    | Field::Ipv6NdTll
+            )
     }
 
     /// The field's prerequisite.

@@ -1,0 +1,468 @@
+//! Actions and instructions in ovs-ofctl text.
+//!
+//! In a flow's `actions=` text, plain actions form the apply-actions list and the
+//! instruction keywords (`meter:N`, `clear_actions`, `write_actions(...)`,
+//! `write_metadata:V[/M]`, `goto_table:N`) add instructions. The result is in execution
+//! order; each instruction may appear once, and plain actions may not follow an
+//! instruction other than `meter` (they would read as if they ran later). `drop` — or
+//! nothing — is the empty list, and `drop` must stand alone.
+//!
+//! OVS's OpenFlow 1.0-era names map onto OpenFlow 1.3 actions: `mod_dl_src:MAC` is
+//! `set_field:MAC->eth_src`, `mod_vlan_vid:N` is `set_field:(0x1000|N)->vlan_vid` (unlike
+//! OVS, no tag is pushed when the packet has none), `mod_nw_tos:TOS` writes `ip_dscp`,
+//! `mod_tp_src` writes the port of the protocol the flow matches, `strip_vlan` is
+//! `pop_vlan`, `mod_nw_ttl` is OpenFlow's set-nw-ttl. Formatting prints OpenFlow names
+//! (`set_field:...->eth_src`), which parse back to the same actions. `copy_ttl_in`,
+//! `copy_ttl_out`, `push_pbb:ETHERTYPE` and `pop_pbb` are our spellings for the OpenFlow
+//! actions OVS has no text for. `load:` is not supported (`set_field:V/M->F` covers it).
+
+use super::fields::{format_port, format_value, parse_port, parse_value_raw};
+use super::{need_value, parse_uint, uint_for, TextError, Token, Tokens};
+use crate::actions::{Action, Instruction, OFPCML_NO_BUFFER, OFPP_CONTROLLER, OFPP_MAX};
+use crate::matches::Match;
+use crate::oxm::{ipproto, Field, OFPVID_PRESENT};
+
+fn no_value(tok: &Token<'_>) -> Result<(), TextError> {
+    match tok.value {
+        Some(_) => Err(TextError::new(format!(
+            "{}: '{}' takes no argument",
+            tok.text(),
+            tok.key
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn port_arg(tok: &Token<'_>, v: &str) -> Result<u32, TextError> {
+    parse_port(v).ok_or_else(|| {
+        TextError::new(format!(
+            "{}: '{v}' is not a port number or reserved port name",
+            tok.text()
+        ))
+    })
+}
+
+/// The field a context-dependent `set_field`/`mod_tp_*` name writes.
+fn set_field_target(name: &str, ctx: Option<&Match>) -> Option<Field> {
+    if let Some(f) = Field::from_name(name) {
+        return Some(f);
+    }
+    let proto = ctx.and_then(|m| m.exact(Field::IpProto)).map(|p| p as u8);
+    let arp = ctx
+        .and_then(|m| m.exact(Field::EthType))
+        .is_some_and(|t| t == 0x0806 || t == 0x8035);
+    Some(match name {
+        "nw_src" if arp => Field::ArpSpa,
+        "nw_dst" if arp => Field::ArpTpa,
+        "nw_src" => Field::Ipv4Src,
+        "nw_dst" => Field::Ipv4Dst,
+        "nw_proto" => Field::IpProto,
+        "tp_src" => match proto {
+            Some(ipproto::UDP) => Field::UdpSrc,
+            Some(ipproto::SCTP) => Field::SctpSrc,
+            _ => Field::TcpSrc,
+        },
+        "tp_dst" => match proto {
+            Some(ipproto::UDP) => Field::UdpDst,
+            Some(ipproto::SCTP) => Field::SctpDst,
+            _ => Field::TcpDst,
+        },
+        "icmp_type" if proto == Some(ipproto::ICMPV6) => Field::Icmpv6Type,
+        "icmp_code" if proto == Some(ipproto::ICMPV6) => Field::Icmpv6Code,
+        "icmp_type" => Field::Icmpv4Type,
+        "icmp_code" => Field::Icmpv4Code,
+        _ => return None,
+    })
+}
+
+fn set_field(f: Field, value: u128, mask: Option<u128>) -> Action {
+    let max = f.max();
+    let mask = mask.map(|m| m & max).filter(|m| *m != max);
+    Action::SetField {
+        field: f,
+        value: value & mask.unwrap_or(max),
+        mask,
+    }
+}
+
+fn value_for(tok: &Token<'_>, f: Field, v: &str) -> Result<u128, TextError> {
+    match parse_value_raw(f, v) {
+        Ok((x, None)) => Ok(x),
+        Ok((_, Some(_))) => Err(TextError::new(format!(
+            "{}: a mask is not allowed here",
+            tok.text()
+        ))),
+        Err(e) => Err(TextError::new(format!("{}: {e}", tok.text()))),
+    }
+}
+
+/// Parse one plain action.
+fn parse_action(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action, TextError> {
+    let key = tok.key;
+    let text = tok.text();
+    let lower = key.to_ascii_lowercase();
+    let a = match lower.as_str() {
+        "output" => {
+            let v = need_value(tok)?;
+            Action::output(port_arg(tok, v)?)
+        }
+        "controller" => {
+            let max_len = match tok.value {
+                None => OFPCML_NO_BUFFER,
+                Some(v) if v.contains('=') || v.is_empty() => {
+                    let mut max_len = OFPCML_NO_BUFFER;
+                    let mut inner = Tokens::new(v);
+                    while let Some(t) = inner.next_token() {
+                        let t = t?;
+                        match t.key {
+                            "max_len" => max_len = uint_for(&t, 16)? as u16,
+                            k => {
+                                return Err(TextError::new(format!(
+                                    "{text}: unsupported controller option '{k}'"
+                                )))
+                            }
+                        }
+                    }
+                    max_len
+                }
+                Some(_) => uint_for(tok, 16)? as u16,
+            };
+            Action::Output {
+                port: OFPP_CONTROLLER,
+                max_len,
+            }
+        }
+        "in_port" | "normal" | "flood" | "all" | "local" | "table" => {
+            no_value(tok)?;
+            Action::output(port_arg(tok, key)?)
+        }
+        "group" => Action::Group(uint_for(tok, 32)? as u32),
+        "set_queue" => Action::SetQueue(uint_for(tok, 32)? as u32),
+        "push_vlan" => Action::PushVlan(uint_for(tok, 16)? as u16),
+        "pop_vlan" | "strip_vlan" => {
+            no_value(tok)?;
+            Action::PopVlan
+        }
+        "mod_vlan_vid" => {
+            let vid = uint_for(tok, 12)?;
+            set_field(Field::VlanVid, vid | u128::from(OFPVID_PRESENT), None)
+        }
+        "mod_vlan_pcp" => set_field(Field::VlanPcp, uint_for(tok, 3)?, None),
+        "push_mpls" => Action::PushMpls(uint_for(tok, 16)? as u16),
+        "pop_mpls" => Action::PopMpls(uint_for(tok, 16)? as u16),
+        "set_mpls_label" => set_field(Field::MplsLabel, uint_for(tok, 20)?, None),
+        "set_mpls_tc" => set_field(Field::MplsTc, uint_for(tok, 3)?, None),
+        "set_mpls_ttl" => Action::SetMplsTtl(uint_for(tok, 8)? as u8),
+        "dec_mpls_ttl" => {
+            no_value(tok)?;
+            Action::DecMplsTtl
+        }
+        "dec_ttl" => {
+            no_value(tok)?;
+            Action::DecNwTtl
+        }
+        "mod_nw_ttl" => Action::SetNwTtl(uint_for(tok, 8)? as u8),
+        "copy_ttl_in" => {
+            no_value(tok)?;
+            Action::CopyTtlIn
+        }
+        "copy_ttl_out" => {
+            no_value(tok)?;
+            Action::CopyTtlOut
+        }
+        "mod_dl_src" | "mod_dl_dst" => {
+            let f = if lower == "mod_dl_src" {
+                Field::EthSrc
+            } else {
+                Field::EthDst
+            };
+            set_field(f, value_for(tok, f, need_value(tok)?)?, None)
+        }
+        "mod_nw_src" | "mod_nw_dst" => {
+            let f = if lower == "mod_nw_src" {
+                Field::Ipv4Src
+            } else {
+                Field::Ipv4Dst
+            };
+            set_field(f, value_for(tok, f, need_value(tok)?)?, None)
+        }
+        "mod_nw_tos" => {
+            let tos = uint_for(tok, 8)?;
+            if tos & 3 != 0 {
+                return Err(TextError::new(format!(
+                    "{text}: mod_nw_tos takes a multiple of 4 (use mod_nw_ecn for ECN)"
+                )));
+            }
+            set_field(Field::IpDscp, tos >> 2, None)
+        }
+        "mod_nw_ecn" => set_field(Field::IpEcn, uint_for(tok, 2)?, None),
+        "mod_tp_src" | "mod_tp_dst" => {
+            let src = lower == "mod_tp_src";
+            let proto = ctx.and_then(|m| m.exact(Field::IpProto)).map(|p| p as u8);
+            let f = match (proto, src) {
+                (Some(ipproto::TCP), true) => Field::TcpSrc,
+                (Some(ipproto::TCP), false) => Field::TcpDst,
+                (Some(ipproto::UDP), true) => Field::UdpSrc,
+                (Some(ipproto::UDP), false) => Field::UdpDst,
+                (Some(ipproto::SCTP), true) => Field::SctpSrc,
+                (Some(ipproto::SCTP), false) => Field::SctpDst,
+                _ => {
+                    return Err(TextError::new(format!(
+                        "{text}: {key} needs a flow matching tcp, udp or sctp; \
+                         use set_field:PORT->tcp_src (or udp_src, sctp_src)"
+                    )))
+                }
+            };
+            set_field(f, uint_for(tok, 16)?, None)
+        }
+        "set_field" => {
+            let v = need_value(tok)?;
+            let (val, name) = v.rsplit_once("->").ok_or_else(|| {
+                TextError::new(format!("{text}: expected set_field:VALUE->FIELD"))
+            })?;
+            let f = set_field_target(name, ctx)
+                .ok_or_else(|| TextError::new(format!("{text}: unknown field '{name}'")))?;
+            let (x, m) =
+                parse_value_raw(f, val).map_err(|e| TextError::new(format!("{text}: {e}")))?;
+            set_field(f, x, m)
+        }
+        "push_pbb" => Action::PushPbb(uint_for(tok, 16)? as u16),
+        "pop_pbb" => {
+            no_value(tok)?;
+            Action::PopPbb
+        }
+        "resubmit" => {
+            let v = need_value(tok)?;
+            let (p, t) = match v.split_once(',') {
+                Some((p, t)) => (p.trim(), Some(t.trim())),
+                None => (v.trim(), None),
+            };
+            let in_port = if p.is_empty() {
+                None
+            } else {
+                Some(port_arg(tok, p)?)
+            };
+            let table =
+                match t {
+                    None | Some("") => None,
+                    Some(t) => Some(parse_uint(t, 8).ok_or_else(|| {
+                        TextError::new(format!("{text}: '{t}' is not a table number"))
+                    })? as u8),
+                };
+            Action::Resubmit { in_port, table }
+        }
+        "load" | "move" => {
+            return Err(TextError::new(format!(
+                "{text}: '{key}' is not supported; use set_field:VALUE/MASK->FIELD"
+            )))
+        }
+        _ if !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) => {
+            no_value(tok)?;
+            Action::output(port_arg(tok, key)?)
+        }
+        _ => return Err(TextError::new(format!("unknown action '{key}'"))),
+    };
+    a.validate()
+        .map_err(|e| TextError::new(format!("{text}: invalid action ({e})")))?;
+    Ok(a)
+}
+
+/// Parse a plain action list (a group bucket's, or the inside of `write_actions(...)`).
+/// `ctx` is the flow's match when there is one (it resolves `mod_tp_src`, `tp_src`...).
+pub fn parse_actions(text: &str, ctx: Option<&Match>) -> Result<Vec<Action>, TextError> {
+    let mut out = Vec::new();
+    let mut saw_drop = false;
+    let mut toks = Tokens::new(text);
+    while let Some(tok) = toks.next_token() {
+        let tok = tok?;
+        if tok.key == "drop" {
+            no_value(&tok)?;
+            saw_drop = true;
+            continue;
+        }
+        if is_instruction(tok.key) {
+            return Err(TextError::new(format!(
+                "{}: instruction '{}' is not allowed in an action list",
+                tok.text(),
+                tok.key
+            )));
+        }
+        out.push(parse_action(&tok, ctx)?);
+    }
+    if saw_drop && !out.is_empty() {
+        return Err(TextError::new("'drop' must be the only action"));
+    }
+    Ok(out)
+}
+
+fn is_instruction(key: &str) -> bool {
+    matches!(
+        key,
+        "meter" | "clear_actions" | "write_actions" | "write_metadata" | "goto_table"
+    )
+}
+
+/// Parse a flow's `actions=` text into instructions in execution order (see the module
+/// documentation). `ctx` is the flow's match.
+pub fn parse_instructions(text: &str, ctx: Option<&Match>) -> Result<Vec<Instruction>, TextError> {
+    let mut slots: [Option<Instruction>; 6] = Default::default();
+    let mut apply = Vec::new();
+    let mut saw_drop = false;
+    let mut after_instruction: Option<String> = None;
+    let mut toks = Tokens::new(text);
+    while let Some(tok) = toks.next_token() {
+        let tok = tok?;
+        let text = tok.text();
+        let inst = match tok.key {
+            "drop" => {
+                no_value(&tok)?;
+                saw_drop = true;
+                continue;
+            }
+            "meter" => Instruction::Meter(uint_for(&tok, 32)? as u32),
+            "clear_actions" => {
+                no_value(&tok)?;
+                Instruction::ClearActions
+            }
+            "write_actions" => {
+                Instruction::WriteActions(parse_actions(tok.value.unwrap_or(""), ctx)?)
+            }
+            "write_metadata" => {
+                let v = need_value(&tok)?;
+                let (a, m) = match v.split_once('/') {
+                    Some((a, m)) => (a, Some(m)),
+                    None => (v, None),
+                };
+                let bad = |s: &str| TextError::new(format!("{text}: '{s}' is not a 64-bit number"));
+                let value = parse_uint(a, 64).ok_or_else(|| bad(a))? as u64;
+                let mask = match m {
+                    Some(m) => parse_uint(m, 64).ok_or_else(|| bad(m))? as u64,
+                    None => u64::MAX,
+                };
+                Instruction::WriteMetadata {
+                    value: value & mask,
+                    mask,
+                }
+            }
+            "goto_table" => Instruction::GotoTable(uint_for(&tok, 8)? as u8),
+            _ => {
+                if let Some(prev) = &after_instruction {
+                    return Err(TextError::new(format!(
+                        "{text}: actions must come before '{prev}'"
+                    )));
+                }
+                apply.push(parse_action(&tok, ctx)?);
+                continue;
+            }
+        };
+        if !matches!(inst, Instruction::Meter(_)) && after_instruction.is_none() {
+            after_instruction = Some(tok.key.to_string());
+        }
+        let slot = &mut slots[usize::from(inst.order())];
+        if slot.is_some() {
+            return Err(TextError::new(format!(
+                "{text}: instruction '{}' given twice",
+                tok.key
+            )));
+        }
+        *slot = Some(inst);
+    }
+    if !apply.is_empty() {
+        slots[1] = Some(Instruction::ApplyActions(apply));
+    }
+    let out: Vec<Instruction> = slots.into_iter().flatten().collect();
+    if saw_drop && !out.is_empty() {
+        return Err(TextError::new("'drop' must be the only action"));
+    }
+    Ok(out)
+}
+
+/// Format one action as ovs-ofctl does (OpenFlow names; see the module documentation).
+pub fn format_action(a: &Action) -> String {
+    match *a {
+        Action::Output { port, max_len } => {
+            if port == OFPP_CONTROLLER {
+                format!("CONTROLLER:{max_len}")
+            } else if port < OFPP_MAX {
+                format!("output:{port}")
+            } else {
+                let name = format_port(port);
+                if name.bytes().all(|b| b.is_ascii_digit()) {
+                    format!("output:{name}")
+                } else {
+                    name
+                }
+            }
+        }
+        Action::Group(g) => format!("group:{g}"),
+        Action::SetQueue(q) => format!("set_queue:{q}"),
+        Action::SetMplsTtl(t) => format!("set_mpls_ttl:{t}"),
+        Action::DecMplsTtl => "dec_mpls_ttl".into(),
+        Action::SetNwTtl(t) => format!("mod_nw_ttl:{t}"),
+        Action::DecNwTtl => "dec_ttl".into(),
+        Action::CopyTtlOut => "copy_ttl_out".into(),
+        Action::CopyTtlIn => "copy_ttl_in".into(),
+        Action::PushVlan(t) => format!("push_vlan:0x{t:04x}"),
+        Action::PopVlan => "pop_vlan".into(),
+        Action::PushMpls(t) => format!("push_mpls:0x{t:04x}"),
+        Action::PopMpls(t) => format!("pop_mpls:0x{t:04x}"),
+        Action::PushPbb(t) => format!("push_pbb:0x{t:04x}"),
+        Action::PopPbb => "pop_pbb".into(),
+        Action::SetField { field, value, mask } => {
+            format!(
+                "set_field:{}->{}",
+                format_value(field, value, mask),
+                field.name()
+            )
+        }
+        Action::Resubmit { in_port, table } => match (in_port, table) {
+            (Some(p), None) => format!("resubmit:{}", format_port(p)),
+            (p, t) => format!(
+                "resubmit({},{})",
+                p.map(format_port).unwrap_or_default(),
+                t.map(|t| t.to_string()).unwrap_or_default()
+            ),
+        },
+    }
+}
+
+/// Format an action list, `drop` when empty.
+pub fn format_actions(actions: &[Action]) -> String {
+    if actions.is_empty() {
+        return "drop".into();
+    }
+    actions
+        .iter()
+        .map(format_action)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Format instructions as a flow's `actions=` text, `drop` when there are none.
+pub fn format_instructions(insts: &[Instruction]) -> String {
+    let mut items: Vec<String> = Vec::new();
+    for i in insts {
+        match i {
+            Instruction::Meter(m) => items.push(format!("meter:{m}")),
+            Instruction::ApplyActions(a) => items.extend(a.iter().map(format_action)),
+            Instruction::ClearActions => items.push("clear_actions".into()),
+            Instruction::WriteActions(a) => {
+                let inner: Vec<String> = a.iter().map(format_action).collect();
+                items.push(format!("write_actions({})", inner.join(",")));
+            }
+            Instruction::WriteMetadata { value, mask } => {
+                if *mask == u64::MAX {
+                    items.push(format!("write_metadata:0x{value:x}"));
+                } else {
+                    items.push(format!("write_metadata:0x{value:x}/0x{mask:x}"));
+                }
+            }
+            Instruction::GotoTable(t) => items.push(format!("goto_table:{t}")),
+        }
+    }
+    if items.is_empty() {
+        "drop".into()
+    } else {
+        items.join(",")
+    }
+}
