@@ -329,6 +329,12 @@ impl Xsk {
             0,
             "mmap(UMEM)",
         )?;
+        // Best effort: a child forked later (the daemon running a helper) must not share
+        // these pages copy-on-write; the kernel has them pinned for the socket.
+        // SAFETY: advice on a mapping we own, with its exact bounds.
+        unsafe {
+            libc::madvise(umem.ptr.cast(), umem.len, libc::MADV_DONTFORK);
+        }
         let reg = libc::xdp_umem_reg {
             addr: umem.ptr as u64,
             len: umem.len as u64,
@@ -667,6 +673,9 @@ impl Xsk {
 
     /// Tells the kernel there is something to send, if it needs telling.
     fn kick_tx(&mut self, queued: u32) {
+        // Order our producer store before the flag load: a driver that sets the flag and then
+        // re-checks the ring must not miss descriptors we published just before looking.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self.need_wakeup && !self.tx.needs_wakeup() {
             self.tx_stuck = false;
             return;
