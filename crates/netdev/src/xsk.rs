@@ -500,6 +500,9 @@ impl Xsk {
     /// recycling its UMEM frame to the fill ring. Returns how many were added.
     #[inline]
     pub(crate) fn rx(&mut self, pool: &mut Pool, batch: &mut Batch, st: &mut PortStats) -> usize {
+        if self.tx_stuck {
+            self.kick_tx(0);
+        }
         let room = batch.room() as u32;
         let n = if room == 0 { 0 } else { self.rx.ready(room) };
         if n == 0 {
@@ -560,9 +563,6 @@ impl Xsk {
         self.rx.release(taken);
         self.fill.submit(recycled);
         self.wake_rx();
-        if self.tx_stuck {
-            self.kick_tx(0);
-        }
         added
     }
 
