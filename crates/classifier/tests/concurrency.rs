@@ -57,7 +57,7 @@ fn readers_never_see_torn_state() {
                         seen += 1;
                     }
                     // Every rule in a snapshot is consistent with its own match.
-                    if i % 64 == 0 {
+                    if i.is_multiple_of(64) {
                         for rule in snap.iter() {
                             let (round, which) = *rule.payload();
                             let want = match which {

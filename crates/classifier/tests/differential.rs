@@ -2,6 +2,8 @@
 //! packets, plus wildcard soundness (every key that agrees with the looked-up key on the
 //! returned mask gets the same answer).
 
+#![allow(clippy::field_reassign_with_default)]
+
 use classifier::{Classifier, Config, Match, Ranking, RuleId};
 use packet::flow::{FlowKey, FLOW_KEY_WORDS};
 use proptest::prelude::*;
@@ -28,7 +30,7 @@ fn rand_key(s: &mut u64) -> FlowKey {
     k.metadata = pick(s, &[0, 1, 2, 3, 0x100, 0x1ff]);
     k.dl_type = pick(s, &[0x0800, 0x0800, 0x86dd, 0x0806]);
     let ip = |s: &mut u64| -> [u8; 4] {
-        if next(s) % 5 == 0 {
+        if next(s).is_multiple_of(5) {
             [192, 168, pick(s, &[0, 1]), pick(s, &[1, 2, 3])]
         } else {
             [
@@ -93,7 +95,7 @@ fn shape_mask(shape: u8, p1: u32, p2: u32) -> FlowKey {
         }
         5 => {
             m.metadata = u64::MAX;
-            if p1 % 2 == 0 {
+            if p1.is_multiple_of(2) {
                 m.in_port = u32::MAX;
             }
         }
@@ -265,7 +267,7 @@ proptest! {
         let victims: Vec<RuleId> = lin
             .rules
             .iter()
-            .filter(|_| next(&mut seed) % 3 == 0)
+            .filter(|_| next(&mut seed).is_multiple_of(3))
             .map(|(id, _, _)| *id)
             .collect();
         let (single, batched) = victims.split_at(victims.len() / 2);
