@@ -230,7 +230,11 @@ fn check_selection(cls: &Classifier<u64, W>, lin: &Linear) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    // 96 cases by default; PROPTEST_CASES=N for a longer run.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn matches_linear_classifier(
