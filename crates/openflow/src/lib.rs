@@ -6,13 +6,15 @@
 //!
 //! * [`oxm`] — [`Field`]: every matchable/settable field with its OXM class and number,
 //!   width, maskability, prerequisite and names.
-//! * [`matches`] — [`Match`]: a canonical (sorted, normalised) set of field matches, with
+//! * [`matches`](mod@matches) — [`Match`]: a canonical (sorted, normalised) set of field matches, with
 //!   OpenFlow validation and the set relations flow tables need.
 //! * [`actions`] — [`Action`], [`Instruction`], reserved port and group numbers.
 //! * [`messages`] — [`FlowMod`], [`GroupMod`], [`MeterMod`], [`OfError`].
+//! * [`key`] — reading and writing fields of a `packet::FlowKey`; `Match::matches_key`.
 //! * [`text`] — ovs-ofctl syntax: parse and format flows, groups and meters.
 
 pub mod actions;
+pub mod key;
 pub mod matches;
 pub mod messages;
 pub mod oxm;

@@ -81,7 +81,8 @@ fn format_mac(v: u128) -> String {
 /// The prefix length of `mask` if it is a CIDR mask of `bits` bits.
 fn prefix_len(mask: u128, bits: u32) -> Option<u32> {
     let n = mask.count_ones();
-    (crate::oxm::ones(bits) & !crate::oxm::ones(bits - n) == mask).then_some(n)
+    let rest = bits.checked_sub(n)?;
+    (crate::oxm::ones(bits) & !crate::oxm::ones(rest) == mask).then_some(n)
 }
 
 fn prefix_mask(n: u32, bits: u32) -> u128 {

@@ -2,7 +2,7 @@
 //!
 //! The syntax is a list of `key`, `key=value`, `key:value` or `key(value)` items separated
 //! by commas or white space; parentheses nest, so `write_actions(output:1,pop_vlan)` is one
-//! item. In a flow, `actions=` swallows the rest of the line. [`Tokens`] is that lexer; it
+//! item. In a flow, `actions=` swallows the rest of the line. `Tokens` is that lexer; it
 //! reports byte positions so errors can quote what the user typed.
 //!
 //! Submodules, one job each:
