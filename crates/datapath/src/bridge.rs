@@ -30,6 +30,8 @@ pub struct PortSlot {
     pub port: Box<dyn Port>,
     pub ofport: u32,
     pub vlan: VlanMode,
+    /// Carrier state last reported to the module.
+    pub up: bool,
 }
 
 impl PortSlot {
@@ -172,7 +174,13 @@ impl Bridge {
             }
         };
         let has_rx = port.has_rx();
-        let slot = PortSlot { port, ofport, vlan };
+        let up = port.link_state() == netdev::LinkState::Up;
+        let slot = PortSlot {
+            port,
+            ofport,
+            vlan,
+            up,
+        };
         let info = slot.info(idx as u16);
         self.slots[idx] = Some(slot);
         self.live.push(idx as u16);
@@ -205,6 +213,18 @@ impl Bridge {
         idxs.into_iter()
             .filter_map(|i| self.detach(i, pool))
             .collect()
+    }
+
+    /// Tells the module about ports whose carrier changed since the last call.
+    pub fn check_links(&mut self) {
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            let Some(s) = s else { continue };
+            let up = s.port.link_state() == netdev::LinkState::Up;
+            if up != s.up {
+                s.up = up;
+                self.module.port_status(i as u16, up);
+            }
+        }
     }
 
     /// Runs a module verb with this bridge's port table as the name resolver.
@@ -258,6 +278,28 @@ impl Bridge {
         for p in self.rxb.packets_mut() {
             p.in_port = in_port;
         }
+        if self.module.custom_process() {
+            let Bridge {
+                module,
+                slots,
+                out,
+                touched,
+                rxb,
+                stats,
+                ..
+            } = self;
+            let mut fab = Fabric {
+                module: None,
+                slots,
+                out,
+                touched,
+                stats,
+            };
+            module.process(ctx, in_port, rxb, pool, &mut fab);
+            pool.free_batch(rxb);
+            fab.flush_all(pool);
+            return;
+        }
         self.module.lookup(ctx, &mut self.rxb, &mut self.dests[..n]);
 
         let Bridge {
@@ -272,7 +314,7 @@ impl Bridge {
             ..
         } = self;
         let mut fab = Fabric {
-            module: module.as_mut(),
+            module: Some(module.as_mut()),
             slots,
             out,
             touched,
@@ -326,11 +368,22 @@ impl Bridge {
 }
 
 struct Fabric<'a> {
-    module: &'a mut dyn SwitchLogic,
+    module: Option<&'a mut dyn SwitchLogic>,
     slots: &'a mut Vec<Option<PortSlot>>,
     out: &'a mut Vec<Batch>,
     touched: &'a mut Vec<u16>,
     stats: &'a mut BridgeStats,
+}
+
+impl crate::module::Emitter for Fabric<'_> {
+    fn emit(&mut self, port: u16, pkt: packet::Packet, pool: &mut Pool) {
+        self.enqueue(port, pkt, pool);
+    }
+
+    fn drop_packet(&mut self, pkt: packet::Packet, pool: &mut Pool) {
+        self.stats.module_drops += 1;
+        pool.free(pkt);
+    }
 }
 
 impl Fabric<'_> {
@@ -364,8 +417,10 @@ impl Fabric<'_> {
         }
         match self.slots.get_mut(o as usize) {
             Some(Some(slot)) => {
-                if self.module.wants_egress() {
-                    self.module.egress(o, b, pool);
+                if let Some(m) = self.module.as_deref_mut() {
+                    if m.wants_egress() {
+                        m.egress(o, b, pool);
+                    }
                 }
                 self.stats.tx_bursts += 1;
                 self.stats.tx_packets += b.len() as u64;

@@ -212,7 +212,7 @@ impl Learning {
     }
 
     #[inline(always)]
-    fn lookup_one(&mut self, now: u64, in_port: u16, pkt: &mut packet::Packet) -> Dest {
+    pub fn lookup_packet(&mut self, now: u64, in_port: u16, pkt: &mut packet::Packet) -> Dest {
         let d = pkt.data();
         if d.len() < 14 {
             self.stats.dropped_short += 1;
@@ -382,7 +382,7 @@ impl SwitchLogic for Learning {
         let now = ctx.now_ms;
         for (pkt, d) in batch.packets_mut().iter_mut().zip(dests.iter_mut()) {
             let in_port = pkt.in_port;
-            *d = self.lookup_one(now, in_port, pkt);
+            *d = self.lookup_packet(now, in_port, pkt);
         }
     }
 

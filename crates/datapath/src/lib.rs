@@ -20,6 +20,8 @@ pub mod cycles;
 pub mod fasthash;
 pub mod learning;
 pub mod module;
+pub mod ofcommands;
+pub mod ofmodule;
 pub mod patch;
 pub mod pmd;
 pub mod switch;

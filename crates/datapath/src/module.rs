@@ -19,7 +19,7 @@
 //! * [`SwitchLogic::command`] runs a module-specific configuration or status verb; it is called
 //!   on the poll thread between batches, so it sees a consistent state.
 
-use packet::{Batch, Pool};
+use packet::{Batch, Packet, Pool};
 use std::fmt;
 
 /// Where one packet goes.
@@ -97,6 +97,14 @@ pub struct ModuleCommand {
     pub usage: &'static str,
 }
 
+/// Where a module that processes packets itself ([`SwitchLogic::process`]) hands them over.
+pub trait Emitter {
+    /// Queues `pkt` for transmission on port slot `port` (freed if there is no such port).
+    fn emit(&mut self, port: u16, pkt: Packet, pool: &mut Pool);
+    /// Frees a packet the module decided to drop (counted as a module drop).
+    fn drop_packet(&mut self, pkt: Packet, pool: &mut Pool);
+}
+
 /// Switching logic. See the module documentation for the contract.
 pub trait SwitchLogic: Send {
     /// The module's name (`learning`, `patch`, `tuple3`, ...).
@@ -104,6 +112,32 @@ pub trait SwitchLogic: Send {
 
     /// Chooses a destination for every packet of `batch` (`dests.len() == batch.len()`).
     fn lookup(&mut self, ctx: &Ctx, batch: &mut Batch, dests: &mut [Dest]);
+
+    /// Whether the fabric should call [`SwitchLogic::process`] instead of
+    /// [`SwitchLogic::lookup`]: for modules whose treatment of a packet is more than one
+    /// destination (several outputs with rewrites in between, copies to a controller...).
+    fn custom_process(&self) -> bool {
+        false
+    }
+
+    /// Takes every packet of `batch` (all from port slot `in_port`) and emits or drops each
+    /// one through `out`; the batch must be empty afterwards. Only called when
+    /// [`SwitchLogic::custom_process`] is true.
+    fn process(
+        &mut self,
+        _ctx: &Ctx,
+        _in_port: u16,
+        batch: &mut Batch,
+        pool: &mut Pool,
+        out: &mut dyn Emitter,
+    ) {
+        for p in batch.drain() {
+            out.drop_packet(p, pool);
+        }
+    }
+
+    /// A port's carrier went up or down.
+    fn port_status(&mut self, _idx: u16, _up: bool) {}
 
     /// Whether [`SwitchLogic::egress`] must be called.
     fn wants_egress(&self) -> bool {
@@ -154,11 +188,12 @@ pub trait SwitchLogic: Send {
 }
 
 /// The built-in modules.
-pub const MODULES: &[&str] = &["learning", "patch", "tuple3"];
+pub const MODULES: &[&str] = &["openflow", "learning", "patch", "tuple3"];
 
 /// Creates a built-in module by name.
 pub fn create(name: &str) -> Result<Box<dyn SwitchLogic>, String> {
     match name {
+        "openflow" => Ok(Box::new(crate::ofmodule::OpenFlow::new())),
         "learning" => Ok(Box::new(crate::learning::Learning::new())),
         "patch" => Ok(Box::new(crate::patch::Patch::new())),
         "tuple3" => Ok(Box::new(crate::tuple3::Tuple3::new())),

@@ -51,6 +51,7 @@ pub struct Switch {
     pub pool: Pool,
     started: Instant,
     last_run_ms: u64,
+    last_link_ms: u64,
     pub pmd: PmdStats,
     pub core_id: Option<usize>,
 }
@@ -77,6 +78,7 @@ impl Switch {
             pool: Pool::new(pool_size),
             started: Instant::now(),
             last_run_ms: 0,
+            last_link_ms: 0,
             pmd: PmdStats::default(),
             core_id: None,
         }
@@ -269,6 +271,12 @@ impl Switch {
         let mut n = 0;
         for b in self.bridges.iter_mut() {
             n += b.poll(&ctx, &mut self.pool);
+        }
+        if now.saturating_sub(self.last_link_ms) >= 100 {
+            self.last_link_ms = now;
+            for b in self.bridges.iter_mut() {
+                b.check_links();
+            }
         }
         if now.saturating_sub(self.last_run_ms) >= 1000 {
             self.last_run_ms = now;

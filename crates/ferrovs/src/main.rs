@@ -17,7 +17,7 @@ const HELP: &str =
     "usage: ferrovs [--rundir DIR | -t SOCKET] [--timeout SECS] VERB [ARGS...] [--json]
 
 Bridges and ports:
-  add-br BR [module=learning|patch|tuple3] [mac-aging-time=S] [mac-table-size=N]
+  add-br BR [module=openflow|learning|patch|tuple3] [mac-aging-time=S] [mac-table-size=N]
   del-br BR
   list-br
   set-bridge BR KEY=VALUE...
@@ -28,8 +28,16 @@ Bridges and ports:
   show [--json]
   dump-ports BR [--json]
 
+OpenFlow (module openflow, the default; ovs-ofctl syntax):
+  add-flow BR FLOW          add-flows BR FILE|-        mod-flows BR [--strict] FLOW
+  del-flows BR [--strict] [FLOW]                       dump-flows BR [FLOW] [--json]
+  dump-tables BR            mod-table BR TABLE drop|controller|continue
+  add-group BR GROUP        mod-group BR GROUP         del-groups BR [group_id=N]
+  dump-groups BR            add-meter BR METER         mod-meter BR METER
+  del-meters BR [meter=N]   dump-meters BR             trace BR FLOW [--json]
+
 Modules:
-  fdb-show BR [--json]      fdb-flush BR      fdb-stats BR          (learning)
+  fdb-show BR [--json]      fdb-flush BR      fdb-stats BR          (learning, openflow)
   patch-set BR FROM TO      patch-del BR FROM patch-show BR         (patch)
   tuple3-add BR PORT IP PROTO PORTNUM   tuple3-del BR PORT IP PROTO PORTNUM
   tuple3-uplink BR PORT|none            tuple3-show BR [--json]     (tuple3)
@@ -87,7 +95,33 @@ fn main() -> ExitCode {
     if verb.starts_with('-') {
         return fail_usage(&format!("unknown option '{verb}'"));
     }
-    let params = &args[1..];
+    let mut params: Vec<String> = args[1..].to_vec();
+    // Like ovs-ofctl, add-flows reads its file here ("-" for standard input) and sends
+    // the lines.
+    if verb == "add-flows" {
+        if params.len() != 2 {
+            return fail_usage("usage: add-flows BR FILE");
+        }
+        let path = params[1].clone();
+        let text = if path == "-" {
+            let mut s = String::new();
+            match std::io::Read::read_to_string(&mut std::io::stdin(), &mut s) {
+                Ok(_) => s,
+                Err(e) => return fail_usage(&format!("add-flows: stdin: {e}")),
+            }
+        } else {
+            match std::fs::read_to_string(&path) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("ferrovs: add-flows: {path}: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        };
+        params.truncate(1);
+        params.extend(text.lines().map(str::to_string));
+    }
+    let params = &params[..];
     let sock = target.unwrap_or_else(|| {
         rundir
             .unwrap_or_else(|| PathBuf::from(DEFAULT_RUNDIR))

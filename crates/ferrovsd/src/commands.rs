@@ -14,142 +14,84 @@ use datapath::module;
 use datapath::PmdHandle;
 use std::sync::{Arc, Mutex};
 
-struct Cmd {
-    name: &'static str,
-    usage: &'static str,
-}
-
-const COMMANDS: &[Cmd] = &[
-    Cmd {
-        name: "add-br",
-        usage: "BR [module=learning|patch|tuple3] [KEY=VALUE...]",
-    },
-    Cmd {
-        name: "del-br",
-        usage: "BR",
-    },
-    Cmd {
-        name: "list-br",
-        usage: "",
-    },
-    Cmd {
-        name: "br-exists",
-        usage: "BR",
-    },
-    Cmd {
-        name: "set-bridge",
-        usage: "BR KEY=VALUE...",
-    },
-    Cmd {
-        name: "add-port",
-        usage: "BR PORT [type=T] [ofport=N] [tag=N|trunks=N,...] [KEY=VALUE...]",
-    },
-    Cmd {
-        name: "del-port",
-        usage: "[BR] PORT",
-    },
-    Cmd {
-        name: "list-ports",
-        usage: "BR",
-    },
-    Cmd {
-        name: "port-to-br",
-        usage: "PORT",
-    },
-    Cmd {
-        name: "show",
-        usage: "[--json]",
-    },
-    Cmd {
-        name: "dump-ports",
-        usage: "BR [--json]",
-    },
-    Cmd {
-        name: "fdb-show",
-        usage: "BR [--json]",
-    },
-    Cmd {
-        name: "fdb-flush",
-        usage: "BR",
-    },
-    Cmd {
-        name: "fdb-stats",
-        usage: "BR [--json]",
-    },
-    Cmd {
-        name: "patch-set",
-        usage: "BR FROM TO",
-    },
-    Cmd {
-        name: "patch-del",
-        usage: "BR FROM",
-    },
-    Cmd {
-        name: "patch-show",
-        usage: "BR [--json]",
-    },
-    Cmd {
-        name: "tuple3-add",
-        usage: "BR PORT IP PROTO PORTNUM",
-    },
-    Cmd {
-        name: "tuple3-del",
-        usage: "BR PORT IP PROTO PORTNUM",
-    },
-    Cmd {
-        name: "tuple3-uplink",
-        usage: "BR PORT|none",
-    },
-    Cmd {
-        name: "tuple3-show",
-        usage: "BR [--json]",
-    },
-    Cmd {
-        name: "pmd-stats-show",
-        usage: "[--json]",
-    },
-    Cmd {
-        name: "pmd-stats-clear",
-        usage: "",
-    },
-    Cmd {
-        name: "dpif-netdev/pmd-stats-show",
-        usage: "[--json]",
-    },
-    Cmd {
-        name: "dpif-netdev/pmd-stats-clear",
-        usage: "",
-    },
-    Cmd {
-        name: "fdb/show",
-        usage: "BR",
-    },
-    Cmd {
-        name: "fdb/flush",
-        usage: "[BR]",
-    },
-    Cmd {
-        name: "fdb/stats-show",
-        usage: "BR",
-    },
-    Cmd {
-        name: "list-commands",
-        usage: "",
-    },
-    Cmd {
-        name: "version",
-        usage: "",
-    },
-    Cmd {
-        name: "exit",
-        usage: "",
-    },
+/// Every command: (name, usage).
+const COMMANDS: &[(&str, &str)] = &[
+    (
+        "add-br",
+        "BR [module=openflow|learning|patch|tuple3] [KEY=VALUE...]",
+    ),
+    ("del-br", "BR"),
+    ("list-br", "[--json]"),
+    ("br-exists", "BR"),
+    ("set-bridge", "BR KEY=VALUE..."),
+    (
+        "add-port",
+        "BR PORT [type=T] [ofport=N] [tag=N|trunks=N,...] [KEY=VALUE...]",
+    ),
+    ("del-port", "[BR] PORT"),
+    ("list-ports", "BR [--json]"),
+    ("port-to-br", "PORT"),
+    ("show", "[--json]"),
+    ("dump-ports", "BR [--json]"),
+    ("add-flow", "BR FLOW"),
+    ("add-flows", "BR FILE"),
+    ("mod-flows", "BR [--strict] FLOW"),
+    ("del-flows", "BR [--strict] [FLOW]"),
+    ("dump-flows", "BR [FLOW] [--json]"),
+    ("dump-tables", "BR [--json]"),
+    ("mod-table", "BR TABLE drop|controller|continue"),
+    ("add-group", "BR GROUP"),
+    ("mod-group", "BR GROUP"),
+    ("del-groups", "BR [group_id=N]"),
+    ("dump-groups", "BR [--json]"),
+    ("add-meter", "BR METER"),
+    ("mod-meter", "BR METER"),
+    ("del-meters", "BR [meter=N]"),
+    ("dump-meters", "BR [--json]"),
+    ("trace", "BR FLOW [--json]"),
+    ("ofproto/trace", "BR FLOW"),
+    ("fdb-show", "BR [--json]"),
+    ("fdb-flush", "BR"),
+    ("fdb-stats", "BR [--json]"),
+    ("patch-set", "BR FROM TO"),
+    ("patch-del", "BR FROM"),
+    ("patch-show", "BR [--json]"),
+    ("tuple3-add", "BR PORT IP PROTO PORTNUM"),
+    ("tuple3-del", "BR PORT IP PROTO PORTNUM"),
+    ("tuple3-uplink", "BR PORT|none"),
+    ("tuple3-show", "BR [--json]"),
+    ("pmd-stats-show", "[--json]"),
+    ("pmd-stats-clear", ""),
+    ("dpif-netdev/pmd-stats-show", "[--json]"),
+    ("dpif-netdev/pmd-stats-clear", ""),
+    ("fdb/show", "BR"),
+    ("fdb/flush", "[BR]"),
+    ("fdb/stats-show", "BR"),
+    ("list-commands", ""),
+    ("version", ""),
+    ("exit", ""),
 ];
 
 /// Module verbs and the OVS names that map onto them.
 fn module_verb(m: &str) -> Option<&'static str> {
     Some(match m {
         "fdb-show" | "fdb/show" => "fdb-show",
+        "add-flow" => "add-flow",
+        "add-flows" => "add-flows",
+        "mod-flows" => "mod-flows",
+        "del-flows" => "del-flows",
+        "dump-flows" => "dump-flows",
+        "dump-tables" => "dump-tables",
+        "mod-table" => "mod-table",
+        "add-group" => "add-group",
+        "mod-group" => "mod-group",
+        "del-groups" => "del-groups",
+        "dump-groups" => "dump-groups",
+        "add-meter" => "add-meter",
+        "mod-meter" => "mod-meter",
+        "del-meters" => "del-meters",
+        "dump-meters" => "dump-meters",
+        "trace" | "ofproto/trace" => "trace",
         "fdb-flush" => "fdb-flush",
         "fdb-stats" | "fdb/stats-show" => "fdb-stats",
         "patch-set" => "patch-set",
@@ -184,7 +126,7 @@ impl Daemon {
     pub fn dispatch(&self, method: &str, params: &[String]) -> Result<String, String> {
         let json = params.iter().any(|p| p == "--json");
         let args: Vec<String> = params.iter().filter(|p| *p != "--json").cloned().collect();
-        if !COMMANDS.iter().any(|c| c.name == method) {
+        if !COMMANDS.iter().any(|c| c.0 == method) {
             return Err(format!(
                 "\"{method}\" is not a valid command (use list-commands to see them)\n"
             ));
@@ -381,7 +323,7 @@ impl Daemon {
             return Err(usage("add-br"));
         };
         valid_name(br)?;
-        let mut module_name = "learning".to_string();
+        let mut module_name = "openflow".to_string();
         let mut settings = Vec::new();
         for (k, v) in kv_pairs(kvs)? {
             if k == "module" {
@@ -456,8 +398,8 @@ fn no_args(method: &str, args: &[String]) -> Result<(), String> {
 fn usage_of(name: &str) -> &'static str {
     COMMANDS
         .iter()
-        .find(|c| c.name == name)
-        .map(|c| c.usage)
+        .find(|c| c.0 == name)
+        .map(|c| c.1)
         .unwrap_or("")
 }
 
@@ -485,10 +427,10 @@ fn lines(v: &[String]) -> String {
 
 fn list_commands() -> String {
     let mut s = String::from("The available commands are:\n");
-    let mut cmds: Vec<&Cmd> = COMMANDS.iter().collect();
-    cmds.sort_by_key(|c| c.name);
-    for c in cmds {
-        s.push_str(&format!("  {:<28} {}\n", c.name, c.usage));
+    let mut cmds: Vec<&(&str, &str)> = COMMANDS.iter().collect();
+    cmds.sort_by_key(|c| c.0);
+    for (name, usage) in cmds {
+        s.push_str(&format!("  {name:<28} {usage}\n"));
     }
     s
 }

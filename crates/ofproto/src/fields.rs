@@ -202,7 +202,11 @@ mod tests {
             set(&mut k, f, max, max).expect("set");
             assert_eq!(get(&k, f), max, "{f:?}");
             set(&mut k, f, 0, max).expect("clear");
-            assert_eq!(k.to_words(), FlowKey::ZERO.to_words(), "{f:?} left bits behind");
+            assert_eq!(
+                k.to_words(),
+                FlowKey::ZERO.to_words(),
+                "{f:?} left bits behind"
+            );
         }
     }
 

@@ -453,7 +453,9 @@ fn copy_ttl(pkt: &mut Packet, outwards: bool) {
     }
     let top = et + 2;
     let d = pkt.data_mut();
-    let Some(lse) = d.get(top..top + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    let Some(lse) = d
+        .get(top..top + 4)
+        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     else {
         return;
     };
@@ -477,7 +479,7 @@ fn copy_ttl(pkt: &mut Packet, outwards: bool) {
             if outwards {
                 d[top + 3] = ttl;
             } else if let Some(old_w) = rd16(d, below + 8) {
-                let new_w = (lse & 0xff) as u16 * 256 | (old_w & 0xff);
+                let new_w = (((lse & 0xff) as u16) << 8) | (old_w & 0xff);
                 wr16(d, below + 8, new_w);
                 fix_ipv4_hdr(d, below, old_w, new_w);
             }
@@ -770,7 +772,10 @@ impl std::fmt::Display for DpAction {
             DpAction::Normal => write!(f, "NORMAL"),
             DpAction::Controller {
                 max_len, reason, ..
-            } => write!(f, "userspace(controller,reason={reason:?},max_len={max_len})"),
+            } => write!(
+                f,
+                "userspace(controller,reason={reason:?},max_len={max_len})"
+            ),
             DpAction::Clone(v) => {
                 write!(f, "clone(")?;
                 for (i, a) in v.iter().enumerate() {
@@ -787,10 +792,17 @@ impl std::fmt::Display for DpAction {
             DpAction::SetEthDst(m) => write!(f, "set(eth(dst={}))", mac(m)),
             DpAction::SetEthType(t) => write!(f, "set(eth_type({t:#06x}))"),
             DpAction::PushVlan { tpid, tci } => {
-                write!(f, "push_vlan(tpid={tpid:#06x},vid={},pcp={})", tci & 0xfff, tci >> 13)
+                write!(
+                    f,
+                    "push_vlan(tpid={tpid:#06x},vid={},pcp={})",
+                    tci & 0xfff,
+                    tci >> 13
+                )
             }
             DpAction::PopVlan => write!(f, "pop_vlan"),
-            DpAction::SetVlanTci { tci, mask } => write!(f, "set(vlan(tci={tci:#06x}/{mask:#06x}))"),
+            DpAction::SetVlanTci { tci, mask } => {
+                write!(f, "set(vlan(tci={tci:#06x}/{mask:#06x}))")
+            }
             DpAction::PushMpls { ethertype, lse } => write!(
                 f,
                 "push_mpls(label={},tc={},ttl={},bos={},eth_type={ethertype:#06x})",

@@ -74,17 +74,22 @@ impl Rule {
         let k = key.to_words();
         let v = self.key.to_words();
         let m = self.mask.to_words();
-        k.iter().zip(v.iter()).zip(m.iter()).all(|((k, v), m)| k & m == *v)
+        k.iter()
+            .zip(v.iter())
+            .zip(m.iter())
+            .all(|((k, v), m)| k & m == *v)
     }
 
     /// True if any instruction outputs to `port` (directly, in apply or write actions).
     pub fn outputs_to(&self, port: u32) -> bool {
-        self.actions().any(|a| matches!(a, openflow::Action::Output { port: p, .. } if *p == port))
+        self.actions()
+            .any(|a| matches!(a, openflow::Action::Output { port: p, .. } if *p == port))
     }
 
     /// True if any instruction sends to group `g`.
     pub fn uses_group(&self, g: u32) -> bool {
-        self.actions().any(|a| matches!(a, openflow::Action::Group(x) if *x == g))
+        self.actions()
+            .any(|a| matches!(a, openflow::Action::Group(x) if *x == g))
     }
 
     /// The meter this rule's instructions name, if any.

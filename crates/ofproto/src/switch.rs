@@ -12,8 +12,8 @@ use crate::meter::{Band, BandKind, Meter};
 use crate::rule::{Rule, RuleStats};
 use crate::table::Table;
 use openflow::actions::{
-    OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_MAX,
-    OFPP_NORMAL, OFPP_TABLE, OFPG_ALL, OFPG_ANY,
+    OFPG_ALL, OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL,
+    OFPP_MAX, OFPP_NORMAL, OFPP_TABLE,
 };
 use openflow::messages::err;
 use openflow::messages::{OFPM_ALL, OFPTT_ALL};
@@ -83,6 +83,7 @@ pub struct Ofproto {
     tables: Vec<Table>,
     groups: BTreeMap<u32, Group>,
     meters: BTreeMap<u32, Meter>,
+    meter_specs: BTreeMap<u32, MeterMod>,
     ports: BTreeMap<u32, OfPort>,
     next_id: u64,
     version: u64,
@@ -112,6 +113,7 @@ impl Ofproto {
             tables: (0..N_TABLES).map(|i| Table::new(i as u8)).collect(),
             groups: BTreeMap::new(),
             meters: BTreeMap::new(),
+            meter_specs: BTreeMap::new(),
             ports: BTreeMap::new(),
             next_id: 1,
             version: 1,
@@ -168,6 +170,11 @@ impl Ofproto {
     /// The meters.
     pub fn meters(&self) -> &BTreeMap<u32, Meter> {
         &self.meters
+    }
+
+    /// The meter_mod each meter was last configured with (for dump-meters).
+    pub fn meter_specs(&self) -> &BTreeMap<u32, MeterMod> {
+        &self.meter_specs
     }
 
     /// A meter, writable (the datapath runs it).
@@ -253,17 +260,60 @@ impl Ofproto {
         }
     }
 
+    /// Checks that `fm` would succeed, without changing anything.
+    pub fn check_flow_mod(&self, fm: &FlowMod) -> Result<(), OfError> {
+        fm.validate()?;
+        for e in fm.match_.iter() {
+            if !fields::supported(e.field) {
+                return Err(OfError::bad_match(err::bad_match::BAD_FIELD));
+            }
+        }
+        match fm.command {
+            FlowModCommand::Add => {
+                let Some(table) = self.tables.get(usize::from(fm.table_id)) else {
+                    return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
+                };
+                self.check_instructions(&fm.match_, &fm.instructions)?;
+                if fm.flags.contains(FlowModFlags::CHECK_OVERLAP) {
+                    let existing = table.find_strict(&fm.match_, fm.priority).map(|r| r.id);
+                    if table.rules().any(|r| {
+                        r.priority == fm.priority
+                            && Some(r.id) != existing
+                            && r.match_.overlaps(&fm.match_)
+                    }) {
+                        return Err(fm_err(err::flow_mod_failed::OVERLAP));
+                    }
+                }
+                Ok(())
+            }
+            FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
+                if fm.table_id == OFPTT_ALL {
+                    return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
+                }
+                let sel = self.select(fm);
+                if sel.is_empty() {
+                    return self.check_instructions(&fm.match_, &fm.instructions);
+                }
+                for (tid, id) in sel {
+                    if let Some(r) = self.tables[usize::from(tid)].get(id) {
+                        self.check_instructions(&r.match_, &fm.instructions)?;
+                    }
+                }
+                Ok(())
+            }
+            FlowModCommand::Delete | FlowModCommand::DeleteStrict => Ok(()),
+        }
+    }
+
     /// Checks instructions against switch state: groups and meters exist, output ports
     /// are usable, set_field prerequisites hold given the match and preceding actions.
     fn check_instructions(&self, m: &Match, insts: &[Instruction]) -> Result<(), OfError> {
         for i in insts {
             match i {
-                Instruction::Meter(id) => {
-                    if !self.meters.contains_key(id) {
-                        return Err(OfError::meter_mod_failed(
-                            err::meter_mod_failed::UNKNOWN_METER,
-                        ));
-                    }
+                Instruction::Meter(id) if !self.meters.contains_key(id) => {
+                    return Err(OfError::meter_mod_failed(
+                        err::meter_mod_failed::UNKNOWN_METER,
+                    ));
                 }
                 Instruction::ApplyActions(acts) | Instruction::WriteActions(acts) => {
                     self.check_actions(m, acts, false)?;
@@ -275,7 +325,12 @@ impl Ofproto {
     }
 
     /// Checks a list of actions (`packet_out` allows output to TABLE).
-    pub fn check_actions(&self, m: &Match, acts: &[Action], packet_out: bool) -> Result<(), OfError> {
+    pub fn check_actions(
+        &self,
+        m: &Match,
+        acts: &[Action],
+        packet_out: bool,
+    ) -> Result<(), OfError> {
         self.check_actions_inner(m, acts, packet_out, true)
     }
 
@@ -306,10 +361,8 @@ impl Ofproto {
                         return Err(OfError::bad_action(err::bad_action::BAD_OUT_PORT));
                     }
                 }
-                Action::Group(g) => {
-                    if !self.groups.contains_key(&g) {
-                        return Err(OfError::bad_action(err::bad_action::BAD_OUT_GROUP));
-                    }
+                Action::Group(g) if !self.groups.contains_key(&g) => {
+                    return Err(OfError::bad_action(err::bad_action::BAD_OUT_GROUP));
                 }
                 Action::PushVlan(_) => {
                     m.set_masked(
@@ -504,7 +557,12 @@ impl Ofproto {
         sel.len()
     }
 
-    fn delete_where(&mut self, pred: impl Fn(&Rule) -> bool, reason: RemovedReason, now_ms: u64) -> usize {
+    fn delete_where(
+        &mut self,
+        pred: impl Fn(&Rule) -> bool,
+        reason: RemovedReason,
+        now_ms: u64,
+    ) -> usize {
         let mut victims = Vec::new();
         for t in &self.tables {
             for r in t.rules() {
@@ -664,7 +722,9 @@ impl Ofproto {
             .bands
             .iter()
             .map(|b| match *b {
-                MeterBand::Drop { rate, burst_size } => Band::new(BandKind::Drop, rate, burst_size, burst),
+                MeterBand::Drop { rate, burst_size } => {
+                    Band::new(BandKind::Drop, rate, burst_size, burst)
+                }
                 MeterBand::DscpRemark {
                     rate,
                     burst_size,
@@ -682,9 +742,13 @@ impl Ofproto {
                     mm.meter_id,
                     Meter::new(mm.meter_id, pktps, burst, stats, bands, now_us),
                 );
+                self.meter_specs.insert(mm.meter_id, mm.clone());
             }
             MeterModCommand::Modify => match self.meters.get_mut(&mm.meter_id) {
-                Some(meter) => meter.reconfigure(pktps, burst, stats, bands),
+                Some(meter) => {
+                    meter.reconfigure(pktps, burst, stats, bands);
+                    self.meter_specs.insert(mm.meter_id, mm.clone());
+                }
                 None => return Err(OfError::meter_mod_failed(m::UNKNOWN_METER)),
             },
             MeterModCommand::Delete => {
@@ -695,7 +759,12 @@ impl Ofproto {
                 };
                 for id in ids {
                     if self.meters.remove(&id).is_some() {
-                        self.delete_where(|r| r.meter() == Some(id), RemovedReason::MeterDelete, now_ms);
+                        self.meter_specs.remove(&id);
+                        self.delete_where(
+                            |r| r.meter() == Some(id),
+                            RemovedReason::MeterDelete,
+                            now_ms,
+                        );
                     }
                 }
             }

@@ -1,20 +1,93 @@
-//! Text forms of matches and actions for traces and dumps.
+//! Text forms of matches, actions and megaflows for traces and dumps, in ovs-ofctl's syntax.
 
+use crate::fields;
+use openflow::oxm::Field;
 use openflow::{Action, Match};
+use packet::flow::{self, FlowKey};
 
-/// A match as `name=value[/mask]` pairs.
+/// A match as ovs-ofctl prints it (without priority).
 pub fn match_text(m: &Match) -> String {
-    let v: Vec<String> = m
-        .iter()
-        .map(|e| match e.mask {
-            Some(mask) => format!("{}={:#x}/{:#x}", e.field.name(), e.value, mask),
-            None => format!("{}={:#x}", e.field.name(), e.value),
-        })
-        .collect();
-    v.join(",")
+    openflow::text::format_match(m, None)
 }
 
-/// One action.
+/// One action as ovs-ofctl prints it.
 pub fn action_text(a: &Action) -> String {
-    format!("{a:?}")
+    openflow::text::format_action(a)
+}
+
+/// True if field `f` is meaningful for a packet with this flow's headers (so a megaflow
+/// shows `tp_dst` as a TCP port only for TCP).
+fn applies(f: Field, k: &FlowKey) -> bool {
+    let ip4 = k.dl_type == flow::ETH_TYPE_IPV4;
+    let ip6 = k.dl_type == flow::ETH_TYPE_IPV6;
+    let ip = ip4 || ip6;
+    let arp = k.dl_type == flow::ETH_TYPE_ARP || k.dl_type == flow::ETH_TYPE_RARP;
+    let mpls = k.dl_type == flow::ETH_TYPE_MPLS || k.dl_type == flow::ETH_TYPE_MPLS_MCAST;
+    let p = k.nw_proto;
+    match f {
+        Field::InPort | Field::Metadata | Field::EthDst | Field::EthSrc | Field::EthType => true,
+        Field::TunnelId => true,
+        Field::VlanVid | Field::VlanPcp => true,
+        Field::InPhyPort => false,
+        Field::IpDscp | Field::IpEcn | Field::IpProto | Field::NwTtl | Field::IpFrag => ip,
+        Field::Ipv4Src | Field::Ipv4Dst => ip4,
+        Field::TcpSrc | Field::TcpDst | Field::TcpFlags => ip && p == flow::IPPROTO_TCP,
+        Field::UdpSrc | Field::UdpDst => ip && p == flow::IPPROTO_UDP,
+        Field::SctpSrc | Field::SctpDst => ip && p == flow::IPPROTO_SCTP,
+        Field::Icmpv4Type | Field::Icmpv4Code => ip4 && p == flow::IPPROTO_ICMP,
+        Field::Icmpv6Type | Field::Icmpv6Code => ip6 && p == flow::IPPROTO_ICMPV6,
+        Field::ArpOp | Field::ArpSpa | Field::ArpTpa | Field::ArpSha | Field::ArpTha => arp,
+        Field::Ipv6Src | Field::Ipv6Dst | Field::Ipv6Flabel | Field::Ipv6Exthdr => ip6,
+        Field::Ipv6NdTarget => {
+            ip6 && p == flow::IPPROTO_ICMPV6
+                && matches!(k.tp_src as u8, flow::ICMPV6_ND_NS | flow::ICMPV6_ND_NA)
+        }
+        Field::Ipv6NdSll => {
+            ip6 && p == flow::IPPROTO_ICMPV6 && k.tp_src as u8 == flow::ICMPV6_ND_NS
+        }
+        Field::Ipv6NdTll => {
+            ip6 && p == flow::IPPROTO_ICMPV6 && k.tp_src as u8 == flow::ICMPV6_ND_NA
+        }
+        Field::MplsLabel | Field::MplsTc | Field::MplsBos => mpls,
+        Field::PbbIsid => k.dl_type == flow::ETH_TYPE_PBB,
+        Field::Reg0
+        | Field::Reg1
+        | Field::Reg2
+        | Field::Reg3
+        | Field::Reg4
+        | Field::Reg5
+        | Field::Reg6
+        | Field::Reg7 => false,
+    }
+}
+
+/// The megaflow of a flow and its wildcard mask, as a match.
+pub fn megaflow_match(k: &FlowKey, wc: &FlowKey) -> Match {
+    let mut m = Match::new();
+    for f in Field::ALL {
+        if !fields::supported(f) || !applies(f, k) {
+            continue;
+        }
+        let mask = fields::get(wc, f);
+        if mask == 0 {
+            continue;
+        }
+        let v = fields::get(k, f) & mask;
+        if mask == f.max() {
+            m.set_exact(f, v);
+        } else {
+            m.set_masked(f, v, mask);
+        }
+    }
+    m
+}
+
+/// The megaflow as text.
+pub fn megaflow_text(k: &FlowKey, wc: &FlowKey) -> String {
+    let t = match_text(&megaflow_match(k, wc));
+    if t.is_empty() {
+        "(everything)".into()
+    } else {
+        t
+    }
 }

@@ -26,8 +26,8 @@ use crate::rule::Rule;
 use crate::switch::Ofproto;
 use crate::table::TableMiss;
 use openflow::actions::{
-    OFPCML_NO_BUFFER, OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL,
-    OFPP_NORMAL, OFPP_TABLE,
+    OFPCML_NO_BUFFER, OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL,
+    OFPP_TABLE,
 };
 use openflow::oxm::Field;
 use openflow::{Action, GroupType, Instruction};
@@ -379,7 +379,12 @@ impl Ctx<'_> {
 
     fn set_field(&mut self, f: Field, value: u128, mask: Option<u128>) {
         if !self.flow_has(f) {
-            self.note(|| format!("set_field:{}: the packet has no such field, skipped", f.name()));
+            self.note(|| {
+                format!(
+                    "set_field:{}: the packet has no such field, skipped",
+                    f.name()
+                )
+            });
             return;
         }
         let m = mask.unwrap_or(u128::MAX);
@@ -592,7 +597,11 @@ impl Ctx<'_> {
                     let text = crate::text::match_text(&r.match_);
                     let (prio, cookie) = (r.priority, r.cookie);
                     self.note(|| {
-                        let m = if text.is_empty() { "*".to_string() } else { text };
+                        let m = if text.is_empty() {
+                            "*".to_string()
+                        } else {
+                            text
+                        };
                         format!("{tid:>2}. {m}, priority {prio}, cookie {cookie:#x}")
                     });
                     self.rules.push(Arc::clone(&r));
@@ -629,8 +638,7 @@ impl Ctx<'_> {
                             }
                             Instruction::WriteMetadata { value, mask } => {
                                 self.note(|| format!("write_metadata:{value:#x}/{mask:#x}"));
-                                self.flow.metadata =
-                                    (self.flow.metadata & !mask) | (value & mask);
+                                self.flow.metadata = (self.flow.metadata & !mask) | (value & mask);
                             }
                             Instruction::GotoTable(t) => {
                                 self.note(|| format!("goto_table:{t}"));
@@ -651,7 +659,12 @@ impl Ctx<'_> {
 
 /// Runs the pipeline for `key` (and optionally the packet's bytes, see the module
 /// documentation). With `trace`, records what happened.
-pub fn xlate(of: &Ofproto, key: &FlowKey, pkt: Option<&[u8]>, trace: Option<&mut Vec<String>>) -> XlateOut {
+pub fn xlate(
+    of: &Ofproto,
+    key: &FlowKey,
+    pkt: Option<&[u8]>,
+    trace: Option<&mut Vec<String>>,
+) -> XlateOut {
     run(of, key, pkt, trace, |ctx| {
         ctx.run_tables(0);
     })

@@ -1,0 +1,561 @@
+//! The `openflow` module's CLI verbs, in ovs-ofctl's syntax: add-flow(s), mod-flows,
+//! del-flows, dump-flows, dump-tables, groups, meters, mod-table and trace.
+//!
+//! Every verb that changes state parses and validates everything it was given before it
+//! changes anything: `add-flows` with one bad line (syntax, prerequisites, an unknown group
+//! or meter) adds nothing, and the error names the line and the offending field.
+
+use crate::module::{Ctx, ModuleCommand};
+use crate::ofmodule::OpenFlow;
+use ofproto::table::TableMiss;
+use openflow::messages::OFPM_ALL;
+use openflow::text::{self, FlowStats};
+use openflow::{
+    FlowMod, FlowModCommand, GroupMod, GroupModCommand, MeterMod, MeterModCommand, OfError,
+};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// The verbs (after `BR`).
+pub const COMMANDS: &[ModuleCommand] = &[
+    ModuleCommand {
+        verb: "add-flow",
+        usage: "BR FLOW",
+    },
+    ModuleCommand {
+        verb: "add-flows",
+        usage: "BR FILE",
+    },
+    ModuleCommand {
+        verb: "mod-flows",
+        usage: "BR [--strict] FLOW",
+    },
+    ModuleCommand {
+        verb: "del-flows",
+        usage: "BR [--strict] [FLOW]",
+    },
+    ModuleCommand {
+        verb: "dump-flows",
+        usage: "BR [FLOW] [--json]",
+    },
+    ModuleCommand {
+        verb: "dump-tables",
+        usage: "BR [--json]",
+    },
+    ModuleCommand {
+        verb: "mod-table",
+        usage: "BR TABLE drop|controller|continue",
+    },
+    ModuleCommand {
+        verb: "add-group",
+        usage: "BR GROUP",
+    },
+    ModuleCommand {
+        verb: "mod-group",
+        usage: "BR GROUP",
+    },
+    ModuleCommand {
+        verb: "del-groups",
+        usage: "BR [group_id=N]",
+    },
+    ModuleCommand {
+        verb: "dump-groups",
+        usage: "BR [--json]",
+    },
+    ModuleCommand {
+        verb: "add-meter",
+        usage: "BR METER",
+    },
+    ModuleCommand {
+        verb: "mod-meter",
+        usage: "BR METER",
+    },
+    ModuleCommand {
+        verb: "del-meters",
+        usage: "BR [meter=N]",
+    },
+    ModuleCommand {
+        verb: "dump-meters",
+        usage: "BR [--json]",
+    },
+    ModuleCommand {
+        verb: "trace",
+        usage: "BR FLOW",
+    },
+    ModuleCommand {
+        verb: "fdb-show",
+        usage: "BR",
+    },
+    ModuleCommand {
+        verb: "fdb-flush",
+        usage: "BR",
+    },
+    ModuleCommand {
+        verb: "fdb-stats",
+        usage: "BR",
+    },
+];
+
+/// Describes an OpenFlow error for people: `OFPET_BAD_MATCH / OFPBMC_BAD_PREREQ`.
+pub fn of_error_text(e: &OfError) -> String {
+    format!(
+        "{} / {}",
+        e.type_name()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("type {}", e.type_)),
+        e.code_name()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("code {}", e.code))
+    )
+}
+
+fn split_strict(args: &[String]) -> (bool, Vec<String>) {
+    let strict = args.iter().any(|a| a == "--strict");
+    (
+        strict,
+        args.iter().filter(|a| *a != "--strict").cloned().collect(),
+    )
+}
+
+fn joined(args: &[String]) -> String {
+    args.join(" ")
+}
+
+/// Runs one verb.
+pub fn run(
+    m: &mut OpenFlow,
+    verb: &str,
+    args: &[String],
+    json: bool,
+    ctx: &Ctx,
+) -> Result<String, String> {
+    let now = ctx.now_ms;
+    match verb {
+        "add-flow" => {
+            if args.is_empty() {
+                return Err("usage: add-flow BR FLOW".into());
+            }
+            let fm =
+                text::parse_flow(&joined(args), FlowModCommand::Add).map_err(|e| e.to_string())?;
+            apply_flow_mods(m, &[fm], now, None)
+        }
+        "add-flows" => {
+            let mut fms = Vec::new();
+            let mut lines = Vec::new();
+            for (i, line) in args.iter().enumerate() {
+                let t = line.trim();
+                if t.is_empty() || t.starts_with('#') {
+                    continue;
+                }
+                let fm = text::parse_flow(t, FlowModCommand::Add)
+                    .map_err(|e| format!("line {}: {e}", i + 1))?;
+                fms.push(fm);
+                lines.push(i + 1);
+            }
+            apply_flow_mods(m, &fms, now, Some(&lines))
+        }
+        "mod-flows" => {
+            let (strict, rest) = split_strict(args);
+            if rest.is_empty() {
+                return Err("usage: mod-flows BR [--strict] FLOW".into());
+            }
+            let cmd = if strict {
+                FlowModCommand::ModifyStrict
+            } else {
+                FlowModCommand::Modify
+            };
+            let fm = text::parse_flow(&joined(&rest), cmd).map_err(|e| e.to_string())?;
+            apply_flow_mods(m, &[fm], now, None)
+        }
+        "del-flows" => {
+            let (strict, rest) = split_strict(args);
+            let cmd = if strict {
+                FlowModCommand::DeleteStrict
+            } else {
+                FlowModCommand::Delete
+            };
+            let fm = if rest.is_empty() {
+                FlowMod {
+                    table_id: openflow::messages::OFPTT_ALL,
+                    ..FlowMod::new(cmd)
+                }
+            } else {
+                text::parse_flow(&joined(&rest), cmd).map_err(|e| e.to_string())?
+            };
+            apply_flow_mods(m, &[fm], now, None)
+        }
+        "dump-flows" => dump_flows(m, args, json, now),
+        "dump-tables" => Ok(dump_tables(m, json)),
+        "mod-table" => {
+            let [t, mode] = args else {
+                return Err("usage: mod-table BR TABLE drop|controller|continue".into());
+            };
+            let id: u8 = t
+                .parse()
+                .ok()
+                .filter(|n| usize::from(*n) < ofproto::switch::N_TABLES)
+                .ok_or_else(|| format!("'{t}' is not a table number (0-254)"))?;
+            let miss = match mode.as_str() {
+                "drop" => TableMiss::Drop,
+                "controller" => TableMiss::Controller,
+                "continue" => TableMiss::Continue,
+                _ => return Err(format!("'{mode}' is not drop, controller or continue")),
+            };
+            if let Some(tb) = m.ofproto_mut().table_mut(id) {
+                tb.miss = miss;
+            }
+            Ok(String::new())
+        }
+        "add-group" | "mod-group" => {
+            let cmd = if verb == "add-group" {
+                GroupModCommand::Add
+            } else {
+                GroupModCommand::Modify
+            };
+            let gm = text::parse_group(&joined(args), cmd).map_err(|e| e.to_string())?;
+            m.ofproto_mut()
+                .group_mod(&gm, now)
+                .map_err(|e| format!("{} ({})", group_error(&e), of_error_text(&e)))?;
+            Ok(String::new())
+        }
+        "del-groups" => {
+            let gm = if args.is_empty() {
+                GroupMod {
+                    command: GroupModCommand::Delete,
+                    group_type: openflow::GroupType::All,
+                    group_id: openflow::actions::OFPG_ALL,
+                    buckets: Vec::new(),
+                }
+            } else {
+                text::parse_group(&joined(args), GroupModCommand::Delete)
+                    .map_err(|e| e.to_string())?
+            };
+            m.ofproto_mut()
+                .group_mod(&gm, now)
+                .map_err(|e| of_error_text(&e))?;
+            Ok(String::new())
+        }
+        "dump-groups" => Ok(dump_groups(m, json, now)),
+        "add-meter" | "mod-meter" => {
+            let cmd = if verb == "add-meter" {
+                MeterModCommand::Add
+            } else {
+                MeterModCommand::Modify
+            };
+            let mm = text::parse_meter(&joined(args), cmd).map_err(|e| e.to_string())?;
+            m.ofproto_mut()
+                .meter_mod(&mm, now)
+                .map_err(|e| of_error_text(&e))?;
+            Ok(String::new())
+        }
+        "del-meters" => {
+            let mm = if args.is_empty() {
+                MeterMod {
+                    command: MeterModCommand::Delete,
+                    flags: openflow::MeterFlags(0),
+                    meter_id: OFPM_ALL,
+                    bands: Vec::new(),
+                }
+            } else {
+                text::parse_meter(&joined(args), MeterModCommand::Delete)
+                    .map_err(|e| e.to_string())?
+            };
+            m.ofproto_mut()
+                .meter_mod(&mm, now)
+                .map_err(|e| of_error_text(&e))?;
+            Ok(String::new())
+        }
+        "dump-meters" => Ok(dump_meters(m, json, now)),
+        "trace" => trace(m, args, json),
+        _ => Err(format!("module 'openflow' has no command '{verb}'")),
+    }
+}
+
+fn group_error(e: &OfError) -> &'static str {
+    use openflow::messages::err::group_mod_failed as g;
+    match e.code {
+        g::GROUP_EXISTS => "group already exists",
+        g::UNKNOWN_GROUP => "unknown group",
+        g::LOOP => "group chain would loop",
+        _ => "invalid group",
+    }
+}
+
+fn flow_error(e: &OfError) -> String {
+    use openflow::messages::err;
+    let what = match (e.type_, e.code) {
+        (err::OFPET_BAD_MATCH, err::bad_match::BAD_PREREQ) => "match field prerequisites not met",
+        (err::OFPET_BAD_MATCH, err::bad_match::BAD_FIELD) => "match field not supported",
+        (err::OFPET_BAD_ACTION, err::bad_action::BAD_OUT_GROUP) => "action names an unknown group",
+        (err::OFPET_BAD_ACTION, err::bad_action::BAD_OUT_PORT) => {
+            "action outputs to an invalid port"
+        }
+        (err::OFPET_BAD_ACTION, err::bad_action::MATCH_INCONSISTENT) => {
+            "set_field on a field the match does not establish"
+        }
+        (err::OFPET_METER_MOD_FAILED, err::meter_mod_failed::UNKNOWN_METER) => "unknown meter",
+        (err::OFPET_FLOW_MOD_FAILED, err::flow_mod_failed::OVERLAP) => {
+            "overlaps an existing flow of the same priority (check_overlap)"
+        }
+        (err::OFPET_FLOW_MOD_FAILED, err::flow_mod_failed::TABLE_FULL) => "table full",
+        (err::OFPET_BAD_INSTRUCTION, err::bad_instruction::BAD_TABLE_ID) => {
+            "goto_table must name a later table"
+        }
+        _ => "flow_mod refused",
+    };
+    format!("{what} ({})", of_error_text(e))
+}
+
+/// Validates every flow_mod against the switch, then applies them all.
+fn apply_flow_mods(
+    m: &mut OpenFlow,
+    fms: &[FlowMod],
+    now: u64,
+    lines: Option<&[usize]>,
+) -> Result<String, String> {
+    let of = m.ofproto();
+    for (i, fm) in fms.iter().enumerate() {
+        if let Err(e) = of.check_flow_mod(fm) {
+            let prefix = lines
+                .and_then(|l| l.get(i))
+                .map(|n| format!("line {n}: "))
+                .unwrap_or_default();
+            return Err(format!("{prefix}{}", flow_error(&e)));
+        }
+    }
+    let of = m.ofproto_mut();
+    for (i, fm) in fms.iter().enumerate() {
+        of.flow_mod(fm, now).map_err(|e| {
+            let prefix = lines
+                .and_then(|l| l.get(i))
+                .map(|n| format!("line {n}: "))
+                .unwrap_or_default();
+            format!("{prefix}{}", flow_error(&e))
+        })?;
+    }
+    Ok(String::new())
+}
+
+fn rule_flow_mod(r: &ofproto::Rule) -> FlowMod {
+    FlowMod {
+        table_id: r.table_id,
+        priority: r.priority,
+        cookie: r.cookie,
+        idle_timeout: r.idle_timeout,
+        hard_timeout: r.hard_timeout,
+        flags: r.flags,
+        match_: r.match_.clone(),
+        instructions: r.instructions.clone(),
+        ..FlowMod::new(FlowModCommand::Add)
+    }
+}
+
+fn dump_flows(m: &OpenFlow, args: &[String], json: bool, now: u64) -> Result<String, String> {
+    let filter = if args.is_empty() {
+        None
+    } else {
+        Some(text::parse_flow(&joined(args), FlowModCommand::Delete).map_err(|e| e.to_string())?)
+    };
+    let of = m.ofproto();
+    let mut out = String::new();
+    let mut rows = Vec::new();
+    for t in of.tables() {
+        if let Some(f) = &filter {
+            if f.table_id != openflow::messages::OFPTT_ALL && f.table_id != t.id {
+                continue;
+            }
+        }
+        for r in t.rules() {
+            if let Some(f) = &filter {
+                if !r.match_.refines(&f.match_)
+                    || (r.cookie & f.cookie_mask) != (f.cookie & f.cookie_mask)
+                {
+                    continue;
+                }
+            }
+            let (packets, bytes, used) = r.stats.get();
+            let fm = rule_flow_mod(r);
+            let duration = Duration::from_millis(now.saturating_sub(r.created_ms));
+            let idle_age = if used == 0 {
+                now.saturating_sub(r.created_ms)
+            } else {
+                now.saturating_sub(used)
+            } / 1000;
+            if json {
+                rows.push(json!({
+                    "table": r.table_id, "priority": r.priority, "cookie": format!("{:#x}", r.cookie),
+                    "match": text::format_match(&r.match_, None),
+                    "actions": text::format_instructions(&r.instructions),
+                    "n_packets": packets, "n_bytes": bytes,
+                    "duration_ms": duration.as_millis() as u64, "idle_age": idle_age,
+                    "idle_timeout": r.idle_timeout, "hard_timeout": r.hard_timeout,
+                }));
+            } else {
+                let stats = FlowStats {
+                    duration,
+                    n_packets: packets,
+                    n_bytes: bytes,
+                    idle_age: Some(idle_age),
+                    hard_age: None,
+                };
+                out.push(' ');
+                out.push_str(&text::format_flow_stats(&fm, &stats));
+                out.push('\n');
+            }
+        }
+    }
+    if json {
+        return Ok(Value::Array(rows).to_string());
+    }
+    Ok(out)
+}
+
+fn dump_tables(m: &OpenFlow, json: bool) -> String {
+    use std::sync::atomic::Ordering;
+    let of = m.ofproto();
+    let mut rows = Vec::new();
+    let mut out = String::new();
+    for t in of.tables() {
+        let lookups = t.lookup_count.load(Ordering::Relaxed);
+        let matched = t.matched_count.load(Ordering::Relaxed);
+        if t.is_empty() && lookups == 0 && t.id != 0 {
+            continue;
+        }
+        let miss = match t.miss {
+            TableMiss::Drop => "drop",
+            TableMiss::Controller => "controller",
+            TableMiss::Continue => "continue",
+        };
+        if json {
+            rows.push(
+                json!({"table": t.id, "name": t.name, "active": t.len(), "lookup": lookups,
+                "matched": matched, "subtables": t.n_subtables(), "miss": miss}),
+            );
+        } else {
+            out.push_str(&format!(
+                "  {}: {}: active={}, lookup={}, matched={}, subtables={}, miss={}\n",
+                t.id,
+                t.name,
+                t.len(),
+                lookups,
+                matched,
+                t.n_subtables(),
+                miss
+            ));
+        }
+    }
+    if json {
+        return Value::Array(rows).to_string();
+    }
+    out
+}
+
+fn dump_groups(m: &OpenFlow, json: bool, now: u64) -> String {
+    let of = m.ofproto();
+    let mut out = String::new();
+    let mut rows = Vec::new();
+    for g in of.groups().values() {
+        let gm = GroupMod {
+            command: GroupModCommand::Add,
+            group_type: g.kind,
+            group_id: g.id,
+            buckets: g.buckets.clone(),
+        };
+        let t = text::format_group(&gm);
+        if json {
+            rows.push(json!({"group_id": g.id, "type": g.kind.name(), "text": t,
+                "packet_count": g.packet_count, "byte_count": g.byte_count,
+                "bucket_packets": g.bucket_packets, "duration_ms": now.saturating_sub(g.created_ms)}));
+        } else {
+            out.push(' ');
+            out.push_str(&t);
+            out.push_str(&format!(
+                " (packet_count={},byte_count={},bucket_packets={:?})\n",
+                g.packet_count, g.byte_count, g.bucket_packets
+            ));
+        }
+    }
+    if json {
+        return Value::Array(rows).to_string();
+    }
+    out
+}
+
+fn dump_meters(m: &OpenFlow, json: bool, now: u64) -> String {
+    let of = m.ofproto();
+    let mut out = String::new();
+    let mut rows = Vec::new();
+    for (id, spec) in of.meter_specs() {
+        let Some(meter) = of.meters().get(id) else {
+            continue;
+        };
+        let flows = of.meter_flow_count(*id);
+        if json {
+            let bands: Vec<Value> = meter
+                .bands
+                .iter()
+                .map(|b| json!({"rate": b.rate, "burst": b.burst, "packet_count": b.packet_count, "byte_count": b.byte_count}))
+                .collect();
+            rows.push(json!({"meter": id, "text": text::format_meter(spec), "flow_count": flows,
+                "packet_in_count": meter.packet_in_count, "byte_in_count": meter.byte_in_count,
+                "duration_ms": (now * 1000).saturating_sub(meter.created_us) / 1000, "bands": bands}));
+        } else {
+            out.push_str(&text::format_meter(spec));
+            out.push('\n');
+            out.push_str(&format!(
+                "  stats: flow_count={flows} packet_in_count={} byte_in_count={}",
+                meter.packet_in_count, meter.byte_in_count
+            ));
+            for (i, b) in meter.bands.iter().enumerate() {
+                out.push_str(&format!(
+                    " band{i}: packet_count={} byte_count={}",
+                    b.packet_count, b.byte_count
+                ));
+            }
+            out.push('\n');
+        }
+    }
+    if json {
+        return Value::Array(rows).to_string();
+    }
+    out
+}
+
+fn trace(m: &OpenFlow, args: &[String], json: bool) -> Result<String, String> {
+    if args.is_empty() {
+        return Err("usage: trace BR FLOW".into());
+    }
+    let text_in = joined(args);
+    let mt = text::parse_match(&text_in).map_err(|e| e.to_string())?;
+    let key = ofproto::fields::match_to_flow(&mt, 0)
+        .map_err(|e| format!("field {:?} is not supported", e.0))?;
+    let mut lines = Vec::new();
+    let x = ofproto::xlate(m.ofproto(), &key, None, Some(&mut lines));
+    let mega = ofproto::text::megaflow_text(&key, &x.wc);
+    let acts: Vec<String> = x.actions.iter().map(|a| a.to_string()).collect();
+    let dp = if acts.is_empty() {
+        "drop".to_string()
+    } else {
+        acts.join(",")
+    };
+    let final_flow = if x.final_flow == key {
+        "unchanged".to_string()
+    } else {
+        x.final_flow.to_string()
+    };
+    if json {
+        return Ok(json!({
+            "flow": key.to_string(), "trace": lines, "final_flow": final_flow,
+            "megaflow": mega, "datapath_actions": dp, "uncacheable": x.uncacheable,
+        })
+        .to_string());
+    }
+    let mut out = format!("Flow: {key}\n\nbridge\n------\n");
+    for l in lines {
+        out.push_str(&format!(" {l}\n"));
+    }
+    out.push_str(&format!(
+        "\nFinal flow: {final_flow}\nMegaflow: {mega}\nDatapath actions: {dp}\n"
+    ));
+    Ok(out)
+}
