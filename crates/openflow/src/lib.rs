@@ -10,11 +10,9 @@
 //!   OpenFlow validation and the set relations flow tables need.
 //! * [`actions`] — [`Action`], [`Instruction`], reserved port and group numbers.
 //! * [`messages`] — [`FlowMod`], [`GroupMod`], [`MeterMod`], [`OfError`].
-//! * [`key`] — reading and writing fields of a `packet::FlowKey`; `Match::matches_key`.
 //! * [`text`] — ovs-ofctl syntax: parse and format flows, groups and meters.
 
 pub mod actions;
-pub mod key;
 pub mod matches;
 pub mod messages;
 pub mod oxm;
