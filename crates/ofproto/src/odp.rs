@@ -21,7 +21,7 @@ use packet::flow::{self, Offsets};
 use packet::Packet;
 
 /// Why a packet goes to the controller (OpenFlow 1.3 `ofp_packet_in_reason`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PacketInReason {
     NoMatch = 0,
     Action = 1,
@@ -29,7 +29,7 @@ pub enum PacketInReason {
 }
 
 /// One datapath action. Port numbers are OpenFlow port numbers.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DpAction {
     Output(u32),
     /// Forward as a MAC-learning switch would.

@@ -287,9 +287,6 @@ impl Ofproto {
                 Ok(())
             }
             FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
-                if fm.table_id == OFPTT_ALL {
-                    return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
-                }
                 let sel = self.select(fm);
                 if sel.is_empty() {
                     return self.check_instructions(&fm.match_, &fm.instructions);
@@ -493,9 +490,6 @@ impl Ofproto {
     }
 
     fn modify(&mut self, fm: &FlowMod, now_ms: u64) -> Result<FlowModResult, OfError> {
-        if fm.table_id == OFPTT_ALL {
-            return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
-        }
         let sel = self.select(fm);
         // Validate the new instructions against every selected rule's match first.
         for &(tid, id) in &sel {

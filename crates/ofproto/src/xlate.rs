@@ -387,7 +387,11 @@ impl Ctx<'_> {
             });
             return;
         }
-        let m = mask.unwrap_or(u128::MAX);
+        let mut m = mask.unwrap_or(u128::MAX);
+        if f == Field::VlanVid {
+            // Setting the VID never adds or removes the tag: the present bit stays.
+            m &= 0x0fff;
+        }
         if fields::set(&mut self.flow, f, value, m).is_err() {
             return;
         }
