@@ -22,7 +22,7 @@ def ping(net, ns, dst, count=3):
 def test_learning_bridge_ping_and_iperf3(daemon, net):
     h1, s1 = net.host("a", ip="10.77.0.1/24", mac="02:77:00:00:00:01")
     h2, s2 = net.host("b", ip="10.77.0.2/24", mac="02:77:00:00:00:02")
-    daemon.cli("add-br", "brl")
+    daemon.cli("add-br", "brl", "module=learning")
     daemon.cli("add-port", "brl", s1)
     daemon.cli("add-port", "brl", s2)
     r = ping(net, h1, "10.77.0.2")
@@ -49,6 +49,26 @@ def test_learning_bridge_ping_and_iperf3(daemon, net):
         server.wait(timeout=10)
     ports = {p["name"]: p for p in daemon.json("dump-ports", "brl")["ports"]}
     assert ports[s1]["rx_packets"] > 100 and ports[s2]["tx_packets"] > 100
+
+
+def test_default_openflow_bridge_forwards_by_normal(daemon, net):
+    h1, s1 = net.host("n", ip="10.76.0.1/24", mac="02:76:00:00:00:01")
+    h2, s2 = net.host("o", ip="10.76.0.2/24", mac="02:76:00:00:00:02")
+    daemon.cli("add-br", "brn")
+    daemon.cli("add-port", "brn", s1)
+    daemon.cli("add-port", "brn", s2)
+    assert daemon.json("show")["bridges"][0]["module"] == "openflow"
+    r = ping(net, h1, "10.76.0.2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    flows = daemon.json("dump-flows", "brn")
+    assert flows[0]["actions"] == "NORMAL" and flows[0]["n_packets"] >= 6
+    fdb = {e["mac"] for e in daemon.json("fdb-show", "brn")}
+    assert {"02:76:00:00:00:01", "02:76:00:00:00:02"} <= fdb
+    # An explicit drop rule above NORMAL stops the ping; deleting it restores it.
+    daemon.cli("add-flow", "brn", "priority=100,icmp,actions=drop")
+    assert ping(net, h1, "10.76.0.2", count=2).returncode != 0
+    daemon.cli("del-flows", "brn", "icmp")
+    assert ping(net, h1, "10.76.0.2").returncode == 0
 
 
 def test_internal_port_pings_a_namespace_host(daemon, net):
