@@ -1,15 +1,16 @@
 //! `ferrovs-bench`: benchmark inputs and in-memory datapath runs.
 //!
 //! * `ferrovs-bench gen-w1 --flows N --out FILE` writes the W1 input pcap.
-//! * `ferrovs-bench w1 --module patch|learning --pcap FILE [--seconds S] [--json]` runs W1
-//!   on the calling thread and prints Mpps and cycles per packet.
+//! * `ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k]
+//!   [--seconds S] [--json]` runs W1 on the calling thread and prints Mpps and cycles per
+//!   packet.
 
 mod w1gen;
 mod w1run;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: ferrovs-bench gen-w1 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning --pcap FILE [--seconds S] [--json]";
+const USAGE: &str = "usage: ferrovs-bench gen-w1 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k] [--seconds S] [--json]";
 
 fn usage() -> ExitCode {
     eprintln!("{USAGE}");
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
     let mut pcap = None;
     let mut secs = 5.0f64;
     let mut json = false;
+    let mut rule_set = "simple".to_string();
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -36,6 +38,10 @@ fn main() -> ExitCode {
                 _ => return usage(),
             },
             "--json" => json = true,
+            "--rules" => match it.next() {
+                Some(r) => rule_set = r.clone(),
+                None => return usage(),
+            },
             _ => return usage(),
         }
     }
@@ -61,7 +67,7 @@ fn main() -> ExitCode {
             let (Some(module), Some(pcap)) = (module, pcap) else {
                 return usage();
             };
-            match w1run::run(&module, &pcap, secs) {
+            match w1run::run(&module, &pcap, secs, &rule_set) {
                 Ok(r) => {
                     if json {
                         println!(

@@ -22,8 +22,30 @@ pub struct W1Result {
     pub delivered: u64,
 }
 
-/// Runs `module` on `pcap` for `secs` seconds.
-pub fn run(module_name: &str, pcap: &str, secs: f64) -> Result<W1Result, String> {
+/// The W1 OpenFlow rule sets: `simple` is `in_port=1,actions=output:2`; `l3_4k` is 4096
+/// `/32` destination rules plus a low-priority default, all to port 2.
+pub fn rules(set: &str) -> Result<Vec<String>, String> {
+    match set {
+        "simple" => Ok(vec!["in_port=1,actions=output:2".into()]),
+        "l3_4k" => {
+            let mut v: Vec<String> = (0..4096u32)
+                .map(|i| {
+                    format!(
+                        "priority=100,ip,in_port=1,nw_dst=10.0.{}.{},actions=output:2",
+                        i >> 8,
+                        i & 0xff
+                    )
+                })
+                .collect();
+            v.push("priority=1,in_port=1,actions=output:2".into());
+            Ok(v)
+        }
+        _ => Err(format!("unknown rule set '{set}' (simple, l3_4k)")),
+    }
+}
+
+/// Runs `module` on `pcap` for `secs` seconds (`rule_set` for the openflow module).
+pub fn run(module_name: &str, pcap: &str, secs: f64, rule_set: &str) -> Result<W1Result, String> {
     let mut sw = Switch::new(datapath::switch::DEFAULT_POOL);
     let m = module::create(module_name)?;
     sw.add_bridge("w1", m, None)?;
@@ -37,6 +59,10 @@ pub fn run(module_name: &str, pcap: &str, secs: f64) -> Result<W1Result, String>
     match module_name {
         "patch" => {
             sw.module_command("w1", "patch-set", &["1".into(), "2".into()], false)?;
+        }
+        "openflow" => {
+            sw.module_command("w1", "del-flows", &[], false)?;
+            sw.module_command("w1", "add-flows", &rules(rule_set)?, false)?;
         }
         "learning" => {
             // Teach the bridge where the W1 destination MAC lives (behind the sink), as a

@@ -598,9 +598,9 @@ impl Ctx<'_> {
                 }
                 Some(r) => {
                     self.cookie = r.cookie;
-                    let text = crate::text::match_text(&r.match_);
                     let (prio, cookie) = (r.priority, r.cookie);
                     self.note(|| {
+                        let text = crate::text::match_text(&r.match_);
                         let m = if text.is_empty() {
                             "*".to_string()
                         } else {
@@ -610,8 +610,9 @@ impl Ctx<'_> {
                     });
                     self.rules.push(Arc::clone(&r));
                     let mut next = None;
-                    let mut insts: Vec<&Instruction> = r.instructions.iter().collect();
-                    insts.sort_by_key(|i| i.order());
+                    // Valid rules keep their instructions in execution order (the openflow
+                    // crate's validation refuses any other order).
+                    let insts = r.instructions.iter();
                     self.indent += 4;
                     for i in insts {
                         if self.stopped {
