@@ -17,6 +17,7 @@ pub mod matches;
 pub mod messages;
 pub mod oxm;
 pub mod text;
+pub mod wire;
 
 pub use actions::{Action, Instruction};
 pub use matches::{Match, MatchField};
