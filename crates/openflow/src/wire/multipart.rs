@@ -1341,7 +1341,9 @@ pub(crate) fn decode_mp_reply(version: u8, rd: &mut Rd<'_>) -> Result<MultipartR
                 features: 0,
             };
             rd.skip(2)?;
-            if version == OFP15 {
+            // 1.5 adds `features` (+ padding); os-ken's 1.5 vector omits it, so it is
+            // optional on decode and written only when non-zero.
+            if version == OFP15 && !rd.is_empty() {
                 m.features = rd.u32()?;
                 rd.skip(4)?;
             }
@@ -1539,7 +1541,7 @@ pub(crate) fn encode_mp_reply(
             out.u8(m.max_bands);
             out.u8(m.max_color);
             out.zeros(2);
-            if version == OFP15 {
+            if version == OFP15 && m.features != 0 {
                 out.u32(m.features);
                 out.zeros(4);
             }
