@@ -220,8 +220,8 @@ if want_ovs; then
     [ -x "$OVS_VSWITCHD_DPDK" ] || die "$OVS_VSWITCHD_DPDK not found after install"
     # We always run the DPDK build by its own path, so the system's ovs-vswitchd alternative is
     # left as it is (update-alternatives --set ovs-vswitchd $OVS_VSWITCHD_DPDK would switch it).
-    "$OVS_VSWITCHD_DPDK" --version 2>/dev/null | grep -q '^DPDK' \
-        || die "$OVS_VSWITCHD_DPDK is not a DPDK build"
+    ovs_ver_out=$("$OVS_VSWITCHD_DPDK" --version 2>/dev/null || true)
+    grep -q '^DPDK' <<<"$ovs_ver_out" || die "$OVS_VSWITCHD_DPDK is not a DPDK build"
 fi
 ls /usr/lib/*/dpdk/pmds-*/librte_net_pcap.so* >/dev/null 2>&1 || die "DPDK pcap PMD (librte_net_pcap) missing"
 ls /usr/lib/*/dpdk/pmds-*/librte_net_null.so* >/dev/null 2>&1 || die "DPDK null PMD (librte_net_null) missing"
