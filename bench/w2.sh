@@ -118,7 +118,6 @@ stop_gen() {
         for _ in $(seq 30); do kill -0 "$GEN_PID" 2>/dev/null || break; sleep 0.1; done
         kill -TERM "$GEN_PID" 2>/dev/null || true
         for _ in $(seq 20); do kill -0 "$GEN_PID" 2>/dev/null || break; sleep 0.1; done
-        pkill -KILL -P "$GEN_PID" 2>/dev/null || true
         kill -KILL "$GEN_PID" 2>/dev/null || true
         wait "$GEN_PID" 2>/dev/null || true
         GEN_PID=""
@@ -200,7 +199,7 @@ fail() { FAIL_REASON=$*; return 1; }
 
 start_ferrovs() {
     local kind=$1
-    mkdir -p "$TMP/fv"
+    rm -rf "$TMP/fv"; mkdir -p "$TMP/fv"
     # Started with ip netns exec directly (not through a shell function), so that $! is the
     # daemon itself: ip and taskset exec, they do not fork.
     ip netns exec "$SW" taskset -c "$SW_CORE" "$BIN/ferrovsd" --rundir "$TMP/fv" >"$TMP/ferrovsd.log" 2>&1 &
@@ -221,8 +220,8 @@ start_ferrovs() {
 
 OVS_SCHEMA=/usr/share/openvswitch/vswitch.ovsschema
 start_ovs() {
-    local kind=$1 d=$TMP/ovs
-    mkdir -p "$d"
+    local kind=$1 d=$TMP/ovs-$1
+    rm -rf "$d"; mkdir -p "$d"
     OVS_DIR=$d
     [[ -f $OVS_SCHEMA ]] || fail "no $OVS_SCHEMA" || return 1
     ovsdb-tool create "$d/conf.db" "$OVS_SCHEMA" >/dev/null 2>&1 || fail "ovsdb-tool create failed" || return 1
