@@ -27,7 +27,7 @@
 //! a multiple of 8, no longer than the bytes left, and exactly the size its type defines
 //! (set_field, reg_load2 and the action-carrying instructions are variable).
 
-use super::buf::{pad8, Rd, W};
+use super::buf::{Rd, W};
 use super::error::{DecodeError, EncodeError};
 use super::oxm::{decode_tlvs, encode_field, Mode};
 use super::OFP10;
@@ -476,8 +476,19 @@ fn contiguous(mask: u128) -> Option<(u32, u32)> {
         return None;
     }
     let ofs = mask.trailing_zeros();
-    let n = (mask >> ofs).trailing_ones();
-    ((mask >> ofs) >> n == 0).then_some((ofs, n))
+    let run = mask >> ofs;
+    let n = run.trailing_ones();
+    (run.checked_shr(n).unwrap_or(0) == 0).then_some((ofs, n))
+}
+
+/// The header family for a register load into `field`: Nicira's, except for the fields
+/// whose NXM form is not the model's bits (in_port, the VLAN TCI, the ToS byte), which
+/// use their OXM header (OVS accepts either).
+fn load_mode(field: Field) -> Mode {
+    match field {
+        Field::InPort | Field::VlanVid | Field::IpDscp => Mode::Oxm,
+        _ => Mode::Nxm,
+    }
 }
 
 /// Nicira `reg_load` if the write is a contiguous run of at most 64 bits, else
@@ -487,7 +498,7 @@ fn encode_nx_load(out: &mut Vec<u8>, field: Field, value: u128, mask: Option<u12
     if let Some((ofs, n)) = contiguous(m) {
         if n <= 64 && ofs < 1024 {
             let mut tlv = Vec::new();
-            encode_field(&mut tlv, field, 0, None, Mode::Nxm);
+            encode_field(&mut tlv, field, 0, None, load_mode(field));
             if tlv.len() >= 4 {
                 let hdr = u32::from_be_bytes([tlv[0], tlv[1], tlv[2], tlv[3]]);
                 let s = nx_begin(out, nxast::REG_LOAD);
@@ -500,7 +511,7 @@ fn encode_nx_load(out: &mut Vec<u8>, field: Field, value: u128, mask: Option<u12
         }
     }
     let s = nx_begin(out, nxast::REG_LOAD2);
-    encode_field(out, field, value, mask, Mode::Nxm);
+    encode_field(out, field, value, mask, load_mode(field));
     finish(out, s);
 }
 
@@ -734,4 +745,17 @@ pub(crate) fn encode_instructions(out: &mut Vec<u8>, version: u8, insts: &[Instr
         }
         finish(out, s);
     }
+}
+
+/// Encode an action list as `version` writes it (public form of the codec's action
+/// encoder, e.g. for tools and tests).
+pub fn encode_action_list(version: u8, acts: &[Action]) -> Result<Vec<u8>, EncodeError> {
+    let mut v = Vec::new();
+    encode_actions(&mut v, version, acts)?;
+    Ok(v)
+}
+
+/// Decode an action list that fills `bytes`, as `version` defines actions.
+pub fn decode_action_list(version: u8, bytes: &[u8]) -> Result<Vec<Action>, DecodeError> {
+    decode_actions(version, &mut Rd::new(bytes, DecodeError::BadActionLen))
 }

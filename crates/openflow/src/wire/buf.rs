@@ -99,11 +99,20 @@ impl<'a> Rd<'a> {
         Ok(u64::from_be_bytes(self.array()?))
     }
 
-    /// A NUL-padded fixed-width string field (lossy UTF-8, trailing NULs removed).
+    /// A NUL-padded fixed-width string field: the bytes up to the first NUL (or all
+    /// `n`). Invalid UTF-8 is replaced byte for byte by `?` (so the string never grows
+    /// past `n` bytes and re-encodes to the same width).
     pub(crate) fn string(&mut self, n: usize) -> Result<String, DecodeError> {
         let s = self.bytes(n)?;
         let end = s.iter().position(|c| *c == 0).unwrap_or(s.len());
-        Ok(String::from_utf8_lossy(s.get(..end).unwrap_or_default()).into_owned())
+        let s = s.get(..end).unwrap_or_default();
+        Ok(match core::str::from_utf8(s) {
+            Ok(v) => v.to_owned(),
+            Err(_) => s
+                .iter()
+                .map(|c| if c.is_ascii() { char::from(*c) } else { '?' })
+                .collect(),
+        })
     }
 
     /// Peek a big-endian u16 at `off` bytes ahead without consuming.
@@ -120,8 +129,8 @@ pub(crate) trait W {
     fn u32(&mut self, v: u32);
     fn u64(&mut self, v: u64);
     fn zeros(&mut self, n: usize);
-    /// A string in a NUL-padded field of `n` bytes (truncated to `n - 1` bytes so a NUL
-    /// always ends it).
+    /// A string in a NUL-padded field of `n` bytes (truncated to `n` bytes at a
+    /// character boundary; callers keep names short enough to end in a NUL).
     fn string(&mut self, s: &str, n: usize);
     /// Pad with zeros to a multiple of 8 counted from `start`.
     fn pad8_from(&mut self, start: usize);
@@ -147,9 +156,11 @@ impl W for Vec<u8> {
         self.resize(self.len() + n, 0);
     }
     fn string(&mut self, s: &str, n: usize) {
-        let b = s.as_bytes();
-        let k = b.len().min(n.saturating_sub(1));
-        self.extend_from_slice(&b[..k]);
+        let mut k = s.len().min(n);
+        while !s.is_char_boundary(k) {
+            k -= 1;
+        }
+        self.extend_from_slice(s.as_bytes().get(..k).unwrap_or_default());
         self.zeros(n - k);
     }
     fn pad8_from(&mut self, start: usize) {

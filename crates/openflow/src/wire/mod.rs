@@ -375,9 +375,11 @@ fn decode_body(h: Header, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
         }
         t::ROLE_REQUEST | t::ROLE_REPLY => {
             let role = rd.u32()?;
-            rd.skip(4)?;
+            let short_id = if v == OFP15 { rd.u16()? } else { rd.u16().map(|_| 0)? };
+            rd.skip(2)?;
             let r = RoleMsg {
                 role,
+                short_id,
                 generation_id: rd.u64()?,
             };
             if ty == t::ROLE_REQUEST {
@@ -542,7 +544,8 @@ fn encode_body(out: &mut Vec<u8>, m: &Message, v: u8) -> Result<u8, EncodeError>
         Message::RoleRequest(r) | Message::RoleReply(r) => {
             not("role request (use the Nicira form)")?;
             out.u32(r.role);
-            out.zeros(4);
+            out.u16(if v == OFP15 { r.short_id } else { 0 });
+            out.zeros(2);
             out.u64(r.generation_id);
             if matches!(m, Message::RoleRequest(_)) {
                 t::ROLE_REQUEST

@@ -1009,6 +1009,8 @@ pub(crate) fn encode_table_mod(out: &mut Vec<u8>, version: u8, t: &TableMod) {
 pub struct RoleMsg {
     /// `OFPCR_ROLE_*`: 0 no change, 1 equal, 2 master, 3 slave.
     pub role: u32,
+    /// OpenFlow 1.5 short id of the controller (0 otherwise).
+    pub short_id: u16,
     /// Master election generation id.
     pub generation_id: u64,
 }

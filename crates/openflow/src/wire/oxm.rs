@@ -18,7 +18,8 @@
 //!   `vlan_vid` entry (value/mask `& 0x1fff`, if any of those mask bits are set) and a
 //!   `vlan_pcp` entry (if any PCP mask bit is set and the TCI does not ask for "no tag"),
 //!   and the encoder folds the two back into one TCI. `vlan_tci=0` thus means "no tag"
-//!   (`vlan_vid=NONE`), and `vlan_tci=0x1000/0x1000` "any tag".
+//!   (`vlan_vid=NONE`), and `vlan_tci=0x1000/0x1000` "any tag". A `vlan_pcp` next to
+//!   `vlan_vid=NONE` (which can match no packet) does not survive an NXM round trip.
 //!
 //! Decoding accepts every class in either context (OVS does the same: NXM fields inside
 //! OpenFlow 1.3 OXM matches, OXM basic fields inside NXM matches). Encoding picks per
@@ -287,10 +288,11 @@ fn put_tlv(out: &mut Vec<u8>, class: u16, num: u8, len: usize, v: u128, m: Optio
 pub(crate) fn encode_field(out: &mut Vec<u8>, f: Field, v: u128, m: Option<u128>, mode: Mode) {
     let (class, num, xf, len) = header_for(f, mode);
     match xf {
-        Xf::Port16 => {
-            let p = port_to_of10(v as u32).unwrap_or(0xffff);
-            put_tlv(out, class, num, len, u128::from(p), None)
-        }
+        Xf::Port16 => match (port_to_of10(v as u32), m) {
+            (Some(p), None) => put_tlv(out, class, num, len, u128::from(p), None),
+            // A mask or a port beyond 16 bits needs the 32-bit OXM field.
+            _ => encode_field(out, f, v, m, Mode::Oxm),
+        },
         Xf::Tos => put_tlv(out, class, num, len, v << 2, m.map(|m| (m << 2) & 0xfc)),
         Xf::Tci => put_tlv(out, class, num, len, v & 0x1fff, m.map(|m| m & 0x1fff)),
         Xf::Plain => put_tlv(out, class, num, len, v, m),
