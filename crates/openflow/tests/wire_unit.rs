@@ -1,0 +1,251 @@
+//! Exact-byte tests of the wire codec's individual decisions: framing, error mapping,
+//! OpenFlow 1.0 wildcards, NXM's VLAN TCI, Nicira messages, version-specific layouts.
+
+use openflow::actions::{Action, Instruction, OFPP_CONTROLLER, OFPP_LOCAL};
+use openflow::messages::err::{bad_action, bad_instruction, bad_match, bad_request};
+use openflow::messages::{FlowMod, FlowModCommand, OfError};
+use openflow::oxm::Field;
+use openflow::wire::multipart::{MpRequest, MultipartRequest};
+use openflow::wire::{
+    decode, decode_frame, encode, error_reply, frame_len, of_error_to_wire, split, DecodeError,
+    EncodeError, Hello, Message, NxMessage, OFP10, OFP13, OFP14, OFP15,
+};
+use openflow::Match;
+
+fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn framing() {
+    assert_eq!(frame_len(&[4, 0, 0]), Ok(None));
+    assert_eq!(frame_len(&[4, 0, 0, 7, 0, 0, 0, 0]), Err(DecodeError::BadLength));
+    assert_eq!(frame_len(&[4, 0, 0, 16, 0, 0, 0, 0]), Ok(None));
+    let hello = encode(&Message::Hello(Hello::default()), OFP13, 1).unwrap();
+    let barrier = encode(&Message::BarrierRequest, OFP13, 2).unwrap();
+    let mut buf = hello.clone();
+    buf.extend_from_slice(&barrier);
+    buf.extend_from_slice(&barrier[..5]);
+    let (msgs, used) = split(&buf).unwrap();
+    assert_eq!(msgs, vec![&hello[..], &barrier[..]]);
+    assert_eq!(used, hello.len() + barrier.len());
+    assert_eq!(decode(&buf[used..]), Err(DecodeError::Truncated));
+}
+
+#[test]
+fn hello_bitmap_and_any_version() {
+    let h = Hello::for_versions(&[OFP10, OFP13, OFP15]);
+    let b = encode(&Message::Hello(h.clone()), OFP15, 9).unwrap();
+    assert_eq!(b, hex("06 00 0010 00000009 0001 0008 00000052"));
+    let (hd, m, _) = decode_frame(&b).unwrap();
+    assert_eq!((hd.version, hd.xid), (OFP15, 9));
+    assert_eq!(m, Message::Hello(h.clone()));
+    assert!(h.supports(OFP15, OFP13) && !h.supports(OFP15, OFP14));
+    // A hello from a future version still decodes (negotiation needs it).
+    let (m, _) = decode(&hex("09 00 0008 00000001")).unwrap();
+    assert!(matches!(m, Message::Hello(Hello { bitmap: None })));
+    // Anything else from an unknown version is BAD_VERSION.
+    let e = decode(&hex("09 05 0008 00000001")).unwrap_err();
+    assert_eq!(e, DecodeError::BadVersion(9));
+    assert_eq!(e.to_of_error(), OfError::bad_request(bad_request::BAD_VERSION));
+}
+
+#[test]
+fn error_mapping() {
+    let cases = [
+        (hex("04 63 0008 00000000"), OfError::bad_request(bad_request::BAD_TYPE)),
+        (hex("04 14 0010 00000000 0000000000000000"), OfError::bad_request(bad_request::BAD_LEN)),
+        (hex("04 12 0010 00000000 0063 0000 00000000"), OfError::bad_request(bad_request::BAD_MULTIPART)),
+    ];
+    for (b, want) in cases {
+        assert_eq!(decode(&b).unwrap_err().to_of_error(), want, "{b:02x?}");
+    }
+    // A flow_mod with an unknown instruction, an unknown action, an unknown field.
+    let mut fm = FlowMod::new(FlowModCommand::Add);
+    fm.instructions = vec![Instruction::GotoTable(1)];
+    let mut b = encode(&Message::FlowMod(fm.clone()), OFP13, 1).unwrap();
+    let n = b.len();
+    b[n - 8..n - 6].copy_from_slice(&[0, 9]);
+    assert_eq!(
+        decode(&b).unwrap_err().to_of_error(),
+        OfError::bad_instruction(bad_instruction::UNKNOWN_INST)
+    );
+    fm.instructions = vec![Instruction::ApplyActions(vec![Action::PopVlan])];
+    let mut b = encode(&Message::FlowMod(fm.clone()), OFP13, 1).unwrap();
+    let n = b.len();
+    b[n - 8..n - 6].copy_from_slice(&[0, 99]);
+    assert_eq!(
+        decode(&b).unwrap_err().to_of_error(),
+        OfError::bad_action(bad_action::BAD_TYPE)
+    );
+    fm.instructions.clear();
+    fm.match_ = Match::new().with(Field::EthType, 0x800);
+    let mut b = encode(&Message::FlowMod(fm), OFP13, 1).unwrap();
+    // The OXM header's field byte: eth_type (5) -> 100.
+    b[54] = 100 << 1;
+    assert_eq!(
+        decode(&b).unwrap_err().to_of_error(),
+        OfError::bad_match(bad_match::BAD_FIELD)
+    );
+    // OpenFlow 1.0 numbering.
+    assert_eq!(of_error_to_wire(OfError::bad_action(4), OFP10), (2, 4));
+    assert_eq!(of_error_to_wire(OfError::flow_mod_failed(6), OFP10), (3, 4));
+    assert_eq!(of_error_to_wire(OfError::bad_match(6), OFP13), (4, 6));
+    let req = [0u8; 100];
+    match error_reply(OfError::bad_request(6), OFP13, &req) {
+        Message::Error(e) => assert_eq!((e.type_, e.code, e.data.len()), (1, 6, 64)),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn of10_flow_mod_bytes() {
+    let mut fm = FlowMod::new(FlowModCommand::Add);
+    fm.priority = 100;
+    fm.match_ = Match::new()
+        .with(Field::InPort, 1)
+        .with(Field::EthType, 0x800)
+        .with_masked(Field::Ipv4Dst, 0x0a000000, 0xff000000);
+    fm.instructions = vec![Instruction::ApplyActions(vec![
+        Action::output(OFPP_LOCAL),
+        Action::DecNwTtl,
+    ])];
+    let b = encode(&Message::FlowMod(fm.clone()), OFP10, 3).unwrap();
+    // wildcards: all but IN_PORT and DL_TYPE, nw_src /0 (32), nw_dst /8 (24 wildcarded).
+    assert_eq!(&b[8..12], &hex("00 36 20 ee")[..]);
+    assert_eq!(&b[72..80], &hex("0000 0008 fffe 0000")[..]);
+    assert_eq!(&b[80..96], &hex("ffff 0010 00002320 0012 000000000000")[..]);
+    assert_eq!(decode(&b).unwrap().0, Message::FlowMod(fm.clone()));
+    // What OpenFlow 1.0 cannot say is an encode error, not a silent loss.
+    fm.match_ = fm.match_.with(Field::Reg0, 1);
+    assert!(matches!(
+        encode(&Message::FlowMod(fm), OFP10, 3),
+        Err(EncodeError::Unrepresentable(_))
+    ));
+}
+
+#[test]
+fn nxm_vlan_tci_mapping() {
+    // NXT_FLOW_MOD with vlan_tci=0x1005/0x1fff (VID 5, any PCP) and one resubmit.
+    let mut fm = FlowMod::new(FlowModCommand::Add);
+    fm.table_id = 3;
+    fm.match_ = Match::new().with(Field::VlanVid, 0x1005);
+    fm.instructions = vec![Instruction::ApplyActions(vec![Action::Resubmit {
+        in_port: None,
+        table: Some(2),
+    }])];
+    let m = Message::Nx(NxMessage::FlowMod(fm.clone()));
+    let b = encode(&m, OFP10, 1).unwrap();
+    // vendor, subtype 13, cookie, command (table 3 << 8 | ADD)
+    assert_eq!(&b[8..16], &hex("00002320 0000000d")[..]);
+    assert_eq!(&b[24..26], &hex("0300")[..]);
+    // match_len 8: NXM_OF_VLAN_TCI_W = 0x00000904, value 0x1005, mask 0x1fff
+    assert_eq!(&b[40..42], &hex("0008")[..]);
+    assert_eq!(&b[48..56], &hex("00000904 1005 1fff")[..]);
+    assert_eq!(decode(&b).unwrap().0, m);
+    // vlan_tci=0 is "no tag"; 0x6000/0xe000|0x1000 is "tag with PCP 3".
+    let mk = |tlv: &str| {
+        let body = hex(tlv);
+        let mut b = hex("01 04 0000 00000000 00002320 0000000d");
+        b.extend_from_slice(&hex("0000000000000000 0000 0000 0000 8000 ffffffff ffff 0000"));
+        b.extend_from_slice(&(body.len() as u16).to_be_bytes());
+        b.extend_from_slice(&[0; 6]);
+        b.extend_from_slice(&body);
+        while b.len() % 8 != 0 {
+            b.push(0);
+        }
+        let l = (b.len() as u16).to_be_bytes();
+        b[2..4].copy_from_slice(&l);
+        match decode(&b).unwrap().0 {
+            Message::Nx(NxMessage::FlowMod(f)) => f.match_,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(mk("00000802 0000"), Match::new().with(Field::VlanVid, 0));
+    assert_eq!(
+        mk("00000904 7000 f000"),
+        Match::new()
+            .with_masked(Field::VlanVid, 0x1000, 0x1000)
+            .with(Field::VlanPcp, 3)
+    );
+}
+
+#[test]
+fn nicira_negotiation_messages() {
+    let cases = [
+        (NxMessage::SetFlowFormat(2), "00000002"),
+        (NxMessage::FlowModTableId(true), "0100000000000000"),
+        (NxMessage::SetPacketInFormat(1), "00000001"),
+        (NxMessage::SetControllerId(7), "000000000000 0007"),
+    ];
+    for (m, body) in cases {
+        let b = encode(&Message::Nx(m.clone()), OFP10, 5).unwrap();
+        assert_eq!(&b[16..], &hex(body)[..]);
+        assert_eq!(decode(&b).unwrap().0, Message::Nx(m));
+    }
+    // An unknown Nicira subtype is BAD_EXP_TYPE.
+    let b = hex("01 04 0010 00000000 00002320 000000ff");
+    assert_eq!(
+        decode(&b).unwrap_err().to_of_error(),
+        OfError::bad_request(bad_request::BAD_EXP_TYPE)
+    );
+}
+
+#[test]
+fn nx_flow_stats_request() {
+    let r = Message::MultipartRequest(MultipartRequest {
+        flags: 0,
+        body: MpRequest::NxFlow(openflow::wire::multipart::FlowStatsRequest {
+            table_id: 0xff,
+            out_port: openflow::actions::OFPP_ANY,
+            out_group: openflow::actions::OFPG_ANY,
+            cookie: 0,
+            cookie_mask: 0,
+            match_: Match::new(),
+        }),
+    });
+    let b = encode(&r, OFP10, 1).unwrap();
+    assert_eq!(
+        b,
+        hex("01 10 0020 00000001 ffff 0000 00002320 00000000 00000000 ffff 0000 ff 000000")
+    );
+    assert_eq!(decode(&b).unwrap().0, r);
+}
+
+#[test]
+fn packet_out_versions() {
+    let p = openflow::wire::PacketOut {
+        buffer_id: 0xffff_ffff,
+        in_port: OFPP_CONTROLLER,
+        match_: Match::new(),
+        actions: vec![Action::output(1)],
+        data: vec![1, 2, 3],
+    };
+    let m = Message::PacketOut(p);
+    for v in [OFP10, OFP13, OFP14, OFP15] {
+        let b = encode(&m, v, 1).unwrap();
+        assert_eq!(decode(&b).unwrap().0, m, "version {v}");
+    }
+}
+
+#[test]
+fn not_in_version() {
+    let g = openflow::messages::GroupMod {
+        command: openflow::messages::GroupModCommand::Add,
+        group_type: openflow::messages::GroupType::All,
+        group_id: 1,
+        buckets: vec![],
+    };
+    assert!(matches!(
+        encode(&Message::GroupMod(g), OFP10, 1),
+        Err(EncodeError::NotInVersion(_))
+    ));
+    assert!(matches!(
+        encode(&Message::BarrierRequest, 3, 1),
+        Err(EncodeError::BadVersion(3))
+    ));
+}
