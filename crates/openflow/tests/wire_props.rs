@@ -5,8 +5,8 @@
 
 use openflow::actions::{Action, Instruction};
 use openflow::messages::{
-    Bucket, FlowMod, FlowModCommand, FlowModFlags, GroupMod, GroupModCommand, GroupType,
-    MeterBand, MeterFlags, MeterMod, MeterModCommand,
+    Bucket, FlowMod, FlowModCommand, FlowModFlags, GroupMod, GroupModCommand, GroupType, MeterBand,
+    MeterFlags, MeterMod, MeterModCommand,
 };
 use openflow::oxm::Field;
 use openflow::wire::{decode, decode_frame, encode, Message, OFP13, OFP14, OFP15, VERSIONS};
@@ -18,9 +18,8 @@ fn check(bytes: &[u8]) {
     if let Ok((h, m, n)) = decode_frame(bytes) {
         assert!(n <= bytes.len());
         if let Ok(enc) = encode(&m, h.version, h.xid) {
-            let (m2, n2) = decode(&enc).unwrap_or_else(|e| {
-                panic!("re-decode failed: {e:?}\n{m:?}\n{enc:02x?}")
-            });
+            let (m2, n2) = decode(&enc)
+                .unwrap_or_else(|e| panic!("re-decode failed: {e:?}\n{m:?}\n{enc:02x?}"));
             assert_eq!(n2, enc.len());
             assert_eq!(m2, m, "re-decoded message differs");
         }
@@ -76,7 +75,10 @@ fn vectors() -> Vec<Vec<u8>> {
             env!("CARGO_MANIFEST_DIR"),
             "/../../.venv/bin/python"
         ))
-        .args(["-c", "import os,os_ken;print(os.path.dirname(os_ken.__file__))"])
+        .args([
+            "-c",
+            "import os,os_ken;print(os.path.dirname(os_ken.__file__))",
+        ])
         .output()
         .ok()?;
         out.status.success().then(|| {
@@ -149,7 +151,10 @@ fn mutated_vectors_never_panic() {
             runs += 2;
         }
     }
-    eprintln!("{} vectors, {runs} mutations decoded without panic", vs.len());
+    eprintln!(
+        "{} vectors, {runs} mutations decoded without panic",
+        vs.len()
+    );
 }
 
 // ------------------------------------------------------------------ model round trips
@@ -279,7 +284,16 @@ fn a_flow_mod() -> impl Strategy<Value = FlowMod> {
         instructions(),
     )
         .prop_map(
-            |(cmd, table_id, priority, (cookie, cookie_mask), (idle, hard, flags), (op, og, buf), m, insts)| {
+            |(
+                cmd,
+                table_id,
+                priority,
+                (cookie, cookie_mask),
+                (idle, hard, flags),
+                (op, og, buf),
+                m,
+                insts,
+            )| {
                 let mut fm = FlowMod::new(FlowModCommand::from_u8(cmd).unwrap());
                 fm.table_id = table_id;
                 fm.priority = priority;
@@ -314,8 +328,11 @@ fn a_group_mod() -> impl Strategy<Value = GroupMod> {
         proptest::collection::vec(bucket, 0..4),
     )
         .prop_map(|(c, t, group_id, buckets)| GroupMod {
-            command: [GroupModCommand::Add, GroupModCommand::Modify, GroupModCommand::Delete]
-                [c as usize],
+            command: [
+                GroupModCommand::Add,
+                GroupModCommand::Modify,
+                GroupModCommand::Delete,
+            ][c as usize],
             group_type: GroupType::from_u8(t).unwrap(),
             group_id,
             buckets,
@@ -324,10 +341,8 @@ fn a_group_mod() -> impl Strategy<Value = GroupMod> {
 
 fn a_meter_mod() -> impl Strategy<Value = MeterMod> {
     let band = prop_oneof![
-        (any::<u32>(), any::<u32>()).prop_map(|(rate, burst_size)| MeterBand::Drop {
-            rate,
-            burst_size
-        }),
+        (any::<u32>(), any::<u32>())
+            .prop_map(|(rate, burst_size)| MeterBand::Drop { rate, burst_size }),
         (any::<u32>(), any::<u32>(), any::<u8>()).prop_map(|(rate, burst_size, prec_level)| {
             MeterBand::DscpRemark {
                 rate,
@@ -343,8 +358,11 @@ fn a_meter_mod() -> impl Strategy<Value = MeterMod> {
         proptest::collection::vec(band, 0..4),
     )
         .prop_map(|(c, flags, meter_id, bands)| MeterMod {
-            command: [MeterModCommand::Add, MeterModCommand::Modify, MeterModCommand::Delete]
-                [c as usize],
+            command: [
+                MeterModCommand::Add,
+                MeterModCommand::Modify,
+                MeterModCommand::Delete,
+            ][c as usize],
             flags: MeterFlags(flags),
             meter_id,
             bands,

@@ -23,7 +23,10 @@ fn hex(s: &str) -> Vec<u8> {
 #[test]
 fn framing() {
     assert_eq!(frame_len(&[4, 0, 0]), Ok(None));
-    assert_eq!(frame_len(&[4, 0, 0, 7, 0, 0, 0, 0]), Err(DecodeError::BadLength));
+    assert_eq!(
+        frame_len(&[4, 0, 0, 7, 0, 0, 0, 0]),
+        Err(DecodeError::BadLength)
+    );
     assert_eq!(frame_len(&[4, 0, 0, 16, 0, 0, 0, 0]), Ok(None));
     let hello = encode(&Message::Hello(Hello::default()), OFP13, 1).unwrap();
     let barrier = encode(&Message::BarrierRequest, OFP13, 2).unwrap();
@@ -51,15 +54,27 @@ fn hello_bitmap_and_any_version() {
     // Anything else from an unknown version is BAD_VERSION.
     let e = decode(&hex("09 05 0008 00000001")).unwrap_err();
     assert_eq!(e, DecodeError::BadVersion(9));
-    assert_eq!(e.to_of_error(), OfError::bad_request(bad_request::BAD_VERSION));
+    assert_eq!(
+        e.to_of_error(),
+        OfError::bad_request(bad_request::BAD_VERSION)
+    );
 }
 
 #[test]
 fn error_mapping() {
     let cases = [
-        (hex("04 63 0008 00000000"), OfError::bad_request(bad_request::BAD_TYPE)),
-        (hex("04 14 0010 00000000 0000000000000000"), OfError::bad_request(bad_request::BAD_LEN)),
-        (hex("04 12 0010 00000000 0063 0000 00000000"), OfError::bad_request(bad_request::BAD_MULTIPART)),
+        (
+            hex("04 63 0008 00000000"),
+            OfError::bad_request(bad_request::BAD_TYPE),
+        ),
+        (
+            hex("04 14 0010 00000000 0000000000000000"),
+            OfError::bad_request(bad_request::BAD_LEN),
+        ),
+        (
+            hex("04 12 0010 00000000 0063 0000 00000000"),
+            OfError::bad_request(bad_request::BAD_MULTIPART),
+        ),
     ];
     for (b, want) in cases {
         assert_eq!(decode(&b).unwrap_err().to_of_error(), want, "{b:02x?}");
@@ -151,11 +166,13 @@ fn nxm_vlan_tci_mapping() {
     let mk = |tlv: &str| {
         let body = hex(tlv);
         let mut b = hex("01 04 0000 00000000 00002320 0000000d");
-        b.extend_from_slice(&hex("0000000000000000 0000 0000 0000 8000 ffffffff ffff 0000"));
+        b.extend_from_slice(&hex(
+            "0000000000000000 0000 0000 0000 8000 ffffffff ffff 0000",
+        ));
         b.extend_from_slice(&(body.len() as u16).to_be_bytes());
         b.extend_from_slice(&[0; 6]);
         b.extend_from_slice(&body);
-        while b.len() % 8 != 0 {
+        while !b.len().is_multiple_of(8) {
             b.push(0);
         }
         let l = (b.len() as u16).to_be_bytes();

@@ -58,8 +58,14 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     // model has no raw experimenter forms.
     ("4-2-ofp_flow_mod", "BadActionExperimenter(101)"),
     ("5-2-ofp_flow_mod", "BadActionExperimenter(101)"),
-    ("4-12-ofp_flow_stats_reply", "BadActionExperimenter(98765432)"),
-    ("5-12-ofp_flow_stats_reply", "BadActionExperimenter(98765432)"),
+    (
+        "4-12-ofp_flow_stats_reply",
+        "BadActionExperimenter(98765432)",
+    ),
+    (
+        "5-12-ofp_flow_stats_reply",
+        "BadActionExperimenter(98765432)",
+    ),
     ("4-45-ofp_meter_mod", "BadMeterBand(65535)"),
     ("5-43-ofp_meter_mod", "BadMeterBand(65535)"),
     ("4-59-ofp_packet_in", "BadField(65535, 0)"),

@@ -99,7 +99,7 @@ pub(crate) fn decode_actions(version: u8, rd: &mut Rd<'_>) -> Result<Vec<Action>
     while !rd.is_empty() {
         let ty = rd.peek_u16(0).ok_or(DecodeError::BadActionLen)?;
         let len = usize::from(rd.peek_u16(2).ok_or(DecodeError::BadActionLen)?);
-        if len < 8 || len % 8 != 0 || len > rd.len() {
+        if len < 8 || !len.is_multiple_of(8) || len > rd.len() {
             return Err(DecodeError::BadActionLen);
         }
         let mut a = rd.sub(len, DecodeError::BadActionLen)?;
@@ -397,7 +397,7 @@ pub(crate) fn decode_instructions(
     while !rd.is_empty() {
         let ty = rd.peek_u16(0).ok_or(DecodeError::BadInstructionLen)?;
         let len = usize::from(rd.peek_u16(2).ok_or(DecodeError::BadInstructionLen)?);
-        if len < 8 || len % 8 != 0 || len > rd.len() {
+        if len < 8 || !len.is_multiple_of(8) || len > rd.len() {
             return Err(DecodeError::BadInstructionLen);
         }
         let mut r = rd.sub(len, DecodeError::BadInstructionLen)?;

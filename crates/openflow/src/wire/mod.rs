@@ -375,7 +375,11 @@ fn decode_body(h: Header, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
         }
         t::ROLE_REQUEST | t::ROLE_REPLY => {
             let role = rd.u32()?;
-            let short_id = if v == OFP15 { rd.u16()? } else { rd.u16().map(|_| 0)? };
+            let short_id = if v == OFP15 {
+                rd.u16()?
+            } else {
+                rd.u16().map(|_| 0)?
+            };
             rd.skip(2)?;
             let r = RoleMsg {
                 role,
@@ -406,7 +410,7 @@ fn actions_port10(p: u16) -> u32 {
 /// Encode `m` as a `version` message with transaction id `xid`.
 pub fn encode(m: &Message, version: u8, xid: u32) -> Result<Vec<u8>, EncodeError> {
     let hello = matches!(m, Message::Hello(_));
-    if !VERSIONS.contains(&version) && !(hello && version != 0) {
+    if !(VERSIONS.contains(&version) || (hello && version != 0)) {
         return Err(EncodeError::BadVersion(version));
     }
     let mut out = Vec::with_capacity(64);

@@ -183,7 +183,7 @@ pub(crate) fn decode_features(version: u8, rd: &mut Rd<'_>) -> Result<SwitchFeat
     f.actions = rd.u32()?;
     if version == OFP10 {
         f.auxiliary_id = 0;
-        if rd.len() % 48 != 0 {
+        if !rd.len().is_multiple_of(48) {
             return Err(DecodeError::BadLength);
         }
         while !rd.is_empty() {
@@ -657,7 +657,7 @@ pub(crate) fn decode_buckets(
         let len = usize::from(rd.peek_u16(0).ok_or(DecodeError::BadBucket)?);
         let mut b = rd.sub(len, DecodeError::BadBucket)?;
         if version == OFP15 {
-            if len < 8 || len % 8 != 0 {
+            if len < 8 || !len.is_multiple_of(8) {
                 return Err(DecodeError::BadBucket);
             }
             b.skip(2)?;
@@ -680,7 +680,7 @@ pub(crate) fn decode_buckets(
             let _ = with_ids;
             out.push(bk);
         } else {
-            if len < 16 || len % 8 != 0 {
+            if len < 16 || !len.is_multiple_of(8) {
                 return Err(DecodeError::BadBucket);
             }
             b.skip(2)?;

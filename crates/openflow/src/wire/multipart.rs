@@ -1114,7 +1114,7 @@ fn encode_aggregate(out: &mut Vec<u8>, version: u8, a: &AggregateStats) {
 }
 
 fn fixed_records<'a>(rd: &mut Rd<'a>, size: usize) -> Result<Vec<Rd<'a>>, DecodeError> {
-    if rd.len() % size != 0 {
+    if !rd.len().is_multiple_of(size) {
         return Err(DecodeError::BadLength);
     }
     let mut v = Vec::with_capacity(rd.len() / size);

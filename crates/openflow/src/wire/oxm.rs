@@ -173,7 +173,7 @@ fn read_tlv<'a>(rd: &mut Rd<'a>) -> Result<Tlv<'a>, DecodeError> {
         return Err(DecodeError::BadField(class, num));
     }
     if has_mask {
-        if len % 2 != 0 {
+        if !len.is_multiple_of(2) {
             return Err(DecodeError::BadFieldLen(class, num));
         }
         let v = payload.bytes(len / 2)?;
