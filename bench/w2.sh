@@ -16,7 +16,7 @@
 #
 # Usage: sudo bench/w2.sh [--seconds N] [--warmup N] [--only NAME[,NAME...]] [--json FILE]
 #                         [--gen trafgen|pktgen|both] [--gen-core C] [--sw-core C]
-#                         [--no-build] [--no-install] [--keep-tmp]
+#                         [--nice N] [--no-build] [--no-install] [--keep-tmp]
 # A switch that cannot be set up or does not forward prints FAILED and the reason, never a
 # number. Everything (namespaces, daemons, XDP programs, temp files) goes away on exit, also
 # on failure or Ctrl-C.
@@ -34,6 +34,7 @@ SW_CORE=1
 BUILD=1
 INSTALL=1
 KEEP_TMP=0
+NICE=0
 ALL_SWITCHES="ferrovs-system ferrovs-afxdp ovs-afpacket ovs-afxdp linux-bridge"
 
 usage() {
@@ -55,12 +56,18 @@ while (($#)); do
         --no-build) BUILD=0; shift ;;
         --no-install) INSTALL=0; shift ;;
         --keep-tmp) KEEP_TMP=1; shift ;;
+        --nice) NICE=$2; shift 2 ;;
         -h|--help) usage ;;
         *) echo "w2.sh: unknown argument $1" >&2; usage ;;
     esac
 done
 [[ $SECS =~ ^[0-9]+$ && $SECS -gt 0 ]] || { echo "w2.sh: --seconds must be a positive integer" >&2; exit 2; }
 [[ $WARMUP =~ ^[0-9]+$ ]] || { echo "w2.sh: --warmup must be an integer" >&2; exit 2; }
+[[ $NICE =~ ^-?[0-9]+$ && $NICE -ge -20 && $NICE -le 19 ]] || { echo "w2.sh: --nice must be -20..19" >&2; exit 2; }
+# Generator and switch run under `nice -n $NICE`: a negative value keeps other work on the
+# machine (builds) from taking their cores as easily.
+PIN_GEN=(nice -n "$NICE" taskset -c)
+PIN_SW=(nice -n "$NICE" taskset -c)
 SWITCHES=$ALL_SWITCHES
 if [[ -n $ONLY ]]; then
     SWITCHES=""
@@ -110,14 +117,15 @@ RESULTS=$TMP/results.jsonl
 : > "$RESULTS"
 GEN_PID=""
 FV_PID=""
+SW_PID=""                      # the switch process whose CPU time is reported, if any
 OVS_DIR=""
 
 stop_gen() {
     if [[ -n $GEN_PID ]]; then
-        kill -INT "$GEN_PID" 2>/dev/null || true
-        for _ in $(seq 30); do kill -0 "$GEN_PID" 2>/dev/null || break; sleep 0.1; done
+        # SIGTERM, not SIGINT: a background job of a script starts with SIGINT ignored, and
+        # trafgen leaves an ignored signal ignored. timeout passes SIGTERM on.
         kill -TERM "$GEN_PID" 2>/dev/null || true
-        for _ in $(seq 20); do kill -0 "$GEN_PID" 2>/dev/null || break; sleep 0.1; done
+        for _ in $(seq 50); do kill -0 "$GEN_PID" 2>/dev/null || break; sleep 0.1; done
         kill -KILL "$GEN_PID" 2>/dev/null || true
         wait "$GEN_PID" 2>/dev/null || true
         GEN_PID=""
@@ -171,6 +179,9 @@ trap 'exit 143' TERM
 
 # ---- topology -------------------------------------------------------------------------------
 in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+# A sleep that a signal interrupts at once (bash runs traps only between commands, and a
+# foreground sleep is one long command).
+nap() { sleep "$1" & wait $! || true; }
 
 setup_topology() {
     teardown
@@ -201,9 +212,10 @@ start_ferrovs() {
     local kind=$1
     rm -rf "$TMP/fv"; mkdir -p "$TMP/fv"
     # Started with ip netns exec directly (not through a shell function), so that $! is the
-    # daemon itself: ip and taskset exec, they do not fork.
-    ip netns exec "$SW" taskset -c "$SW_CORE" "$BIN/ferrovsd" --rundir "$TMP/fv" >"$TMP/ferrovsd.log" 2>&1 &
+    # daemon itself: ip, nice and taskset exec, they do not fork.
+    ip netns exec "$SW" "${PIN_SW[@]}" "$SW_CORE" "$BIN/ferrovsd" --rundir "$TMP/fv" >"$TMP/ferrovsd.log" 2>&1 &
     FV_PID=$!
+    SW_PID=$FV_PID
     local F=("$BIN/ferrovs" --rundir "$TMP/fv" --timeout 5)
     for _ in $(seq 100); do "${F[@]}" version >/dev/null 2>&1 && break; sleep 0.1; done
     "${F[@]}" version >/dev/null 2>&1 || fail "ferrovsd did not start: $(tail -n 3 "$TMP/ferrovsd.log" | tr '\n' ' ')" || return 1
@@ -226,17 +238,18 @@ start_ovs() {
     [[ -f $OVS_SCHEMA ]] || fail "no $OVS_SCHEMA" || return 1
     ovsdb-tool create "$d/conf.db" "$OVS_SCHEMA" >/dev/null 2>&1 || fail "ovsdb-tool create failed" || return 1
     export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d
-    in_ns "$SW" taskset -c "$SW_CORE" ovsdb-server "$d/conf.db" --remote="punix:$d/db.sock" \
+    in_ns "$SW" "${PIN_SW[@]}" "$SW_CORE" ovsdb-server "$d/conf.db" --remote="punix:$d/db.sock" \
         --pidfile="$d/ovsdb-server.pid" --unixctl="$d/ovsdb-server.ctl" \
         --log-file="$d/ovsdb-server.log" --detach --no-chdir -vconsole:off 2>>"$d/stderr.log" \
         || fail "ovsdb-server did not start" || return 1
     local V=(ovs-vsctl --db="unix:$d/db.sock" --timeout=20)
     "${V[@]}" --no-wait init || fail "ovs-vsctl init failed" || return 1
     "${V[@]}" --no-wait set Open_vSwitch . other_config:pmd-cpu-mask="$(printf '0x%x' $((1 << SW_CORE)))"
-    in_ns "$SW" taskset -c "$SW_CORE" ovs-vswitchd "unix:$d/db.sock" \
+    in_ns "$SW" "${PIN_SW[@]}" "$SW_CORE" ovs-vswitchd "unix:$d/db.sock" \
         --pidfile="$d/ovs-vswitchd.pid" --unixctl="$d/ovs-vswitchd.ctl" \
         --log-file="$d/ovs-vswitchd.log" --detach --no-chdir -vconsole:off 2>>"$d/stderr.log" \
         || fail "ovs-vswitchd did not start: $(tail -n 3 "$d/ovs-vswitchd.log" 2>/dev/null | tr '\n' ' ')" || return 1
+    SW_PID=$(cat "$d/ovs-vswitchd.pid" 2>/dev/null || true)
     "${V[@]}" add-br br0 -- set bridge br0 datapath_type=netdev || fail "add-br br0 (netdev) failed" || return 1
     if [[ $kind == afxdp ]]; then
         local types
@@ -266,6 +279,7 @@ start_bridge() {
 }
 
 start_switch() {
+    SW_PID=""
     case $1 in
         ferrovs-system) start_ferrovs system ;;
         ferrovs-afxdp) start_ferrovs afxdp ;;
@@ -308,17 +322,17 @@ PY
 
 start_gen() {
     local gen=$1
-    # $! must be a process that forwards our signal to the generator: ip and taskset exec, and
-    # timeout passes SIGINT/SIGTERM on (and stops the generator by itself should we die).
+    # $! must be a process that forwards our signal to the generator: ip, nice and taskset exec, and
+    # timeout passes SIGTERM on (and stops the generator by itself should we die).
     local limit=$((WARMUP + SECS + 60))
     case $gen in
         trafgen)
-            ip netns exec "$H1" timeout -s INT "$limit" taskset -c "$GEN_CORE" \
+            ip netns exec "$H1" timeout -s TERM "$limit" "${PIN_GEN[@]}" "$GEN_CORE" \
                 trafgen --dev eth0 --conf "$TMP/w2.trafgen" --cpus 1 \
                 --no-sock-mem --notouch-irq --no-cpu-stats >"$TMP/gen.log" 2>&1 &
             ;;
         pktgen)
-            ip netns exec "$H1" timeout -s INT "$limit" taskset -c "$GEN_CORE" \
+            ip netns exec "$H1" timeout -s TERM "$limit" "${PIN_GEN[@]}" "$GEN_CORE" \
                 "$BIN/ferrovs-pktgen" tx -i eth0 -t system --dst-mac "$H2_MAC" \
                 --src-ip 10.10.0.1 --dst-ip 10.10.0.2 --sport 1024 --dport 9 --size 64 \
                 --duration 0 -q >"$TMP/gen.log" 2>&1 &
@@ -332,40 +346,59 @@ start_gen() {
 snap() { in_ns "$1" sh -c 'echo "$(date +%s.%N) $(cat /sys/class/net/eth0/statistics/'"$2"')"'; }
 
 # ---- one measurement -----------------------------------------------------------------------
-record() { # switch gen status sent delivered h1_tx_dropped reason
+# Utime + stime of the switch process, in clock ticks ('-' when the switch is the kernel).
+proc_ticks() {
+    if [[ -n $SW_PID && -r /proc/$SW_PID/stat ]]; then
+        awk '{print $14 + $15}' "/proc/$SW_PID/stat"
+    else
+        echo -
+    fi
+}
+# The switch core's line of /proc/stat: user nice system idle iowait irq softirq steal.
+core_ticks() { awk -v c="cpu$SW_CORE" '$1 == c {print $2, $3, $4, $5, $6, $7, $8, $9}' /proc/stat; }
+
+record() { # switch gen status sent delivered h1_tx_dropped reason [sw_cpu core_busy core_softirq]
     python3 - "$@" >> "$RESULTS" <<'PY'
 import json, sys
 sw, gen, status, sent, deliv, drop, reason = sys.argv[1:8]
 r = {"switch": sw, "generator": gen, "status": status}
 if status == "ok":
     r.update(sent_mpps=float(sent), delivered_mpps=float(deliv), h1_tx_dropped_mpps=float(drop))
+    swcpu, busy, soft = (float(v) for v in sys.argv[8:11])
+    r.update(switch_process_cpu_pct=None if swcpu < 0 else swcpu,
+             switch_core_busy_pct=busy, switch_core_softirq_pct=soft)
 else:
     r["reason"] = reason
 print(json.dumps(r))
 PY
 }
 
+# Returns 2 (recording nothing) when the generator died, so the caller can try once more:
+# trafgen exits when the kernel answers EAGAIN while it flushes its ring.
+GEN_DIED=""
 measure() {
     local sw=$1 gen=$2
     start_gen "$gen"
-    sleep "$WARMUP"
+    nap "$WARMUP"
     if ! kill -0 "$GEN_PID" 2>/dev/null; then
-        record "$sw" "$gen" FAILED 0 0 0 "generator exited: $(tail -n 2 "$TMP/gen.log" | tr '\n' ' ')"
+        GEN_DIED="generator exited during the warm-up: $(tail -n 2 "$TMP/gen.log" | tr '\n' ' ')"
         GEN_PID=""
-        return
+        return 2
     fi
     # Each counter is read with its own timestamp, so the spawn time of one read does not
     # skew the other's rate.
-    local a0 b0 c0 a1 b1 c1
+    local a0 b0 c0 a1 b1 c1 p0 p1 k0 k1
     a0=$(snap "$H1" tx_packets); c0=$(snap "$H1" tx_dropped); b0=$(snap "$H2" rx_packets)
-    sleep "$SECS"
+    p0=$(proc_ticks); k0=$(core_ticks)
+    nap "$SECS"
     a1=$(snap "$H1" tx_packets); c1=$(snap "$H1" tx_dropped); b1=$(snap "$H2" rx_packets)
+    p1=$(proc_ticks); k1=$(core_ticks)
     local alive=1
     kill -0 "$GEN_PID" 2>/dev/null || alive=0
     stop_gen
     if ((!alive)); then
-        record "$sw" "$gen" FAILED 0 0 0 "generator died during the window: $(tail -n 2 "$TMP/gen.log" | tr '\n' ' ')"
-        return
+        GEN_DIED="generator died during the window: $(tail -n 2 "$TMP/gen.log" | tr '\n' ' ')"
+        return 2
     fi
     local rates
     rates=$(python3 -c "
@@ -373,12 +406,23 @@ import sys
 def rate(a, b):
     (t0, n0), (t1, n1) = a.split(), b.split()
     return (int(n1) - int(n0)) / (float(t1) - float(t0)) / 1e6
-print(*('%.4f' % rate(sys.argv[i], sys.argv[i + 1]) for i in (1, 3, 5)))
-" "$a0" "$a1" "$b0" "$b1" "$c0" "$c1")
-    read -r sent deliv drop <<<"$rates"
+def cpu(p0, p1, k0, k1):  # switch process ticks over the switch core's ticks, in %
+    if p0 == '-' or p1 == '-':
+        return -1.0
+    tot = sum(int(v) for v in k1.split()) - sum(int(v) for v in k0.split())
+    return 100 * (int(p1) - int(p0)) / (tot or 1)
+def busy(k0, k1):  # share of the switch core not idle, and in softirq, in %
+    d = [int(j) - int(i) for i, j in zip(k0.split(), k1.split())]
+    tot = sum(d) or 1
+    return 100 * (tot - d[3] - d[4]) / tot, 100 * d[6] / tot
+a = sys.argv
+print(*('%.4f' % rate(a[i], a[i + 1]) for i in (1, 3, 5)),
+      '%.1f %.1f %.1f' % ((cpu(a[7], a[8], a[9], a[10]),) + busy(a[9], a[10])))
+" "$a0" "$a1" "$b0" "$b1" "$c0" "$c1" "$p0" "$p1" "$k0" "$k1")
+    read -r sent deliv drop swcpu corebusy coresoft <<<"$rates"
     if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$sent"; then
-        record "$sw" "$gen" ok "$sent" "$deliv" "$drop" ""
-        log "$sw / $gen: sent $sent Mpps, delivered $deliv Mpps"
+        record "$sw" "$gen" ok "$sent" "$deliv" "$drop" "" "$swcpu" "$corebusy" "$coresoft"
+        log "$sw / $gen: sent $sent Mpps, delivered $deliv Mpps; switch process ${swcpu}% of a core, switch core busy ${corebusy}% (softirq ${coresoft}%)"
     else
         record "$sw" "$gen" FAILED 0 0 0 "the generator sent nothing"
     fi
@@ -409,7 +453,13 @@ run_switch() {
         return
     fi
     for g in $GENS; do
-        measure "$sw" "$g"
+        local try
+        for try in 1 2; do
+            measure "$sw" "$g" && break
+            log "$sw / $g: $GEN_DIED (attempt $try)"
+            ((try == 2)) && record "$sw" "$g" FAILED 0 0 0 "$GEN_DIED (twice)"
+            in_ns "$H2" ping -c 1 -W 1 -q 10.10.0.1 >/dev/null 2>&1 || true
+        done
         # Re-teach the MACs between generators (cheap, and keeps the flood unicast).
         in_ns "$H2" ping -c 1 -W 1 -q 10.10.0.1 >/dev/null 2>&1 || true
     done
@@ -418,13 +468,13 @@ run_switch() {
 }
 
 START=$(date +%s)
-log "$(date -u +%FT%TZ), kernel $(uname -r), $(nproc) cores; generator core $GEN_CORE, switch core $SW_CORE; ${WARMUP}s warm-up + ${SECS}s per cell"
+log "$(date -u +%FT%TZ), kernel $(uname -r), $(nproc) cores; generator core $GEN_CORE, switch core $SW_CORE, nice $NICE; ${WARMUP}s warm-up + ${SECS}s per cell"
 for sw in $SWITCHES; do run_switch "$sw"; done
 ELAPSED=$(( $(date +%s) - START ))
 
-python3 - "$RESULTS" "$JSON_OUT" "$SECS" "$WARMUP" "$ELAPSED" "$GEN_CORE" "$SW_CORE" <<'PY'
+python3 - "$RESULTS" "$JSON_OUT" "$SECS" "$WARMUP" "$ELAPSED" "$GEN_CORE" "$SW_CORE" "$NICE" <<'PY'
 import json, sys, time, platform
-res_file, json_out, secs, warm, elapsed, gcore, score = sys.argv[1:8]
+res_file, json_out, secs, warm, elapsed, gcore, score, nice = sys.argv[1:9]
 rows = [json.loads(l) for l in open(res_file) if l.strip()]
 gens = []
 for r in rows:
@@ -440,20 +490,24 @@ for r in rows:
     if r["switch"] not in switches:
         switches.append(r["switch"])
 print()
-print("W2  %s  (%ss per cell after %ss warm-up; Mpps: sent = h1 eth0 tx, delivered = h2 eth0 rx)"
-      % (time.strftime("%Y-%m-%d %H:%M:%S %Z"), secs, warm))
+print("W2  %s  (%ss per cell after %ss warm-up, nice %s; Mpps: sent = h1 eth0 tx, delivered = h2 eth0 rx;"
+      % (time.strftime("%Y-%m-%d %H:%M:%S %Z"), secs, warm, nice))
+print("    sw cpu = the switch process's share of its core, core busy = the switch core's non-idle share)")
 for g in gens:
     print()
     print("generator: %s" % g)
-    print("| %-15s | %8s | %9s | %6s |" % ("switch", "sent", "delivered", "ratio"))
-    print("|%s|%s|%s|%s|" % ("-" * 17, "-" * 10, "-" * 11, "-" * 8))
+    print("| %-15s | %8s | %9s | %6s | %8s | %9s |" % ("switch", "sent", "delivered", "ratio", "sw cpu", "core busy"))
+    print("|%s|%s|%s|%s|%s|%s|" % ("-" * 17, "-" * 10, "-" * 11, "-" * 8, "-" * 10, "-" * 11))
     for sw in switches:
         r = cell(sw, g)
         if r is None:
             continue
         if r["status"] == "ok":
             ratio = r["delivered_mpps"] / r["sent_mpps"] if r["sent_mpps"] else 0.0
-            print("| %-15s | %8.3f | %9.3f | %5.0f%% |" % (sw, r["sent_mpps"], r["delivered_mpps"], 100 * ratio))
+            cpu = r.get("switch_process_cpu_pct")
+            print("| %-15s | %8.3f | %9.3f | %5.0f%% | %8s | %8.0f%% |" % (
+                sw, r["sent_mpps"], r["delivered_mpps"], 100 * ratio,
+                "-" if cpu is None else "%.0f%%" % cpu, r["switch_core_busy_pct"]))
         else:
             print("| %-15s | FAILED: %s" % (sw, r.get("reason", "")))
 ratios = {}
@@ -471,7 +525,7 @@ if json_out:
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "kernel": platform.release(),
         "seconds": int(secs), "warmup": int(warm), "elapsed_s": int(elapsed),
-        "gen_core": int(gcore), "sw_core": int(score),
+        "gen_core": int(gcore), "sw_core": int(score), "nice": int(nice),
         "results": rows,
         "ferrovs_afxdp_over_ovs_afxdp": ratios,
     }
