@@ -10,7 +10,7 @@ mod w1run;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: ferrovs-bench gen-w1 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k] [--seconds S] [--json]";
+const USAGE: &str = "usage: ferrovs-bench gen-w1 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k] [--set KEY=VALUE] [--seconds S] [--json]";
 
 fn usage() -> ExitCode {
     eprintln!("{USAGE}");
@@ -26,6 +26,7 @@ fn main() -> ExitCode {
     let mut secs = 5.0f64;
     let mut json = false;
     let mut rule_set = "simple".to_string();
+    let mut settings: Vec<(String, String)> = Vec::new();
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -38,6 +39,10 @@ fn main() -> ExitCode {
                 _ => return usage(),
             },
             "--json" => json = true,
+            "--set" => match it.next().and_then(|kv| kv.split_once('=')) {
+                Some((k, v)) => settings.push((k.to_string(), v.to_string())),
+                None => return usage(),
+            },
             "--rules" => match it.next() {
                 Some(r) => rule_set = r.clone(),
                 None => return usage(),
@@ -67,7 +72,7 @@ fn main() -> ExitCode {
             let (Some(module), Some(pcap)) = (module, pcap) else {
                 return usage();
             };
-            match w1run::run(&module, &pcap, secs, &rule_set) {
+            match w1run::run(&module, &pcap, secs, &rule_set, &settings) {
                 Ok(r) => {
                     if json {
                         println!(
@@ -77,6 +82,7 @@ fn main() -> ExitCode {
                                 "seconds": r.seconds, "mpps": r.mpps,
                                 "cycles_per_packet": r.cycles_per_packet,
                                 "delivered": r.delivered,
+                                "counters": r.counters.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<String, serde_json::Value>>(),
                             })
                         );
                     } else {
@@ -84,6 +90,24 @@ fn main() -> ExitCode {
                             "{:<9} {:<28} {:>7.2} Mpps {:>7.1} cycles/pkt  ({} packets in {:.2} s, {} delivered)",
                             r.module, r.pcap, r.mpps, r.cycles_per_packet, r.packets, r.seconds, r.delivered
                         );
+                        let get = |k: &str| r.counters.iter().find(|(n, _)| n == k).map(|x| x.1);
+                        if let (Some(e), Some(m), Some(u), Some(s)) = (
+                            get("emc_hits"),
+                            get("megaflow_hits"),
+                            get("upcalls"),
+                            get("subtable_lookups"),
+                        ) {
+                            let p = r.packets.max(1) as f64;
+                            println!(
+                                "          emc hits {:.1}%, megaflow hits {:.1}%, upcalls {} (lost {}), avg subtables per megaflow hit {:.2}, megaflows {}",
+                                100.0 * e as f64 / p,
+                                100.0 * m as f64 / p,
+                                u,
+                                get("lost_upcalls").unwrap_or(0),
+                                s as f64 / (m.max(1)) as f64,
+                                get("megaflows").unwrap_or(0)
+                            );
+                        }
                     }
                     ExitCode::SUCCESS
                 }

@@ -20,6 +20,8 @@ pub struct W1Result {
     pub mpps: f64,
     pub cycles_per_packet: f64,
     pub delivered: u64,
+    /// The module's counters over the measured interval (EMC/megaflow hits, upcalls...).
+    pub counters: Vec<(String, u64)>,
 }
 
 /// The W1 OpenFlow rule sets: `simple` is `in_port=1,actions=output:2`; `l3_4k` is 4096
@@ -45,10 +47,19 @@ pub fn rules(set: &str) -> Result<Vec<String>, String> {
 }
 
 /// Runs `module` on `pcap` for `secs` seconds (`rule_set` for the openflow module).
-pub fn run(module_name: &str, pcap: &str, secs: f64, rule_set: &str) -> Result<W1Result, String> {
+pub fn run(
+    module_name: &str,
+    pcap: &str,
+    secs: f64,
+    rule_set: &str,
+    settings: &[(String, String)],
+) -> Result<W1Result, String> {
     let mut sw = Switch::new(datapath::switch::DEFAULT_POOL);
     let m = module::create(module_name)?;
     sw.add_bridge("w1", m, None)?;
+    for (k, v) in settings {
+        sw.configure_bridge("w1", k, v)?;
+    }
     let mut o = Options::new();
     o.insert("rx_pcap".into(), pcap.into());
     o.insert("infinite_rx".into(), "true".into());
@@ -90,6 +101,7 @@ pub fn run(module_name: &str, pcap: &str, secs: f64, rule_set: &str) -> Result<W
     }
     sw.pmd_stats_clear();
     let sink_before = tx_packets(&sw);
+    let c_before = counters(&sw);
     let t0 = Instant::now();
     let c0 = cycles::now();
     let deadline = Duration::from_secs_f64(secs);
@@ -105,6 +117,18 @@ pub fn run(module_name: &str, pcap: &str, secs: f64, rule_set: &str) -> Result<W
     let c1 = cycles::now();
     let dt = t0.elapsed().as_secs_f64();
     let delivered = tx_packets(&sw) - sink_before;
+    let c_after = counters(&sw);
+    let counters = c_after
+        .iter()
+        .map(|(k, v)| {
+            let before = c_before
+                .iter()
+                .find(|(k0, _)| k0 == k)
+                .map(|x| x.1)
+                .unwrap_or(0);
+            (k.clone(), v.saturating_sub(before))
+        })
+        .collect();
     Ok(W1Result {
         module: module_name.into(),
         pcap: pcap.into(),
@@ -113,7 +137,20 @@ pub fn run(module_name: &str, pcap: &str, secs: f64, rule_set: &str) -> Result<W
         mpps: packets as f64 / dt / 1e6,
         cycles_per_packet: (c1 - c0) as f64 / packets.max(1) as f64,
         delivered,
+        counters,
     })
+}
+
+fn counters(sw: &Switch) -> Vec<(String, u64)> {
+    sw.bridge("w1")
+        .map(|b| {
+            b.module
+                .counters()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn tx_packets(sw: &Switch) -> u64 {

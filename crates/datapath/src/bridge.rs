@@ -255,7 +255,29 @@ impl Bridge {
             let i = self.rx_list[k];
             total += self.poll_port(i, ctx, pool);
         }
-        total
+        total + self.poll_pending(ctx, pool)
+    }
+
+    /// Lets the module emit packets that did not come from a receive batch.
+    fn poll_pending(&mut self, ctx: &Ctx, pool: &mut Pool) -> usize {
+        let Bridge {
+            module,
+            slots,
+            out,
+            touched,
+            stats,
+            ..
+        } = self;
+        let mut fab = Fabric {
+            module: None,
+            slots,
+            out,
+            touched,
+            stats,
+        };
+        let n = module.poll_pending(ctx, pool, &mut fab);
+        fab.flush_all(pool);
+        n
     }
 
     /// Receives one batch on slot `i` and forwards it.

@@ -16,7 +16,10 @@
 //! talks to it only through [`pmd::PmdHandle::call`], whose closures run between two polls.
 
 pub mod bridge;
+pub mod clock;
 pub mod cycles;
+pub mod dpcls;
+pub mod emc;
 pub mod fasthash;
 pub mod learning;
 pub mod module;
@@ -26,6 +29,7 @@ pub mod patch;
 pub mod pmd;
 pub mod switch;
 pub mod tuple3;
+pub mod udpif;
 
 pub use bridge::{Bridge, OFPP_LOCAL};
 pub use module::{Ctx, Dest, SwitchLogic, VlanMode};

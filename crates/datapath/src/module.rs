@@ -136,6 +136,19 @@ pub trait SwitchLogic: Send {
         }
     }
 
+    /// Called on every poll iteration, after the ports were polled: lets a module emit
+    /// packets that did not arrive in a receive batch (e.g. packets coming back from a slow
+    /// path). Returns how many packets it handled.
+    fn poll_pending(&mut self, _ctx: &Ctx, _pool: &mut Pool, _out: &mut dyn Emitter) -> usize {
+        0
+    }
+
+    /// A handle the control plane may use from its own thread (downcast by type), for
+    /// modules whose state is shared with other threads.
+    fn control(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
+        None
+    }
+
     /// A port's carrier went up or down.
     fn port_status(&mut self, _idx: u16, _up: bool) {}
 
@@ -193,7 +206,7 @@ pub const MODULES: &[&str] = &["openflow", "learning", "patch", "tuple3"];
 /// Creates a built-in module by name.
 pub fn create(name: &str) -> Result<Box<dyn SwitchLogic>, String> {
     match name {
-        "openflow" => Ok(Box::new(crate::ofmodule::OpenFlow::new())),
+        "openflow" => Ok(Box::new(crate::ofmodule::OpenFlow::new(true)?)),
         "learning" => Ok(Box::new(crate::learning::Learning::new())),
         "patch" => Ok(Box::new(crate::patch::Patch::new())),
         "tuple3" => Ok(Box::new(crate::tuple3::Tuple3::new())),

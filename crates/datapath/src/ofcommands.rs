@@ -5,8 +5,8 @@
 //! changes anything: `add-flows` with one bad line (syntax, prerequisites, an unknown group
 //! or meter) adds nothing, and the error names the line and the offending field.
 
-use crate::module::{Ctx, ModuleCommand};
-use crate::ofmodule::OpenFlow;
+use crate::module::ModuleCommand;
+use crate::udpif::Udpif;
 use ofproto::table::TableMiss;
 use openflow::messages::OFPM_ALL;
 use openflow::text::{self, FlowStats};
@@ -121,15 +121,74 @@ fn joined(args: &[String]) -> String {
     args.join(" ")
 }
 
-/// Runs one verb.
-pub fn run(
-    m: &mut OpenFlow,
+/// How long a change waits for the caches to catch up before it is acknowledged.
+pub const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where a verb runs, which decides how it waits for the caches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// The control plane's own thread: wait for a revalidation round and the poll thread.
+    Control,
+    /// The poll thread itself, between batches: revalidate inline (nothing is in flight).
+    PollThread,
+}
+
+fn synced(u: &Udpif, r: Result<String, String>, caller: Caller) -> Result<String, String> {
+    r.as_ref()?;
+    match caller {
+        Caller::Control => {
+            if !u.sync(SYNC_TIMEOUT) {
+                return Err(
+                    "change applied, but the datapath caches did not confirm it in time".into(),
+                );
+            }
+        }
+        Caller::PollThread => crate::udpif::round(u),
+    }
+    r
+}
+
+/// Runs one verb. Changes are acknowledged (the call returns) only once no cached decision
+/// made before them can be used any more.
+pub fn run(m: &Udpif, verb: &str, args: &[String], json: bool, now: u64) -> Result<String, String> {
+    run_as(m, verb, args, json, now, Caller::Control)
+}
+
+/// [`run`], saying which thread calls.
+pub fn run_as(
+    m: &Udpif,
     verb: &str,
     args: &[String],
     json: bool,
-    ctx: &Ctx,
+    now: u64,
+    caller: Caller,
 ) -> Result<String, String> {
-    let now = ctx.now_ms;
+    if caller == Caller::PollThread && matches!(verb, "dump-flows" | "dump-groups") {
+        crate::udpif::round(m);
+    }
+    let r = run_inner(m, verb, args, json, now, caller);
+    match verb {
+        "add-flow" | "add-flows" | "mod-flows" | "del-flows" | "mod-table" | "add-group"
+        | "mod-group" | "del-groups" | "add-meter" | "mod-meter" | "del-meters" => {
+            synced(m, r, caller)
+        }
+        _ => r,
+    }
+}
+
+fn run_inner(
+    m: &Udpif,
+    verb: &str,
+    args: &[String],
+    json: bool,
+    now: u64,
+    caller: Caller,
+) -> Result<String, String> {
+    let sync_stats = || {
+        if caller == Caller::Control {
+            m.sync(SYNC_TIMEOUT);
+        }
+    };
     match verb {
         "add-flow" => {
             if args.is_empty() {
@@ -184,7 +243,11 @@ pub fn run(
             };
             apply_flow_mods(m, &[fm], now, None)
         }
-        "dump-flows" => dump_flows(m, args, json, now),
+        "dump-flows" => {
+            // Push the datapath's counters to the rules first, so the numbers are current.
+            sync_stats();
+            dump_flows(m, args, json, now)
+        }
         "dump-tables" => Ok(dump_tables(m, json)),
         "mod-table" => {
             let [t, mode] = args else {
@@ -201,7 +264,7 @@ pub fn run(
                 "continue" => TableMiss::Continue,
                 _ => return Err(format!("'{mode}' is not drop, controller or continue")),
             };
-            if let Some(tb) = m.ofproto_mut().table_mut(id) {
+            if let Some(tb) = m.of().table_mut(id) {
                 tb.miss = miss;
             }
             Ok(String::new())
@@ -213,7 +276,7 @@ pub fn run(
                 GroupModCommand::Modify
             };
             let gm = text::parse_group(&joined(args), cmd).map_err(|e| e.to_string())?;
-            m.ofproto_mut()
+            m.of()
                 .group_mod(&gm, now)
                 .map_err(|e| format!("{} ({})", group_error(&e), of_error_text(&e)))?;
             Ok(String::new())
@@ -230,12 +293,13 @@ pub fn run(
                 text::parse_group(&joined(args), GroupModCommand::Delete)
                     .map_err(|e| e.to_string())?
             };
-            m.ofproto_mut()
-                .group_mod(&gm, now)
-                .map_err(|e| of_error_text(&e))?;
+            m.of().group_mod(&gm, now).map_err(|e| of_error_text(&e))?;
             Ok(String::new())
         }
-        "dump-groups" => Ok(dump_groups(m, json, now)),
+        "dump-groups" => {
+            sync_stats();
+            Ok(dump_groups(m, json, now))
+        }
         "add-meter" | "mod-meter" => {
             let cmd = if verb == "add-meter" {
                 MeterModCommand::Add
@@ -243,9 +307,7 @@ pub fn run(
                 MeterModCommand::Modify
             };
             let mm = text::parse_meter(&joined(args), cmd).map_err(|e| e.to_string())?;
-            m.ofproto_mut()
-                .meter_mod(&mm, now)
-                .map_err(|e| of_error_text(&e))?;
+            m.of().meter_mod(&mm, now).map_err(|e| of_error_text(&e))?;
             Ok(String::new())
         }
         "del-meters" => {
@@ -260,13 +322,16 @@ pub fn run(
                 text::parse_meter(&joined(args), MeterModCommand::Delete)
                     .map_err(|e| e.to_string())?
             };
-            m.ofproto_mut()
-                .meter_mod(&mm, now)
-                .map_err(|e| of_error_text(&e))?;
+            m.of().meter_mod(&mm, now).map_err(|e| of_error_text(&e))?;
             Ok(String::new())
         }
         "dump-meters" => Ok(dump_meters(m, json, now)),
         "trace" => trace(m, args, json),
+        "dpctl/dump-flows" => Ok(dump_megaflows(m, json, now)),
+        "dpctl/del-flows" => {
+            m.flush();
+            Ok(String::new())
+        }
         _ => Err(format!("module 'openflow' has no command '{verb}'")),
     }
 }
@@ -308,12 +373,12 @@ fn flow_error(e: &OfError) -> String {
 
 /// Validates every flow_mod against the switch, then applies them all.
 fn apply_flow_mods(
-    m: &mut OpenFlow,
+    m: &Udpif,
     fms: &[FlowMod],
     now: u64,
     lines: Option<&[usize]>,
 ) -> Result<String, String> {
-    let of = m.ofproto();
+    let mut of = m.of();
     for (i, fm) in fms.iter().enumerate() {
         if let Err(e) = of.check_flow_mod(fm) {
             let prefix = lines
@@ -323,7 +388,6 @@ fn apply_flow_mods(
             return Err(format!("{prefix}{}", flow_error(&e)));
         }
     }
-    let of = m.ofproto_mut();
     for (i, fm) in fms.iter().enumerate() {
         of.flow_mod(fm, now).map_err(|e| {
             let prefix = lines
@@ -350,13 +414,13 @@ fn rule_flow_mod(r: &ofproto::Rule) -> FlowMod {
     }
 }
 
-fn dump_flows(m: &OpenFlow, args: &[String], json: bool, now: u64) -> Result<String, String> {
+fn dump_flows(m: &Udpif, args: &[String], json: bool, now: u64) -> Result<String, String> {
     let filter = if args.is_empty() {
         None
     } else {
         Some(text::parse_flow(&joined(args), FlowModCommand::Delete).map_err(|e| e.to_string())?)
     };
-    let of = m.ofproto();
+    let of = m.of();
     let mut out = String::new();
     let mut rows = Vec::new();
     for t in of.tables() {
@@ -410,9 +474,9 @@ fn dump_flows(m: &OpenFlow, args: &[String], json: bool, now: u64) -> Result<Str
     Ok(out)
 }
 
-fn dump_tables(m: &OpenFlow, json: bool) -> String {
+fn dump_tables(m: &Udpif, json: bool) -> String {
     use std::sync::atomic::Ordering;
-    let of = m.ofproto();
+    let of = m.of();
     let mut rows = Vec::new();
     let mut out = String::new();
     for t in of.tables() {
@@ -450,8 +514,8 @@ fn dump_tables(m: &OpenFlow, json: bool) -> String {
     out
 }
 
-fn dump_groups(m: &OpenFlow, json: bool, now: u64) -> String {
-    let of = m.ofproto();
+fn dump_groups(m: &Udpif, json: bool, now: u64) -> String {
+    let of = m.of();
     let mut out = String::new();
     let mut rows = Vec::new();
     for g in of.groups().values() {
@@ -481,8 +545,8 @@ fn dump_groups(m: &OpenFlow, json: bool, now: u64) -> String {
     out
 }
 
-fn dump_meters(m: &OpenFlow, json: bool, now: u64) -> String {
-    let of = m.ofproto();
+fn dump_meters(m: &Udpif, json: bool, now: u64) -> String {
+    let of = m.of();
     let mut out = String::new();
     let mut rows = Vec::new();
     for (id, spec) in of.meter_specs() {
@@ -521,7 +585,7 @@ fn dump_meters(m: &OpenFlow, json: bool, now: u64) -> String {
     out
 }
 
-fn trace(m: &OpenFlow, args: &[String], json: bool) -> Result<String, String> {
+fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
     if args.is_empty() {
         return Err("usage: trace BR FLOW".into());
     }
@@ -530,7 +594,7 @@ fn trace(m: &OpenFlow, args: &[String], json: bool) -> Result<String, String> {
     let key = ofproto::fields::match_to_flow(&mt, 0)
         .map_err(|e| format!("field {:?} is not supported", e.0))?;
     let mut lines = Vec::new();
-    let x = ofproto::xlate(m.ofproto(), &key, None, Some(&mut lines));
+    let x = ofproto::xlate(&m.of(), &key, None, Some(&mut lines));
     let mega = ofproto::text::megaflow_text(&key, &x.wc);
     let acts: Vec<String> = x.actions.iter().map(|a| a.to_string()).collect();
     let dp = if acts.is_empty() {
@@ -558,4 +622,44 @@ fn trace(m: &OpenFlow, args: &[String], json: bool) -> Result<String, String> {
         "\nFinal flow: {final_flow}\nMegaflow: {mega}\nDatapath actions: {dp}\n"
     ));
     Ok(out)
+}
+
+fn dump_megaflows(m: &Udpif, json: bool, now: u64) -> String {
+    let idx = m.idx();
+    let mut flows: Vec<_> = idx.dpcls.iter().filter(|f| !f.is_dead()).cloned().collect();
+    drop(idx);
+    flows.sort_by_key(|f| f.id);
+    let mut out = String::new();
+    let mut rows = Vec::new();
+    for f in flows {
+        let mask = packet::flow::FlowKey::from_words(&f.mask);
+        let mtext = ofproto::text::megaflow_text(&f.flow, &mask);
+        let packets = f.packets.load(std::sync::atomic::Ordering::Relaxed);
+        let bytes = f.bytes.load(std::sync::atomic::Ordering::Relaxed);
+        let used = f.used_ms.load(std::sync::atomic::Ordering::Relaxed);
+        let used_s = if used == 0 {
+            "never".to_string()
+        } else {
+            format!("{:.3}s", now.saturating_sub(used) as f64 / 1000.0)
+        };
+        let acts: Vec<String> = f.actions.iter().map(|a| a.to_string()).collect();
+        let acts = if acts.is_empty() {
+            "drop".to_string()
+        } else {
+            acts.join(",")
+        };
+        if json {
+            rows.push(json!({"id": f.id, "match": mtext, "packets": packets, "bytes": bytes,
+                "used_ms_ago": if used == 0 { Value::Null } else { json!(now.saturating_sub(used)) },
+                "actions": acts}));
+        } else {
+            out.push_str(&format!(
+                "{mtext}, packets:{packets}, bytes:{bytes}, used:{used_s}, actions:{acts}\n"
+            ));
+        }
+    }
+    if json {
+        return Value::Array(rows).to_string();
+    }
+    out
 }

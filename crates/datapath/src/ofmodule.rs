@@ -1,51 +1,58 @@
-//! The `openflow` module: a bridge programmed with OpenFlow flow tables.
+//! The `openflow` module: a bridge programmed with OpenFlow flow tables, behind OVS-style
+//! caches.
 //!
-//! This first version runs the full pipeline (`ofproto::xlate`) for every packet — correct
-//! and complete, but slow; the exact-match and megaflow caches in front of it are the
-//! caching datapath's job. Per packet: extract the flow key, xlate, credit the rules and
-//! groups that matched, then execute the datapath actions on the packet: rewrites in place,
-//! each output a copy (the last one takes the packet itself), `NORMAL` through a MAC
-//! learning table, `CONTROLLER` onto ofproto's packet-in queue, meters by their bands.
+//! ## The fast path (per received packet)
+//! 1. Extract the flow key (one pass) and hash it.
+//! 2. Exact-match cache ([`crate::emc`]): a hit gives the megaflow at once.
+//! 3. Megaflow cache ([`crate::dpcls`]): tuple space search over the megaflow masks, ranked
+//!    by hits; a hit is offered to the EMC.
+//! 4. Miss: the packet goes to the handler thread through a bounded queue
+//!    ([`crate::udpif`]); the poll thread does not wait. The packet comes back with its
+//!    actions (and usually a new megaflow to install) through [`SwitchLogic::poll_pending`].
 //!
-//! Port numbers: the module keeps the bridge's slot <-> OpenFlow port map; the bridge's
-//! internal port (`LOCAL`, ofport 65534 in the daemon's numbering) is OpenFlow's
-//! 0xfffffffe.
+//! Then the megaflow's datapath actions run on the packet: rewrites in place, each output a
+//! copy (the last one takes the packet itself) handed to the fabric, which batches outputs
+//! per port; `NORMAL` through a MAC-learning table; `CONTROLLER` onto the packet-in queue;
+//! meters by their bands. Counters are kept in the megaflow and pushed to the OpenFlow rules
+//! by the revalidator.
+//!
+//! With `cache=false` every packet runs the full pipeline on the poll thread instead: the
+//! reference the caching datapath is tested against, and the "uncached" benchmark figure.
+//!
+//! ## Port numbers
+//! The module keeps the bridge's slot <-> OpenFlow port map; the bridge's internal port
+//! (`LOCAL`, ofport 65534 in the daemon's numbering) is OpenFlow's 0xfffffffe.
 
 use crate::bridge::OFPP_LOCAL as BRIDGE_LOCAL;
+use crate::dpcls::Dpcls;
+use crate::emc::{key_hash, Emc};
 use crate::learning::Learning;
 use crate::module::{Ctx, Dest, Emitter, ModuleCommand, PortInfo, PortLookup, SwitchLogic};
+use crate::udpif::{self, Slowpath, Udpif, Upcall};
 use ofproto::meter::{remark_dscp, Verdict};
-use ofproto::odp::{self, DpAction, PacketInReason};
+use ofproto::odp::{self, DpAction};
 use ofproto::switch::{OfPort, PacketIn};
 use ofproto::Ofproto;
 use openflow::actions::{OFPCML_NO_BUFFER, OFPP_LOCAL};
 use packet::flow::{self, FlowKey};
 use packet::{Batch, Packet, Pool};
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-/// Counters of the module.
+/// Fast-path counters of the module.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OpenFlowStats {
-    pub xlates: u64,
+    pub emc_hits: u64,
+    pub megaflow_hits: u64,
+    pub subtable_lookups: u64,
+    pub upcalls: u64,
+    pub lost_upcalls: u64,
+    pub uncached_xlates: u64,
     pub packet_ins: u64,
     pub meter_drops: u64,
     pub copy_failures: u64,
     pub unknown_port: u64,
-}
-
-/// See the module documentation.
-pub struct OpenFlow {
-    of: Ofproto,
-    normal: Learning,
-    slot_of: Vec<u32>,
-    of_slot: HashMap<u32, u16>,
-    stats: OpenFlowStats,
-}
-
-impl Default for OpenFlow {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// The OpenFlow number of a bridge ofport.
@@ -57,71 +64,197 @@ pub fn to_of(ofport: u32) -> u32 {
     }
 }
 
+/// What executing actions needs: ports, the NORMAL table, counters and shared state.
+struct Exec {
+    udpif: Arc<Udpif>,
+    normal: Learning,
+    slot_of: Vec<u32>,
+    /// OpenFlow port -> slot for ports below 4096 (the common case), else `of_slot_big`.
+    of_slot: Vec<u16>,
+    of_slot_big: HashMap<u32, u16>,
+    stats: OpenFlowStats,
+}
+
+const NO_SLOT: u16 = u16::MAX;
+const SMALL_PORTS: u32 = 4096;
+
+/// See the module documentation.
+pub struct OpenFlow {
+    exec: Exec,
+    emc: Emc,
+    dpcls: Dpcls,
+    slow: Option<Slowpath>,
+    /// Whether the EMC is consulted at all (see [`OpenFlow::adapt_emc`]).
+    emc_active: bool,
+    /// (lookups, subtables probed) in the megaflow cache, and EMC hits, at the last
+    /// adaptation.
+    adapt_mark: (u64, u64, u64),
+    adapt_tick: u64,
+    sample_mark: u64,
+    /// Sampled megaflow lookups made on EMC hits: (lookups, probes).
+    sample: (u64, u64),
+}
+
 impl OpenFlow {
-    /// A bridge whose table 0 holds `priority=0,actions=NORMAL`.
-    pub fn new() -> OpenFlow {
-        OpenFlow {
-            of: Ofproto::with_default_flow(0),
-            normal: Learning::new(),
-            slot_of: Vec::new(),
-            of_slot: HashMap::new(),
-            stats: OpenFlowStats::default(),
+    /// A bridge whose table 0 holds `priority=0,actions=NORMAL`; with `cache`, the caching
+    /// datapath (starting its handler and revalidator threads).
+    pub fn new(cache: bool) -> Result<OpenFlow, String> {
+        let udpif = Arc::new(Udpif::new(Ofproto::with_default_flow(
+            crate::clock::now_ms(),
+        )));
+        let slow = if cache {
+            Some(
+                udpif::start(Arc::clone(&udpif))
+                    .map_err(|e| format!("cannot start the upcall threads: {e}"))?,
+            )
+        } else {
+            None
+        };
+        Ok(OpenFlow {
+            exec: Exec {
+                udpif,
+                normal: Learning::new(),
+                slot_of: Vec::new(),
+                of_slot: Vec::new(),
+                of_slot_big: HashMap::new(),
+                stats: OpenFlowStats::default(),
+            },
+            emc: Emc::default(),
+            dpcls: Dpcls::new(),
+            slow,
+            emc_active: true,
+            adapt_mark: (0, 0, 0),
+            adapt_tick: 0,
+            sample_mark: 0,
+            sample: (0, 0),
+        })
+    }
+
+    /// The state shared with the slow path and the control plane.
+    pub fn udpif(&self) -> &Arc<Udpif> {
+        &self.exec.udpif
+    }
+
+    /// Fast-path counters.
+    pub fn stats(&self) -> OpenFlowStats {
+        self.exec.stats
+    }
+
+    /// Megaflows installed in this poll thread's cache.
+    pub fn megaflow_count(&self) -> usize {
+        self.dpcls.len()
+    }
+
+    /// True while upcalls are outstanding (queued or being handled).
+    pub fn upcalls_pending(&self) -> bool {
+        self.slow
+            .as_ref()
+            .is_some_and(|s| !s.upcalls.is_empty() || !s.completed.is_empty())
+    }
+
+    fn set_cache(&mut self, on: bool) -> Result<(), String> {
+        match (on, self.slow.is_some()) {
+            (true, false) => {
+                self.slow = Some(
+                    udpif::start(Arc::clone(&self.exec.udpif))
+                        .map_err(|e| format!("cannot start the upcall threads: {e}"))?,
+                );
+            }
+            (false, true) => {
+                self.slow = None;
+                self.exec.udpif.flush();
+                self.dpcls.clear();
+                self.emc.clear();
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Exec {
+    #[inline(always)]
+    fn slot(&self, ofport: u32) -> Option<u16> {
+        if ofport < SMALL_PORTS {
+            match self.of_slot.get(ofport as usize) {
+                Some(&s) if s != NO_SLOT => Some(s),
+                _ => None,
+            }
+        } else {
+            self.of_slot_big.get(&ofport).copied()
         }
     }
 
-    /// The OpenFlow state.
-    pub fn ofproto(&self) -> &Ofproto {
-        &self.of
-    }
-
-    /// The OpenFlow state, writable (flow_mods, group_mods...).
-    pub fn ofproto_mut(&mut self) -> &mut Ofproto {
-        &mut self.of
-    }
-
-    /// Module counters.
-    pub fn stats(&self) -> OpenFlowStats {
-        self.stats
-    }
-
-    fn slot(&self, ofport: u32) -> Option<u16> {
-        self.of_slot.get(&ofport).copied()
+    fn map_port(&mut self, ofport: u32, slot: Option<u16>) {
+        if ofport < SMALL_PORTS {
+            let i = ofport as usize;
+            if self.of_slot.len() <= i {
+                self.of_slot.resize(i + 1, NO_SLOT);
+            }
+            self.of_slot[i] = slot.unwrap_or(NO_SLOT);
+        } else {
+            match slot {
+                Some(s) => {
+                    self.of_slot_big.insert(ofport, s);
+                }
+                None => {
+                    self.of_slot_big.remove(&ofport);
+                }
+            }
+        }
     }
 
     fn of_port(&self, slot: u16) -> u32 {
         self.slot_of.get(usize::from(slot)).copied().unwrap_or(0)
     }
 
-    /// Runs one packet through the pipeline and its actions.
-    fn one(
+    /// The uncached pipeline: translate and execute on the poll thread.
+    fn uncached(
         &mut self,
         now_ms: u64,
         in_slot: u16,
+        key: &FlowKey,
         pkt: Packet,
         pool: &mut Pool,
         out: &mut dyn Emitter,
     ) {
-        let in_port = self.of_port(in_slot);
-        let key = flow::extract(pkt.data(), in_port);
-        self.stats.xlates += 1;
-        let x = ofproto::xlate(&self.of, &key, Some(pkt.data()), None);
+        self.stats.uncached_xlates += 1;
+        let x = {
+            let of = self.udpif.of();
+            ofproto::xlate(&of, key, Some(pkt.data()), None)
+        };
         let len = pkt.len() as u64;
         for r in &x.rules {
             r.stats.credit(1, len, now_ms);
         }
-        for &(g, b) in &x.buckets {
-            if let Some(grp) = self.of.group_mut(g) {
-                grp.packet_count += 1;
-                grp.byte_count += len;
-                if let (Some(p), Some(by)) =
-                    (grp.bucket_packets.get_mut(b), grp.bucket_bytes.get_mut(b))
-                {
-                    *p += 1;
-                    *by += len;
+        if !x.buckets.is_empty() {
+            let mut of = self.udpif.of();
+            for &(g, b) in &x.buckets {
+                if let Some(grp) = of.group_mut(g) {
+                    grp.packet_count += 1;
+                    grp.byte_count += len;
+                    if let Some(p) = grp.bucket_packets.get_mut(b) {
+                        *p += 1;
+                    }
+                    if let Some(p) = grp.bucket_bytes.get_mut(b) {
+                        *p += len;
+                    }
                 }
             }
         }
-        self.execute(now_ms, in_slot, &key, &x.actions, pkt, pool, out);
+        self.execute(now_ms, in_slot, key, &x.actions, pkt, pool, out);
+    }
+
+    /// Sends `pkt` out of OpenFlow port `p` (the commonest action list).
+    #[inline(always)]
+    fn output_one(&mut self, p: u32, pkt: Packet, pool: &mut Pool, out: &mut dyn Emitter) {
+        match self.slot(p) {
+            Some(slot) => out.emit(slot, pkt, pool),
+            None => {
+                self.stats.unknown_port += 1;
+                out.drop_packet(pkt, pool);
+            }
+        }
     }
 
     /// Executes `actions` on `pkt`, consuming it.
@@ -136,6 +269,17 @@ impl OpenFlow {
         pool: &mut Pool,
         out: &mut dyn Emitter,
     ) {
+        // Fast case: a single output.
+        if let [DpAction::Output(p)] = actions {
+            match self.slot(*p) {
+                Some(slot) => out.emit(slot, pkt, pool),
+                None => {
+                    self.stats.unknown_port += 1;
+                    out.drop_packet(pkt, pool);
+                }
+            }
+            return;
+        }
         // The last action that sends the packet somewhere may take it without a copy.
         let last_send = actions
             .iter()
@@ -183,7 +327,7 @@ impl OpenFlow {
                         usize::from(*max_len).min(pkt.len())
                     };
                     self.stats.packet_ins += 1;
-                    self.of.push_packet_in(PacketIn {
+                    self.udpif.push_packet_in(PacketIn {
                         data: pkt.data()[..n].to_vec(),
                         total_len: pkt.len(),
                         reason: *reason,
@@ -197,7 +341,9 @@ impl OpenFlow {
                     None => self.stats.copy_failures += 1,
                 },
                 DpAction::Meter(id) => {
-                    let verdict = match self.of.meter_mut(*id) {
+                    // Metered flows take the ofproto lock for their meter's buckets; the
+                    // control plane holds it only briefly.
+                    let verdict = match self.udpif.of().meter_mut(*id) {
                         Some(m) => m.apply(pkt.len(), now_ms * 1000),
                         None => Verdict::Pass,
                     };
@@ -259,20 +405,6 @@ impl OpenFlow {
             }
         }
     }
-
-    /// Packet-ins waiting for the connection layer.
-    pub fn take_packet_ins(&mut self) -> Vec<PacketIn> {
-        self.of.take_packet_ins()
-    }
-
-    /// Reason codes for packet-ins (re-exported for the connection layer).
-    pub fn reason_name(r: PacketInReason) -> &'static str {
-        match r {
-            PacketInReason::NoMatch => "no_match",
-            PacketInReason::Action => "action",
-            PacketInReason::InvalidTtl => "invalid_ttl",
-        }
-    }
 }
 
 impl SwitchLogic for OpenFlow {
@@ -292,60 +424,190 @@ impl SwitchLogic for OpenFlow {
     fn process(
         &mut self,
         ctx: &Ctx,
-        in_port: u16,
+        in_slot: u16,
         batch: &mut Batch,
         pool: &mut Pool,
         out: &mut dyn Emitter,
     ) {
+        let now = ctx.now_ms;
+        let in_port = self.exec.of_port(in_slot);
+        let mut key = FlowKey::ZERO;
         for pkt in batch.drain() {
-            self.one(ctx.now_ms, in_port, pkt, pool, out);
+            flow::extract_into(&mut key, pkt.data(), in_port);
+            let Some(slow) = &self.slow else {
+                self.exec.uncached(now, in_slot, &key, pkt, pool, out);
+                continue;
+            };
+            let w = key.as_words();
+            let h = if self.emc_active { key_hash(w) } else { 0 };
+            // Borrow the megaflow straight out of the cache that holds it: no reference
+            // count traffic on the fast path.
+            let emc_hit = if self.emc_active {
+                self.emc.lookup(h, w)
+            } else {
+                None
+            };
+            let mf = match emc_hit {
+                Some(m) => {
+                    self.exec.stats.emc_hits += 1;
+                    // Sample the megaflow path now and then, so `adapt_emc` knows what a
+                    // lookup without the EMC would cost.
+                    if self.exec.stats.emc_hits & 63 == 0 {
+                        let (_, probed) = self.dpcls.lookup(w);
+                        self.sample = (self.sample.0 + 1, self.sample.1 + u64::from(probed));
+                    }
+                    m
+                }
+                None => {
+                    let (m, probed) = self.dpcls.lookup(w);
+                    self.exec.stats.subtable_lookups += u64::from(probed);
+                    match m {
+                        Some(m) => {
+                            self.exec.stats.megaflow_hits += 1;
+                            if self.emc_active {
+                                self.emc.offer(h, w, m);
+                            }
+                            m
+                        }
+                        None => {
+                            self.exec.stats.upcalls += 1;
+                            if let Err(u) = slow.upcall(Box::new(Upcall { pkt, key, in_slot })) {
+                                self.exec.stats.lost_upcalls += 1;
+                                out.drop_packet(u.pkt, pool);
+                            }
+                            continue;
+                        }
+                    }
+                }
+            };
+            // The counters share the megaflow's first cache line with the dead flag the
+            // lookup just read: counting per packet costs no extra miss.
+            mf.account(1, pkt.len() as u64, now);
+            match mf.single_output {
+                Some(p) => self.exec.output_one(p, pkt, pool, out),
+                None => self
+                    .exec
+                    .execute(now, in_slot, &key, &mf.actions, pkt, pool, out),
+            }
         }
     }
 
+    fn poll_pending(&mut self, ctx: &Ctx, pool: &mut Pool, out: &mut dyn Emitter) -> usize {
+        self.exec.udpif.pmd_epoch.fetch_add(1, Ordering::Release);
+        let Some(slow) = &self.slow else {
+            return 0;
+        };
+        let mut n = 0;
+        while n < packet::MAX_BATCH {
+            let Ok(c) = slow.completed.try_recv() else {
+                break;
+            };
+            n += 1;
+            match &c.megaflow {
+                Some(m) => {
+                    if c.install && !m.is_dead() {
+                        self.dpcls.insert(Arc::clone(m));
+                    }
+                    m.account(1, c.pkt.len() as u64, ctx.now_ms);
+                    self.exec
+                        .execute(ctx.now_ms, c.in_slot, &c.key, &m.actions, c.pkt, pool, out);
+                }
+                None => {
+                    self.exec
+                        .execute(ctx.now_ms, c.in_slot, &c.key, &c.actions, c.pkt, pool, out);
+                }
+            }
+        }
+        n
+    }
+
+    fn control(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        let u: Arc<Udpif> = Arc::clone(&self.exec.udpif);
+        Some(u)
+    }
+
     fn port_added(&mut self, info: &PortInfo) {
+        let e = &mut self.exec;
         let i = usize::from(info.idx);
-        if self.slot_of.len() <= i {
-            self.slot_of.resize(i + 1, 0);
+        if e.slot_of.len() <= i {
+            e.slot_of.resize(i + 1, 0);
         }
         let of = to_of(info.ofport);
-        self.slot_of[i] = of;
-        self.of_slot.insert(of, info.idx);
-        self.of.set_port(OfPort {
+        e.slot_of[i] = of;
+        e.map_port(of, Some(info.idx));
+        e.udpif.of().set_port(OfPort {
             ofport: of,
             name: info.name.clone(),
             live: true,
             no_flood: false,
         });
-        self.normal.port_added(info);
+        e.normal.port_added(info);
+        // Port changes alter FLOOD/ALL and failover decisions: revalidate soon.
+        self.dpcls_dirty();
     }
 
     fn port_removed(&mut self, idx: u16) {
-        let of = self.of_port(idx);
-        if let Some(s) = self.slot_of.get_mut(usize::from(idx)) {
+        let e = &mut self.exec;
+        let of = e.of_port(idx);
+        if let Some(s) = e.slot_of.get_mut(usize::from(idx)) {
             *s = 0;
         }
-        self.of_slot.remove(&of);
-        self.of.remove_port(of);
-        self.normal.port_removed(idx);
+        e.map_port(of, None);
+        e.udpif.of().remove_port(of);
+        e.normal.port_removed(idx);
+        self.dpcls_dirty();
     }
 
     fn port_status(&mut self, idx: u16, up: bool) {
-        let of = self.of_port(idx);
-        if let Some(p) = self.of.ports().get(&of).cloned() {
-            self.of.set_port(OfPort { live: up, ..p });
+        let of = self.exec.of_port(idx);
+        let mut o = self.exec.udpif.of();
+        if let Some(p) = o.ports().get(&of).cloned() {
+            o.set_port(OfPort { live: up, ..p });
         }
+        drop(o);
+        self.dpcls_dirty();
     }
 
     fn run(&mut self, ctx: &Ctx) {
-        self.of.expire(ctx.now_ms);
-        self.normal.run(ctx);
+        self.adapt_emc();
+        self.exec.udpif.of().expire(ctx.now_ms);
+        self.exec.normal.run(ctx);
+        self.dpcls.sweep();
+        self.dpcls.rerank();
     }
 
     fn configure(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let num = |v: &str, lo: u64, hi: u64| -> Result<u64, String> {
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| (lo..=hi).contains(n))
+                .ok_or_else(|| format!("{key}: '{v}' is not a number in {lo}..={hi}"))
+        };
+        let u = &self.exec.udpif;
         match key {
-            "mac-aging-time" | "mac-table-size" => self.normal.configure(key, value),
+            "mac-aging-time" | "mac-table-size" => self.exec.normal.configure(key, value),
+            "cache" => self.set_cache(netdev::parse_bool(key, value).map_err(|e| e.to_string())?),
+            "emc-insert-inv-prob" => {
+                self.emc.insert_inv_prob = num(value, 0, 1 << 20)? as u32;
+                self.emc_active = self.emc.insert_inv_prob != 0;
+                if !self.emc_active {
+                    self.emc.clear();
+                }
+                Ok(())
+            }
+            "flow-limit" => {
+                let n = num(value, 1, 10_000_000)? as usize;
+                u.max_flow_limit.store(n, Ordering::Relaxed);
+                let cur = u.flow_limit.load(Ordering::Relaxed);
+                u.flow_limit.store(cur.min(n), Ordering::Relaxed);
+                Ok(())
+            }
+            "max-idle" => {
+                u.max_idle_ms.store(num(value, 100, 3_600_000)?, Ordering::Relaxed);
+                Ok(())
+            }
             _ => Err(format!(
-                "module 'openflow' has no setting '{key}' (settings: mac-aging-time, mac-table-size)"
+                "module 'openflow' has no setting '{key}' (settings: cache, emc-insert-inv-prob, flow-limit, max-idle, mac-aging-time, mac-table-size)"
             )),
         }
     }
@@ -363,20 +625,114 @@ impl SwitchLogic for OpenFlow {
         ports: &dyn PortLookup,
     ) -> Result<String, String> {
         if matches!(verb, "fdb-show" | "fdb-flush" | "fdb-stats") {
-            return self.normal.command(verb, args, json, ctx, ports);
+            return self.exec.normal.command(verb, args, json, ctx, ports);
         }
-        crate::ofcommands::run(self, verb, args, json, ctx)
+        // Everything else runs on the control plane's thread through `control()`; this
+        // path (on the poll thread) is for in-process users such as benchmarks and tests.
+        crate::ofcommands::run_as(
+            &self.exec.udpif,
+            verb,
+            args,
+            json,
+            ctx.now_ms,
+            crate::ofcommands::Caller::PollThread,
+        )
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        let s = &self.stats;
+        let s = &self.exec.stats;
+        let u = &self.exec.udpif.stats;
         vec![
-            ("xlates", s.xlates),
+            ("emc_hits", s.emc_hits),
+            ("megaflow_hits", s.megaflow_hits),
+            ("subtable_lookups", s.subtable_lookups),
+            ("upcalls", s.upcalls),
+            ("lost_upcalls", s.lost_upcalls),
+            ("uncached_xlates", s.uncached_xlates),
+            ("megaflows", self.dpcls.len() as u64),
+            ("masks", self.dpcls.n_subtables() as u64),
+            ("handler_xlates", u.xlates.load(Ordering::Relaxed)),
+            ("handler_reused", u.reused.load(Ordering::Relaxed)),
+            ("flow_limit_hits", u.flow_limit_hits.load(Ordering::Relaxed)),
+            ("revalidated", u.revalidations.load(Ordering::Relaxed)),
+            ("killed_changed", u.killed_changed.load(Ordering::Relaxed)),
+            ("killed_idle", u.killed_idle.load(Ordering::Relaxed)),
+            (
+                "flow_limit",
+                self.exec.udpif.flow_limit.load(Ordering::Relaxed) as u64,
+            ),
             ("packet_ins", s.packet_ins),
-            ("packet_in_overflow", self.of.packet_in_overflow),
+            (
+                "packet_in_overflow",
+                self.exec.udpif.packet_in_overflow.load(Ordering::Relaxed),
+            ),
             ("meter_drops", s.meter_drops),
             ("copy_failures", s.copy_failures),
             ("unknown_port", s.unknown_port),
         ]
+    }
+}
+
+impl OpenFlow {
+    /// Picks the lookup path for the next second from the last one's traffic (like OVS
+    /// choosing a specialised lookup once). The EMC hashes and compares the whole 22-word
+    /// key, so it pays only when it saves more than that: it is bypassed when megaflow
+    /// lookups need about one subtable probe each (1.25 on average; 1.5 to come back, so
+    /// the choice does not flap), and when it answers fewer than half the packets (too many
+    /// flows for it, as with 100K flows); while bypassed with costly megaflow lookups it is
+    /// retried one second in eight. `emc-insert-inv-prob=0` turns it off for good.
+    fn adapt_emc(&mut self) {
+        let s = &self.exec.stats;
+        let now = (
+            s.megaflow_hits + s.upcalls + self.sample.0,
+            s.subtable_lookups + self.sample.1,
+            s.emc_hits,
+        );
+        let (l0, p0, e0) = self.adapt_mark;
+        self.adapt_mark = now;
+        self.adapt_tick = self.adapt_tick.wrapping_add(1);
+        if self.emc.insert_inv_prob == 0 {
+            self.emc_active = false;
+            return;
+        }
+        let lookups = now.0.saturating_sub(l0);
+        let probes = now.1.saturating_sub(p0);
+        let emc_hits = now.2.saturating_sub(e0);
+        let total = emc_hits
+            + now
+                .0
+                .saturating_sub(l0)
+                .saturating_sub(self.sample.0.saturating_sub(self.sample_mark));
+        self.sample_mark = self.sample.0;
+        if lookups < 64 {
+            return;
+        }
+        let cheap_megaflows = if self.emc_active {
+            probes * 4 <= lookups * 5
+        } else {
+            probes * 2 <= lookups * 3
+        };
+        let active = if cheap_megaflows {
+            false
+        } else if self.emc_active {
+            // On: keep it while it answers at least half the packets.
+            emc_hits * 2 >= total
+        } else {
+            // Off with costly megaflow lookups: try it again every eighth second.
+            self.adapt_tick.is_multiple_of(8)
+        };
+        if active != self.emc_active {
+            self.emc_active = active;
+            if !active {
+                self.emc.clear();
+            }
+        }
+    }
+
+    /// After a port change: decisions involving FLOOD, ALL or failover may differ. The port
+    /// change bumped the ofproto version; ask for a revalidation round now.
+    fn dpcls_dirty(&self) {
+        // Do not wait here (this runs on the poll thread): a round is only requested.
+        self.exec.udpif.kick();
     }
 }

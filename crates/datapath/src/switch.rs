@@ -14,7 +14,6 @@ use crate::module::{Ctx, SwitchLogic, VlanMode};
 use netdev::Port;
 use packet::Pool;
 use serde_json::{json, Value};
-use std::time::Instant;
 
 /// Default number of packet buffers in the poll thread's pool.
 pub const DEFAULT_POOL: usize = 16_384;
@@ -49,7 +48,6 @@ impl PmdStats {
 pub struct Switch {
     bridges: Vec<Bridge>,
     pub pool: Pool,
-    started: Instant,
     last_run_ms: u64,
     last_link_ms: u64,
     pub pmd: PmdStats,
@@ -76,7 +74,6 @@ impl Switch {
         Switch {
             bridges: Vec::new(),
             pool: Pool::new(pool_size),
-            started: Instant::now(),
             last_run_ms: 0,
             last_link_ms: 0,
             pmd: PmdStats::default(),
@@ -84,10 +81,10 @@ impl Switch {
         }
     }
 
-    /// Milliseconds since the switch started.
+    /// Milliseconds on the datapath clock ([`crate::clock`]).
     #[inline(always)]
     pub fn now_ms(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+        crate::clock::now_ms()
     }
 
     /// The bridges.

@@ -11,6 +11,8 @@
 use crate::config::{parse_port_request, split_kv};
 use crossbeam_channel::Sender;
 use datapath::module;
+use datapath::ofcommands;
+use datapath::udpif::Udpif;
 use datapath::PmdHandle;
 use std::sync::{Arc, Mutex};
 
@@ -49,6 +51,8 @@ const COMMANDS: &[(&str, &str)] = &[
     ("del-meters", "BR [meter=N]"),
     ("dump-meters", "BR [--json]"),
     ("trace", "BR FLOW [--json]"),
+    ("dpctl/dump-flows", "[BR] [--json]"),
+    ("dpctl/del-flows", "[BR]"),
     ("ofproto/trace", "BR FLOW"),
     ("fdb-show", "BR [--json]"),
     ("fdb-flush", "BR"),
@@ -92,6 +96,7 @@ fn module_verb(m: &str) -> Option<&'static str> {
         "del-meters" => "del-meters",
         "dump-meters" => "dump-meters",
         "trace" | "ofproto/trace" => "trace",
+        "dpctl/del-flows" => "dpctl/del-flows",
         "fdb-flush" => "fdb-flush",
         "fdb-stats" | "fdb/stats-show" => "fdb-stats",
         "patch-set" => "patch-set",
@@ -272,6 +277,7 @@ impl Daemon {
                 self.pmd.call(|sw| sw.pmd_stats_clear())?;
                 Ok(String::new())
             }
+            "dpctl/dump-flows" => self.dpctl_dump_flows(args, json),
             "fdb/flush" => {
                 // OVS flushes every bridge when none is named.
                 let br = args.first().cloned();
@@ -312,10 +318,61 @@ impl Daemon {
         let Some((br, rest)) = args.split_first() else {
             return Err(usage(method));
         };
+        if !matches!(verb, "fdb-show" | "fdb-flush" | "fdb-stats") {
+            if let Some(u) = self.openflow_handle(br)? {
+                return ofcommands::run(&u, verb, rest, json, datapath::clock::now_ms());
+            }
+        }
         let br = br.clone();
         let rest = rest.to_vec();
         self.pmd
             .call(move |sw| sw.module_command(&br, verb, &rest, json))?
+    }
+
+    /// The shared OpenFlow state of bridge `br`, if it runs the openflow module.
+    fn openflow_handle(&self, br: &str) -> Result<Option<Arc<Udpif>>, String> {
+        let b = br.to_string();
+        let h = self
+            .pmd
+            .call(move |sw| sw.bridge(&b).map(|x| x.module.control()))?;
+        match h {
+            None => Err(format!("no such bridge '{br}'")),
+            Some(None) => Ok(None),
+            Some(Some(any)) => Ok(any.downcast::<Udpif>().ok()),
+        }
+    }
+
+    fn dpctl_dump_flows(&self, args: &[String], json: bool) -> Result<String, String> {
+        let names: Vec<String> = match args {
+            [b] => vec![b.clone()],
+            [] => self.pmd.call(|sw| {
+                sw.bridges()
+                    .iter()
+                    .filter(|b| b.module.name() == "openflow")
+                    .map(|b| b.name.clone())
+                    .collect::<Vec<_>>()
+            })?,
+            _ => return Err(usage("dpctl/dump-flows")),
+        };
+        let mut text = String::new();
+        let mut all = Vec::new();
+        for n in names {
+            let Some(u) = self.openflow_handle(&n)? else {
+                return Err(format!("bridge '{n}' does not run the openflow module"));
+            };
+            let out =
+                ofcommands::run(&u, "dpctl/dump-flows", &[], json, datapath::clock::now_ms())?;
+            if json {
+                let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
+                all.push(serde_json::json!({"bridge": n, "flows": v}));
+            } else {
+                text.push_str(&out);
+            }
+        }
+        if json {
+            return Ok(serde_json::Value::Array(all).to_string());
+        }
+        Ok(text)
     }
 
     fn add_br(&self, args: &[String]) -> Result<String, String> {

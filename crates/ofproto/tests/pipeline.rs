@@ -8,7 +8,7 @@ use ofproto::{xlate, Ofproto};
 use openflow::messages::err;
 use openflow::text::{parse_flow, parse_group, parse_meter};
 use openflow::{FlowModCommand, GroupModCommand, MeterModCommand, OfError};
-use packet::flow::{FlowKey, ETH_TYPE_IPV4, IPPROTO_TCP, IPPROTO_UDP, VLAN_PRESENT};
+use packet::flow::{FlowKey, ETH_TYPE_IPV4, IPPROTO_TCP, VLAN_PRESENT};
 
 fn add(of: &mut Ofproto, text: &str) {
     let fm = parse_flow(text, FlowModCommand::Add).expect("parse");
@@ -166,7 +166,7 @@ fn errors_follow_the_spec_and_change_nothing() {
     let mut of = with_ports(2);
     add(&mut of, "priority=5,ip,actions=output:1");
     let before = of.version();
-    let e = |r: Result<ofproto::FlowModResult, OfError>| r.err().expect("error");
+    let e = |r: Result<ofproto::FlowModResult, OfError>| r.expect_err("error");
     // goto_table must go forward.
     let r = try_fm(&mut of, "table=3,actions=goto_table:2", FlowModCommand::Add);
     assert_eq!(
@@ -454,12 +454,11 @@ fn timeouts_expire_and_log_flow_removed() {
     fm.flags.insert(openflow::FlowModFlags::SEND_FLOW_REM);
     of.flow_mod(&fm, 0).expect("add");
     // The idle flow is used at 8 s, so it lives until 18 s; the hard one dies at 5 s.
-    let mut k = tcp(1, [0; 4], 0);
+    let k = tcp(1, [0; 4], 0);
     xlate(&of, &k, None, None).rules[0]
         .stats
         .credit(1, 60, 8_000);
     assert_eq!(of.expire(4_999), 0);
-    k.nw_proto = IPPROTO_UDP;
     assert_eq!(of.expire(5_000), 1);
     assert_eq!(of.expire(17_999), 0);
     assert_eq!(of.expire(18_000), 1);

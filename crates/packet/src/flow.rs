@@ -170,7 +170,7 @@ pub const ICMPV6_ND_NA: u8 = 136;
 /// Everything a packet can be matched on. See the module documentation for the layout and
 /// the representation rules; the `pad_*` fields are always zero.
 #[repr(C)]
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct FlowKey {
     // ---- stage 0: metadata (words 0..3) ----
     /// Ingress port number.
@@ -488,24 +488,23 @@ impl FlowKey {
     }
 
     /// The key as native-endian 64-bit words (its in-memory image).
-    #[inline]
+    #[inline(always)]
     pub fn to_words(&self) -> [u64; FLOW_KEY_WORDS] {
-        let b = self.to_bytes();
-        let mut w = [0u64; FLOW_KEY_WORDS];
-        for (word, chunk) in w.iter_mut().zip(b.chunks_exact(8)) {
-            *word = u64::from_ne_bytes(arr(chunk, 0));
-        }
-        w
+        *self.as_words()
+    }
+
+    /// The key's in-memory image viewed as words, without copying. The struct is
+    /// `#[repr(C)]`, 8-byte aligned and has no implicit padding (which `bytemuck`'s derive
+    /// checks at compile time), so the view is exact.
+    #[inline(always)]
+    pub fn as_words(&self) -> &[u64; FLOW_KEY_WORDS] {
+        bytemuck::cast_ref(self)
     }
 
     /// Inverse of [`FlowKey::to_words`].
-    #[inline]
+    #[inline(always)]
     pub fn from_words(w: &[u64; FLOW_KEY_WORDS]) -> FlowKey {
-        let mut b = [0u8; FLOW_KEY_SIZE];
-        for (chunk, word) in b.chunks_exact_mut(8).zip(w) {
-            chunk.copy_from_slice(&word.to_ne_bytes());
-        }
-        FlowKey::from_bytes(&b)
+        *bytemuck::cast_ref(w)
     }
 
     /// This key with every bit that is zero in `mask` cleared.

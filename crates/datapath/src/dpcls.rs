@@ -1,0 +1,493 @@
+//! The megaflow cache: cached OpenFlow decisions, each valid for every packet that agrees
+//! with one flow on the bits of a mask (a *megaflow*), looked up by tuple space search.
+//!
+//! ## Layout
+//! One [`Subtable`] per distinct mask. A subtable keeps the list of key words its mask does
+//! not zero out (a "miniflow" of the mask, chosen once when the subtable is created), so a
+//! lookup hashes and compares only those words — typically three to six of the key's 22.
+//! Entries live in a `hashbrown::HashTable` keyed by that masked hash.
+//!
+//! Megaflows never overlap in a useful way (any match is a correct match: every megaflow's
+//! actions are right for every packet it covers), so a lookup returns the first hit and
+//! subtables are simply ranked by how many hits they had: [`Dpcls::rerank`] re-sorts them,
+//! busiest first, so the common case probes one subtable.
+//!
+//! ## Sharing
+//! A [`Megaflow`] is shared (`Arc`) between the poll thread's cache, the handler's index and
+//! the revalidator. It is immutable except for its counters and its `dead` flag: a changed
+//! decision is a new megaflow, and the flag makes a deleted one unusable at once, before the
+//! poll thread gets round to unlinking it. Counters are written only by the poll thread (plain
+//! load/store on atomics: no lock prefix on the fast path) and read by the revalidator.
+
+use hashbrown::HashTable;
+use ofproto::odp::DpAction;
+use ofproto::Rule;
+use packet::flow::{FlowKey, FLOW_KEY_WORDS};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Words of a flow key.
+pub type Words = [u64; FLOW_KEY_WORDS];
+
+/// Key words a megaflow keeps inline for the lookup compare; masks with more non-zero
+/// words compare against the full key instead.
+pub const INLINE_WORDS: usize = 8;
+
+/// One cached decision. The fields a packet touches come first, so that a hit reads one or
+/// two cache lines: the dead flag, the counters, the compact key and a single output port.
+#[repr(C)]
+pub struct Megaflow {
+    pub dead: AtomicBool,
+    /// Number of valid words in `ckey` (0 when the mask has more than [`INLINE_WORDS`]).
+    n_ckey: u8,
+    pub packets: AtomicU64,
+    pub bytes: AtomicU64,
+    pub used_ms: AtomicU64,
+    /// The port of the actions when they are exactly one output, else `None`.
+    pub single_output: Option<u32>,
+    /// The masked key's non-zero-mask words, in mask order.
+    ckey: [u64; INLINE_WORDS],
+    pub actions: Vec<DpAction>,
+    // ---- cold: the slow path's view ----
+    pub id: u64,
+    /// The flow that was translated (its masked form is `key`).
+    pub flow: FlowKey,
+    /// `flow & mask`, as words.
+    pub key: Words,
+    pub mask: Words,
+    /// The OpenFlow rules (and group buckets) the decision came from, for statistics.
+    pub rules: Vec<Arc<Rule>>,
+    pub buckets: Vec<(u32, usize)>,
+    /// ofproto version the actions were computed at.
+    pub version: AtomicU64,
+    pub created_ms: u64,
+    /// Counters already pushed to the rules.
+    pub pushed: Mutex<(u64, u64)>,
+}
+
+impl Megaflow {
+    /// A live megaflow.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: u64,
+        flow: FlowKey,
+        mask: FlowKey,
+        actions: Vec<DpAction>,
+        rules: Vec<Arc<Rule>>,
+        buckets: Vec<(u32, usize)>,
+        version: u64,
+        now_ms: u64,
+    ) -> Megaflow {
+        let m = mask.to_words();
+        let mut k = flow.to_words();
+        for (a, b) in k.iter_mut().zip(m.iter()) {
+            *a &= b;
+        }
+        let mut ckey = [0u64; INLINE_WORDS];
+        let mut n = 0usize;
+        let nonzero = m.iter().filter(|w| **w != 0).count();
+        if nonzero <= INLINE_WORDS {
+            for (i, w) in m.iter().enumerate() {
+                if *w != 0 {
+                    ckey[n] = k[i];
+                    n += 1;
+                }
+            }
+        }
+        let single_output = match actions.as_slice() {
+            [DpAction::Output(p)] => Some(*p),
+            _ => None,
+        };
+        Megaflow {
+            dead: AtomicBool::new(false),
+            n_ckey: n as u8,
+            packets: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            used_ms: AtomicU64::new(0),
+            single_output,
+            ckey,
+            actions,
+            id,
+            flow,
+            key: k,
+            mask: m,
+            rules,
+            buckets,
+            version: AtomicU64::new(version),
+            created_ms: now_ms,
+            pushed: Mutex::new((0, 0)),
+        }
+    }
+
+    /// True if `key` is covered.
+    #[inline]
+    pub fn covers(&self, key: &Words) -> bool {
+        key.iter()
+            .zip(self.mask.iter())
+            .zip(self.key.iter())
+            .all(|((k, m), v)| k & m == *v)
+    }
+
+    /// Adds `packets`/`bytes` used at `now_ms`. Single writer (the poll thread).
+    #[inline]
+    pub fn account(&self, packets: u64, bytes: u64, now_ms: u64) {
+        let p = self.packets.load(Ordering::Relaxed);
+        self.packets.store(p + packets, Ordering::Relaxed);
+        let b = self.bytes.load(Ordering::Relaxed);
+        self.bytes.store(b + bytes, Ordering::Relaxed);
+        self.used_ms.store(now_ms, Ordering::Relaxed);
+    }
+
+    /// True once deleted.
+    #[inline]
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+}
+
+#[inline(always)]
+fn mix(h: u64, w: u64) -> u64 {
+    // Multiply, then fold the high half down: a multiply alone only moves entropy upward,
+    // and the varying part of a key word is often its top bytes (an address).
+    let x = (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x ^ (x >> 32)
+}
+
+#[inline(always)]
+fn finish(h: u64) -> u64 {
+    let mut x = h ^ (h >> 33);
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// All megaflows sharing one mask.
+pub struct Subtable {
+    pub mask: Words,
+    /// Indices of the mask's non-zero words (`n_idx` of them; a key has at most 22).
+    idx: [u8; FLOW_KEY_WORDS],
+    n_idx: usize,
+    table: HashTable<Arc<Megaflow>>,
+    pub hits: std::cell::Cell<u64>,
+}
+
+impl Subtable {
+    fn new(mask: Words) -> Subtable {
+        let mut idx = [0u8; FLOW_KEY_WORDS];
+        let mut n_idx = 0;
+        for (i, m) in mask.iter().enumerate() {
+            if *m != 0 {
+                idx[n_idx] = i as u8;
+                n_idx += 1;
+            }
+        }
+        Subtable {
+            mask,
+            idx,
+            n_idx,
+            table: HashTable::new(),
+            hits: std::cell::Cell::new(0),
+        }
+    }
+
+    #[inline(always)]
+    fn hash_key(&self, key: &Words) -> u64 {
+        let mut h = 0x243f_6a88_85a3_08d3u64;
+        for &i in &self.idx[..self.n_idx] {
+            let i = usize::from(i);
+            h = mix(h, key[i] & self.mask[i]);
+        }
+        finish(h)
+    }
+
+    #[inline(always)]
+    fn hash_masked(&self, masked: &Words) -> u64 {
+        let mut h = 0x243f_6a88_85a3_08d3u64;
+        for &i in &self.idx[..self.n_idx] {
+            h = mix(h, masked[usize::from(i)]);
+        }
+        finish(h)
+    }
+
+    #[inline(always)]
+    fn find(&self, key: &Words) -> Option<&Arc<Megaflow>> {
+        let idx = &self.idx[..self.n_idx];
+        if self.n_idx <= INLINE_WORDS {
+            // Gather the masked words once: they feed both the hash and the compare.
+            let mut mk = [0u64; INLINE_WORDS];
+            let mut h = 0x243f_6a88_85a3_08d3u64;
+            for (j, &i) in idx.iter().enumerate() {
+                let i = usize::from(i);
+                let w = key[i] & self.mask[i];
+                mk[j] = w;
+                h = mix(h, w);
+            }
+            let n = self.n_idx;
+            return self.table.find(finish(h), |m| m.ckey[..n] == mk[..n]);
+        }
+        let h = self.hash_key(key);
+        let mask = &self.mask;
+        self.table.find(h, |m| {
+            idx.iter().all(|&i| {
+                let i = usize::from(i);
+                key[i] & mask[i] == m.key[i]
+            })
+        })
+    }
+
+    /// Number of megaflows.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+}
+
+/// The megaflow classifier. Owned by one thread; see the module documentation.
+#[derive(Default)]
+pub struct Dpcls {
+    subtables: Vec<Subtable>,
+    count: usize,
+}
+
+impl Dpcls {
+    /// An empty cache.
+    pub fn new() -> Dpcls {
+        Dpcls::default()
+    }
+
+    /// Number of megaflows.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Number of subtables (distinct masks).
+    pub fn n_subtables(&self) -> usize {
+        self.subtables.len()
+    }
+
+    /// Finds a live megaflow covering `key`; also returns how many subtables were probed.
+    #[inline]
+    pub fn lookup(&self, key: &Words) -> (Option<&Arc<Megaflow>>, u32) {
+        let mut probed = 0;
+        for st in self.subtables.iter() {
+            probed += 1;
+            if let Some(m) = st.find(key) {
+                if !m.is_dead() {
+                    st.hits.set(st.hits.get() + 1);
+                    return (Some(m), probed);
+                }
+            }
+        }
+        (None, probed)
+    }
+
+    /// Like [`Dpcls::lookup`] without counting hits (for readers that do not own the
+    /// ranking).
+    pub fn peek(&self, key: &Words) -> Option<&Arc<Megaflow>> {
+        self.subtables
+            .iter()
+            .filter_map(|st| st.find(key))
+            .find(|m| !m.is_dead())
+    }
+
+    /// Inserts a megaflow. A live megaflow with the same mask and key is replaced.
+    pub fn insert(&mut self, mf: Arc<Megaflow>) {
+        let si = match self.subtables.iter().position(|s| s.mask == mf.mask) {
+            Some(i) => i,
+            None => {
+                self.subtables.push(Subtable::new(mf.mask));
+                self.subtables.len() - 1
+            }
+        };
+        let st = &mut self.subtables[si];
+        let h = st.hash_masked(&mf.key);
+        let key = mf.key;
+        match st.table.find_mut(h, |m| m.key == key) {
+            Some(slot) => *slot = mf,
+            None => {
+                let (idx, n) = (st.idx, st.n_idx);
+                let mask = st.mask;
+                st.table.insert_unique(h, mf, move |m| {
+                    let mut hh = 0x243f_6a88_85a3_08d3u64;
+                    for &i in &idx[..n] {
+                        let i = usize::from(i);
+                        hh = mix(hh, m.key[i] & mask[i]);
+                    }
+                    finish(hh)
+                });
+                self.count += 1;
+            }
+        }
+    }
+
+    /// Removes the megaflow with this mask, key and id. Returns true if it was there.
+    pub fn remove(&mut self, mf: &Megaflow) -> bool {
+        let Some(si) = self.subtables.iter().position(|s| s.mask == mf.mask) else {
+            return false;
+        };
+        let st = &mut self.subtables[si];
+        let h = st.hash_masked(&mf.key);
+        let (key, id) = (mf.key, mf.id);
+        let removed = match st.table.find_entry(h, |m| m.key == key && m.id == id) {
+            Ok(e) => {
+                e.remove();
+                true
+            }
+            Err(_) => false,
+        };
+        if removed {
+            self.count -= 1;
+            if st.table.is_empty() {
+                self.subtables.remove(si);
+            }
+        }
+        removed
+    }
+
+    /// Drops every dead megaflow. Returns how many.
+    pub fn sweep(&mut self) -> usize {
+        let mut n = 0;
+        for st in self.subtables.iter_mut() {
+            let before = st.table.len();
+            st.table.retain(|m| !m.is_dead());
+            n += before - st.table.len();
+        }
+        self.subtables.retain(|s| !s.table.is_empty());
+        self.count -= n;
+        n
+    }
+
+    /// Re-sorts subtables by hits (busiest first) and halves the counts, so the ranking
+    /// follows the recent traffic.
+    pub fn rerank(&mut self) {
+        self.subtables
+            .sort_by_key(|s| std::cmp::Reverse(s.hits.get()));
+        for s in self.subtables.iter_mut() {
+            s.hits.set(s.hits.get() / 2);
+        }
+    }
+
+    /// Every megaflow.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Megaflow>> {
+        self.subtables.iter().flat_map(|s| s.table.iter())
+    }
+
+    /// Removes everything.
+    pub fn clear(&mut self) {
+        for m in self.iter() {
+            m.dead.store(true, Ordering::Release);
+        }
+        self.subtables.clear();
+        self.count = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mf(id: u64, dst: [u8; 4], plen: u32, port: u32) -> Arc<Megaflow> {
+        let flow = FlowKey {
+            in_port: 1,
+            dl_type: 0x0800,
+            nw_dst: dst,
+            ..FlowKey::ZERO
+        };
+        let m = if plen == 0 {
+            0
+        } else {
+            u32::MAX << (32 - plen)
+        };
+        let mask = FlowKey {
+            in_port: u32::MAX,
+            dl_type: 0xffff,
+            nw_dst: m.to_be_bytes(),
+            ..FlowKey::ZERO
+        };
+        Arc::new(Megaflow::new(
+            id,
+            flow,
+            mask,
+            vec![DpAction::Output(port)],
+            vec![],
+            vec![],
+            1,
+            0,
+        ))
+    }
+
+    fn key(dst: [u8; 4]) -> Words {
+        FlowKey {
+            in_port: 1,
+            dl_type: 0x0800,
+            nw_dst: dst,
+            nw_ttl: 64,
+            tp_src: 99,
+            ..FlowKey::ZERO
+        }
+        .to_words()
+    }
+
+    #[test]
+    fn lookup_insert_remove_sweep() {
+        let mut d = Dpcls::new();
+        d.insert(mf(1, [10, 0, 0, 1], 32, 2));
+        d.insert(mf(2, [10, 1, 0, 0], 16, 3));
+        assert_eq!(d.len(), 2);
+        assert_eq!(d.n_subtables(), 2);
+        let (m, _) = d.lookup(&key([10, 0, 0, 1]));
+        assert_eq!(m.map(|m| m.id), Some(1));
+        let (m, _) = d.lookup(&key([10, 1, 200, 7]));
+        assert_eq!(m.map(|m| m.id), Some(2));
+        assert!(d.lookup(&key([10, 2, 0, 1])).0.is_none());
+        // A dead megaflow is never returned, even before it is swept.
+        let a = d.peek(&key([10, 0, 0, 1])).cloned().expect("a");
+        a.dead.store(true, Ordering::Release);
+        assert!(d.lookup(&key([10, 0, 0, 1])).0.is_none());
+        assert_eq!(d.sweep(), 1);
+        assert_eq!(d.n_subtables(), 1);
+        let b = d.peek(&key([10, 1, 0, 0])).cloned().expect("b");
+        assert!(d.remove(&b));
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn keys_differing_only_in_high_bytes_spread_over_the_table() {
+        // Addresses vary in the high bytes of their key word; their hashes must still vary
+        // in the low bits a hash table indexes with.
+        let st = Subtable::new(mf(0, [10, 0, 0, 0], 32, 1).mask);
+        let mut low = std::collections::HashSet::new();
+        for i in 0..4096u32 {
+            let b = i.to_be_bytes();
+            low.insert(st.hash_key(&key([10, 0, b[2], b[3]])) & 0xfff);
+        }
+        assert!(
+            low.len() > 2500,
+            "only {} distinct low-12-bit values",
+            low.len()
+        );
+    }
+
+    #[test]
+    fn rerank_puts_busy_subtables_first() {
+        let mut d = Dpcls::new();
+        d.insert(mf(1, [10, 0, 0, 1], 32, 2));
+        d.insert(mf(2, [10, 1, 0, 0], 16, 3));
+        for _ in 0..10 {
+            d.lookup(&key([10, 1, 0, 5]));
+        }
+        d.rerank();
+        let (_, probed) = d.lookup(&key([10, 1, 0, 5]));
+        assert_eq!(probed, 1);
+    }
+}

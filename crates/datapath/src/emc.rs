@@ -1,0 +1,147 @@
+//! The exact-match cache (EMC): full flow key -> megaflow, per poll thread.
+//!
+//! A direct-mapped table of [`EMC_ENTRIES`] slots indexed two ways by the key's hash (two
+//! candidate slots per key); a lookup compares the full key, so a hit needs no masking and
+//! no subtable walk. To keep the cache from thrashing when there are more active flows than
+//! slots (the collapse OVS-DPDK shows above ~10K flows), a new key is inserted only with
+//! probability 1/`insert_inv_prob` (OVS's `emc-insert-inv-prob`, default 100): a flow that
+//! is busy gets in soon, a flood of short flows mostly does not. `insert_inv_prob = 0`
+//! disables the cache.
+//!
+//! Entries hold the megaflow's `Arc`; a megaflow that the revalidator kills is dead at
+//! once (see [`crate::dpcls`]), and a dead entry reads as a miss.
+
+use crate::dpcls::{Megaflow, Words};
+use std::sync::Arc;
+
+/// Slots in the cache (a power of two).
+pub const EMC_ENTRIES: usize = 8192;
+const MASK: usize = EMC_ENTRIES - 1;
+
+#[derive(Default)]
+struct Entry {
+    hash: u32,
+    key: Words,
+    flow: Option<Arc<Megaflow>>,
+}
+
+/// See the module documentation.
+pub struct Emc {
+    entries: Vec<Entry>,
+    pub insert_inv_prob: u32,
+    rng: u32,
+}
+
+impl Default for Emc {
+    fn default() -> Self {
+        Emc::new(100)
+    }
+}
+
+/// A fast hash of a whole key (for the EMC; not keyed). Four independent lanes of
+/// add-rotate over the words, folded with one multiply: cheap, and any single-field change
+/// moves the slot. Collisions only cost a miss, never a wrong answer (the key is compared).
+#[inline(always)]
+pub fn key_hash(k: &Words) -> u32 {
+    let mut l = [
+        0x243f_6a88_85a3_08d3u64,
+        0x1319_8a2e_0370_7344,
+        0xa409_3822_299f_31d0,
+        0x082e_fa98_ec4e_6c89,
+    ];
+    for (i, w) in k.iter().enumerate() {
+        let lane = &mut l[i & 3];
+        *lane = lane.wrapping_add(*w).rotate_left(23);
+    }
+    let mut h = l[0] ^ l[1].rotate_left(13) ^ l[2].rotate_left(29) ^ l[3].rotate_left(41);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h as u32
+}
+
+impl Emc {
+    /// An empty cache inserting with probability 1/`insert_inv_prob`.
+    pub fn new(insert_inv_prob: u32) -> Emc {
+        let mut entries = Vec::with_capacity(EMC_ENTRIES);
+        entries.resize_with(EMC_ENTRIES, Entry::default);
+        Emc {
+            entries,
+            insert_inv_prob,
+            rng: 0x1234_5678,
+        }
+    }
+
+    /// The live megaflow cached for `key`.
+    #[inline(always)]
+    pub fn lookup(&self, hash: u32, key: &Words) -> Option<&Arc<Megaflow>> {
+        if self.insert_inv_prob == 0 {
+            return None;
+        }
+        for slot in [hash as usize & MASK, (hash >> 13) as usize & MASK] {
+            let e = &self.entries[slot];
+            if e.hash == hash && e.key.iter().zip(key.iter()).all(|(a, b)| a == b) {
+                if let Some(f) = &e.flow {
+                    if !f.is_dead() {
+                        return Some(f);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Offers `key -> flow` to the cache (inserted with the configured probability).
+    #[inline]
+    pub fn offer(&mut self, hash: u32, key: &Words, flow: &Arc<Megaflow>) {
+        if self.insert_inv_prob == 0 {
+            return;
+        }
+        if self.insert_inv_prob > 1 {
+            // xorshift32: cheap and good enough to sample.
+            let mut x = self.rng;
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            self.rng = x;
+            if !x.is_multiple_of(self.insert_inv_prob) {
+                return;
+            }
+        }
+        let a = hash as usize & MASK;
+        let b = (hash >> 13) as usize & MASK;
+        // Prefer an empty or dead slot, else replace the first candidate.
+        let free = |e: &Entry| e.flow.as_ref().is_none_or(|f| f.is_dead());
+        let slot = if free(&self.entries[a]) {
+            a
+        } else if free(&self.entries[b]) {
+            b
+        } else {
+            a
+        };
+        let e = &mut self.entries[slot];
+        e.hash = hash;
+        e.key = *key;
+        e.flow = Some(Arc::clone(flow));
+    }
+
+    /// Empties the cache.
+    pub fn clear(&mut self) {
+        for e in self.entries.iter_mut() {
+            e.flow = None;
+        }
+    }
+
+    /// Live entries (for statistics).
+    pub fn len(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.flow.as_ref().is_some_and(|f| !f.is_dead()))
+            .count()
+    }
+
+    /// True when no entry is live.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

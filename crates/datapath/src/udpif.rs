@@ -1,0 +1,490 @@
+//! The slow path of the caching OpenFlow datapath: upcall handlers and the revalidator.
+//!
+//! ## Threads and what they share
+//! * The **poll thread** owns the exact-match cache and its megaflow classifier. On a miss
+//!   it puts the packet on a bounded upcall queue and goes on; a full queue drops the packet
+//!   and counts a lost upcall. It never waits for the slow path.
+//! * The **handler** thread takes upcalls. It first looks in its own index of installed
+//!   megaflows (so packets of a flow that was just set up do not each cost a translation),
+//!   otherwise runs `ofproto::xlate`, creates the megaflow (mask = the wildcards xlate
+//!   reported) and sends packet, actions and new megaflow back to the poll thread, which
+//!   installs it and executes the actions.
+//! * The **revalidator** thread, every half second or when asked: pushes megaflow counters
+//!   to the OpenFlow rules and groups (so dump-flows counters and idle timeouts are right),
+//!   expires megaflows idle for `max-idle` (10 s), re-translates megaflows computed at an
+//!   older ofproto version and kills those whose result changed, enforces the flow limit,
+//!   and adapts that limit to how long a round took (OVS's rule).
+//!
+//! [`Udpif`] is what they share: the `Ofproto` (behind a mutex the poll thread takes only
+//! for meter and table-miss bookkeeping), the megaflow index (handler and revalidator),
+//! counters, and the request/completion sequence numbers of revalidation rounds.
+//!
+//! ## Staleness
+//! A killed megaflow is marked dead before anything else; the poll thread treats a dead
+//! megaflow as a miss, so it cannot be used again. [`Udpif::sync`] — what the control
+//! plane calls after changing rules, before acknowledging the change — waits for a
+//! revalidation round that started after the change, then for the poll thread to pass
+//! through its loop twice, so no batch that began with the old decision is still running.
+//! The handler holds the index lock across translate-and-insert; the revalidator takes its
+//! snapshot under the same lock, so a megaflow translated before a change is either in the
+//! snapshot (and revalidated) or was translated after the change.
+
+use crate::clock;
+use crate::dpcls::{Dpcls, Megaflow};
+use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TrySendError};
+use ofproto::odp::DpAction;
+use ofproto::switch::PacketIn;
+use ofproto::Ofproto;
+use packet::flow::FlowKey;
+use packet::Packet;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Upcalls that may wait for a handler.
+pub const UPCALL_QUEUE: usize = 4096;
+/// The flow limit's ceiling, as OVS's `flow-limit` default.
+pub const DEFAULT_FLOW_LIMIT: usize = 200_000;
+/// Idle megaflows are removed after this long (OVS's `max-idle`).
+pub const DEFAULT_MAX_IDLE_MS: u64 = 10_000;
+/// How often the revalidator runs without being asked.
+pub const REVALIDATE_EVERY: Duration = Duration::from_millis(500);
+
+/// A packet that missed the caches.
+pub struct Upcall {
+    pub pkt: Packet,
+    pub key: FlowKey,
+    pub in_slot: u16,
+}
+
+/// The handler's answer: what to do with the packet, and maybe a megaflow to install.
+pub struct Completed {
+    pub pkt: Packet,
+    pub key: FlowKey,
+    pub in_slot: u16,
+    /// The actions, when there is no megaflow (otherwise the megaflow's).
+    pub actions: Vec<DpAction>,
+    /// The megaflow the actions came from (new or already installed), for accounting.
+    pub megaflow: Option<Arc<Megaflow>>,
+    /// True if the poll thread should install `megaflow`.
+    pub install: bool,
+}
+
+/// Slow-path counters (all monotonic).
+#[derive(Default)]
+pub struct UdpifStats {
+    pub upcalls: AtomicU64,
+    pub xlates: AtomicU64,
+    pub reused: AtomicU64,
+    pub installed: AtomicU64,
+    pub not_cached: AtomicU64,
+    pub flow_limit_hits: AtomicU64,
+    pub revalidations: AtomicU64,
+    pub killed_changed: AtomicU64,
+    pub killed_idle: AtomicU64,
+    pub killed_limit: AtomicU64,
+    pub rounds: AtomicU64,
+    pub last_round_us: AtomicU64,
+}
+
+/// The handler/revalidator side's index of installed megaflows.
+#[derive(Default)]
+pub struct Index {
+    pub dpcls: Dpcls,
+    next_id: u64,
+}
+
+/// See the module documentation.
+pub struct Udpif {
+    pub ofproto: Mutex<Ofproto>,
+    pub index: Mutex<Index>,
+    pub stats: UdpifStats,
+    pub flow_limit: AtomicUsize,
+    pub max_flow_limit: AtomicUsize,
+    pub max_idle_ms: AtomicU64,
+    /// Incremented by the poll thread every loop.
+    pub pmd_epoch: AtomicU64,
+    pub packet_ins: Mutex<VecDeque<PacketIn>>,
+    pub packet_in_overflow: AtomicU64,
+    reval_req: Mutex<u64>,
+    reval_cv: Condvar,
+    reval_done: Mutex<u64>,
+    done_cv: Condvar,
+    stop: AtomicBool,
+    /// True while a revalidator thread runs (otherwise [`Udpif::sync`] has nothing to wait
+    /// for: the uncached pipeline reads the tables for every packet).
+    revalidating: AtomicBool,
+}
+
+/// The threads of one udpif and the poll thread's ends of its queues.
+pub struct Slowpath {
+    pub udpif: Arc<Udpif>,
+    pub upcalls: Sender<Box<Upcall>>,
+    pub completed: Receiver<Completed>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Slowpath {
+    fn drop(&mut self) {
+        self.udpif.revalidating.store(false, Ordering::Release);
+        self.udpif.stop.store(true, Ordering::Release);
+        self.udpif.reval_cv.notify_all();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Udpif {
+    /// Shared state around `of`.
+    pub fn new(of: Ofproto) -> Udpif {
+        Udpif {
+            ofproto: Mutex::new(of),
+            index: Mutex::new(Index::default()),
+            stats: UdpifStats::default(),
+            flow_limit: AtomicUsize::new(10_000.min(DEFAULT_FLOW_LIMIT)),
+            max_flow_limit: AtomicUsize::new(DEFAULT_FLOW_LIMIT),
+            max_idle_ms: AtomicU64::new(DEFAULT_MAX_IDLE_MS),
+            pmd_epoch: AtomicU64::new(0),
+            packet_ins: Mutex::new(VecDeque::new()),
+            packet_in_overflow: AtomicU64::new(0),
+            reval_req: Mutex::new(0),
+            reval_cv: Condvar::new(),
+            reval_done: Mutex::new(0),
+            done_cv: Condvar::new(),
+            stop: AtomicBool::new(false),
+            revalidating: AtomicBool::new(false),
+        }
+    }
+
+    /// Locks the OpenFlow state.
+    pub fn of(&self) -> MutexGuard<'_, Ofproto> {
+        lock(&self.ofproto)
+    }
+
+    /// Locks the megaflow index.
+    pub fn idx(&self) -> MutexGuard<'_, Index> {
+        lock(&self.index)
+    }
+
+    /// Queues a packet-in (bounded; overflow counted).
+    pub fn push_packet_in(&self, p: PacketIn) {
+        let mut q = lock(&self.packet_ins);
+        if q.len() >= ofproto::switch::LOG_CAPACITY {
+            self.packet_in_overflow.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        q.push_back(p);
+    }
+
+    /// Asks for a revalidation round and waits until one that started after this call has
+    /// finished and the poll thread has gone round its loop twice. Returns false if that
+    /// took longer than `timeout` (the change is still applied; caches catch up).
+    pub fn sync(&self, timeout: Duration) -> bool {
+        if !self.revalidating.load(Ordering::Acquire) {
+            return true;
+        }
+        let deadline = Instant::now() + timeout;
+        let want = {
+            let mut r = lock(&self.reval_req);
+            *r += 1;
+            *r
+        };
+        self.reval_cv.notify_all();
+        let mut done = lock(&self.reval_done);
+        while *done < want {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            done = match self.done_cv.wait_timeout(done, left) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        drop(done);
+        let e0 = self.pmd_epoch.load(Ordering::Acquire);
+        while self.pmd_epoch.load(Ordering::Acquire) < e0 + 2 {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        true
+    }
+
+    /// Requests a revalidation round without waiting for it.
+    pub fn kick(&self) {
+        *lock(&self.reval_req) += 1;
+        self.reval_cv.notify_all();
+    }
+
+    /// Kills every megaflow (e.g. after a bulk change where revalidating is pointless).
+    pub fn flush(&self) {
+        let mut idx = self.idx();
+        idx.dpcls.clear();
+    }
+}
+
+/// Starts the handler and revalidator threads for `udpif`.
+pub fn start(udpif: Arc<Udpif>) -> std::io::Result<Slowpath> {
+    let (up_tx, up_rx) = bounded::<Box<Upcall>>(UPCALL_QUEUE);
+    let (done_tx, done_rx) = unbounded::<Completed>();
+    let h = Arc::clone(&udpif);
+    let handler = std::thread::Builder::new()
+        .name("handler".into())
+        .spawn(move || handler_main(&h, up_rx, done_tx))?;
+    let r = Arc::clone(&udpif);
+    let revalidator = match std::thread::Builder::new()
+        .name("revalidator".into())
+        .spawn(move || revalidator_main(&r))
+    {
+        Ok(t) => t,
+        Err(e) => {
+            udpif.stop.store(true, Ordering::Release);
+            let _ = handler.join();
+            return Err(e);
+        }
+    };
+    udpif.revalidating.store(true, Ordering::Release);
+    Ok(Slowpath {
+        udpif,
+        upcalls: up_tx,
+        completed: done_rx,
+        threads: vec![handler, revalidator],
+    })
+}
+
+impl Slowpath {
+    /// Hands a missed packet to the handler; gives it back if the queue is full.
+    #[inline]
+    pub fn upcall(&self, u: Box<Upcall>) -> Result<(), Box<Upcall>> {
+        match self.upcalls.try_send(u) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(u)) | Err(TrySendError::Disconnected(u)) => Err(u),
+        }
+    }
+}
+
+fn handler_main(u: &Udpif, rx: Receiver<Box<Upcall>>, tx: Sender<Completed>) {
+    let mut batch: Vec<Box<Upcall>> = Vec::with_capacity(64);
+    while !u.stop.load(Ordering::Acquire) {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(first) => batch.push(first),
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        while batch.len() < 64 {
+            match rx.try_recv() {
+                Ok(x) => batch.push(x),
+                Err(_) => break,
+            }
+        }
+        for up in batch.drain(..) {
+            let c = handle(u, up);
+            if tx.send(c).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+fn handle(u: &Udpif, up: Box<Upcall>) -> Completed {
+    let up = *up;
+    u.stats.upcalls.fetch_add(1, Ordering::Relaxed);
+    let now = clock::now_ms();
+    let words = up.key.to_words();
+    let mut idx = u.idx();
+    if let Some(mf) = idx.dpcls.peek(&words).cloned() {
+        u.stats.reused.fetch_add(1, Ordering::Relaxed);
+        return Completed {
+            pkt: up.pkt,
+            key: up.key,
+            in_slot: up.in_slot,
+            actions: Vec::new(),
+            megaflow: Some(mf),
+            install: false,
+        };
+    }
+    let (x, version) = {
+        let of = u.of();
+        u.stats.xlates.fetch_add(1, Ordering::Relaxed);
+        (
+            ofproto::xlate(&of, &up.key, Some(up.pkt.data()), None),
+            of.version(),
+        )
+    };
+    let limit = u.flow_limit.load(Ordering::Relaxed);
+    if x.uncacheable || idx.dpcls.len() >= limit {
+        if x.uncacheable {
+            u.stats.not_cached.fetch_add(1, Ordering::Relaxed);
+        } else {
+            u.stats.flow_limit_hits.fetch_add(1, Ordering::Relaxed);
+        }
+        let len = up.pkt.len() as u64;
+        for r in &x.rules {
+            r.stats.credit(1, len, now);
+        }
+        return Completed {
+            pkt: up.pkt,
+            key: up.key,
+            in_slot: up.in_slot,
+            actions: x.actions,
+            megaflow: None,
+            install: false,
+        };
+    }
+    idx.next_id += 1;
+    let mf = Arc::new(Megaflow::new(
+        idx.next_id,
+        up.key,
+        x.wc,
+        x.actions,
+        x.rules,
+        x.buckets,
+        version,
+        now,
+    ));
+    idx.dpcls.insert(Arc::clone(&mf));
+    u.stats.installed.fetch_add(1, Ordering::Relaxed);
+    Completed {
+        pkt: up.pkt,
+        key: up.key,
+        in_slot: up.in_slot,
+        actions: Vec::new(),
+        megaflow: Some(mf),
+        install: true,
+    }
+}
+
+fn revalidator_main(u: &Udpif) {
+    let mut seen_req = 0u64;
+    while !u.stop.load(Ordering::Acquire) {
+        let target = {
+            let mut req = lock(&u.reval_req);
+            if *req == seen_req {
+                req = match u.reval_cv.wait_timeout(req, REVALIDATE_EVERY) {
+                    Ok((g, _)) => g,
+                    Err(e) => e.into_inner().0,
+                };
+            }
+            *req
+        };
+        if u.stop.load(Ordering::Acquire) {
+            return;
+        }
+        seen_req = target;
+        round(u);
+        let mut d = lock(&u.reval_done);
+        *d = (*d).max(target);
+        u.done_cv.notify_all();
+    }
+}
+
+/// One revalidation round (see the module documentation).
+pub fn round(u: &Udpif) {
+    let t0 = Instant::now();
+    let now = clock::now_ms();
+    let flows: Vec<Arc<Megaflow>> = u.idx().dpcls.iter().cloned().collect();
+    let max_idle = u.max_idle_ms.load(Ordering::Relaxed);
+    let mut kill: Vec<Arc<Megaflow>> = Vec::new();
+    {
+        let mut of = u.of();
+        let version = of.version();
+        for mf in &flows {
+            if mf.is_dead() {
+                continue;
+            }
+            // Push counters to the rules and groups the megaflow came from.
+            let p = mf.packets.load(Ordering::Relaxed);
+            let b = mf.bytes.load(Ordering::Relaxed);
+            let used = mf.used_ms.load(Ordering::Relaxed);
+            {
+                let mut pushed = lock(&mf.pushed);
+                let (dp, db) = (p.saturating_sub(pushed.0), b.saturating_sub(pushed.1));
+                if dp > 0 {
+                    for r in &mf.rules {
+                        r.stats.credit(dp, db, used);
+                    }
+                    for &(g, bk) in &mf.buckets {
+                        if let Some(grp) = of.group_mut(g) {
+                            grp.packet_count += dp;
+                            grp.byte_count += db;
+                            if let Some(x) = grp.bucket_packets.get_mut(bk) {
+                                *x += dp;
+                            }
+                            if let Some(x) = grp.bucket_bytes.get_mut(bk) {
+                                *x += db;
+                            }
+                        }
+                    }
+                    *pushed = (p, b);
+                }
+            }
+            let last = used.max(mf.created_ms);
+            if now.saturating_sub(last) > max_idle {
+                u.stats.killed_idle.fetch_add(1, Ordering::Relaxed);
+                kill.push(Arc::clone(mf));
+                continue;
+            }
+            if mf.version.load(Ordering::Relaxed) < version {
+                u.stats.revalidations.fetch_add(1, Ordering::Relaxed);
+                let x = ofproto::xlate(&of, &mf.flow, None, None);
+                if x.uncacheable || x.wc.to_words() != mf.mask || x.actions != mf.actions {
+                    u.stats.killed_changed.fetch_add(1, Ordering::Relaxed);
+                    kill.push(Arc::clone(mf));
+                } else {
+                    mf.version.store(version, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    // Over the limit: drop the least recently used.
+    let limit = u.flow_limit.load(Ordering::Relaxed);
+    let alive = flows.len().saturating_sub(kill.len());
+    if alive > limit {
+        let mut live: Vec<&Arc<Megaflow>> = flows
+            .iter()
+            .filter(|m| !kill.iter().any(|k| k.id == m.id))
+            .collect();
+        live.sort_by_key(|m| m.used_ms.load(Ordering::Relaxed).max(m.created_ms));
+        for m in live.into_iter().take(alive - limit) {
+            u.stats.killed_limit.fetch_add(1, Ordering::Relaxed);
+            kill.push(Arc::clone(m));
+        }
+    }
+    if !kill.is_empty() {
+        for m in &kill {
+            m.dead.store(true, Ordering::Release);
+        }
+        let mut idx = u.idx();
+        for m in &kill {
+            idx.dpcls.remove(m);
+        }
+    }
+    // Dynamic flow limit (OVS's rule): shrink when a round is slow, grow when it is fast.
+    let dur_ms = t0.elapsed().as_millis() as u64;
+    let max = u.max_flow_limit.load(Ordering::Relaxed);
+    let cur = u.flow_limit.load(Ordering::Relaxed);
+    let next = if dur_ms > 2000 {
+        cur / (dur_ms / 1000).max(1) as usize
+    } else if dur_ms > 1300 {
+        cur * 3 / 4
+    } else if dur_ms < 1000 && alive > cur * 3 / 4 {
+        cur + 1000
+    } else {
+        cur
+    };
+    u.flow_limit
+        .store(next.clamp(1000.min(max), max), Ordering::Relaxed);
+    u.stats.rounds.fetch_add(1, Ordering::Relaxed);
+    u.stats
+        .last_round_us
+        .store(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
+}
