@@ -70,9 +70,12 @@ type SessionId = u64;
 struct Session {
     out: Sender<Value>,
     monitors: HashMap<String, (Value, Monitor)>,
-    kill: Box<dyn Fn() + Send>,
+    kill: Kill,
     dead: bool,
 }
+
+/// Shuts a session's socket down (both directions).
+pub type Kill = Arc<dyn Fn() + Send + Sync>;
 
 struct Pending {
     session: SessionId,
@@ -109,21 +112,24 @@ pub struct Server {
 /// sessions continue).
 pub struct Listener {
     stop: Arc<AtomicBool>,
-    wake: Option<Box<dyn Fn() + Send>>,
+    /// Connects to the listener to unblock its `accept`; false if that was impossible.
+    wake: Option<Box<dyn Fn() -> bool + Send>>,
     thread: Option<thread::JoinHandle<()>>,
     /// The bound address: a socket path, or `IP:PORT`.
     pub local: String,
 }
 
 impl Listener {
-    /// Stop accepting connections and wait for the accept thread.
+    /// Stop accepting connections. The accept thread is woken by a connection to the socket
+    /// and joined; if the socket can no longer be reached (its file was removed), the thread is
+    /// left to exit at its next wake-up, which no client can cause any more.
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        if let Some(w) = self.wake.take() {
-            w();
-        }
+        let woke = self.wake.take().is_some_and(|w| w());
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            if woke {
+                let _ = t.join();
+            }
         }
     }
 }
@@ -277,8 +283,9 @@ impl Server {
         Ok(Listener {
             stop,
             wake: Some(Box::new(move || {
-                let _ = UnixStream::connect(&wake_path);
+                let woke = UnixStream::connect(&wake_path).is_ok();
                 let _ = std::fs::remove_file(&wake_path);
+                woke
             })),
             thread: Some(thread),
             local: p.display().to_string(),
@@ -310,9 +317,7 @@ impl Server {
             })?;
         Ok(Listener {
             stop,
-            wake: Some(Box::new(move || {
-                let _ = TcpStream::connect(local);
-            })),
+            wake: Some(Box::new(move || TcpStream::connect(local).is_ok())),
             thread: Some(thread),
             local: local.to_string(),
         })
@@ -326,7 +331,7 @@ impl Server {
         self.spawn_session(
             s,
             w,
-            Box::new(move || {
+            Arc::new(move || {
                 let _ = k.shutdown(Shutdown::Both);
             }),
         );
@@ -341,23 +346,19 @@ impl Server {
         self.spawn_session(
             s,
             w,
-            Box::new(move || {
+            Arc::new(move || {
                 let _ = k.shutdown(Shutdown::Both);
             }),
         );
     }
 
-    /// Serve one already-connected stream (e.g. a socketpair in tests) on new threads.
-    pub fn serve_stream<S: Read + Write + Send + 'static>(
-        &self,
-        reader: S,
-        writer: S,
-        kill: Box<dyn Fn() + Send>,
-    ) {
+    /// Serve one already-connected stream (e.g. a socketpair in tests) on new threads;
+    /// `kill` must shut the stream down so that a blocked read or write returns.
+    pub fn serve_stream<S: Read + Write + Send + 'static>(&self, reader: S, writer: S, kill: Kill) {
         self.spawn_session(reader, writer, kill);
     }
 
-    fn spawn_session<R, W>(&self, mut reader: R, mut writer: W, kill: Box<dyn Fn() + Send>)
+    fn spawn_session<R, W>(&self, mut reader: R, mut writer: W, kill: Kill)
     where
         R: Read + Send + 'static,
         W: Write + Send + 'static,
@@ -463,9 +464,8 @@ fn send(st: &mut State, id: SessionId, msg: Value) {
 }
 
 fn end_session(shared: &Shared, st: &mut State, id: SessionId) {
-    if let Some(s) = st.sessions.remove(&id) {
-        (s.kill)();
-    }
+    // Dropping the session drops its queue's sender: the writer flushes and closes.
+    st.sessions.remove(&id);
     st.pending.retain(|p| p.session != id);
     let names: Vec<String> = st
         .locks
