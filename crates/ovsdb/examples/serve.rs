@@ -26,7 +26,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let schema = match DatabaseSchema::from_str(&text) {
+    let schema = match DatabaseSchema::parse(&text) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("serve: {}: {e}", args[0]);

@@ -17,7 +17,6 @@ use crate::datum::{Atom, Datum};
 use crate::error::{Error, Result};
 use crate::schema::{Col, TableSchema};
 use crate::types::{AtomicType, ColumnType};
-use crate::uuid::Uuid;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -58,8 +57,7 @@ pub enum Condition {
     Const(bool),
 }
 
-/// Resolver for `named-uuid` references inside a transaction.
-pub type Resolver<'a> = Option<&'a mut dyn FnMut(&str) -> Result<Uuid>>;
+pub use crate::datum::Resolver;
 
 impl Condition {
     /// Parse one condition for `table`.

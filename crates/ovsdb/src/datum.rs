@@ -20,6 +20,9 @@ use serde_json::{json, Value};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Resolver for `["named-uuid", name]` inside a transaction (None: named UUIDs not allowed).
+pub type Resolver<'a> = Option<&'a mut dyn FnMut(&str) -> Result<Uuid>>;
+
 /// One value of an atomic type.
 #[derive(Debug, Clone)]
 pub enum Atom {
@@ -58,11 +61,7 @@ impl Atom {
     }
 
     /// Parse an atom of type `ty`. `named` resolves `["named-uuid", name]` (None: not allowed).
-    pub fn from_json(
-        ty: AtomicType,
-        v: &Value,
-        named: &mut Option<&mut dyn FnMut(&str) -> Result<Uuid>>,
-    ) -> Result<Atom> {
+    pub fn from_json(ty: AtomicType, v: &Value, named: &mut Resolver<'_>) -> Result<Atom> {
         let bad = || Error::syntax(format!("expected {ty}, got {v}"));
         Ok(match ty {
             AtomicType::Integer => Atom::Integer(v.as_i64().ok_or_else(bad)?),
@@ -248,11 +247,7 @@ impl Datum {
     }
 
     /// Parse a `<value>` of type `ty` (atomic types and cardinality checked).
-    pub fn from_json(
-        ty: &ColumnType,
-        v: &Value,
-        mut named: Option<&mut dyn FnMut(&str) -> Result<Uuid>>,
-    ) -> Result<Datum> {
+    pub fn from_json(ty: &ColumnType, v: &Value, mut named: Resolver<'_>) -> Result<Datum> {
         let d = if let Some(vt) = &ty.value {
             let pairs = match v.as_array() {
                 Some(a) if a.len() == 2 && a[0] == "map" => a[1]

@@ -312,7 +312,7 @@ impl DatabaseSchema {
     }
 
     /// Parse from JSON text.
-    pub fn from_str(text: &str) -> Result<Arc<DatabaseSchema>> {
+    pub fn parse(text: &str) -> Result<Arc<DatabaseSchema>> {
         let v: Value = serde_json::from_str(text)
             .map_err(|e| Error::syntax(format!("schema is not JSON: {e}")))?;
         Self::from_json(&v)

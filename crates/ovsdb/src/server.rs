@@ -524,15 +524,15 @@ fn after_commit(shared: &Shared, st: &mut State, commit: Arc<Commit>) {
 /// Retry blocked transactions (after a commit, or on a timer tick when `expired_only`).
 fn retry_pending(shared: &Shared, st: &mut State, expired_only: bool) {
     let now = Instant::now();
-    let mut i = 0;
-    while i < st.pending.len() {
-        if expired_only && st.pending[i].until > now {
-            i += 1;
+    // Take the list: a transaction that blocks again is pushed back by `run_transact`, and one
+    // that commits retries whatever is pending at that point (recursively, once per commit).
+    let list = std::mem::take(&mut st.pending);
+    for p in list {
+        if expired_only && p.until > now {
+            st.pending.push(p);
             continue;
         }
-        let p = st.pending.swap_remove(i);
         run_transact(shared, st, p.session, p.id, p.ops, p.started);
-        // A transaction that blocked again was pushed to the end; the swapped-in one sits at i.
     }
 }
 
@@ -559,7 +559,7 @@ fn run_transact(
     match st.db.transact(&ops, &ctx) {
         TxnOutcome::Done { result, commit } => {
             if let Some(c) = commit {
-                // Updates go out before the reply, as OVS does.
+                // The reply goes out first, then the monitor updates, as ovsdb-server does.
                 send(st, sid, reply(&id, result));
                 after_commit(shared, st, c);
             } else {

@@ -294,26 +294,27 @@ impl BaseType {
                 ));
             }
         }
+        let show = |v: Option<String>| v.unwrap_or_default();
         match a {
-            Atom::Integer(n) => {
+            Atom::Integer(n)
                 if self.min_integer.is_some_and(|m| *n < m)
-                    || self.max_integer.is_some_and(|m| *n > m)
-                {
-                    return Err(format!(
-                        "{n} is not in the valid range {}..{}",
-                        self.min_integer.map(|v| v.to_string()).unwrap_or_default(),
-                        self.max_integer.map(|v| v.to_string()).unwrap_or_default()
-                    ));
-                }
+                    || self.max_integer.is_some_and(|m| *n > m) =>
+            {
+                Err(format!(
+                    "{n} is not in the valid range {}..{}",
+                    show(self.min_integer.map(|v| v.to_string())),
+                    show(self.max_integer.map(|v| v.to_string()))
+                ))
             }
-            Atom::Real(n) => {
-                if self.min_real.is_some_and(|m| *n < m) || self.max_real.is_some_and(|m| *n > m) {
-                    return Err(format!(
-                        "{n} is not in the valid range {}..{}",
-                        self.min_real.map(|v| v.to_string()).unwrap_or_default(),
-                        self.max_real.map(|v| v.to_string()).unwrap_or_default()
-                    ));
-                }
+            Atom::Real(n)
+                if self.min_real.is_some_and(|m| *n < m)
+                    || self.max_real.is_some_and(|m| *n > m) =>
+            {
+                Err(format!(
+                    "{n} is not in the valid range {}..{}",
+                    show(self.min_real.map(|v| v.to_string())),
+                    show(self.max_real.map(|v| v.to_string()))
+                ))
             }
             Atom::String(s) => {
                 let len = s.chars().count() as u64;
@@ -322,14 +323,14 @@ impl BaseType {
                 {
                     return Err(format!(
                         "\"{s}\" has length {len}, outside the valid range {}..{}",
-                        self.min_length.map(|v| v.to_string()).unwrap_or_default(),
-                        self.max_length.map(|v| v.to_string()).unwrap_or_default()
+                        show(self.min_length.map(|v| v.to_string())),
+                        show(self.max_length.map(|v| v.to_string()))
                     ));
                 }
+                Ok(())
             }
-            _ => {}
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 

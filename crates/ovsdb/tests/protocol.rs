@@ -208,6 +208,12 @@ fn wait_blocks_until_commit_timeout_or_cancel() {
     // Satisfied by a later commit.
     let id = c.request("transact", wait("w1", 10_000));
     assert!(c.recv(Duration::from_millis(200)).is_none(), "must block");
+    // An unrelated commit leaves it blocked.
+    server.transact(&json!([insert("unrelated", 1)]));
+    assert!(
+        c.recv(Duration::from_millis(200)).is_none(),
+        "must still block"
+    );
     server.transact(&json!([insert("w1", 1)]));
     let r = c.reply(id, &mut Vec::new());
     assert_eq!(r["result"][0], json!({}));
