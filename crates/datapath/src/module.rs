@@ -149,6 +149,11 @@ pub trait SwitchLogic: Send {
         None
     }
 
+    /// True while the module has packets in flight outside the poll thread (e.g. upcalls).
+    fn busy(&self) -> bool {
+        false
+    }
+
     /// A port's carrier went up or down.
     fn port_status(&mut self, _idx: u16, _up: bool) {}
 

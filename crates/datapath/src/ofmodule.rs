@@ -521,6 +521,10 @@ impl SwitchLogic for OpenFlow {
         n
     }
 
+    fn busy(&self) -> bool {
+        self.upcalls_pending() || self.exec.udpif.handling.load(Ordering::Acquire) > 0
+    }
+
     fn control(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
         let u: Arc<Udpif> = Arc::clone(&self.exec.udpif);
         Some(u)

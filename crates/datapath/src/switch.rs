@@ -294,6 +294,58 @@ impl Switch {
         n
     }
 
+    /// Injects frames into bridge `br` as if received on port `port` (tests, benchmarks).
+    pub fn inject(&mut self, br: &str, port: &str, frames: &[Vec<u8>]) -> Result<(), String> {
+        let ctx = Ctx {
+            now_ms: self.now_ms(),
+        };
+        let Switch { bridges, pool, .. } = self;
+        let b = bridges
+            .iter_mut()
+            .find(|b| b.name == br)
+            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+        let slot = b
+            .find_port(port)
+            .ok_or_else(|| format!("bridge '{br}' has no port '{port}'"))?;
+        for chunk in frames.chunks(packet::MAX_BATCH) {
+            let mut batch = packet::Batch::new();
+            for f in chunk {
+                let Some(mut p) = pool.alloc() else {
+                    return Err("packet pool exhausted".into());
+                };
+                if !p.set_frame(f) {
+                    pool.free(p);
+                    continue;
+                }
+                if let Err(p) = batch.push(p) {
+                    pool.free(p);
+                }
+            }
+            b.inject(slot, &mut batch, &ctx, pool);
+        }
+        Ok(())
+    }
+
+    /// Polls until no module has packets in flight elsewhere (or `timeout` passes).
+    /// Returns false on timeout.
+    pub fn settle(&mut self, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            self.poll_once();
+            if !self.bridges.iter().any(|b| b.module.busy()) {
+                // One more pass to pick up anything answered meanwhile.
+                self.poll_once();
+                if !self.bridges.iter().any(|b| b.module.busy()) {
+                    return true;
+                }
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+    }
+
     /// Closes every port of every bridge.
     pub fn shutdown(&mut self) {
         let names: Vec<String> = self.bridges.iter().map(|b| b.name.clone()).collect();

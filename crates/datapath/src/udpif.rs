@@ -107,6 +107,8 @@ pub struct Udpif {
     /// Incremented by the poll thread every loop.
     pub pmd_epoch: AtomicU64,
     pub packet_ins: Mutex<VecDeque<PacketIn>>,
+    /// Upcalls taken off the queue and not yet answered.
+    pub handling: AtomicUsize,
     pub packet_in_overflow: AtomicU64,
     reval_req: Mutex<u64>,
     reval_cv: Condvar,
@@ -153,6 +155,7 @@ impl Udpif {
             max_idle_ms: AtomicU64::new(DEFAULT_MAX_IDLE_MS),
             pmd_epoch: AtomicU64::new(0),
             packet_ins: Mutex::new(VecDeque::new()),
+            handling: AtomicUsize::new(0),
             packet_in_overflow: AtomicU64::new(0),
             reval_req: Mutex::new(0),
             reval_cv: Condvar::new(),
@@ -276,19 +279,27 @@ fn handler_main(u: &Udpif, rx: Receiver<Box<Upcall>>, tx: Sender<Completed>) {
     let mut batch: Vec<Box<Upcall>> = Vec::with_capacity(64);
     while !u.stop.load(Ordering::Acquire) {
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(first) => batch.push(first),
+            Ok(first) => {
+                u.handling.fetch_add(1, Ordering::AcqRel);
+                batch.push(first)
+            }
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return,
         }
         while batch.len() < 64 {
             match rx.try_recv() {
-                Ok(x) => batch.push(x),
+                Ok(x) => {
+                    u.handling.fetch_add(1, Ordering::AcqRel);
+                    batch.push(x)
+                }
                 Err(_) => break,
             }
         }
         for up in batch.drain(..) {
             let c = handle(u, up);
-            if tx.send(c).is_err() {
+            let sent = tx.send(c).is_ok();
+            u.handling.fetch_sub(1, Ordering::AcqRel);
+            if !sent {
                 return;
             }
         }
