@@ -106,7 +106,10 @@ fn pmd_main(mut sw: Switch, rx: Receiver<Msg>) {
             // then every 64 empty polls.
             if idle == 1 {
                 idle_since = Instant::now();
-            } else if !sleeping && idle % 64 == 0 && idle_since.elapsed() >= IDLE_BEFORE_SLEEP {
+            } else if !sleeping
+                && idle.is_multiple_of(64)
+                && idle_since.elapsed() >= IDLE_BEFORE_SLEEP
+            {
                 sleeping = true;
             }
         }
