@@ -52,6 +52,8 @@ pub struct Switch {
     last_link_ms: u64,
     pub pmd: PmdStats,
     pub core_id: Option<usize>,
+    /// Module cache counters at the last `pmd-stats-clear`.
+    cache_base: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl Default for Switch {
@@ -78,6 +80,7 @@ impl Switch {
             last_link_ms: 0,
             pmd: PmdStats::default(),
             core_id: None,
+            cache_base: std::collections::BTreeMap::new(),
         }
     }
 
@@ -502,6 +505,20 @@ impl Switch {
         } else {
             tx as f64 / bursts as f64
         };
+        // Cache counters of the openflow bridges, summed (OVS reports one datapath).
+        let cache = self.cache_counters();
+        let c = |k: &str| {
+            cache
+                .get(k)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(self.cache_base.get(k).copied().unwrap_or(0))
+        };
+        let sub_per_hit = if c("megaflow_hits") == 0 {
+            0.0
+        } else {
+            c("subtable_lookups") as f64 / c("megaflow_hits") as f64
+        };
         let core = self
             .core_id
             .map(|c| c.to_string())
@@ -510,6 +527,10 @@ impl Switch {
             return json!({"pmds": [{
                 "numa_id": 0, "core_id": self.core_id,
                 "packets_received": st.packets, "packets_sent": tx, "module_drops": drops,
+                "emc_hits": c("emc_hits"), "megaflow_hits": c("megaflow_hits"),
+                "avg_subtable_lookups_per_megaflow_hit": sub_per_hit,
+                "miss_with_success_upcall": c("upcalls").saturating_sub(c("lost_upcalls")),
+                "miss_with_failed_upcall": c("lost_upcalls"),
                 "iterations": st.iterations, "busy_iterations": st.busy_iterations,
                 "idle_cycles": st.idle_cycles, "processing_cycles": st.busy_cycles,
                 "avg_cycles_per_packet": per_pkt(total),
@@ -521,8 +542,12 @@ impl Switch {
             .to_string();
         }
         format!(
-            "pmd thread numa_id 0 core_id {core}:\n  packets received: {}\n  packets sent: {tx}\n  module drops: {drops}\n  avg. packets per output batch: {per_burst:.2}\n  iterations: {} (busy {})\n  idle cycles: {} ({:.2}%)\n  processing cycles: {} ({:.2}%)\n  avg cycles per packet: {:.2} ({}/{})\n  avg processing cycles per packet: {:.2} ({}/{})\n  sleep time: {} us\n",
+            "pmd thread numa_id 0 core_id {core}:\n  packets received: {}\n  packets sent: {tx}\n  module drops: {drops}\n  emc hits: {}\n  megaflow hits: {}\n  avg. subtable lookups per megaflow hit: {sub_per_hit:.2}\n  miss with success upcall: {}\n  miss with failed upcall: {}\n  avg. packets per output batch: {per_burst:.2}\n  iterations: {} (busy {})\n  idle cycles: {} ({:.2}%)\n  processing cycles: {} ({:.2}%)\n  avg cycles per packet: {:.2} ({}/{})\n  avg processing cycles per packet: {:.2} ({}/{})\n  sleep time: {} us\n",
             st.packets,
+            c("emc_hits"),
+            c("megaflow_hits"),
+            c("upcalls").saturating_sub(c("lost_upcalls")),
+            c("lost_upcalls"),
             st.iterations,
             st.busy_iterations,
             st.idle_cycles,
@@ -539,9 +564,25 @@ impl Switch {
         )
     }
 
+    fn cache_counters(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        let mut cache = std::collections::BTreeMap::<&'static str, u64>::new();
+        for b in &self.bridges {
+            for (k, v) in b.module.counters() {
+                if matches!(
+                    k,
+                    "emc_hits" | "megaflow_hits" | "subtable_lookups" | "upcalls" | "lost_upcalls"
+                ) {
+                    *cache.entry(k).or_default() += v;
+                }
+            }
+        }
+        cache
+    }
+
     /// `pmd-stats-clear`.
     pub fn pmd_stats_clear(&mut self) {
         self.pmd = PmdStats::default();
+        self.cache_base = self.cache_counters();
         for b in self.bridges.iter_mut() {
             b.stats.tx_bursts = 0;
             b.stats.tx_packets = 0;
