@@ -13,11 +13,13 @@
 //! - [`jsonrpc`]: a bounded streaming JSON reader and JSON-RPC message helpers.
 //! - [`server`] with [`monitor`]: sessions, monitors, locks, and [`Server`], the thread-safe
 //!   handle an embedder holds (`transact`, `subscribe`, `read`, `listen`).
+//! - [`client`]: a blocking client for another server (requests, monitors, locks, echo).
 //!
 //! Thread-safety in one sentence: a [`Database`] is a plain single-owner value; a [`Server`]
 //! wraps it in one mutex and is `Clone + Send + Sync`, so every transaction, monitor update
 //! and lock change is serialised in commit order.
 
+pub mod client;
 pub mod condition;
 pub mod datum;
 pub mod db;
