@@ -376,6 +376,36 @@ impl Bridge {
         fab.flush_all(pool);
     }
 
+    /// Runs an OpenFlow packet-out through the module (see
+    /// [`SwitchLogic::packet_out`]) and sends what it emits.
+    pub fn packet_out(
+        &mut self,
+        ctx: &Ctx,
+        in_port: u32,
+        frame: &[u8],
+        actions: &[openflow::Action],
+        pool: &mut Pool,
+    ) -> Result<(), String> {
+        let Bridge {
+            module,
+            slots,
+            out,
+            touched,
+            stats,
+            ..
+        } = self;
+        let mut fab = Fabric {
+            module: None,
+            slots,
+            out,
+            touched,
+            stats,
+        };
+        let r = module.packet_out(ctx, in_port, frame, actions, pool, &mut fab);
+        fab.flush_all(pool);
+        r
+    }
+
     /// Injects a batch as if received on slot `in_port` (tests and benchmarks).
     pub fn inject(&mut self, in_port: u16, batch: &mut Batch, ctx: &Ctx, pool: &mut Pool) {
         for p in batch.drain() {

@@ -149,6 +149,21 @@ pub trait SwitchLogic: Send {
         None
     }
 
+    /// Runs an OpenFlow packet-out: `frame` as if it came in on OpenFlow port `in_port`
+    /// (`OFPP_CONTROLLER` for none), through `actions` (output to `TABLE` runs the
+    /// pipeline). Only the `openflow` module supports it.
+    fn packet_out(
+        &mut self,
+        _ctx: &Ctx,
+        _in_port: u32,
+        _frame: &[u8],
+        _actions: &[openflow::Action],
+        _pool: &mut Pool,
+        _out: &mut dyn Emitter,
+    ) -> Result<(), String> {
+        Err(format!("module '{}' does not run OpenFlow", self.name()))
+    }
+
     /// True while the module has packets in flight outside the poll thread (e.g. upcalls).
     fn busy(&self) -> bool {
         false

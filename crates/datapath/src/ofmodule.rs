@@ -521,6 +521,38 @@ impl SwitchLogic for OpenFlow {
         n
     }
 
+    fn packet_out(
+        &mut self,
+        ctx: &Ctx,
+        in_port: u32,
+        frame: &[u8],
+        actions: &[openflow::Action],
+        pool: &mut Pool,
+        out: &mut dyn Emitter,
+    ) -> Result<(), String> {
+        let Some(mut pkt) = pool.alloc() else {
+            return Err("packet pool exhausted".into());
+        };
+        if !pkt.set_frame(frame) {
+            pool.free(pkt);
+            return Err("frame too long for a packet buffer".into());
+        }
+        let key = flow::extract(frame, in_port);
+        let x = {
+            let of = self.exec.udpif.of();
+            ofproto::xlate_actions(&of, &key, actions, Some(frame), None)
+        };
+        let len = frame.len() as u64;
+        for r in &x.rules {
+            r.stats.credit(1, len, ctx.now_ms);
+        }
+        let in_slot = self.exec.slot(in_port).unwrap_or(NO_SLOT);
+        pkt.in_port = in_slot;
+        self.exec
+            .execute(ctx.now_ms, in_slot, &key, &x.actions, pkt, pool, out);
+        Ok(())
+    }
+
     fn busy(&self) -> bool {
         self.upcalls_pending() || self.exec.udpif.handling.load(Ordering::Acquire) > 0
     }
@@ -657,6 +689,7 @@ impl SwitchLogic for OpenFlow {
             ("masks", self.dpcls.n_subtables() as u64),
             ("handler_xlates", u.xlates.load(Ordering::Relaxed)),
             ("handler_reused", u.reused.load(Ordering::Relaxed)),
+            ("installed", u.installed.load(Ordering::Relaxed)),
             ("flow_limit_hits", u.flow_limit_hits.load(Ordering::Relaxed)),
             ("revalidated", u.revalidations.load(Ordering::Relaxed)),
             ("killed_changed", u.killed_changed.load(Ordering::Relaxed)),

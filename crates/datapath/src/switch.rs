@@ -329,6 +329,25 @@ impl Switch {
         Ok(())
     }
 
+    /// Runs an OpenFlow packet-out on bridge `br` (see [`Bridge::packet_out`]).
+    pub fn packet_out(
+        &mut self,
+        br: &str,
+        in_port: u32,
+        frame: &[u8],
+        actions: &[openflow::Action],
+    ) -> Result<(), String> {
+        let ctx = Ctx {
+            now_ms: self.now_ms(),
+        };
+        let Switch { bridges, pool, .. } = self;
+        let b = bridges
+            .iter_mut()
+            .find(|b| b.name == br)
+            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+        b.packet_out(&ctx, in_port, frame, actions, pool)
+    }
+
     /// Polls until no module has packets in flight elsewhere (or `timeout` passes).
     /// Returns false on timeout.
     pub fn settle(&mut self, timeout: std::time::Duration) -> bool {

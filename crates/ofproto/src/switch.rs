@@ -94,6 +94,9 @@ pub struct Ofproto {
     pub invalid_ttl_to_controller: bool,
     /// Bytes of a table-miss packet sent to the controller.
     pub miss_send_len: u16,
+    /// Fail-open (standalone fail-mode with its controllers unreachable): every packet is
+    /// switched by NORMAL, ignoring the tables. Set through [`Ofproto::set_fail_open`].
+    fail_open: bool,
 }
 
 impl Default for Ofproto {
@@ -122,6 +125,7 @@ impl Ofproto {
             packet_in_overflow: 0,
             invalid_ttl_to_controller: false,
             miss_send_len: 128,
+            fail_open: false,
         }
     }
 
@@ -139,6 +143,19 @@ impl Ofproto {
     /// Changes whenever rules, groups, meters or ports change.
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// Whether fail-open is engaged (see the field).
+    pub fn fail_open(&self) -> bool {
+        self.fail_open
+    }
+
+    /// Engages or releases fail-open; a change bumps the version so caches revalidate.
+    pub fn set_fail_open(&mut self, on: bool) {
+        if self.fail_open != on {
+            self.fail_open = on;
+            self.version += 1;
+        }
     }
 
     /// The tables.

@@ -671,7 +671,14 @@ pub fn xlate(
     trace: Option<&mut Vec<String>>,
 ) -> XlateOut {
     run(of, key, pkt, trace, |ctx| {
-        ctx.run_tables(0);
+        if of.fail_open() {
+            // Standalone fail-mode without a controller: a learning switch (OVS's hidden
+            // fail-open flow).
+            ctx.note(|| "fail-open: NORMAL".into());
+            ctx.out.push(DpAction::Normal);
+        } else {
+            ctx.run_tables(0);
+        }
     })
 }
 
