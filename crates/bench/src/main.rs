@@ -4,13 +4,16 @@
 //! * `ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k]
 //!   [--seconds S] [--json]` runs W1 on the calling thread and prints Mpps and cycles per
 //!   packet.
+//! * `ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]`
+//!   measures flow setup under a storm of new flows (see `w4run`).
 
 mod w1gen;
 mod w1run;
+mod w4run;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: ferrovs-bench gen-w1 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k] [--set KEY=VALUE] [--seconds S] [--json]";
+const USAGE: &str = "usage: ferrovs-bench gen-w1 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k] [--set KEY=VALUE] [--seconds S] [--json]\n       ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]";
 
 fn usage() -> ExitCode {
     eprintln!("{USAGE}");
@@ -27,6 +30,9 @@ fn main() -> ExitCode {
     let mut json = false;
     let mut rule_set = "simple".to_string();
     let mut settings: Vec<(String, String)> = Vec::new();
+    let mut established = None;
+    let mut storm = None;
+    let mut pps: u64 = 2_000_000;
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -39,6 +45,12 @@ fn main() -> ExitCode {
                 _ => return usage(),
             },
             "--json" => json = true,
+            "--established" => established = it.next().cloned(),
+            "--storm" => storm = it.next().cloned(),
+            "--pps" => match it.next().and_then(|v| v.parse::<u64>().ok()) {
+                Some(p) if p > 0 => pps = p,
+                _ => return usage(),
+            },
             "--set" => match it.next().and_then(|kv| kv.split_once('=')) {
                 Some((k, v)) => settings.push((k.to_string(), v.to_string())),
                 None => return usage(),
@@ -113,6 +125,40 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("w1: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some("w4") => {
+            let (Some(e), Some(st)) = (established, storm) else {
+                return usage();
+            };
+            match w4run::run(&e, &st, pps, secs) {
+                Ok(r) => {
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({
+                                "offered_pps": r.offered_pps, "alone_pps": r.alone_pps,
+                                "storm_pps": r.storm_pps, "retained": r.retained,
+                                "storm_rx_pps": r.storm_rx_pps, "installs_per_s": r.installs_per_s,
+                                "xlates_per_s": r.xlates_per_s,
+                                "handler_xlates": r.handler_xlates, "lost_upcalls": r.lost_upcalls,
+                                "flow_limit_hits": r.flow_limit_hits, "megaflows": r.megaflows,
+                            })
+                        );
+                    } else {
+                        println!(
+                            "W4: established offered {:.2} Mpps: alone {:.2} Mpps, during the storm {:.2} Mpps ({:.1}% kept)\n    storm received {:.2} Mpps; slow path: {:.0} translations/s, {:.0} megaflows installed/s ({} lost upcalls, {} translations over the flow limit, {} megaflows at the end)",
+                            r.offered_pps as f64 / 1e6, r.alone_pps / 1e6, r.storm_pps / 1e6,
+                            100.0 * r.retained, r.storm_rx_pps / 1e6, r.xlates_per_s,
+                            r.installs_per_s, r.lost_upcalls, r.flow_limit_hits, r.megaflows
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("w4: {e}");
                     ExitCode::FAILURE
                 }
             }

@@ -6,6 +6,8 @@
 //! * `infinite_rx=true`: after the last packet, start again from the first (a benchmark source).
 //! * `tx_pcap=FILE`: transmitted frames are appended to FILE (created or truncated), readable by
 //!   tcpdump and Wireshark; the file is flushed after every batch and on close.
+//! * `rx_pps=N`: pace the replay to N packets per second on average since the port opened
+//!   (benchmarks use it to offer a fixed load).
 //!
 //! Frames longer than a pool buffer holds are counted as `rx_errors` and skipped.
 
@@ -26,13 +28,31 @@ pub struct PcapPort {
     infinite: bool,
     tx: Option<PcapWriter<BufWriter<File>>>,
     tx_path: Option<String>,
+    rate: Option<(u64, std::time::Instant, u64)>,
     stats: PortStats,
 }
 
 impl PcapPort {
     /// Opens a pcap port. Options: `rx_pcap`, `tx_pcap`, `infinite_rx`.
     pub fn open(name: &str, opts: &Options) -> Result<PcapPort, NetdevError> {
-        check_options("pcap", opts, &["rx_pcap", "tx_pcap", "infinite_rx"])?;
+        check_options(
+            "pcap",
+            opts,
+            &["rx_pcap", "tx_pcap", "infinite_rx", "rx_pps"],
+        )?;
+        let rate =
+            match opts.get("rx_pps") {
+                None => None,
+                Some(v) => {
+                    let n: u64 = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        NetdevError::BadOption {
+                            key: "rx_pps".into(),
+                            why: format!("'{v}' is not a positive packet rate"),
+                        }
+                    })?;
+                    Some((n, std::time::Instant::now(), 0))
+                }
+            };
         let infinite = match opts.get("infinite_rx") {
             Some(v) => parse_bool("infinite_rx", v)?,
             None => false,
@@ -73,6 +93,7 @@ impl PcapPort {
             infinite,
             tx,
             tx_path: opts.get("tx_pcap").cloned(),
+            rate,
             stats: PortStats::default(),
         })
     }
@@ -90,8 +111,13 @@ impl Port for PcapPort {
     fn rx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) -> usize {
         let Some(d) = &self.rx else { return 0 };
         let n_rec = d.records.len();
+        let mut budget = batch.room();
+        if let Some((pps, start, sent)) = &self.rate {
+            let allowed = (start.elapsed().as_nanos() * u128::from(*pps) / 1_000_000_000) as u64;
+            budget = budget.min(allowed.saturating_sub(*sent) as usize);
+        }
         let mut n = 0;
-        while !batch.is_full() {
+        while !batch.is_full() && n < budget {
             if self.next >= n_rec {
                 if self.infinite && n_rec > 0 {
                     self.next = 0;
@@ -120,6 +146,9 @@ impl Port for PcapPort {
                 break;
             }
             n += 1;
+        }
+        if let Some((_, _, sent)) = &mut self.rate {
+            *sent += n as u64;
         }
         n
     }
