@@ -93,6 +93,8 @@ pub struct OpenFlow {
     sample_mark: u64,
     /// Sampled megaflow lookups made on EMC hits: (lookups, probes).
     sample: (u64, u64),
+    /// Flow keys of the batch being processed (allocated once).
+    keys: Vec<FlowKey>,
 }
 
 impl OpenFlow {
@@ -127,6 +129,7 @@ impl OpenFlow {
             adapt_tick: 0,
             sample_mark: 0,
             sample: (0, 0),
+            keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
         })
     }
 
@@ -431,11 +434,19 @@ impl SwitchLogic for OpenFlow {
     ) {
         let now = ctx.now_ms;
         let in_port = self.exec.of_port(in_slot);
-        let mut key = FlowKey::ZERO;
-        for pkt in batch.drain() {
-            flow::extract_into(&mut key, pkt.data(), in_port);
+        // Two passes, as the fabric does: first extract every packet's key, then look them
+        // up. Keys are written a field at a time and read a word at a time; reading a key
+        // long after it was written avoids stalling on store-to-load forwarding.
+        for (k, p) in self.keys.iter_mut().zip(batch.packets()) {
+            flow::extract_into(k, p.data(), in_port);
+        }
+        for (i, pkt) in batch.drain().enumerate() {
+            let Some(key) = self.keys.get(i) else {
+                out.drop_packet(pkt, pool);
+                continue;
+            };
             let Some(slow) = &self.slow else {
-                self.exec.uncached(now, in_slot, &key, pkt, pool, out);
+                self.exec.uncached(now, in_slot, key, pkt, pool, out);
                 continue;
             };
             let w = key.as_words();
@@ -471,6 +482,7 @@ impl SwitchLogic for OpenFlow {
                         }
                         None => {
                             self.exec.stats.upcalls += 1;
+                            let key = *key;
                             if let Err(u) = slow.upcall(Box::new(Upcall { pkt, key, in_slot })) {
                                 self.exec.stats.lost_upcalls += 1;
                                 out.drop_packet(u.pkt, pool);
