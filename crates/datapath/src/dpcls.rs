@@ -224,7 +224,14 @@ impl Subtable {
                 h = mix(h, w);
             }
             let n = self.n_idx;
-            return self.table.find(finish(h), |m| m.ckey[..n] == mk[..n]);
+            return self.table.find(finish(h), |m| {
+                // A plain loop, not a slice compare: that would call memcmp.
+                let mut same = true;
+                for j in 0..n {
+                    same &= m.ckey[j] == mk[j];
+                }
+                same
+            });
         }
         let h = self.hash_key(key);
         let mask = &self.mask;
