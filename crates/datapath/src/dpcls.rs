@@ -227,8 +227,8 @@ impl Subtable {
             return self.table.find(finish(h), |m| {
                 // A plain loop, not a slice compare: that would call memcmp.
                 let mut same = true;
-                for j in 0..n {
-                    same &= m.ckey[j] == mk[j];
+                for (a, b) in m.ckey[..n].iter().zip(mk[..n].iter()) {
+                    same &= a == b;
                 }
                 same
             });

@@ -499,7 +499,7 @@ impl SwitchLogic for OpenFlow {
                 Some(p) => self.exec.output_one(p, pkt, pool, out),
                 None => self
                     .exec
-                    .execute(now, in_slot, &key, &mf.actions, pkt, pool, out),
+                    .execute(now, in_slot, key, &mf.actions, pkt, pool, out),
             }
         }
     }
