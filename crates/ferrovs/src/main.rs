@@ -7,6 +7,8 @@
 //! Exit status: 0 on success, 1 when the daemon reports an error (printed on stderr, naming
 //! what was wrong), 2 when the daemon cannot be reached or the command line is malformed.
 
+mod ofclient;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -35,6 +37,17 @@ OpenFlow (module openflow, the default; ovs-ofctl syntax):
   add-group BR GROUP        mod-group BR GROUP         del-groups BR [group_id=N]
   dump-groups BR            add-meter BR METER         mod-meter BR METER
   del-meters BR [meter=N]   dump-meters BR             trace BR FLOW [--json]
+
+OpenFlow connections (ovs-ofctl BR opens DIR/BR.mgmt):
+  set-controller BR TARGET...   (tcp:IP[:PORT] unix:PATH ptcp:[PORT][:IP] punix:PATH)
+  del-controller BR             get-controller BR
+  set-fail-mode BR secure|standalone                   get-fail-mode BR
+  set-openflow BR KEY=VALUE...  (protocols=OpenFlow10,OpenFlow13,... inactivity_probe=MS
+                                 max_backoff=MS controller_rate_limit=N
+                                 controller_burst_limit=N datapath_id=HEX|auto)
+  get-openflow BR
+  snoop BR [--duration SECS]    print the messages on BR's OpenFlow connections
+  monitor BR [--duration SECS]  print BR's packet-ins, flow-removed and port-status
 
 Modules:
   fdb-show BR [--json]      fdb-flush BR      fdb-stats BR          (learning, openflow)
@@ -96,6 +109,10 @@ fn main() -> ExitCode {
         return fail_usage(&format!("unknown option '{verb}'"));
     }
     let mut params: Vec<String> = args[1..].to_vec();
+    if verb == "snoop" || verb == "monitor" {
+        let dir = rundir.unwrap_or_else(|| PathBuf::from(DEFAULT_RUNDIR));
+        return ofclient::run(&dir, &verb, &params);
+    }
     // Like ovs-ofctl, add-flows reads its file here ("-" for standard input) and sends
     // the lines.
     if verb == "add-flows" {

@@ -1,0 +1,529 @@
+//! One OpenFlow connection: negotiation, keepalive, framing, and the per-connection state
+//! asynchronous messages depend on.
+//!
+//! ## Threads
+//! [`run`] is the reader: it owns the receive side, sends our hello, and then loops reading
+//! with a 100 ms timeout, cutting the byte stream into messages and answering each one in
+//! order ([`super::handle`]). Everything to be sent — replies, echo probes, asynchronous
+//! messages from the dispatcher — goes through one bounded queue to a writer thread, so
+//! messages leave in the order they were produced and a slow peer never blocks the
+//! dispatcher (asynchronous messages that find the queue full are dropped and counted;
+//! replies wait). Both threads end when the peer closes, a write fails, the inactivity probe
+//! gives up, or [`Conn::close`] is called; the connection then leaves the bridge's list.
+//!
+//! ## State machine
+//! `Hello wait` → (peer's hello shares a version with ours) → `Up` at the highest common
+//! version; no common version → `HELLO_FAILED/INCOMPATIBLE` and close. A first message that
+//! is not a hello is answered the same way. Once up, a message in another version gets
+//! `BAD_REQUEST/BAD_VERSION`.
+//!
+//! ## Framing errors
+//! A header whose length is below 8 cannot be framed: it gets `BAD_REQUEST/BAD_LEN` and its
+//! 8 bytes are skipped, so the connection keeps going. Any message that fails to decode gets
+//! the codec's error (`DecodeError::to_of_error`) with its first 64 bytes, and nothing
+//! changes.
+//!
+//! ## Keepalive
+//! With nothing received for `inactivity_probe`, an echo request is sent; with nothing for
+//! twice that, the connection is closed (an active target then reconnects).
+
+use super::{lock, BridgeOf};
+use crate::ofconn::target::Stream;
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendError};
+use openflow::actions::OFPCML_NO_BUFFER;
+use openflow::messages::err;
+use openflow::oxm::Field;
+use openflow::wire::{self, Header, Message};
+use openflow::{Match, OfError};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Outgoing messages a connection may queue.
+pub const OUT_QUEUE: usize = 4096;
+
+/// `OFPCR_ROLE_*`.
+pub const ROLE_NOCHANGE: u32 = 0;
+pub const ROLE_EQUAL: u32 = 1;
+pub const ROLE_MASTER: u32 = 2;
+pub const ROLE_SLAVE: u32 = 3;
+
+/// What kind of peer this is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConnKind {
+    /// A client of `<bridge>.mgmt` (ovs-ofctl): not a controller.
+    Mgmt,
+    /// A controller, named by its configured target.
+    Controller(String),
+}
+
+impl ConnKind {
+    pub fn is_controller(&self) -> bool {
+        matches!(self, ConnKind::Controller(_))
+    }
+    pub fn target(&self) -> Option<&String> {
+        match self {
+            ConnKind::Controller(t) => Some(t),
+            ConnKind::Mgmt => None,
+        }
+    }
+}
+
+/// Async-config masks in OpenFlow 1.4 property order: packet-in slave/master, port-status
+/// slave/master, flow-removed slave/master.
+pub type AsyncMasks = [u32; 6];
+
+/// The spec's defaults: masters get every packet-in, port-status and flow-removed reason;
+/// slaves only port-status.
+pub const DEFAULT_ASYNC: AsyncMasks = [0, 0x7, 0x7, 0x7, 0, 0xf];
+
+/// Mutable per-connection state.
+pub struct ConnState {
+    pub role: u32,
+    pub async_masks: AsyncMasks,
+    pub miss_send_len: u16,
+    /// Nicira: flow_mod commands carry a table id in their high byte.
+    pub table_id_ext: bool,
+    /// Nicira flow format (0 OpenFlow 1.0, 2 NXM).
+    pub flow_format: u32,
+    pub controller_id: u16,
+    tokens: f64,
+    refill: Instant,
+    /// Changes applied since the last sync with the datapath caches.
+    pub dirty: bool,
+}
+
+/// See the module documentation.
+pub struct Conn {
+    pub id: u64,
+    pub kind: ConnKind,
+    pub peer: String,
+    version: AtomicU8,
+    tx: Sender<Vec<u8>>,
+    pub st: Mutex<ConnState>,
+    closed: AtomicBool,
+    stream: Stream,
+    pub rx_msgs: AtomicU64,
+    pub tx_msgs: AtomicU64,
+    pub async_drops: AtomicU64,
+    pub pin_sent: AtomicU64,
+    pub pin_dropped: AtomicU64,
+    rate: (f64, f64),
+}
+
+impl Conn {
+    /// The negotiated version (0 before negotiation).
+    pub fn version(&self) -> u8 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.version() != 0 && !self.closed.load(Ordering::Acquire)
+    }
+
+    /// Closes the connection (both threads end soon after).
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.stream.shutdown();
+    }
+
+    /// One line for `get-controller`.
+    pub fn describe(&self) -> String {
+        let st = lock(&self.st);
+        let role = match st.role {
+            ROLE_MASTER => "master",
+            ROLE_SLAVE => "slave",
+            _ => "equal",
+        };
+        format!(
+            "peer {} version 0x{:02x} role {role} rx {} tx {} packet_in sent {} rate-limited {} async dropped {}",
+            self.peer,
+            self.version(),
+            self.rx_msgs.load(Ordering::Relaxed),
+            self.tx_msgs.load(Ordering::Relaxed),
+            self.pin_sent.load(Ordering::Relaxed),
+            self.pin_dropped.load(Ordering::Relaxed),
+            self.async_drops.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Queues raw bytes, waiting if the queue is full (replies).
+    pub fn send_raw(&self, bytes: Vec<u8>) {
+        let _ = self.tx.send_timeout(bytes, Duration::from_secs(5));
+    }
+
+    /// Encodes and queues a reply.
+    pub fn send(&self, m: &Message, xid: u32) {
+        match wire::encode(m, self.version(), xid) {
+            Ok(b) => self.send_raw(b),
+            Err(e) => super::log(&format!("cannot encode a reply: {e}")),
+        }
+    }
+
+    /// Encodes and queues an asynchronous message (dropped if the queue is full).
+    pub fn send_async(&self, m: &Message) {
+        if !self.is_up() {
+            return;
+        }
+        let Ok(b) = wire::encode(m, self.version(), 0) else {
+            return;
+        };
+        match self.tx.try_send(b) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.async_drops.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether this connection takes asynchronous message `kind` (0 packet-in, 1
+    /// port-status, 2 flow-removed) with `reason`.
+    fn wants(&self, st: &ConnState, kind: usize, reason: u8) -> bool {
+        if !self.is_up() {
+            return false;
+        }
+        // Management clients get asynchronous messages only after asking for them with a
+        // non-zero miss_send_len (as in OVS).
+        if self.kind == ConnKind::Mgmt && st.miss_send_len == 0 {
+            return false;
+        }
+        let idx = kind * 2 + usize::from(st.role != ROLE_SLAVE);
+        let mask = st.async_masks.get(idx).copied().unwrap_or(0);
+        reason < 32 && mask & (1 << reason) != 0
+    }
+
+    /// The packet-in message for this connection, if it wants it and the rate allows.
+    pub fn packet_in(&self, p: &ofproto::switch::PacketIn) -> Option<Message> {
+        let reason = p.reason as u8;
+        let mut st = lock(&self.st);
+        if !self.wants(&st, 0, reason) {
+            return None;
+        }
+        // Token bucket.
+        let now = Instant::now();
+        let dt = now.duration_since(st.refill).as_secs_f64();
+        st.refill = now;
+        st.tokens = (st.tokens + dt * self.rate.0).min(self.rate.1);
+        if st.tokens < 1.0 {
+            drop(st);
+            self.pin_dropped.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        st.tokens -= 1.0;
+        let mut len = p.data.len();
+        if p.reason == ofproto::odp::PacketInReason::NoMatch && st.miss_send_len != OFPCML_NO_BUFFER
+        {
+            len = len.min(usize::from(st.miss_send_len));
+        }
+        drop(st);
+        self.pin_sent.fetch_add(1, Ordering::Relaxed);
+        let mut m = Match::new().with(Field::InPort, u128::from(p.key.in_port));
+        if p.key.metadata != 0 && self.version() != wire::OFP10 {
+            m = m.with(Field::Metadata, u128::from(p.key.metadata));
+        }
+        Some(Message::PacketIn(wire::PacketIn {
+            buffer_id: openflow::messages::OFP_NO_BUFFER,
+            total_len: u16::try_from(p.total_len).unwrap_or(u16::MAX),
+            reason,
+            table_id: p.table_id,
+            cookie: p.cookie,
+            match_: m,
+            data: p.data.get(..len).unwrap_or(&p.data).to_vec(),
+        }))
+    }
+
+    /// The flow-removed message for this connection, if it wants it.
+    pub fn flow_removed(&self, r: &ofproto::switch::FlowRemoved) -> Option<Message> {
+        let reason = r.reason as u8;
+        if !self.wants(&lock(&self.st), 2, reason) {
+            return None;
+        }
+        let rule = &r.rule;
+        let (packets, bytes, _) = rule.stats.get();
+        let alive = r.at_ms.saturating_sub(rule.created_ms);
+        Some(Message::FlowRemoved(wire::FlowRemoved {
+            cookie: rule.cookie,
+            priority: rule.priority,
+            reason,
+            table_id: rule.table_id,
+            duration_sec: (alive / 1000) as u32,
+            duration_nsec: ((alive % 1000) * 1_000_000) as u32,
+            idle_timeout: rule.idle_timeout,
+            hard_timeout: rule.hard_timeout,
+            packet_count: packets,
+            byte_count: bytes,
+            match_: rule.match_.clone(),
+        }))
+    }
+
+    /// The port-status message for this connection, if it wants it.
+    pub fn port_status(&self, reason: u8, p: &wire::Port) -> Option<Message> {
+        if !self.wants(&lock(&self.st), 1, reason) {
+            return None;
+        }
+        if self.version() == wire::OFP10 && p.port_no > 0xff00 && p.port_no < 0xffff_fff8 {
+            return None;
+        }
+        Some(Message::PortStatus(wire::PortStatus {
+            reason,
+            port: p.clone(),
+        }))
+    }
+}
+
+/// Tells the dispatcher a port_mod changed a port's config (it re-reads the ports).
+pub(crate) fn mark_port_dirty(b: &BridgeOf) {
+    b.port_dirty.store(true, Ordering::Release);
+}
+
+pub(crate) fn take_port_dirty(b: &BridgeOf) -> bool {
+    b.port_dirty.swap(false, Ordering::AcqRel)
+}
+
+fn writer(b: Arc<BridgeOf>, c: Arc<Conn>, mut s: Stream, rx: Receiver<Vec<u8>>) {
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(m) => {
+                b.snoop(&m);
+                if s.write_all(&m).is_err() {
+                    c.close();
+                    return;
+                }
+                c.tx_msgs.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                if c.closed.load(Ordering::Acquire) {
+                    return;
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+/// Runs a connection on the calling thread until it ends. See the module documentation.
+pub fn run(b: &Arc<BridgeOf>, stream: Stream, kind: ConnKind, stop: &AtomicBool) {
+    let (Ok(rd), Ok(wr)) = (stream.try_clone(), stream.try_clone()) else {
+        return;
+    };
+    let _ = stream.set_read_timeout(Duration::from_millis(100));
+    let _ = wr.set_write_timeout(Duration::from_secs(10));
+    let cfg = lock(&b.cfg).clone();
+    let (tx, rx) = bounded::<Vec<u8>>(OUT_QUEUE);
+    let c = Arc::new(Conn {
+        id: b.next_conn.fetch_add(1, Ordering::Relaxed),
+        kind,
+        peer: stream.peer(),
+        version: AtomicU8::new(0),
+        tx,
+        st: Mutex::new(ConnState {
+            role: ROLE_EQUAL,
+            async_masks: DEFAULT_ASYNC,
+            miss_send_len: 0,
+            table_id_ext: false,
+            flow_format: 0,
+            controller_id: 0,
+            tokens: f64::from(cfg.burst_limit),
+            refill: Instant::now(),
+            dirty: false,
+        }),
+        closed: AtomicBool::new(false),
+        stream,
+        rx_msgs: AtomicU64::new(0),
+        tx_msgs: AtomicU64::new(0),
+        async_drops: AtomicU64::new(0),
+        pin_sent: AtomicU64::new(0),
+        pin_dropped: AtomicU64::new(0),
+        rate: (
+            f64::from(cfg.rate_limit.max(1)),
+            f64::from(cfg.burst_limit.max(1)),
+        ),
+    });
+    if c.kind.is_controller() {
+        // Controllers get table misses by default (128 bytes), management clients none.
+        lock(&c.st).miss_send_len = 128;
+    }
+    let (b2, c2) = (Arc::clone(b), Arc::clone(&c));
+    let w = super::spawn("ofconn-tx", move || writer(b2, c2, wr, rx));
+    if w.is_err() {
+        return;
+    }
+    lock(&b.conns).push(Arc::clone(&c));
+    reader(b, &c, rd, &cfg, stop);
+    c.close();
+    lock(&b.conns).retain(|x| x.id != c.id);
+    if let Ok(h) = w {
+        let _ = h.join();
+    }
+}
+
+fn reader(
+    b: &Arc<BridgeOf>,
+    c: &Arc<Conn>,
+    mut rd: Stream,
+    cfg: &super::BridgeCfg,
+    stop: &AtomicBool,
+) {
+    let top = cfg.versions.iter().copied().max().unwrap_or(wire::OFP13);
+    let hello = Message::Hello(wire::Hello::for_versions(&cfg.versions));
+    if let Ok(h) = wire::encode(&hello, top, 0) {
+        c.send_raw(h);
+    }
+    let probe = Duration::from_millis(cfg.inactivity_probe_ms.max(100));
+    let mut buf: Vec<u8> = Vec::with_capacity(65536);
+    let mut chunk = vec![0u8; 65536];
+    let mut last_rx = Instant::now();
+    let mut probed = false;
+    let mut echo_xid = 0x7f00_0000u32;
+    loop {
+        if stop.load(Ordering::Acquire)
+            || b.stop.load(Ordering::Acquire)
+            || c.closed.load(Ordering::Acquire)
+        {
+            return;
+        }
+        match rd.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => {
+                buf.extend_from_slice(chunk.get(..n).unwrap_or_default());
+                last_rx = Instant::now();
+                probed = false;
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return,
+        }
+        let idle = last_rx.elapsed();
+        if idle >= probe * 2 {
+            super::log(&format!(
+                "bridge {}: {}: no response to inactivity probe, disconnecting",
+                b.name, c.peer
+            ));
+            return;
+        }
+        if idle >= probe && !probed && c.is_up() {
+            probed = true;
+            echo_xid = echo_xid.wrapping_add(1);
+            c.send(&Message::EchoRequest(Vec::new()), echo_xid);
+        }
+        // Cut and handle every complete message.
+        let mut off = 0;
+        loop {
+            let rest = buf.get(off..).unwrap_or_default();
+            match wire::frame_len(rest) {
+                Ok(Some(n)) => {
+                    let msg = rest.get(..n).unwrap_or_default().to_vec();
+                    off += n;
+                    if !one_message(b, c, &msg) {
+                        return;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    // A length below the header's own: answer and skip the header.
+                    let hdr = rest.get(..8).unwrap_or(rest).to_vec();
+                    off += hdr.len();
+                    let v = if c.is_up() {
+                        c.version()
+                    } else {
+                        hdr.first().copied().unwrap_or(wire::OFP13)
+                    };
+                    reply_error(c, v, e.to_of_error(), &hdr);
+                }
+            }
+        }
+        buf.drain(..off.min(buf.len()));
+    }
+}
+
+/// Sends the error answering `req`, in version `v` (a version we do not speak falls back to
+/// the nearest one we do).
+pub fn reply_error(c: &Conn, v: u8, e: OfError, req: &[u8]) {
+    let v = if wire::VERSIONS.contains(&v) {
+        v
+    } else if v > wire::OFP15 {
+        wire::OFP15
+    } else if c.is_up() {
+        c.version()
+    } else {
+        wire::OFP10
+    };
+    let xid = Header::parse(req).map(|h| h.xid).unwrap_or(0);
+    let m = wire::error_reply(e, v, req);
+    if let Ok(bytes) = wire::encode(&m, v, xid) {
+        c.send_raw(bytes);
+    }
+}
+
+/// Handles one framed message; false to close the connection.
+fn one_message(b: &Arc<BridgeOf>, c: &Arc<Conn>, msg: &[u8]) -> bool {
+    c.rx_msgs.fetch_add(1, Ordering::Relaxed);
+    b.snoop(msg);
+    let Ok(h) = Header::parse(msg) else {
+        return true;
+    };
+    if !c.is_up() {
+        return negotiate(b, c, h, msg);
+    }
+    let v = c.version();
+    if h.type_ == 0 {
+        // A late hello is harmless.
+        return true;
+    }
+    if h.version != v {
+        reply_error(
+            c,
+            v,
+            OfError::bad_request(err::bad_request::BAD_VERSION),
+            msg,
+        );
+        return true;
+    }
+    super::handle::request(b, c, h, msg);
+    true
+}
+
+fn negotiate(b: &BridgeOf, c: &Conn, h: Header, msg: &[u8]) -> bool {
+    let ours = lock(&b.cfg).versions.clone();
+    let incompatible = |why: &str| {
+        let v = ours.iter().copied().max().unwrap_or(wire::OFP13);
+        let m = Message::Error(wire::ErrorMsg {
+            type_: err::OFPET_HELLO_FAILED,
+            code: 0,
+            experimenter: None,
+            data: why.as_bytes().to_vec(),
+        });
+        if let Ok(bytes) = wire::encode(&m, v.min(h.version.max(1)), h.xid) {
+            c.send_raw(bytes);
+        }
+        false
+    };
+    if h.type_ != 0 {
+        return incompatible("expected a hello");
+    }
+    let hello = match wire::decode(msg) {
+        Ok((Message::Hello(x), _)) => x,
+        _ => wire::Hello::default(),
+    };
+    let best = ours
+        .iter()
+        .copied()
+        .filter(|v| hello.supports(h.version, *v))
+        .max();
+    match best {
+        Some(v) => {
+            c.version.store(v, Ordering::Release);
+            true
+        }
+        None => incompatible(&format!(
+            "we support versions {:?}, the peer {}",
+            ours, h.version
+        )),
+    }
+}

@@ -1,0 +1,729 @@
+//! Answering one request on an established connection.
+//!
+//! Each request is decoded, checked against the connection's role (a slave may not change
+//! state), applied to the bridge's `Ofproto` under its lock (which validates it completely
+//! before changing anything, so a refused request changes nothing), and answered. Replies
+//! and errors go out through the connection's queue in request order.
+//!
+//! ## Barrier semantics
+//! A change marks the connection dirty and asks the revalidator for a round at once
+//! (`Udpif::kick`), but does not wait. A barrier (and any flow statistics request, which
+//! also needs the counters pushed) waits with `Udpif::sync` until no cached decision made
+//! before the changes can still be used, then replies: everything before the barrier is
+//! applied *and* in force in the datapath. Packet-outs run synchronously on the poll thread
+//! before the next request is read, so they too are complete at the barrier.
+//!
+//! ## Nicira details for `ovs-ofctl` over OpenFlow 1.0
+//! `NXT_FLOW_MOD_TABLE_ID` makes the high byte of a flow_mod's command the table id (for
+//! both `OFPT_FLOW_MOD` and `NXT_FLOW_MOD`); without it, adds go to table 0 and
+//! modify/delete apply to every table, as OpenFlow 1.0 has no table id.
+//! `NXT_SET_FLOW_FORMAT` accepts OpenFlow 1.0 and NXM; `NXT_SET_PACKET_IN_FORMAT` only the
+//! standard format.
+
+use super::conn::{reply_error, Conn, ROLE_MASTER, ROLE_NOCHANGE, ROLE_SLAVE};
+use super::{lock, BridgeOf};
+use openflow::actions::{OFPG_ALL, OFPG_ANY, OFPP_ANY, OFPP_CONTROLLER, OFPP_LOCAL, OFPP_MAX};
+use openflow::messages::err::{self, bad_request};
+use openflow::messages::{OFPM_ALL, OFPTT_ALL, OFP_NO_BUFFER};
+use openflow::oxm::Field;
+use openflow::wire::multipart::{
+    AggregateStats, Desc, FlowStats, FlowStatsRequest, GroupDesc, GroupFeatures, GroupStats,
+    MeterConfig, MeterFeatures, MeterStats, TableFeatures, TableStats,
+};
+use openflow::wire::nicira::NxMessage;
+use openflow::wire::{
+    self, AsyncConfig, Header, Message, MpReply, MpRequest, MultipartReply, PortStats,
+};
+use openflow::{FlowMod, FlowModCommand, Match, OfError};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a barrier waits for the datapath caches.
+pub const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
+/// Flow statistics records per multipart reply message.
+const FLOWS_PER_REPLY: usize = 128;
+
+const OFPT_FLOW_MOD: u8 = 14;
+
+fn now_ms() -> u64 {
+    datapath::clock::now_ms()
+}
+
+/// Handles the framed message `msg` (header `h`, already in the connection's version).
+pub fn request(b: &Arc<BridgeOf>, c: &Arc<Conn>, h: Header, msg: &[u8]) {
+    let v = c.version();
+    // OpenFlow 1.0 flow_mod with a table id in the command's high byte (Nicira extension).
+    let mut of10_table: Option<u8> = None;
+    let decoded = if v == wire::OFP10 && h.type_ == OFPT_FLOW_MOD && msg.len() >= 58 {
+        let mut m = msg.to_vec();
+        if lock(&c.st).table_id_ext {
+            of10_table = m.get(56).copied();
+        }
+        if let Some(x) = m.get_mut(56) {
+            *x = 0;
+        }
+        wire::decode_frame(&m)
+    } else {
+        wire::decode_frame(msg)
+    };
+    let m = match decoded {
+        Ok((_, m, _)) => m,
+        Err(e) => {
+            reply_error(c, v, e.to_of_error(), msg);
+            return;
+        }
+    };
+    if let Err(e) = handle(b, c, h, m, of10_table) {
+        reply_error(c, v, e, msg);
+    }
+}
+
+fn is_slave(c: &Conn) -> bool {
+    lock(&c.st).role == ROLE_SLAVE
+}
+
+fn changed(b: &BridgeOf, c: &Conn) {
+    lock(&c.st).dirty = true;
+    b.udpif.kick();
+}
+
+/// Waits for the datapath to reflect every change this connection made.
+fn sync(b: &BridgeOf, c: &Conn, force: bool) {
+    let dirty = std::mem::take(&mut lock(&c.st).dirty);
+    if dirty || force {
+        b.udpif.sync(SYNC_TIMEOUT);
+    }
+}
+
+fn of10_table_id(fm: &mut FlowMod, ext: Option<u8>) {
+    match ext {
+        Some(t) => fm.table_id = t,
+        None => {
+            fm.table_id = if fm.command == FlowModCommand::Add {
+                0
+            } else {
+                OFPTT_ALL
+            }
+        }
+    }
+}
+
+fn handle(
+    b: &Arc<BridgeOf>,
+    c: &Arc<Conn>,
+    h: Header,
+    m: Message,
+    of10_table: Option<u8>,
+) -> Result<(), OfError> {
+    let v = c.version();
+    let xid = h.xid;
+    let slave_check = || {
+        if is_slave(c) {
+            Err(OfError::bad_request(bad_request::IS_SLAVE))
+        } else {
+            Ok(())
+        }
+    };
+    match m {
+        Message::Hello(_) | Message::EchoReply(_) => {}
+        Message::Error(_) => {}
+        Message::EchoRequest(d) => c.send(&Message::EchoReply(d), xid),
+        Message::FeaturesRequest => {
+            let ports = if v == wire::OFP10 {
+                b.ports()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|p| p.desc)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let f = wire::SwitchFeatures {
+                datapath_id: b.datapath_id(),
+                n_buffers: 0,
+                n_tables: 254,
+                auxiliary_id: 0,
+                // Flow, table and port statistics; group statistics (1.1+); OF 1.0's bit 3 is STP.
+                capabilities: if v == wire::OFP10 { 0x7 } else { 0xf },
+                actions: if v == wire::OFP10 { 0xfff } else { 0 },
+                ports,
+            };
+            c.send(&Message::FeaturesReply(f), xid);
+        }
+        Message::GetConfigRequest => {
+            let ttl = b.udpif.of().invalid_ttl_to_controller;
+            let cfg = wire::SwitchConfig {
+                flags: if ttl && v != wire::OFP10 { 4 } else { 0 },
+                miss_send_len: lock(&c.st).miss_send_len,
+            };
+            c.send(&Message::GetConfigReply(cfg), xid);
+        }
+        Message::SetConfig(cfg) => {
+            lock(&c.st).miss_send_len = cfg.miss_send_len;
+            if v != wire::OFP10 {
+                b.udpif.of().invalid_ttl_to_controller = cfg.flags & 4 != 0;
+                changed(b, c);
+            }
+        }
+        Message::FlowMod(mut fm) => {
+            slave_check()?;
+            if v == wire::OFP10 {
+                of10_table_id(&mut fm, of10_table);
+            }
+            flow_mod(b, c, &fm)?;
+        }
+        Message::Nx(nx) => match nx {
+            NxMessage::FlowMod(mut fm) => {
+                slave_check()?;
+                let ext = lock(&c.st).table_id_ext;
+                let t = fm.table_id;
+                of10_table_id(&mut fm, ext.then_some(t));
+                flow_mod(b, c, &fm)?;
+            }
+            NxMessage::SetFlowFormat(f) => {
+                if f != 0 && f != 2 {
+                    return Err(OfError::bad_request(bad_request::EPERM));
+                }
+                lock(&c.st).flow_format = f;
+            }
+            NxMessage::FlowModTableId(on) => lock(&c.st).table_id_ext = on,
+            NxMessage::SetPacketInFormat(f) => {
+                if f != 0 {
+                    return Err(OfError::bad_request(bad_request::EPERM));
+                }
+            }
+            NxMessage::SetControllerId(id) => lock(&c.st).controller_id = id,
+        },
+        Message::GroupMod(gm) => {
+            slave_check()?;
+            b.udpif.of().group_mod(&gm, now_ms())?;
+            changed(b, c);
+        }
+        Message::MeterMod(mm) => {
+            slave_check()?;
+            b.udpif.of().meter_mod(&mm, now_ms())?;
+            changed(b, c);
+        }
+        Message::PortMod(pm) => {
+            slave_check()?;
+            port_mod(b, c, &pm)?;
+        }
+        Message::TableMod(tm) => {
+            slave_check()?;
+            if tm.table_id != OFPTT_ALL && tm.table_id > 254 {
+                return Err(OfError::new(err::OFPET_TABLE_MOD_FAILED, 0));
+            }
+        }
+        Message::PacketOut(po) => {
+            slave_check()?;
+            packet_out(b, po)?;
+        }
+        Message::MultipartRequest(r) => multipart(b, c, xid, r)?,
+        Message::BarrierRequest => {
+            sync(b, c, false);
+            c.send(&Message::BarrierReply, xid);
+        }
+        Message::QueueGetConfigRequest(port) => {
+            c.send(
+                &Message::QueueGetConfigReply {
+                    port,
+                    queues: Vec::new(),
+                },
+                xid,
+            );
+        }
+        Message::RoleRequest(r) => role(b, c, xid, r)?,
+        Message::GetAsyncRequest => {
+            let masks = lock(&c.st).async_masks;
+            let a = AsyncConfig {
+                masks: masks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| (i as u16, *m))
+                    .collect(),
+                experimenter: Vec::new(),
+            };
+            c.send(&Message::GetAsyncReply(a), xid);
+        }
+        Message::SetAsync(a) => {
+            let mut st = lock(&c.st);
+            for (t, mask) in a.masks {
+                if let Some(x) = st.async_masks.get_mut(usize::from(t)) {
+                    *x = mask;
+                }
+            }
+        }
+        Message::Experimenter(_) => {
+            return Err(OfError::bad_request(bad_request::BAD_EXPERIMENTER));
+        }
+        Message::BundleControl(_) | Message::BundleAdd(_) => {
+            return Err(OfError::bad_request(bad_request::BAD_TYPE));
+        }
+        // Messages only a switch sends.
+        Message::FeaturesReply(_)
+        | Message::GetConfigReply(_)
+        | Message::PacketIn(_)
+        | Message::FlowRemoved(_)
+        | Message::PortStatus(_)
+        | Message::MultipartReply(_)
+        | Message::BarrierReply
+        | Message::QueueGetConfigReply { .. }
+        | Message::RoleReply(_)
+        | Message::GetAsyncReply(_) => {
+            return Err(OfError::bad_request(bad_request::BAD_TYPE));
+        }
+    }
+    Ok(())
+}
+
+fn flow_mod(b: &BridgeOf, c: &Conn, fm: &FlowMod) -> Result<(), OfError> {
+    b.udpif.of().flow_mod(fm, now_ms())?;
+    changed(b, c);
+    if fm.buffer_id != OFP_NO_BUFFER && fm.command != FlowModCommand::Delete {
+        // Nothing is ever buffered: the flow is in, but there is no packet to release.
+        return Err(OfError::bad_request(bad_request::BUFFER_UNKNOWN));
+    }
+    Ok(())
+}
+
+fn port_mod(b: &BridgeOf, c: &Conn, pm: &wire::PortMod) -> Result<(), OfError> {
+    let pmf = |code| OfError::new(err::OFPET_PORT_MOD_FAILED, code);
+    let ports = b.ports().map_err(|_| pmf(4))?;
+    let Some(p) = ports.iter().find(|p| p.desc.port_no == pm.port_no) else {
+        return Err(pmf(0));
+    };
+    if p.desc.hw_addr != pm.hw_addr && pm.hw_addr != [0; 6] {
+        return Err(pmf(1));
+    }
+    // PORT_DOWN 0x1, NO_RECV 0x4, NO_FLOOD 0x10, NO_FWD 0x20, NO_PACKET_IN 0x40.
+    const SUPPORTED: u32 = 0x1 | 0x4 | 0x10 | 0x20 | 0x40;
+    if pm.mask & !SUPPORTED & !0x2 & !0x8 != 0 {
+        return Err(pmf(2));
+    }
+    let config = {
+        let mut pc = lock(&b.port_config);
+        let cur = pc.get(&pm.port_no).copied().unwrap_or(0);
+        let new = (cur & !pm.mask) | (pm.config & pm.mask);
+        pc.insert(pm.port_no, new);
+        new
+    };
+    {
+        let mut of = b.udpif.of();
+        if let Some(op) = of.ports().get(&pm.port_no).cloned() {
+            of.set_port(ofproto::OfPort {
+                live: p.link_up && config & 1 == 0,
+                no_flood: config & 0x10 != 0,
+                ..op
+            });
+        }
+    }
+    super::conn::mark_port_dirty(b);
+    changed(b, c);
+    Ok(())
+}
+
+fn packet_out(b: &BridgeOf, po: wire::PacketOut) -> Result<(), OfError> {
+    if po.buffer_id != OFP_NO_BUFFER {
+        return Err(OfError::bad_request(bad_request::BUFFER_UNKNOWN));
+    }
+    let in_port = match po.in_port {
+        OFPP_ANY => OFPP_CONTROLLER,
+        p => p,
+    };
+    if !(in_port >= 1 && in_port <= OFPP_MAX || in_port == OFPP_LOCAL || in_port == OFPP_CONTROLLER)
+    {
+        return Err(OfError::bad_request(bad_request::BAD_PORT));
+    }
+    if po.data.len() < 14 {
+        return Err(OfError::bad_request(bad_request::BAD_PACKET));
+    }
+    {
+        let of = b.udpif.of();
+        let m = Match::new().with(Field::InPort, u128::from(in_port));
+        of.check_actions(&m, &po.actions, true)?;
+    }
+    let br = b.name.clone();
+    let r = b
+        .pmd
+        .call(move |sw| sw.packet_out(&br, in_port, &po.data, &po.actions));
+    match r {
+        Ok(Ok(())) => Ok(()),
+        _ => Err(OfError::bad_request(bad_request::BAD_PACKET)),
+    }
+}
+
+fn role(b: &BridgeOf, c: &Conn, xid: u32, r: wire::RoleMsg) -> Result<(), OfError> {
+    let rf = |code| OfError::new(err::OFPET_ROLE_REQUEST_FAILED, code);
+    if r.role > ROLE_SLAVE {
+        return Err(rf(2));
+    }
+    let gen = {
+        let mut roles = lock(&b.roles);
+        if r.role == ROLE_MASTER || r.role == ROLE_SLAVE {
+            if let Some(g) = roles.generation_id {
+                if (r.generation_id.wrapping_sub(g) as i64) < 0 {
+                    return Err(rf(0));
+                }
+            }
+            roles.generation_id = Some(r.generation_id);
+        }
+        roles.generation_id.unwrap_or(0)
+    };
+    if r.role != ROLE_NOCHANGE {
+        if r.role == ROLE_MASTER {
+            for other in lock(&b.conns).iter() {
+                if other.id != c.id {
+                    let mut st = lock(&other.st);
+                    if st.role == ROLE_MASTER {
+                        st.role = ROLE_SLAVE;
+                    }
+                }
+            }
+        }
+        lock(&c.st).role = r.role;
+    }
+    let reply = wire::RoleMsg {
+        role: lock(&c.st).role,
+        short_id: 0,
+        generation_id: gen,
+    };
+    c.send(&Message::RoleReply(reply), xid);
+    Ok(())
+}
+
+/// Sends a multipart reply body, split over several messages when it has many records.
+fn send_mp(c: &Conn, xid: u32, body: MpReply) {
+    let one = |flags: u16, body: MpReply| Message::MultipartReply(MultipartReply { flags, body });
+    let m = one(0, body);
+    match wire::encode(&m, c.version(), xid) {
+        Ok(bytes) => c.send_raw(bytes),
+        Err(_) => {
+            // Too long or unrepresentable: nothing sensible can be sent in one piece.
+            reply_error(
+                c,
+                c.version(),
+                OfError::bad_request(bad_request::MULTIPART_BUFFER_OVERFLOW),
+                &[],
+            );
+        }
+    }
+}
+
+/// Sends flow statistics in chunks; records this version cannot express are skipped.
+fn send_flows(c: &Conn, xid: u32, flows: Vec<FlowStats>, nx: bool) {
+    let v = c.version();
+    let wrap = |flags: u16, f: Vec<FlowStats>| {
+        Message::MultipartReply(MultipartReply {
+            flags,
+            body: if nx {
+                MpReply::NxFlow(f)
+            } else {
+                MpReply::Flow(f)
+            },
+        })
+    };
+    let usable: Vec<FlowStats> = flows
+        .into_iter()
+        .filter(|f| wire::encode(&wrap(0, vec![f.clone()]), v, xid).is_ok())
+        .collect();
+    let chunks: Vec<Vec<FlowStats>> = if usable.is_empty() {
+        vec![Vec::new()]
+    } else {
+        usable.chunks(FLOWS_PER_REPLY).map(|x| x.to_vec()).collect()
+    };
+    let n = chunks.len();
+    for (i, ch) in chunks.into_iter().enumerate() {
+        let flags = if i + 1 < n { 1 } else { 0 };
+        if let Ok(bytes) = wire::encode(&wrap(flags, ch), v, xid) {
+            c.send_raw(bytes);
+        }
+    }
+}
+
+fn selected_rules(b: &BridgeOf, r: &FlowStatsRequest) -> Vec<Arc<ofproto::Rule>> {
+    let of = b.udpif.of();
+    let mut out = Vec::new();
+    for t in of.tables() {
+        if r.table_id != OFPTT_ALL && r.table_id != t.id {
+            continue;
+        }
+        for rule in t.rules() {
+            if !rule.match_.refines(&r.match_)
+                || (rule.cookie & r.cookie_mask) != (r.cookie & r.cookie_mask)
+                || (r.out_port != OFPP_ANY && !rule.outputs_to(r.out_port))
+                || (r.out_group != OFPG_ANY && !rule.uses_group(r.out_group))
+            {
+                continue;
+            }
+            out.push(Arc::clone(rule));
+        }
+    }
+    out
+}
+
+fn multipart(
+    b: &Arc<BridgeOf>,
+    c: &Conn,
+    xid: u32,
+    req: wire::MultipartRequest,
+) -> Result<(), OfError> {
+    let now = now_ms();
+    let dur = |since_ms: u64| {
+        let d = now.saturating_sub(since_ms);
+        ((d / 1000) as u32, ((d % 1000) * 1_000_000) as u32)
+    };
+    // The reply's type follows the request's (Nicira or standard).
+    let nx = matches!(req.body, MpRequest::NxFlow(_) | MpRequest::NxAggregate(_));
+    let body = match req.body {
+        MpRequest::Desc => MpReply::Desc(Desc {
+            mfr_desc: "ferrovs".into(),
+            hw_desc: "ferrovs".into(),
+            sw_desc: env!("CARGO_PKG_VERSION").into(),
+            serial_num: "None".into(),
+            dp_desc: format!("ferrovs bridge {}", b.name),
+        }),
+        MpRequest::Flow(r) | MpRequest::NxFlow(r) => {
+            sync(b, c, true);
+            let flows = selected_rules(b, &r)
+                .into_iter()
+                .map(|rule| {
+                    let (packets, bytes, used) = rule.stats.get();
+                    let (s, ns) = dur(rule.created_ms);
+                    let idle = now.saturating_sub(if used == 0 { rule.created_ms } else { used });
+                    FlowStats {
+                        table_id: rule.table_id,
+                        duration_sec: s,
+                        duration_nsec: ns,
+                        priority: rule.priority,
+                        idle_timeout: rule.idle_timeout,
+                        hard_timeout: rule.hard_timeout,
+                        flags: rule.flags.0,
+                        importance: 0,
+                        cookie: rule.cookie,
+                        packet_count: packets,
+                        byte_count: bytes,
+                        idle_age: (idle / 1000).min(u64::from(u16::MAX)) as u16,
+                        hard_age: (now.saturating_sub(rule.modified_ms) / 1000)
+                            .min(u64::from(u16::MAX)) as u16,
+                        match_: rule.match_.clone(),
+                        instructions: rule.instructions.clone(),
+                    }
+                })
+                .collect();
+            send_flows(c, xid, flows, nx);
+            return Ok(());
+        }
+        MpRequest::Aggregate(r) | MpRequest::NxAggregate(r) => {
+            sync(b, c, true);
+            let rules = selected_rules(b, &r);
+            let mut a = AggregateStats::default();
+            for rule in &rules {
+                let (p, by, _) = rule.stats.get();
+                a.packet_count += p;
+                a.byte_count += by;
+            }
+            a.flow_count = rules.len() as u32;
+            if nx {
+                MpReply::NxAggregate(a)
+            } else {
+                MpReply::Aggregate(a)
+            }
+        }
+        MpRequest::Table => {
+            let of = b.udpif.of();
+            MpReply::Table(
+                of.tables()
+                    .iter()
+                    .filter(|t| t.id < 254)
+                    .map(|t| TableStats {
+                        table_id: t.id,
+                        name: t.name.clone(),
+                        wildcards: 0x003f_ffff,
+                        max_entries: t.max_entries.min(u32::MAX as usize) as u32,
+                        active_count: t.len() as u32,
+                        lookup_count: t.lookup_count.load(std::sync::atomic::Ordering::Relaxed),
+                        matched_count: t.matched_count.load(std::sync::atomic::Ordering::Relaxed),
+                    })
+                    .collect(),
+            )
+        }
+        MpRequest::TableFeatures(set) => {
+            if !set.is_empty() {
+                return Err(OfError::new(err::OFPET_TABLE_FEATURES_FAILED, 5));
+            }
+            let of = b.udpif.of();
+            MpReply::TableFeatures(
+                of.tables()
+                    .iter()
+                    .filter(|t| t.id < 254)
+                    .map(|t| TableFeatures {
+                        table_id: t.id,
+                        command: 0,
+                        name: t.name.clone(),
+                        metadata_match: u64::MAX,
+                        metadata_write: u64::MAX,
+                        config: 0,
+                        max_entries: t.max_entries.min(u32::MAX as usize) as u32,
+                        props: Vec::new(),
+                    })
+                    .collect(),
+            )
+        }
+        MpRequest::PortStats(port) => {
+            let ports = b
+                .ports()
+                .map_err(|_| OfError::bad_request(bad_request::EPERM))?;
+            let (s, ns) = {
+                let d = b.created.elapsed();
+                (d.as_secs() as u32, d.subsec_nanos())
+            };
+            let sel: Vec<PortStats> = ports
+                .iter()
+                .filter(|p| port == OFPP_ANY || p.desc.port_no == port)
+                .map(|p| PortStats {
+                    port_no: p.desc.port_no,
+                    rx_packets: p.stats.rx_packets,
+                    tx_packets: p.stats.tx_packets,
+                    rx_bytes: p.stats.rx_bytes,
+                    tx_bytes: p.stats.tx_bytes,
+                    rx_dropped: p.stats.rx_dropped,
+                    tx_dropped: p.stats.tx_dropped,
+                    rx_errors: p.stats.rx_errors,
+                    tx_errors: p.stats.tx_errors,
+                    rx_frame_err: 0,
+                    rx_over_err: 0,
+                    rx_crc_err: 0,
+                    collisions: 0,
+                    duration_sec: s,
+                    duration_nsec: ns,
+                    ethernet: true,
+                    props: Vec::new(),
+                })
+                .collect();
+            if sel.is_empty() && port != OFPP_ANY {
+                return Err(OfError::bad_request(bad_request::BAD_PORT));
+            }
+            MpReply::PortStats(sel)
+        }
+        MpRequest::PortDesc(port) => {
+            let ports = b
+                .ports()
+                .map_err(|_| OfError::bad_request(bad_request::EPERM))?;
+            MpReply::PortDesc(
+                ports
+                    .into_iter()
+                    .filter(|p| port == OFPP_ANY || p.desc.port_no == port)
+                    .map(|p| p.desc)
+                    .collect(),
+            )
+        }
+        MpRequest::Queue { .. } => MpReply::Queue(Vec::new()),
+        MpRequest::Group(id) => {
+            b.udpif.sync(SYNC_TIMEOUT);
+            let of = b.udpif.of();
+            let refs = |g: u32| {
+                of.tables()
+                    .iter()
+                    .flat_map(|t| t.rules())
+                    .filter(|r| r.uses_group(g))
+                    .count() as u32
+            };
+            MpReply::Group(
+                of.groups()
+                    .values()
+                    .filter(|g| id == OFPG_ALL || g.id == id)
+                    .map(|g| {
+                        let (s, ns) = dur(g.created_ms);
+                        GroupStats {
+                            group_id: g.id,
+                            ref_count: refs(g.id),
+                            packet_count: g.packet_count,
+                            byte_count: g.byte_count,
+                            duration_sec: s,
+                            duration_nsec: ns,
+                            buckets: g
+                                .bucket_packets
+                                .iter()
+                                .zip(g.bucket_bytes.iter())
+                                .map(|(p, by)| (*p, *by))
+                                .collect(),
+                        }
+                    })
+                    .collect(),
+            )
+        }
+        MpRequest::GroupDesc(id) => {
+            let of = b.udpif.of();
+            MpReply::GroupDesc(
+                of.groups()
+                    .values()
+                    .filter(|g| id == OFPG_ALL || g.id == id)
+                    .map(|g| GroupDesc {
+                        group_type: g.kind,
+                        group_id: g.id,
+                        buckets: g.buckets.clone(),
+                    })
+                    .collect(),
+            )
+        }
+        MpRequest::GroupFeatures => MpReply::GroupFeatures(GroupFeatures {
+            types: 0xf,
+            capabilities: 0xf,
+            max_groups: [65535; 4],
+            // Every OpenFlow 1.3 action type (bit = type number).
+            actions: [0x03ff_fff9; 4],
+        }),
+        MpRequest::Meter(id) => {
+            let of = b.udpif.of();
+            MpReply::Meter(
+                of.meters()
+                    .values()
+                    .filter(|m| id == OFPM_ALL || m.id == id)
+                    .map(|m| {
+                        let d = (now * 1000).saturating_sub(m.created_us);
+                        MeterStats {
+                            meter_id: m.id,
+                            flow_count: of.meter_flow_count(m.id) as u32,
+                            packet_in_count: m.packet_in_count,
+                            byte_in_count: m.byte_in_count,
+                            duration_sec: (d / 1_000_000) as u32,
+                            duration_nsec: ((d % 1_000_000) * 1000) as u32,
+                            bands: m
+                                .bands
+                                .iter()
+                                .map(|x| (x.packet_count, x.byte_count))
+                                .collect(),
+                        }
+                    })
+                    .collect(),
+            )
+        }
+        MpRequest::MeterConfig(id) => {
+            let of = b.udpif.of();
+            MpReply::MeterConfig(
+                of.meter_specs()
+                    .iter()
+                    .filter(|(k, _)| id == OFPM_ALL || **k == id)
+                    .map(|(k, mm)| MeterConfig {
+                        flags: mm.flags.0,
+                        meter_id: *k,
+                        bands: mm.bands.clone(),
+                    })
+                    .collect(),
+            )
+        }
+        MpRequest::MeterFeatures => MpReply::MeterFeatures(MeterFeatures {
+            max_meter: 65536,
+            band_types: (1 << 1) | (1 << 2),
+            capabilities: 0xf,
+            max_bands: 8,
+            max_color: 0,
+            features: 0,
+        }),
+        MpRequest::Experimenter(_) => {
+            return Err(OfError::bad_request(bad_request::BAD_EXPERIMENTER));
+        }
+    };
+    send_mp(c, xid, body);
+    Ok(())
+}

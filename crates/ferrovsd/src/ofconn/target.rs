@@ -1,0 +1,358 @@
+//! Connection targets: parsing OVS's target syntax, active connectors with backoff, passive
+//! listeners, and the snoop socket.
+//!
+//! * `tcp:IP[:PORT]` and `unix:PATH` are active: a thread connects (3 s timeout), runs the
+//!   connection to its end on the same thread, and retries after 1 s, doubling each failed
+//!   attempt up to the bridge's `max_backoff`; a connection that lasted 10 s or more resets
+//!   the backoff. The default port is 6653.
+//! * `ptcp:[PORT][:IP]` and `punix:PATH` are passive: a non-blocking listener polled every
+//!   [`super::TICK`] (so stopping needs no wake-up trick) hands each accepted socket to a new
+//!   connection thread.
+//!
+//! Every loop checks its stop flag at least every few milliseconds; a stopped target closes
+//! its listener (and removes a `punix` socket file).
+
+use super::conn::{self, ConnKind};
+use super::{lock, spawn, BridgeOf, TICK};
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// OpenFlow's IANA port.
+pub const DEFAULT_PORT: u16 = 6653;
+
+/// An active target.
+#[derive(Clone, Debug)]
+pub enum Active {
+    Tcp(String),
+    Unix(PathBuf),
+}
+
+/// A passive target.
+#[derive(Clone, Debug)]
+pub enum Passive {
+    Tcp(String),
+    Unix(PathBuf),
+}
+
+/// A parsed target.
+#[derive(Clone, Debug)]
+pub enum Target {
+    Active(Active),
+    Passive(Passive),
+}
+
+fn host_port(rest: &str, passive: bool) -> Result<String, String> {
+    if passive {
+        // ptcp:[PORT][:IP]
+        let (port, ip) = match rest.split_once(':') {
+            Some((p, ip)) => (p, ip),
+            None => (rest, "0.0.0.0"),
+        };
+        let port: u16 = if port.is_empty() {
+            DEFAULT_PORT
+        } else {
+            port.parse().map_err(|_| format!("bad port '{port}'"))?
+        };
+        let ip = ip.trim_start_matches('[').trim_end_matches(']');
+        Ok(if ip.contains(':') {
+            format!("[{ip}]:{port}")
+        } else {
+            format!("{ip}:{port}")
+        })
+    } else {
+        // tcp:IP[:PORT]
+        let (ip, port) = if let Some(r) = rest.strip_prefix('[') {
+            let (ip, after) = r.split_once(']').ok_or("unbalanced '['")?;
+            (ip.to_string(), after.strip_prefix(':').unwrap_or(""))
+        } else {
+            match rest.rsplit_once(':') {
+                Some((ip, p)) => (ip.to_string(), p),
+                None => (rest.to_string(), ""),
+            }
+        };
+        if ip.is_empty() {
+            return Err("missing IP address".into());
+        }
+        let port: u16 = if port.is_empty() {
+            DEFAULT_PORT
+        } else {
+            port.parse().map_err(|_| format!("bad port '{port}'"))?
+        };
+        Ok(if ip.contains(':') {
+            format!("[{ip}]:{port}")
+        } else {
+            format!("{ip}:{port}")
+        })
+    }
+}
+
+impl Target {
+    /// Parses `tcp:`, `unix:`, `ptcp:` or `punix:` targets.
+    pub fn parse(s: &str) -> Result<Target, String> {
+        let bad = |why: String| format!("'{s}': {why}");
+        let (kind, rest) = s
+            .split_once(':')
+            .ok_or_else(|| bad("expected tcp:, unix:, ptcp: or punix:".into()))?;
+        Ok(match kind {
+            "tcp" => Target::Active(Active::Tcp(host_port(rest, false).map_err(bad)?)),
+            "ptcp" => Target::Passive(Passive::Tcp(host_port(rest, true).map_err(bad)?)),
+            "unix" | "punix" if rest.is_empty() => return Err(bad("missing path".into())),
+            "unix" => Target::Active(Active::Unix(PathBuf::from(rest))),
+            "punix" => Target::Passive(Passive::Unix(PathBuf::from(rest))),
+            _ => return Err(bad("expected tcp:, unix:, ptcp: or punix:".into())),
+        })
+    }
+}
+
+/// A listening socket.
+pub enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+impl Passive {
+    /// Binds the listener (non-blocking).
+    pub fn bind(&self) -> Result<Listener, String> {
+        match self {
+            Passive::Tcp(a) => {
+                let l = TcpListener::bind(a).map_err(|e| format!("listening on {a}: {e}"))?;
+                l.set_nonblocking(true).map_err(|e| e.to_string())?;
+                Ok(Listener::Tcp(l))
+            }
+            Passive::Unix(p) => {
+                let _ = std::fs::remove_file(p);
+                let l = UnixListener::bind(p)
+                    .map_err(|e| format!("listening on {}: {e}", p.display()))?;
+                l.set_nonblocking(true).map_err(|e| e.to_string())?;
+                Ok(Listener::Unix(l))
+            }
+        }
+    }
+}
+
+/// A connected byte stream.
+pub enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    /// Another handle on the same socket.
+    pub fn try_clone(&self) -> std::io::Result<Stream> {
+        Ok(match self {
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+        })
+    }
+
+    /// Blocking mode with a read timeout.
+    pub fn set_read_timeout(&self, d: Duration) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => {
+                s.set_nonblocking(false)?;
+                let _ = s.set_nodelay(true);
+                s.set_read_timeout(Some(d))
+            }
+            Stream::Unix(s) => {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(d))
+            }
+        }
+    }
+
+    /// Write timeout (a peer that stops reading cannot hold a writer forever).
+    pub fn set_write_timeout(&self, d: Duration) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_write_timeout(Some(d)),
+            Stream::Unix(s) => s.set_write_timeout(Some(d)),
+        }
+    }
+
+    /// Shuts both directions down (wakes a blocked reader).
+    pub fn shutdown(&self) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(Shutdown::Both),
+            Stream::Unix(s) => s.shutdown(Shutdown::Both),
+        };
+    }
+
+    /// The peer, for logs and `get-controller`.
+    pub fn peer(&self) -> String {
+        match self {
+            Stream::Tcp(s) => s
+                .peer_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|_| "?".into()),
+            Stream::Unix(_) => "unix".into(),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(b),
+            Stream::Unix(s) => s.read(b),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(b),
+            Stream::Unix(s) => s.write(b),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.flush(),
+            Stream::Unix(s) => s.flush(),
+        }
+    }
+}
+
+fn accept(l: &Listener) -> std::io::Result<Stream> {
+    match l {
+        Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
+        Listener::Unix(l) => l.accept().map(|(s, _)| Stream::Unix(s)),
+    }
+}
+
+/// Accepts connections until `stop` (or the bridge stops), each on its own thread.
+pub fn accept_loop(b: &Arc<BridgeOf>, l: Listener, kind: ConnKind, stop: &AtomicBool) {
+    while !stop.load(Ordering::Acquire) && !b.stop.load(Ordering::Acquire) {
+        match accept(&l) {
+            Ok(s) => {
+                let (b2, k2) = (Arc::clone(b), kind.clone());
+                let r = spawn("ofconn", move || {
+                    let never = AtomicBool::new(false);
+                    conn::run(&b2, s, k2, &never);
+                });
+                if let Err(e) = r {
+                    super::log(&e);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK * 4),
+            Err(_) => std::thread::sleep(TICK * 4),
+        }
+    }
+    if let (Listener::Unix(u), ConnKind::Controller(t)) = (&l, &kind) {
+        if let (Ok(Target::Passive(Passive::Unix(p))), Ok(_)) = (Target::parse(t), u.local_addr()) {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn connect(a: &Active) -> std::io::Result<Stream> {
+    match a {
+        Active::Tcp(addr) => {
+            let sa: SocketAddr = addr.to_socket_addrs()?.next().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address")
+            })?;
+            TcpStream::connect_timeout(&sa, Duration::from_secs(3)).map(Stream::Tcp)
+        }
+        Active::Unix(p) => UnixStream::connect(p).map(Stream::Unix),
+    }
+}
+
+/// Connects, runs the connection, and reconnects with backoff until `stop`.
+pub fn active_loop(b: &Arc<BridgeOf>, a: &Active, stop: &AtomicBool, status: &Mutex<String>) {
+    let target = match a {
+        Active::Tcp(x) => format!("tcp:{x}"),
+        Active::Unix(p) => format!("unix:{}", p.display()),
+    };
+    let mut backoff = Duration::from_secs(1);
+    let stopped = || stop.load(Ordering::Acquire) || b.stop.load(Ordering::Acquire);
+    while !stopped() {
+        match connect(a) {
+            Ok(s) => {
+                *lock(status) = "connected".into();
+                let t0 = Instant::now();
+                let kind = ConnKind::Controller(configured_name(b, &target));
+                conn::run(b, s, kind, stop);
+                *lock(status) = "disconnected".into();
+                if t0.elapsed() >= Duration::from_secs(10) {
+                    backoff = Duration::from_secs(1);
+                }
+            }
+            Err(e) => {
+                *lock(status) = format!("connecting (last error: {e})");
+            }
+        }
+        let max = Duration::from_millis(lock(&b.cfg).max_backoff_ms.max(1000));
+        let until = Instant::now() + backoff;
+        while Instant::now() < until && !stopped() {
+            std::thread::sleep(TICK * 4);
+        }
+        backoff = (backoff * 2).min(max);
+    }
+}
+
+/// The target string as the user configured it (for matching connections to targets).
+fn configured_name(b: &BridgeOf, normalised: &str) -> String {
+    lock(&b.controllers)
+        .iter()
+        .find(|c| {
+            Target::parse(&c.target).ok().is_some_and(|t| match t {
+                Target::Active(Active::Tcp(x)) => format!("tcp:{x}") == normalised,
+                Target::Active(Active::Unix(p)) => format!("unix:{}", p.display()) == normalised,
+                _ => false,
+            })
+        })
+        .map(|c| c.target.clone())
+        .unwrap_or_else(|| normalised.to_string())
+}
+
+/// Serves `<bridge>.snoop`: each client gets a hello, then a raw copy of every message
+/// sent or received on the bridge's connections.
+pub fn snoop_loop(b: &Arc<BridgeOf>, l: UnixListener) {
+    while !b.stop.load(Ordering::Acquire) {
+        match l.accept() {
+            Ok((s, _)) => {
+                let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(4096);
+                let versions = lock(&b.cfg).versions.clone();
+                let b2 = Arc::clone(b);
+                let r = spawn("ofsnoop-conn", move || {
+                    let mut s = Stream::Unix(s);
+                    let _ = s.set_write_timeout(Duration::from_secs(2));
+                    let hello = openflow::wire::Message::Hello(
+                        openflow::wire::Hello::for_versions(&versions),
+                    );
+                    let top = versions
+                        .iter()
+                        .copied()
+                        .max()
+                        .unwrap_or(openflow::wire::OFP13);
+                    if let Ok(h) = openflow::wire::encode(&hello, top, 0) {
+                        if s.write_all(&h).is_err() {
+                            return;
+                        }
+                    }
+                    while !b2.stop.load(Ordering::Acquire) {
+                        match rx.recv_timeout(Duration::from_millis(100)) {
+                            Ok(m) => {
+                                if s.write_all(&m).is_err() {
+                                    break;
+                                }
+                            }
+                            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                            Err(_) => break,
+                        }
+                    }
+                    s.shutdown();
+                });
+                match r {
+                    Ok(_) => lock(&b.snoops).push(tx),
+                    Err(e) => super::log(&e),
+                }
+            }
+            Err(_) => std::thread::sleep(TICK * 4),
+        }
+    }
+}
