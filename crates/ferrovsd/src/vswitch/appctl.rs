@@ -1,0 +1,219 @@
+//! OVS's unixctl names for what ferrovs has, so `ovs-appctl -t <rundir>/ferrovsd.ctl` works
+//! as it does against ovs-vswitchd: `vlog/list`, `vlog/set`, `dpif/show`,
+//! `dpif-netdev/pmd-rxq-show`, `coverage/show`, `memory/show` (the other OVS names —
+//! `dpctl/dump-flows`, `ofproto/trace`, `fdb/*`, `dpif-netdev/pmd-stats-*`, `list-commands`,
+//! `version`, `exit` — are served by the daemon's command table).
+//!
+//! Coverage counters: a process-wide registry of named event counters ([`inc`]) the daemon's
+//! control plane bumps (reconfiguration passes, database transactions, ports opened,
+//! failures, unixctl commands), shown by `coverage/show` together with the datapath's counters
+//! read from the poll thread (packets, fabric counters, and each module's own counters).
+//! Counters are atomics behind a registration mutex taken only when a name is first seen.
+//!
+//! Every command reads the switch through one [`datapath::PmdHandle::call`]; none changes
+//! forwarding state.
+
+use super::vlog;
+use datapath::udpif::Udpif;
+use datapath::PmdHandle;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The commands this module serves: (name, usage).
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("vlog/list", ""),
+    ("vlog/set", "[SPEC...]"),
+    ("dpif/show", ""),
+    ("dpif-netdev/pmd-rxq-show", ""),
+    ("coverage/show", ""),
+    ("memory/show", ""),
+];
+
+type Registry = Mutex<BTreeMap<&'static str, Arc<AtomicU64>>>;
+
+fn registry() -> &'static Registry {
+    static R: OnceLock<Registry> = OnceLock::new();
+    R.get_or_init(|| Mutex::new(BTreeMap::new()))
+}
+
+/// Adds one to the coverage counter `name`.
+pub fn inc(name: &'static str) {
+    add(name, 1);
+}
+
+/// Adds `n` to the coverage counter `name`.
+pub fn add(name: &'static str, n: u64) {
+    let c = {
+        let mut r = registry().lock().unwrap_or_else(|e| e.into_inner());
+        r.entry(name).or_default().clone()
+    };
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Whether `method` is one of ours.
+pub fn has(method: &str) -> bool {
+    COMMANDS.iter().any(|c| c.0 == method)
+}
+
+/// Runs one of [`COMMANDS`].
+pub fn run(pmd: &PmdHandle, method: &str, args: &[String]) -> Result<String, String> {
+    match method {
+        "vlog/list" => Ok(vlog::list()),
+        "vlog/set" => vlog::set(args),
+        "dpif/show" => dpif_show(pmd),
+        "dpif-netdev/pmd-rxq-show" => rxq_show(pmd),
+        "coverage/show" => coverage_show(pmd),
+        "memory/show" => memory_show(pmd),
+        _ => Err(format!("\"{method}\" is not a valid command")),
+    }
+}
+
+fn udpif_of(b: &datapath::Bridge) -> Option<Arc<Udpif>> {
+    b.module.control()?.downcast::<Udpif>().ok()
+}
+
+fn ofport_text(n: u32) -> String {
+    if n == datapath::OFPP_LOCAL {
+        "65534".into()
+    } else {
+        n.to_string()
+    }
+}
+
+fn dpif_show(pmd: &PmdHandle) -> Result<String, String> {
+    pmd.call(|sw| {
+        let mut missed = 0u64;
+        for b in sw.bridges() {
+            if let Some(u) = udpif_of(b) {
+                missed += u.stats.upcalls.load(Ordering::Relaxed);
+            }
+        }
+        let hit = sw.pmd.packets.saturating_sub(missed);
+        let mut s = format!("netdev@ferrovs: hit:{hit} missed:{missed}\n");
+        let mut names: Vec<&datapath::Bridge> = sw.bridges().iter().collect();
+        names.sort_by(|a, b| a.name.cmp(&b.name));
+        for b in names {
+            s.push_str(&format!("  {}:\n", b.name));
+            let mut ports: Vec<_> = b.ports().collect();
+            ports.sort_by_key(|(_, p)| p.ofport);
+            for (slot, p) in ports {
+                s.push_str(&format!(
+                    "    {} {}/{}: ({})\n",
+                    p.port.name(),
+                    ofport_text(p.ofport),
+                    slot,
+                    p.port.kind()
+                ));
+            }
+        }
+        s
+    })
+}
+
+fn rxq_show(pmd: &PmdHandle) -> Result<String, String> {
+    pmd.call(|sw| {
+        let core = sw
+            .core_id
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "unpinned".into());
+        let mut s = format!("pmd thread numa_id 0 core_id {core}:\n  isolated : false\n");
+        for b in sw.bridges() {
+            for (_, p) in b.ports() {
+                if !p.port.has_rx() {
+                    continue;
+                }
+                s.push_str(&format!(
+                    "  port: {:<16} queue-id: {:>2} (enabled)   pmd usage: NOT AVAIL\n",
+                    p.port.name(),
+                    0
+                ));
+            }
+        }
+        let total = sw.pmd.busy_cycles + sw.pmd.idle_cycles;
+        let busy = if total == 0 {
+            0
+        } else {
+            sw.pmd.busy_cycles * 100 / total
+        };
+        s.push_str(&format!("  overhead: NOT AVAIL\n  busy: {busy:>3} %\n"));
+        s
+    })
+}
+
+fn coverage_show(pmd: &PmdHandle) -> Result<String, String> {
+    let mut rows: BTreeMap<String, u64> = registry()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.load(Ordering::Relaxed)))
+        .collect();
+    let dp = pmd.call(|sw| {
+        let mut m: BTreeMap<String, u64> = BTreeMap::new();
+        m.insert("pmd_packets".into(), sw.pmd.packets);
+        m.insert("pmd_iterations".into(), sw.pmd.iterations);
+        m.insert("pmd_busy_iterations".into(), sw.pmd.busy_iterations);
+        for b in sw.bridges() {
+            let st = b.stats;
+            for (k, v) in [
+                ("fabric_module_drops", st.module_drops),
+                ("fabric_flood_copies", st.flood_copies),
+                ("fabric_copy_failures", st.copy_failures),
+                ("fabric_stale_dest", st.stale_dest),
+                ("fabric_tx_bursts", st.tx_bursts),
+                ("fabric_tx_packets", st.tx_packets),
+            ] {
+                *m.entry(k.into()).or_default() += v;
+            }
+            for (k, v) in b.module.counters() {
+                *m.entry(format!("{}_{k}", b.module.name())).or_default() += v;
+            }
+            if let Some(u) = udpif_of(b) {
+                let us = &u.stats;
+                for (k, v) in [
+                    ("upcall_upcalls", &us.upcalls),
+                    ("upcall_xlates", &us.xlates),
+                    ("upcall_flows_installed", &us.installed),
+                    ("upcall_flow_limit_hits", &us.flow_limit_hits),
+                    ("revalidator_rounds", &us.rounds),
+                    ("revalidator_killed_idle", &us.killed_idle),
+                ] {
+                    *m.entry(k.into()).or_default() += v.load(Ordering::Relaxed);
+                }
+            }
+        }
+        m
+    })?;
+    rows.extend(dp);
+    let mut s = String::from("Event coverage (totals since the daemon started):\n");
+    let mut zero = 0;
+    for (k, v) in &rows {
+        if *v == 0 {
+            zero += 1;
+            continue;
+        }
+        s.push_str(&format!("{k:<32} total: {v}\n"));
+    }
+    s.push_str(&format!("{zero} events never hit\n"));
+    Ok(s)
+}
+
+fn memory_show(pmd: &PmdHandle) -> Result<String, String> {
+    pmd.call(|sw| {
+        let bridges = sw.bridges().len();
+        let ports: usize = sw.bridges().iter().map(|b| b.port_count()).sum();
+        let (mut rules, mut megaflows, mut queue) = (0usize, 0usize, 0usize);
+        for b in sw.bridges() {
+            if let Some(u) = udpif_of(b) {
+                rules += u.of().tables().iter().map(|t| t.len()).sum::<usize>();
+                megaflows += u.idx().dpcls.len();
+                queue += u.handling.load(Ordering::Relaxed);
+            }
+        }
+        format!(
+            "bridges:{bridges} handler queue:{queue} megaflows:{megaflows} ports:{ports} \
+             rules:{rules} pool free buffers:{}\n",
+            sw.pool.available()
+        )
+    })
+}

@@ -1,0 +1,265 @@
+//! Status written back to the database: what the switch actually did with the configuration.
+//!
+//! What: after each reconfiguration pass (and every [`STATS_INTERVAL`] for counters),
+//! [`read_datapath`] collects every port's live state from the poll thread, and [`ops`] turns
+//! it into `update` operations for the columns ovs-vswitchd maintains:
+//! - Interface `ofport` (−1 when the interface could not be set up, as OVS writes), `ifindex`,
+//!   `mac_in_use`, `admin_state`, `link_state`, `error`, and `statistics` (OVS's counter names);
+//! - Bridge `datapath_id` (16 hex digits);
+//! - Controller `is_connected` and `role`, when the connection layer reports them;
+//! - Open_vSwitch `cur_cfg` raised to the `next_cfg` the pass applied (what `ovs-vsctl` without
+//!   `--no-wait` waits for), and the version columns (`ovs_version`, `db_version`,
+//!   `iface_types`, `datapath_types`).
+//!
+//! Only columns whose value differs from the snapshot are written, so a pass that changes
+//! nothing writes nothing, and the commit our own write causes (which wakes the reconfiguration
+//! thread again) converges at once. Values are compared in a normal form (a one-element set
+//! is its element; map pairs sorted by key) because servers may send either spelling.
+//!
+//! Threads: runs on the reconfiguration thread; reads the datapath through one
+//! [`datapath::PmdHandle::call`].
+
+use super::model::{Desired, Tables};
+use super::ofhooks::OfConfigSink;
+use super::reconfigure::Outcome;
+use datapath::{PmdHandle, OFPP_LOCAL};
+use netdev::PortStats;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// How often interface statistics are refreshed.
+pub const STATS_INTERVAL: Duration = Duration::from_secs(5);
+
+/// One datapath port's live state.
+#[derive(Debug, Clone)]
+pub struct PortStatus {
+    pub bridge: String,
+    pub ofport: u32,
+    pub mac: Option<[u8; 6]>,
+    pub ifindex: Option<u32>,
+    pub up: bool,
+    pub stats: PortStats,
+}
+
+/// Every datapath port by name (the bridge's internal port under the bridge's name).
+pub fn read_datapath(pmd: &PmdHandle) -> HashMap<String, PortStatus> {
+    pmd.call(|sw| {
+        let mut m = HashMap::new();
+        for b in sw.bridges() {
+            for (_, s) in b.ports() {
+                m.insert(
+                    s.port.name().to_string(),
+                    PortStatus {
+                        bridge: b.name.clone(),
+                        ofport: s.ofport,
+                        mac: s.port.mac(),
+                        ifindex: s.port.ifindex(),
+                        up: s.port.link_state() == netdev::LinkState::Up,
+                        stats: s.port.stats(),
+                    },
+                );
+            }
+        }
+        m
+    })
+    .unwrap_or_default()
+}
+
+fn empty_set() -> Value {
+    json!(["set", []])
+}
+
+/// The normal form used to compare wire values.
+fn norm(v: &Value) -> Value {
+    match v {
+        Value::Array(a) if a.len() == 2 && a[0] == "set" => match a[1].as_array() {
+            Some(items) if items.len() == 1 => norm(&items[0]),
+            Some(items) => json!(["set", items.iter().map(norm).collect::<Vec<_>>()]),
+            None => v.clone(),
+        },
+        Value::Array(a) if a.len() == 2 && a[0] == "map" => {
+            let mut pairs: Vec<Value> = a[1].as_array().cloned().unwrap_or_default();
+            pairs.sort_by(|x, y| x[0].to_string().cmp(&y[0].to_string()));
+            json!(["map", pairs])
+        }
+        _ => v.clone(),
+    }
+}
+
+fn stats_map(s: &PortStats) -> Value {
+    json!([
+        "map",
+        [
+            ["rx_bytes", s.rx_bytes],
+            ["rx_dropped", s.rx_dropped],
+            ["rx_errors", s.rx_errors],
+            ["rx_packets", s.rx_packets],
+            ["tx_bytes", s.tx_bytes],
+            ["tx_dropped", s.tx_dropped],
+            ["tx_errors", s.tx_errors],
+            ["tx_packets", s.tx_packets],
+        ]
+    ])
+}
+
+/// Adds `col: want` to `row` if the snapshot's value differs.
+fn diff(row: &mut Map<String, Value>, have: Option<&Map<String, Value>>, col: &str, want: Value) {
+    let cur = have.and_then(|h| h.get(col)).map(norm);
+    if cur.as_ref() != Some(&norm(&want)) {
+        row.insert(col.to_string(), want);
+    }
+}
+
+fn update(table: &str, uuid: &str, row: Map<String, Value>) -> Value {
+    json!({"op": "update", "table": table, "where": [["_uuid", "==", ["uuid", uuid]]],
+           "row": Value::Object(row)})
+}
+
+fn fmt_mac(m: [u8; 6]) -> String {
+    datapath::switch::fmt_mac(m)
+}
+
+/// The status updates for one pass. See the module documentation.
+pub fn ops(
+    snap: &Tables,
+    d: &Desired,
+    out: &Outcome,
+    dp: &HashMap<String, PortStatus>,
+    with_stats: bool,
+    of: &dyn OfConfigSink,
+) -> Vec<Value> {
+    let empty = Default::default();
+    let ifaces = snap.get("Interface").unwrap_or(&empty);
+    let bridges = snap.get("Bridge").unwrap_or(&empty);
+    let controllers = snap.get("Controller").unwrap_or(&empty);
+    let mut ops = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for b in &d.bridges {
+        for p in &b.ports {
+            for i in &p.ifaces {
+                seen.insert(i.uuid.clone());
+                let have = ifaces.get(&i.uuid);
+                let mut row = Map::new();
+                let live = dp
+                    .get(&i.name)
+                    .filter(|s| s.bridge == b.name && (i.name != b.name || s.ofport == OFPP_LOCAL));
+                match (out.iface_errors.get(&i.uuid), live) {
+                    (None, Some(s)) => {
+                        diff(&mut row, have, "ofport", json!(i64::from(s.ofport)));
+                        diff(&mut row, have, "ifindex", json!(s.ifindex.unwrap_or(0)));
+                        diff(
+                            &mut row,
+                            have,
+                            "mac_in_use",
+                            s.mac.map(|m| json!(fmt_mac(m))).unwrap_or_else(empty_set),
+                        );
+                        diff(&mut row, have, "admin_state", json!("up"));
+                        diff(
+                            &mut row,
+                            have,
+                            "link_state",
+                            json!(if s.up { "up" } else { "down" }),
+                        );
+                        diff(&mut row, have, "error", empty_set());
+                        let no_stats = have
+                            .and_then(|h| h.get("statistics"))
+                            .is_none_or(|v| norm(v) == json!(["map", []]));
+                        if with_stats || no_stats {
+                            diff(&mut row, have, "statistics", stats_map(&s.stats));
+                        }
+                    }
+                    (err, _) => {
+                        let msg = err.cloned().unwrap_or_else(|| {
+                            format!("could not open network device {} (not set up yet)", i.name)
+                        });
+                        diff(&mut row, have, "ofport", json!(-1));
+                        diff(&mut row, have, "error", json!(msg));
+                        diff(&mut row, have, "admin_state", empty_set());
+                        diff(&mut row, have, "link_state", empty_set());
+                        diff(&mut row, have, "mac_in_use", empty_set());
+                    }
+                }
+                if !row.is_empty() {
+                    ops.push(update("Interface", &i.uuid, row));
+                }
+            }
+        }
+        let mut row = Map::new();
+        if let Some(dpid) = out.datapath_ids.get(&b.name) {
+            diff(
+                &mut row,
+                bridges.get(&b.uuid),
+                "datapath_id",
+                json!(format!("{dpid:016x}")),
+            );
+        }
+        if !row.is_empty() {
+            ops.push(update("Bridge", &b.uuid, row));
+        }
+        let st = of.controller_status(&b.name);
+        for c in &b.controllers {
+            let Some(s) = st.iter().find(|s| s.target == c.target) else {
+                continue;
+            };
+            let mut row = Map::new();
+            let have = controllers.get(&c.uuid);
+            diff(&mut row, have, "is_connected", json!(s.is_connected));
+            if let Some(r) = &s.role {
+                diff(&mut row, have, "role", json!(r));
+            }
+            if !row.is_empty() {
+                ops.push(update("Controller", &c.uuid, row));
+            }
+        }
+    }
+    for (u, e) in &out.iface_errors {
+        if seen.contains(u) {
+            continue;
+        }
+        let mut row = Map::new();
+        let have = ifaces.get(u);
+        diff(&mut row, have, "ofport", json!(-1));
+        diff(&mut row, have, "error", json!(e));
+        if !row.is_empty() {
+            ops.push(update("Interface", u, row));
+        }
+    }
+    if let Some(root) = &d.root {
+        let have = snap.get("Open_vSwitch").and_then(|t| t.get(root));
+        let mut row = Map::new();
+        diff(&mut row, have, "cur_cfg", json!(d.next_cfg));
+        diff(
+            &mut row,
+            have,
+            "ovs_version",
+            json!(format!("ferrovs {}", env!("CARGO_PKG_VERSION"))),
+        );
+        let types: Vec<Value> = {
+            let mut t: Vec<&str> = netdev::PORT_TYPES.to_vec();
+            t.sort_unstable();
+            t.into_iter().map(|s| json!(s)).collect()
+        };
+        diff(&mut row, have, "iface_types", json!(["set", types]));
+        diff(&mut row, have, "datapath_types", json!("netdev"));
+        if !row.is_empty() {
+            ops.push(update("Open_vSwitch", root, row));
+        }
+    }
+    ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normal_form() {
+        assert_eq!(norm(&json!(["set", [5]])), json!(5));
+        assert_eq!(
+            norm(&json!(["map", [["b", 1], ["a", 2]]])),
+            json!(["map", [["a", 2], ["b", 1]]])
+        );
+        assert_eq!(norm(&json!(["set", []])), json!(["set", []]));
+    }
+}
