@@ -340,7 +340,7 @@ fn handle(u: &Udpif, up: Box<Upcall>) -> Completed {
         }
         let len = up.pkt.len() as u64;
         for r in &x.rules {
-            r.stats.credit(1, len, now);
+            r.credit(1, len, now);
         }
         return Completed {
             pkt: up.pkt,
@@ -421,7 +421,7 @@ pub fn round(u: &Udpif) {
                 let (dp, db) = (p.saturating_sub(pushed.0), b.saturating_sub(pushed.1));
                 if dp > 0 {
                     for r in &mf.rules {
-                        r.stats.credit(dp, db, used);
+                        r.credit(dp, db, used);
                     }
                     for &(g, bk) in &mf.buckets {
                         if let Some(grp) = of.group_mut(g) {

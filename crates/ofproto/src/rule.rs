@@ -68,6 +68,22 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// Credits `packets`/`bytes` seen at `now_ms`, honouring the rule's `no_packet_counts`
+    /// and `no_byte_counts` flags (the last-use time is always kept: idle timeouts need it).
+    pub fn credit(&self, packets: u64, bytes: u64, now_ms: u64) {
+        let p = if self.flags.contains(FlowModFlags::NO_PKT_COUNTS) {
+            0
+        } else {
+            packets
+        };
+        let b = if self.flags.contains(FlowModFlags::NO_BYT_COUNTS) {
+            0
+        } else {
+            bytes
+        };
+        self.stats.credit(p, b, now_ms);
+    }
+
     /// True if this rule's match covers `key`.
     #[inline]
     pub fn matches(&self, key: &FlowKey) -> bool {

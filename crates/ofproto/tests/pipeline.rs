@@ -470,6 +470,17 @@ fn timeouts_expire_and_log_flow_removed() {
 }
 
 #[test]
+fn no_packet_and_byte_counts_flags_are_honoured() {
+    let mut of = with_ports(2);
+    let mut fm = parse_flow("priority=1,ip,actions=output:1", FlowModCommand::Add).expect("p");
+    fm.flags.insert(openflow::FlowModFlags::NO_PKT_COUNTS);
+    of.flow_mod(&fm, 0).expect("add");
+    let r = xlate(&of, &tcp(2, [0; 4], 0), None, None).rules[0].clone();
+    r.credit(3, 180, 7);
+    assert_eq!(r.stats.get(), (0, 180, 7));
+}
+
+#[test]
 fn meters_and_their_flows() {
     let mut of = with_ports(2);
     let m = parse_meter(
