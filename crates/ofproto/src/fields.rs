@@ -78,30 +78,14 @@ pub fn get(k: &FlowKey, f: Field) -> u128 {
         Field::TcpFlags => u128::from(k.tcp_flags & 0x0fff),
         Field::NwTtl => u128::from(k.nw_ttl),
         Field::IpFrag => u128::from(k.nw_frag & 3),
-        Field::Reg0
-        | Field::Reg1
-        | Field::Reg2
-        | Field::Reg3
-        | Field::Reg4
-        | Field::Reg5
-        | Field::Reg6
-        | Field::Reg7 => 0,
+        // The Nicira registers have no room in the key yet.
+        _ => 0,
     }
 }
 
-/// True if the flow key has room for field `f`.
+/// True if the flow key has room for field `f` (the Nicira registers have none yet).
 pub fn supported(f: Field) -> bool {
-    !matches!(
-        f,
-        Field::Reg0
-            | Field::Reg1
-            | Field::Reg2
-            | Field::Reg3
-            | Field::Reg4
-            | Field::Reg5
-            | Field::Reg6
-            | Field::Reg7
-    )
+    !f.is_reg()
 }
 
 /// Writes `value` into field `f` of `k` under `mask` (bits outside the field are ignored).
@@ -140,14 +124,7 @@ pub fn set(k: &mut FlowKey, f: Field, value: u128, mask: u128) -> Result<(), Uns
         Field::TcpFlags => upd(&mut k.tcp_flags, v, m & 0x0fff),
         Field::NwTtl => upd(&mut k.nw_ttl, v, m & 0xff),
         Field::IpFrag => upd(&mut k.nw_frag, v, m & 3),
-        Field::Reg0
-        | Field::Reg1
-        | Field::Reg2
-        | Field::Reg3
-        | Field::Reg4
-        | Field::Reg5
-        | Field::Reg6
-        | Field::Reg7 => return Err(Unsupported(f)),
+        _ => return Err(Unsupported(f)),
     }
     Ok(())
 }

@@ -50,14 +50,7 @@ fn applies(f: Field, k: &FlowKey) -> bool {
         }
         Field::MplsLabel | Field::MplsTc | Field::MplsBos => mpls,
         Field::PbbIsid => k.dl_type == flow::ETH_TYPE_PBB,
-        Field::Reg0
-        | Field::Reg1
-        | Field::Reg2
-        | Field::Reg3
-        | Field::Reg4
-        | Field::Reg5
-        | Field::Reg6
-        | Field::Reg7 => false,
+        _ => false,
     }
 }
 
