@@ -8,9 +8,9 @@
 //! Errors are prefixed with the verb (`add-port: no such bridge 'br9'`). `--json` anywhere in
 //! the arguments of a status command selects JSON output.
 
-use crate::config::{parse_port_request, split_kv};
+use crate::ofconn::{self, ConnMgr};
+use crate::vswitch::{appctl, cli, Vswitch};
 use crossbeam_channel::Sender;
-use datapath::module;
 use datapath::ofcommands;
 use datapath::udpif::Udpif;
 use datapath::PmdHandle;
@@ -115,15 +115,26 @@ pub struct Daemon {
     pmd: Arc<PmdHandle>,
     stop: Sender<&'static str>,
     lock: Mutex<()>,
+    ofconn: Arc<ConnMgr>,
+    vs: Arc<Vswitch>,
 }
 
 impl Daemon {
-    /// Wraps the poll thread's handle and the shutdown channel.
-    pub fn new(pmd: Arc<PmdHandle>, stop: Sender<&'static str>) -> Daemon {
+    /// Wraps the poll thread's handle and the shutdown channel. The structural verbs
+    /// (add-br, del-br, add-port, del-port, set-bridge) go through `vs`: they are database
+    /// transactions.
+    pub fn new(
+        pmd: Arc<PmdHandle>,
+        stop: Sender<&'static str>,
+        ofconn: Arc<ConnMgr>,
+        vs: Arc<Vswitch>,
+    ) -> Daemon {
         Daemon {
             pmd,
             stop,
             lock: Mutex::new(()),
+            ofconn,
+            vs,
         }
     }
 
@@ -131,19 +142,29 @@ impl Daemon {
     pub fn dispatch(&self, method: &str, params: &[String]) -> Result<String, String> {
         let json = params.iter().any(|p| p == "--json");
         let args: Vec<String> = params.iter().filter(|p| *p != "--json").cloned().collect();
-        if !COMMANDS.iter().any(|c| c.0 == method) {
+        if !COMMANDS.iter().any(|c| c.0 == method)
+            && !ofconn::cli::is_verb(method)
+            && !appctl::has(method)
+        {
             return Err(format!(
                 "\"{method}\" is not a valid command (use list-commands to see them)\n"
             ));
         }
         let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        appctl::inc("unixctl_received");
         self.run(method, &args, json)
             .map_err(|e| format!("{method}: {e}\n"))
     }
 
     fn run(&self, method: &str, args: &[String], json: bool) -> Result<String, String> {
+        if appctl::has(method) {
+            return appctl::run(&self.pmd, method, args);
+        }
         if let Some(verb) = module_verb(method) {
             return self.module_cmd(method, verb, args, json);
+        }
+        if ofconn::cli::is_verb(method) {
+            return ofconn::cli::run(&self.ofconn, method, args);
         }
         match method {
             "list-commands" => Ok(list_commands()),
@@ -155,15 +176,8 @@ impl Daemon {
                 let _ = self.stop.try_send("exit command");
                 Ok(String::new())
             }
-            "add-br" => self.add_br(args),
-            "del-br" => {
-                let [br] = args else {
-                    return Err(usage("del-br"));
-                };
-                let br = br.clone();
-                self.pmd.call(move |sw| sw.del_bridge(&br))??;
-                Ok(String::new())
-            }
+            "add-br" => cli::add_br(&self.vs, args, &usage("add-br")),
+            "del-br" => cli::del_br(&self.vs, args, &usage("del-br")),
             "list-br" => {
                 no_args(method, args)?;
                 let mut names = self.pmd.call(|sw| {
@@ -187,43 +201,9 @@ impl Daemon {
                     Err(format!("no such bridge '{b2}'"))
                 }
             }
-            "set-bridge" => {
-                let Some((br, kvs)) = args.split_first() else {
-                    return Err(usage("set-bridge"));
-                };
-                if kvs.is_empty() {
-                    return Err(usage("set-bridge"));
-                }
-                let pairs = kv_pairs(kvs)?;
-                let br = br.clone();
-                self.pmd.call(move |sw| {
-                    // Validate on a fresh module first so a bad pair changes nothing.
-                    let name = sw
-                        .bridge(&br)
-                        .map(|b| b.module.name())
-                        .ok_or_else(|| format!("no such bridge '{br}'"))?;
-                    let mut probe = module::create(name)?;
-                    for (k, v) in &pairs {
-                        probe.configure(k, v)?;
-                    }
-                    for (k, v) in &pairs {
-                        sw.configure_bridge(&br, k, v)?;
-                    }
-                    Ok::<_, String>(())
-                })??;
-                Ok(String::new())
-            }
-            "add-port" => self.add_port(args),
-            "del-port" => {
-                let (br, port) = match args {
-                    [p] => (None, p.clone()),
-                    [b, p] => (Some(b.clone()), p.clone()),
-                    _ => return Err(usage("del-port")),
-                };
-                self.pmd
-                    .call(move |sw| sw.del_port(br.as_deref(), &port))??;
-                Ok(String::new())
-            }
+            "set-bridge" => cli::set_bridge(&self.vs, args, &usage("set-bridge")),
+            "add-port" => cli::add_port(&self.vs, args, &usage("add-port")),
+            "del-port" => cli::del_port(&self.vs, args, &usage("del-port")),
             "list-ports" => {
                 let [br] = args else {
                     return Err(usage("list-ports"));
@@ -374,72 +354,6 @@ impl Daemon {
         }
         Ok(text)
     }
-
-    fn add_br(&self, args: &[String]) -> Result<String, String> {
-        let Some((br, kvs)) = args.split_first() else {
-            return Err(usage("add-br"));
-        };
-        valid_name(br)?;
-        let mut module_name = "openflow".to_string();
-        let mut settings = Vec::new();
-        for (k, v) in kv_pairs(kvs)? {
-            if k == "module" {
-                module_name = v;
-            } else {
-                settings.push((k, v));
-            }
-        }
-        let mut m = module::create(&module_name)?;
-        for (k, v) in &settings {
-            m.configure(k, v)?;
-        }
-        let b = br.clone();
-        self.pmd.call(move |sw| sw.check_add_bridge(&b))??;
-        let local = netdev::open(br, "internal", &netdev::Options::new())
-            .map_err(|e| format!("bridge '{br}': internal port: {e}"))?;
-        let b = br.clone();
-        self.pmd
-            .call(move |sw| sw.add_bridge(&b, m, Some(local)))??;
-        Ok(String::new())
-    }
-
-    fn add_port(&self, args: &[String]) -> Result<String, String> {
-        let [br, port, words @ ..] = args else {
-            return Err(usage("add-port"));
-        };
-        valid_name(port)?;
-        let req = parse_port_request(words)?;
-        let (b, p, of) = (br.clone(), port.clone(), req.ofport);
-        self.pmd.call(move |sw| sw.check_add_port(&b, &p, of))??;
-        let opened = netdev::open(port, &req.kind, &req.options).map_err(|e| e.to_string())?;
-        let b = br.clone();
-        let n = self
-            .pmd
-            .call(move |sw| sw.add_port(&b, opened, req.ofport, req.vlan))??;
-        let _ = n;
-        Ok(String::new())
-    }
-}
-
-fn valid_name(n: &str) -> Result<(), String> {
-    if n.is_empty() || n.len() > 15 {
-        return Err(format!("'{n}' is not a valid name (1 to 15 characters)"));
-    }
-    if n.chars()
-        .any(|c| c.is_whitespace() || c == '/' || c == ':' || c == '=' || c.is_control())
-    {
-        return Err(format!(
-            "'{n}' is not a valid name (no spaces, '/', ':' or '=')"
-        ));
-    }
-    Ok(())
-}
-
-fn kv_pairs(words: &[String]) -> Result<Vec<(String, String)>, String> {
-    words
-        .iter()
-        .map(|w| split_kv(w).map(|(k, v)| (k.to_string(), v.to_string())))
-        .collect()
 }
 
 fn no_args(method: &str, args: &[String]) -> Result<(), String> {
@@ -484,7 +398,11 @@ fn lines(v: &[String]) -> String {
 
 fn list_commands() -> String {
     let mut s = String::from("The available commands are:\n");
-    let mut cmds: Vec<&(&str, &str)> = COMMANDS.iter().collect();
+    let mut cmds: Vec<&(&str, &str)> = COMMANDS
+        .iter()
+        .chain(ofconn::cli::VERBS)
+        .chain(appctl::COMMANDS)
+        .collect();
     cmds.sort_by_key(|c| c.0);
     for (name, usage) in cmds {
         s.push_str(&format!("  {name:<28} {usage}\n"));

@@ -7,6 +7,8 @@
 
 mod commands;
 mod config;
+mod ofconn;
+mod vswitch;
 
 use datapath::{PmdHandle, Switch};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -17,11 +19,14 @@ use std::sync::Arc;
 /// Where sockets live when neither `--rundir` nor `FERROVS_RUNDIR` says otherwise.
 pub const DEFAULT_RUNDIR: &str = "/run/ferrovs";
 
-const USAGE: &str = "usage: ferrovsd [--rundir DIR] [--pool N]
+const USAGE: &str = "usage: ferrovsd [--rundir DIR] [--pool N] [--db unix:PATH|tcp:IP:PORT] [--remote R]...
 
   --rundir DIR   where the control socket and pidfile live
                  (default: $FERROVS_RUNDIR, else /run/ferrovs)
   --pool N       packet buffers in the poll thread's pool (default 16384)
+  --db TARGET    use an external OVSDB server (e.g. OVS's ovsdb-server) instead of the
+                 embedded database DIR/conf.db served on DIR/db.sock
+  --remote R     also serve the embedded database on R (ptcp:PORT[:IP] or punix:PATH)
   -V, --version  print the version and exit";
 
 fn log(msg: &str) {
@@ -31,11 +36,15 @@ fn log(msg: &str) {
 struct Args {
     rundir: PathBuf,
     pool: usize,
+    db: Option<String>,
+    remotes: Vec<String>,
 }
 
 fn parse_args() -> Result<Option<Args>, String> {
     let mut rundir: Option<PathBuf> = std::env::var_os("FERROVS_RUNDIR").map(PathBuf::from);
     let mut pool = datapath::switch::DEFAULT_POOL;
+    let mut db = None;
+    let mut remotes = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -51,6 +60,8 @@ fn parse_args() -> Result<Option<Args>, String> {
                     .filter(|n| (1024..=1 << 22).contains(n))
                     .ok_or("--pool needs a number of buffers in 1024..=4194304")?
             }
+            "--db" => db = Some(it.next().ok_or("--db needs unix:PATH or tcp:IP:PORT")?),
+            "--remote" => remotes.push(it.next().ok_or("--remote needs ptcp:PORT or punix:PATH")?),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(None);
@@ -65,6 +76,8 @@ fn parse_args() -> Result<Option<Args>, String> {
     Ok(Some(Args {
         rundir: rundir.unwrap_or_else(|| PathBuf::from(DEFAULT_RUNDIR)),
         pool,
+        db,
+        remotes,
     }))
 }
 
@@ -136,7 +149,32 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let daemon = Arc::new(commands::Daemon::new(Arc::clone(&pmd), stop_tx));
+    let ofconn = ofconn::ConnMgr::new(&args.rundir, Arc::clone(&pmd));
+    let mode = match &args.db {
+        Some(t) => vswitch::DbMode::External(t.clone()),
+        None => {
+            let mut remotes = vec![format!("punix:{}", args.rundir.join("db.sock").display())];
+            remotes.extend(args.remotes.iter().cloned());
+            vswitch::DbMode::Embedded {
+                path: args.rundir.join("conf.db"),
+                remotes,
+            }
+        }
+    };
+    let of_sink = Arc::new(vswitch::ofbridge::ConnMgrSink(Arc::clone(&ofconn)));
+    let vs = match vswitch::Vswitch::start(Arc::clone(&pmd), &mode, of_sink) {
+        Ok(v) => v,
+        Err(e) => {
+            log(&e);
+            return ExitCode::FAILURE;
+        }
+    };
+    let daemon = Arc::new(commands::Daemon::new(
+        Arc::clone(&pmd),
+        stop_tx,
+        Arc::clone(&ofconn),
+        Arc::clone(&vs),
+    ));
     let d = Arc::clone(&daemon);
     std::thread::spawn(move || {
         unixctl::serve(listener, move |m, p| d.dispatch(m, p));
@@ -149,6 +187,9 @@ fn main() -> ExitCode {
 
     let why = stop_rx.recv().unwrap_or("channel closed");
     log(&format!("exiting ({why})"));
+    vs.stop();
+    ofconn.shutdown();
+    drop(ofconn);
     drop(daemon);
     match Arc::try_unwrap(pmd) {
         Ok(p) => p.stop(),

@@ -131,11 +131,7 @@ fn rxq_show(pmd: &PmdHandle) -> Result<String, String> {
             }
         }
         let total = sw.pmd.busy_cycles + sw.pmd.idle_cycles;
-        let busy = if total == 0 {
-            0
-        } else {
-            sw.pmd.busy_cycles * 100 / total
-        };
+        let busy = (sw.pmd.busy_cycles * 100).checked_div(total).unwrap_or(0);
         s.push_str(&format!("  overhead: NOT AVAIL\n  busy: {busy:>3} %\n"));
         s
     })

@@ -57,7 +57,7 @@ struct External {
 enum Backend {
     Embedded {
         server: Server,
-        _listeners: Mutex<Vec<Listener>>,
+        listeners: Mutex<Vec<Listener>>,
     },
     External(Arc<External>),
 }
@@ -116,7 +116,7 @@ impl Db {
         let me = Db {
             backend: Backend::Embedded {
                 server,
-                _listeners: Mutex::new(listeners),
+                listeners: Mutex::new(listeners),
             },
             changes: rx,
         };
@@ -151,6 +151,14 @@ impl Db {
     /// Ticks whenever the contents may have changed.
     pub fn changes(&self) -> &Receiver<()> {
         &self.changes
+    }
+
+    /// Stops serving the embedded database (its sockets are removed).
+    pub fn close_listeners(&self) {
+        if let Backend::Embedded { listeners, .. } = &self.backend {
+            let all = std::mem::take(&mut *lock(listeners));
+            drop(all);
+        }
     }
 
     /// Whether status may be written (always when embedded; with the lock when external).

@@ -112,10 +112,11 @@ impl Vswitch {
         let _ = self.kick.send(());
     }
 
-    /// Stops the reconfiguration thread (at its next wake-up).
+    /// Stops the reconfiguration thread (at its next wake-up) and the database listeners.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         self.kick();
+        self.db.close_listeners();
     }
 
     fn publish(&self, cfg: i64) {
