@@ -181,7 +181,9 @@ def test_mod_port_down_and_no_flood(daemon, net, proto):
         out = ofctl(daemon, "dump-ports-desc", br, proto=proto).stdout
         return re.split(r"\n \S+\(", out.split(f" {n}(", 1)[1])[0]
 
-    assert "NO_FLOOD" in port_desc(2)
+    if proto is None:
+        # NO_FLOOD exists only in OpenFlow 1.0 (OVS's 1.1+ encodings have no such bit).
+        assert "NO_FLOOD" in port_desc(2)
     # FLOOD now skips port 2.
     ofctl(daemon, "add-flow", br, "priority=60,in_port=1,actions=FLOOD")
     ping(net, h1, "10.7.0.2", count=1, check=False)
