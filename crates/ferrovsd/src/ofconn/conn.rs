@@ -454,7 +454,11 @@ pub fn reply_error(c: &Conn, v: u8, e: OfError, req: &[u8]) {
     } else {
         wire::OFP10
     };
-    let xid = Header::parse(req).map(|h| h.xid).unwrap_or(0);
+    // The xid even when the header itself is bad (a length below 8).
+    let xid = req
+        .get(4..8)
+        .map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]))
+        .unwrap_or(0);
     let m = wire::error_reply(e, v, req);
     if let Ok(bytes) = wire::encode(&m, v, xid) {
         c.send_raw(bytes);

@@ -44,6 +44,38 @@ pub const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 const FLOWS_PER_REPLY: usize = 128;
 
 const OFPT_FLOW_MOD: u8 = 14;
+const OFPT10_STATS_REQUEST: u8 = 16;
+const OFPT10_STATS_REPLY: u8 = 17;
+
+/// OVS's port-description statistics for OpenFlow 1.0 (stats type 13), which the codec
+/// leaves to 1.1+: the ports are laid out as in a 1.0 features reply.
+fn of10_port_desc(b: &BridgeOf, c: &Conn, h: Header) {
+    let ports: Vec<wire::Port> = b
+        .ports()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| p.desc)
+        .collect();
+    let f = Message::FeaturesReply(wire::SwitchFeatures {
+        ports,
+        ..Default::default()
+    });
+    let Ok(fr) = wire::encode(&f, wire::OFP10, h.xid) else {
+        return;
+    };
+    let body = fr.get(32..).unwrap_or_default();
+    let len = 12 + body.len();
+    let Ok(len16) = u16::try_from(len) else {
+        return;
+    };
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(&[wire::OFP10, OFPT10_STATS_REPLY]);
+    out.extend_from_slice(&len16.to_be_bytes());
+    out.extend_from_slice(&h.xid.to_be_bytes());
+    out.extend_from_slice(&[0, 13, 0, 0]);
+    out.extend_from_slice(body);
+    c.send_raw(out);
+}
 
 fn now_ms() -> u64 {
     datapath::clock::now_ms()
@@ -52,6 +84,10 @@ fn now_ms() -> u64 {
 /// Handles the framed message `msg` (header `h`, already in the connection's version).
 pub fn request(b: &Arc<BridgeOf>, c: &Arc<Conn>, h: Header, msg: &[u8]) {
     let v = c.version();
+    if v == wire::OFP10 && h.type_ == OFPT10_STATS_REQUEST && msg.get(8..10) == Some(&[0, 13]) {
+        of10_port_desc(b, c, h);
+        return;
+    }
     // OpenFlow 1.0 flow_mod with a table id in the command's high byte (Nicira extension).
     let mut of10_table: Option<u8> = None;
     let decoded = if v == wire::OFP10 && h.type_ == OFPT_FLOW_MOD && msg.len() >= 58 {
@@ -97,6 +133,8 @@ fn sync(b: &BridgeOf, c: &Conn, force: bool) {
 
 fn of10_table_id(fm: &mut FlowMod, ext: Option<u8>) {
     match ext {
+        // `ovs-ofctl` says 255 ("any") for an add with no table: table 0.
+        Some(OFPTT_ALL) if fm.command == FlowModCommand::Add => fm.table_id = 0,
         Some(t) => fm.table_id = t,
         None => {
             fm.table_id = if fm.command == FlowModCommand::Add {
@@ -551,8 +589,8 @@ fn multipart(
             if !set.is_empty() {
                 return Err(OfError::new(err::OFPET_TABLE_FEATURES_FAILED, 5));
             }
-            let of = b.udpif.of();
-            MpReply::TableFeatures(
+            let recs: Vec<TableFeatures> = {
+                let of = b.udpif.of();
                 of.tables()
                     .iter()
                     .filter(|t| t.id < 254)
@@ -564,10 +602,23 @@ fn multipart(
                         metadata_write: u64::MAX,
                         config: 0,
                         max_entries: t.max_entries.min(u32::MAX as usize) as u32,
-                        props: Vec::new(),
+                        props: table_feature_props(t.id),
                     })
-                    .collect(),
-            )
+                    .collect()
+            };
+            // About 1 KB per table: several messages.
+            let chunks: Vec<&[TableFeatures]> = recs.chunks(40).collect();
+            let n = chunks.len();
+            for (i, ch) in chunks.into_iter().enumerate() {
+                let m = Message::MultipartReply(MultipartReply {
+                    flags: u16::from(i + 1 < n),
+                    body: MpReply::TableFeatures(ch.to_vec()),
+                });
+                if let Ok(bytes) = wire::encode(&m, c.version(), xid) {
+                    c.send_raw(bytes);
+                }
+            }
+            return Ok(());
         }
         MpRequest::PortStats(port) => {
             let ports = b
@@ -726,4 +777,50 @@ fn multipart(
     };
     send_mp(c, xid, body);
     Ok(())
+}
+
+/// The table-features properties a reader requires (OpenFlow 1.3 §7.3.5.5): instructions,
+/// next tables, write/apply actions, match, wildcards, write/apply set-field.
+fn table_feature_props(id: u8) -> Vec<wire::Prop> {
+    let ids16 = |ts: &[u16]| -> Vec<u8> {
+        ts.iter()
+            .flat_map(|t| {
+                let mut v = t.to_be_bytes().to_vec();
+                v.extend_from_slice(&4u16.to_be_bytes());
+                v
+            })
+            .collect()
+    };
+    let instructions = ids16(&[1, 2, 3, 4, 5, 6]);
+    let actions = ids16(&[
+        0, 11, 12, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+    ]);
+    let next: Vec<u8> = (id.saturating_add(1)..254).collect();
+    let oxm = |masked: bool| -> Vec<u8> {
+        Field::ALL
+            .iter()
+            .filter(|f| f.oxm().0 == 0x8000)
+            .flat_map(|f| {
+                let (class, field) = f.oxm();
+                let m = masked && f.maskable();
+                let len = f.wire_len() * if m { 2 } else { 1 };
+                let h = (u32::from(class) << 16)
+                    | (u32::from(field) << 9)
+                    | (u32::from(m) << 8)
+                    | (len as u32 & 0xff);
+                h.to_be_bytes()
+            })
+            .collect()
+    };
+    let prop = |type_: u16, data: Vec<u8>| wire::Prop { type_, data };
+    vec![
+        prop(0, instructions),
+        prop(2, next),
+        prop(4, actions.clone()),
+        prop(6, actions),
+        prop(8, oxm(true)),
+        prop(10, oxm(false)),
+        prop(12, oxm(false)),
+        prop(14, oxm(false)),
+    ]
 }
