@@ -228,7 +228,7 @@ impl Exec {
         };
         let len = pkt.len() as u64;
         for r in &x.rules {
-            r.stats.credit(1, len, now_ms);
+            r.credit(1, len, now_ms);
         }
         if !x.buckets.is_empty() {
             let mut of = self.udpif.of();
@@ -556,7 +556,7 @@ impl SwitchLogic for OpenFlow {
         };
         let len = frame.len() as u64;
         for r in &x.rules {
-            r.stats.credit(1, len, ctx.now_ms);
+            r.credit(1, len, ctx.now_ms);
         }
         let in_slot = self.exec.slot(in_port).unwrap_or(NO_SLOT);
         pkt.in_port = in_slot;
