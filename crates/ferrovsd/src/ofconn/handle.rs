@@ -368,8 +368,7 @@ fn packet_out(b: &BridgeOf, po: wire::PacketOut) -> Result<(), OfError> {
         OFPP_ANY => OFPP_CONTROLLER,
         p => p,
     };
-    if !(in_port >= 1 && in_port <= OFPP_MAX || in_port == OFPP_LOCAL || in_port == OFPP_CONTROLLER)
-    {
+    if !((1..=OFPP_MAX).contains(&in_port) || in_port == OFPP_LOCAL || in_port == OFPP_CONTROLLER) {
         return Err(OfError::bad_request(bad_request::BAD_PORT));
     }
     if po.data.len() < 14 {
