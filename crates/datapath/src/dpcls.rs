@@ -45,8 +45,11 @@ pub struct Megaflow {
     pub used_ms: AtomicU64,
     /// The port of the actions when they are exactly one output, else `None`.
     pub single_output: Option<u32>,
-    /// The masked key's non-zero-mask words, in mask order.
+    /// The masked key's non-zero-mask words, in mask order; `cidx`/`cmask` say which key
+    /// words and with what mask (so a key can be checked against this one megaflow cheaply).
     ckey: [u64; INLINE_WORDS],
+    cidx: [u8; INLINE_WORDS],
+    cmask: [u64; INLINE_WORDS],
     pub actions: Vec<DpAction>,
     // ---- cold: the slow path's view ----
     pub id: u64,
@@ -84,12 +87,16 @@ impl Megaflow {
             *a &= b;
         }
         let mut ckey = [0u64; INLINE_WORDS];
+        let mut cidx = [0u8; INLINE_WORDS];
+        let mut cmask = [0u64; INLINE_WORDS];
         let mut n = 0usize;
         let nonzero = m.iter().filter(|w| **w != 0).count();
         if nonzero <= INLINE_WORDS {
             for (i, w) in m.iter().enumerate() {
                 if *w != 0 {
                     ckey[n] = k[i];
+                    cidx[n] = i as u8;
+                    cmask[n] = *w;
                     n += 1;
                 }
             }
@@ -106,6 +113,8 @@ impl Megaflow {
             used_ms: AtomicU64::new(0),
             single_output,
             ckey,
+            cidx,
+            cmask,
             actions,
             id,
             flow,
@@ -126,6 +135,24 @@ impl Megaflow {
             .zip(self.mask.iter())
             .zip(self.key.iter())
             .all(|((k, m), v)| k & m == *v)
+    }
+
+    /// True if `key` is covered, checking only the mask's non-zero words (the fast check the
+    /// poll thread makes against the previous packet's megaflow).
+    #[inline(always)]
+    pub fn covers_fast(&self, key: &Words) -> bool {
+        let n = usize::from(self.n_ckey);
+        if n == 0 {
+            return self.covers(key);
+        }
+        let mut same = true;
+        for j in 0..n {
+            let i = usize::from(self.cidx[j]);
+            same &= key
+                .get(i)
+                .is_some_and(|w| w & self.cmask[j] == self.ckey[j]);
+        }
+        same
     }
 
     /// Adds `packets`/`bytes` used at `now_ms`. Single writer (the poll thread).
