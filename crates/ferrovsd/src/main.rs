@@ -19,7 +19,8 @@ use std::sync::Arc;
 /// Where sockets live when neither `--rundir` nor `FERROVS_RUNDIR` says otherwise.
 pub const DEFAULT_RUNDIR: &str = "/run/ferrovs";
 
-const USAGE: &str = "usage: ferrovsd [--rundir DIR] [--pool N] [--db unix:PATH|tcp:IP:PORT] [--remote R]...
+const USAGE: &str =
+    "usage: ferrovsd [--rundir DIR] [--pool N] [--db unix:PATH|tcp:IP:PORT] [--remote R]...
 
   --rundir DIR   where the control socket and pidfile live
                  (default: $FERROVS_RUNDIR, else /run/ferrovs)
