@@ -258,13 +258,25 @@ impl Bridge {
         total + self.poll_pending(ctx, pool)
     }
 
-    /// Lets the module emit packets that did not come from a receive batch.
-    fn poll_pending(&mut self, ctx: &Ctx, pool: &mut Pool) -> usize {
+    /// Runs `f` with the module and an emitter onto this bridge's ports (and the receive
+    /// batch), then sends every burst the module emitted. For modules that hand packets to
+    /// the fabric themselves.
+    fn with_emitter<R>(
+        &mut self,
+        pool: &mut Pool,
+        f: impl FnOnce(
+            &mut dyn SwitchLogic,
+            &mut Batch,
+            &mut Pool,
+            &mut dyn crate::module::Emitter,
+        ) -> R,
+    ) -> R {
         let Bridge {
             module,
             slots,
             out,
             touched,
+            rxb,
             stats,
             ..
         } = self;
@@ -275,9 +287,14 @@ impl Bridge {
             touched,
             stats,
         };
-        let n = module.poll_pending(ctx, pool, &mut fab);
+        let r = f(module.as_mut(), rxb, pool, &mut fab);
         fab.flush_all(pool);
-        n
+        r
+    }
+
+    /// Lets the module emit packets that did not come from a receive batch.
+    fn poll_pending(&mut self, ctx: &Ctx, pool: &mut Pool) -> usize {
+        self.with_emitter(pool, |m, _, pool, out| m.poll_pending(ctx, pool, out))
     }
 
     /// Receives one batch on slot `i` and forwards it.
@@ -301,25 +318,10 @@ impl Bridge {
             p.in_port = in_port;
         }
         if self.module.custom_process() {
-            let Bridge {
-                module,
-                slots,
-                out,
-                touched,
-                rxb,
-                stats,
-                ..
-            } = self;
-            let mut fab = Fabric {
-                module: None,
-                slots,
-                out,
-                touched,
-                stats,
-            };
-            module.process(ctx, in_port, rxb, pool, &mut fab);
-            pool.free_batch(rxb);
-            fab.flush_all(pool);
+            self.with_emitter(pool, |m, rxb, pool, out| {
+                m.process(ctx, in_port, rxb, pool, out);
+                pool.free_batch(rxb);
+            });
             return;
         }
         self.module.lookup(ctx, &mut self.rxb, &mut self.dests[..n]);
@@ -386,24 +388,9 @@ impl Bridge {
         actions: &[openflow::Action],
         pool: &mut Pool,
     ) -> Result<(), String> {
-        let Bridge {
-            module,
-            slots,
-            out,
-            touched,
-            stats,
-            ..
-        } = self;
-        let mut fab = Fabric {
-            module: None,
-            slots,
-            out,
-            touched,
-            stats,
-        };
-        let r = module.packet_out(ctx, in_port, frame, actions, pool, &mut fab);
-        fab.flush_all(pool);
-        r
+        self.with_emitter(pool, |m, _, pool, out| {
+            m.packet_out(ctx, in_port, frame, actions, pool, out)
+        })
     }
 
     /// Injects a batch as if received on slot `in_port` (tests and benchmarks).
