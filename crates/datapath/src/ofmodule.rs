@@ -606,6 +606,7 @@ impl SwitchLogic for OpenFlow {
             name: info.name.clone(),
             live: true,
             no_flood: false,
+            admin_down: false,
         });
         e.normal.port_added(info);
         // Port changes alter FLOOD/ALL and failover decisions: revalidate soon.

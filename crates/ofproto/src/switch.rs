@@ -35,10 +35,13 @@ pub const LOG_CAPACITY: usize = 4096;
 pub struct OfPort {
     pub ofport: u32,
     pub name: String,
-    /// Link up and not administratively down.
+    /// Carrier up.
     pub live: bool,
     /// Excluded from FLOOD (OFPPC_NO_FLOOD).
     pub no_flood: bool,
+    /// Administratively down (OFPPC_PORT_DOWN): nothing is sent to it, and it is not live
+    /// for fast-failover, whatever its carrier says.
+    pub admin_down: bool,
 }
 
 /// Why a rule left its table (`ofp_flow_removed_reason`, plus OVS's group/meter reasons).
@@ -219,9 +222,11 @@ impl Ofproto {
         }
     }
 
-    /// True if the port exists and is live.
+    /// True if the port exists, has carrier and is not administratively down.
     pub fn port_live(&self, ofport: u32) -> bool {
-        self.ports.get(&ofport).is_some_and(|p| p.live)
+        self.ports
+            .get(&ofport)
+            .is_some_and(|p| p.live && !p.admin_down)
     }
 
     /// Takes the flow-removed records logged so far.

@@ -149,7 +149,7 @@ impl Ctx<'_> {
                     .of
                     .ports()
                     .values()
-                    .filter(|p| p.ofport != self.in_port)
+                    .filter(|p| p.ofport != self.in_port && !p.admin_down)
                     .filter(|p| port == OFPP_ALL || !p.no_flood)
                     .map(|p| p.ofport)
                     .collect();
@@ -178,6 +178,9 @@ impl Ctx<'_> {
             }
             p if p == self.in_port => {
                 self.note(|| "skipping output to input port".into());
+            }
+            p if self.of.ports().get(&p).is_some_and(|x| x.admin_down) => {
+                self.note(|| format!("skipping output to port {p}: administratively down"));
             }
             p => self.out.push(DpAction::Output(p)),
         }

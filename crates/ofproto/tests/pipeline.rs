@@ -32,6 +32,7 @@ fn with_ports(n: u32) -> Ofproto {
             name: format!("p{p}"),
             live: true,
             no_flood: false,
+            admin_down: false,
         });
     }
     of
@@ -322,11 +323,43 @@ fn reserved_ports() {
         name: "p2".into(),
         live: true,
         no_flood: true,
+        admin_down: false,
     });
     assert_eq!(
         outputs(&xlate(&of, &tcp(3, [0; 4], 0), None, None).actions),
         vec![1]
     );
+}
+
+#[test]
+fn administratively_down_ports_get_nothing_and_are_not_live() {
+    let mut of = with_ports(3);
+    add(&mut of, "priority=2,in_port=1,actions=output:2,output:3");
+    add(&mut of, "priority=1,actions=flood");
+    let down = OfPort {
+        ofport: 2,
+        name: "p2".into(),
+        live: true,
+        no_flood: false,
+        admin_down: true,
+    };
+    of.set_port(down.clone());
+    assert_eq!(
+        outputs(&xlate(&of, &tcp(1, [0; 4], 0), None, None).actions),
+        vec![3]
+    );
+    assert_eq!(
+        outputs(&xlate(&of, &tcp(3, [0; 4], 0), None, None).actions),
+        vec![1]
+    );
+    assert!(!of.port_live(2));
+    // A carrier change keeps the administrative state.
+    of.set_port(OfPort {
+        live: false,
+        ..down.clone()
+    });
+    of.set_port(OfPort { live: true, ..down });
+    assert!(!of.port_live(2));
 }
 
 #[test]
@@ -371,6 +404,7 @@ fn group_types() {
         name: "p2".into(),
         live: false,
         no_flood: false,
+        admin_down: false,
     });
     assert_eq!(
         xlate(&of, &tcp(5, [0; 4], 0), None, None).actions,

@@ -74,7 +74,7 @@ proptest! {
     ) {
         let mut of = Ofproto::new();
         for p in 1..=4 {
-            of.set_port(OfPort { ofport: p, name: format!("p{p}"), live: true, no_flood: false });
+            of.set_port(OfPort { ofport: p, name: format!("p{p}"), live: true, no_flood: false, admin_down: false });
         }
         let g = parse_group(
             "group_id=1,type=select,bucket=output:1,bucket=output:2,bucket=output:3",

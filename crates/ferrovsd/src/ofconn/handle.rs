@@ -349,7 +349,8 @@ fn port_mod(b: &BridgeOf, c: &Conn, pm: &wire::PortMod) -> Result<(), OfError> {
         let mut of = b.udpif.of();
         if let Some(op) = of.ports().get(&pm.port_no).cloned() {
             of.set_port(ofproto::OfPort {
-                live: p.link_up && config & 1 == 0,
+                live: p.link_up,
+                admin_down: config & 1 != 0,
                 no_flood: config & 0x10 != 0,
                 ..op
             });
