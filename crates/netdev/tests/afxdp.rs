@@ -13,7 +13,7 @@ use packet::{Batch, Pool};
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const ETHERTYPE_TEST: [u8; 2] = [0x88, 0xb5];
 
@@ -603,35 +603,7 @@ fn packet_rates() {
         g.veth(&a, &b);
         let mut tx = AfxdpPort::open(&a, &opts(&[("xdp-mode", mode)])).expect("open");
         let mut rx = AfxdpPort::open(&b, &opts(&[("xdp-mode", mode)])).expect("open");
-        let mut pool = Pool::new(4096);
         let frame = test_frame(64, 0x5158_0007, 0);
-        let mut batch = Batch::new();
-        let t0 = Instant::now();
-        let mut received = 0u64;
-        while t0.elapsed() < Duration::from_secs(3) {
-            for _ in 0..64 {
-                let mut p = pool.alloc().expect("buf");
-                p.set_frame(&frame);
-                batch.push(p).map_err(|_| ()).expect("room");
-            }
-            tx.tx_batch(&mut pool, &mut batch);
-            loop {
-                let n = rx.rx_batch(&mut pool, &mut batch);
-                received += n as u64;
-                pool.free_batch(&mut batch);
-                if n == 0 {
-                    break;
-                }
-            }
-        }
-        let secs = t0.elapsed().as_secs_f64();
-        let (ts, rs) = (tx.stats(), rx.stats());
-        println!(
-            "{mode}: tx {:.2} Mpps (dropped {}), rx {:.2} Mpps (dropped {})",
-            ts.tx_packets as f64 / secs / 1e6,
-            ts.tx_dropped,
-            received as f64 / secs / 1e6,
-            rs.rx_dropped
-        );
+        common::measure_rates(&format!("{mode}: "), &mut tx, &mut rx, &frame, 3);
     }
 }

@@ -255,3 +255,43 @@ pub fn rx_matching(
     }
     got
 }
+
+/// Sends copies of `frame` from `tx` in batches of 64 for `secs` seconds while draining `rx`,
+/// then prints the rates: `tx Mpps (dropped), rx Mpps (dropped)` after `label`.
+pub fn measure_rates(
+    label: &str,
+    tx: &mut dyn netdev::Port,
+    rx: &mut dyn netdev::Port,
+    frame: &[u8],
+    secs: u64,
+) {
+    let mut pool = packet::Pool::new(4096);
+    let mut batch = packet::Batch::new();
+    let t0 = Instant::now();
+    let mut received = 0u64;
+    while t0.elapsed() < Duration::from_secs(secs) {
+        for _ in 0..64 {
+            let mut p = pool.alloc().expect("buf");
+            p.set_frame(frame);
+            batch.push(p).map_err(|_| ()).expect("room");
+        }
+        tx.tx_batch(&mut pool, &mut batch);
+        loop {
+            let n = rx.rx_batch(&mut pool, &mut batch);
+            received += n as u64;
+            pool.free_batch(&mut batch);
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    let (ts, rs) = (tx.stats(), rx.stats());
+    println!(
+        "{label}tx {:.2} Mpps (dropped {}), rx {:.2} Mpps (dropped {})",
+        ts.tx_packets as f64 / elapsed / 1e6,
+        ts.tx_dropped,
+        received as f64 / elapsed / 1e6,
+        rs.rx_dropped
+    );
+}
