@@ -523,7 +523,9 @@ impl SwitchLogic for OpenFlow {
     }
 
     fn poll_pending(&mut self, ctx: &Ctx, pool: &mut Pool, out: &mut dyn Emitter) -> usize {
-        self.exec.udpif.pmd_epoch.fetch_add(1, Ordering::Release);
+        // Single writer: a plain load and store, no locked read-modify-write per iteration.
+        let e = &self.exec.udpif.pmd_epoch;
+        e.store(e.load(Ordering::Relaxed) + 1, Ordering::Release);
         let Some(slow) = &self.slow else {
             return 0;
         };

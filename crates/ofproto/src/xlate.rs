@@ -88,7 +88,8 @@ struct Ctx<'a> {
     stopped: bool,
     uncacheable: bool,
     /// The packet as the actions so far have made it, when xlate was given one.
-    pkt: Option<Vec<u8>>,
+    /// Borrowed until a reparse has to rewrite it (most translations never copy it).
+    pkt: Option<std::borrow::Cow<'a, [u8]>>,
     /// DpActions already applied to `pkt`.
     applied: usize,
     trace: Option<&'a mut Vec<String>>,
@@ -130,7 +131,7 @@ impl Ctx<'_> {
         }
         apply_all(&mut p, &self.out[self.applied..]);
         self.applied = self.out.len();
-        *bytes = p.data().to_vec();
+        *bytes = std::borrow::Cow::Owned(p.data().to_vec());
         let mut k = flow::extract(bytes, self.flow.in_port);
         k.metadata = self.flow.metadata;
         k.tunnel_id = self.flow.tunnel_id;
@@ -721,7 +722,7 @@ fn run(
         depth: 0,
         stopped: false,
         uncacheable: false,
-        pkt: pkt.map(|p| p.to_vec()),
+        pkt: pkt.map(std::borrow::Cow::Borrowed),
         applied: 0,
         trace,
         indent: 0,
