@@ -149,9 +149,27 @@ fn ethertype_at(d: &[u8]) -> Option<usize> {
 /// Applies one rewrite to `pkt`. `offs` caches header offsets; it is recomputed after
 /// actions that move headers. Non-rewrite actions are ignored here.
 pub fn apply(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) {
+    let before = pkt.len();
     let moved = apply_inner(pkt, a, offs);
     if moved {
         *offs = None;
+        pad_runt(pkt, before);
+    }
+}
+
+/// The shortest Ethernet frame without its FCS.
+const ETH_MIN_LEN: usize = 60;
+
+/// A pop (VLAN, MPLS, PBB) never leaves a frame shorter than Ethernet's minimum if it was
+/// not already: the bytes it removed come back as zero padding at the end, as a NIC would
+/// pad the frame on the wire. Lengths in the headers are unaffected, so the padding is
+/// trailing garbage to every parser, exactly as after a real link.
+fn pad_runt(pkt: &mut Packet, before: usize) {
+    let want = before.min(ETH_MIN_LEN);
+    if pkt.len() < want {
+        if let Some(tail) = pkt.push_back(want - pkt.len()) {
+            tail.fill(0);
+        }
     }
 }
 
@@ -268,20 +286,25 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
             macs.copy_from_slice(&pkt.data()[0..12]);
             if let Some(h) = pkt.push_front(18) {
                 h[0..12].copy_from_slice(&macs);
-                h[12..14].copy_from_slice(&0x88e7u16.to_be_bytes());
+                h[12..14].copy_from_slice(&flow::ETH_TYPE_PBB.to_be_bytes());
                 h[14..18].copy_from_slice(&(isid & 0x00ff_ffff).to_be_bytes());
             }
             true
         }
         DpAction::PopPbb => {
-            if rd16(pkt.data(), 12) == Some(0x88e7) && pkt.len() >= 18 + 14 {
+            if rd16(pkt.data(), 12) == Some(flow::ETH_TYPE_PBB) && pkt.len() >= 18 + 14 {
                 pkt.pull_front(18);
             }
             true
         }
         DpAction::SetPbbIsid(isid) => {
-            if rd16(pkt.data(), 12) == Some(0x88e7) {
-                if let Some(s) = pkt.data_mut().get_mut(15..18) {
+            // The I-TAG may follow a B-TAG (an S-VLAN tag): its TCI is the 4 bytes after its
+            // EtherType, the I-SID their low 24 bits.
+            let Some(at) = ethertype_at(pkt.data()) else {
+                return false;
+            };
+            if rd16(pkt.data(), at) == Some(flow::ETH_TYPE_PBB) {
+                if let Some(s) = pkt.data_mut().get_mut(at + 3..at + 6) {
                     s.copy_from_slice(&isid.to_be_bytes()[1..4]);
                 }
             }
@@ -388,17 +411,30 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
             let Some(l3) = o.l3.map(usize::from) else {
                 return false;
             };
-            if is_ip(pkt, o, 4) {
+            let old_l4 = l4_of(pkt, o);
+            let v4 = is_ip(pkt, o, 4);
+            let old = if v4 {
                 let d = pkt.data_mut();
-                if let Some(old_w) = rd16(d, l3 + 8) {
-                    let new_w = (old_w & 0xff00) | u16::from(*p);
-                    wr16(d, l3 + 8, new_w);
-                    fix_ipv4_hdr(d, l3, old_w, new_w);
-                }
+                let Some(old_w) = rd16(d, l3 + 8) else {
+                    return false;
+                };
+                let new_w = (old_w & 0xff00) | u16::from(*p);
+                wr16(d, l3 + 8, new_w);
+                fix_ipv4_hdr(d, l3, old_w, new_w);
+                (old_w & 0xff) as u8
             } else if is_ip(pkt, o, 6) {
-                if let Some(b) = pkt.data_mut().get_mut(l3 + 6) {
-                    *b = *p;
-                }
+                let Some(b) = pkt.data_mut().get_mut(l3 + 6) else {
+                    return false;
+                };
+                std::mem::replace(b, *p)
+            } else {
+                return false;
+            };
+            // The transport checksum covers the protocol number through the pseudo-header;
+            // the header itself stays what it was, so its checksum is updated in place. With
+            // IPv6 extension headers the rewritten byte is not the one the pseudo-header uses.
+            if let Some((proto, _, l4)) = old_l4.filter(|(proto, ..)| *proto == old) {
+                fix_l4_for_proto(pkt.data_mut(), v4, proto, l4, *p);
             }
             true
         }
@@ -565,6 +601,24 @@ fn fix_l4_for_addr<const N: usize>(pkt: &mut Packet, o: Offsets, old: &[u8; N], 
         }
         let mut n = csum::update_bytes(c, old, new);
         if proto == flow::IPPROTO_UDP && n == 0 {
+            n = 0xffff;
+        }
+        wr16(d, l4 + f, n);
+    }
+}
+
+/// Updates the checksum of an L4 header of protocol `old` whose pseudo-header protocol
+/// became `new` (the checksum stays where the old protocol keeps it).
+fn fix_l4_for_proto(d: &mut [u8], v4: bool, old: u8, l4: usize, new: u8) {
+    let Some(f) = l4_csum_field(old) else {
+        return;
+    };
+    if let Some(c) = rd16(d, l4 + f) {
+        if old == flow::IPPROTO_UDP && v4 && c == 0 {
+            return;
+        }
+        let mut n = csum::update16(c, u16::from(old), u16::from(new));
+        if old == flow::IPPROTO_UDP && n == 0 {
             n = 0xffff;
         }
         wr16(d, l4 + f, n);

@@ -163,6 +163,96 @@ fn pbb_push_pop_round_trip() {
 }
 
 #[test]
+fn ip_proto_rewrite_moves_the_pseudo_header_into_the_checksum() {
+    // TCP becomes "UDP": the header stays a TCP header, its checksum now covering proto 17.
+    for (f, l3) in [(tcp4(), 14usize), (tcp6(), 14)] {
+        let out = run(&f, &[DpAction::SetIpProto(flow::IPPROTO_UDP)]);
+        assert_eq!(out.len(), f.len());
+        let l4 = if f[12] == 0x08 { l3 + 20 } else { l3 + 40 };
+        assert_eq!(
+            &out[l4..l4 + 16],
+            &f[l4..l4 + 16],
+            "the TCP header is untouched"
+        );
+        assert!(csum::l4_checksum_ok(&out, l3, l4, flow::IPPROTO_UDP, true));
+        assert!(!csum::l4_checksum_ok(&out, l3, l4, flow::IPPROTO_TCP, true));
+        let k = extract(&out, 0);
+        assert_eq!(k.nw_proto, flow::IPPROTO_UDP);
+        if f[12] == 0x08 {
+            assert!(csum::ipv4_header_ok(&out[l3..l3 + 20]));
+        }
+    }
+    // A UDP-over-IPv4 checksum of zero means "none" and stays zero.
+    let mut u = Vec::new();
+    let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+        .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+        .udp(5000, 53);
+    b.write(&mut u, b"query").expect("build");
+    u[40..42].copy_from_slice(&[0, 0]);
+    let out = run(&u, &[DpAction::SetIpProto(flow::IPPROTO_TCP)]);
+    assert_eq!(&out[40..42], &[0, 0]);
+}
+
+fn tcp6() -> Vec<u8> {
+    let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+        .ipv6([0x10; 16], [0x20; 16], 64)
+        .tcp(1234, 80, 1000, 4000);
+    let mut v = Vec::new();
+    b.write(&mut v, b"hello").expect("build");
+    v
+}
+
+#[test]
+fn pbb_isid_rewrite_behind_a_b_tag() {
+    // B-DA, B-SA, B-TAG (S-VLAN 10), I-TAG (I-SID 100), then the customer frame.
+    let mut f = vec![0x22; 6];
+    f.extend_from_slice(&[0x12; 6]);
+    f.extend_from_slice(&[0x88, 0xa8, 0x00, 0x0a]);
+    f.extend_from_slice(&[0x88, 0xe7, 0x00, 0x00, 0x00, 100]);
+    f.extend_from_slice(&tcp4());
+    let out = run(&f, &[DpAction::SetPbbIsid(203)]);
+    assert_eq!(&out[18..22], &[0x00, 0x00, 0x00, 203]);
+    assert_eq!(&out[..18], &f[..18]);
+    assert_eq!(&out[22..], &f[22..]);
+    // Without a B-TAG the I-SID sits right after the I-TAG EtherType.
+    let p = run(&tcp4(), &[DpAction::PushPbb { isid: 1 }]);
+    let out = run(&p, &[DpAction::SetPbbIsid(0xabcdef)]);
+    assert_eq!(&out[14..18], &[0x00, 0xab, 0xcd, 0xef]);
+}
+
+#[test]
+fn pops_pad_minimum_size_frames_back_to_60_bytes() {
+    // A minimum-size MPLS frame (60 bytes, padded) loses its label: still 60 bytes, the
+    // IPv4 packet inside unchanged and followed by zeros.
+    let mut ip = vec![
+        0x45, 0, 0, 28, 0, 0, 0, 0, 64, 1, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ];
+    let c = csum::checksum(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    ip.extend_from_slice(&[8, 0, 0xf7, 0xff, 0, 0, 0, 0]);
+    let mut f = vec![0x22; 6];
+    f.extend_from_slice(&[0x12; 6]);
+    f.extend_from_slice(&[0x88, 0x47, 0x00, 0x06, 0x41, 0x40]);
+    f.extend_from_slice(&ip);
+    f.resize(60, 0);
+    let out = run(&f, &[DpAction::PopMpls(0x0800)]);
+    assert_eq!(out.len(), 60);
+    assert_eq!(&out[12..14], &[0x08, 0x00]);
+    assert_eq!(&out[14..14 + ip.len()], &ip[..]);
+    assert!(out[14 + ip.len()..].iter().all(|b| *b == 0));
+    // A frame that was already shorter is not grown past what it was; a long one just shrinks.
+    assert_eq!(run(&f[..50], &[DpAction::PopMpls(0x0800)]).len(), 50);
+    let long = run(
+        &tcp4(),
+        &[DpAction::PushVlan {
+            tpid: 0x8100,
+            tci: 5,
+        }],
+    );
+    assert_eq!(run(&long, &[DpAction::PopVlan]), tcp4());
+}
+
+#[test]
 fn rewrites_on_missing_headers_change_nothing() {
     let arp = {
         let mut v = vec![0xffu8; 6];
