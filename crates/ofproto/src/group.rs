@@ -1,9 +1,10 @@
 //! Groups (OpenFlow 1.3 §5.6): all, select, indirect and fast-failover.
 //!
 //! * `all` runs every bucket on its own copy of the packet (flooding, multicast).
-//! * `select` runs one bucket, chosen by hashing the flow's addresses, protocol and ports
-//!   (so a flow always takes the same bucket) and weighing buckets by `weight`; only live
-//!   buckets are candidates.
+//! * `select` runs one bucket, chosen by hashing the flow's Ethernet and IP addresses,
+//!   EtherType, protocol and ports (so a flow always takes the same bucket, and flows that
+//!   differ only in their MACs, as non-IP traffic does, still spread) and weighing buckets
+//!   by `weight`; only live buckets are candidates.
 //! * `indirect` has one bucket: a shared next hop that many flows point at.
 //! * `fast_failover` runs the first live bucket, a bucket being live when the port it watches
 //!   is up and the group it watches is live.
@@ -51,8 +52,9 @@ impl Group {
     }
 }
 
-/// The select hash of a flow: addresses, protocol and ports (both IPv4 and IPv6 slots, so
-/// the caller must unwildcard the same fields, see [`SELECT_FIELDS`]).
+/// The select hash of a flow: Ethernet and IP addresses, EtherType, protocol and ports (both
+/// IPv4 and IPv6 slots, so the caller must unwildcard the same fields, see
+/// [`SELECT_FIELDS`]).
 pub fn select_hash(k: &FlowKey) -> u32 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut mix = |b: &[u8]| {
@@ -61,6 +63,8 @@ pub fn select_hash(k: &FlowKey) -> u32 {
             h = h.wrapping_mul(0x0000_0100_0000_01b3);
         }
     };
+    mix(&k.dl_src);
+    mix(&k.dl_dst);
     mix(&k.nw_src);
     mix(&k.nw_dst);
     mix(&k.ipv6_src);
@@ -74,6 +78,8 @@ pub fn select_hash(k: &FlowKey) -> u32 {
 
 /// The fields [`select_hash`] reads.
 pub const SELECT_FIELDS: &[openflow::Field] = &[
+    openflow::Field::EthSrc,
+    openflow::Field::EthDst,
     openflow::Field::EthType,
     openflow::Field::Ipv4Src,
     openflow::Field::Ipv4Dst,
@@ -130,5 +136,26 @@ mod tests {
         assert!((2.7..3.3).contains(&ratio), "{counts:?}");
         assert_eq!(pick_weighted(&buckets, &[false, true], 7), Some(1));
         assert_eq!(pick_weighted(&buckets, &[false, false], 7), None);
+    }
+
+    #[test]
+    fn select_hash_spreads_flows_that_differ_only_in_macs() {
+        let buckets = [Bucket::new(vec![]), Bucket::new(vec![])];
+        let mut counts = [0u32; 2];
+        let mut k = FlowKey::ZERO;
+        k.dl_type = packet::flow::ETH_TYPE_ARP;
+        for i in 0..1000u32 {
+            let b = i.wrapping_mul(0x9e37_79b9).to_be_bytes();
+            k.dl_src = [2, b[0], b[1], b[2], b[3], 1];
+            k.dl_dst = [b[3], b[2], b[1], b[0], 7, 9];
+            let h = select_hash(&k);
+            assert_eq!(
+                h,
+                select_hash(&k),
+                "the same flow always takes the same bucket"
+            );
+            counts[pick_weighted(&buckets, &[true, true], h).expect("bucket")] += 1;
+        }
+        assert!(counts.iter().all(|c| (400..600).contains(c)), "{counts:?}");
     }
 }
