@@ -306,6 +306,48 @@ def test_hostile_input_gets_errors_and_changes_nothing(daemon, net):
         c.close()
 
 
+def packet_out13(port, data, xid):
+    act = struct.pack("!HHIH6x", 0, 16, port, 0xffff)
+    return msg(13, struct.pack("!IIH6x", 0xffffffff, 0xfffffffd, len(act)) + act + data, xid=xid)
+
+
+def test_packet_out_burst_runs_in_order_before_the_barrier(daemon):
+    """Thousands of packet-outs in one go (as the os-ken switch tester sends for its meter
+    cases): all of them are out of the port when the barrier is answered, a refused one in
+    the middle gets its own error first, and the burst is handled at a controller's pace."""
+    br = f"fo{os.getpid() % 100000}"[:15]
+    daemon.cli("add-br", br)
+    daemon.cli("add-port", br, f"{br}n"[:15], "type=null", "ofport=1")
+    port = free_port()
+    daemon.cli("set-controller", br, f"ptcp:{port}:127.0.0.1")
+
+    def tx():
+        ports = daemon.json("dump-ports", br)["ports"]
+        return next(p["tx_packets"] for p in ports if p["port"] == 1)
+
+    c = Raw(port)
+    try:
+        before = tx()
+        frame = bytes.fromhex("222222222222121111111111" "0800") + b"\x45" + b"\x11" * 985
+        n = 2000
+        burst = [packet_out13(1, frame, 1000 + i) for i in range(n)]
+        burst.insert(n // 2, packet_out13(0, frame, 77))  # output to port 0: refused
+        t0 = time.time()
+        c.s.sendall(b"".join(burst) + msg(20, xid=78))
+        err = c.recv_type(1, timeout=20)
+        assert struct.unpack("!I", err[4:8])[0] == 77, err
+        reply = c.recv_type(21, timeout=20)
+        elapsed = time.time() - t0
+        assert struct.unpack("!I", reply[4:8])[0] == 78
+        assert tx() - before == n
+        assert elapsed < 8, f"{n} packet-outs took {elapsed:.1f}s"
+        # The connection is still in order: echo answers.
+        c.s.sendall(msg(2, b"after", xid=79))
+        assert c.recv_type(3)[8:] == b"after"
+    finally:
+        c.close()
+
+
 def role_req(role, gen, xid):
     return msg(24, struct.pack("!I4xQ", role, gen), xid=xid)
 

@@ -376,6 +376,7 @@ fn reader(
     let mut last_rx = Instant::now();
     let mut probed = false;
     let mut echo_xid = 0x7f00_0000u32;
+    let mut batch = super::handle::OutBatch::default();
     loop {
         if stop.load(Ordering::Acquire)
             || b.stop.load(Ordering::Acquire)
@@ -420,13 +421,14 @@ fn reader(
                 Ok(Some(n)) => {
                     let msg = rest.get(..n).unwrap_or_default().to_vec();
                     off += n;
-                    if !one_message(b, c, &msg) {
+                    if !one_message(b, c, &msg, &mut batch) {
                         return;
                     }
                 }
                 Ok(None) => break,
                 Err(e) => {
                     // A length below the header's own: answer and skip the header.
+                    batch.flush(b, c);
                     let hdr = rest.get(..8).unwrap_or(rest).to_vec();
                     off += hdr.len();
                     let v = if c.is_up() {
@@ -439,6 +441,8 @@ fn reader(
             }
         }
         buf.drain(..off.min(buf.len()));
+        // Nothing more is buffered: run the packet-outs read so far before waiting.
+        batch.flush(b, c);
     }
 }
 
@@ -466,7 +470,12 @@ pub fn reply_error(c: &Conn, v: u8, e: OfError, req: &[u8]) {
 }
 
 /// Handles one framed message; false to close the connection.
-fn one_message(b: &Arc<BridgeOf>, c: &Arc<Conn>, msg: &[u8]) -> bool {
+fn one_message(
+    b: &Arc<BridgeOf>,
+    c: &Arc<Conn>,
+    msg: &[u8],
+    batch: &mut super::handle::OutBatch,
+) -> bool {
     c.rx_msgs.fetch_add(1, Ordering::Relaxed);
     b.snoop(msg);
     let Ok(h) = Header::parse(msg) else {
@@ -481,6 +490,7 @@ fn one_message(b: &Arc<BridgeOf>, c: &Arc<Conn>, msg: &[u8]) -> bool {
         return true;
     }
     if h.version != v {
+        batch.flush(b, c);
         reply_error(
             c,
             v,
@@ -489,7 +499,7 @@ fn one_message(b: &Arc<BridgeOf>, c: &Arc<Conn>, msg: &[u8]) -> bool {
         );
         return true;
     }
-    super::handle::request(b, c, h, msg);
+    super::handle::request(b, c, h, msg, batch);
     true
 }
 

@@ -10,8 +10,12 @@
 //! (`Udpif::kick`), but does not wait. A barrier (and any flow statistics request, which
 //! also needs the counters pushed) waits with `Udpif::sync` until no cached decision made
 //! before the changes can still be used, then replies: everything before the barrier is
-//! applied *and* in force in the datapath. Packet-outs run synchronously on the poll thread
-//! before the next request is read, so they too are complete at the barrier.
+//! applied *and* in force in the datapath. Packet-outs are validated as they are read and
+//! queued in an [`OutBatch`]; the batch runs, in order and in one call to the poll thread,
+//! before any other request is handled, when it holds [`OUT_BATCH_MAX`], and before the
+//! reader waits for more input. So they too are complete at the barrier, and a controller
+//! sending thousands per second costs one poll-thread round trip per batch, not per packet.
+//! A queued packet-out that the datapath then refuses gets its error reply at the flush.
 //!
 //! ## Nicira details for `ovs-ofctl` over OpenFlow 1.0
 //! `NXT_FLOW_MOD_TABLE_ID` makes the high byte of a flow_mod's command the table id (for
@@ -82,7 +86,62 @@ fn now_ms() -> u64 {
 }
 
 /// Handles the framed message `msg` (header `h`, already in the connection's version).
-pub fn request(b: &Arc<BridgeOf>, c: &Arc<Conn>, h: Header, msg: &[u8]) {
+/// Packet-outs a batch holds before it runs.
+pub const OUT_BATCH_MAX: usize = 256;
+/// `OFPT_PACKET_OUT`, the same in every version.
+const OFPT_PACKET_OUT: u8 = 13;
+
+/// Validated packet-outs not yet run (see the module documentation).
+#[derive(Default)]
+pub struct OutBatch {
+    items: Vec<QueuedOut>,
+}
+
+struct QueuedOut {
+    in_port: u32,
+    data: Vec<u8>,
+    actions: Vec<openflow::Action>,
+    /// The request's first bytes, for an error reply.
+    req: Vec<u8>,
+}
+
+impl OutBatch {
+    /// Runs the queued packet-outs, in order, in one poll-thread call, and answers those the
+    /// datapath refused.
+    pub fn flush(&mut self, b: &BridgeOf, c: &Conn) {
+        if self.items.is_empty() {
+            return;
+        }
+        let (jobs, reqs): (Vec<_>, Vec<_>) = std::mem::take(&mut self.items)
+            .into_iter()
+            .map(|q| ((q.in_port, q.data, q.actions), q.req))
+            .unzip();
+        let n = jobs.len();
+        let br = b.name.clone();
+        let done = b.pmd.call(move |sw| {
+            jobs.iter()
+                .map(|(in_port, data, actions)| sw.packet_out(&br, *in_port, data, actions).is_ok())
+                .collect::<Vec<bool>>()
+        });
+        let done = done.unwrap_or_else(|_| vec![false; n]);
+        for (ok, req) in done.into_iter().zip(reqs) {
+            if !ok {
+                reply_error(
+                    c,
+                    c.version(),
+                    OfError::bad_request(bad_request::BAD_PACKET),
+                    &req,
+                );
+            }
+        }
+    }
+}
+
+/// Handles one request; packet-outs are queued in `batch`, which runs before anything else.
+pub fn request(b: &Arc<BridgeOf>, c: &Arc<Conn>, h: Header, msg: &[u8], batch: &mut OutBatch) {
+    if h.type_ != OFPT_PACKET_OUT {
+        batch.flush(b, c);
+    }
     let v = c.version();
     if v == wire::OFP10 && h.type_ == OFPT10_STATS_REQUEST && msg.get(8..10) == Some(&[0, 13]) {
         of10_port_desc(b, c, h);
@@ -109,6 +168,21 @@ pub fn request(b: &Arc<BridgeOf>, c: &Arc<Conn>, h: Header, msg: &[u8]) {
             return;
         }
     };
+    if let Message::PacketOut(po) = m {
+        let queued = if is_slave(c) {
+            Err(OfError::bad_request(bad_request::IS_SLAVE))
+        } else {
+            packet_out(b, po, msg, batch)
+        };
+        if let Err(e) = queued {
+            // Answer in order: what was queued before this one runs first.
+            batch.flush(b, c);
+            reply_error(c, v, e, msg);
+        } else if batch.items.len() >= OUT_BATCH_MAX {
+            batch.flush(b, c);
+        }
+        return;
+    }
     if let Err(e) = handle(b, c, h, m, of10_table) {
         reply_error(c, v, e, msg);
     }
@@ -252,10 +326,8 @@ fn handle(
                 return Err(OfError::new(err::OFPET_TABLE_MOD_FAILED, 0));
             }
         }
-        Message::PacketOut(po) => {
-            slave_check()?;
-            packet_out(b, po)?;
-        }
+        // Queued by `request`.
+        Message::PacketOut(_) => {}
         Message::MultipartRequest(r) => multipart(b, c, xid, r)?,
         Message::BarrierRequest => {
             sync(b, c, false);
@@ -361,7 +433,13 @@ fn port_mod(b: &BridgeOf, c: &Conn, pm: &wire::PortMod) -> Result<(), OfError> {
     Ok(())
 }
 
-fn packet_out(b: &BridgeOf, po: wire::PacketOut) -> Result<(), OfError> {
+/// Validates a packet-out and queues it.
+fn packet_out(
+    b: &BridgeOf,
+    po: wire::PacketOut,
+    msg: &[u8],
+    batch: &mut OutBatch,
+) -> Result<(), OfError> {
     if po.buffer_id != OFP_NO_BUFFER {
         return Err(OfError::bad_request(bad_request::BUFFER_UNKNOWN));
     }
@@ -380,14 +458,13 @@ fn packet_out(b: &BridgeOf, po: wire::PacketOut) -> Result<(), OfError> {
         let m = Match::new().with(Field::InPort, u128::from(in_port));
         of.check_actions(&m, &po.actions, true)?;
     }
-    let br = b.name.clone();
-    let r = b
-        .pmd
-        .call(move |sw| sw.packet_out(&br, in_port, &po.data, &po.actions));
-    match r {
-        Ok(Ok(())) => Ok(()),
-        _ => Err(OfError::bad_request(bad_request::BAD_PACKET)),
-    }
+    batch.items.push(QueuedOut {
+        in_port,
+        data: po.data,
+        actions: po.actions,
+        req: msg.get(..64).unwrap_or(msg).to_vec(),
+    });
+    Ok(())
 }
 
 fn role(b: &BridgeOf, c: &Conn, xid: u32, r: wire::RoleMsg) -> Result<(), OfError> {
