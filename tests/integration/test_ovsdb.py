@@ -333,6 +333,71 @@ def test_restart_keeps_config_and_ofports_and_drops_a_torn_write(rundir, net):
         sw.stop()
 
 
+def test_cli_controller_and_fail_mode_live_in_the_database(rundir):
+    """`ferrovs set-controller / set-fail-mode / set-openflow` write the Bridge's columns as
+    ovs-vsctl does, so they show in the database and survive a restart; the `del-` verbs
+    clear them (and delete the Controller rows)."""
+    sw = Switch(rundir)
+    try:
+        vsctl = vsctl_for(f"unix:{rundir / 'db.sock'}")
+        br = f"fk{os.getpid() % 100000}"[:15]
+        sw.cli("add-br", br)
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        passive = f"ptcp:{port}:127.0.0.1"
+        targets = sorted([passive, "tcp:127.0.0.1:1"])
+        sw.cli("set-controller", br, *targets)
+        sw.cli("set-fail-mode", br, "secure")
+        sw.cli("set-openflow", br, "protocols=OpenFlow13", "datapath_id=ab",
+               "inactivity_probe=3000")
+        # The database holds what the verbs set, in ovs-vsctl's terms.
+        assert sorted(vsctl("get-controller", br).stdout.split()) == targets
+        assert vsctl("get-fail-mode", br).stdout.strip() == "secure"
+        assert vsctl("get", "Bridge", br, "protocols").stdout.strip() == "[OpenFlow13]"
+        assert vsctl("get", "Bridge", br, "other_config:datapath-id").stdout.strip() \
+            == '"00000000000000ab"'
+        # A refused verb changes nothing.
+        assert sw.cli("set-controller", br, "bogus:x", check=False).returncode == 1
+        assert sw.cli("set-fail-mode", br, "bogus", check=False).returncode == 1
+        assert sorted(vsctl("get-controller", br).stdout.split()) == targets
+
+        sw.stop()
+        sw.start()
+        # ovs-vsctl returns once a reconfiguration after the start has completed.
+        vsctl("set", "Open_vSwitch", ".", "external_ids:fk-test=1")
+        out = sw.cli("get-controller", br).stdout
+        assert all(t in out for t in targets), out
+        assert sw.cli("get-fail-mode", br).stdout.strip() == "secure"
+        of = sw.cli("get-openflow", br).stdout
+        assert "datapath_id=00000000000000ab" in of and "protocols=OpenFlow13" in of, of
+        # The passive target listens again after the restart.
+        def listening():
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        wait_for(listening, timeout=10, what="the passive controller target listening")
+
+        sw.cli("del-controller", br)
+        sw.cli("del-fail-mode", br)
+        sw.cli("set-openflow", br, "datapath_id=auto")
+        assert vsctl("get-controller", br).stdout.strip() == ""
+        assert vsctl("get-fail-mode", br).stdout.strip() == ""
+        assert vsctl("--columns=target", "list", "Controller").stdout.strip() == ""
+        sw.stop()
+        sw.start()
+        vsctl("set", "Open_vSwitch", ".", "external_ids:fk-test=2")
+        assert sw.cli("get-controller", br).stdout.strip() == ""
+        assert sw.cli("get-fail-mode", br).stdout.strip() == "standalone"
+        assert "datapath_id=00000000000000ab" not in sw.cli("get-openflow", br).stdout
+        sw.cli("del-br", br)
+    finally:
+        sw.stop()
+
+
 def test_ovs_appctl_names(switch):
     ctl = str(switch.ctl)
     vsctl = vsctl_for(f"unix:{switch.rundir / 'db.sock'}")

@@ -164,7 +164,7 @@ impl Daemon {
             return self.module_cmd(method, verb, args, json);
         }
         if ofconn::cli::is_verb(method) {
-            return ofconn::cli::run(&self.ofconn, method, args);
+            return ofconn::cli::run(&self.ofconn, &*self.vs, method, args);
         }
         match method {
             "list-commands" => Ok(list_commands()),

@@ -6,10 +6,42 @@
 //! `protocols` (comma list of OpenFlow10, OpenFlow13, OpenFlow14, OpenFlow15),
 //! `inactivity_probe` (ms, at least 100), `max_backoff` (ms, at least 1000),
 //! `controller_rate_limit` and `controller_burst_limit` (packet-ins per second / burst),
-//! `datapath_id` (16 hex digits, or `auto`), `fail_mode`. Connection settings apply to
+//! `datapath_id` (1-16 hex digits, or `auto`), `fail_mode`. Connection settings apply to
 //! connections made afterwards. Every argument is validated before anything changes.
+//!
+//! What the configuration database holds — the controllers, `fail_mode`, `protocols` and the
+//! datapath ID (`other_config:datapath-id`) — is written there, as `ovs-vsctl` writes it,
+//! through a [`BridgeDb`]; the reconfiguration then applies it to the connection layer, and it
+//! survives restarts. The verb returns once the change is applied. Only the settings the
+//! database has no column for (probe, backoff, packet-in limits) are set here directly.
 
 use super::{lock, ConnMgr, FailMode};
+
+/// A change to a bridge's OpenFlow columns in the configuration database; `None` leaves a
+/// column as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BridgeChange {
+    /// Controller targets (replacing the bridge's Controller rows; empty deletes them).
+    pub controllers: Option<Vec<String>>,
+    /// `fail_mode`: `Some(None)` clears it (the default, standalone).
+    pub fail_mode: Option<Option<FailMode>>,
+    /// `protocols`, by wire version.
+    pub protocols: Option<Vec<u8>>,
+    /// `other_config:datapath-id`: `Some(None)` removes it (derived from the MAC again).
+    pub datapath_id: Option<Option<u64>>,
+}
+
+impl BridgeChange {
+    fn is_empty(&self) -> bool {
+        *self == BridgeChange::default()
+    }
+}
+
+/// Where [`BridgeChange`]s go: the configuration database. Implementations commit the change
+/// and wait until the switch has applied it.
+pub trait BridgeDb {
+    fn update_bridge(&self, bridge: &str, change: &BridgeChange) -> Result<(), String>;
+}
 
 /// The verbs and their usage.
 pub const VERBS: &[(&str, &str)] = &[
@@ -59,7 +91,8 @@ pub fn parse_protocols(s: &str) -> Result<Vec<u8>, String> {
     Ok(v)
 }
 
-fn proto_name(v: u8) -> &'static str {
+/// The database's name of wire version `v`.
+pub fn proto_name(v: u8) -> &'static str {
     match v {
         1 => "OpenFlow10",
         4 => "OpenFlow13",
@@ -77,8 +110,27 @@ fn parse_fail_mode(s: &str) -> Result<FailMode, String> {
     }
 }
 
-/// Runs one verb.
-pub fn run(mgr: &ConnMgr, method: &str, args: &[String]) -> Result<String, String> {
+/// Parses a `datapath_id` value: 1-16 hex digits (optionally `0x`), or `auto` (`None`).
+fn parse_datapath_id(v: &str) -> Result<Option<u64>, String> {
+    if v == "auto" {
+        return Ok(None);
+    }
+    let h = v.trim_start_matches("0x");
+    if h.is_empty() || h.len() > 16 {
+        return Err(format!("datapath_id: '{v}' is not 1-16 hex digits"));
+    }
+    u64::from_str_radix(h, 16)
+        .map(Some)
+        .map_err(|_| format!("datapath_id: '{v}' is not 1-16 hex digits"))
+}
+
+/// Runs one verb; database settings go through `db`.
+pub fn run(
+    mgr: &ConnMgr,
+    db: &dyn BridgeDb,
+    method: &str,
+    args: &[String],
+) -> Result<String, String> {
     let Some((br, rest)) = args.split_first() else {
         return Err(usage(method));
     };
@@ -88,11 +140,25 @@ pub fn run(mgr: &ConnMgr, method: &str, args: &[String]) -> Result<String, Strin
             if rest.is_empty() {
                 return Err(usage(method));
             }
-            mgr.set_controllers(br, rest)?;
+            for t in rest {
+                super::target::Target::parse(t)?;
+            }
+            let change = BridgeChange {
+                controllers: Some(rest.to_vec()),
+                ..BridgeChange::default()
+            };
+            db.update_bridge(br, &change)?;
             Ok(String::new())
         }
         "del-controller" => {
-            mgr.set_controllers(br, &[])?;
+            if !rest.is_empty() {
+                return Err(usage(method));
+            }
+            let change = BridgeChange {
+                controllers: Some(Vec::new()),
+                ..BridgeChange::default()
+            };
+            db.update_bridge(br, &change)?;
             Ok(String::new())
         }
         "get-controller" => {
@@ -106,11 +172,22 @@ pub fn run(mgr: &ConnMgr, method: &str, args: &[String]) -> Result<String, Strin
             let [m] = rest else {
                 return Err(usage(method));
             };
-            lock(&b.cfg).fail_mode = parse_fail_mode(m)?;
+            let change = BridgeChange {
+                fail_mode: Some(Some(parse_fail_mode(m)?)),
+                ..BridgeChange::default()
+            };
+            db.update_bridge(br, &change)?;
             Ok(String::new())
         }
         "del-fail-mode" => {
-            lock(&b.cfg).fail_mode = FailMode::Standalone;
+            if !rest.is_empty() {
+                return Err(usage(method));
+            }
+            let change = BridgeChange {
+                fail_mode: Some(None),
+                ..BridgeChange::default()
+            };
+            db.update_bridge(br, &change)?;
             Ok(String::new())
         }
         "get-fail-mode" => Ok(match lock(&b.cfg).fail_mode {
@@ -121,7 +198,9 @@ pub fn run(mgr: &ConnMgr, method: &str, args: &[String]) -> Result<String, Strin
             if rest.is_empty() {
                 return Err(usage(method));
             }
-            let mut cfg = lock(&b.cfg).clone();
+            // Validate everything first; then the database part, then the rest.
+            let mut change = BridgeChange::default();
+            let mut conn = lock(&b.cfg).clone();
             for kv in rest {
                 let (k, v) = kv
                     .split_once('=')
@@ -133,25 +212,13 @@ pub fn run(mgr: &ConnMgr, method: &str, args: &[String]) -> Result<String, Strin
                         .ok_or_else(|| format!("{k}: '{v}' is not a number >= {lo}"))
                 };
                 match k {
-                    "protocols" => cfg.versions = parse_protocols(v)?,
-                    "inactivity_probe" => cfg.inactivity_probe_ms = num(100)?,
-                    "max_backoff" => cfg.max_backoff_ms = num(1000)?,
-                    "controller_rate_limit" => cfg.rate_limit = num(1)? as u32,
-                    "controller_burst_limit" => cfg.burst_limit = num(1)? as u32,
-                    "fail_mode" => cfg.fail_mode = parse_fail_mode(v)?,
-                    "datapath_id" => {
-                        cfg.datapath_id = if v == "auto" {
-                            None
-                        } else {
-                            let h = v.trim_start_matches("0x");
-                            if h.is_empty() || h.len() > 16 {
-                                return Err(format!("datapath_id: '{v}' is not 1-16 hex digits"));
-                            }
-                            Some(u64::from_str_radix(h, 16).map_err(|_| {
-                                format!("datapath_id: '{v}' is not 1-16 hex digits")
-                            })?)
-                        }
-                    }
+                    "protocols" => change.protocols = Some(parse_protocols(v)?),
+                    "inactivity_probe" => conn.inactivity_probe_ms = num(100)?,
+                    "max_backoff" => conn.max_backoff_ms = num(1000)?,
+                    "controller_rate_limit" => conn.rate_limit = num(1)? as u32,
+                    "controller_burst_limit" => conn.burst_limit = num(1)? as u32,
+                    "fail_mode" => change.fail_mode = Some(Some(parse_fail_mode(v)?)),
+                    "datapath_id" => change.datapath_id = Some(parse_datapath_id(v)?),
                     _ => {
                         return Err(format!(
                             "unknown key '{k}' (protocols, inactivity_probe, max_backoff, controller_rate_limit, controller_burst_limit, datapath_id, fail_mode)"
@@ -159,7 +226,16 @@ pub fn run(mgr: &ConnMgr, method: &str, args: &[String]) -> Result<String, Strin
                     }
                 }
             }
-            *lock(&b.cfg) = cfg;
+            if !change.is_empty() {
+                db.update_bridge(br, &change)?;
+            }
+            // Only the settings without a database column: the rest was just applied from
+            // the database and must not be overwritten with the copy taken above.
+            let mut cfg = lock(&b.cfg);
+            cfg.inactivity_probe_ms = conn.inactivity_probe_ms;
+            cfg.max_backoff_ms = conn.max_backoff_ms;
+            cfg.rate_limit = conn.rate_limit;
+            cfg.burst_limit = conn.burst_limit;
             Ok(String::new())
         }
         "get-openflow" => {

@@ -1,5 +1,7 @@
 //! The `ferrovs` structural verbs (`add-br`, `del-br`, `add-port`, `del-port`, `set-bridge`)
-//! as database transactions.
+//! as database transactions, and the database side of the OpenFlow verbs (`set-controller`,
+//! `del-controller`, `set-fail-mode`, `del-fail-mode`, and `set-openflow`'s `protocols`,
+//! `fail_mode` and `datapath_id`): [`BridgeDb`] for [`Vswitch`].
 //!
 //! Each verb does what `ovs-vsctl` does — insert or delete Bridge/Port/Interface rows, bump
 //! `next_cfg` — and then waits until the reconfiguration thread has applied that `next_cfg`,
@@ -22,6 +24,8 @@ use super::db::txn_error;
 use super::model::{self, map_of, string_of, uuids, Tables};
 use super::Vswitch;
 use crate::config::{parse_port_request, split_kv};
+use crate::ofconn::cli::{proto_name, BridgeChange, BridgeDb};
+use crate::ofconn::FailMode;
 use datapath::{module, VlanMode};
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -372,4 +376,70 @@ pub fn set_bridge(vs: &Vswitch, args: &[String], usage: &str) -> Result<String, 
                       ["other_config", "insert", str_map(&pairs)]]})];
     let cfg = commit(vs, ops)?;
     settle(vs, cfg, &[])
+}
+
+/// The OpenFlow columns of a bridge, written as `ovs-vsctl` writes them: `set-controller`
+/// replaces the bridge's Controller rows (deleting the old ones), `set-fail-mode` and
+/// `del-fail-mode` set or clear `fail_mode`, `protocols` is a set of version names and the
+/// datapath ID is `other_config:datapath-id` as 16 hex digits. One transaction, then the
+/// verb waits until the switch has applied it.
+impl BridgeDb for Vswitch {
+    fn update_bridge(&self, bridge: &str, change: &BridgeChange) -> Result<(), String> {
+        let t = snapshot(self)?;
+        let Some((bu, brow)) = find_bridge(&t, bridge) else {
+            return Err(format!("no such bridge '{bridge}'"));
+        };
+        let mut ops = Vec::new();
+        let mut row = Map::new();
+        if let Some(targets) = &change.controllers {
+            let mut refs = Vec::new();
+            for (i, target) in targets.iter().enumerate() {
+                let name = format!("controller{i}");
+                ops.push(
+                    json!({"op": "insert", "table": "Controller", "uuid-name": name,
+                                "row": {"target": target}}),
+                );
+                refs.push(json!(["named-uuid", name]));
+            }
+            row.insert("controller".into(), json!(["set", refs]));
+        }
+        if let Some(mode) = &change.fail_mode {
+            let v = match mode {
+                Some(FailMode::Secure) => json!("secure"),
+                Some(FailMode::Standalone) => json!("standalone"),
+                None => json!(["set", []]),
+            };
+            row.insert("fail_mode".into(), v);
+        }
+        if let Some(versions) = &change.protocols {
+            let names: Vec<&str> = versions.iter().map(|v| proto_name(*v)).collect();
+            row.insert("protocols".into(), json!(["set", names]));
+        }
+        if !row.is_empty() {
+            ops.push(json!({"op": "update", "table": "Bridge",
+                            "where": [["_uuid", "==", ["uuid", bu]]], "row": row}));
+        }
+        if change.controllers.is_some() {
+            for cu in uuids(brow.get("controller")) {
+                ops.push(delete("Controller", &cu));
+            }
+        }
+        if let Some(dpid) = change.datapath_id {
+            let mut mutations = vec![json!(["other_config", "delete", ["set", ["datapath-id"]]])];
+            if let Some(d) = dpid {
+                mutations.push(json!([
+                    "other_config",
+                    "insert",
+                    str_map(&[("datapath-id".into(), format!("{d:016x}"))])
+                ]));
+            }
+            ops.push(json!({"op": "mutate", "table": "Bridge",
+                            "where": [["_uuid", "==", ["uuid", bu]]], "mutations": mutations}));
+        }
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let cfg = commit(self, ops)?;
+        settle(self, cfg, &[]).map(|_| ())
+    }
 }

@@ -7,8 +7,9 @@
 //! connection manager.
 //!
 //! Calls happen on the reconfiguration thread only, and only when a bridge's OpenFlow
-//! settings differ from what was last applied (so settings changed through other paths, such as
-//! the connection layer's own CLI verbs, are not overwritten by unrelated database changes).
+//! settings differ from what was last applied (so the settings the database has no column for,
+//! set by the connection layer's `set-openflow`, are not reset by unrelated database changes;
+//! the CLI's controller, fail-mode, protocols and datapath-ID verbs write the database).
 //! `bridge_removed` is called when a bridge disappears. Implementations must not block for
 //! long: they may start connections in the background.
 
