@@ -3,7 +3,8 @@
 //! * `ferrovs-bench gen-w1 --flows N --out FILE` writes the W1 input pcap.
 //! * `ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k]
 //!   [--seconds S] [--json]` runs W1 on the calling thread and prints Mpps and cycles per
-//!   packet.
+//!   packet; with `--cores C0,C1,...` it runs on one poll thread per listed core instead,
+//!   through the daemon's multi-thread datapath (the pcap port gets one queue per thread).
 //! * `ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]`
 //!   measures flow setup under a storm of new flows (see `w4run`).
 
@@ -13,7 +14,7 @@ mod w4run;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: ferrovs-bench gen-w1 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k] [--set KEY=VALUE] [--seconds S] [--json]\n       ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]";
+const USAGE: &str = "usage: ferrovs-bench gen-w1 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k] [--set KEY=VALUE] [--seconds S] [--cores C0,C1,...] [--json]\n       ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]";
 
 fn usage() -> ExitCode {
     eprintln!("{USAGE}");
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
     let mut established = None;
     let mut storm = None;
     let mut pps: u64 = 2_000_000;
+    let mut cores: Option<Vec<usize>> = None;
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -45,6 +47,16 @@ fn main() -> ExitCode {
                 _ => return usage(),
             },
             "--json" => json = true,
+            "--cores" => {
+                match it.next().map(|v| {
+                    v.split(',')
+                        .map(|c| c.trim().parse::<usize>())
+                        .collect::<Result<Vec<_>, _>>()
+                }) {
+                    Some(Ok(c)) if !c.is_empty() => cores = Some(c),
+                    _ => return usage(),
+                }
+            }
             "--established" => established = it.next().cloned(),
             "--storm" => storm = it.next().cloned(),
             "--pps" => match it.next().and_then(|v| v.parse::<u64>().ok()) {
@@ -84,7 +96,11 @@ fn main() -> ExitCode {
             let (Some(module), Some(pcap)) = (module, pcap) else {
                 return usage();
             };
-            match w1run::run(&module, &pcap, secs, &rule_set, &settings) {
+            let res = match &cores {
+                Some(c) => w1run::run_pmds(&module, &pcap, secs, &rule_set, &settings, c),
+                None => w1run::run(&module, &pcap, secs, &rule_set, &settings),
+            };
+            match res {
                 Ok(r) => {
                     if json {
                         println!(

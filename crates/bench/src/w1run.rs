@@ -159,3 +159,116 @@ fn tx_packets(sw: &Switch) -> u64 {
         .map(|s| s.tx_packets)
         .unwrap_or(0)
 }
+
+/// Runs W1 on several poll threads, one per entry of `cores`, through the daemon's
+/// multi-thread datapath ([`datapath::Datapath`]): the pcap port gets one receive queue per
+/// thread (each replaying the whole capture from its own offset, so every thread sees every
+/// flow), queues are assigned round-robin, and each thread transmits into its own handle on
+/// the null sink. The figure is the sum of the threads' received packets over the interval.
+pub fn run_pmds(
+    module_name: &str,
+    pcap: &str,
+    secs: f64,
+    rule_set: &str,
+    settings: &[(String, String)],
+    cores: &[usize],
+) -> Result<W1Result, String> {
+    let cs: Vec<Option<usize>> = cores.iter().map(|&c| Some(c)).collect();
+    let mut dp = datapath::Datapath::new(&cs, datapath::switch::DEFAULT_POOL)
+        .map_err(|e| format!("cannot start poll threads: {e}"))?;
+    dp.assign = datapath::dpif::Assign::RoundRobin;
+    let r = run_on(
+        &mut dp,
+        module_name,
+        pcap,
+        secs,
+        rule_set,
+        settings,
+        cores.len(),
+    );
+    dp.shutdown();
+    r
+}
+
+fn run_on(
+    dp: &mut datapath::Datapath,
+    module_name: &str,
+    pcap: &str,
+    secs: f64,
+    rule_set: &str,
+    settings: &[(String, String)],
+    n: usize,
+) -> Result<W1Result, String> {
+    let m = module::create(module_name)?;
+    dp.add_bridge("w1", m, None)?;
+    for (k, v) in settings {
+        dp.configure_bridge("w1", k, v)?;
+    }
+    let tx = netdev::open("w1-tx", "null", &Options::new()).map_err(|e| e.to_string())?;
+    dp.add_port("w1", tx, Some(2), VlanMode::Trunk(None))?;
+    match module_name {
+        "patch" => {
+            dp.module_command("w1", "patch-set", &["1".into(), "2".into()], false)?;
+        }
+        "openflow" => {
+            dp.module_command("w1", "del-flows", &[], false)?;
+            dp.module_command("w1", "add-flows", &rules(rule_set)?, false)?;
+        }
+        _ => {}
+    }
+    if n > 1 && !dp.is_replicated("w1") {
+        return Err(format!(
+            "module '{module_name}' serves a bridge from one poll thread only"
+        ));
+    }
+    let mut o = Options::new();
+    o.insert("rx_pcap".into(), pcap.into());
+    o.insert("infinite_rx".into(), "true".into());
+    o.insert("n_rxq".into(), n.to_string());
+    let rx = netdev::open("w1-rx", "pcap", &o).map_err(|e| e.to_string())?;
+    dp.add_port("w1", rx, Some(1), VlanMode::Trunk(None))?;
+    std::thread::sleep(Duration::from_secs_f64(secs / 10.0));
+    dp.pmd_stats_clear()?;
+    let c_before = sum_counters(dp)?;
+    let sink_before = sink(dp)?;
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    let packets: u64 = dp.call_all(|sw| sw.pmd.packets)?.into_iter().sum();
+    let dt = t0.elapsed().as_secs_f64();
+    let cyc: u64 = dp
+        .call_all(|sw| sw.pmd.busy_cycles + sw.pmd.idle_cycles)?
+        .into_iter()
+        .sum();
+    let delivered = sink(dp)?.saturating_sub(sink_before);
+    let c_after = sum_counters(dp)?;
+    let counters = c_after
+        .iter()
+        .map(|(k, v)| (k.clone(), v.saturating_sub(*c_before.get(k).unwrap_or(&0))))
+        .collect();
+    Ok(W1Result {
+        module: module_name.into(),
+        pcap: pcap.into(),
+        packets,
+        seconds: dt,
+        mpps: packets as f64 / dt / 1e6,
+        cycles_per_packet: cyc as f64 / packets.max(1) as f64,
+        delivered,
+        counters,
+    })
+}
+
+fn sum_counters(
+    dp: &datapath::Datapath,
+) -> Result<std::collections::BTreeMap<String, u64>, String> {
+    let mut m = std::collections::BTreeMap::new();
+    for c in dp.call_all(|sw| counters(sw))? {
+        for (k, v) in c {
+            *m.entry(k).or_insert(0) += v;
+        }
+    }
+    Ok(m)
+}
+
+fn sink(dp: &datapath::Datapath) -> Result<u64, String> {
+    Ok(dp.call_all(|sw| tx_packets(sw))?.into_iter().sum())
+}

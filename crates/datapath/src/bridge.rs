@@ -62,12 +62,24 @@ pub struct BridgeStats {
     pub tx_packets: u64,
 }
 
+/// A receive queue this bridge polls, with the load it measured.
+#[derive(Clone, Copy, Debug)]
+pub struct RxEntry {
+    pub slot: u16,
+    pub q: u16,
+    /// Cycles spent receiving and forwarding this queue's non-empty batches.
+    pub cycles: u64,
+    pub packets: u64,
+}
+
 /// See the module documentation.
 pub struct Bridge {
     pub name: String,
     pub module: Box<dyn SwitchLogic>,
     slots: Vec<Option<PortSlot>>,
-    rx_list: Vec<u16>,
+    rx_list: Vec<RxEntry>,
+    /// Queues attached but not polled yet (waiting to be placed on a poll thread).
+    parked: Vec<RxEntry>,
     live: Vec<u16>,
     out: Vec<Batch>,
     touched: Vec<u16>,
@@ -111,6 +123,7 @@ impl Bridge {
             module,
             slots: Vec::new(),
             rx_list: Vec::new(),
+            parked: Vec::new(),
             live: Vec::new(),
             out: Vec::new(),
             touched: Vec::with_capacity(64),
@@ -163,7 +176,8 @@ impl Bridge {
         n
     }
 
-    /// Attaches a port. The caller has checked the name and ofport are free.
+    /// Attaches a port and polls all its receive queues. The caller has checked the name and
+    /// ofport are free.
     pub fn attach(&mut self, port: Box<dyn Port>, ofport: u32, vlan: VlanMode) -> u16 {
         let idx = match self.slots.iter().position(|s| s.is_none()) {
             Some(i) => i,
@@ -173,7 +187,38 @@ impl Bridge {
                 self.slots.len() - 1
             }
         };
-        let has_rx = port.has_rx();
+        let rxqs = if port.has_rx() { port.n_rxq() } else { 0 };
+        self.attach_at(idx, port, ofport, vlan);
+        for q in 0..rxqs {
+            self.rx_list.push(RxEntry {
+                slot: idx as u16,
+                q: q as u16,
+                cycles: 0,
+                packets: 0,
+            });
+        }
+        self.rx_list.sort_unstable_by_key(|e| (e.slot, e.q));
+        idx as u16
+    }
+
+    /// Attaches a shared handle of a port ([`Port::share`]) in slot `idx`, the slot the port
+    /// has on its first poll thread, polling none of its queues (see [`Bridge::put_rxq`]).
+    /// For a bridge replicated on another poll thread.
+    pub fn attach_shared(&mut self, idx: u16, port: Box<dyn Port>, ofport: u32, vlan: VlanMode) {
+        let i = usize::from(idx);
+        while self.slots.len() <= i {
+            self.slots.push(None);
+            self.out.push(Batch::new());
+        }
+        if self.slots[i].is_some() {
+            // The control plane keeps slots in step; a clash means a stale handle.
+            let mut pool = Pool::new(0);
+            self.detach(idx, &mut pool);
+        }
+        self.attach_at(i, port, ofport, vlan);
+    }
+
+    fn attach_at(&mut self, idx: usize, port: Box<dyn Port>, ofport: u32, vlan: VlanMode) {
         let up = port.link_state() == netdev::LinkState::Up;
         let slot = PortSlot {
             port,
@@ -185,19 +230,98 @@ impl Bridge {
         self.slots[idx] = Some(slot);
         self.live.push(idx as u16);
         self.live.sort_unstable();
-        if has_rx {
-            self.rx_list.push(idx as u16);
-            self.rx_list.sort_unstable();
-        }
         self.module.port_added(&info);
-        idx as u16
+    }
+
+    /// A shared handle on the port in slot `idx`, for a replica of this bridge: (slot,
+    /// ofport, VLAN mode, handle).
+    pub fn share_port(&mut self, idx: u16) -> Option<(u16, u32, VlanMode, Box<dyn Port>)> {
+        let s = self.slots.get_mut(usize::from(idx))?.as_mut()?;
+        let h = s.port.share()?;
+        Some((idx, s.ofport, s.vlan.clone(), h))
+    }
+
+    /// Stops polling receive queue `q` of slot `idx` and takes it out of the port's handle,
+    /// with the load measured so far.
+    pub fn take_rxq(&mut self, idx: u16, q: u16) -> Option<(netdev::RxqState, RxEntry)> {
+        let hit = |e: &RxEntry| e.slot == idx && e.q == q;
+        let (parked, pos) = match self.rx_list.iter().position(hit) {
+            Some(p) => (false, p),
+            None => (true, self.parked.iter().position(hit)?),
+        };
+        let slot = self.slots.get_mut(usize::from(idx))?.as_mut()?;
+        let st = slot.port.take_rxq(usize::from(q))?;
+        let e = if parked {
+            self.parked.remove(pos)
+        } else {
+            self.rx_list.remove(pos)
+        };
+        Some((st, e))
+    }
+
+    /// Stops polling slot `idx`'s queues until [`Bridge::unpark_rxq`] (so the control plane
+    /// can place them on their threads before any packet is taken).
+    pub fn park_rxqs(&mut self, idx: u16) {
+        let (p, keep): (Vec<RxEntry>, Vec<RxEntry>) =
+            self.rx_list.iter().partition(|e| e.slot == idx);
+        self.rx_list = keep;
+        self.parked.extend(p);
+    }
+
+    /// Starts polling a parked queue here.
+    pub fn unpark_rxq(&mut self, idx: u16, q: u16) {
+        if let Some(pos) = self.parked.iter().position(|e| e.slot == idx && e.q == q) {
+            let e = self.parked.remove(pos);
+            self.rx_list.push(e);
+            self.rx_list.sort_unstable_by_key(|e| (e.slot, e.q));
+        }
+    }
+
+    /// Puts receive queue `q` into slot `idx`'s handle and starts polling it.
+    pub fn put_rxq(
+        &mut self,
+        idx: u16,
+        q: u16,
+        st: netdev::RxqState,
+        load: RxEntry,
+    ) -> Result<(), netdev::RxqState> {
+        let Some(Some(slot)) = self.slots.get_mut(usize::from(idx)) else {
+            return Err(st);
+        };
+        slot.port.put_rxq(usize::from(q), st)?;
+        self.rx_list.push(RxEntry {
+            slot: idx,
+            q,
+            ..load
+        });
+        self.rx_list.sort_unstable_by_key(|e| (e.slot, e.q));
+        Ok(())
+    }
+
+    /// The receive queues this bridge polls, with their measured load.
+    pub fn rxqs(&self) -> &[RxEntry] {
+        &self.rx_list
+    }
+
+    /// The receive queues attached here but not polled yet.
+    pub fn parked_rxqs(&self) -> &[RxEntry] {
+        &self.parked
+    }
+
+    /// Port name of slot `idx`.
+    pub fn port_name(&self, idx: u16) -> Option<&str> {
+        self.slots
+            .get(usize::from(idx))
+            .and_then(|s| s.as_ref())
+            .map(|s| s.port.name())
     }
 
     /// Detaches a port and gives it back (closed by the caller or on drop).
     pub fn detach(&mut self, idx: u16, pool: &mut Pool) -> Option<Box<dyn Port>> {
         let slot = self.slots.get_mut(idx as usize)?.take()?;
         self.live.retain(|&i| i != idx);
-        self.rx_list.retain(|&i| i != idx);
+        self.rx_list.retain(|e| e.slot != idx);
+        self.parked.retain(|e| e.slot != idx);
         if let Some(b) = self.out.get_mut(idx as usize) {
             pool.free_batch(b);
         }
@@ -247,15 +371,24 @@ impl Bridge {
             .map(|s| s.port.stats())
     }
 
-    /// Polls every receiving port once and forwards what arrived. Returns packets received.
+    /// Polls every receiving queue once and forwards what arrived, then lets the module emit
+    /// what it has pending. Returns (packets received, pending packets handled).
     #[inline]
-    pub fn poll(&mut self, ctx: &Ctx, pool: &mut Pool) -> usize {
+    pub fn poll(&mut self, ctx: &Ctx, pool: &mut Pool) -> (usize, usize) {
         let mut total = 0;
         for k in 0..self.rx_list.len() {
-            let i = self.rx_list[k];
-            total += self.poll_port(i, ctx, pool);
+            let e = self.rx_list[k];
+            let t0 = crate::cycles::now();
+            let n = self.poll_rxq(e.slot, e.q, ctx, pool);
+            if n > 0 {
+                let t1 = crate::cycles::now();
+                let e = &mut self.rx_list[k];
+                e.cycles += t1.wrapping_sub(t0);
+                e.packets += n as u64;
+                total += n;
+            }
         }
-        total + self.poll_pending(ctx, pool)
+        (total, self.poll_pending(ctx, pool))
     }
 
     /// Runs `f` with the module and an emitter onto this bridge's ports (and the receive
@@ -297,13 +430,13 @@ impl Bridge {
         self.with_emitter(pool, |m, _, pool, out| m.poll_pending(ctx, pool, out))
     }
 
-    /// Receives one batch on slot `i` and forwards it.
+    /// Receives one batch on queue `q` of slot `i` and forwards it.
     #[inline]
-    pub fn poll_port(&mut self, i: u16, ctx: &Ctx, pool: &mut Pool) -> usize {
+    pub fn poll_rxq(&mut self, i: u16, q: u16, ctx: &Ctx, pool: &mut Pool) -> usize {
         let Some(Some(slot)) = self.slots.get_mut(i as usize) else {
             return 0;
         };
-        let n = slot.port.rx_batch(pool, &mut self.rxb);
+        let n = slot.port.rxq_batch(usize::from(q), pool, &mut self.rxb);
         if n == 0 {
             return 0;
         }

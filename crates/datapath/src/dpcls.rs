@@ -64,6 +64,9 @@ pub struct Megaflow {
     /// ofproto version the actions were computed at.
     pub version: AtomicU64,
     pub created_ms: u64,
+    /// The poll thread whose cache holds it (each thread has its own copy of a megaflow, so
+    /// counting never bounces a cache line between threads).
+    pub pmd: u32,
     /// Counters already pushed to the rules.
     pub pushed: Mutex<(u64, u64)>,
 }
@@ -124,6 +127,7 @@ impl Megaflow {
             buckets,
             version: AtomicU64::new(version),
             created_ms: now_ms,
+            pmd: 0,
             pushed: Mutex::new((0, 0)),
         }
     }

@@ -19,6 +19,7 @@ pub mod bridge;
 pub mod clock;
 pub mod cycles;
 pub mod dpcls;
+pub mod dpif;
 pub mod emc;
 pub mod fasthash;
 pub mod learning;
@@ -32,6 +33,7 @@ pub mod tuple3;
 pub mod udpif;
 
 pub use bridge::{Bridge, OFPP_LOCAL};
+pub use dpif::Datapath;
 pub use module::{Ctx, Dest, SwitchLogic, VlanMode};
 pub use pmd::PmdHandle;
 pub use switch::Switch;

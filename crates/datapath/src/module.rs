@@ -143,6 +143,15 @@ pub trait SwitchLogic: Send {
         0
     }
 
+    /// A replica of this module for another poll thread serving the same bridge: it shares
+    /// what must be shared (tables, learned addresses) and owns its caches and counters. It
+    /// learns the bridge's ports through [`SwitchLogic::port_added`] as they are attached to
+    /// its copy of the bridge. `None` (the default): the module's state belongs to one
+    /// thread, so its bridge is served by one poll thread.
+    fn fork(&mut self) -> Option<Box<dyn SwitchLogic>> {
+        None
+    }
+
     /// A handle the control plane may use from its own thread (downcast by type), for
     /// modules whose state is shared with other threads.
     fn control(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {

@@ -626,7 +626,7 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
 
 fn dump_megaflows(m: &Udpif, json: bool, now: u64) -> String {
     let idx = m.idx();
-    let mut flows: Vec<_> = idx.dpcls.iter().filter(|f| !f.is_dead()).cloned().collect();
+    let mut flows: Vec<_> = idx.iter().filter(|f| !f.is_dead()).cloned().collect();
     drop(idx);
     flows.sort_by_key(|f| f.id);
     let mut out = String::new();

@@ -28,7 +28,7 @@ use crate::dpcls::Dpcls;
 use crate::emc::{key_hash, Emc};
 use crate::learning::Learning;
 use crate::module::{Ctx, Dest, Emitter, ModuleCommand, PortInfo, PortLookup, SwitchLogic};
-use crate::udpif::{self, Slowpath, Udpif, Upcall};
+use crate::udpif::{Lane, Udpif};
 use ofproto::meter::{remark_dscp, Verdict};
 use ofproto::odp::{self, DpAction};
 use ofproto::switch::{OfPort, PacketIn};
@@ -37,8 +37,8 @@ use openflow::actions::{OFPCML_NO_BUFFER, OFPP_LOCAL};
 use packet::flow::{self, FlowKey};
 use packet::{Batch, Packet, Pool};
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Fast-path counters of the module.
 #[derive(Clone, Copy, Debug, Default)]
@@ -67,7 +67,9 @@ pub fn to_of(ofport: u32) -> u32 {
 /// What executing actions needs: ports, the NORMAL table, counters and shared state.
 struct Exec {
     udpif: Arc<Udpif>,
-    normal: Learning,
+    /// The NORMAL action's MAC table, shared by every replica of the module (one per poll
+    /// thread), so an address learned on one thread is known on all.
+    normal: Arc<Mutex<Learning>>,
     slot_of: Vec<u32>,
     /// OpenFlow port -> slot for ports below 4096 (the common case), else `of_slot_big`.
     of_slot: Vec<u16>,
@@ -83,7 +85,12 @@ pub struct OpenFlow {
     exec: Exec,
     emc: Emc,
     dpcls: Dpcls,
-    slow: Option<Slowpath>,
+    slow: Option<Lane>,
+    /// This poll thread's loop counter, which [`Udpif::sync`] waits on.
+    epoch: Arc<AtomicU64>,
+    /// A replica on another poll thread: the first instance alone keeps the shared state
+    /// (ports in ofproto, the NORMAL table, rule expiry) up to date.
+    replica: bool,
     /// Whether the EMC is consulted at all (see [`OpenFlow::adapt_emc`]).
     emc_active: bool,
     /// (lookups, subtables probed) in the megaflow cache, and EMC hits, at the last
@@ -106,16 +113,18 @@ impl OpenFlow {
         )));
         let slow = if cache {
             Some(
-                udpif::start(Arc::clone(&udpif))
+                udpif
+                    .lane()
                     .map_err(|e| format!("cannot start the upcall threads: {e}"))?,
             )
         } else {
             None
         };
+        let epoch = udpif.register_epoch();
         Ok(OpenFlow {
             exec: Exec {
                 udpif,
-                normal: Learning::new(),
+                normal: Arc::new(Mutex::new(Learning::new())),
                 slot_of: Vec::new(),
                 of_slot: Vec::new(),
                 of_slot_big: HashMap::new(),
@@ -124,6 +133,8 @@ impl OpenFlow {
             emc: Emc::default(),
             dpcls: Dpcls::new(),
             slow,
+            epoch,
+            replica: false,
             emc_active: true,
             adapt_mark: (0, 0, 0),
             adapt_tick: 0,
@@ -152,14 +163,16 @@ impl OpenFlow {
     pub fn upcalls_pending(&self) -> bool {
         self.slow
             .as_ref()
-            .is_some_and(|s| !s.upcalls.is_empty() || !s.completed.is_empty())
+            .is_some_and(|s| !s.slow.upcalls.is_empty() || !s.completed.is_empty())
     }
 
     fn set_cache(&mut self, on: bool) -> Result<(), String> {
         match (on, self.slow.is_some()) {
             (true, false) => {
                 self.slow = Some(
-                    udpif::start(Arc::clone(&self.exec.udpif))
+                    self.exec
+                        .udpif
+                        .lane()
                         .map_err(|e| format!("cannot start the upcall threads: {e}"))?,
                 );
             }
@@ -172,6 +185,18 @@ impl OpenFlow {
             _ => {}
         }
         Ok(())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Drop for OpenFlow {
+    fn drop(&mut self) {
+        if let Some(l) = &self.slow {
+            self.exec.udpif.idx().drop_lane(l.pmd);
+        }
     }
 }
 
@@ -306,13 +331,13 @@ impl Exec {
                 }
                 DpAction::Normal => {
                     if Some(i) == last_send {
-                        let dest = self.normal.lookup_packet(now_ms, in_slot, &mut pkt);
+                        let dest = lock(&self.normal).lookup_packet(now_ms, in_slot, &mut pkt);
                         self.normal_deliver(dest, in_slot, pkt, pool, out);
                         return;
                     }
                     match pool.clone_packet(&pkt) {
                         Some(mut c) => {
-                            let dest = self.normal.lookup_packet(now_ms, in_slot, &mut c);
+                            let dest = lock(&self.normal).lookup_packet(now_ms, in_slot, &mut c);
                             self.normal_deliver(dest, in_slot, c, pool, out);
                         }
                         None => self.stats.copy_failures += 1,
@@ -500,8 +525,7 @@ impl SwitchLogic for OpenFlow {
                         }
                         None => {
                             self.exec.stats.upcalls += 1;
-                            let key = *key;
-                            if let Err(u) = slow.upcall(Box::new(Upcall { pkt, key, in_slot })) {
+                            if let Err(u) = slow.upcall(pkt, *key, in_slot) {
                                 self.exec.stats.lost_upcalls += 1;
                                 out.drop_packet(u.pkt, pool);
                             }
@@ -524,7 +548,7 @@ impl SwitchLogic for OpenFlow {
 
     fn poll_pending(&mut self, ctx: &Ctx, pool: &mut Pool, out: &mut dyn Emitter) -> usize {
         // Single writer: a plain load and store, no locked read-modify-write per iteration.
-        let e = &self.exec.udpif.pmd_epoch;
+        let e = &*self.epoch;
         e.store(e.load(Ordering::Relaxed) + 1, Ordering::Release);
         let Some(slow) = &self.slow else {
             return 0;
@@ -589,6 +613,37 @@ impl SwitchLogic for OpenFlow {
         self.upcalls_pending() || self.exec.udpif.handling.load(Ordering::Acquire) > 0
     }
 
+    fn fork(&mut self) -> Option<Box<dyn SwitchLogic>> {
+        let u = &self.exec.udpif;
+        let slow = match &self.slow {
+            Some(_) => Some(u.lane().ok()?),
+            None => None,
+        };
+        let mut emc = Emc::default();
+        emc.insert_inv_prob = self.emc.insert_inv_prob;
+        Some(Box::new(OpenFlow {
+            exec: Exec {
+                udpif: Arc::clone(u),
+                normal: Arc::clone(&self.exec.normal),
+                slot_of: Vec::new(),
+                of_slot: Vec::new(),
+                of_slot_big: HashMap::new(),
+                stats: OpenFlowStats::default(),
+            },
+            emc,
+            dpcls: Dpcls::new(),
+            slow,
+            epoch: u.register_epoch(),
+            replica: true,
+            emc_active: self.emc.insert_inv_prob != 0,
+            adapt_mark: (0, 0, 0),
+            adapt_tick: 0,
+            sample_mark: 0,
+            sample: (0, 0),
+            keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
+        }))
+    }
+
     fn control(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
         let u: Arc<Udpif> = Arc::clone(&self.exec.udpif);
         Some(u)
@@ -603,6 +658,9 @@ impl SwitchLogic for OpenFlow {
         let of = to_of(info.ofport);
         e.slot_of[i] = of;
         e.map_port(of, Some(info.idx));
+        if self.replica {
+            return;
+        }
         e.udpif.of().set_port(OfPort {
             ofport: of,
             name: info.name.clone(),
@@ -610,7 +668,7 @@ impl SwitchLogic for OpenFlow {
             no_flood: false,
             admin_down: false,
         });
-        e.normal.port_added(info);
+        lock(&e.normal).port_added(info);
         // Port changes alter FLOOD/ALL and failover decisions: revalidate soon.
         self.dpcls_dirty();
     }
@@ -622,12 +680,18 @@ impl SwitchLogic for OpenFlow {
             *s = 0;
         }
         e.map_port(of, None);
+        if self.replica {
+            return;
+        }
         e.udpif.of().remove_port(of);
-        e.normal.port_removed(idx);
+        lock(&e.normal).port_removed(idx);
         self.dpcls_dirty();
     }
 
     fn port_status(&mut self, idx: u16, up: bool) {
+        if self.replica {
+            return;
+        }
         let of = self.exec.of_port(idx);
         let mut o = self.exec.udpif.of();
         if let Some(p) = o.ports().get(&of).cloned() {
@@ -639,8 +703,10 @@ impl SwitchLogic for OpenFlow {
 
     fn run(&mut self, ctx: &Ctx) {
         self.adapt_emc();
-        self.exec.udpif.of().expire(ctx.now_ms);
-        self.exec.normal.run(ctx);
+        if !self.replica {
+            self.exec.udpif.of().expire(ctx.now_ms);
+            lock(&self.exec.normal).run(ctx);
+        }
         self.dpcls.sweep();
         self.dpcls.rerank();
     }
@@ -654,7 +720,7 @@ impl SwitchLogic for OpenFlow {
         };
         let u = &self.exec.udpif;
         match key {
-            "mac-aging-time" | "mac-table-size" => self.exec.normal.configure(key, value),
+            "mac-aging-time" | "mac-table-size" => lock(&self.exec.normal).configure(key, value),
             "cache" => self.set_cache(netdev::parse_bool(key, value).map_err(|e| e.to_string())?),
             "emc-insert-inv-prob" => {
                 self.emc.insert_inv_prob = num(value, 0, 1 << 20)? as u32;
@@ -693,8 +759,13 @@ impl SwitchLogic for OpenFlow {
         ctx: &Ctx,
         ports: &dyn PortLookup,
     ) -> Result<String, String> {
+        if self.replica {
+            // Replicas share the tables and the NORMAL table with the first instance, which
+            // has already run the verb.
+            return Ok(String::new());
+        }
         if matches!(verb, "fdb-show" | "fdb-flush" | "fdb-stats") {
-            return self.exec.normal.command(verb, args, json, ctx, ports);
+            return lock(&self.exec.normal).command(verb, args, json, ctx, ports);
         }
         // Everything else runs on the control plane's thread through `control()`; this
         // path (on the poll thread) is for in-process users such as benchmarks and tests.

@@ -64,6 +64,12 @@ impl SwitchLogic for Patch {
         "patch"
     }
 
+    fn fork(&mut self) -> Option<Box<dyn SwitchLogic>> {
+        Some(Box::new(Patch {
+            map: self.map.clone(),
+        }))
+    }
+
     #[inline]
     fn lookup(&mut self, _ctx: &Ctx, batch: &mut Batch, dests: &mut [Dest]) {
         let Some(first) = batch.packets().first() else {

@@ -42,10 +42,23 @@ pub struct PmdHandle {
 impl PmdHandle {
     /// Starts a poll thread that owns `sw`.
     pub fn spawn(sw: Switch) -> std::io::Result<PmdHandle> {
+        Self::spawn_on(sw, "pmd0", None)
+    }
+
+    /// Starts a poll thread named `name` that owns `sw`, pinned to CPU `core` if given.
+    pub fn spawn_on(mut sw: Switch, name: &str, core: Option<usize>) -> std::io::Result<PmdHandle> {
         let (tx, rx) = unbounded();
+        sw.core_id = core;
         let thread = std::thread::Builder::new()
-            .name("pmd0".into())
-            .spawn(move || pmd_main(sw, rx))?;
+            .name(name.into())
+            .spawn(move || {
+                if let Some(c) = sw.core_id {
+                    if let Err(e) = pin_to(c) {
+                        eprintln!("ferrovs: cannot pin the poll thread to core {c}: {e}");
+                    }
+                }
+                pmd_main(sw, rx)
+            })?;
         Ok(PmdHandle {
             tx,
             thread: Some(thread),
@@ -85,6 +98,23 @@ impl Drop for PmdHandle {
     fn drop(&mut self) {
         self.stop_inner();
     }
+}
+
+/// Pins the calling thread to CPU `core`.
+pub fn pin_to(core: usize) -> std::io::Result<()> {
+    if core >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: `cpu_set_t` is plain data for which all-zero is the empty set; CPU_SET writes
+    // within it because `core` is below CPU_SETSIZE; sched_setaffinity only reads the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 fn pmd_main(mut sw: Switch, rx: Receiver<Msg>) {

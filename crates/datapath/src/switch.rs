@@ -30,12 +30,12 @@ pub struct PmdStats {
 }
 
 impl PmdStats {
-    /// Records one iteration that received `n` packets in `cycles`.
+    /// Records one iteration that handled `n` packets, `rx` of them received, in `cycles`.
     #[inline(always)]
-    pub fn account(&mut self, n: usize, cycles: u64) {
+    pub fn account(&mut self, n: usize, rx: usize, cycles: u64) {
         self.iterations += 1;
         if n > 0 {
-            self.packets += n as u64;
+            self.packets += rx as u64;
             self.busy_iterations += 1;
             self.busy_cycles += cycles;
         } else {
@@ -54,6 +54,11 @@ pub struct Switch {
     pub core_id: Option<usize>,
     /// Module cache counters at the last `pmd-stats-clear`.
     cache_base: std::collections::BTreeMap<&'static str, u64>,
+    /// New ports' receive queues wait, unpolled, until the control plane places them
+    /// ([`Switch::unpark_rxq`]); set for threads run by [`crate::Datapath`].
+    pub park_new_rxqs: bool,
+    /// Packets received by the last poll.
+    last_rx: usize,
 }
 
 impl Default for Switch {
@@ -81,6 +86,8 @@ impl Switch {
             pmd: PmdStats::default(),
             core_id: None,
             cache_base: std::collections::BTreeMap::new(),
+            park_new_rxqs: false,
+            last_rx: 0,
         }
     }
 
@@ -139,7 +146,10 @@ impl Switch {
         self.check_add_bridge(name)?;
         let mut br = Bridge::new(name, module);
         if let Some(p) = local {
-            br.attach(p, OFPP_LOCAL, VlanMode::Trunk(None));
+            let idx = br.attach(p, OFPP_LOCAL, VlanMode::Trunk(None));
+            if self.park_new_rxqs {
+                br.park_rxqs(idx);
+            }
         }
         self.bridges.push(br);
         Ok(())
@@ -192,11 +202,15 @@ impl Switch {
         vlan: VlanMode,
     ) -> Result<u32, String> {
         self.check_add_port(br, port.name(), ofport)?;
+        let park = self.park_new_rxqs;
         let b = self
             .bridge_mut(br)
             .ok_or_else(|| format!("no such bridge '{br}'"))?;
         let n = ofport.unwrap_or_else(|| b.free_ofport());
-        b.attach(port, n, vlan);
+        let idx = b.attach(port, n, vlan);
+        if park {
+            b.park_rxqs(idx);
+        }
         Ok(n)
     }
 
@@ -228,6 +242,141 @@ impl Switch {
         }
         b.detach(idx, pool);
         Ok(())
+    }
+
+    /// A replica of bridge `br` for another poll thread: a fork of its module and a shared
+    /// handle on every port, with the slot, ofport and VLAN mode each has here. `None` if the
+    /// module cannot be forked or a port cannot be shared.
+    #[allow(clippy::type_complexity)]
+    pub fn share_bridge(
+        &mut self,
+        br: &str,
+    ) -> Option<(
+        Box<dyn SwitchLogic>,
+        Vec<(u16, u32, VlanMode, Box<dyn Port>)>,
+    )> {
+        let b = self.bridge_mut(br)?;
+        let m = b.module.fork()?;
+        let mut ports = Vec::new();
+        for idx in b.ports().map(|(i, _)| i).collect::<Vec<_>>() {
+            ports.push(b.share_port(idx)?);
+        }
+        Some((m, ports))
+    }
+
+    /// A shared handle on the port in slot `idx` of bridge `br` (see [`Port::share`]).
+    pub fn share_port(
+        &mut self,
+        br: &str,
+        idx: u16,
+    ) -> Option<(u16, u32, VlanMode, Box<dyn Port>)> {
+        self.bridge_mut(br)?.share_port(idx)
+    }
+
+    /// Adds a replica of a bridge whose first instance lives on another poll thread.
+    pub fn add_replica(
+        &mut self,
+        name: &str,
+        module: Box<dyn SwitchLogic>,
+        ports: Vec<(u16, u32, VlanMode, Box<dyn Port>)>,
+    ) -> Result<(), String> {
+        if self.bridge(name).is_some() {
+            return Err(format!(
+                "bridge '{name}' already exists on this poll thread"
+            ));
+        }
+        let mut br = Bridge::new(name, module);
+        for (idx, ofport, vlan, p) in ports {
+            br.attach_shared(idx, p, ofport, vlan);
+        }
+        self.bridges.push(br);
+        Ok(())
+    }
+
+    /// Attaches a shared port handle to the replica of bridge `br`, in slot `idx`.
+    pub fn attach_shared(
+        &mut self,
+        br: &str,
+        idx: u16,
+        ofport: u32,
+        vlan: VlanMode,
+        port: Box<dyn Port>,
+    ) -> Result<(), String> {
+        let b = self
+            .bridge_mut(br)
+            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+        b.attach_shared(idx, port, ofport, vlan);
+        Ok(())
+    }
+
+    /// Detaches slot `idx` of bridge `br` (a replica's handle; the internal port included).
+    pub fn detach_slot(&mut self, br: &str, idx: u16) {
+        let Switch { bridges, pool, .. } = self;
+        if let Some(b) = bridges.iter_mut().find(|b| b.name == br) {
+            b.detach(idx, pool);
+        }
+    }
+
+    /// Takes receive queue `q` of slot `idx` of bridge `br` off this poll thread.
+    pub fn take_rxq(
+        &mut self,
+        br: &str,
+        idx: u16,
+        q: u16,
+    ) -> Option<(netdev::RxqState, crate::bridge::RxEntry)> {
+        self.bridge_mut(br)?.take_rxq(idx, q)
+    }
+
+    /// Starts polling receive queue `q` of slot `idx` of bridge `br` on this poll thread.
+    pub fn put_rxq(
+        &mut self,
+        br: &str,
+        idx: u16,
+        q: u16,
+        st: netdev::RxqState,
+        load: crate::bridge::RxEntry,
+    ) -> Result<(), netdev::RxqState> {
+        match self.bridge_mut(br) {
+            Some(b) => b.put_rxq(idx, q, st, load),
+            None => Err(st),
+        }
+    }
+
+    /// Starts polling a parked receive queue on this thread.
+    pub fn unpark_rxq(&mut self, br: &str, idx: u16, q: u16) {
+        if let Some(b) = self.bridge_mut(br) {
+            b.unpark_rxq(idx, q);
+        }
+    }
+
+    /// Every receive queue this thread polls or holds parked: (bridge, slot, port, queue,
+    /// cycles, packets).
+    pub fn rxq_loads(&self) -> Vec<(String, u16, String, u16, u64, u64)> {
+        let mut v = Vec::new();
+        for b in &self.bridges {
+            for e in b.rxqs().iter().chain(b.parked_rxqs()) {
+                v.push((
+                    b.name.clone(),
+                    e.slot,
+                    b.port_name(e.slot).unwrap_or("").to_string(),
+                    e.q,
+                    e.cycles,
+                    e.packets,
+                ));
+            }
+        }
+        v
+    }
+
+    /// Counters of every port handle on this thread: (bridge, slot, counters).
+    pub fn port_counters(&self) -> Vec<(String, u16, netdev::PortStats)> {
+        let mut v = Vec::new();
+        for b in &self.bridges {
+            for (i, s) in b.ports() {
+                v.push((b.name.clone(), i, s.port.stats()));
+            }
+        }
+        v
     }
 
     /// Applies a module setting to bridge `br`.
@@ -263,15 +412,20 @@ impl Switch {
         b.module_command(verb, args, json, &ctx)
     }
 
-    /// One pass over every bridge's receiving ports. Returns packets received.
+    /// One pass over every bridge's receiving ports. Returns the packets handled: received
+    /// ones plus those a module had pending (e.g. back from the slow path).
     #[inline]
     pub fn poll_once(&mut self) -> usize {
         let now = self.now_ms();
         let ctx = Ctx { now_ms: now };
-        let mut n = 0;
+        let (mut rx, mut pending) = (0, 0);
         for b in self.bridges.iter_mut() {
-            n += b.poll(&ctx, &mut self.pool);
+            let (r, p) = b.poll(&ctx, &mut self.pool);
+            rx += r;
+            pending += p;
         }
+        self.last_rx = rx;
+        let n = rx + pending;
         if now.saturating_sub(self.last_link_ms) >= 100 {
             self.last_link_ms = now;
             for b in self.bridges.iter_mut() {
@@ -293,7 +447,7 @@ impl Switch {
         let t0 = cycles::now();
         let n = self.poll_once();
         let t1 = cycles::now();
-        self.pmd.account(n, t1.wrapping_sub(t0));
+        self.pmd.account(n, self.last_rx, t1.wrapping_sub(t0));
         n
     }
 
@@ -443,14 +597,32 @@ impl Switch {
 
     /// `dump-ports BR`.
     pub fn dump_ports(&self, br: &str, json: bool) -> Result<String, String> {
+        self.dump_ports_with(br, json, &std::collections::BTreeMap::new())
+    }
+
+    /// `dump-ports BR`, adding `extra` (by slot: what the port's handles on other poll
+    /// threads counted) to each port's counters.
+    pub fn dump_ports_with(
+        &self,
+        br: &str,
+        json: bool,
+        extra: &std::collections::BTreeMap<u16, netdev::PortStats>,
+    ) -> Result<String, String> {
+        let stats_of = |i: u16, p: &crate::bridge::PortSlot| {
+            let mut st = p.port.stats();
+            if let Some(x) = extra.get(&i) {
+                st.add(x);
+            }
+            st
+        };
         let b = self.bridge_or_err(br)?;
         let mut ports: Vec<_> = b.ports().collect();
         ports.sort_by_key(|(_, p)| p.ofport);
         if json {
             let v: Vec<Value> = ports
                 .iter()
-                .map(|(_, p)| {
-                    let st = p.port.stats();
+                .map(|(i, p)| {
+                    let st = stats_of(*i, p);
                     json!({
                         "port": p.ofport, "name": p.port.name(),
                         "rx_packets": st.rx_packets, "rx_bytes": st.rx_bytes,
@@ -482,8 +654,8 @@ impl Switch {
             b.name,
             ports.len()
         );
-        for (_, p) in ports {
-            let st = p.port.stats();
+        for (i, p) in ports {
+            let st = stats_of(i, p);
             s.push_str(&format!(
                 "  port {:>2}: rx pkts={}, bytes={}, drop={}, errs={}, frame=?, over=?, crc=?\n           tx pkts={}, bytes={}, drop={}, errs={}, coll=?\n",
                 ofport_str(p.ofport),

@@ -1,9 +1,11 @@
 //! The slow path of the caching OpenFlow datapath: upcall handlers and the revalidator.
 //!
 //! ## Threads and what they share
-//! * The **poll thread** owns the exact-match cache and its megaflow classifier. On a miss
-//!   it puts the packet on a bounded upcall queue and goes on; a full queue drops the packet
-//!   and counts a lost upcall. It never waits for the slow path.
+//! * Each **poll thread** owns its exact-match cache and megaflow classifier (a bridge served
+//!   by several poll threads has one module replica per thread, each with its own caches and
+//!   its own copy of every megaflow it uses). On a miss it puts the packet on the bounded
+//!   upcall queue, with the name of its reply lane, and goes on; a full queue drops the
+//!   packet and counts a lost upcall. It never waits for the slow path.
 //! * The **handler** thread takes upcalls. It first looks in its own index of installed
 //!   megaflows (so packets of a flow that was just set up do not each cost a translation),
 //!   otherwise runs `ofproto::xlate`, creates the megaflow (mask = the wildcards xlate
@@ -23,8 +25,9 @@
 //! A killed megaflow is marked dead before anything else; the poll thread treats a dead
 //! megaflow as a miss, so it cannot be used again. [`Udpif::sync`] — what the control
 //! plane calls after changing rules, before acknowledging the change — waits for a
-//! revalidation round that started after the change, then for the poll thread to pass
-//! through its loop twice, so no batch that began with the old decision is still running.
+//! revalidation round that started after the change, then for every poll thread serving
+//! the bridge to pass through its loop twice, so no batch that began with the old decision
+//! is still running.
 //! The handler holds the index lock across translate-and-insert; the revalidator takes its
 //! snapshot under the same lock, so a megaflow translated before a change is either in the
 //! snapshot (and revalidated) or was translated after the change.
@@ -57,6 +60,9 @@ pub struct Upcall {
     pub pkt: Packet,
     pub key: FlowKey,
     pub in_slot: u16,
+    /// The poll thread's lane (see [`Lane`]).
+    pub pmd: u32,
+    pub reply: Sender<Completed>,
 }
 
 /// The handler's answer: what to do with the packet, and maybe a megaflow to install.
@@ -89,11 +95,58 @@ pub struct UdpifStats {
     pub last_round_us: AtomicU64,
 }
 
-/// The handler/revalidator side's index of installed megaflows.
+/// The handler/revalidator side's index of installed megaflows, one classifier per poll
+/// thread (lane).
 #[derive(Default)]
 pub struct Index {
-    pub dpcls: Dpcls,
+    lanes: std::collections::BTreeMap<u32, Dpcls>,
     next_id: u64,
+}
+
+impl Index {
+    /// Megaflows over all lanes.
+    pub fn len(&self) -> usize {
+        self.lanes.values().map(|d| d.len()).sum()
+    }
+
+    /// True if no lane has a megaflow.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every megaflow, lane by lane.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Megaflow>> {
+        self.lanes.values().flat_map(|d| d.iter())
+    }
+
+    /// The lanes that hold megaflows.
+    pub fn lanes(&self) -> impl Iterator<Item = u32> + '_ {
+        self.lanes.keys().copied()
+    }
+
+    /// Removes `m` from its lane.
+    pub fn remove(&mut self, m: &Megaflow) -> bool {
+        self.lanes.get_mut(&m.pmd).is_some_and(|d| d.remove(m))
+    }
+
+    /// Forgets every megaflow.
+    pub fn clear(&mut self) {
+        for d in self.lanes.values() {
+            for m in d.iter() {
+                m.dead.store(true, Ordering::Release);
+            }
+        }
+        self.lanes.clear();
+    }
+
+    /// Forgets one lane's megaflows (its poll thread went away), marking them dead.
+    pub fn drop_lane(&mut self, pmd: u32) {
+        if let Some(d) = self.lanes.remove(&pmd) {
+            for m in d.iter() {
+                m.dead.store(true, Ordering::Release);
+            }
+        }
+    }
 }
 
 /// See the module documentation.
@@ -104,8 +157,11 @@ pub struct Udpif {
     pub flow_limit: AtomicUsize,
     pub max_flow_limit: AtomicUsize,
     pub max_idle_ms: AtomicU64,
-    /// Incremented by the poll thread every loop.
-    pub pmd_epoch: AtomicU64,
+    /// One counter per poll thread serving the bridge, incremented every loop.
+    epochs: Mutex<Vec<std::sync::Weak<AtomicU64>>>,
+    next_lane: std::sync::atomic::AtomicU32,
+    /// The running handler and revalidator, shared by every lane.
+    slowpath: Mutex<std::sync::Weak<Slowpath>>,
     pub packet_ins: Mutex<VecDeque<PacketIn>>,
     /// Upcalls taken off the queue and not yet answered.
     pub handling: AtomicUsize,
@@ -120,12 +176,39 @@ pub struct Udpif {
     revalidating: AtomicBool,
 }
 
-/// The threads of one udpif and the poll thread's ends of its queues.
+/// The handler and revalidator threads of one udpif and the upcall queue into them; shared
+/// by every poll thread's [`Lane`], stopped when the last lane lets go.
 pub struct Slowpath {
     pub udpif: Arc<Udpif>,
     pub upcalls: Sender<Box<Upcall>>,
-    pub completed: Receiver<Completed>,
     threads: Vec<JoinHandle<()>>,
+}
+
+/// One poll thread's connection to the slow path: the shared queue in, its own queue of
+/// answers back, and its loop counter.
+pub struct Lane {
+    pub slow: Arc<Slowpath>,
+    pub pmd: u32,
+    reply: Sender<Completed>,
+    pub completed: Receiver<Completed>,
+}
+
+impl Lane {
+    /// Hands a missed packet to the handler; gives it back if the queue is full.
+    #[inline]
+    pub fn upcall(&self, pkt: Packet, key: FlowKey, in_slot: u16) -> Result<(), Box<Upcall>> {
+        let u = Box::new(Upcall {
+            pkt,
+            key,
+            in_slot,
+            pmd: self.pmd,
+            reply: self.reply.clone(),
+        });
+        match self.slow.upcalls.try_send(u) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(u)) | Err(TrySendError::Disconnected(u)) => Err(u),
+        }
+    }
 }
 
 impl Drop for Slowpath {
@@ -153,7 +236,9 @@ impl Udpif {
             flow_limit: AtomicUsize::new(10_000.min(DEFAULT_FLOW_LIMIT)),
             max_flow_limit: AtomicUsize::new(DEFAULT_FLOW_LIMIT),
             max_idle_ms: AtomicU64::new(DEFAULT_MAX_IDLE_MS),
-            pmd_epoch: AtomicU64::new(0),
+            epochs: Mutex::new(Vec::new()),
+            next_lane: std::sync::atomic::AtomicU32::new(0),
+            slowpath: Mutex::new(std::sync::Weak::new()),
             packet_ins: Mutex::new(VecDeque::new()),
             handling: AtomicUsize::new(0),
             packet_in_overflow: AtomicU64::new(0),
@@ -212,14 +297,55 @@ impl Udpif {
             };
         }
         drop(done);
-        let e0 = self.pmd_epoch.load(Ordering::Acquire);
-        while self.pmd_epoch.load(Ordering::Acquire) < e0 + 2 {
-            if Instant::now() >= deadline {
-                return false;
+        let epochs: Vec<Arc<AtomicU64>> = {
+            let mut v = lock(&self.epochs);
+            v.retain(|w| w.strong_count() > 0);
+            v.iter().filter_map(|w| w.upgrade()).collect()
+        };
+        for e in epochs {
+            let e0 = e.load(Ordering::Acquire);
+            while e.load(Ordering::Acquire) < e0 + 2 {
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                if Arc::strong_count(&e) == 1 {
+                    // Its poll thread let go meanwhile.
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(50));
             }
-            std::thread::sleep(Duration::from_micros(50));
         }
         true
+    }
+
+    /// Registers a poll thread's loop counter for [`Udpif::sync`] to wait on.
+    pub fn register_epoch(&self) -> Arc<AtomicU64> {
+        let e = Arc::new(AtomicU64::new(0));
+        lock(&self.epochs).push(Arc::downgrade(&e));
+        e
+    }
+
+    /// A lane into the slow path for one poll thread, starting the handler and revalidator
+    /// threads if none are running.
+    pub fn lane(self: &Arc<Self>) -> std::io::Result<Lane> {
+        let slow = {
+            let mut w = lock(&self.slowpath);
+            match w.upgrade() {
+                Some(s) => s,
+                None => {
+                    let s = Arc::new(start(Arc::clone(self))?);
+                    *w = Arc::downgrade(&s);
+                    s
+                }
+            }
+        };
+        let (reply, completed) = unbounded::<Completed>();
+        Ok(Lane {
+            slow,
+            pmd: self.next_lane.fetch_add(1, Ordering::Relaxed),
+            reply,
+            completed,
+        })
     }
 
     /// Requests a revalidation round without waiting for it.
@@ -231,18 +357,17 @@ impl Udpif {
     /// Kills every megaflow (e.g. after a bulk change where revalidating is pointless).
     pub fn flush(&self) {
         let mut idx = self.idx();
-        idx.dpcls.clear();
+        idx.clear();
     }
 }
 
 /// Starts the handler and revalidator threads for `udpif`.
-pub fn start(udpif: Arc<Udpif>) -> std::io::Result<Slowpath> {
+fn start(udpif: Arc<Udpif>) -> std::io::Result<Slowpath> {
     let (up_tx, up_rx) = bounded::<Box<Upcall>>(UPCALL_QUEUE);
-    let (done_tx, done_rx) = unbounded::<Completed>();
     let h = Arc::clone(&udpif);
     let handler = std::thread::Builder::new()
         .name("handler".into())
-        .spawn(move || handler_main(&h, up_rx, done_tx))?;
+        .spawn(move || handler_main(&h, up_rx))?;
     let r = Arc::clone(&udpif);
     let revalidator = match std::thread::Builder::new()
         .name("revalidator".into())
@@ -259,23 +384,11 @@ pub fn start(udpif: Arc<Udpif>) -> std::io::Result<Slowpath> {
     Ok(Slowpath {
         udpif,
         upcalls: up_tx,
-        completed: done_rx,
         threads: vec![handler, revalidator],
     })
 }
 
-impl Slowpath {
-    /// Hands a missed packet to the handler; gives it back if the queue is full.
-    #[inline]
-    pub fn upcall(&self, u: Box<Upcall>) -> Result<(), Box<Upcall>> {
-        match self.upcalls.try_send(u) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Full(u)) | Err(TrySendError::Disconnected(u)) => Err(u),
-        }
-    }
-}
-
-fn handler_main(u: &Udpif, rx: Receiver<Box<Upcall>>, tx: Sender<Completed>) {
+fn handler_main(u: &Udpif, rx: Receiver<Box<Upcall>>) {
     let mut batch: Vec<Box<Upcall>> = Vec::with_capacity(64);
     while !u.stop.load(Ordering::Acquire) {
         match rx.recv_timeout(Duration::from_millis(100)) {
@@ -296,12 +409,11 @@ fn handler_main(u: &Udpif, rx: Receiver<Box<Upcall>>, tx: Sender<Completed>) {
             }
         }
         for up in batch.drain(..) {
+            let reply = up.reply.clone();
             let c = handle(u, up);
-            let sent = tx.send(c).is_ok();
+            // A lane whose poll thread went away drops the packet with its receiver.
+            let _ = reply.send(c);
             u.handling.fetch_sub(1, Ordering::AcqRel);
-            if !sent {
-                return;
-            }
         }
     }
 }
@@ -312,7 +424,8 @@ fn handle(u: &Udpif, up: Box<Upcall>) -> Completed {
     let now = clock::now_ms();
     let words = up.key.to_words();
     let mut idx = u.idx();
-    if let Some(mf) = idx.dpcls.peek(&words).cloned() {
+    let lane = idx.lanes.entry(up.pmd).or_default();
+    if let Some(mf) = lane.peek(&words).cloned() {
         u.stats.reused.fetch_add(1, Ordering::Relaxed);
         return Completed {
             pkt: up.pkt,
@@ -332,7 +445,7 @@ fn handle(u: &Udpif, up: Box<Upcall>) -> Completed {
         )
     };
     let limit = u.flow_limit.load(Ordering::Relaxed);
-    if x.uncacheable || idx.dpcls.len() >= limit {
+    if x.uncacheable || idx.len() >= limit {
         if x.uncacheable {
             u.stats.not_cached.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -352,7 +465,7 @@ fn handle(u: &Udpif, up: Box<Upcall>) -> Completed {
         };
     }
     idx.next_id += 1;
-    let mf = Arc::new(Megaflow::new(
+    let mut mf = Megaflow::new(
         idx.next_id,
         up.key,
         x.wc,
@@ -361,8 +474,10 @@ fn handle(u: &Udpif, up: Box<Upcall>) -> Completed {
         x.buckets,
         version,
         now,
-    ));
-    idx.dpcls.insert(Arc::clone(&mf));
+    );
+    mf.pmd = up.pmd;
+    let mf = Arc::new(mf);
+    idx.lanes.entry(up.pmd).or_default().insert(Arc::clone(&mf));
     u.stats.installed.fetch_add(1, Ordering::Relaxed);
     Completed {
         pkt: up.pkt,
@@ -402,7 +517,7 @@ fn revalidator_main(u: &Udpif) {
 pub fn round(u: &Udpif) {
     let t0 = Instant::now();
     let now = clock::now_ms();
-    let flows: Vec<Arc<Megaflow>> = u.idx().dpcls.iter().cloned().collect();
+    let flows: Vec<Arc<Megaflow>> = u.idx().iter().cloned().collect();
     let max_idle = u.max_idle_ms.load(Ordering::Relaxed);
     let mut kill: Vec<Arc<Megaflow>> = Vec::new();
     {
@@ -476,7 +591,7 @@ pub fn round(u: &Udpif) {
         }
         let mut idx = u.idx();
         for m in &kill {
-            idx.dpcls.remove(m);
+            idx.remove(m);
         }
     }
     // Dynamic flow limit (OVS's rule): shrink when a round is slow, grow when it is fast.

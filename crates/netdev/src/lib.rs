@@ -18,6 +18,12 @@
 //!   counted) and frees buffers into the caller's pool; it never blocks either.
 //! * A port is used by one thread at a time (`&mut self`); it is `Send` so the control plane
 //!   can open it on its own thread and hand it to a poll thread.
+//! * Several poll threads: a port that can be shared gives out more *handles*
+//!   ([`Port::share`]), one per thread. A handle transmits through a path of its own (its own
+//!   socket, descriptor or queue), so threads never lock against each other to send. The
+//!   port's receive queues ([`Port::n_rxq`]) move between handles as whole objects
+//!   ([`Port::take_rxq`] / [`Port::put_rxq`]): each queue is polled by exactly one thread,
+//!   and its receive counters travel with it. A port's counters are the sum over its handles.
 //! * Counters follow OVS's interface statistics: what the port received and transmitted, and
 //!   what it dropped or failed on, in each direction.
 //! * Opening takes the port's `type` and `KEY=VALUE` options; an unknown key or a bad value is an
@@ -167,9 +173,61 @@ pub trait Port: Send {
         Vec::new()
     }
 
+    /// Number of receive queues. Each can be polled by a different thread.
+    fn n_rxq(&self) -> usize {
+        1
+    }
+
+    /// Receives from queue `q`, if this handle holds it (otherwise returns 0).
+    fn rxq_batch(&mut self, q: usize, pool: &mut Pool, batch: &mut Batch) -> usize {
+        if q == 0 {
+            self.rx_batch(pool, batch)
+        } else {
+            0
+        }
+    }
+
+    /// A handle on the same port for another poll thread: it transmits through its own path
+    /// (no lock shared with this handle on the fast path) and holds no receive queue until
+    /// one is put into it. `None` when the port cannot be shared between threads.
+    fn share(&mut self) -> Option<Box<dyn Port>> {
+        None
+    }
+
+    /// Takes receive queue `q` out of this handle, to be put into another handle of the same
+    /// port ([`Port::put_rxq`]). `None` if this handle does not hold it or cannot give it up.
+    fn take_rxq(&mut self, _q: usize) -> Option<RxqState> {
+        None
+    }
+
+    /// Puts receive queue `q` (taken from another handle of this port) into this handle.
+    /// Gives the state back if it does not belong to this port type.
+    fn put_rxq(&mut self, _q: usize, s: RxqState) -> Result<(), RxqState> {
+        Err(s)
+    }
+
     /// Writes out anything buffered (e.g. a pcap file) and releases kernel resources.
     /// Called before the port is dropped; dropping must also be safe without it.
     fn close(&mut self) {}
+}
+
+/// A receive queue in transit between two handles of one port (see [`Port::take_rxq`]).
+/// Only the port type that made it can use it.
+pub type RxqState = Box<dyn std::any::Any + Send>;
+
+/// Parses the `n_rxq` option: `1..=max`, default 1.
+pub fn parse_n_rxq(opts: &Options, max: usize) -> Result<usize, NetdevError> {
+    match opts.get("n_rxq") {
+        None => Ok(1),
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| NetdevError::BadOption {
+                key: "n_rxq".into(),
+                why: format!("'{v}' is not a queue count in 1..={max}"),
+            }),
+    }
 }
 
 /// Options given to a port at creation (`KEY=VALUE`), in order-independent form.

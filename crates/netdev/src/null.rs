@@ -4,20 +4,53 @@
 //! LEN-byte Ethernet/IPv4/UDP frame (02:00:00:00:00:01 -> 02:00:00:00:00:02,
 //! 192.168.0.1:1024 -> 10.0.0.1:5001), which is handy for measuring a module without a pcap.
 
-use crate::{check_options, NetdevError, Options, Port, PortStats};
+use crate::{check_options, parse_n_rxq, NetdevError, Options, Port, PortStats, RxqState};
 use packet::{Batch, Pool};
+use std::sync::Arc;
+
+/// A generator queue and its receive counters.
+struct GenQ {
+    frame: Arc<Vec<u8>>,
+    packets: u64,
+    bytes: u64,
+    dropped: u64,
+}
+
+impl GenQ {
+    fn rx(&mut self, pool: &mut Pool, batch: &mut Batch) -> usize {
+        let mut n = 0;
+        while !batch.is_full() {
+            let Some(mut p) = pool.alloc() else {
+                self.dropped += 1;
+                break;
+            };
+            p.set_frame(&self.frame);
+            self.packets += 1;
+            self.bytes += self.frame.len() as u64;
+            if let Err(p) = batch.push(p) {
+                pool.free(p);
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+}
 
 /// See the module documentation.
 pub struct NullPort {
     name: String,
-    gen: Option<Vec<u8>>,
+    gen: Option<Arc<Vec<u8>>>,
+    n_rxq: usize,
+    queues: Vec<Option<GenQ>>,
     stats: PortStats,
 }
 
 impl NullPort {
-    /// Opens a null port. Options: `rx_gen=LEN` (60..=2048).
+    /// Opens a null port. Options: `rx_gen=LEN` (60..=2048), `n_rxq=N` generator queues.
     pub fn open(name: &str, opts: &Options) -> Result<NullPort, NetdevError> {
-        check_options("null", opts, &["rx_gen"])?;
+        check_options("null", opts, &["rx_gen", "n_rxq"])?;
+        let n_rxq = parse_n_rxq(opts, 64)?;
         let gen = match opts.get("rx_gen") {
             None => None,
             Some(v) => {
@@ -31,12 +64,27 @@ impl NullPort {
                         why: format!("{len} is outside 60..={}", packet::MAX_FRAME),
                     });
                 }
-                Some(udp_frame(len))
+                Some(Arc::new(udp_frame(len)))
             }
+        };
+        let queues = match &gen {
+            Some(f) => (0..n_rxq)
+                .map(|_| {
+                    Some(GenQ {
+                        frame: Arc::clone(f),
+                        packets: 0,
+                        bytes: 0,
+                        dropped: 0,
+                    })
+                })
+                .collect(),
+            None => Vec::new(),
         };
         Ok(NullPort {
             name: name.to_string(),
             gen,
+            n_rxq,
+            queues,
             stats: PortStats::default(),
         })
     }
@@ -76,23 +124,52 @@ impl Port for NullPort {
     }
 
     fn rx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) -> usize {
-        let Some(frame) = &self.gen else { return 0 };
         let mut n = 0;
-        while !batch.is_full() {
-            let Some(mut p) = pool.alloc() else {
-                self.stats.rx_dropped += 1;
-                break;
-            };
-            p.set_frame(frame);
-            self.stats.rx_packets += 1;
-            self.stats.rx_bytes += frame.len() as u64;
-            if let Err(p) = batch.push(p) {
-                pool.free(p);
+        for q in self.queues.iter_mut().flatten() {
+            if batch.is_full() {
                 break;
             }
-            n += 1;
+            n += q.rx(pool, batch);
         }
         n
+    }
+
+    #[inline]
+    fn rxq_batch(&mut self, q: usize, pool: &mut Pool, batch: &mut Batch) -> usize {
+        match self.queues.get_mut(q) {
+            Some(Some(g)) => g.rx(pool, batch),
+            _ => 0,
+        }
+    }
+
+    fn n_rxq(&self) -> usize {
+        self.n_rxq
+    }
+
+    fn share(&mut self) -> Option<Box<dyn Port>> {
+        Some(Box::new(NullPort {
+            name: self.name.clone(),
+            gen: self.gen.clone(),
+            n_rxq: self.n_rxq,
+            queues: (0..self.queues.len()).map(|_| None).collect(),
+            stats: PortStats::default(),
+        }))
+    }
+
+    fn take_rxq(&mut self, q: usize) -> Option<RxqState> {
+        let g = self.queues.get_mut(q)?.take()?;
+        Some(Box::new(g))
+    }
+
+    fn put_rxq(&mut self, q: usize, s: RxqState) -> Result<(), RxqState> {
+        let g = s.downcast::<GenQ>()?;
+        match self.queues.get_mut(q) {
+            Some(slot @ None) => {
+                *slot = Some(*g);
+                Ok(())
+            }
+            _ => Err(g),
+        }
     }
 
     fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) {
@@ -106,7 +183,13 @@ impl Port for NullPort {
     }
 
     fn stats(&self) -> PortStats {
-        self.stats
+        let mut st = self.stats;
+        for q in self.queues.iter().flatten() {
+            st.rx_packets += q.packets;
+            st.rx_bytes += q.bytes;
+            st.rx_dropped += q.dropped;
+        }
+        st
     }
 
     fn has_rx(&self) -> bool {
@@ -114,10 +197,14 @@ impl Port for NullPort {
     }
 
     fn options(&self) -> Vec<(String, String)> {
-        match &self.gen {
+        let mut v = match &self.gen {
             Some(f) => vec![("rx_gen".into(), f.len().to_string())],
             None => vec![],
+        };
+        if self.n_rxq != 1 {
+            v.push(("n_rxq".into(), self.n_rxq.to_string()));
         }
+        v
     }
 }
 

@@ -12,104 +12,32 @@
 //! Frames longer than a pool buffer holds are counted as `rx_errors` and skipped.
 
 use crate::pcapfile::{self, PcapData, PcapWriter};
-use crate::{check_options, parse_bool, NetdevError, Options, Port, PortStats};
+use crate::{
+    check_options, parse_bool, parse_n_rxq, NetdevError, Options, Port, PortStats, RxqState,
+};
 use packet::{Batch, Pool};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// See the module documentation.
-pub struct PcapPort {
-    name: String,
-    rx: Option<PcapData>,
-    rx_path: Option<String>,
+/// One receive queue: a replay cursor over the shared capture, and its counters.
+struct Rxq {
+    data: Arc<PcapData>,
     next: usize,
     infinite: bool,
-    tx: Option<PcapWriter<BufWriter<File>>>,
-    tx_path: Option<String>,
-    rate: Option<(u64, std::time::Instant, u64)>,
-    stats: PortStats,
+    /// Pacing: (packets per second, start, packets sent).
+    rate: Option<(u64, Instant, u64)>,
+    packets: u64,
+    bytes: u64,
+    dropped: u64,
+    errors: u64,
 }
 
-impl PcapPort {
-    /// Opens a pcap port. Options: `rx_pcap`, `tx_pcap`, `infinite_rx`.
-    pub fn open(name: &str, opts: &Options) -> Result<PcapPort, NetdevError> {
-        check_options(
-            "pcap",
-            opts,
-            &["rx_pcap", "tx_pcap", "infinite_rx", "rx_pps"],
-        )?;
-        let rate =
-            match opts.get("rx_pps") {
-                None => None,
-                Some(v) => {
-                    let n: u64 = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                        NetdevError::BadOption {
-                            key: "rx_pps".into(),
-                            why: format!("'{v}' is not a positive packet rate"),
-                        }
-                    })?;
-                    Some((n, std::time::Instant::now(), 0))
-                }
-            };
-        let infinite = match opts.get("infinite_rx") {
-            Some(v) => parse_bool("infinite_rx", v)?,
-            None => false,
-        };
-        let rx = match opts.get("rx_pcap") {
-            Some(p) => {
-                Some(
-                    pcapfile::read(Path::new(p)).map_err(|why| NetdevError::BadOption {
-                        key: "rx_pcap".into(),
-                        why,
-                    })?,
-                )
-            }
-            None => None,
-        };
-        if infinite && rx.as_ref().is_some_and(|d| d.records.is_empty()) {
-            return Err(NetdevError::BadOption {
-                key: "infinite_rx".into(),
-                why: "rx_pcap holds no packets to loop".into(),
-            });
-        }
-        let tx = match opts.get("tx_pcap") {
-            Some(p) => {
-                Some(
-                    PcapWriter::create(Path::new(p)).map_err(|e| NetdevError::BadOption {
-                        key: "tx_pcap".into(),
-                        why: format!("{p}: {e}"),
-                    })?,
-                )
-            }
-            None => None,
-        };
-        Ok(PcapPort {
-            name: name.to_string(),
-            rx,
-            rx_path: opts.get("rx_pcap").cloned(),
-            next: 0,
-            infinite,
-            tx,
-            tx_path: opts.get("tx_pcap").cloned(),
-            rate,
-            stats: PortStats::default(),
-        })
-    }
-}
-
-impl Port for PcapPort {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn kind(&self) -> &'static str {
-        "pcap"
-    }
-
-    fn rx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) -> usize {
-        let Some(d) = &self.rx else { return 0 };
+impl Rxq {
+    fn rx(&mut self, pool: &mut Pool, batch: &mut Batch) -> usize {
+        let d = &*self.data;
         let n_rec = d.records.len();
         let mut budget = batch.room();
         if let Some((pps, start, sent)) = &self.rate {
@@ -128,19 +56,19 @@ impl Port for PcapPort {
             let (off, len) = d.records[self.next];
             self.next += 1;
             let Some(mut p) = pool.alloc() else {
-                self.stats.rx_dropped += 1;
+                self.dropped += 1;
                 break;
             };
             match p.reset_for_rx(len) {
                 Some(dst) => dst.copy_from_slice(&d.bytes[off..off + len]),
                 None => {
-                    self.stats.rx_errors += 1;
+                    self.errors += 1;
                     pool.free(p);
                     continue;
                 }
             }
-            self.stats.rx_packets += 1;
-            self.stats.rx_bytes += len as u64;
+            self.packets += 1;
+            self.bytes += len as u64;
             if let Err(p) = batch.push(p) {
                 pool.free(p);
                 break;
@@ -152,14 +80,184 @@ impl Port for PcapPort {
         }
         n
     }
+}
+
+type Writer = Arc<Mutex<PcapWriter<BufWriter<File>>>>;
+
+/// See the module documentation.
+pub struct PcapPort {
+    name: String,
+    rx_path: Option<String>,
+    infinite: bool,
+    n_rxq: usize,
+    /// The receive queues this handle holds (indexed by queue number).
+    queues: Vec<Option<Rxq>>,
+    has_rx: bool,
+    /// The `tx_pcap` writer, shared by every handle of the port (a debugging aid, so
+    /// handles on several threads take turns per batch).
+    tx: Option<Writer>,
+    tx_path: Option<String>,
+    stats: PortStats,
+}
+
+impl PcapPort {
+    /// Opens a pcap port. Options: `rx_pcap`, `tx_pcap`, `infinite_rx`, `rx_pps`, `n_rxq`.
+    ///
+    /// With `n_rxq=N` each receive queue replays the whole capture, queue `q` starting at
+    /// record `q * len / N` (so the queues are not in lockstep), paced at `rx_pps / N`.
+    pub fn open(name: &str, opts: &Options) -> Result<PcapPort, NetdevError> {
+        check_options(
+            "pcap",
+            opts,
+            &["rx_pcap", "tx_pcap", "infinite_rx", "rx_pps", "n_rxq"],
+        )?;
+        let n_rxq = parse_n_rxq(opts, 64)?;
+        let pps =
+            match opts.get("rx_pps") {
+                None => None,
+                Some(v) => {
+                    let n: u64 = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        NetdevError::BadOption {
+                            key: "rx_pps".into(),
+                            why: format!("'{v}' is not a positive packet rate"),
+                        }
+                    })?;
+                    Some(n)
+                }
+            };
+        let infinite = match opts.get("infinite_rx") {
+            Some(v) => parse_bool("infinite_rx", v)?,
+            None => false,
+        };
+        let rx = match opts.get("rx_pcap") {
+            Some(p) => Some(Arc::new(pcapfile::read(Path::new(p)).map_err(|why| {
+                NetdevError::BadOption {
+                    key: "rx_pcap".into(),
+                    why,
+                }
+            })?)),
+            None => None,
+        };
+        if infinite && rx.as_ref().is_some_and(|d| d.records.is_empty()) {
+            return Err(NetdevError::BadOption {
+                key: "infinite_rx".into(),
+                why: "rx_pcap holds no packets to loop".into(),
+            });
+        }
+        let tx = match opts.get("tx_pcap") {
+            Some(p) => Some(Arc::new(Mutex::new(
+                PcapWriter::create(Path::new(p)).map_err(|e| NetdevError::BadOption {
+                    key: "tx_pcap".into(),
+                    why: format!("{p}: {e}"),
+                })?,
+            ))),
+            None => None,
+        };
+        let queues = match &rx {
+            Some(d) => (0..n_rxq)
+                .map(|q| {
+                    Some(Rxq {
+                        data: Arc::clone(d),
+                        next: q * d.records.len() / n_rxq,
+                        infinite,
+                        rate: pps.map(|p| ((p / n_rxq as u64).max(1), Instant::now(), 0)),
+                        packets: 0,
+                        bytes: 0,
+                        dropped: 0,
+                        errors: 0,
+                    })
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        Ok(PcapPort {
+            name: name.to_string(),
+            rx_path: opts.get("rx_pcap").cloned(),
+            infinite,
+            n_rxq,
+            has_rx: rx.is_some(),
+            queues,
+            tx,
+            tx_path: opts.get("tx_pcap").cloned(),
+            stats: PortStats::default(),
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Port for PcapPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> &'static str {
+        "pcap"
+    }
+
+    fn rx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) -> usize {
+        let mut n = 0;
+        for q in self.queues.iter_mut().flatten() {
+            if batch.is_full() {
+                break;
+            }
+            n += q.rx(pool, batch);
+        }
+        n
+    }
+
+    #[inline]
+    fn rxq_batch(&mut self, q: usize, pool: &mut Pool, batch: &mut Batch) -> usize {
+        match self.queues.get_mut(q) {
+            Some(Some(r)) => r.rx(pool, batch),
+            _ => 0,
+        }
+    }
+
+    fn n_rxq(&self) -> usize {
+        self.n_rxq
+    }
+
+    fn share(&mut self) -> Option<Box<dyn Port>> {
+        Some(Box::new(PcapPort {
+            name: self.name.clone(),
+            rx_path: self.rx_path.clone(),
+            infinite: self.infinite,
+            n_rxq: self.n_rxq,
+            queues: (0..self.queues.len()).map(|_| None).collect(),
+            has_rx: self.has_rx,
+            tx: self.tx.clone(),
+            tx_path: self.tx_path.clone(),
+            stats: PortStats::default(),
+        }))
+    }
+
+    fn take_rxq(&mut self, q: usize) -> Option<RxqState> {
+        let r = self.queues.get_mut(q)?.take()?;
+        Some(Box::new(r))
+    }
+
+    fn put_rxq(&mut self, q: usize, s: RxqState) -> Result<(), RxqState> {
+        let r = s.downcast::<Rxq>()?;
+        match self.queues.get_mut(q) {
+            Some(slot @ None) => {
+                *slot = Some(*r);
+                Ok(())
+            }
+            _ => Err(r),
+        }
+    }
 
     fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) {
-        match &mut self.tx {
+        match &self.tx {
             Some(w) => {
                 let now = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .unwrap_or_default();
                 let (s, us) = (now.as_secs() as u32, now.subsec_micros());
+                let mut w = lock(w);
                 for p in batch.packets() {
                     match w.write(s, us, p.data()) {
                         Ok(()) => {
@@ -181,11 +279,18 @@ impl Port for PcapPort {
     }
 
     fn stats(&self) -> PortStats {
-        self.stats
+        let mut st = self.stats;
+        for q in self.queues.iter().flatten() {
+            st.rx_packets += q.packets;
+            st.rx_bytes += q.bytes;
+            st.rx_dropped += q.dropped;
+            st.rx_errors += q.errors;
+        }
+        st
     }
 
     fn has_rx(&self) -> bool {
-        self.rx.is_some()
+        self.has_rx
     }
 
     fn options(&self) -> Vec<(String, String)> {
@@ -199,12 +304,15 @@ impl Port for PcapPort {
         if self.infinite {
             v.push(("infinite_rx".into(), "true".into()));
         }
+        if self.n_rxq != 1 {
+            v.push(("n_rxq".into(), self.n_rxq.to_string()));
+        }
         v
     }
 
     fn close(&mut self) {
-        if let Some(w) = &mut self.tx {
-            let _ = w.flush();
+        if let Some(w) = &self.tx {
+            let _ = lock(w).flush();
         }
     }
 }
@@ -258,6 +366,46 @@ mod tests {
         assert_eq!(pool.outstanding(), 0);
         let _ = std::fs::remove_file(src);
         let _ = std::fs::remove_file(out);
+    }
+
+    #[test]
+    fn queues_move_between_handles_with_their_counters() {
+        let src = tmp("q.pcap");
+        let mut w = PcapWriter::create(&src).expect("create");
+        for i in 0..4u8 {
+            w.write(0, 0, &[i; 60]).expect("w");
+        }
+        w.flush().expect("flush");
+        drop(w);
+        let mut opts = Options::new();
+        opts.insert("rx_pcap".into(), src.display().to_string());
+        opts.insert("n_rxq".into(), "2".into());
+        let mut a = PcapPort::open("p", &opts).expect("open");
+        assert_eq!(a.n_rxq(), 2);
+        let mut b = a.share().expect("share");
+        let mut pool = Pool::new(64);
+        let mut batch = Batch::new();
+        // Queue 1 starts half way through the capture.
+        assert_eq!(a.rxq_batch(1, &mut pool, &mut batch), 2);
+        assert_eq!(batch.packets()[0].data()[0], 2);
+        pool.free_batch(&mut batch);
+        assert_eq!(b.rxq_batch(1, &mut pool, &mut batch), 0);
+        let st = a.take_rxq(1).expect("held");
+        assert!(a.take_rxq(1).is_none());
+        assert!(b.put_rxq(1, st).is_ok());
+        assert_eq!(a.stats().rx_packets, 0);
+        assert_eq!(b.stats().rx_packets, 2);
+        assert_eq!(
+            b.rxq_batch(1, &mut pool, &mut batch),
+            0,
+            "queue 1 is at its end"
+        );
+        assert_eq!(a.rxq_batch(0, &mut pool, &mut batch), 4);
+        pool.free_batch(&mut batch);
+        // A foreign state is refused and given back.
+        let foreign: RxqState = Box::new(5u32);
+        assert!(b.put_rxq(0, foreign).is_err());
+        let _ = std::fs::remove_file(src);
     }
 
     #[test]

@@ -202,7 +202,7 @@ fn memory_show(pmd: &PmdHandle) -> Result<String, String> {
         for b in sw.bridges() {
             if let Some(u) = udpif_of(b) {
                 rules += u.of().tables().iter().map(|t| t.len()).sum::<usize>();
-                megaflows += u.idx().dpcls.len();
+                megaflows += u.idx().len();
                 queue += u.handling.load(Ordering::Relaxed);
             }
         }

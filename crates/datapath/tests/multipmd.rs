@@ -1,0 +1,184 @@
+//! Several poll threads serving one bridge: queues spread and moved, every packet forwarded
+//! once, counters summed over the threads.
+
+use datapath::dpif::Assign;
+use datapath::{module, Datapath, VlanMode};
+use netdev::Options;
+use std::time::{Duration, Instant};
+
+fn pcap_with(frames: &[Vec<u8>], name: &str) -> String {
+    let p = std::env::temp_dir().join(format!("ferrovs-mp-{}-{name}.pcap", std::process::id()));
+    let mut w = netdev::pcapfile::PcapWriter::create(&p).expect("create pcap");
+    for f in frames {
+        w.write(0, 0, f).expect("write");
+    }
+    w.flush().expect("flush");
+    p.display().to_string()
+}
+
+fn udp(i: u16) -> Vec<u8> {
+    let mut f = netdev::null::udp_frame(64);
+    f[34..36].copy_from_slice(&(1000 + i).to_be_bytes());
+    f
+}
+
+fn wait_for(dp: &Datapath, what: impl Fn(&Datapath) -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        if what(dp) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn setup(
+    module_name: &str,
+    n_rxq: usize,
+    frames: usize,
+    tag: &str,
+    paced: bool,
+) -> (Datapath, String) {
+    let mut dp = Datapath::new(&[None, None], 4096).expect("threads");
+    dp.assign = Assign::RoundRobin;
+    dp.add_bridge("br", module::create(module_name).expect("module"), None)
+        .expect("bridge");
+    let tx = netdev::open("sink", "null", &Options::new()).expect("sink");
+    dp.add_port("br", tx, Some(2), VlanMode::Trunk(None))
+        .expect("sink port");
+    // New ports' queues are parked until placed, so nothing is received before the
+    // module is configured and each queue is on its thread.
+    let fr: Vec<Vec<u8>> = (0..frames as u16).map(udp).collect();
+    let path = pcap_with(&fr, tag);
+    let mut o = Options::new();
+    o.insert("rx_pcap".into(), path.clone());
+    o.insert("n_rxq".into(), n_rxq.to_string());
+    if paced {
+        // A slow endless replay: the module is set up long before most packets arrive.
+        o.insert("infinite_rx".into(), "true".into());
+        o.insert("rx_pps".into(), (2000 * n_rxq).to_string());
+    }
+    let rx = netdev::open("src", "pcap", &o).expect("pcap");
+    dp.add_port("br", rx, Some(1), VlanMode::Trunk(None))
+        .expect("src port");
+    match module_name {
+        "patch" => {
+            dp.module_command("br", "patch-set", &["1".into(), "2".into()], false)
+                .expect("patch");
+        }
+        _ => {
+            dp.module_command("br", "del-flows", &[], false)
+                .expect("del");
+            dp.module_command(
+                "br",
+                "add-flows",
+                &["in_port=1,udp,actions=output:2".into()],
+                false,
+            )
+            .expect("add");
+        }
+    }
+    assert!(
+        dp.is_replicated("br"),
+        "{module_name} bridges are replicated"
+    );
+    (dp, path)
+}
+
+fn delivered(dp: &Datapath) -> u64 {
+    let s = dp.dump_ports("br", true).expect("dump");
+    let v: serde_json::Value = serde_json::from_str(&s).expect("json");
+    v["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .filter(|p| p["name"] == "sink")
+        .map(|p| p["tx_packets"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn two_threads_share_a_patch_bridge() {
+    let (dp, path) = setup("patch", 2, 100, "patch", true);
+    assert!(
+        wait_for(&dp, |d| delivered(d) >= 400),
+        "got {}",
+        delivered(&dp)
+    );
+    // Each thread received from its own queue and sent through its own sink handle.
+    let per = dp.call_all(|sw| sw.pmd.packets).expect("stats");
+    assert!(per.iter().all(|&p| p >= 100), "per thread: {per:?}");
+    let remote = dp.remote_port_counters().expect("remote");
+    let sink_remote = remote
+        .iter()
+        .find(|((b, _), st)| b == "br" && st.tx_packets > 0)
+        .map(|(_, st)| st.tx_packets)
+        .unwrap_or(0);
+    assert!(
+        sink_remote >= 100,
+        "second thread's sink handle sent {sink_remote}"
+    );
+    let show = {
+        let mut dp = dp;
+        let s = dp.rxq_show(false).expect("show");
+        dp.shutdown();
+        s
+    };
+    assert!(show.contains("queue-id:  0"), "{show}");
+    assert!(show.contains("queue-id:  1"), "{show}");
+    assert_eq!(show.matches("pmd thread").count(), 2, "{show}");
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn openflow_replicas_cache_and_forward_on_each_thread() {
+    let (dp, path) = setup("openflow", 2, 64, "of", true);
+    assert!(
+        wait_for(&dp, |d| delivered(d) >= 400),
+        "got {}",
+        delivered(&dp)
+    );
+    // Both threads installed megaflows of their own through the shared handler.
+    let mf = dp
+        .call_all(|sw| {
+            sw.bridge("br")
+                .map(|b| {
+                    b.module
+                        .counters()
+                        .into_iter()
+                        .find(|(k, _)| *k == "megaflows")
+                        .map(|x| x.1)
+                        .unwrap_or(0)
+                })
+                .unwrap_or(0)
+        })
+        .expect("counters");
+    let per = dp.call_all(|sw| sw.pmd.packets).expect("stats");
+    assert!(per.iter().all(|&p| p >= 100), "per thread: {per:?}");
+    assert!(mf.iter().all(|&m| m >= 1), "megaflows per thread: {mf:?}");
+    dp.shutdown();
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn queues_move_and_rebalance_by_load() {
+    let (mut dp, path) = setup("patch", 4, 40, "move", true);
+    assert!(
+        wait_for(&dp, |d| delivered(d) >= 200),
+        "got {}",
+        delivered(&dp)
+    );
+    let on: Vec<usize> = dp.rxqs().iter().map(|r| r.pmd).collect();
+    assert_eq!(on.iter().filter(|&&k| k == 0).count(), 2, "{on:?}");
+    // Pin queue 3 to the second thread's "core": here threads are unpinned, so the pin
+    // cannot be honoured and the queue is placed like the others (never left unpolled).
+    dp.set_affinity("src", "3:7").expect("affinity");
+    assert_eq!(dp.rxqs().len(), 4);
+    let show = dp.rxq_show(false).expect("show");
+    assert!(show.contains("pinned to core 7, not in mask"), "{show}");
+    dp.del_port(Some("br"), "src").expect("del");
+    assert!(dp.rxqs().is_empty());
+    dp.shutdown();
+    let _ = std::fs::remove_file(path);
+}
