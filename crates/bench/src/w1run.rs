@@ -174,11 +174,11 @@ pub fn run_pmds(
     cores: &[usize],
 ) -> Result<W1Result, String> {
     let cs: Vec<Option<usize>> = cores.iter().map(|&c| Some(c)).collect();
-    let mut dp = datapath::Datapath::new(&cs, datapath::switch::DEFAULT_POOL)
+    let dp = datapath::Datapath::new(&cs, datapath::switch::DEFAULT_POOL)
         .map_err(|e| format!("cannot start poll threads: {e}"))?;
-    dp.assign = datapath::dpif::Assign::RoundRobin;
+    dp.set_assign(datapath::dpif::Assign::RoundRobin)?;
     let r = run_on(
-        &mut dp,
+        &dp,
         module_name,
         pcap,
         secs,
@@ -191,7 +191,7 @@ pub fn run_pmds(
 }
 
 fn run_on(
-    dp: &mut datapath::Datapath,
+    dp: &datapath::Datapath,
     module_name: &str,
     pcap: &str,
     secs: f64,

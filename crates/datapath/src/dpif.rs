@@ -33,6 +33,9 @@ use netdev::{Port, PortStats};
 use serde_json::json;
 use std::collections::BTreeMap;
 
+/// The length of a load-measurement interval (see [`Datapath::tick`]).
+pub const MEASURE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How unpinned receive queues are spread over poll threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Assign {
@@ -97,8 +100,8 @@ struct Pmd {
     busy_pct: u64,
 }
 
-/// See the module documentation.
-pub struct Datapath {
+/// What [`Datapath`] guards.
+pub struct State {
     pmds: Vec<Pmd>,
     /// Bridges, and whether each has replicas on the other threads.
     bridges: BTreeMap<String, bool>,
@@ -108,6 +111,10 @@ pub struct Datapath {
     pub assign: Assign,
     pub auto_lb: AutoLb,
     pool_size: usize,
+    /// How often [`Datapath::tick`] considers an automatic rebalance, and when it last did.
+    lb_every: std::time::Duration,
+    lb_last: std::time::Instant,
+    measured: std::time::Instant,
 }
 
 fn pmd_name(i: usize, core: Option<usize>) -> String {
@@ -158,11 +165,11 @@ pub fn parse_affinity(s: &str) -> Result<BTreeMap<u16, usize>, String> {
     Ok(m)
 }
 
-impl Datapath {
+impl State {
     /// Starts one poll thread per entry of `cores` (`None`: unpinned), each with a pool of
     /// `pool_size` buffers. An empty list starts one unpinned thread.
-    pub fn new(cores: &[Option<usize>], pool_size: usize) -> std::io::Result<Datapath> {
-        let mut dp = Datapath {
+    pub fn new(cores: &[Option<usize>], pool_size: usize) -> std::io::Result<State> {
+        let mut dp = State {
             pmds: Vec::new(),
             bridges: BTreeMap::new(),
             rxqs: Vec::new(),
@@ -170,6 +177,9 @@ impl Datapath {
             assign: Assign::Cycles,
             auto_lb: AutoLb::default(),
             pool_size,
+            lb_every: std::time::Duration::from_secs(60),
+            lb_last: std::time::Instant::now(),
+            measured: std::time::Instant::now(),
         };
         let cores: Vec<Option<usize>> = if cores.is_empty() {
             vec![None]
@@ -623,6 +633,7 @@ impl Datapath {
             p.busy_pct = (db * 100).checked_div(dt).unwrap_or(0);
             p.mark = (busy, total);
         }
+        self.measured = std::time::Instant::now();
         Ok(())
     }
 
@@ -663,7 +674,9 @@ impl Datapath {
     /// `dpif-netdev/pmd-rxq-show`: each thread's queues and their share of its cycles in the
     /// last measured interval.
     pub fn rxq_show(&mut self, json: bool) -> Result<String, String> {
-        self.measure()?;
+        if self.measured.elapsed() >= MEASURE_EVERY {
+            self.measure()?;
+        }
         let mut out = String::new();
         let mut jp = Vec::new();
         for (k, p) in self.pmds.iter().enumerate() {
@@ -819,6 +832,193 @@ impl Datapath {
             self.replicate(n);
         }
         self.rebalance()
+    }
+}
+
+/// See the module documentation. Every method may be called from any control thread;
+/// they are serialised (control-plane changes are applied one at a time).
+pub struct Datapath {
+    st: std::sync::Mutex<State>,
+}
+
+impl Datapath {
+    /// Starts one poll thread per entry of `cores` (`None`: unpinned), each with a pool of
+    /// `pool_size` buffers. An empty list starts one unpinned thread.
+    pub fn new(cores: &[Option<usize>], pool_size: usize) -> std::io::Result<Datapath> {
+        Ok(Datapath {
+            st: std::sync::Mutex::new(State::new(cores, pool_size)?),
+        })
+    }
+
+    /// The state, for several changes in a row.
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the home thread (where bridges and ports live) between two polls.
+    pub fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Switch) -> R + Send + 'static,
+    ) -> Result<R, String> {
+        self.lock().call(f)
+    }
+
+    /// Runs `f` on every poll thread, in order; returns the results.
+    pub fn call_all<R: Send + 'static>(
+        &self,
+        f: impl Fn(&mut Switch) -> R + Send + Sync + Clone + 'static,
+    ) -> Result<Vec<R>, String> {
+        self.lock().call_all(f)
+    }
+
+    /// See [`State::add_bridge`].
+    pub fn add_bridge(
+        &self,
+        name: &str,
+        module: Box<dyn SwitchLogic>,
+        local: Option<Box<dyn Port>>,
+    ) -> Result<(), String> {
+        self.lock().add_bridge(name, module, local)
+    }
+
+    /// See [`State::del_bridge`].
+    pub fn del_bridge(&self, name: &str) -> Result<(), String> {
+        self.lock().del_bridge(name)
+    }
+
+    /// See [`State::add_port`].
+    pub fn add_port(
+        &self,
+        br: &str,
+        port: Box<dyn Port>,
+        ofport: Option<u32>,
+        vlan: VlanMode,
+    ) -> Result<u32, String> {
+        self.lock().add_port(br, port, ofport, vlan)
+    }
+
+    /// See [`State::del_port`].
+    pub fn del_port(&self, br: Option<&str>, name: &str) -> Result<(), String> {
+        self.lock().del_port(br, name)
+    }
+
+    /// See [`State::configure_bridge`].
+    pub fn configure_bridge(&self, br: &str, key: &str, value: &str) -> Result<(), String> {
+        self.lock().configure_bridge(br, key, value)
+    }
+
+    /// See [`State::module_command`].
+    pub fn module_command(
+        &self,
+        br: &str,
+        verb: &str,
+        args: &[String],
+        json: bool,
+    ) -> Result<String, String> {
+        self.lock().module_command(br, verb, args, json)
+    }
+
+    /// See [`State::is_replicated`].
+    pub fn is_replicated(&self, br: &str) -> bool {
+        self.lock().is_replicated(br)
+    }
+
+    /// See [`State::set_affinity`].
+    pub fn set_affinity(&self, port: &str, spec: &str) -> Result<(), String> {
+        self.lock().set_affinity(port, spec)
+    }
+
+    /// See [`State::rebalance`].
+    pub fn rebalance(&self) -> Result<(), String> {
+        self.lock().rebalance()
+    }
+
+    /// See [`State::auto_rebalance`].
+    pub fn auto_rebalance(&self) -> Result<bool, String> {
+        self.lock().auto_rebalance()
+    }
+
+    /// The receive queues and where they are.
+    pub fn rxqs(&self) -> Vec<RxqRec> {
+        self.lock().rxqs().to_vec()
+    }
+
+    /// See [`State::rxq_show`].
+    pub fn rxq_show(&self, json: bool) -> Result<String, String> {
+        self.lock().rxq_show(json)
+    }
+
+    /// See [`State::pmd_stats`].
+    pub fn pmd_stats(&self, json: bool) -> Result<String, String> {
+        self.lock().pmd_stats(json)
+    }
+
+    /// See [`State::pmd_stats_clear`].
+    pub fn pmd_stats_clear(&self) -> Result<(), String> {
+        self.lock().pmd_stats_clear()
+    }
+
+    /// See [`State::remote_port_counters`].
+    pub fn remote_port_counters(&self) -> Result<BTreeMap<(String, u16), PortStats>, String> {
+        self.lock().remote_port_counters()
+    }
+
+    /// See [`State::dump_ports`].
+    pub fn dump_ports(&self, br: &str, json: bool) -> Result<String, String> {
+        self.lock().dump_ports(br, json)
+    }
+
+    /// See [`State::set_cores`].
+    pub fn set_cores(&self, cores: &[usize]) -> Result<(), String> {
+        self.lock().set_cores(cores)
+    }
+
+    /// The cores of the poll threads (`None`: unpinned).
+    pub fn cores(&self) -> Vec<Option<usize>> {
+        self.lock().cores()
+    }
+
+    /// Sets the assignment algorithm and reassigns if it changed.
+    pub fn set_assign(&self, a: Assign) -> Result<(), String> {
+        let mut st = self.lock();
+        if st.assign != a {
+            st.assign = a;
+            st.rebalance()?;
+        }
+        Ok(())
+    }
+
+    /// Sets the automatic load balancing settings.
+    pub fn set_auto_lb(&self, a: AutoLb) {
+        self.lock().auto_lb = a;
+    }
+
+    /// Sets how often an automatic rebalance is considered.
+    pub fn set_auto_lb_interval_ms(&self, ms: u64) {
+        self.lock().lb_every = std::time::Duration::from_millis(ms.max(1));
+    }
+
+    /// Housekeeping the daemon calls about once a second: closes a load-measurement
+    /// interval every [`MEASURE_EVERY`], and with `pmd-auto-lb` on, considers a rebalance
+    /// once per interval. Returns true if queues moved.
+    pub fn tick(&self) -> Result<bool, String> {
+        let mut st = self.lock();
+        if st.lb_last.elapsed() >= st.lb_every && st.auto_lb.enabled {
+            st.lb_last = std::time::Instant::now();
+            return st.auto_rebalance();
+        }
+        if st.measured.elapsed() >= MEASURE_EVERY {
+            st.measure()?;
+        }
+        Ok(false)
+    }
+
+    /// Closes every port on every thread and stops them.
+    pub fn shutdown(self) {
+        self.st
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .shutdown();
     }
 }
 

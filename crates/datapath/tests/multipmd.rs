@@ -40,8 +40,8 @@ fn setup(
     tag: &str,
     paced: bool,
 ) -> (Datapath, String) {
-    let mut dp = Datapath::new(&[None, None], 4096).expect("threads");
-    dp.assign = Assign::RoundRobin;
+    let dp = Datapath::new(&[None, None], 4096).expect("threads");
+    dp.set_assign(Assign::RoundRobin).expect("assign");
     dp.add_bridge("br", module::create(module_name).expect("module"), None)
         .expect("bridge");
     let tx = netdev::open("sink", "null", &Options::new()).expect("sink");
@@ -119,12 +119,8 @@ fn two_threads_share_a_patch_bridge() {
         sink_remote >= 100,
         "second thread's sink handle sent {sink_remote}"
     );
-    let show = {
-        let mut dp = dp;
-        let s = dp.rxq_show(false).expect("show");
-        dp.shutdown();
-        s
-    };
+    let show = dp.rxq_show(false).expect("show");
+    dp.shutdown();
     assert!(show.contains("queue-id:  0"), "{show}");
     assert!(show.contains("queue-id:  1"), "{show}");
     assert_eq!(show.matches("pmd thread").count(), 2, "{show}");
@@ -163,7 +159,7 @@ fn openflow_replicas_cache_and_forward_on_each_thread() {
 
 #[test]
 fn queues_move_and_rebalance_by_load() {
-    let (mut dp, path) = setup("patch", 4, 40, "move", true);
+    let (dp, path) = setup("patch", 4, 40, "move", true);
     assert!(
         wait_for(&dp, |d| delivered(d) >= 200),
         "got {}",

@@ -13,7 +13,7 @@ use crate::vswitch::{appctl, cli, Vswitch};
 use crossbeam_channel::Sender;
 use datapath::ofcommands;
 use datapath::udpif::Udpif;
-use datapath::PmdHandle;
+use datapath::Datapath;
 use std::sync::{Arc, Mutex};
 
 /// Every command: (name, usage).
@@ -112,7 +112,7 @@ fn module_verb(m: &str) -> Option<&'static str> {
 
 /// The daemon state the command handlers share.
 pub struct Daemon {
-    pmd: Arc<PmdHandle>,
+    pmd: Arc<Datapath>,
     stop: Sender<&'static str>,
     lock: Mutex<()>,
     ofconn: Arc<ConnMgr>,
@@ -124,7 +124,7 @@ impl Daemon {
     /// (add-br, del-br, add-port, del-port, set-bridge) go through `vs`: they are database
     /// transactions.
     pub fn new(
-        pmd: Arc<PmdHandle>,
+        pmd: Arc<Datapath>,
         stop: Sender<&'static str>,
         ofconn: Arc<ConnMgr>,
         vs: Arc<Vswitch>,
@@ -246,15 +246,15 @@ impl Daemon {
                     return Err(usage("dump-ports"));
                 };
                 let br = br.clone();
-                self.pmd.call(move |sw| sw.dump_ports(&br, json))?
+                self.pmd.dump_ports(&br, json)
             }
             "pmd-stats-show" | "dpif-netdev/pmd-stats-show" => {
                 no_args(method, args)?;
-                self.pmd.call(move |sw| sw.pmd_stats(json))
+                self.pmd.pmd_stats(json)
             }
             "pmd-stats-clear" | "dpif-netdev/pmd-stats-clear" => {
                 no_args(method, args)?;
-                self.pmd.call(|sw| sw.pmd_stats_clear())?;
+                self.pmd.pmd_stats_clear()?;
                 Ok(String::new())
             }
             "dpctl/dump-flows" => self.dpctl_dump_flows(args, json),
@@ -303,10 +303,7 @@ impl Daemon {
                 return ofcommands::run(&u, verb, rest, json, datapath::clock::now_ms());
             }
         }
-        let br = br.clone();
-        let rest = rest.to_vec();
-        self.pmd
-            .call(move |sw| sw.module_command(&br, verb, &rest, json))?
+        self.pmd.module_command(br, verb, rest, json)
     }
 
     /// The shared OpenFlow state of bridge `br`, if it runs the openflow module.

@@ -10,7 +10,7 @@ mod config;
 mod ofconn;
 mod vswitch;
 
-use datapath::{PmdHandle, Switch};
+use datapath::Datapath;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -143,13 +143,28 @@ fn main() -> ExitCode {
 
     // Warm the cycle-counter calibration before the poll thread needs it for reports.
     let _ = datapath::cycles::hz();
-    let pmd = match PmdHandle::spawn(Switch::new(args.pool)) {
+    // One unpinned poll thread until the database's pmd-cpu-mask says otherwise.
+    let pmd = match Datapath::new(&[None], args.pool) {
         Ok(p) => Arc::new(p),
         Err(e) => {
             log(&format!("cannot start the poll thread: {e}"));
             return ExitCode::FAILURE;
         }
     };
+    // Load measurement and automatic rebalancing of receive queues.
+    let weak = Arc::downgrade(&pmd);
+    std::thread::Builder::new()
+        .name("pmd-lb".into())
+        .spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let Some(dp) = weak.upgrade() else { return };
+            match dp.tick() {
+                Ok(true) => log("pmd-auto-lb: receive queues reassigned"),
+                Ok(false) => {}
+                Err(e) => log(&format!("pmd-auto-lb: {e}")),
+            }
+        })
+        .ok();
     let ofconn = ofconn::ConnMgr::new(&args.rundir, Arc::clone(&pmd));
     let mode = match &args.db {
         Some(t) => vswitch::DbMode::External(t.clone()),
@@ -193,10 +208,10 @@ fn main() -> ExitCode {
     drop(ofconn);
     drop(daemon);
     match Arc::try_unwrap(pmd) {
-        Ok(p) => p.stop(),
+        Ok(p) => p.shutdown(),
         Err(p) => {
-            // A control connection still holds the handle: stop through a call instead.
-            let _ = p.call(|sw| sw.shutdown());
+            // A control connection still holds the handle: stop through calls instead.
+            let _ = p.call_all(|sw| sw.shutdown());
         }
     }
     let _ = std::fs::remove_file(&ctl);

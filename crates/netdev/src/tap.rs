@@ -22,7 +22,7 @@
 //! 100 ms like the `system` port's.
 
 use crate::sys::{self, LinkCache};
-use crate::{check_options, LinkState, NetdevError, Options, Port, PortStats};
+use crate::{check_options, LinkState, NetdevError, Options, Port, PortStats, RxqState};
 use packet::{Batch, Pool, MAX_FRAME};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -37,7 +37,13 @@ pub struct TapPort {
     ctl: OwnedFd,
     link: LinkCache,
     stats: PortStats,
+    /// Whether this handle receives (the port's one queue; see `take_rxq`).
+    rx: bool,
 }
+
+/// The TAP port's receive queue in transit: every handle holds a duplicate of the same
+/// descriptor, so only the right to read moves.
+struct TapRxq;
 
 impl TapPort {
     /// Opens (creating if needed) TAP device `name`. No options.
@@ -83,6 +89,7 @@ impl TapPort {
             ctl,
             link,
             stats: PortStats::default(),
+            rx: true,
         })
     }
 }
@@ -98,6 +105,9 @@ impl Port for TapPort {
 
     fn rx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) -> usize {
         let Some(tap) = &self.tap else { return 0 };
+        if !self.rx {
+            return 0;
+        }
         let fd = tap.as_raw_fd();
         let mut n = 0;
         while !batch.is_full() {
@@ -156,6 +166,40 @@ impl Port for TapPort {
             }
             pool.free(pkt);
         }
+    }
+
+    fn share(&mut self) -> Option<Box<dyn Port>> {
+        // Each write(2) to a TAP descriptor is one whole frame, so handles on duplicates of
+        // one descriptor never interleave.
+        let tap = self.tap.as_ref()?.try_clone().ok()?;
+        let ctl = self.ctl.try_clone().ok()?;
+        let link = LinkCache::new(ctl.as_raw_fd(), &self.name, self.link.mtu());
+        Some(Box::new(TapPort {
+            name: self.name.clone(),
+            ifindex: self.ifindex,
+            mac: self.mac,
+            tap: Some(tap),
+            ctl,
+            link,
+            stats: PortStats::default(),
+            rx: false,
+        }))
+    }
+
+    fn take_rxq(&mut self, q: usize) -> Option<RxqState> {
+        if q != 0 || !self.rx {
+            return None;
+        }
+        self.rx = false;
+        Some(Box::new(TapRxq))
+    }
+
+    fn put_rxq(&mut self, q: usize, s: RxqState) -> Result<(), RxqState> {
+        if q != 0 || self.rx || !s.is::<TapRxq>() {
+            return Err(s);
+        }
+        self.rx = true;
+        Ok(())
     }
 
     fn stats(&self) -> PortStats {

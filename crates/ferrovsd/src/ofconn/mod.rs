@@ -20,10 +20,10 @@
 //!
 //! ## What is shared with the datapath, and how
 //! Only [`datapath::udpif::Udpif`] (the `Ofproto` behind its mutex, the packet-in queue and
-//! `sync`) and the poll thread's [`PmdHandle`]. Requests lock the `Ofproto` for the time of
+//! `sync`) and the poll thread's [`Datapath`]. Requests lock the `Ofproto` for the time of
 //! one change or one read; anything that touches ports or packets (port descriptions and
 //! counters, packet-out) is a short closure run on the poll thread with
-//! [`PmdHandle::call`]. Nothing here ever runs on the poll thread otherwise, and no lock held
+//! [`Datapath::call`]. Nothing here ever runs on the poll thread otherwise, and no lock held
 //! here is one the fast path takes (the poll thread takes the `Ofproto` mutex only for meters
 //! and table misses, briefly).
 //!
@@ -49,7 +49,7 @@ pub mod target;
 
 use crate::ofconn::conn::{Conn, ConnKind};
 use datapath::udpif::Udpif;
-use datapath::PmdHandle;
+use datapath::Datapath;
 use openflow::wire::{self, Message, Port};
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::net::UnixListener;
@@ -131,7 +131,7 @@ pub struct Roles {
 pub struct BridgeOf {
     pub name: String,
     pub udpif: Arc<Udpif>,
-    pub pmd: Arc<PmdHandle>,
+    pub pmd: Arc<Datapath>,
     pub cfg: Mutex<BridgeCfg>,
     pub conns: Mutex<Vec<Arc<Conn>>>,
     pub snoops: Mutex<Vec<crossbeam_channel::Sender<Vec<u8>>>>,
@@ -169,13 +169,13 @@ impl BridgeOf {
     /// The bridge's ports (OpenFlow numbering), read on the poll thread.
     pub fn ports(&self) -> Result<Vec<PortView>, String> {
         let br = self.name.clone();
-        let mut v = self.pmd.call(move |sw| {
+        let v = self.pmd.call(move |sw| {
             let b = sw
                 .bridge(&br)
                 .ok_or_else(|| format!("no such bridge '{br}'"))?;
             Ok::<_, String>(
                 b.ports()
-                    .map(|(_, s)| {
+                    .map(|(slot, s)| {
                         let up = s.port.link_state() == netdev::LinkState::Up;
                         (
                             datapath::ofmodule::to_of(s.ofport),
@@ -183,11 +183,23 @@ impl BridgeOf {
                             s.port.mac().unwrap_or([0; 6]),
                             up,
                             s.port.stats(),
+                            slot,
                         )
                     })
                     .collect::<Vec<_>>(),
             )
         })??;
+        // What the port's handles on the other poll threads counted.
+        let remote = self.pmd.remote_port_counters().unwrap_or_default();
+        let mut v: Vec<_> = v
+            .into_iter()
+            .map(|(no, name, mac, up, mut st, slot)| {
+                if let Some(x) = remote.get(&(self.name.clone(), slot)) {
+                    st.add(x);
+                }
+                (no, name, mac, up, st)
+            })
+            .collect();
         v.sort_by_key(|p| p.0);
         let cfg = lock(&self.port_config).clone();
         Ok(v.into_iter()
@@ -270,7 +282,7 @@ impl BridgeOf {
 /// See the module documentation.
 pub struct ConnMgr {
     rundir: PathBuf,
-    pmd: Arc<PmdHandle>,
+    pmd: Arc<Datapath>,
     bridges: Mutex<BTreeMap<String, Arc<BridgeOf>>>,
 }
 
@@ -284,7 +296,7 @@ fn bind_unix(path: &Path) -> Result<UnixListener, String> {
 
 impl ConnMgr {
     /// A manager that puts sockets in `rundir`.
-    pub fn new(rundir: &Path, pmd: Arc<PmdHandle>) -> Arc<ConnMgr> {
+    pub fn new(rundir: &Path, pmd: Arc<Datapath>) -> Arc<ConnMgr> {
         Arc::new(ConnMgr {
             rundir: rundir.to_path_buf(),
             pmd,

@@ -10,12 +10,12 @@
 //! read from the poll thread (packets, fabric counters, and each module's own counters).
 //! Counters are atomics behind a registration mutex taken only when a name is first seen.
 //!
-//! Every command reads the switch through one [`datapath::PmdHandle::call`]; none changes
+//! Every command reads the switch through one [`datapath::Datapath::call`]; none changes
 //! forwarding state.
 
 use super::vlog;
 use datapath::udpif::Udpif;
-use datapath::PmdHandle;
+use datapath::Datapath;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -25,7 +25,8 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("vlog/list", ""),
     ("vlog/set", "[SPEC...]"),
     ("dpif/show", ""),
-    ("dpif-netdev/pmd-rxq-show", ""),
+    ("dpif-netdev/pmd-rxq-show", "[--json]"),
+    ("dpif-netdev/pmd-rxq-rebalance", ""),
     ("coverage/show", ""),
     ("memory/show", ""),
 ];
@@ -57,12 +58,13 @@ pub fn has(method: &str) -> bool {
 }
 
 /// Runs one of [`COMMANDS`].
-pub fn run(pmd: &PmdHandle, method: &str, args: &[String]) -> Result<String, String> {
+pub fn run(pmd: &Datapath, method: &str, args: &[String]) -> Result<String, String> {
     match method {
         "vlog/list" => Ok(vlog::list()),
         "vlog/set" => vlog::set(args),
         "dpif/show" => dpif_show(pmd),
-        "dpif-netdev/pmd-rxq-show" => rxq_show(pmd),
+        "dpif-netdev/pmd-rxq-show" => rxq_show(pmd, args),
+        "dpif-netdev/pmd-rxq-rebalance" => rxq_rebalance(pmd),
         "coverage/show" => coverage_show(pmd),
         "memory/show" => memory_show(pmd),
         _ => Err(format!("\"{method}\" is not a valid command")),
@@ -81,15 +83,16 @@ fn ofport_text(n: u32) -> String {
     }
 }
 
-fn dpif_show(pmd: &PmdHandle) -> Result<String, String> {
-    pmd.call(|sw| {
+fn dpif_show(pmd: &Datapath) -> Result<String, String> {
+    let received: u64 = pmd.call_all(|sw| sw.pmd.packets)?.into_iter().sum();
+    pmd.call(move |sw| {
         let mut missed = 0u64;
         for b in sw.bridges() {
             if let Some(u) = udpif_of(b) {
                 missed += u.stats.upcalls.load(Ordering::Relaxed);
             }
         }
-        let hit = sw.pmd.packets.saturating_sub(missed);
+        let hit = received.saturating_sub(missed);
         let mut s = format!("netdev@ferrovs: hit:{hit} missed:{missed}\n");
         let mut names: Vec<&datapath::Bridge> = sw.bridges().iter().collect();
         names.sort_by(|a, b| a.name.cmp(&b.name));
@@ -111,33 +114,17 @@ fn dpif_show(pmd: &PmdHandle) -> Result<String, String> {
     })
 }
 
-fn rxq_show(pmd: &PmdHandle) -> Result<String, String> {
-    pmd.call(|sw| {
-        let core = sw
-            .core_id
-            .map(|c| c.to_string())
-            .unwrap_or_else(|| "unpinned".into());
-        let mut s = format!("pmd thread numa_id 0 core_id {core}:\n  isolated : false\n");
-        for b in sw.bridges() {
-            for (_, p) in b.ports() {
-                if !p.port.has_rx() {
-                    continue;
-                }
-                s.push_str(&format!(
-                    "  port: {:<16} queue-id: {:>2} (enabled)   pmd usage: NOT AVAIL\n",
-                    p.port.name(),
-                    0
-                ));
-            }
-        }
-        let total = sw.pmd.busy_cycles + sw.pmd.idle_cycles;
-        let busy = (sw.pmd.busy_cycles * 100).checked_div(total).unwrap_or(0);
-        s.push_str(&format!("  overhead: NOT AVAIL\n  busy: {busy:>3} %\n"));
-        s
-    })
+fn rxq_show(pmd: &Datapath, args: &[String]) -> Result<String, String> {
+    let json = args.iter().any(|a| a == "--json");
+    pmd.rxq_show(json)
 }
 
-fn coverage_show(pmd: &PmdHandle) -> Result<String, String> {
+fn rxq_rebalance(pmd: &Datapath) -> Result<String, String> {
+    pmd.rebalance()?;
+    Ok("pmd rxq rebalance requested.\n".into())
+}
+
+fn coverage_show(pmd: &Datapath) -> Result<String, String> {
     let mut rows: BTreeMap<String, u64> = registry()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -194,7 +181,7 @@ fn coverage_show(pmd: &PmdHandle) -> Result<String, String> {
     Ok(s)
 }
 
-fn memory_show(pmd: &PmdHandle) -> Result<String, String> {
+fn memory_show(pmd: &Datapath) -> Result<String, String> {
     pmd.call(|sw| {
         let bridges = sw.bridges().len();
         let ports: usize = sw.bridges().iter().map(|b| b.port_count()).sum();

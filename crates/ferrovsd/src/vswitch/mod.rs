@@ -9,7 +9,7 @@
 //!                                               │ change ticks
 //!                                               ▼
 //!                 reconfiguration thread: snapshot ─▶ model::Desired ─▶ Reconfigurer::apply
-//!                                               │                         │ PmdHandle::call
+//!                                               │                         │ Datapath::call
 //!                                               │                         ▼
 //!                                               │                     poll thread (Switch)
 //!                                               ◀── status::ops (ofport, error, stats, cur_cfg)
@@ -42,7 +42,7 @@ pub mod status;
 pub mod vlog;
 
 use crossbeam_channel::{select, unbounded, Receiver, Sender};
-use datapath::PmdHandle;
+use datapath::Datapath;
 use db::Db;
 use model::Desired;
 use ofhooks::OfConfigSink;
@@ -66,7 +66,7 @@ pub enum DbMode {
 /// The daemon's configuration layer. See the module documentation.
 pub struct Vswitch {
     pub db: Db,
-    pub pmd: Arc<PmdHandle>,
+    pub pmd: Arc<Datapath>,
     pub stash: Arc<Stash>,
     applied: Mutex<Option<i64>>,
     applied_cv: Condvar,
@@ -78,7 +78,7 @@ impl Vswitch {
     /// Opens the database and starts the reconfiguration thread. `of` receives each bridge's
     /// OpenFlow settings.
     pub fn start(
-        pmd: Arc<PmdHandle>,
+        pmd: Arc<Datapath>,
         mode: &DbMode,
         of: Arc<dyn OfConfigSink>,
     ) -> Result<Arc<Vswitch>, String> {

@@ -42,6 +42,17 @@ pub const BRIDGE_KEYS: &[&str] = &["module", "datapath-id", "hwaddr", "dp-desc"]
 /// Open_vSwitch `other_config` keys passed to every bridge's module.
 pub const GLOBAL_MODULE_KEYS: &[&str] = &["flow-limit", "max-idle"];
 
+/// Open_vSwitch `other_config` keys that configure the poll threads (see
+/// `datapath::dpif`).
+pub const DATAPATH_KEYS: &[&str] = &[
+    "pmd-cpu-mask",
+    "pmd-rxq-assign",
+    "pmd-auto-lb",
+    "pmd-auto-lb-load-threshold",
+    "pmd-auto-lb-improvement-threshold",
+    "pmd-auto-lb-rebal-interval",
+];
+
 /// One controller target of a bridge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerCfg {
@@ -65,6 +76,8 @@ pub struct IfaceCfg {
     pub prev_ofport: Option<u32>,
     /// A configuration error found while reading (the interface is not opened).
     pub error: Option<String>,
+    /// `other_config:pmd-rxq-affinity` (`QUEUE:CORE,...`), if set.
+    pub rxq_affinity: Option<String>,
 }
 
 /// One port (with the interface it uses first).
@@ -352,6 +365,9 @@ fn iface_of(uuid: &str, row: &Map<String, Value>) -> IfaceCfg {
         ofport_request: parse_ofport(int_of(row.get("ofport_request"))),
         prev_ofport: parse_ofport(int_of(row.get("ofport"))),
         error,
+        rxq_affinity: map_of(row.get("other_config"))
+            .get("pmd-rxq-affinity")
+            .cloned(),
     }
 }
 
@@ -370,7 +386,7 @@ impl Desired {
         d.other_config = map_of(root.get("other_config"));
         check_columns("Open_vSwitch", root, &mut d.warnings);
         for k in d.other_config.keys() {
-            if !GLOBAL_MODULE_KEYS.contains(&k.as_str()) {
+            if !GLOBAL_MODULE_KEYS.contains(&k.as_str()) && !DATAPATH_KEYS.contains(&k.as_str()) {
                 d.warnings.push(format!(
                     "Open_vSwitch other_config:{k} is stored but ignored by ferrovs"
                 ));
@@ -548,7 +564,8 @@ mod tests {
             "r".into(),
             row(
                 json!({"bridges": ["uuid", "b"], "next_cfg": 3, "cur_cfg": 2,
-                "other_config": ["map", [["pmd-cpu-mask", "3"], ["flow-limit", "5000"]]]}),
+                "other_config": ["map", [["pmd-cpu-mask", "3"], ["flow-limit", "5000"],
+                    ["dpdk-init", "true"]]]}),
             ),
         );
         t.entry("Bridge".into()).or_default().insert(
@@ -603,7 +620,8 @@ mod tests {
             ("system", Some(7), Some(3))
         );
         assert!(d.warnings.iter().any(|w| w.contains("mirrors")));
-        assert!(d.warnings.iter().any(|w| w.contains("pmd-cpu-mask")));
+        assert!(!d.warnings.iter().any(|w| w.contains("pmd-cpu-mask")));
+        assert!(d.warnings.iter().any(|w| w.contains("dpdk-init")));
         assert!(!d.warnings.iter().any(|w| w.contains("flow-limit")));
     }
 

@@ -10,7 +10,7 @@
 //! for the additions.
 //!
 //! Threads: it runs on the reconfiguration thread only. Netdevs are opened here, never on the
-//! poll thread, and handed over through [`datapath::PmdHandle::call`], so the fast path only
+//! poll thread, and handed over through [`datapath::Datapath::call`], so the fast path only
 //! ever sees finished ports. The CLI verbs may have opened a port already to validate it (so
 //! that `ferrovs add-port` fails before committing anything); they leave it in the [`Stash`],
 //! and the reconfiguration takes it from there instead of opening the device a second time.
@@ -28,7 +28,7 @@ use super::model::{BridgeCfg, Desired, IfaceCfg};
 use super::ofhooks::{BridgeOfConfig, Controller, OfConfigSink};
 use super::vlog;
 use datapath::udpif::Udpif;
-use datapath::{PmdHandle, VlanMode, OFPP_LOCAL};
+use datapath::{Datapath, VlanMode, OFPP_LOCAL};
 use netdev::{Options, Port};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -141,7 +141,7 @@ pub struct Outcome {
 
 /// See the module documentation.
 pub struct Reconfigurer {
-    pmd: Arc<PmdHandle>,
+    pmd: Arc<Datapath>,
     stash: Arc<Stash>,
     of: Arc<dyn OfConfigSink>,
     applied: HashMap<String, AppliedBridge>,
@@ -157,7 +157,7 @@ struct DpBridge {
     local_mac: Option<[u8; 6]>,
 }
 
-fn read_datapath(pmd: &PmdHandle) -> Result<Vec<DpBridge>, String> {
+fn read_datapath(pmd: &Datapath) -> Result<Vec<DpBridge>, String> {
     pmd.call(|sw| {
         sw.bridges()
             .iter()
@@ -198,7 +198,7 @@ pub fn open_error(name: &str, e: &netdev::NetdevError) -> String {
 
 impl Reconfigurer {
     /// A reconfigurer for the switch behind `pmd`.
-    pub fn new(pmd: Arc<PmdHandle>, stash: Arc<Stash>, of: Arc<dyn OfConfigSink>) -> Self {
+    pub fn new(pmd: Arc<Datapath>, stash: Arc<Stash>, of: Arc<dyn OfConfigSink>) -> Self {
         Reconfigurer {
             pmd,
             stash,
@@ -216,6 +216,78 @@ impl Reconfigurer {
         }
     }
 
+    /// Applies the poll-thread settings of Open_vSwitch `other_config` (`pmd-cpu-mask`,
+    /// `pmd-rxq-assign`, `pmd-auto-lb*`). A bad value is logged and the previous setting kept.
+    fn apply_threads(&mut self, oc: &std::collections::BTreeMap<String, String>) {
+        let cores = match oc.get("pmd-cpu-mask") {
+            Some(m) => match datapath::dpif::parse_cpu_mask(m) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    self.warn_once(&format!("{e}; keeping the current poll threads"));
+                    None
+                }
+            },
+            None => Some(Vec::new()),
+        };
+        if let Some(c) = cores {
+            let want: Vec<Option<usize>> = if c.is_empty() {
+                vec![None]
+            } else {
+                c.iter().map(|&x| Some(x)).collect()
+            };
+            if self.pmd.cores() != want {
+                match self.pmd.set_cores(&c) {
+                    Ok(()) => {
+                        let cs: Vec<String> = c.iter().map(|x| x.to_string()).collect();
+                        vlog::info(
+                            "dpif_netdev",
+                            &format!(
+                                "pmd-cpu-mask: {} poll thread(s), on cores {}",
+                                want.len(),
+                                if cs.is_empty() {
+                                    "any".into()
+                                } else {
+                                    cs.join(",")
+                                }
+                            ),
+                        )
+                    }
+                    Err(e) => vlog::err("dpif_netdev", &format!("pmd-cpu-mask: {e}")),
+                }
+            }
+        }
+        let assign = oc
+            .get("pmd-rxq-assign")
+            .map(String::as_str)
+            .unwrap_or("cycles");
+        match assign.parse::<datapath::dpif::Assign>() {
+            Ok(a) => {
+                if let Err(e) = self.pmd.set_assign(a) {
+                    vlog::err("dpif_netdev", &format!("pmd-rxq-assign: {e}"));
+                }
+            }
+            Err(e) => self.warn_once(&e),
+        }
+        let num = |k: &str, d: u64| -> u64 {
+            oc.get(k)
+                .and_then(|v| v.parse::<u64>().ok())
+                .filter(|n| *n <= 100)
+                .unwrap_or(d)
+        };
+        let lb = datapath::dpif::AutoLb {
+            enabled: oc.get("pmd-auto-lb").is_some_and(|v| v == "true"),
+            load_threshold: num("pmd-auto-lb-load-threshold", 95),
+            improvement_threshold: num("pmd-auto-lb-improvement-threshold", 25),
+        };
+        self.pmd.set_auto_lb(lb);
+        let every = oc
+            .get("pmd-auto-lb-rebal-interval")
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|m| *m <= 20_000)
+            .unwrap_or(1);
+        self.pmd.set_auto_lb_interval_ms(every.max(1) * 60_000);
+    }
+
     /// Makes the datapath match `d`. See the module documentation.
     pub fn apply(&mut self, d: &Desired) -> Outcome {
         let mut out = Outcome::default();
@@ -226,6 +298,7 @@ impl Reconfigurer {
             out.iface_errors.insert(u.clone(), e.clone());
         }
         self.stash.expire();
+        self.apply_threads(&d.other_config);
         let dp = match read_datapath(&self.pmd) {
             Ok(b) => b,
             Err(e) => {
@@ -244,7 +317,7 @@ impl Reconfigurer {
                 && self.applied.contains_key(&b.name);
             if !keep {
                 let n = b.name.clone();
-                match self.pmd.call(move |sw| sw.del_bridge(&n)) {
+                match self.pmd.del_bridge(&n).map(Ok) {
                     Ok(Ok(())) => vlog::info("bridge", &format!("deleted bridge {}", b.name)),
                     Ok(Err(e)) | Err(e) => {
                         vlog::err("bridge", &format!("deleting bridge {}: {e}", b.name))
@@ -280,7 +353,7 @@ impl Reconfigurer {
                     continue;
                 }
                 let (bn, pn) = (b.name.clone(), pname.clone());
-                match self.pmd.call(move |sw| sw.del_port(Some(&bn), &pn)) {
+                match self.pmd.del_port(Some(&bn), &pn).map(Ok) {
                     Ok(Ok(())) => vlog::info(
                         "bridge",
                         &format!("bridge {}: deleted port {pname}", b.name),
@@ -365,6 +438,16 @@ impl Reconfigurer {
                     out.changed = true;
                 }
                 Err(e) => {
+                    out.iface_errors.insert(i.uuid.clone(), e);
+                }
+            }
+        }
+        // Receive queue pinning (Interface other_config:pmd-rxq-affinity).
+        for cfg in &d.bridges {
+            for p in &cfg.ports {
+                let Some(i) = p.ifaces.first() else { continue };
+                let spec = i.rxq_affinity.clone().unwrap_or_default();
+                if let Err(e) = self.pmd.set_affinity(&i.name, &spec) {
                     out.iface_errors.insert(i.uuid.clone(), e);
                 }
             }
@@ -458,7 +541,7 @@ impl Reconfigurer {
             }
         };
         let name = cfg.name.clone();
-        match self.pmd.call(move |sw| sw.add_bridge(&name, module, local)) {
+        match self.pmd.add_bridge(&name, module, local).map(Ok) {
             Ok(Ok(())) => {
                 vlog::info(
                     "bridge",
@@ -522,19 +605,13 @@ impl Reconfigurer {
         if changes.is_empty() {
             return;
         }
-        let name = cfg.name.clone();
-        let results = self
-            .pmd
-            .call(move |sw| {
-                changes
-                    .into_iter()
-                    .map(|(k, v)| {
-                        let r = sw.configure_bridge(&name, &k, &v);
-                        (k, v, r)
-                    })
-                    .collect::<Vec<_>>()
+        let results: Vec<_> = changes
+            .into_iter()
+            .map(|(k, v)| {
+                let r = self.pmd.configure_bridge(&cfg.name, &k, &v);
+                (k, v, r)
             })
-            .unwrap_or_default();
+            .collect();
         for (k, v, r) in results {
             match r {
                 Ok(()) => vlog::info("bridge", &format!("bridge {}: {k}={v}", cfg.name)),
@@ -590,14 +667,11 @@ impl Reconfigurer {
             }
         };
         let (b, v) = (cfg.name.clone(), vlan.clone());
-        self.pmd
-            .call(move |sw| sw.add_port(&b, port, ofport, v))
-            .map_err(|e| e.to_string())?
-            .map_err(|e| {
-                format!(
-                    "could not add network device {} to the bridge ({e})",
-                    i.name
-                )
-            })
+        self.pmd.add_port(&b, port, ofport, v).map_err(|e| {
+            format!(
+                "could not add network device {} to the bridge ({e})",
+                i.name
+            )
+        })
     }
 }

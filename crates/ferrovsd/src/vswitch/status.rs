@@ -17,12 +17,12 @@
 //! is its element; map pairs sorted by key) because servers may send either spelling.
 //!
 //! Threads: runs on the reconfiguration thread; reads the datapath through one
-//! [`datapath::PmdHandle::call`].
+//! [`datapath::Datapath::call`].
 
 use super::model::{Desired, Tables};
 use super::ofhooks::OfConfigSink;
 use super::reconfigure::Outcome;
-use datapath::{PmdHandle, OFPP_LOCAL};
+use datapath::{Datapath, OFPP_LOCAL};
 use netdev::PortStats;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -43,11 +43,16 @@ pub struct PortStatus {
 }
 
 /// Every datapath port by name (the bridge's internal port under the bridge's name).
-pub fn read_datapath(pmd: &PmdHandle) -> HashMap<String, PortStatus> {
-    pmd.call(|sw| {
+pub fn read_datapath(pmd: &Datapath) -> HashMap<String, PortStatus> {
+    let remote = pmd.remote_port_counters().unwrap_or_default();
+    pmd.call(move |sw| {
         let mut m = HashMap::new();
         for b in sw.bridges() {
-            for (_, s) in b.ports() {
+            for (slot, s) in b.ports() {
+                let mut stats = s.port.stats();
+                if let Some(x) = remote.get(&(b.name.clone(), slot)) {
+                    stats.add(x);
+                }
                 m.insert(
                     s.port.name().to_string(),
                     PortStatus {
@@ -56,7 +61,7 @@ pub fn read_datapath(pmd: &PmdHandle) -> HashMap<String, PortStatus> {
                         mac: s.port.mac(),
                         ifindex: s.port.ifindex(),
                         up: s.port.link_state() == netdev::LinkState::Up,
-                        stats: s.port.stats(),
+                        stats,
                     },
                 );
             }
