@@ -14,9 +14,13 @@
 #   ovs-afxdp        OVS userspace datapath, type=afxdp options:xdp-mode=native, NORMAL
 #   linux-bridge     the kernel bridge
 #
+# After the table, W1 scaling: ferrovs-bench's in-memory W1 (openflow, l3_4k rules, the 10K-flow
+# pcap) on one poll thread (--sw-core) and on two (--gen-core and --sw-core), through the
+# daemon's multi-thread datapath; --no-w1 skips it.
+#
 # Usage: sudo bench/w2.sh [--seconds N] [--warmup N] [--only NAME[,NAME...]] [--json FILE]
 #                         [--gen trafgen|pktgen|both] [--gen-core C] [--sw-core C]
-#                         [--nice N] [--no-build] [--no-install] [--keep-tmp]
+#                         [--nice N] [--no-build] [--no-install] [--keep-tmp] [--no-w1]
 # A switch that cannot be set up or does not forward prints FAILED and the reason, never a
 # number. Everything (namespaces, daemons, XDP programs, temp files) goes away on exit, also
 # on failure or Ctrl-C.
@@ -35,10 +39,11 @@ BUILD=1
 INSTALL=1
 KEEP_TMP=0
 NICE=0
+W1SCALE=1
 ALL_SWITCHES="ferrovs-system ferrovs-afxdp ovs-afpacket ovs-afxdp linux-bridge"
 
 usage() {
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 while (($#)); do
@@ -57,6 +62,7 @@ while (($#)); do
         --no-install) INSTALL=0; shift ;;
         --keep-tmp) KEEP_TMP=1; shift ;;
         --nice) NICE=$2; shift 2 ;;
+        --no-w1) W1SCALE=0; shift ;;
         -h|--help) usage ;;
         *) echo "w2.sh: unknown argument $1" >&2; usage ;;
     esac
@@ -101,6 +107,7 @@ BIN=$CARGO_TARGET_DIR/release
 if ((BUILD)); then
     pkgs=(-p ferrovsd -p ferrovs)
     [[ " $GENS " == *" pktgen "* ]] && pkgs+=(-p ferrovs-pktgen)
+    ((W1SCALE)) && pkgs+=(-p ferrovs-bench)
     log "building ${pkgs[*]} (release)"
     cargo build --release -q "${pkgs[@]}"
 fi
@@ -533,3 +540,32 @@ if json_out:
         json.dump(doc, f, indent=1)
         f.write("\n")
 PY
+
+# ---- W1 scaling: one poll thread vs two -------------------------------------------------------
+if ((W1SCALE)); then
+    B=$BIN/ferrovs-bench
+    mkdir -p bench/out
+    [ -f bench/out/w1-10000.pcap ] || "$B" gen-w1 --flows 10000 --out bench/out/w1-10000.pcap
+    w1() { "$B" w1 --module openflow --rules l3_4k --pcap bench/out/w1-10000.pcap \
+        --seconds "$SECS" --cores "$1" --json; }
+    one=$(w1 "$SW_CORE")
+    two=$(w1 "$GEN_CORE,$SW_CORE")
+    python3 - "$one" "$two" "$JSON_OUT" "$GEN_CORE" "$SW_CORE" <<'PY'
+import json, sys
+one, two, out, g, s = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+print()
+print("W1 scaling (openflow, l3_4k, 10K flows, in memory):")
+print("| poll threads | cores | Mpps  |")
+print("|--------------|-------|-------|")
+print("| 1            | %-5s | %5.2f |" % (s, one["mpps"]))
+print("| 2            | %-5s | %5.2f |" % (g + "," + s, two["mpps"]))
+print("2 threads / 1 thread = %.2fx (goal >= 1.8x)" % (two["mpps"] / one["mpps"]))
+if out:
+    doc = json.load(open(out))
+    doc["w1_scaling"] = {"one_thread": one, "two_threads": two,
+                         "ratio": two["mpps"] / one["mpps"]}
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+PY
+fi
