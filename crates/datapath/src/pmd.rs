@@ -144,14 +144,22 @@ fn pmd_main(mut sw: Switch, rx: Receiver<Msg>) {
             }
         }
         if idle > 0 || iter & 63 == 0 {
+            let mut ran = false;
             while let Ok(m) = rx.try_recv() {
                 match m {
-                    Msg::Run(f) => f(&mut sw),
+                    Msg::Run(f) => {
+                        f(&mut sw);
+                        ran = true;
+                    }
                     Msg::Stop => {
                         sw.shutdown();
                         return;
                     }
                 }
+            }
+            if ran {
+                // Control work is not any queue's load.
+                sw.resync_cycles();
             }
         }
         if sleeping {
@@ -165,6 +173,7 @@ fn pmd_main(mut sw: Switch, rx: Receiver<Msg>) {
                 Err(RecvTimeoutError::Timeout) => {}
             }
             sw.pmd.sleep_us += t0.elapsed().as_micros() as u64;
+            sw.resync_cycles();
             sleep_us = (sleep_us * 2).min(MAX_SLEEP_US);
         }
     }

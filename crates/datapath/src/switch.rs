@@ -59,6 +59,8 @@ pub struct Switch {
     pub park_new_rxqs: bool,
     /// Packets received by the last poll.
     last_rx: usize,
+    /// Cycle counter at the last measured point (see [`Bridge::poll`]).
+    cursor: u64,
 }
 
 impl Default for Switch {
@@ -88,6 +90,7 @@ impl Switch {
             cache_base: std::collections::BTreeMap::new(),
             park_new_rxqs: false,
             last_rx: 0,
+            cursor: cycles::now(),
         }
     }
 
@@ -420,7 +423,7 @@ impl Switch {
         let ctx = Ctx { now_ms: now };
         let (mut rx, mut pending) = (0, 0);
         for b in self.bridges.iter_mut() {
-            let (r, p) = b.poll(&ctx, &mut self.pool);
+            let (r, p) = b.poll(&ctx, &mut self.pool, &mut self.cursor);
             rx += r;
             pending += p;
         }
@@ -443,12 +446,24 @@ impl Switch {
 
     /// One poll with cycle accounting.
     #[inline]
+    ///
+    /// The iterations form one continuous timeline: an iteration runs from the end of the
+    /// previous one to its last non-empty batch (no extra clock read when busy) or, when it
+    /// found nothing, to a clock read at its end.
     pub fn poll_accounted(&mut self) -> usize {
-        let t0 = cycles::now();
+        let t0 = self.cursor;
         let n = self.poll_once();
-        let t1 = cycles::now();
-        self.pmd.account(n, self.last_rx, t1.wrapping_sub(t0));
+        if self.last_rx == 0 {
+            self.cursor = cycles::now();
+        }
+        self.pmd
+            .account(n, self.last_rx, self.cursor.wrapping_sub(t0));
         n
+    }
+
+    /// Restarts the cycle timeline (after the thread slept, so the sleep is not counted).
+    pub fn resync_cycles(&mut self) {
+        self.cursor = cycles::now();
     }
 
     /// Injects frames into bridge `br` as if received on port `port` (tests, benchmarks).
