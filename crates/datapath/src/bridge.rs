@@ -303,6 +303,23 @@ impl Bridge {
         &self.rx_list
     }
 
+    /// Adds the descriptors that signal traffic on every queue this bridge polls to `fds`;
+    /// false if some queue has none.
+    pub fn rx_fds(&self, fds: &mut Vec<std::os::fd::RawFd>) -> bool {
+        for e in &self.rx_list {
+            let fd = self
+                .slots
+                .get(usize::from(e.slot))
+                .and_then(|s| s.as_ref())
+                .and_then(|s| s.port.rxq_fd(usize::from(e.q)));
+            match fd {
+                Some(f) => fds.push(f),
+                None => return false,
+            }
+        }
+        true
+    }
+
     /// The receive queues attached here but not polled yet.
     pub fn parked_rxqs(&self) -> &[RxEntry] {
         &self.parked

@@ -24,7 +24,8 @@
 //!   [`Datapath::auto_rebalance`], which the daemon calls periodically: it measures each
 //!   thread's load over the interval and reassigns when the busiest thread is above
 //!   `pmd-auto-lb-load-threshold` percent and the new assignment would cut the spread
-//!   between threads by at least `pmd-auto-lb-improvement-threshold` percent (OVS's rule).
+//!   between threads by at least `pmd-auto-lb-improvement-threshold` percent (OVS's rule);
+//!   threads whose loads are within 5% of the busiest one's are left alone.
 
 use crate::module::{SwitchLogic, VlanMode};
 use crate::pmd::PmdHandle;
@@ -649,17 +650,23 @@ impl State {
         if busiest < self.auto_lb.load_threshold {
             return Ok(false);
         }
-        let spread = |assign: &[usize]| -> u64 {
+        // (spread between the most and least loaded thread, load of the most loaded)
+        let spread = |assign: &[usize]| -> (u64, u64) {
             let mut l = vec![0u64; self.pmds.len()];
             for (r, &k) in self.rxqs.iter().zip(assign) {
                 l[k] += r.load;
             }
-            l.iter().max().copied().unwrap_or(0) - l.iter().min().copied().unwrap_or(0)
+            let hi = l.iter().max().copied().unwrap_or(0);
+            (hi - l.iter().min().copied().unwrap_or(0), hi)
         };
         let now: Vec<usize> = self.rxqs.iter().map(|r| r.pmd).collect();
         let plan = self.plan();
-        let (a, b) = (spread(&now), spread(&plan));
-        if a == 0 || b * 100 > a * (100 - self.auto_lb.improvement_threshold.min(100)) {
+        let ((a, hi), (b, _)) = (spread(&now), spread(&plan));
+        // Threads within 5% of each other are balanced: moving queues then only churns.
+        if a == 0 || a * 100 < hi * 5 {
+            return Ok(false);
+        }
+        if b * 100 > a * (100 - self.auto_lb.improvement_threshold.min(100)) {
             return Ok(false);
         }
         self.apply(plan)?;

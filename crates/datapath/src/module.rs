@@ -178,6 +178,10 @@ pub trait SwitchLogic: Send {
         false
     }
 
+    /// The poll thread goes to sleep (`true`: no batch is in progress until it wakes) or
+    /// woke up (`false`).
+    fn park(&mut self, _parked: bool) {}
+
     /// A port's carrier went up or down.
     fn port_status(&mut self, _idx: u16, _up: bool) {}
 

@@ -469,6 +469,9 @@ impl SwitchLogic for OpenFlow {
         // one flow (or of flows sharing a megaflow) usually come in runs, and checking the
         // mask's few words against it is cheaper than hashing and probing.
         let mut last: Option<&Arc<crate::dpcls::Megaflow>> = None;
+        // Packets and bytes that hit `last` and are not yet added to its counters: a run of
+        // one flow costs one counter update.
+        let mut run = (0u64, 0u64);
         for (i, pkt) in batch.drain().enumerate() {
             let Some(key) = self.keys.get(i) else {
                 out.drop_packet(pkt, pool);
@@ -477,7 +480,8 @@ impl SwitchLogic for OpenFlow {
             if let Some(m) = last {
                 if !m.is_dead() && m.covers_fast(key.as_words()) {
                     self.exec.stats.megaflow_hits += 1;
-                    m.account(1, pkt.len() as u64, now);
+                    run.0 += 1;
+                    run.1 += pkt.len() as u64;
                     match m.single_output {
                         Some(p) => self.exec.output_one(p, pkt, pool, out),
                         None => self
@@ -520,6 +524,12 @@ impl SwitchLogic for OpenFlow {
                             if self.emc_active {
                                 self.emc.offer(h, w, m);
                             }
+                            if let Some(prev) = last {
+                                if run.0 > 0 {
+                                    prev.account(run.0, run.1, now);
+                                    run = (0, 0);
+                                }
+                            }
                             last = Some(m);
                             m
                         }
@@ -542,6 +552,11 @@ impl SwitchLogic for OpenFlow {
                 None => self
                     .exec
                     .execute(now, in_slot, key, &mf.actions, pkt, pool, out),
+            }
+        }
+        if let Some(m) = last {
+            if run.0 > 0 {
+                m.account(run.0, run.1, now);
             }
         }
     }
@@ -607,6 +622,17 @@ impl SwitchLogic for OpenFlow {
         self.exec
             .execute(ctx.now_ms, in_slot, &key, &x.actions, pkt, pool, out);
         Ok(())
+    }
+
+    fn park(&mut self, parked: bool) {
+        let e = &*self.epoch;
+        let v = e.load(Ordering::Relaxed);
+        let v = if parked {
+            v | crate::udpif::PARKED
+        } else {
+            v & !crate::udpif::PARKED
+        };
+        e.store(v, Ordering::Release);
     }
 
     fn busy(&self) -> bool {

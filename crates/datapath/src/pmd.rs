@@ -7,15 +7,20 @@
 //!
 //! ## Idle back-off
 //! The thread busy-polls while traffic is flowing. Only after [`IDLE_BEFORE_SLEEP`] without
-//! a single packet does it start sleeping on its command channel, for a time that doubles
-//! from 1 µs up to [`MAX_SLEEP_US`]; a command wakes it at once and any received packet
-//! returns it to busy polling. Idle ports therefore cost almost no CPU, while a port that
-//! receives bursts with short gaps (as veths fed by a generator do) is never left waiting,
-//! at the price of up to `MAX_SLEEP_US` of extra latency for the first packet after a quiet
-//! spell.
+//! a single packet does it start sleeping. When every queue it polls has a descriptor that
+//! signals traffic ([`netdev::Port::rxq_fd`]: AF_PACKET, TAP, single-socket AF_XDP), it
+//! sleeps in `poll(2)` on those descriptors and on an eventfd that every control call writes,
+//! for up to [`DEEP_SLEEP_MS`] (housekeeping such as link checks runs in between): traffic
+//! or a command wakes it at once, and idle ports cost nothing. Otherwise (pcap and null
+//! ports, or upcalls in flight) it naps on its command channel for a time that doubles from
+//! 1 µs up to [`MAX_SLEEP_US`]. Any received packet returns it to busy polling. While
+//! asleep the modules are told they are parked (see `SwitchLogic::park`), so nothing waits
+//! for a sleeping thread to finish a batch.
 
 use crate::switch::Switch;
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -23,6 +28,8 @@ use std::time::{Duration, Instant};
 pub const IDLE_BEFORE_SLEEP: Duration = Duration::from_millis(20);
 /// The longest idle sleep.
 pub const MAX_SLEEP_US: u64 = 1_000;
+/// The longest sleep in `poll(2)` on the queues' descriptors.
+pub const DEEP_SLEEP_MS: i32 = 100;
 /// How long a control call waits for the poll thread.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -37,6 +44,35 @@ enum Msg {
 pub struct PmdHandle {
     tx: Sender<Msg>,
     thread: Option<JoinHandle<()>>,
+    /// Written after every message so a thread asleep in `poll(2)` wakes.
+    wake: Arc<OwnedFd>,
+}
+
+fn eventfd() -> std::io::Result<OwnedFd> {
+    // SAFETY: plain eventfd(2) call; the result is checked before use.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn kick(fd: &OwnedFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64 to an eventfd; failure (counter full) means a
+    // wake-up is already pending, which is all we want.
+    unsafe {
+        libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8);
+    }
+}
+
+fn drain(fd: &OwnedFd) {
+    let mut v: u64 = 0;
+    // SAFETY: reads 8 bytes into a live u64 from a non-blocking eventfd.
+    unsafe {
+        libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8);
+    }
 }
 
 impl PmdHandle {
@@ -49,6 +85,8 @@ impl PmdHandle {
     pub fn spawn_on(mut sw: Switch, name: &str, core: Option<usize>) -> std::io::Result<PmdHandle> {
         let (tx, rx) = unbounded();
         sw.core_id = core;
+        let wake = Arc::new(eventfd()?);
+        let w = Arc::clone(&wake);
         let thread = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
@@ -57,11 +95,12 @@ impl PmdHandle {
                         eprintln!("ferrovs: cannot pin the poll thread to core {c}: {e}");
                     }
                 }
-                pmd_main(sw, rx)
+                pmd_main(sw, rx, &w)
             })?;
         Ok(PmdHandle {
             tx,
             thread: Some(thread),
+            wake,
         })
     }
 
@@ -77,6 +116,7 @@ impl PmdHandle {
         self.tx
             .send(Msg::Run(cmd))
             .map_err(|_| "the poll thread has stopped".to_string())?;
+        kick(&self.wake);
         rrx.recv_timeout(CALL_TIMEOUT)
             .map_err(|_| "the poll thread did not answer".to_string())
     }
@@ -88,6 +128,7 @@ impl PmdHandle {
 
     fn stop_inner(&mut self) {
         let _ = self.tx.send(Msg::Stop);
+        kick(&self.wake);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -117,7 +158,30 @@ pub fn pin_to(core: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-fn pmd_main(mut sw: Switch, rx: Receiver<Msg>) {
+/// Sleeps in `poll(2)` on `fds` and `wake` for up to [`DEEP_SLEEP_MS`].
+fn deep_sleep(fds: &[std::os::fd::RawFd], wake: &OwnedFd) {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    p.push(libc::pollfd {
+        fd: wake.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    // SAFETY: `p` is a live array of `p.len()` pollfd structures; the descriptors belong to
+    // ports this thread owns and stay open for the call.
+    unsafe {
+        libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, DEEP_SLEEP_MS);
+    }
+    drain(wake);
+}
+
+fn pmd_main(mut sw: Switch, rx: Receiver<Msg>, wake: &OwnedFd) {
     let mut idle: u32 = 0;
     let mut sleep_us: u64 = 1;
     let mut iter: u64 = 0;
@@ -164,6 +228,14 @@ fn pmd_main(mut sw: Switch, rx: Receiver<Msg>) {
         }
         if sleeping {
             let t0 = Instant::now();
+            if let Some(fds) = sw.wake_fds() {
+                sw.park(true);
+                deep_sleep(&fds, wake);
+                sw.park(false);
+                sw.pmd.sleep_us += t0.elapsed().as_micros() as u64;
+                sw.resync_cycles();
+                continue;
+            }
             match rx.recv_timeout(Duration::from_micros(sleep_us)) {
                 Ok(Msg::Run(f)) => f(&mut sw),
                 Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => {

@@ -461,6 +461,26 @@ impl Switch {
         n
     }
 
+    /// The descriptors to wait on for traffic while idle: one per polled queue. `None` when
+    /// some queue has no descriptor or a module has packets in flight elsewhere (the thread
+    /// must then nap and look again).
+    pub fn wake_fds(&self) -> Option<Vec<std::os::fd::RawFd>> {
+        let mut fds = Vec::new();
+        for b in &self.bridges {
+            if b.module.busy() || !b.rx_fds(&mut fds) {
+                return None;
+            }
+        }
+        Some(fds)
+    }
+
+    /// Tells every module that this thread goes to sleep (`true`) or woke up (`false`).
+    pub fn park(&mut self, parked: bool) {
+        for b in self.bridges.iter_mut() {
+            b.module.park(parked);
+        }
+    }
+
     /// Restarts the cycle timeline (after the thread slept, so the sleep is not counted).
     pub fn resync_cycles(&mut self) {
         self.cursor = cycles::now();

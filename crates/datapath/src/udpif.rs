@@ -46,6 +46,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// Set in a poll thread's loop counter while the thread sleeps between batches: nothing
+/// needs to wait for it.
+pub const PARKED: u64 = 1 << 63;
+
 /// Upcalls that may wait for a handler.
 pub const UPCALL_QUEUE: usize = 4096;
 /// The flow limit's ceiling, as OVS's `flow-limit` default.
@@ -303,7 +307,9 @@ impl Udpif {
             v.iter().filter_map(|w| w.upgrade()).collect()
         };
         for e in epochs {
-            let e0 = e.load(Ordering::Acquire);
+            let e0 = e.load(Ordering::Acquire) & !PARKED;
+            // A parked thread is between batches: the loop counter with the flag set is
+            // larger than any target.
             while e.load(Ordering::Acquire) < e0 + 2 {
                 if Instant::now() >= deadline {
                     return false;

@@ -642,6 +642,14 @@ impl Port for AfxdpPort {
         n
     }
 
+    fn rxq_fd(&self, q: usize) -> Option<std::os::fd::RawFd> {
+        // One descriptor can stand for the port only when it has one socket.
+        match self.setup.as_ref().map(|s| s.queues.as_slice()) {
+            Some([x]) if q == 0 => Some(x.fd()),
+            _ => None,
+        }
+    }
+
     fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) {
         let max_len = self.link.mtu() as usize + 14;
         match self.setup.as_mut().and_then(|s| s.queues.first_mut()) {

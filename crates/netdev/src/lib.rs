@@ -187,6 +187,13 @@ pub trait Port: Send {
         }
     }
 
+    /// A descriptor that polls readable (`poll(2)`) when receive queue `q` of this handle
+    /// has packets, so an idle poll thread can sleep until traffic arrives. `None` if the
+    /// queue has none (the thread then sleeps in short naps instead).
+    fn rxq_fd(&self, _q: usize) -> Option<std::os::fd::RawFd> {
+        None
+    }
+
     /// A handle on the same port for another poll thread: it transmits through its own path
     /// (no lock shared with this handle on the fast path) and holds no receive queue until
     /// one is put into it. `None` when the port cannot be shared between threads.

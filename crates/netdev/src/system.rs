@@ -702,6 +702,16 @@ impl Port for SystemPort {
         }
     }
 
+    fn rxq_fd(&self, q: usize) -> Option<RawFd> {
+        // TPACKET_V3: readable once a block is handed to user space (full, or after the
+        // retire timer).
+        if q == 0 && self.rx_blocks > 0 {
+            self.raw_fd()
+        } else {
+            None
+        }
+    }
+
     fn share(&mut self) -> Option<Box<dyn Port>> {
         let (fd, rings, _, mtu) = open_socket(&self.name, 0).ok()?;
         let link = LinkCache::new(fd.as_raw_fd(), &self.name, mtu);

@@ -168,6 +168,13 @@ impl Port for TapPort {
         }
     }
 
+    fn rxq_fd(&self, q: usize) -> Option<std::os::fd::RawFd> {
+        match &self.tap {
+            Some(t) if q == 0 && self.rx => Some(t.as_raw_fd()),
+            _ => None,
+        }
+    }
+
     fn share(&mut self) -> Option<Box<dyn Port>> {
         // Each write(2) to a TAP descriptor is one whole frame, so handles on duplicates of
         // one descriptor never interleave.
