@@ -107,3 +107,37 @@ def test_two_poll_threads_forward_pin_and_shrink(daemon, net):
     r = ping(net, h1, "10.81.0.2")
     assert r.returncode == 0, r.stdout + r.stderr
     appctl(daemon, "dpif-netdev/pmd-rxq-rebalance")
+
+
+def test_afxdp_ports_on_two_poll_threads(daemon, net):
+    if shutil.which("ovs-vsctl") is None:
+        pytest.skip("ovs-vsctl not installed")
+    vsctl = vsctl_for(daemon)
+    h1, s1 = net.host("x", ip="10.82.0.1/24", mac="02:82:00:00:00:01")
+    h2, s2 = net.host("y", ip="10.82.0.2/24", mac="02:82:00:00:00:02")
+    # Generic XDP on the namespace side lets native XDP on the switch side redirect frames.
+    for ns in (h1, h2):
+        net.ns(ns, "ip link set eth0 xdpgeneric off", check=False)
+    br = f"fx{net.tag}"[:15]
+    vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=0x3")
+    vsctl("add-br", br, "--", "set", "Bridge", br, "other_config:module=patch")
+    for s in (s1, s2):
+        vsctl("add-port", br, s, "--", "set", "Interface", s, "type=afxdp",
+              "options:xdp-mode=best-effort")
+    daemon.cli("patch-set", br, s1, s2)
+    daemon.cli("patch-set", br, s2, s1)
+    t = threads(appctl(daemon, "dpif-netdev/pmd-rxq-show"))
+    assert set(t) == {"0", "1"}, t
+    on = {p: core for core, ps in t.items() for p in ps}
+    assert on[s1] != on[s2], f"the two afxdp queues should be on different threads: {t}"
+    r = ping(net, h1, "10.82.0.2", count=5)
+    assert r.returncode == 0, r.stdout + r.stderr + daemon.logtext()[-2000:]
+    stats = daemon.json("pmd-stats-show")["pmds"]
+    assert all(p["packets_received"] > 0 for p in stats), stats
+    # Remove one port under the two threads, add it back: forwarding resumes.
+    vsctl("del-port", br, s2)
+    vsctl("add-port", br, s2, "--", "set", "Interface", s2, "type=afxdp")
+    daemon.cli("patch-set", br, s1, s2)
+    daemon.cli("patch-set", br, s2, s1)
+    r = ping(net, h1, "10.82.0.2", count=3)
+    assert r.returncode == 0, r.stdout + r.stderr

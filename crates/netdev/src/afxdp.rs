@@ -14,8 +14,18 @@
 //!
 //! `rx_batch` polls the queues in turn (starting where the last call stopped, so one busy
 //! queue cannot starve the others) and copies each frame into a pool buffer; `tx_batch` copies
-//! frames into free UMEM frames of queue 0's socket. Neither allocates or makes a system call
-//! per packet; see [`crate::xsk`] for the ring protocol and when the kernel is kicked.
+//! frames into free UMEM frames of the first socket this handle receives on. Neither allocates
+//! or makes a system call per packet; see [`crate::xsk`] for the ring protocol and when the
+//! kernel is kicked.
+//!
+//! ## Several poll threads
+//! Each queue is a receive queue of its own ([`Port::n_rxq`]), so the queues of one port can
+//! be polled by different threads. The sockets are shared by every handle of the port
+//! ([`Port::share`]), each behind a mutex: a handle receives only on the queues it holds and
+//! transmits on the first of them, so when every thread holds a queue of the port no lock is
+//! ever contended. A thread holding none transmits through one socket chosen for it and
+//! takes turns with that socket's holder (as a switch must when a port has fewer queues
+//! than there are threads).
 //!
 //! ## Options (named as Open vSwitch names them)
 //! * `xdp-mode=best-effort|native-with-zerocopy|native|generic` (default `best-effort`).
@@ -80,12 +90,14 @@ use crate::rtnl::{
 };
 use crate::sys::{self, LinkCache};
 use crate::xsk::{Xsk, XskConfig, XskError, XDP_PACKET_HEADROOM};
-use crate::{check_options, parse_bool, LinkState, NetdevError, Options, Port, PortStats};
+use crate::{
+    check_options, parse_bool, LinkState, NetdevError, Options, Port, PortStats, RxqState,
+};
 use packet::{Batch, Pool};
 use std::fmt;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::Mutex;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Mutex};
 
 const KIND: &str = "afxdp";
 /// Default entries per ring.
@@ -432,12 +444,31 @@ pub struct AfxdpPort {
     mac: [u8; 6],
     mode: XdpMode,
     cfg: Config,
-    setup: Option<Setup>,
+    /// The attached program: only on the handle `open` returned, detached (field order)
+    /// before this handle lets go of its sockets.
+    attach: Option<Attachment>,
+    /// One socket per receive queue, shared by every handle of the port (see `share`). A
+    /// socket's receive side is used only by the handle holding the queue (`held`); its
+    /// transmit side by that handle, or by a handle holding no queue of this port. The lock
+    /// is uncontended when every poll thread holds a queue of the port.
+    queues: Vec<Arc<Mutex<Xsk>>>,
+    fds: Vec<RawFd>,
+    held: Vec<bool>,
+    /// The queue a handle holding none transmits on.
+    tx_q: usize,
     ctl: OwnedFd,
     link: LinkCache,
     stats: PortStats,
     /// The queue `rx_batch` starts with next.
     next_rxq: usize,
+}
+
+/// A receive queue of an `afxdp` port in transit between handles: the socket stays shared,
+/// only the right to receive on it moves.
+struct AfxdpRxq;
+
+fn lock_q(q: &Mutex<Xsk>) -> std::sync::MutexGuard<'_, Xsk> {
+    q.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl AfxdpPort {
@@ -484,13 +515,23 @@ impl AfxdpPort {
             match try_mode(ifindex, mode, &cfg, frame_size) {
                 Ok(setup) => {
                     let link = LinkCache::new(s, name, mtu);
+                    let Setup { attach, queues } = setup;
+                    let fds: Vec<RawFd> = queues.iter().map(|q| q.fd()).collect();
+                    let n = queues.len();
                     return Ok(AfxdpPort {
                         name: name.to_string(),
                         ifindex,
                         mac,
                         mode,
                         cfg,
-                        setup: Some(setup),
+                        attach: Some(attach),
+                        queues: queues
+                            .into_iter()
+                            .map(|q| Arc::new(Mutex::new(q)))
+                            .collect(),
+                        fds,
+                        held: vec![true; n],
+                        tx_q: 0,
                         ctl,
                         link,
                         stats: PortStats::default(),
@@ -515,19 +556,16 @@ impl AfxdpPort {
 
     /// Frames received so far on each queue.
     pub fn rxq_packets(&self) -> Vec<u64> {
-        match &self.setup {
-            Some(s) => s.queues.iter().map(|q| q.rx_packets).collect(),
-            None => Vec::new(),
-        }
+        self.queues.iter().map(|q| lock_q(q).rx_packets).collect()
     }
 
     /// Test hook: forgets the port without detaching its program, as a crash would.
     #[doc(hidden)]
     pub fn leak_for_tests(mut self) {
-        if let Some(s) = self.setup.take() {
-            live_progs().retain(|p| *p != s.attach.prog_id);
-            std::mem::forget(s.attach);
-            drop(s.queues);
+        if let Some(a) = self.attach.take() {
+            live_progs().retain(|p| *p != a.prog_id);
+            std::mem::forget(a);
+            self.queues.clear();
         }
     }
 }
@@ -626,34 +664,97 @@ impl Port for AfxdpPort {
     }
 
     fn rx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) -> usize {
-        let Some(setup) = self.setup.as_mut() else {
-            return 0;
-        };
-        let nq = setup.queues.len();
+        let nq = self.queues.len();
         let mut n = 0;
         for i in 0..nq {
             if batch.is_full() {
                 break;
             }
             let q = (self.next_rxq + i) % nq;
-            n += setup.queues[q].rx(pool, batch, &mut self.stats);
+            if self.held[q] {
+                n += lock_q(&self.queues[q]).rx(pool, batch, &mut self.stats);
+            }
         }
         self.next_rxq = (self.next_rxq + 1) % nq.max(1);
         n
     }
 
+    #[inline]
+    fn rxq_batch(&mut self, q: usize, pool: &mut Pool, batch: &mut Batch) -> usize {
+        match (self.held.get(q), self.queues.get(q)) {
+            (Some(true), Some(x)) => lock_q(x).rx(pool, batch, &mut self.stats),
+            _ => 0,
+        }
+    }
+
+    fn n_rxq(&self) -> usize {
+        self.queues.len().max(1)
+    }
+
     fn rxq_fd(&self, q: usize) -> Option<std::os::fd::RawFd> {
-        // One descriptor can stand for the port only when it has one socket.
-        match self.setup.as_ref().map(|s| s.queues.as_slice()) {
-            Some([x]) if q == 0 => Some(x.fd()),
+        match self.held.get(q) {
+            Some(true) => self.fds.get(q).copied(),
             _ => None,
+        }
+    }
+
+    fn share(&mut self) -> Option<Box<dyn Port>> {
+        if self.queues.is_empty() {
+            return None;
+        }
+        let ctl = self.ctl.try_clone().ok()?;
+        let link = LinkCache::new(ctl.as_raw_fd(), &self.name, self.link.mtu());
+        // Handles holding no queue spread their transmissions over the sockets (`tx_q` is
+        // taken modulo the number of queues where it is used).
+        self.tx_q = self.tx_q.wrapping_add(1);
+        Some(Box::new(AfxdpPort {
+            name: self.name.clone(),
+            ifindex: self.ifindex,
+            mac: self.mac,
+            mode: self.mode,
+            cfg: self.cfg,
+            attach: None,
+            queues: self.queues.clone(),
+            fds: self.fds.clone(),
+            held: vec![false; self.queues.len()],
+            tx_q: self.tx_q % self.queues.len(),
+            ctl,
+            link,
+            stats: PortStats::default(),
+            next_rxq: 0,
+        }))
+    }
+
+    fn take_rxq(&mut self, q: usize) -> Option<RxqState> {
+        match self.held.get_mut(q) {
+            Some(h @ true) => {
+                *h = false;
+                Some(Box::new(AfxdpRxq))
+            }
+            _ => None,
+        }
+    }
+
+    fn put_rxq(&mut self, q: usize, s: RxqState) -> Result<(), RxqState> {
+        match self.held.get_mut(q) {
+            Some(h @ false) if s.is::<AfxdpRxq>() => {
+                *h = true;
+                Ok(())
+            }
+            _ => Err(s),
         }
     }
 
     fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) {
         let max_len = self.link.mtu() as usize + 14;
-        match self.setup.as_mut().and_then(|s| s.queues.first_mut()) {
-            Some(q) => q.tx(pool, batch, &mut self.stats, max_len),
+        // A queue this handle receives on (no other thread uses its socket then), else the
+        // one assigned to it.
+        let q = match self.held.iter().position(|h| *h) {
+            Some(q) => q,
+            None => self.tx_q % self.queues.len().max(1),
+        };
+        match self.queues.get(q) {
+            Some(x) => lock_q(x).tx(pool, batch, &mut self.stats, max_len),
             None => {
                 self.stats.tx_dropped += batch.len() as u64;
                 pool.free_batch(batch);
@@ -663,8 +764,10 @@ impl Port for AfxdpPort {
 
     fn stats(&self) -> PortStats {
         let mut s = self.stats;
-        if let Some(setup) = &self.setup {
-            for q in &setup.queues {
+        // The sockets' own counters are reported once, by the handle that attached them.
+        if self.attach.is_some() {
+            for q in &self.queues {
+                let q = lock_q(q);
                 if let Some(k) = q.kernel_stats() {
                     s.rx_dropped += k.rx_dropped + k.rx_ring_full;
                     if q.is_zerocopy() {
@@ -679,7 +782,7 @@ impl Port for AfxdpPort {
     }
 
     fn link_state(&self) -> LinkState {
-        if self.setup.is_none() {
+        if self.queues.is_empty() {
             return LinkState::Down;
         }
         self.link.state(&self.ctl, &self.name)
@@ -710,14 +813,15 @@ impl Port for AfxdpPort {
     fn close(&mut self) {
         // Counters of the kernel sockets die with them: keep them.
         self.stats = self.stats();
-        // Detach first (Setup's field order), then close sockets and unmap.
-        self.setup = None;
+        // Detach first, then close sockets and unmap (when no other handle holds them).
+        self.attach = None;
+        self.queues.clear();
     }
 }
 
 impl Drop for AfxdpPort {
     fn drop(&mut self) {
-        self.setup = None;
+        self.attach = None;
     }
 }
 
