@@ -57,6 +57,9 @@ def test_two_poll_threads_forward_pin_and_shrink(daemon, net):
     assert set(t) == {"0", "1"}, t
     assert sorted(p for ps in t.values() for p in ps) == sorted([br, s1, s2]), t
     assert all(t.values()), f"a thread got no queue: {t}"
+    j = daemon.json("dpif-netdev/pmd-rxq-show")["pmds"]
+    assert sorted(p["core_id"] for p in j) == [0, 1]
+    assert sorted(q["port"] for p in j for q in p["rxqs"]) == sorted([br, s1, s2]), j
 
     r = ping(net, h1, "10.81.0.2")
     assert r.returncode == 0, r.stdout + r.stderr

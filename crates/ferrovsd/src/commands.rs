@@ -158,7 +158,7 @@ impl Daemon {
 
     fn run(&self, method: &str, args: &[String], json: bool) -> Result<String, String> {
         if appctl::has(method) {
-            return appctl::run(&self.pmd, method, args);
+            return appctl::run(&self.pmd, method, args, json);
         }
         if let Some(verb) = module_verb(method) {
             return self.module_cmd(method, verb, args, json);

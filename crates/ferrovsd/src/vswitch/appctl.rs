@@ -58,12 +58,12 @@ pub fn has(method: &str) -> bool {
 }
 
 /// Runs one of [`COMMANDS`].
-pub fn run(pmd: &Datapath, method: &str, args: &[String]) -> Result<String, String> {
+pub fn run(pmd: &Datapath, method: &str, args: &[String], json: bool) -> Result<String, String> {
     match method {
         "vlog/list" => Ok(vlog::list()),
         "vlog/set" => vlog::set(args),
         "dpif/show" => dpif_show(pmd),
-        "dpif-netdev/pmd-rxq-show" => rxq_show(pmd, args),
+        "dpif-netdev/pmd-rxq-show" => pmd.rxq_show(json),
         "dpif-netdev/pmd-rxq-rebalance" => rxq_rebalance(pmd),
         "coverage/show" => coverage_show(pmd),
         "memory/show" => memory_show(pmd),
@@ -112,11 +112,6 @@ fn dpif_show(pmd: &Datapath) -> Result<String, String> {
         }
         s
     })
-}
-
-fn rxq_show(pmd: &Datapath, args: &[String]) -> Result<String, String> {
-    let json = args.iter().any(|a| a == "--json");
-    pmd.rxq_show(json)
 }
 
 fn rxq_rebalance(pmd: &Datapath) -> Result<String, String> {
