@@ -11,8 +11,9 @@
 #                          (dpid 2) are bridges of that switch
 #   --cases REGEX          only the of13 case files whose path (e.g. match/17_SCTP_SRC_IPv4.json)
 #                          matches the extended regex; default all
-#   --ovs-cache on|off     OVS only: `off` disables megaflows and EMC insertion so every packet
-#                          after a flow_mod is translated afresh (default on: OVS's defaults)
+#   --ovs-cache on|off     OVS only: `off` sets other_config:flow-limit=0, so ovs-vswitchd
+#                          installs no datapath flow and translates every packet afresh (no
+#                          stale cached decision after a flow_mod); default on: OVS's defaults
 #   --out FILE             JSON result (default bench/out/switch-tester-SWITCH[-nocache]-STAMP.json)
 #   --bin DIR              ferrovs binaries (default target/release)
 #   --port N               OpenFlow port of the tester app (default 6633)
@@ -181,8 +182,7 @@ for br in target:a tester:b; do
     "${vsctl[@]}" "${args[@]}"
 done
 if [ "$SWITCH" = ovs ] && [ "$OVS_CACHE" = off ]; then
-    ovs-appctl -t "$RUN/ovs-vswitchd.ctl" upcall/disable-megaflows >/dev/null
-    "${vsctl[@]}" set Open_vSwitch . other_config:emc-insert-inv-prob=0
+    "${vsctl[@]}" set Open_vSwitch . other_config:flow-limit=0
 fi
 
 echo "switch-tester: $label, cases $CASE_DIR, log $LOG" >&2
