@@ -26,7 +26,7 @@ done
 OUT=bench/out
 mkdir -p "$OUT"
 cargo build --release -q -p ferrovs-bench
-B=target/release/ferrovs-bench
+B=${CARGO_TARGET_DIR:-target}/release/ferrovs-bench
 # Pin to the last core so the measurement does not share a core with the shell.
 CORE=$(( $(nproc) - 1 ))
 PIN=(taskset -c "$CORE")

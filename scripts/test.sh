@@ -45,7 +45,7 @@ if [ "$(id -u)" != 0 ]; then
     echo "integration tests need root (network namespaces, TAP devices)" >&2
     exit 1
 fi
-FERROVS_BIN_DIR="$ROOT/target/release" .venv/bin/python -m pytest -v -p no:cacheprovider \
+FERROVS_BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/release" .venv/bin/python -m pytest -v -p no:cacheprovider \
     tests/integration
 
 step "fuzz smoke"
