@@ -688,7 +688,6 @@ impl State {
         let mut jp = Vec::new();
         for (k, p) in self.pmds.iter().enumerate() {
             let mine: Vec<&RxqRec> = self.rxqs.iter().filter(|r| r.pmd == k).collect();
-            let total: u64 = p.mark.1.max(1);
             let interval_total: u64 = mine.iter().map(|r| r.load).sum::<u64>().max(1);
             let isolated = mine
                 .iter()
@@ -717,7 +716,6 @@ impl State {
                 jq.push(json!({"port": r.port, "bridge": r.bridge, "queue": r.q,
                     "usage_pct": usage, "cycles": r.load, "pinned": r.pinned}));
             }
-            let _ = total;
             out.push_str(&format!("  overhead:  0 %\n  busy: {:>3} %\n", p.busy_pct));
             jp.push(
                 json!({"core_id": p.core, "numa_id": 0, "isolated": isolated,
