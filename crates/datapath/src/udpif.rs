@@ -568,7 +568,20 @@ pub fn round(u: &Udpif) {
             if mf.version.load(Ordering::Relaxed) < version {
                 u.stats.revalidations.fetch_add(1, Ordering::Relaxed);
                 let x = ofproto::xlate(&of, &mf.flow, None, None);
-                if x.uncacheable || x.wc.to_words() != mf.mask || x.actions != mf.actions {
+                // Same actions from other rules (a new rule shadowing an old one with the
+                // same treatment) must still change the megaflow: its counters belong to
+                // the new rule.
+                let same_rules = x.rules.len() == mf.rules.len()
+                    && x.rules
+                        .iter()
+                        .zip(&mf.rules)
+                        .all(|(a, b)| Arc::ptr_eq(a, b));
+                if x.uncacheable
+                    || x.wc.to_words() != mf.mask
+                    || x.actions != mf.actions
+                    || !same_rules
+                    || x.buckets != mf.buckets
+                {
                     u.stats.killed_changed.fetch_add(1, Ordering::Relaxed);
                     kill.push(Arc::clone(mf));
                 } else {

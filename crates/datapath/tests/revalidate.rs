@@ -1,0 +1,76 @@
+//! Revalidation moves traffic to a new rule even when the new rule's actions are the same as
+//! the old one's (so the new rule's counters are right).
+
+use datapath::module::{self, VlanMode};
+use datapath::udpif::{self, Udpif};
+use datapath::Switch;
+use netdev::Options;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn udp(i: u16) -> Vec<u8> {
+    let mut f = netdev::null::udp_frame(64);
+    f[34..36].copy_from_slice(&(2000 + i).to_be_bytes());
+    f
+}
+
+fn packets_of(sw: &mut Switch, priority: u64) -> u64 {
+    let out = sw
+        .module_command("br", "dump-flows", &[], true)
+        .expect("dump");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    v.as_array()
+        .expect("flows")
+        .iter()
+        .find(|f| f["priority"].as_u64() == Some(priority))
+        .and_then(|f| f["n_packets"].as_u64())
+        .unwrap_or_else(|| panic!("no rule with priority {priority} in {out}"))
+}
+
+#[test]
+fn a_shadowing_rule_with_the_same_actions_gets_the_traffic() {
+    let mut sw = Switch::new(1024);
+    sw.add_bridge("br", module::create("openflow").expect("module"), None)
+        .expect("bridge");
+    for (n, p) in [("a", 1), ("b", 2)] {
+        let port = netdev::open(n, "null", &Options::new()).expect("null");
+        sw.add_port("br", port, Some(p), VlanMode::Trunk(None))
+            .expect("port");
+    }
+    let u: Arc<Udpif> = sw
+        .bridge("br")
+        .and_then(|b| b.module.control())
+        .and_then(|c| c.downcast::<Udpif>().ok())
+        .expect("udpif");
+    sw.module_command("br", "del-flows", &[], false)
+        .expect("del");
+    // The rule added below has the same match and actions as this one: the megaflow's mask
+    // and actions stay the same, only the rule it comes from changes.
+    sw.module_command(
+        "br",
+        "add-flow",
+        &["priority=10,udp,actions=drop".into()],
+        false,
+    )
+    .expect("add");
+    let frames: Vec<Vec<u8>> = (0..10).map(|_| udp(1)).collect();
+    sw.inject("br", "a", &frames).expect("inject");
+    assert!(sw.settle(Duration::from_secs(5)));
+    udpif::round(&u);
+    assert_eq!(packets_of(&mut sw, 10), 10);
+
+    // Same treatment, higher priority: the megaflow must be retranslated, not kept.
+    sw.module_command(
+        "br",
+        "add-flow",
+        &["priority=100,udp,actions=drop".into()],
+        false,
+    )
+    .expect("add");
+    udpif::round(&u);
+    sw.inject("br", "a", &frames).expect("inject");
+    assert!(sw.settle(Duration::from_secs(5)));
+    udpif::round(&u);
+    assert_eq!(packets_of(&mut sw, 100), 10, "the new rule's counters");
+    assert_eq!(packets_of(&mut sw, 10), 10, "the old rule got nothing more");
+}
