@@ -574,6 +574,12 @@ impl crate::module::Emitter for Fabric<'_> {
         self.enqueue(port, pkt, pool);
     }
 
+    fn emit_run(&mut self, port: u16, pkts: &mut Batch, pool: &mut Pool) {
+        for p in pkts.drain() {
+            self.enqueue(port, p, pool);
+        }
+    }
+
     fn drop_packet(&mut self, pkt: packet::Packet, pool: &mut Pool) {
         self.stats.module_drops += 1;
         pool.free(pkt);

@@ -101,6 +101,13 @@ pub struct ModuleCommand {
 pub trait Emitter {
     /// Queues `pkt` for transmission on port slot `port` (freed if there is no such port).
     fn emit(&mut self, port: u16, pkt: Packet, pool: &mut Pool);
+    /// Queues every packet of `pkts` (in order) for port slot `port`, leaving it empty: one
+    /// call for a run of packets with the same destination.
+    fn emit_run(&mut self, port: u16, pkts: &mut Batch, pool: &mut Pool) {
+        for p in pkts.drain() {
+            self.emit(port, p, pool);
+        }
+    }
     /// Frees a packet the module decided to drop (counted as a module drop).
     fn drop_packet(&mut self, pkt: Packet, pool: &mut Pool);
 }

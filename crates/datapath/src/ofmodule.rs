@@ -102,6 +102,9 @@ pub struct OpenFlow {
     sample: (u64, u64),
     /// Flow keys of the batch being processed (allocated once).
     keys: Vec<FlowKey>,
+    /// Packets of the current run that hit the last megaflow and go to one port, handed
+    /// to the fabric in one call.
+    run_out: Batch,
 }
 
 impl OpenFlow {
@@ -141,6 +144,7 @@ impl OpenFlow {
             sample_mark: 0,
             sample: (0, 0),
             keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
+            run_out: Batch::new(),
         })
     }
 
@@ -472,6 +476,7 @@ impl SwitchLogic for OpenFlow {
         // Packets and bytes that hit `last` and are not yet added to its counters: a run of
         // one flow costs one counter update.
         let mut run = (0u64, 0u64);
+        let mut last_slot: Option<u16> = None;
         for (i, pkt) in batch.drain().enumerate() {
             let Some(key) = self.keys.get(i) else {
                 out.drop_packet(pkt, pool);
@@ -482,13 +487,25 @@ impl SwitchLogic for OpenFlow {
                     self.exec.stats.megaflow_hits += 1;
                     run.0 += 1;
                     run.1 += pkt.len() as u64;
-                    match m.single_output {
-                        Some(p) => self.exec.output_one(p, pkt, pool, out),
-                        None => self
+                    match (last_slot, m.single_output) {
+                        (Some(_), _) => {
+                            if let Err(p) = self.run_out.push(pkt) {
+                                // Never: a run is at most one received batch.
+                                out.drop_packet(p, pool);
+                            }
+                        }
+                        (None, Some(p)) => self.exec.output_one(p, pkt, pool, out),
+                        (None, None) => self
                             .exec
                             .execute(now, in_slot, key, &m.actions, pkt, pool, out),
                     }
                     continue;
+                }
+            }
+            // Keep the order of packets per port: the run goes out before anything else.
+            if let Some(s) = last_slot {
+                if !self.run_out.is_empty() {
+                    out.emit_run(s, &mut self.run_out, pool);
                 }
             }
             let Some(slow) = &self.slow else {
@@ -531,6 +548,8 @@ impl SwitchLogic for OpenFlow {
                                 }
                             }
                             last = Some(m);
+                            // Its output port, resolved once for the run of packets to come.
+                            last_slot = m.single_output.and_then(|p| self.exec.slot(p));
                             m
                         }
                         None => {
@@ -552,6 +571,11 @@ impl SwitchLogic for OpenFlow {
                 None => self
                     .exec
                     .execute(now, in_slot, key, &mf.actions, pkt, pool, out),
+            }
+        }
+        if let Some(s) = last_slot {
+            if !self.run_out.is_empty() {
+                out.emit_run(s, &mut self.run_out, pool);
             }
         }
         if let Some(m) = last {
@@ -667,6 +691,7 @@ impl SwitchLogic for OpenFlow {
             sample_mark: 0,
             sample: (0, 0),
             keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
+            run_out: Batch::new(),
         }))
     }
 
