@@ -46,6 +46,15 @@ pub fn rules(set: &str) -> Result<Vec<String>, String> {
     }
 }
 
+/// The module verbs that set the W1 bridge up (port 1 -> port 2).
+fn module_setup(module: &str, rule_set: &str) -> Result<Vec<(&'static str, Vec<String>)>, String> {
+    Ok(match module {
+        "patch" => vec![("patch-set", vec!["1".into(), "2".into()])],
+        "openflow" => vec![("del-flows", vec![]), ("add-flows", rules(rule_set)?)],
+        _ => vec![],
+    })
+}
+
 /// Runs `module` on `pcap` for `secs` seconds (`rule_set` for the openflow module).
 pub fn run(
     module_name: &str,
@@ -67,32 +76,25 @@ pub fn run(
     sw.add_port("w1", rx, Some(1), VlanMode::Trunk(None))?;
     let tx = netdev::open("w1-tx", "null", &Options::new()).map_err(|e| e.to_string())?;
     sw.add_port("w1", tx, Some(2), VlanMode::Trunk(None))?;
-    match module_name {
-        "patch" => {
-            sw.module_command("w1", "patch-set", &["1".into(), "2".into()], false)?;
-        }
-        "openflow" => {
-            sw.module_command("w1", "del-flows", &[], false)?;
-            sw.module_command("w1", "add-flows", &rules(rule_set)?, false)?;
-        }
-        "learning" => {
-            // Teach the bridge where the W1 destination MAC lives (behind the sink), as a
-            // reply from that host would, so the run measures known-unicast forwarding.
-            let mut pool = Pool::new(1);
-            let mut b = Batch::new();
-            let mut p = pool.alloc().ok_or("no buffer")?;
-            let mut f = vec![0u8; 60];
-            f[0..6].copy_from_slice(&crate::w1gen::SRC_MAC);
-            f[6..12].copy_from_slice(&crate::w1gen::DST_MAC);
-            f[12] = 0x08;
-            p.set_frame(&f);
-            b.push(p).map_err(|_| "batch")?;
-            let now = sw.now_ms();
-            let br = sw.bridge_mut("w1").ok_or("bridge")?;
-            let idx = br.find_port("w1-tx").ok_or("port")?;
-            br.inject(idx, &mut b, &datapath::Ctx { now_ms: now }, &mut pool);
-        }
-        _ => {}
+    for (verb, args) in module_setup(module_name, rule_set)? {
+        sw.module_command("w1", verb, &args, false)?;
+    }
+    if module_name == "learning" {
+        // Teach the bridge where the W1 destination MAC lives (behind the sink), as a
+        // reply from that host would, so the run measures known-unicast forwarding.
+        let mut pool = Pool::new(1);
+        let mut b = Batch::new();
+        let mut p = pool.alloc().ok_or("no buffer")?;
+        let mut f = vec![0u8; 60];
+        f[0..6].copy_from_slice(&crate::w1gen::SRC_MAC);
+        f[6..12].copy_from_slice(&crate::w1gen::DST_MAC);
+        f[12] = 0x08;
+        p.set_frame(&f);
+        b.push(p).map_err(|_| "batch")?;
+        let now = sw.now_ms();
+        let br = sw.bridge_mut("w1").ok_or("bridge")?;
+        let idx = br.find_port("w1-tx").ok_or("port")?;
+        br.inject(idx, &mut b, &datapath::Ctx { now_ms: now }, &mut pool);
     }
     // Warm up for a tenth of the run, then measure.
     let warm = Instant::now();
@@ -206,15 +208,8 @@ fn run_on(
     }
     let tx = netdev::open("w1-tx", "null", &Options::new()).map_err(|e| e.to_string())?;
     dp.add_port("w1", tx, Some(2), VlanMode::Trunk(None))?;
-    match module_name {
-        "patch" => {
-            dp.module_command("w1", "patch-set", &["1".into(), "2".into()], false)?;
-        }
-        "openflow" => {
-            dp.module_command("w1", "del-flows", &[], false)?;
-            dp.module_command("w1", "add-flows", &rules(rule_set)?, false)?;
-        }
-        _ => {}
+    for (verb, args) in module_setup(module_name, rule_set)? {
+        dp.module_command("w1", verb, &args, false)?;
     }
     if n > 1 && !dp.is_replicated("w1") {
         return Err(format!(

@@ -188,17 +188,23 @@ impl State {
             cores.to_vec()
         };
         for (i, c) in cores.iter().enumerate() {
-            let mut sw = Switch::new(pool_size);
-            sw.park_new_rxqs = true;
-            let h = PmdHandle::spawn_on(sw, &pmd_name(i, *c), *c)?;
-            dp.pmds.push(Pmd {
-                core: *c,
-                handle: h,
-                mark: (0, 0),
-                busy_pct: 0,
-            });
+            dp.spawn_pmd(i, *c)?;
         }
         Ok(dp)
+    }
+
+    /// Starts poll thread number `i` on `core` with an empty switch.
+    fn spawn_pmd(&mut self, i: usize, core: Option<usize>) -> std::io::Result<()> {
+        let mut sw = Switch::new(self.pool_size);
+        sw.park_new_rxqs = true;
+        let handle = PmdHandle::spawn_on(sw, &pmd_name(i, core), core)?;
+        self.pmds.push(Pmd {
+            core,
+            handle,
+            mark: (0, 0),
+            busy_pct: 0,
+        });
+        Ok(())
     }
 
     /// Number of poll threads.
@@ -822,16 +828,8 @@ impl State {
         })?;
         self.pmds[0].core = first;
         for (i, c) in want.iter().enumerate().skip(1) {
-            let mut sw = Switch::new(self.pool_size);
-            sw.park_new_rxqs = true;
-            let h = PmdHandle::spawn_on(sw, &pmd_name(i, *c), *c)
+            self.spawn_pmd(i, *c)
                 .map_err(|e| format!("cannot start a poll thread: {e}"))?;
-            self.pmds.push(Pmd {
-                core: *c,
-                handle: h,
-                mark: (0, 0),
-                busy_pct: 0,
-            });
         }
         for n in &names {
             self.replicate(n);

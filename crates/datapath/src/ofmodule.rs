@@ -123,29 +123,47 @@ impl OpenFlow {
         } else {
             None
         };
+        Ok(OpenFlow::assemble(
+            udpif,
+            Arc::new(Mutex::new(Learning::new())),
+            slow,
+            false,
+            Emc::default().insert_inv_prob,
+        ))
+    }
+
+    /// An instance over shared `udpif` and NORMAL table, with empty caches and counters;
+    /// its ports arrive through `port_added`.
+    fn assemble(
+        udpif: Arc<Udpif>,
+        normal: Arc<Mutex<Learning>>,
+        slow: Option<Lane>,
+        replica: bool,
+        emc_insert_inv_prob: u32,
+    ) -> OpenFlow {
         let epoch = udpif.register_epoch();
-        Ok(OpenFlow {
+        OpenFlow {
             exec: Exec {
                 udpif,
-                normal: Arc::new(Mutex::new(Learning::new())),
+                normal,
                 slot_of: Vec::new(),
                 of_slot: Vec::new(),
                 of_slot_big: HashMap::new(),
                 stats: OpenFlowStats::default(),
             },
-            emc: Emc::default(),
+            emc: Emc::new(emc_insert_inv_prob),
             dpcls: Dpcls::new(),
             slow,
             epoch,
-            replica: false,
-            emc_active: true,
+            replica,
+            emc_active: emc_insert_inv_prob != 0,
             adapt_mark: (0, 0, 0),
             adapt_tick: 0,
             sample_mark: 0,
             sample: (0, 0),
             keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
             run_out: Batch::new(),
-        })
+        }
     }
 
     /// The state shared with the slow path and the control plane.
@@ -669,30 +687,13 @@ impl SwitchLogic for OpenFlow {
             Some(_) => Some(u.lane().ok()?),
             None => None,
         };
-        let mut emc = Emc::default();
-        emc.insert_inv_prob = self.emc.insert_inv_prob;
-        Some(Box::new(OpenFlow {
-            exec: Exec {
-                udpif: Arc::clone(u),
-                normal: Arc::clone(&self.exec.normal),
-                slot_of: Vec::new(),
-                of_slot: Vec::new(),
-                of_slot_big: HashMap::new(),
-                stats: OpenFlowStats::default(),
-            },
-            emc,
-            dpcls: Dpcls::new(),
+        Some(Box::new(OpenFlow::assemble(
+            Arc::clone(u),
+            Arc::clone(&self.exec.normal),
             slow,
-            epoch: u.register_epoch(),
-            replica: true,
-            emc_active: self.emc.insert_inv_prob != 0,
-            adapt_mark: (0, 0, 0),
-            adapt_tick: 0,
-            sample_mark: 0,
-            sample: (0, 0),
-            keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
-            run_out: Batch::new(),
-        }))
+            true,
+            self.emc.insert_inv_prob,
+        )))
     }
 
     fn control(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
