@@ -183,9 +183,7 @@ impl OpenFlow {
 
     /// True while upcalls are outstanding (queued or being handled).
     pub fn upcalls_pending(&self) -> bool {
-        self.slow
-            .as_ref()
-            .is_some_and(|s| !s.slow.upcalls.is_empty() || !s.completed.is_empty())
+        self.slow.as_ref().is_some_and(|s| s.pending())
     }
 
     fn set_cache(&mut self, on: bool) -> Result<(), String> {
@@ -612,7 +610,7 @@ impl SwitchLogic for OpenFlow {
         };
         let mut n = 0;
         while n < packet::MAX_BATCH {
-            let Ok(c) = slow.completed.try_recv() else {
+            let Some(c) = slow.answer() else {
                 break;
             };
             n += 1;
@@ -678,7 +676,7 @@ impl SwitchLogic for OpenFlow {
     }
 
     fn busy(&self) -> bool {
-        self.upcalls_pending() || self.exec.udpif.handling.load(Ordering::Acquire) > 0
+        self.upcalls_pending()
     }
 
     fn fork(&mut self) -> Option<Box<dyn SwitchLogic>> {

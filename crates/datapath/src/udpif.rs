@@ -194,7 +194,9 @@ pub struct Lane {
     pub slow: Arc<Slowpath>,
     pub pmd: u32,
     reply: Sender<Completed>,
-    pub completed: Receiver<Completed>,
+    completed: Receiver<Completed>,
+    /// Upcalls sent and not yet answered (the handler answers every one it takes).
+    in_flight: std::cell::Cell<u64>,
 }
 
 impl Lane {
@@ -209,9 +211,27 @@ impl Lane {
             reply: self.reply.clone(),
         });
         match self.slow.upcalls.try_send(u) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.in_flight.set(self.in_flight.get() + 1);
+                Ok(())
+            }
             Err(TrySendError::Full(u)) | Err(TrySendError::Disconnected(u)) => Err(u),
         }
+    }
+
+    /// The next answer from the handler, if one is waiting.
+    #[inline]
+    pub fn answer(&self) -> Option<Completed> {
+        let c = self.completed.try_recv().ok()?;
+        self.in_flight.set(self.in_flight.get().saturating_sub(1));
+        Some(c)
+    }
+
+    /// True while an upcall of this lane is queued, being handled or answered but not yet
+    /// taken: counted on this side, so there is no moment when a packet in the handler's
+    /// hands looks settled.
+    pub fn pending(&self) -> bool {
+        self.in_flight.get() > 0
     }
 }
 
@@ -351,6 +371,7 @@ impl Udpif {
             pmd: self.next_lane.fetch_add(1, Ordering::Relaxed),
             reply,
             completed,
+            in_flight: std::cell::Cell::new(0),
         })
     }
 
