@@ -5,7 +5,15 @@
 //! One [`Subtable`] per distinct mask. A subtable keeps the list of key words its mask does
 //! not zero out (a "miniflow" of the mask, chosen once when the subtable is created), so a
 //! lookup hashes and compares only those words — typically three to six of the key's 22.
-//! Entries live in a `hashbrown::HashTable` keyed by that masked hash.
+//! Entries live in a [`FlowTable`] keyed by that masked hash (seeded per cache, so traffic
+//! cannot aim at one bucket).
+//!
+//! ## Batched lookup
+//! [`Dpcls::lookup_batch`] looks a batch of keys up one subtable at a time, in three
+//! passes over the keys still unresolved: hash each and prefetch its bucket; read the
+//! bucket and prefetch the candidate megaflow; compare. Each packet's memory accesses are
+//! issued a whole pass before they are needed, so their latency overlaps the other
+//! packets' work instead of stalling one packet after another.
 //!
 //! Megaflows never overlap in a useful way (any match is a correct match: every megaflow's
 //! actions are right for every packet it covers), so a lookup returns the first hit and
@@ -19,7 +27,7 @@
 //! poll thread gets round to unlinking it. Counters are written only by the poll thread (plain
 //! load/store on atomics: no lock prefix on the fast path) and read by the revalidator.
 
-use hashbrown::HashTable;
+use crate::flowtable::{prefetch, FlowTable};
 use ofproto::odp::DpAction;
 use ofproto::Rule;
 use packet::flow::{FlowKey, FLOW_KEY_WORDS};
@@ -28,6 +36,9 @@ use std::sync::{Arc, Mutex};
 
 /// Words of a flow key.
 pub type Words = [u64; FLOW_KEY_WORDS];
+
+/// The most keys [`Dpcls::lookup_batch`] takes at once.
+pub const LOOKUP_CHUNK: usize = 64;
 
 /// Key words a megaflow keeps inline for the lookup compare; masks with more non-zero
 /// words compare against the full key instead.
@@ -199,12 +210,13 @@ pub struct Subtable {
     /// Indices of the mask's non-zero words (`n_idx` of them; a key has at most 22).
     idx: [u8; FLOW_KEY_WORDS],
     n_idx: usize,
-    table: HashTable<Arc<Megaflow>>,
+    table: FlowTable,
+    seed: u64,
     pub hits: std::cell::Cell<u64>,
 }
 
 impl Subtable {
-    fn new(mask: Words) -> Subtable {
+    fn new(mask: Words, seed: u64) -> Subtable {
         let mut idx = [0u8; FLOW_KEY_WORDS];
         let mut n_idx = 0;
         for (i, m) in mask.iter().enumerate() {
@@ -217,14 +229,15 @@ impl Subtable {
             mask,
             idx,
             n_idx,
-            table: HashTable::new(),
+            table: FlowTable::new(),
+            seed,
             hits: std::cell::Cell::new(0),
         }
     }
 
     #[inline(always)]
     fn hash_key(&self, key: &Words) -> u64 {
-        let mut h = 0x243f_6a88_85a3_08d3u64;
+        let mut h = self.seed;
         for &i in &self.idx[..self.n_idx] {
             let i = usize::from(i);
             h = mix(h, key[i] & self.mask[i]);
@@ -234,7 +247,7 @@ impl Subtable {
 
     #[inline(always)]
     fn hash_masked(&self, masked: &Words) -> u64 {
-        let mut h = 0x243f_6a88_85a3_08d3u64;
+        let mut h = self.seed;
         for &i in &self.idx[..self.n_idx] {
             h = mix(h, masked[usize::from(i)]);
         }
@@ -243,34 +256,26 @@ impl Subtable {
 
     #[inline(always)]
     fn find(&self, key: &Words) -> Option<&Arc<Megaflow>> {
-        let idx = &self.idx[..self.n_idx];
-        if self.n_idx <= INLINE_WORDS {
-            // Gather the masked words once: they feed both the hash and the compare.
-            let mut mk = [0u64; INLINE_WORDS];
-            let mut h = 0x243f_6a88_85a3_08d3u64;
-            for (j, &i) in idx.iter().enumerate() {
-                let i = usize::from(i);
-                let w = key[i] & self.mask[i];
-                mk[j] = w;
-                h = mix(h, w);
-            }
-            let n = self.n_idx;
-            return self.table.find(finish(h), |m| {
-                // A plain loop, not a slice compare: that would call memcmp.
-                let mut same = true;
-                for (a, b) in m.ckey[..n].iter().zip(mk[..n].iter()) {
-                    same &= a == b;
-                }
-                same
-            });
-        }
         let h = self.hash_key(key);
-        let mask = &self.mask;
-        self.table.find(h, |m| {
-            idx.iter().all(|&i| {
-                let i = usize::from(i);
-                key[i] & mask[i] == m.key[i]
-            })
+        self.table.find(h, |m| self.matches(m, key))
+    }
+
+    /// True if megaflow `m` of this subtable covers `key`.
+    #[inline(always)]
+    fn matches(&self, m: &Megaflow, key: &Words) -> bool {
+        let n = self.n_idx;
+        if n <= INLINE_WORDS && usize::from(m.n_ckey) == n {
+            // A plain loop, not a slice compare: that would call memcmp.
+            let mut same = true;
+            for j in 0..n {
+                let i = usize::from(self.idx[j]);
+                same &= key[i] & self.mask[i] == m.ckey[j];
+            }
+            return same;
+        }
+        self.idx[..n].iter().all(|&i| {
+            let i = usize::from(i);
+            key[i] & self.mask[i] == m.key[i]
         })
     }
 
@@ -286,16 +291,29 @@ impl Subtable {
 }
 
 /// The megaflow classifier. Owned by one thread; see the module documentation.
-#[derive(Default)]
 pub struct Dpcls {
     subtables: Vec<Subtable>,
     count: usize,
+    /// Seed of every subtable's hash.
+    seed: u64,
+}
+
+impl Default for Dpcls {
+    fn default() -> Self {
+        Dpcls::new()
+    }
 }
 
 impl Dpcls {
-    /// An empty cache.
+    /// An empty cache with a random hash seed.
     pub fn new() -> Dpcls {
-        Dpcls::default()
+        use std::hash::BuildHasher;
+        let seed = std::collections::hash_map::RandomState::new().hash_one(0x243f_6a88_u64);
+        Dpcls {
+            subtables: Vec::new(),
+            count: 0,
+            seed,
+        }
     }
 
     /// Number of megaflows.
@@ -329,6 +347,75 @@ impl Dpcls {
         (None, probed)
     }
 
+    /// Looks up several keys at once (see the module documentation). `keys` are the
+    /// batch's keys (at most [`LOOKUP_CHUNK`]); `todo[..*n_todo]` lists the indices still to
+    /// resolve. Each one found is written to `found` and taken off the list; what remains
+    /// on it found nothing. Returns the number of subtable probes made.
+    pub fn lookup_batch<'a>(
+        &'a self,
+        keys: &[FlowKey],
+        todo: &mut [u8; LOOKUP_CHUNK],
+        n_todo: &mut usize,
+        found: &mut [Option<&'a Arc<Megaflow>>; LOOKUP_CHUNK],
+    ) -> u64 {
+        let mut hashes = [0u64; LOOKUP_CHUNK];
+        let mut probed = 0u64;
+        let keys = &keys[..keys.len().min(LOOKUP_CHUNK)];
+        for st in self.subtables.iter() {
+            let n = (*n_todo).min(LOOKUP_CHUNK);
+            if n == 0 {
+                break;
+            }
+            // Pass 1: hash on this mask; fetch the bucket.
+            for &i in &todo[..n] {
+                let i = usize::from(i);
+                if let Some(k) = keys.get(i) {
+                    let h = st.hash_key(k.as_words());
+                    hashes[i % LOOKUP_CHUNK] = h;
+                    st.table.prefetch(h);
+                }
+            }
+            // Pass 2: the entry with that hash, if any; fetch the megaflow.
+            for &i in &todo[..n] {
+                let i = usize::from(i) % LOOKUP_CHUNK;
+                let c = st.table.first(hashes[i]);
+                if let Some(m) = c {
+                    prefetch(Arc::as_ptr(m));
+                }
+                found[i] = c;
+            }
+            // Pass 3: compare; what did not match stays on the list.
+            let mut kept = 0;
+            for t in 0..n {
+                let i = usize::from(todo[t]) % LOOKUP_CHUNK;
+                probed += 1;
+                let Some(key) = keys.get(i).map(|k| k.as_words()) else {
+                    found[i] = None;
+                    continue;
+                };
+                let hit = match found[i] {
+                    Some(m) if st.matches(m, key) => Some(m),
+                    // Another entry with the same hash: look for the key's own.
+                    Some(_) => st.table.find(hashes[i], |m| st.matches(m, key)),
+                    None => None,
+                };
+                match hit {
+                    Some(m) if !m.is_dead() => {
+                        st.hits.set(st.hits.get() + 1);
+                        found[i] = Some(m);
+                    }
+                    _ => {
+                        found[i] = None;
+                        todo[kept] = todo[t];
+                        kept += 1;
+                    }
+                }
+            }
+            *n_todo = kept;
+        }
+        probed
+    }
+
     /// Like [`Dpcls::lookup`] without counting hits (for readers that do not own the
     /// ranking).
     pub fn peek(&self, key: &Words) -> Option<&Arc<Megaflow>> {
@@ -343,29 +430,16 @@ impl Dpcls {
         let si = match self.subtables.iter().position(|s| s.mask == mf.mask) {
             Some(i) => i,
             None => {
-                self.subtables.push(Subtable::new(mf.mask));
+                self.subtables.push(Subtable::new(mf.mask, self.seed));
                 self.subtables.len() - 1
             }
         };
         let st = &mut self.subtables[si];
         let h = st.hash_masked(&mf.key);
         let key = mf.key;
-        match st.table.find_mut(h, |m| m.key == key) {
-            Some(slot) => *slot = mf,
-            None => {
-                let (idx, n) = (st.idx, st.n_idx);
-                let mask = st.mask;
-                st.table.insert_unique(h, mf, move |m| {
-                    let mut hh = 0x243f_6a88_85a3_08d3u64;
-                    for &i in &idx[..n] {
-                        let i = usize::from(i);
-                        hh = mix(hh, m.key[i] & mask[i]);
-                    }
-                    finish(hh)
-                });
-                self.count += 1;
-            }
-        }
+        let before = st.table.len();
+        st.table.upsert(h, mf, |m| m.key == key);
+        self.count += st.table.len() - before;
     }
 
     /// Removes the megaflow with this mask, key and id. Returns true if it was there.
@@ -376,13 +450,7 @@ impl Dpcls {
         let st = &mut self.subtables[si];
         let h = st.hash_masked(&mf.key);
         let (key, id) = (mf.key, mf.id);
-        let removed = match st.table.find_entry(h, |m| m.key == key && m.id == id) {
-            Ok(e) => {
-                e.remove();
-                true
-            }
-            Err(_) => false,
-        };
+        let removed = st.table.remove(h, |m| m.key == key && m.id == id);
         if removed {
             self.count -= 1;
             if st.table.is_empty() {
@@ -503,7 +571,7 @@ mod tests {
     fn keys_differing_only_in_high_bytes_spread_over_the_table() {
         // Addresses vary in the high bytes of their key word; their hashes must still vary
         // in the low bits a hash table indexes with.
-        let st = Subtable::new(mf(0, [10, 0, 0, 0], 32, 1).mask);
+        let st = Subtable::new(mf(0, [10, 0, 0, 0], 32, 1).mask, 0x243f_6a88_85a3_08d3);
         let mut low = std::collections::HashSet::new();
         for i in 0..4096u32 {
             let b = i.to_be_bytes();
@@ -527,5 +595,61 @@ mod tests {
         d.rerank();
         let (_, probed) = d.lookup(&key([10, 1, 0, 5]));
         assert_eq!(probed, 1);
+    }
+
+    #[test]
+    fn batched_lookup_agrees_with_single_lookups() {
+        let mut d = Dpcls::new();
+        let mut id = 0;
+        for a in 0..40u8 {
+            for b in 0..25u8 {
+                id += 1;
+                d.insert(mf(id, [10, 0, a, b], 32, 2));
+            }
+            id += 1;
+            d.insert(mf(id, [10, 1, a, 0], 24, 3));
+        }
+        id += 1;
+        d.insert(mf(id, [10, 2, 0, 0], 16, 4));
+        // Some dead entries: never returned, by either path.
+        for k in [[10, 0, 3, 3], [10, 1, 7, 0]] {
+            let m = d.peek(&key(k)).cloned().expect("present");
+            m.dead.store(true, Ordering::Release);
+        }
+        let mut x = 12345u32;
+        for _round in 0..50 {
+            let keys: Vec<FlowKey> = (0..LOOKUP_CHUNK)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    let b = x.to_be_bytes();
+                    FlowKey {
+                        in_port: 1,
+                        dl_type: 0x0800,
+                        nw_dst: [10, b[0] % 4, b[1] % 48, b[2] % 30],
+                        ..FlowKey::ZERO
+                    }
+                })
+                .collect();
+            let mut todo = [0u8; LOOKUP_CHUNK];
+            for (i, t) in todo.iter_mut().enumerate() {
+                *t = i as u8;
+            }
+            let mut n = LOOKUP_CHUNK;
+            let mut found = [None; LOOKUP_CHUNK];
+            let probes = d.lookup_batch(&keys, &mut todo, &mut n, &mut found);
+            assert!(probes >= LOOKUP_CHUNK as u64);
+            let mut misses = 0;
+            for (i, k) in keys.iter().enumerate() {
+                let single = d.lookup(&k.to_words()).0.map(|m| m.id);
+                assert_eq!(found[i].map(|m| m.id), single, "key {i}");
+                misses += usize::from(single.is_none());
+            }
+            assert_eq!(n, misses);
+            for &i in &todo[..n] {
+                assert!(found[usize::from(i)].is_none());
+            }
+        }
     }
 }

@@ -18,18 +18,19 @@ use std::sync::Arc;
 pub const EMC_ENTRIES: usize = 8192;
 const MASK: usize = EMC_ENTRIES - 1;
 
+/// Three cache lines: the hash and the megaflow first, then the key.
 #[derive(Default)]
+#[repr(C, align(64))]
 struct Entry {
     hash: u32,
-    key: Words,
     flow: Option<Arc<Megaflow>>,
+    key: Words,
 }
 
 /// See the module documentation.
 pub struct Emc {
     entries: Vec<Entry>,
     pub insert_inv_prob: u32,
-    rng: u32,
 }
 
 impl Default for Emc {
@@ -68,7 +69,6 @@ impl Emc {
         Emc {
             entries,
             insert_inv_prob,
-            rng: 0x1234_5678,
         }
     }
 
@@ -91,22 +91,40 @@ impl Emc {
         None
     }
 
-    /// Offers `key -> flow` to the cache (inserted with the configured probability).
+    /// Fetches the cache lines of the first slot `hash` may be in.
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u32) {
+        if let Some(e) = self.entries.get(hash as usize & MASK) {
+            let p = (e as *const Entry).cast::<u8>();
+            for line in 0..std::mem::size_of::<Entry>() / 64 {
+                crate::flowtable::prefetch(p.wrapping_add(line * 64));
+            }
+        }
+    }
+
+    /// Whether a key met now should be inserted: true with probability
+    /// 1/`insert_inv_prob` (never when the cache is off). `rng` is the caller's state.
     #[inline]
-    pub fn offer(&mut self, hash: u32, key: &Words, flow: &Arc<Megaflow>) {
+    pub fn sample(&self, rng: &mut u32) -> bool {
+        match self.insert_inv_prob {
+            0 => false,
+            1 => true,
+            inv => {
+                // xorshift32: cheap and good enough to sample.
+                let mut x = *rng;
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                *rng = x;
+                x.is_multiple_of(inv)
+            }
+        }
+    }
+
+    /// Inserts `key -> flow` (see [`Emc::sample`] for when to).
+    pub fn insert(&mut self, hash: u32, key: &Words, flow: &Arc<Megaflow>) {
         if self.insert_inv_prob == 0 {
             return;
-        }
-        if self.insert_inv_prob > 1 {
-            // xorshift32: cheap and good enough to sample.
-            let mut x = self.rng;
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            self.rng = x;
-            if !x.is_multiple_of(self.insert_inv_prob) {
-                return;
-            }
         }
         let a = hash as usize & MASK;
         let b = (hash >> 13) as usize & MASK;

@@ -22,6 +22,7 @@ pub mod dpcls;
 pub mod dpif;
 pub mod emc;
 pub mod fasthash;
+pub mod flowtable;
 pub mod learning;
 pub mod module;
 pub mod ofcommands;

@@ -24,7 +24,7 @@
 //! (`LOCAL`, ofport 65534 in the daemon's numbering) is OpenFlow's 0xfffffffe.
 
 use crate::bridge::OFPP_LOCAL as BRIDGE_LOCAL;
-use crate::dpcls::Dpcls;
+use crate::dpcls::{Dpcls, Megaflow, LOOKUP_CHUNK};
 use crate::emc::{key_hash, Emc};
 use crate::learning::Learning;
 use crate::module::{Ctx, Dest, Emitter, ModuleCommand, PortInfo, PortLookup, SwitchLogic};
@@ -61,6 +61,119 @@ pub fn to_of(ofport: u32) -> u32 {
         OFPP_LOCAL
     } else {
         ofport
+    }
+}
+
+/// The caches a batch is looked up in (borrowed for the batch).
+struct Lookup<'a> {
+    emc: &'a Emc,
+    emc_on: bool,
+    dpcls: &'a Dpcls,
+}
+
+/// What the lookups count and choose to insert.
+struct Tally<'s> {
+    stats: &'s mut OpenFlowStats,
+    sample: &'s mut (u64, u64),
+    offers: &'s mut Vec<(usize, u32, Arc<Megaflow>)>,
+    rng: &'s mut u32,
+}
+
+impl<'a> Lookup<'a> {
+    /// Finds the megaflow of each key of `keys` (one chunk of a batch, starting at batch
+    /// index `base`), writing it to `found` (`None`: a miss, for the slow path). In stages,
+    /// each over the keys the previous one left: the megaflow the previous packet hit,
+    /// the EMC (every slot prefetched before any is read), then the megaflow classifier's
+    /// batched lookup. Returns the megaflow of the chunk's last packet found, for the next
+    /// chunk's first stage.
+    #[inline(always)]
+    fn classify(
+        &self,
+        keys: &[FlowKey],
+        base: usize,
+        mut prev: Option<&'a Arc<Megaflow>>,
+        found: &mut [Option<&'a Arc<Megaflow>>; LOOKUP_CHUNK],
+        t: &mut Tally<'_>,
+    ) -> Option<&'a Arc<Megaflow>> {
+        let keys = &keys[..keys.len().min(LOOKUP_CHUNK)];
+        let mut todo = [0u8; LOOKUP_CHUNK];
+        let mut n_todo = 0;
+        // Stage 1: packets of one flow (or of flows sharing a megaflow) come in runs, and
+        // checking a mask's few words is cheaper than hashing and probing.
+        match prev {
+            Some(m) if !m.is_dead() => {
+                for (i, k) in keys.iter().enumerate() {
+                    if m.covers_fast(k.as_words()) {
+                        found[i] = Some(m);
+                    } else {
+                        todo[n_todo] = i as u8;
+                        n_todo += 1;
+                    }
+                }
+                t.stats.megaflow_hits += (keys.len() - n_todo) as u64;
+                if n_todo == 0 {
+                    return prev;
+                }
+            }
+            _ => {
+                for (i, t) in todo.iter_mut().enumerate().take(keys.len()) {
+                    *t = i as u8;
+                }
+                n_todo = keys.len();
+            }
+        }
+        // Stage 2: the EMC.
+        let mut hashes = [0u32; LOOKUP_CHUNK];
+        if self.emc_on && n_todo > 0 {
+            for &i in &todo[..n_todo] {
+                let i = usize::from(i);
+                let h = key_hash(keys[i].as_words());
+                hashes[i] = h;
+                self.emc.prefetch(h);
+            }
+            let mut kept = 0;
+            for x in 0..n_todo {
+                let i = usize::from(todo[x]);
+                let w = keys[i].as_words();
+                match self.emc.lookup(hashes[i], w) {
+                    Some(m) => {
+                        found[i] = Some(m);
+                        t.stats.emc_hits += 1;
+                        // Sample the megaflow path now and then, so `adapt_emc` knows what
+                        // a lookup without the EMC would cost.
+                        if t.stats.emc_hits & 63 == 0 {
+                            let (_, probed) = self.dpcls.lookup(w);
+                            *t.sample = (t.sample.0 + 1, t.sample.1 + u64::from(probed));
+                        }
+                    }
+                    None => {
+                        todo[kept] = todo[x];
+                        kept += 1;
+                    }
+                }
+            }
+            n_todo = kept;
+        }
+        // Stage 3: the megaflow classifier, batched.
+        if n_todo > 0 {
+            let asked = todo;
+            let n_asked = n_todo;
+            t.stats.subtable_lookups +=
+                self.dpcls.lookup_batch(keys, &mut todo, &mut n_todo, found);
+            for &i in &asked[..n_asked] {
+                let i = usize::from(i);
+                if let Some(m) = found[i] {
+                    t.stats.megaflow_hits += 1;
+                    if self.emc_on && self.emc.sample(t.rng) {
+                        t.offers.push((base + i, hashes[i], Arc::clone(m)));
+                    }
+                }
+            }
+        }
+        if let Some(m) = found[..keys.len()].iter().rev().flatten().next() {
+            prev = Some(m);
+        }
+        prev
     }
 }
 
@@ -102,9 +215,14 @@ pub struct OpenFlow {
     sample: (u64, u64),
     /// Flow keys of the batch being processed (allocated once).
     keys: Vec<FlowKey>,
-    /// Packets of the current run that hit the last megaflow and go to one port, handed
-    /// to the fabric in one call.
+    /// Consecutive packets going to one port, handed to the fabric in one call.
     run_out: Batch,
+    /// The megaflow the last batch ended on (the first candidate for the next batch).
+    last: Option<Arc<Megaflow>>,
+    /// EMC insertions chosen during a batch's lookups: (batch index, key hash, megaflow).
+    offers: Vec<(usize, u32, Arc<Megaflow>)>,
+    /// State of the EMC insertion sampling.
+    rng: u32,
 }
 
 impl OpenFlow {
@@ -163,6 +281,9 @@ impl OpenFlow {
             sample: (0, 0),
             keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
             run_out: Batch::new(),
+            last: None,
+            offers: Vec::with_capacity(packet::MAX_BATCH),
+            rng: 0x1234_5678,
         }
     }
 
@@ -295,16 +416,6 @@ impl Exec {
 
     /// Sends `pkt` out of OpenFlow port `p` (the commonest action list).
     #[inline(always)]
-    fn output_one(&mut self, p: u32, pkt: Packet, pool: &mut Pool, out: &mut dyn Emitter) {
-        match self.slot(p) {
-            Some(slot) => out.emit(slot, pkt, pool),
-            None => {
-                self.stats.unknown_port += 1;
-                out.drop_packet(pkt, pool);
-            }
-        }
-    }
-
     /// Executes `actions` on `pkt`, consuming it.
     #[allow(clippy::too_many_arguments)]
     fn execute(
@@ -479,124 +590,131 @@ impl SwitchLogic for OpenFlow {
     ) {
         let now = ctx.now_ms;
         let in_port = self.exec.of_port(in_slot);
-        // Two passes, as the fabric does: first extract every packet's key, then look them
-        // up. Keys are written a field at a time and read a word at a time; reading a key
-        // long after it was written avoids stalling on store-to-load forwarding.
+        // Extract every key first, then look them up: keys are written a field at a time
+        // and read a word at a time; reading a key long after it was written avoids
+        // stalling on store-to-load forwarding.
         for (k, p) in self.keys.iter_mut().zip(batch.packets()) {
             flow::extract_into(k, p.data(), in_port);
         }
-        // The megaflow of the previous packet, borrowed from the megaflow cache: packets of
-        // one flow (or of flows sharing a megaflow) usually come in runs, and checking the
-        // mask's few words against it is cheaper than hashing and probing.
-        let mut last: Option<&Arc<crate::dpcls::Megaflow>> = None;
-        // Packets and bytes that hit `last` and are not yet added to its counters: a run of
-        // one flow costs one counter update.
-        let mut run = (0u64, 0u64);
-        let mut last_slot: Option<u16> = None;
-        for (i, pkt) in batch.drain().enumerate() {
-            let Some(key) = self.keys.get(i) else {
+        let total = batch.len().min(self.keys.len());
+        let mut pkts = batch.drain();
+        let Some(slow) = &self.slow else {
+            for (key, pkt) in self.keys.iter().zip(pkts.by_ref()) {
+                self.exec.uncached(now, in_slot, key, pkt, pool, out);
+            }
+            for pkt in pkts {
                 out.drop_packet(pkt, pool);
-                continue;
-            };
-            if let Some(m) = last {
-                if !m.is_dead() && m.covers_fast(key.as_words()) {
-                    self.exec.stats.megaflow_hits += 1;
-                    run.0 += 1;
-                    run.1 += pkt.len() as u64;
-                    match (last_slot, m.single_output) {
-                        (Some(_), _) => {
-                            if let Err(p) = self.run_out.push(pkt) {
-                                // Never: a run is at most one received batch.
-                                out.drop_packet(p, pool);
-                            }
-                        }
-                        (None, Some(p)) => self.exec.output_one(p, pkt, pool, out),
-                        (None, None) => self
-                            .exec
-                            .execute(now, in_slot, key, &m.actions, pkt, pool, out),
+            }
+            return;
+        };
+        let lookup = Lookup {
+            emc: &self.emc,
+            emc_on: self.emc_active,
+            dpcls: &self.dpcls,
+        };
+        // The megaflow the previous packet hit (at first, the previous batch's last one).
+        let mut prev = self.last.as_ref().filter(|m| !m.is_dead());
+        // Counters: one update per run of packets of one megaflow.
+        let mut acc: Option<&Arc<Megaflow>> = None;
+        let mut run = (0u64, 0u64);
+        // Single-output packets are collected per port while consecutive packets go to
+        // the same port, and handed to the fabric in one call; the port of the last
+        // megaflow seen is resolved once.
+        let mut cur_out: Option<u16> = None;
+        let mut port_of: (*const Megaflow, Option<u16>) = (std::ptr::null(), None);
+        let mut base = 0;
+        while base < total {
+            let end = (base + LOOKUP_CHUNK).min(total);
+            let mut found = [None; LOOKUP_CHUNK];
+            prev = lookup.classify(
+                &self.keys[base..end],
+                base,
+                prev,
+                &mut found,
+                &mut Tally {
+                    stats: &mut self.exec.stats,
+                    sample: &mut self.sample,
+                    offers: &mut self.offers,
+                    rng: &mut self.rng,
+                },
+            );
+            for (key, &hit) in self.keys[base..end].iter().zip(found.iter()) {
+                let Some(pkt) = pkts.next() else {
+                    break;
+                };
+                let Some(m) = hit else {
+                    self.exec.stats.upcalls += 1;
+                    if let Err(u) = slow.upcall(pkt, *key, in_slot) {
+                        self.exec.stats.lost_upcalls += 1;
+                        out.drop_packet(u.pkt, pool);
                     }
                     continue;
-                }
-            }
-            // Keep the order of packets per port: the run goes out before anything else.
-            if let Some(s) = last_slot {
-                if !self.run_out.is_empty() {
-                    out.emit_run(s, &mut self.run_out, pool);
-                }
-            }
-            let Some(slow) = &self.slow else {
-                self.exec.uncached(now, in_slot, key, pkt, pool, out);
-                continue;
-            };
-            let w = key.as_words();
-            let h = if self.emc_active { key_hash(w) } else { 0 };
-            // Borrow the megaflow straight out of the cache that holds it: no reference
-            // count traffic on the fast path.
-            let emc_hit = if self.emc_active {
-                self.emc.lookup(h, w)
-            } else {
-                None
-            };
-            let mf = match emc_hit {
-                Some(m) => {
-                    self.exec.stats.emc_hits += 1;
-                    // Sample the megaflow path now and then, so `adapt_emc` knows what a
-                    // lookup without the EMC would cost.
-                    if self.exec.stats.emc_hits & 63 == 0 {
-                        let (_, probed) = self.dpcls.lookup(w);
-                        self.sample = (self.sample.0 + 1, self.sample.1 + u64::from(probed));
+                };
+                match acc {
+                    Some(a) if Arc::ptr_eq(a, m) => {
+                        run.0 += 1;
+                        run.1 += pkt.len() as u64;
                     }
-                    m
-                }
-                None => {
-                    let (m, probed) = self.dpcls.lookup(w);
-                    self.exec.stats.subtable_lookups += u64::from(probed);
-                    match m {
-                        Some(m) => {
-                            self.exec.stats.megaflow_hits += 1;
-                            if self.emc_active {
-                                self.emc.offer(h, w, m);
-                            }
-                            if let Some(prev) = last {
-                                if run.0 > 0 {
-                                    prev.account(run.0, run.1, now);
-                                    run = (0, 0);
-                                }
-                            }
-                            last = Some(m);
-                            // Its output port, resolved once for the run of packets to come.
-                            last_slot = m.single_output.and_then(|p| self.exec.slot(p));
-                            m
+                    _ => {
+                        if let Some(a) = acc {
+                            a.account(run.0, run.1, now);
                         }
-                        None => {
-                            self.exec.stats.upcalls += 1;
-                            if let Err(u) = slow.upcall(pkt, *key, in_slot) {
-                                self.exec.stats.lost_upcalls += 1;
-                                out.drop_packet(u.pkt, pool);
-                            }
-                            continue;
-                        }
+                        acc = Some(m);
+                        run = (1, pkt.len() as u64);
                     }
                 }
-            };
-            // The counters share the megaflow's first cache line with the dead flag the
-            // lookup just read: counting per packet costs no extra miss.
-            mf.account(1, pkt.len() as u64, now);
-            match mf.single_output {
-                Some(p) => self.exec.output_one(p, pkt, pool, out),
-                None => self
-                    .exec
-                    .execute(now, in_slot, key, &mf.actions, pkt, pool, out),
+                let Some(p) = m.single_output else {
+                    // Keep each port's packets in order: what is collected goes first.
+                    if let Some(c) = cur_out.take() {
+                        out.emit_run(c, &mut self.run_out, pool);
+                    }
+                    self.exec
+                        .execute(now, in_slot, key, &m.actions, pkt, pool, out);
+                    continue;
+                };
+                if !std::ptr::eq(port_of.0, Arc::as_ptr(m)) {
+                    port_of = (Arc::as_ptr(m), self.exec.slot(p));
+                }
+                let Some(slot) = port_of.1 else {
+                    self.exec.stats.unknown_port += 1;
+                    out.drop_packet(pkt, pool);
+                    continue;
+                };
+                if cur_out != Some(slot) {
+                    if let Some(c) = cur_out {
+                        out.emit_run(c, &mut self.run_out, pool);
+                    }
+                    cur_out = Some(slot);
+                }
+                if let Err(p) = self.run_out.push(pkt) {
+                    // Never: what is collected is at most one received batch.
+                    out.drop_packet(p, pool);
+                }
             }
+            base = end;
         }
-        if let Some(s) = last_slot {
-            if !self.run_out.is_empty() {
-                out.emit_run(s, &mut self.run_out, pool);
-            }
+        for pkt in pkts {
+            out.drop_packet(pkt, pool);
         }
-        if let Some(m) = last {
-            if run.0 > 0 {
-                m.account(run.0, run.1, now);
+        if let Some(c) = cur_out {
+            out.emit_run(c, &mut self.run_out, pool);
+        }
+        if let Some(a) = acc {
+            a.account(run.0, run.1, now);
+        }
+        let keep = match (prev, &self.last) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !keep {
+            let next = prev.cloned();
+            self.last = next;
+        }
+        // EMC insertions chosen during the lookups, made now that nothing borrows it.
+        for (i, h, m) in self.offers.drain(..) {
+            if let Some(k) = self.keys.get(i) {
+                self.emc.insert(h, k.as_words(), &m);
             }
         }
     }
