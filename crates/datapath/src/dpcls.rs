@@ -210,6 +210,8 @@ pub struct Subtable {
     /// Indices of the mask's non-zero words (`n_idx` of them; a key has at most 22).
     idx: [u8; FLOW_KEY_WORDS],
     n_idx: usize,
+    /// The mask's non-zero words, in `idx` order (the first [`INLINE_WORDS`]).
+    cmask: [u64; INLINE_WORDS],
     table: FlowTable,
     seed: u64,
     pub hits: std::cell::Cell<u64>,
@@ -218,10 +220,14 @@ pub struct Subtable {
 impl Subtable {
     fn new(mask: Words, seed: u64) -> Subtable {
         let mut idx = [0u8; FLOW_KEY_WORDS];
+        let mut cmask = [0u64; INLINE_WORDS];
         let mut n_idx = 0;
         for (i, m) in mask.iter().enumerate() {
             if *m != 0 {
                 idx[n_idx] = i as u8;
+                if let Some(c) = cmask.get_mut(n_idx) {
+                    *c = *m;
+                }
                 n_idx += 1;
             }
         }
@@ -229,6 +235,7 @@ impl Subtable {
             mask,
             idx,
             n_idx,
+            cmask,
             table: FlowTable::new(),
             seed,
             hits: std::cell::Cell::new(0),
@@ -243,6 +250,105 @@ impl Subtable {
             h = mix(h, key[i] & self.mask[i]);
         }
         finish(h)
+    }
+
+    /// [`Subtable::hash_key`] for a mask of exactly `N` non-zero words (`N` known at
+    /// compile time: the loop unrolls and the word list stays in registers).
+    #[inline(always)]
+    fn hash_n<const N: usize>(&self, key: &Words) -> u64 {
+        let mut h = self.seed;
+        for j in 0..N {
+            let i = usize::from(self.idx[j]);
+            h = mix(h, key[i] & self.cmask[j]);
+        }
+        finish(h)
+    }
+
+    /// [`Subtable::matches`] for a mask of exactly `N` (at most [`INLINE_WORDS`]) words.
+    #[inline(always)]
+    fn matches_n<const N: usize>(&self, m: &Megaflow, key: &Words) -> bool {
+        let mut same = true;
+        for j in 0..N {
+            let i = usize::from(self.idx[j]);
+            same &= key[i] & self.cmask[j] == m.ckey[j];
+        }
+        same
+    }
+
+    /// One subtable's part of [`Dpcls::lookup_batch`], specialised by mask size: `N` is
+    /// the number of non-zero mask words, or 0 for the general form.
+    #[inline(always)]
+    fn probe_batch<'a, const N: usize>(
+        &'a self,
+        keys: &[FlowKey],
+        todo: &mut [u8; LOOKUP_CHUNK],
+        n_todo: &mut usize,
+        found: &mut [Option<&'a Arc<Megaflow>>; LOOKUP_CHUNK],
+        hashes: &mut [u64; LOOKUP_CHUNK],
+    ) -> u64 {
+        let n = (*n_todo).min(LOOKUP_CHUNK);
+        let hash = |k: &Words| {
+            if N == 0 {
+                self.hash_key(k)
+            } else {
+                self.hash_n::<N>(k)
+            }
+        };
+        let same = |m: &Megaflow, k: &Words| {
+            if N == 0 || usize::from(m.n_ckey) != N {
+                self.matches(m, k)
+            } else {
+                self.matches_n::<N>(m, k)
+            }
+        };
+        // Pass 1: hash on this mask; fetch the bucket.
+        for &i in &todo[..n] {
+            let i = usize::from(i) % LOOKUP_CHUNK;
+            if let Some(k) = keys.get(i) {
+                let h = hash(k.as_words());
+                hashes[i] = h;
+                self.table.prefetch(h);
+            }
+        }
+        // Pass 2: the entry with that hash, if any; fetch the megaflow.
+        for &i in &todo[..n] {
+            let i = usize::from(i) % LOOKUP_CHUNK;
+            let c = self.table.first(hashes[i]);
+            if let Some(m) = c {
+                prefetch(Arc::as_ptr(m));
+            }
+            found[i] = c;
+        }
+        // Pass 3: compare; what did not match stays on the list.
+        let mut kept = 0;
+        let mut hits = 0;
+        for t in 0..n {
+            let i = usize::from(todo[t]) % LOOKUP_CHUNK;
+            let Some(key) = keys.get(i).map(|k| k.as_words()) else {
+                found[i] = None;
+                continue;
+            };
+            let hit = match found[i] {
+                Some(m) if same(m, key) => Some(m),
+                // Another entry with the same hash: look for the key's own.
+                Some(_) => self.table.find(hashes[i], |m| self.matches(m, key)),
+                None => None,
+            };
+            match hit {
+                Some(m) if !m.is_dead() => {
+                    hits += 1;
+                    found[i] = Some(m);
+                }
+                _ => {
+                    found[i] = None;
+                    todo[kept] = todo[t];
+                    kept += 1;
+                }
+            }
+        }
+        self.hits.set(self.hits.get() + hits);
+        *n_todo = kept;
+        n as u64
     }
 
     #[inline(always)]
@@ -361,57 +467,23 @@ impl Dpcls {
         let mut hashes = [0u64; LOOKUP_CHUNK];
         let mut probed = 0u64;
         let keys = &keys[..keys.len().min(LOOKUP_CHUNK)];
+        const _: () = assert!(INLINE_WORDS == 8);
         for st in self.subtables.iter() {
-            let n = (*n_todo).min(LOOKUP_CHUNK);
-            if n == 0 {
+            if *n_todo == 0 {
                 break;
             }
-            // Pass 1: hash on this mask; fetch the bucket.
-            for &i in &todo[..n] {
-                let i = usize::from(i);
-                if let Some(k) = keys.get(i) {
-                    let h = st.hash_key(k.as_words());
-                    hashes[i % LOOKUP_CHUNK] = h;
-                    st.table.prefetch(h);
-                }
-            }
-            // Pass 2: the entry with that hash, if any; fetch the megaflow.
-            for &i in &todo[..n] {
-                let i = usize::from(i) % LOOKUP_CHUNK;
-                let c = st.table.first(hashes[i]);
-                if let Some(m) = c {
-                    prefetch(Arc::as_ptr(m));
-                }
-                found[i] = c;
-            }
-            // Pass 3: compare; what did not match stays on the list.
-            let mut kept = 0;
-            for t in 0..n {
-                let i = usize::from(todo[t]) % LOOKUP_CHUNK;
-                probed += 1;
-                let Some(key) = keys.get(i).map(|k| k.as_words()) else {
-                    found[i] = None;
-                    continue;
-                };
-                let hit = match found[i] {
-                    Some(m) if st.matches(m, key) => Some(m),
-                    // Another entry with the same hash: look for the key's own.
-                    Some(_) => st.table.find(hashes[i], |m| st.matches(m, key)),
-                    None => None,
-                };
-                match hit {
-                    Some(m) if !m.is_dead() => {
-                        st.hits.set(st.hits.get() + 1);
-                        found[i] = Some(m);
-                    }
-                    _ => {
-                        found[i] = None;
-                        todo[kept] = todo[t];
-                        kept += 1;
-                    }
-                }
-            }
-            *n_todo = kept;
+            let (t, f, h) = (&mut *todo, &mut *found, &mut hashes);
+            probed += match st.n_idx {
+                1 => st.probe_batch::<1>(keys, t, n_todo, f, h),
+                2 => st.probe_batch::<2>(keys, t, n_todo, f, h),
+                3 => st.probe_batch::<3>(keys, t, n_todo, f, h),
+                4 => st.probe_batch::<4>(keys, t, n_todo, f, h),
+                5 => st.probe_batch::<5>(keys, t, n_todo, f, h),
+                6 => st.probe_batch::<6>(keys, t, n_todo, f, h),
+                7 => st.probe_batch::<7>(keys, t, n_todo, f, h),
+                8 => st.probe_batch::<8>(keys, t, n_todo, f, h),
+                _ => st.probe_batch::<0>(keys, t, n_todo, f, h),
+            };
         }
         probed
     }

@@ -601,10 +601,9 @@ pub fn extract(frame: &[u8], in_port: u32) -> FlowKey {
 /// `in_port`, and returns where its headers start. Never panics.
 #[inline]
 pub fn extract_into(key: &mut FlowKey, frame: &[u8], in_port: u32) -> Offsets {
-    *key = FlowKey {
-        in_port,
-        ..FlowKey::ZERO
-    };
+    // Clear the key as whole words (a few vector stores), not field by field.
+    *bytemuck::cast_mut::<FlowKey, [u64; FLOW_KEY_WORDS]>(key) = [0; FLOW_KEY_WORDS];
+    key.in_port = in_port;
     let mut offs = Offsets::default();
     parse_l2(key, frame, &mut offs);
     offs
