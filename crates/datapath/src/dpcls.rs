@@ -44,22 +44,23 @@ pub const LOOKUP_CHUNK: usize = 64;
 /// words compare against the full key instead.
 pub const INLINE_WORDS: usize = 8;
 
-/// One cached decision. The fields a packet touches come first, so that a hit reads one or
-/// two cache lines: the dead flag, the counters, the compact key and a single output port.
-#[repr(C)]
+/// One cached decision. The fields a packet touches come first, in two cache lines (the
+/// type is 64-byte aligned): the compact key the lookup compares, then the dead flag, the
+/// counters and a single output port.
+#[repr(C, align(64))]
 pub struct Megaflow {
-    pub dead: AtomicBool,
-    /// Number of valid words in `ckey` (0 when the mask has more than [`INLINE_WORDS`]).
-    n_ckey: u8,
-    pub packets: AtomicU64,
-    pub bytes: AtomicU64,
-    pub used_ms: AtomicU64,
-    /// The port of the actions when they are exactly one output, else `None`.
-    pub single_output: Option<u32>,
     /// The masked key's non-zero-mask words, in mask order; `cidx`/`cmask` say which key
     /// words and with what mask (so a key can be checked against this one megaflow cheaply).
     ckey: [u64; INLINE_WORDS],
+    pub dead: AtomicBool,
+    /// Number of valid words in `ckey` (0 when the mask has more than [`INLINE_WORDS`]).
+    n_ckey: u8,
     cidx: [u8; INLINE_WORDS],
+    /// The port of the actions when they are exactly one output, else `None`.
+    pub single_output: Option<u32>,
+    pub packets: AtomicU64,
+    pub bytes: AtomicU64,
+    pub used_ms: AtomicU64,
     cmask: [u64; INLINE_WORDS],
     pub actions: Vec<DpAction>,
     // ---- cold: the slow path's view ----
@@ -315,7 +316,10 @@ impl Subtable {
             let i = usize::from(i) % LOOKUP_CHUNK;
             let c = self.table.first(hashes[i]);
             if let Some(m) = c {
-                prefetch(Arc::as_ptr(m));
+                // Both hot lines: the compact key, then the flag and counters.
+                let p = Arc::as_ptr(m).cast::<u8>();
+                prefetch(p);
+                prefetch(p.wrapping_add(64));
             }
             found[i] = c;
         }
