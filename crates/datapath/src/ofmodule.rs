@@ -1,18 +1,24 @@
 //! The `openflow` module: a bridge programmed with OpenFlow flow tables, behind OVS-style
 //! caches.
 //!
-//! ## The fast path (per received packet)
-//! 1. Extract the flow key (one pass) and hash it.
-//! 2. Exact-match cache ([`crate::emc`]): a hit gives the megaflow at once.
-//! 3. Megaflow cache ([`crate::dpcls`]): tuple space search over the megaflow masks, ranked
-//!    by hits; a hit is offered to the EMC.
-//! 4. Miss: the packet goes to the handler thread through a bounded queue
+//! ## The fast path (per received batch, in chunks of up to 64 packets)
+//! 1. Extract every packet's flow key.
+//! 2. The megaflow the previous packet hit: packets of one flow come in runs, and checking
+//!    its few mask words is the cheapest lookup there is.
+//! 3. Exact-match cache ([`crate::emc`]), for the packets step 2 left: every key hashed and
+//!    its slot prefetched, then all probed; a hit gives the megaflow at once.
+//! 4. Megaflow cache ([`crate::dpcls`]), for what is left: tuple space search over the
+//!    megaflow masks, ranked by hits, each subtable probed for the whole chunk in passes
+//!    with prefetching; a hit may be inserted into the EMC.
+//! 5. Miss: the packet goes to the handler thread through a bounded queue
 //!    ([`crate::udpif`]); the poll thread does not wait. The packet comes back with its
 //!    actions (and usually a new megaflow to install) through [`SwitchLogic::poll_pending`].
 //!
-//! Then the megaflow's datapath actions run on the packet: rewrites in place, each output a
-//! copy (the last one takes the packet itself) handed to the fabric, which batches outputs
-//! per port; `NORMAL` through a MAC-learning table; `CONTROLLER` onto the packet-in queue;
+//! Then, in arrival order, the megaflow's datapath actions run on the packet. A single
+//! output (the common case) is collected while consecutive packets go to the same port and
+//! handed to the fabric in one call. Other actions: rewrites in place, each output a copy
+//! (the last one takes the packet itself) handed to the fabric, which batches outputs per
+//! port; `NORMAL` through a MAC-learning table; `CONTROLLER` onto the packet-in queue;
 //! meters by their bands. Counters are kept in the megaflow and pushed to the OpenFlow rules
 //! by the revalidator.
 //!
