@@ -78,6 +78,7 @@ pub fn get(k: &FlowKey, f: Field) -> u128 {
         Field::TcpFlags => u128::from(k.tcp_flags & 0x0fff),
         Field::NwTtl => u128::from(k.nw_ttl),
         Field::IpFrag => u128::from(k.nw_frag & 3),
+        Field::PktMark => u128::from(k.pkt_mark),
         // The Nicira registers have no room in the key yet.
         _ => 0,
     }
@@ -124,6 +125,7 @@ pub fn set(k: &mut FlowKey, f: Field, value: u128, mask: u128) -> Result<(), Uns
         Field::TcpFlags => upd(&mut k.tcp_flags, v, m & 0x0fff),
         Field::NwTtl => upd(&mut k.nw_ttl, v, m & 0xff),
         Field::IpFrag => upd(&mut k.nw_frag, v, m & 3),
+        Field::PktMark => upd(&mut k.pkt_mark, v, m),
         _ => return Err(Unsupported(f)),
     }
     Ok(())

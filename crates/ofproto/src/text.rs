@@ -26,7 +26,7 @@ fn applies(f: Field, k: &FlowKey) -> bool {
     let p = k.nw_proto;
     match f {
         Field::InPort | Field::Metadata | Field::EthDst | Field::EthSrc | Field::EthType => true,
-        Field::TunnelId => true,
+        Field::TunnelId | Field::PktMark => true,
         Field::VlanVid | Field::VlanPcp => true,
         Field::InPhyPort => false,
         Field::IpDscp | Field::IpEcn | Field::IpProto | Field::NwTtl | Field::IpFrag => ip,

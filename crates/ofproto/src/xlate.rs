@@ -461,6 +461,7 @@ impl Ctx<'_> {
             | Field::Ipv6Exthdr
             | Field::TcpFlags
             | Field::IpFrag
+            | Field::PktMark
             | Field::Reg0
             | Field::Reg1
             | Field::Reg2

@@ -2,7 +2,7 @@
 //!
 //! [`Field`] names every field a flow can match on or a `set_field` action can write: all
 //! OpenFlow 1.3 OXM basic fields, OpenFlow 1.5's `tcp_flags`, and the few Nicira extension
-//! fields ovs-ofctl users reach for every day (`reg0`..`reg7`, `nw_ttl`, `ip_frag`).
+//! fields ovs-ofctl users reach for every day (`reg0`..`reg7`, `nw_ttl`, `ip_frag`, `pkt_mark`).
 //!
 //! Everything static about a field lives in one table, [`Field::info`]: its OXM class and
 //! field number (what a codec writes in an OXM/NXM header), its width in bits, whether the
@@ -198,6 +198,8 @@ pub enum Field {
     NwTtl,
     /// IP fragment bits [`FRAG_ANY`] | [`FRAG_LATER`] (Nicira, maskable).
     IpFrag,
+    /// Packet mark (Nicira `pkt_mark`, 32 bits, maskable).
+    PktMark,
 }
 
 /// A field's prerequisite, in terms of the one field it depends on.
@@ -290,7 +292,7 @@ const NX: u16 = OFPXMC_NXM_1;
 
 /// The field table, indexed by `Field as usize`.
 #[rustfmt::skip]
-static FIELDS: [FieldInfo; 51] = [
+static FIELDS: [FieldInfo; 52] = [
     fi!(InPort, "in_port", [], B, 0, 32, false, Prereq::None, Port),
     fi!(InPhyPort, "in_phy_port", [], B, 1, 32, false, Prereq::InPort, Port),
     fi!(Metadata, "metadata", [], B, 2, 64, true, Prereq::None, Hex),
@@ -334,11 +336,12 @@ static FIELDS: [FieldInfo; 51] = [
     fi!(TcpFlags, "tcp_flags", [], B, 42, 12, true, Prereq::IpProto(ipproto::TCP), TcpFlags),
     fi!(Reg0, "reg0", [], NX, 0, 32, true, Prereq::None, Hex), fi!(Reg1, "reg1", [], NX, 1, 32, true, Prereq::None, Hex), fi!(Reg2, "reg2", [], NX, 2, 32, true, Prereq::None, Hex), fi!(Reg3, "reg3", [], NX, 3, 32, true, Prereq::None, Hex), fi!(Reg4, "reg4", [], NX, 4, 32, true, Prereq::None, Hex), fi!(Reg5, "reg5", [], NX, 5, 32, true, Prereq::None, Hex), fi!(Reg6, "reg6", [], NX, 6, 32, true, Prereq::None, Hex), fi!(Reg7, "reg7", [], NX, 7, 32, true, Prereq::None, Hex), fi!(NwTtl, "nw_ttl", [], NX, 29, 8, false, Prereq::EthType(IP), Decimal),
     fi!(IpFrag, "ip_frag", ["nw_frag"], NX, 26, 2, true, Prereq::EthType(IP), Frag),
+    fi!(PktMark, "pkt_mark", [], NX, 33, 32, true, Prereq::None, Hex),
 ];
 
 impl Field {
     /// Every field, in canonical order.
-    pub const ALL: [Field; 51] = [
+    pub const ALL: [Field; 52] = [
         Field::InPort,
         Field::InPhyPort,
         Field::Metadata,
@@ -390,6 +393,7 @@ impl Field {
         Field::Reg7,
         Field::NwTtl,
         Field::IpFrag,
+        Field::PktMark,
     ];
 
     /// Static facts about this field.

@@ -49,9 +49,8 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "ovs-ofctl-of13-match_move_nx_register",
         "BadActionExpType(6)",
     ),
-    // Nicira match fields the model lacks (conj_id, pkt_mark).
+    // Nicira match field the model lacks (conj_id).
     ("ovs-ofctl-of13-match_conj", "BadField(1, 37)"),
-    ("ovs-ofctl-of13-match_pkt_mark", "BadField(1, 33)"),
     ("libofproto-OFP13-flow_mod_match_conj", "BadField(1, 37)"),
     ("libofproto-OFP15-flow_mod_match_conj", "BadField(1, 37)"),
     // Generic experimenter actions, bands and OXM fields (os-ken's made-up ids): the

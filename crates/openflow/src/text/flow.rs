@@ -448,7 +448,8 @@ pub fn parse_flow(text: &str, command: FlowModCommand) -> Result<FlowMod, TextEr
 }
 
 /// Order and names in which fields are printed (see the module documentation).
-const FORMAT_ORDER: [Field; 51] = [
+const FORMAT_ORDER: [Field; 52] = [
+    Field::PktMark,
     Field::Reg0,
     Field::Reg1,
     Field::Reg2,

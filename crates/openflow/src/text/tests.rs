@@ -611,6 +611,7 @@ fn prerequisites_satisfied_per_field() {
         "mplsm,mpls_label=1",
         "dl_type=0x88e7,pbb_isid=1",
         "tun_id=1,reg0=1,reg1=1,reg2=1,reg3=1,reg4=1,reg5=1,reg6=1,reg7=1",
+        "pkt_mark=0x1/0xff",
     ];
     let mut seen = std::collections::BTreeSet::new();
     for m in ok {
