@@ -4,7 +4,10 @@
 //! Every change is validated completely before anything is modified: a flow_mod that fails
 //! (bad match, unknown group, overlap...) returns the spec's error and leaves every table as
 //! it was. Each successful change bumps [`Ofproto::version`], which caches use to know their
-//! contents may be stale.
+//! contents may be stale. [`Ofproto::atomically`] extends that to a sequence of changes
+//! (bundles): all of them or none.
+
+mod txn;
 
 use crate::fields;
 use crate::group::Group;

@@ -92,6 +92,8 @@ pub struct ConnState {
     refill: Instant,
     /// Changes applied since the last sync with the datapath caches.
     pub dirty: bool,
+    /// Open bundles.
+    pub bundles: super::bundle::Bundles,
 }
 
 /// See the module documentation.
@@ -327,6 +329,7 @@ pub fn run(b: &Arc<BridgeOf>, stream: Stream, kind: ConnKind, stop: &AtomicBool)
             tokens: f64::from(cfg.burst_limit),
             refill: Instant::now(),
             dirty: false,
+            bundles: Default::default(),
         }),
         closed: AtomicBool::new(false),
         stream,
@@ -400,6 +403,7 @@ fn reader(
                 ) => {}
             Err(_) => return,
         }
+        super::bundle::expire(c, datapath::clock::now_ms());
         let idle = last_rx.elapsed();
         if idle >= probe * 2 {
             super::log(&format!(

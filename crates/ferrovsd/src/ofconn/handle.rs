@@ -183,7 +183,12 @@ pub fn request(b: &Arc<BridgeOf>, c: &Arc<Conn>, h: Header, msg: &[u8], batch: &
         }
         return;
     }
-    if let Err(e) = handle(b, c, h, m, of10_table) {
+    let r = match m {
+        Message::BundleControl(bc) => super::bundle::control(b, c, h.xid, bc, msg),
+        Message::BundleAdd(add) => super::bundle::add(c, h.xid, add, msg),
+        m => handle(b, c, h, m, of10_table),
+    };
+    if let Err(e) = r {
         reply_error(c, v, e, msg);
     }
 }
@@ -192,7 +197,7 @@ fn is_slave(c: &Conn) -> bool {
     lock(&c.st).role == ROLE_SLAVE
 }
 
-fn changed(b: &BridgeOf, c: &Conn) {
+pub(super) fn changed(b: &BridgeOf, c: &Conn) {
     lock(&c.st).dirty = true;
     b.udpif.kick();
 }
@@ -366,9 +371,8 @@ fn handle(
         Message::Experimenter(_) => {
             return Err(OfError::bad_request(bad_request::BAD_EXPERIMENTER));
         }
-        Message::BundleControl(_) | Message::BundleAdd(_) => {
-            return Err(OfError::bad_request(bad_request::BAD_TYPE));
-        }
+        // Handled by `request`.
+        Message::BundleControl(_) | Message::BundleAdd(_) => {}
         // Messages only a switch sends.
         Message::FeaturesReply(_)
         | Message::GetConfigReply(_)
@@ -397,6 +401,14 @@ fn flow_mod(b: &BridgeOf, c: &Conn, fm: &FlowMod) -> Result<(), OfError> {
 }
 
 fn port_mod(b: &BridgeOf, c: &Conn, pm: &wire::PortMod) -> Result<(), OfError> {
+    let link_up = check_port_mod(b, pm)?;
+    apply_port_mod(b, pm, link_up);
+    changed(b, c);
+    Ok(())
+}
+
+/// Checks a port_mod against the bridge's ports; returns whether the port has carrier.
+pub(super) fn check_port_mod(b: &BridgeOf, pm: &wire::PortMod) -> Result<bool, OfError> {
     let pmf = |code| OfError::new(err::OFPET_PORT_MOD_FAILED, code);
     let ports = b.ports().map_err(|_| pmf(4))?;
     let Some(p) = ports.iter().find(|p| p.desc.port_no == pm.port_no) else {
@@ -410,6 +422,11 @@ fn port_mod(b: &BridgeOf, c: &Conn, pm: &wire::PortMod) -> Result<(), OfError> {
     if pm.mask & !SUPPORTED & !0x2 & !0x8 != 0 {
         return Err(pmf(2));
     }
+    Ok(p.link_up)
+}
+
+/// Applies a port_mod [`check_port_mod`] accepted (`link_up` is what it returned).
+pub(super) fn apply_port_mod(b: &BridgeOf, pm: &wire::PortMod, link_up: bool) {
     let config = {
         let mut pc = lock(&b.port_config);
         let cur = pc.get(&pm.port_no).copied().unwrap_or(0);
@@ -421,7 +438,7 @@ fn port_mod(b: &BridgeOf, c: &Conn, pm: &wire::PortMod) -> Result<(), OfError> {
         let mut of = b.udpif.of();
         if let Some(op) = of.ports().get(&pm.port_no).cloned() {
             of.set_port(ofproto::OfPort {
-                live: p.link_up,
+                live: link_up,
                 admin_down: config & 1 != 0,
                 no_flood: config & 0x10 != 0,
                 ..op
@@ -429,8 +446,6 @@ fn port_mod(b: &BridgeOf, c: &Conn, pm: &wire::PortMod) -> Result<(), OfError> {
         }
     }
     super::conn::mark_port_dirty(b);
-    changed(b, c);
-    Ok(())
 }
 
 /// Validates a packet-out and queues it.

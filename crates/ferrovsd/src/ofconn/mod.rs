@@ -42,6 +42,7 @@
 //! `controller_burst_limit`; 1000 and 100 by default); drops are counted in
 //! `get-controller`.
 
+pub mod bundle;
 pub mod cli;
 pub mod conn;
 pub mod handle;

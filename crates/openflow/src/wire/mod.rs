@@ -22,7 +22,8 @@
 //! experimenter/vendor, features, get/set config, packet-in, flow-removed, port-status,
 //! packet-out (1.5: with match), flow_mod, group_mod (1.5 bucket format), port_mod,
 //! table_mod, multipart/stats (see [`multipart`]), barrier, queue get-config (raw
-//! queues), role, get/set async, meter_mod, bundle control/add, and the Nicira
+//! queues), role, get/set async, meter_mod, bundle control/add (OpenFlow 1.3: the ONF
+//! experimenter form `ovs-ofctl -O OpenFlow13 --bundle` sends, same body), and the Nicira
 //! messages of [`nicira`]. Not covered, each a [`DecodeError::BadType`]: 1.4's
 //! role-status, table-status and requestforward, and 1.5's controller-status. Details of
 //! each structure are in the submodules' notes: [`oxm`] (matches), [`action`]
@@ -202,9 +203,9 @@ pub enum Message {
     SetAsync(AsyncConfig),
     /// `OFPT_METER_MOD` (1.3+).
     MeterMod(MeterMod),
-    /// `OFPT_BUNDLE_CONTROL` (1.4+).
+    /// `OFPT_BUNDLE_CONTROL` (1.4+; in 1.3 the ONF extension `ONFT_BUNDLE_CONTROL`).
     BundleControl(BundleControl),
-    /// `OFPT_BUNDLE_ADD_MESSAGE` (1.4+).
+    /// `OFPT_BUNDLE_ADD_MESSAGE` (1.4+; in 1.3 the ONF extension `ONFT_BUNDLE_ADD_MESSAGE`).
     BundleAdd(BundleAdd),
     /// A Nicira extension message.
     Nx(NxMessage),
@@ -307,6 +308,11 @@ fn decode_body(h: Header, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
             let sub = rd.u32()?;
             if e == action::NX_VENDOR_ID {
                 Message::Nx(nicira::decode_nx(v, sub, rd)?)
+            } else if e == msg::ONF_EXPERIMENTER_ID && v == OFP13 && sub == msg::ONFT_BUNDLE_CONTROL
+            {
+                Message::BundleControl(msg::decode_bundle_ctrl(rd)?)
+            } else if e == msg::ONF_EXPERIMENTER_ID && v == OFP13 && sub == msg::ONFT_BUNDLE_ADD {
+                Message::BundleAdd(msg::decode_bundle_add(rd)?)
             } else {
                 Message::Experimenter(Experimenter {
                     experimenter: e,
@@ -576,18 +582,30 @@ fn encode_body(out: &mut Vec<u8>, m: &Message, v: u8) -> Result<u8, EncodeError>
             t::METER_MOD
         }
         Message::BundleControl(b) => {
-            if v < OFP14 {
-                return Err(EncodeError::NotInVersion("bundle control"));
+            not("bundle control")?;
+            if v == OFP13 {
+                out.u32(msg::ONF_EXPERIMENTER_ID);
+                out.u32(msg::ONFT_BUNDLE_CONTROL);
             }
             msg::encode_bundle_ctrl(out, b);
-            t::BUNDLE_CONTROL
+            if v == OFP13 {
+                t::EXPERIMENTER
+            } else {
+                t::BUNDLE_CONTROL
+            }
         }
         Message::BundleAdd(b) => {
-            if v < OFP14 {
-                return Err(EncodeError::NotInVersion("bundle add"));
+            not("bundle add")?;
+            if v == OFP13 {
+                out.u32(msg::ONF_EXPERIMENTER_ID);
+                out.u32(msg::ONFT_BUNDLE_ADD);
             }
             msg::encode_bundle_add(out, b);
-            t::BUNDLE_ADD
+            if v == OFP13 {
+                t::EXPERIMENTER
+            } else {
+                t::BUNDLE_ADD
+            }
         }
         Message::Nx(n) => {
             nicira::encode_nx(out, v, n)?;
@@ -628,13 +646,25 @@ pub fn of_error_to_wire(e: OfError, version: u8) -> (u16, u16) {
 
 /// The error message answering a request that failed with `e`: the spec's type/code
 /// for `version` and the first 64 bytes of the request.
+///
+/// OpenFlow 1.3 has no bundle errors: they go out as ONF experimenter errors whose
+/// experimenter type is 2300 plus the 1.4 code, as OVS sends them.
 pub fn error_reply(e: OfError, version: u8, request: &[u8]) -> Message {
+    let data = request.get(..64).unwrap_or(request).to_vec();
+    if version == OFP13 && e.type_ == err::OFPET_BUNDLE_FAILED {
+        return Message::Error(ErrorMsg {
+            type_: err::OFPET_EXPERIMENTER,
+            code: 2300 + e.code,
+            experimenter: Some(msg::ONF_EXPERIMENTER_ID),
+            data,
+        });
+    }
     let (type_, code) = of_error_to_wire(e, version);
     Message::Error(ErrorMsg {
         type_,
         code,
         experimenter: None,
-        data: request.get(..64).unwrap_or(request).to_vec(),
+        data,
     })
 }
 

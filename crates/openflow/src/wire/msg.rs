@@ -1080,6 +1080,38 @@ pub(crate) fn encode_async(out: &mut Vec<u8>, version: u8, a: &AsyncConfig) {
     encode_props(out, &a.experimenter);
 }
 
+/// The ONF experimenter id (OpenFlow 1.3 extensions that 1.4 standardised).
+pub const ONF_EXPERIMENTER_ID: u32 = 0x4f4e_4600;
+/// `ONFT_BUNDLE_CONTROL`: OpenFlow 1.3 form of `OFPT_BUNDLE_CONTROL`.
+pub const ONFT_BUNDLE_CONTROL: u32 = 2300;
+/// `ONFT_BUNDLE_ADD_MESSAGE`: OpenFlow 1.3 form of `OFPT_BUNDLE_ADD_MESSAGE`.
+pub const ONFT_BUNDLE_ADD: u32 = 2301;
+
+/// `OFPBCT_*` bundle control types.
+pub mod bct {
+    /// Open a bundle.
+    pub const OPEN_REQUEST: u16 = 0;
+    /// Reply to an open.
+    pub const OPEN_REPLY: u16 = 1;
+    /// Close a bundle (no more messages).
+    pub const CLOSE_REQUEST: u16 = 2;
+    /// Reply to a close.
+    pub const CLOSE_REPLY: u16 = 3;
+    /// Apply the bundle's messages.
+    pub const COMMIT_REQUEST: u16 = 4;
+    /// Reply to a commit.
+    pub const COMMIT_REPLY: u16 = 5;
+    /// Drop the bundle.
+    pub const DISCARD_REQUEST: u16 = 6;
+    /// Reply to a discard.
+    pub const DISCARD_REPLY: u16 = 7;
+}
+
+/// `OFPBF_ATOMIC`: apply all of the bundle or nothing.
+pub const OFPBF_ATOMIC: u16 = 1;
+/// `OFPBF_ORDERED`: apply in the order added.
+pub const OFPBF_ORDERED: u16 = 2;
+
 /// Bundle control (OpenFlow 1.4+).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct BundleControl {
