@@ -7,6 +7,9 @@ rundir.
 """
 
 import shutil
+import socket
+import struct
+import time
 
 import pytest
 
@@ -78,3 +81,146 @@ def test_bundle_group_and_flows_commit_together(daemon, net, tmp_path):
     f.write_text("priority=12,in_port=1,tcp,actions=group:5\n")
     ofctl(daemon, "--bundle", "add-flows", br, f, proto="OpenFlow14")
     assert any("group:5" in l for l in specs(daemon, br, "OpenFlow14"))
+
+
+# ---------------------------------------------------------------- raw controllers
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Peer:
+    """A minimal OpenFlow controller speaking one version (the test is the controller)."""
+
+    def __init__(self, port, version):
+        self.v = version
+        deadline = time.time() + 10
+        while True:
+            try:
+                self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+        self.buf = b""
+        self.send(0, struct.pack("!HHI", 1, 8, 1 << version))  # hello with bitmap
+        assert self.recv()[1] == 0
+
+    def send(self, type_, body=b"", xid=1):
+        self.s.sendall(struct.pack("!BBHI", self.v, type_, 8 + len(body), xid) + body)
+
+    def recv(self, timeout=5.0):
+        deadline = time.time() + timeout
+        while True:
+            if len(self.buf) >= 8:
+                n = struct.unpack("!H", self.buf[2:4])[0]
+                if len(self.buf) >= n:
+                    m, self.buf = self.buf[:n], self.buf[n:]
+                    return m
+            left = deadline - time.time()
+            if left <= 0:
+                raise TimeoutError("no message")
+            self.s.settimeout(left)
+            d = self.s.recv(65536)
+            if not d:
+                raise ConnectionError("closed")
+            self.buf += d
+
+    def recv_type(self, t, timeout=5.0):
+        deadline = time.time() + timeout
+        while True:
+            m = self.recv(max(0.05, deadline - time.time()))
+            if m[1] == t:
+                return m
+
+    def none_of_type(self, t, wait=1.0):
+        try:
+            m = self.recv_type(t, timeout=wait)
+        except TimeoutError:
+            return True
+        raise AssertionError(f"unexpected message {m!r}")
+
+    def role(self, role, gen, xid=1):
+        self.send(24, struct.pack("!I4xQ", role, gen), xid=xid)
+        m = self.recv_type(25)
+        return struct.unpack("!I4xQ", m[8:24])
+
+    def close(self):
+        self.s.close()
+
+
+def group_mod14(group_id, port, xid):
+    bucket = struct.pack("!HHII4x", 32, 0, 0xffffffff, 0xffffffff)
+    bucket += struct.pack("!HHIH6x", 0, 16, port, 0xffff)
+    return struct.pack("!HBxI", 0, 0, group_id) + bucket, xid
+
+
+def test_role_status_and_requestforward_between_two_controllers(daemon, net):
+    br, _ = bridge(daemon, net)
+    port = free_port()
+    daemon.cli("set-controller", br, f"ptcp:{port}:127.0.0.1")
+    c1 = Peer(port, 5)
+    c2 = Peer(port, 5)
+    try:
+        assert c1.role(2, 1) == (2, 1)  # master
+        assert c2.role(2, 2) == (2, 2)  # master: c1 is demoted
+        m = c1.recv_type(30)  # OFPT_ROLE_STATUS
+        role, reason, gen = struct.unpack("!IB3xQ", m[8:24])
+        assert (role, reason, gen) == (3, 0, 2)
+        c2.none_of_type(30, wait=0.5)
+        # c1 (now a slave) asks for forwarded group and meter mods (OFPACPT_REQUESTFORWARD_SLAVE).
+        c1.send(28, struct.pack("!HHI", 10, 8, 0x3), xid=5)
+        body, xid = group_mod14(9, 1, 0x77)
+        c2.send(15, body, xid=xid)
+        m = c1.recv_type(32)  # OFPT_REQUESTFORWARD
+        inner = m[8:]
+        assert inner[0] == 5 and inner[1] == 15, inner  # a 1.4 group_mod
+        assert struct.unpack("!I", inner[4:8])[0] == 0x77  # the original xid
+        assert inner[8:] == body
+        c2.none_of_type(32, wait=0.5)  # not back to its sender
+        # A slave may not change groups.
+        c1.send(15, group_mod14(10, 1, 3)[0], xid=3)
+        m = c1.recv_type(1)
+        assert struct.unpack("!HH", m[8:12]) == (1, 10)  # BAD_REQUEST / IS_SLAVE
+        # Controller status (1.5) lists both controllers with their roles and target.
+        c3 = Peer(port, 6)
+        c3.send(18, struct.pack("!HH4x", 18, 0), xid=9)
+        m = c3.recv_type(19)
+        body = m[16:]
+        recs = []
+        while body:
+            n = struct.unpack("!H", body[:2])[0]
+            recs.append(body[:n])
+            body = body[n:]
+        roles = sorted(struct.unpack("!I", r[4:8])[0] for r in recs)
+        assert roles == [1, 2, 3], roles  # c3 equal, c2 master, c1 slave
+        assert all(f"ptcp:{port}:127.0.0.1".encode() in r for r in recs)
+        c3.close()
+    finally:
+        c1.close()
+        c2.close()
+
+
+def test_table_desc_vacancy_config_and_queue_desc(daemon, net):
+    br, _ = bridge(daemon, net)
+    out = ofctl(daemon, "dump-table-desc", br, proto="OpenFlow14").stdout
+    assert "table 0:" in out and "table 253:" in out, out
+    ofctl(daemon, "mod-table", br, "3", "vacancy:20,80", proto="OpenFlow14")
+    out = ofctl(daemon, "dump-table-desc", br, proto="OpenFlow14").stdout
+    t3 = out.split("table 3:")[1].split("table 4:")[0]
+    assert "vacancy=on" in t3 and "vacancy_down=20%" in t3 and "vacancy_up=80%" in t3, t3
+    t2 = out.split("table 2:")[1].split("table 3:")[0]
+    assert "vacancy=on" not in t2, t2
+    r = ofctl(daemon, "mod-table", br, "3", "vacancy:90,80", proto="OpenFlow14", check=False)
+    assert r.returncode != 0
+    ofctl(daemon, "mod-table", br, "3", "novacancy", proto="OpenFlow14")
+    out = ofctl(daemon, "dump-table-desc", br, proto="OpenFlow14").stdout
+    assert "vacancy=on" not in out.split("table 3:")[1].split("table 4:")[0]
+    out = ofctl(daemon, "queue-get-config", br, proto="OpenFlow14").stdout
+    assert "OFPST_QUEUE_DESC reply" in out, out
+    assert "queue" not in out.split("reply", 1)[1].lower().replace("queue_desc", ""), out

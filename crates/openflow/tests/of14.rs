@@ -2,7 +2,7 @@
 //! OpenFlow 1.3 ONF forms: each new decoder gets a known-good encoding, a round trip, and
 //! every truncation of it refused with a typed error.
 
-use openflow::wire::msg::{bct, ONF_EXPERIMENTER_ID, ONFT_BUNDLE_CONTROL};
+use openflow::wire::msg::{bct, ONFT_BUNDLE_CONTROL, ONF_EXPERIMENTER_ID};
 use openflow::wire::{decode_frame, encode, BundleAdd, BundleControl, DecodeError, Message};
 use openflow::wire::{OFP13, OFP14, OFP15};
 
@@ -64,4 +64,162 @@ fn bundle_add_carries_a_whole_message() {
     let mut b = encode(&add, OFP14, 5).expect("encodes");
     b[16 + 2..16 + 4].copy_from_slice(&4u16.to_be_bytes());
     assert!(decode_frame(&b).is_err());
+}
+
+use openflow::wire::multipart::{MpReply, MpRequest, MultipartReply, MultipartRequest, OxsStats};
+use openflow::wire::of14::{
+    BundleFeatures, ControllerStatus, FlowStats15, QueueDesc, RoleStatus, TableDesc, TableStatus,
+};
+use openflow::wire::Prop;
+
+fn prop(type_: u16, data: &[u8]) -> Prop {
+    Prop {
+        type_,
+        data: data.to_vec(),
+    }
+}
+
+#[test]
+fn role_status_layout() {
+    let m = Message::RoleStatus(RoleStatus {
+        role: 3,
+        reason: 0,
+        generation_id: 0x1234_5678_9abc_def0,
+        props: Vec::new(),
+    });
+    let b = encode(&m, OFP14, 0).expect("encodes");
+    assert_eq!(
+        &b[8..],
+        &[0, 0, 0, 3, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0]
+    );
+    assert_eq!(round_trip(&b), m);
+    assert!(encode(&m, OFP13, 0).is_err(), "1.4+ only");
+}
+
+#[test]
+fn table_status_and_desc_round_trip() {
+    let table = TableDesc {
+        table_id: 3,
+        config: 8,
+        props: vec![prop(3, &[20, 80, 100, 0])],
+    };
+    let m = Message::TableStatus(TableStatus { reason: 3, table });
+    let b = encode(&m, OFP15, 0).expect("encodes");
+    assert_eq!(&b[16..18], &[0, 16], "table desc length");
+    assert_eq!(round_trip(&b), m);
+    // A table desc whose length claims more than is there.
+    let mut bad = b.clone();
+    bad[16..18].copy_from_slice(&[0, 40]);
+    assert!(decode_frame(&bad).is_err());
+}
+
+#[test]
+fn requestforward_holds_exactly_one_message() {
+    let inner = encode(&Message::BarrierRequest, OFP14, 77).expect("inner");
+    let m = Message::RequestForward(inner.clone());
+    let b = encode(&m, OFP14, 0).expect("encodes");
+    assert_eq!(&b[8..], &inner[..]);
+    assert_eq!(round_trip(&b), m);
+    let mut extra = b.clone();
+    extra.extend_from_slice(&[0; 8]);
+    extra[2..4].copy_from_slice(&(b.len() as u16 + 8).to_be_bytes());
+    assert!(
+        decode_frame(&extra).is_err(),
+        "bytes after the inner message"
+    );
+}
+
+#[test]
+fn new_multiparts_round_trip_and_refuse_truncation() {
+    let reqs = [
+        (OFP14, MpRequest::TableDesc),
+        (
+            OFP14,
+            MpRequest::QueueDesc {
+                port_no: 7,
+                queue_id: 0xffff_ffff,
+            },
+        ),
+        (OFP15, MpRequest::ControllerStatus),
+        (
+            OFP15,
+            MpRequest::BundleFeatures(openflow::wire::of14::BundleFeaturesRequest {
+                flags: 3,
+                props: vec![prop(1, &[0; 12])],
+            }),
+        ),
+    ];
+    for (v, body) in reqs {
+        let m = Message::MultipartRequest(MultipartRequest { flags: 0, body });
+        round_trip(&encode(&m, v, 4).expect("encodes"));
+    }
+    let reps = [
+        (
+            OFP14,
+            MpReply::TableDesc(vec![
+                TableDesc::default(),
+                TableDesc {
+                    table_id: 1,
+                    config: 4,
+                    props: vec![prop(2, &[0, 0, 0, 7])],
+                },
+            ]),
+        ),
+        (
+            OFP14,
+            MpReply::QueueDesc(vec![QueueDesc {
+                port_no: 1,
+                queue_id: 2,
+                props: vec![prop(1, &[1, 44, 0, 0])],
+            }]),
+        ),
+        (
+            OFP15,
+            MpReply::ControllerStatus(vec![ControllerStatus {
+                short_id: 1,
+                role: 2,
+                reason: 0,
+                channel_status: 0,
+                props: vec![prop(0, b"ptcp:6653")],
+            }]),
+        ),
+        (
+            OFP15,
+            MpReply::BundleFeatures(BundleFeatures {
+                capabilities: 3,
+                props: Vec::new(),
+            }),
+        ),
+        (
+            OFP15,
+            MpReply::FlowStats15(vec![FlowStats15 {
+                table_id: 1,
+                reason: 0,
+                priority: 9,
+                match_: openflow::Match::new(),
+                stats: OxsStats {
+                    duration_sec: 1,
+                    duration_nsec: 2,
+                    idle_time: Some((3, 4)),
+                    flow_count: None,
+                    packet_count: 5,
+                    byte_count: 6,
+                },
+            }]),
+        ),
+    ];
+    for (v, body) in reps {
+        let m = Message::MultipartReply(MultipartReply { flags: 0, body });
+        round_trip(&encode(&m, v, 4).expect("encodes"));
+        assert!(encode(&m, OFP13, 4).is_err());
+    }
+    let cs = Message::ControllerStatus(ControllerStatus {
+        short_id: 0,
+        role: 1,
+        reason: 1,
+        channel_status: 1,
+        props: Vec::new(),
+    });
+    round_trip(&encode(&cs, OFP15, 0).expect("encodes"));
+    assert!(encode(&cs, OFP14, 0).is_err(), "1.5 only");
 }

@@ -89,22 +89,9 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     // A deliberately truncated message.
     ("libofproto-OFP13-flow_mod.truncated64", "Truncated"),
     // ONF / 1.4+ messages the switch does not implement.
-    ("ofp_role_status", "BadType(30)"),
-    ("role_status", "BadType(30)"),
-    ("ofp_table_status", "BadType(31)"),
-    ("table_status", "BadType(31)"),
-    ("requestforward", "BadType(32)"),
-    ("controller_status.packet", "BadType(35)"),
-    ("ofp_table_desc_", "BadMultipart(14)"),
-    ("table_desc_", "BadMultipart(14)"),
-    ("ofp_queue_desc_", "BadMultipart(15)"),
-    ("queue_desc_", "BadMultipart(15)"),
     ("5-67-ofp_flow_monitor_", "BadMultipart(16)"),
     ("5-66-ofp_flow_monitor_", "BadMultipart(16)"),
     ("OFP15-flow_monitor_", "BadMultipart(16)"),
-    ("OFP15-flow_stats_re", "BadMultipart(17)"),
-    ("controller_status_re", "BadMultipart(18)"),
-    ("bundle_features_re", "BadMultipart(19)"),
 ];
 
 fn packet_data() -> Option<PathBuf> {

@@ -30,11 +30,14 @@ use openflow::actions::{OFPG_ALL, OFPG_ANY, OFPP_ANY, OFPP_CONTROLLER, OFPP_LOCA
 use openflow::messages::err::{self, bad_request};
 use openflow::messages::{OFPM_ALL, OFPTT_ALL, OFP_NO_BUFFER};
 use openflow::oxm::Field;
+use openflow::wire::msg::{OFPBF_ATOMIC, OFPBF_ORDERED};
+use openflow::wire::multipart::OxsStats;
 use openflow::wire::multipart::{
     AggregateStats, Desc, FlowStats, FlowStatsRequest, GroupDesc, GroupFeatures, GroupStats,
     MeterConfig, MeterFeatures, MeterStats, TableFeatures, TableStats,
 };
 use openflow::wire::nicira::NxMessage;
+use openflow::wire::of14::{BundleFeatures, FlowStats15, TableDesc};
 use openflow::wire::{
     self, AsyncConfig, Header, Message, MpReply, MpRequest, MultipartReply, PortStats,
 };
@@ -315,11 +318,13 @@ fn handle(
             slave_check()?;
             b.udpif.of().group_mod(&gm, now_ms())?;
             changed(b, c);
+            super::status::forward_request(b, c, xid, &Message::GroupMod(gm));
         }
         Message::MeterMod(mm) => {
             slave_check()?;
             b.udpif.of().meter_mod(&mm, now_ms())?;
             changed(b, c);
+            super::status::forward_request(b, c, xid, &Message::MeterMod(mm));
         }
         Message::PortMod(pm) => {
             slave_check()?;
@@ -327,8 +332,11 @@ fn handle(
         }
         Message::TableMod(tm) => {
             slave_check()?;
-            if tm.table_id != OFPTT_ALL && tm.table_id > 254 {
+            if tm.table_id != OFPTT_ALL && tm.table_id > 253 {
                 return Err(OfError::new(err::OFPET_TABLE_MOD_FAILED, 0));
+            }
+            if v >= wire::OFP14 {
+                super::status::table_mod(b, &tm)?;
             }
         }
         // Queued by `request`.
@@ -383,7 +391,11 @@ fn handle(
         | Message::BarrierReply
         | Message::QueueGetConfigReply { .. }
         | Message::RoleReply(_)
-        | Message::GetAsyncReply(_) => {
+        | Message::GetAsyncReply(_)
+        | Message::RoleStatus(_)
+        | Message::TableStatus(_)
+        | Message::RequestForward(_)
+        | Message::ControllerStatus(_) => {
             return Err(OfError::bad_request(bad_request::BAD_TYPE));
         }
     }
@@ -500,17 +512,20 @@ fn role(b: &BridgeOf, c: &Conn, xid: u32, r: wire::RoleMsg) -> Result<(), OfErro
         roles.generation_id.unwrap_or(0)
     };
     if r.role != ROLE_NOCHANGE {
+        let mut demoted = Vec::new();
         if r.role == ROLE_MASTER {
             for other in lock(&b.conns).iter() {
                 if other.id != c.id {
                     let mut st = lock(&other.st);
                     if st.role == ROLE_MASTER {
                         st.role = ROLE_SLAVE;
+                        demoted.push(Arc::clone(other));
                     }
                 }
             }
         }
         lock(&c.st).role = r.role;
+        super::status::role_demoted(&demoted, gen);
     }
     let reply = wire::RoleMsg {
         role: lock(&c.st).role,
@@ -865,6 +880,72 @@ fn multipart(
         }),
         MpRequest::Experimenter(_) => {
             return Err(OfError::bad_request(bad_request::BAD_EXPERIMENTER));
+        }
+        MpRequest::TableDesc => {
+            let recs = super::status::table_descs(b);
+            // A few dozen bytes per table: several messages.
+            let chunks: Vec<&[TableDesc]> = recs.chunks(100).collect();
+            let n = chunks.len();
+            for (i, ch) in chunks.into_iter().enumerate() {
+                let m = Message::MultipartReply(MultipartReply {
+                    flags: u16::from(i + 1 < n),
+                    body: MpReply::TableDesc(ch.to_vec()),
+                });
+                if let Ok(bytes) = wire::encode(&m, c.version(), xid) {
+                    c.send_raw(bytes);
+                }
+            }
+            return Ok(());
+        }
+        // No queues.
+        MpRequest::QueueDesc { .. } => MpReply::QueueDesc(Vec::new()),
+        MpRequest::ControllerStatus => {
+            MpReply::ControllerStatus(super::status::controller_statuses(b))
+        }
+        // Every commit is atomic and ordered; no scheduled commits.
+        MpRequest::BundleFeatures(_) => MpReply::BundleFeatures(BundleFeatures {
+            capabilities: OFPBF_ATOMIC | OFPBF_ORDERED,
+            props: Vec::new(),
+        }),
+        MpRequest::FlowStats15(r) => {
+            sync(b, c, true);
+            let recs: Vec<FlowStats15> = selected_rules(b, &r)
+                .into_iter()
+                .map(|rule| {
+                    let (packets, bytes, used) = rule.stats.get();
+                    let (s, ns) = dur(rule.created_ms);
+                    let idle = now.saturating_sub(if used == 0 { rule.created_ms } else { used });
+                    FlowStats15 {
+                        table_id: rule.table_id,
+                        reason: 0,
+                        priority: rule.priority,
+                        match_: rule.match_.clone(),
+                        stats: OxsStats {
+                            duration_sec: s,
+                            duration_nsec: ns,
+                            idle_time: Some((
+                                (idle / 1000) as u32,
+                                ((idle % 1000) * 1_000_000) as u32,
+                            )),
+                            flow_count: None,
+                            packet_count: packets,
+                            byte_count: bytes,
+                        },
+                    }
+                })
+                .collect();
+            let chunks: Vec<&[FlowStats15]> = recs.chunks(FLOWS_PER_REPLY).collect();
+            let n = chunks.len().max(1);
+            for i in 0..n {
+                let m = Message::MultipartReply(MultipartReply {
+                    flags: u16::from(i + 1 < n),
+                    body: MpReply::FlowStats15(chunks.get(i).map_or(Vec::new(), |x| x.to_vec())),
+                });
+                if let Ok(bytes) = wire::encode(&m, c.version(), xid) {
+                    c.send_raw(bytes);
+                }
+            }
+            return Ok(());
         }
     };
     send_mp(c, xid, body);

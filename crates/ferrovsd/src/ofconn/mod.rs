@@ -46,6 +46,7 @@ pub mod bundle;
 pub mod cli;
 pub mod conn;
 pub mod handle;
+pub mod status;
 pub mod target;
 
 use crate::ofconn::conn::{Conn, ConnKind};
@@ -139,6 +140,8 @@ pub struct BridgeOf {
     pub roles: Mutex<Roles>,
     /// `OFPPC_*` bits set by port_mod, per OpenFlow port.
     pub port_config: Mutex<HashMap<u32, u32>>,
+    /// OpenFlow 1.4 table configuration set by table_mod (see [`status`]).
+    pub tables: Mutex<BTreeMap<u8, status::TableCfg>>,
     pub port_dirty: AtomicBool,
     pub stop: AtomicBool,
     pub created: Instant,
@@ -331,6 +334,7 @@ impl ConnMgr {
             snoops: Mutex::new(Vec::new()),
             roles: Mutex::new(Roles::default()),
             port_config: Mutex::new(HashMap::new()),
+            tables: Mutex::new(BTreeMap::new()),
             port_dirty: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             created: Instant::now(),
@@ -482,6 +486,7 @@ fn dispatch_loop(b: &Arc<BridgeOf>) {
         for r in &removed {
             b.broadcast(|c| c.flow_removed(r));
         }
+        status::check_vacancy(b);
         // Ports: a cheap look at ofproto's table every 50 ms; the poll thread is asked for
         // full descriptions only when something changed (or port_mod asked for it).
         if last_port_check.elapsed() >= Duration::from_millis(50) {

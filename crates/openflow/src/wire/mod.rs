@@ -23,9 +23,9 @@
 //! packet-out (1.5: with match), flow_mod, group_mod (1.5 bucket format), port_mod,
 //! table_mod, multipart/stats (see [`multipart`]), barrier, queue get-config (raw
 //! queues), role, get/set async, meter_mod, bundle control/add (OpenFlow 1.3: the ONF
-//! experimenter form `ovs-ofctl -O OpenFlow13 --bundle` sends, same body), and the Nicira
-//! messages of [`nicira`]. Not covered, each a [`DecodeError::BadType`]: 1.4's
-//! role-status, table-status and requestforward, and 1.5's controller-status. Details of
+//! experimenter form `ovs-ofctl -O OpenFlow13 --bundle` sends, same body), 1.4's
+//! role-status, table-status and requestforward and 1.5's controller-status ([`of14`]),
+//! and the Nicira messages of [`nicira`]. Details of
 //! each structure are in the submodules' notes: [`oxm`] (matches), [`action`]
 //! (actions and instructions), [`port`], [`msg`], [`multipart`], [`nicira`].
 //!
@@ -50,6 +50,7 @@ pub mod error;
 pub mod msg;
 pub mod multipart;
 pub mod nicira;
+pub mod of14;
 pub mod oxm;
 pub mod port;
 
@@ -207,6 +208,14 @@ pub enum Message {
     BundleControl(BundleControl),
     /// `OFPT_BUNDLE_ADD_MESSAGE` (1.4+; in 1.3 the ONF extension `ONFT_BUNDLE_ADD_MESSAGE`).
     BundleAdd(BundleAdd),
+    /// `OFPT_ROLE_STATUS` (1.4+).
+    RoleStatus(of14::RoleStatus),
+    /// `OFPT_TABLE_STATUS` (1.4+).
+    TableStatus(of14::TableStatus),
+    /// `OFPT_REQUESTFORWARD` (1.4+): the forwarded request, a whole message.
+    RequestForward(Vec<u8>),
+    /// `OFPT_CONTROLLER_STATUS` (1.5).
+    ControllerStatus(of14::ControllerStatus),
     /// A Nicira extension message.
     Nx(NxMessage),
 }
@@ -404,6 +413,14 @@ fn decode_body(h: Header, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
         t::METER_MOD => Message::MeterMod(msg::decode_meter_mod(rd)?),
         t::BUNDLE_CONTROL if v >= OFP14 => Message::BundleControl(msg::decode_bundle_ctrl(rd)?),
         t::BUNDLE_ADD if v >= OFP14 => Message::BundleAdd(msg::decode_bundle_add(rd)?),
+        of14::t::ROLE_STATUS if v >= OFP14 => Message::RoleStatus(of14::decode_role_status(rd)?),
+        of14::t::TABLE_STATUS if v >= OFP14 => Message::TableStatus(of14::decode_table_status(rd)?),
+        of14::t::REQUESTFORWARD if v >= OFP14 => {
+            Message::RequestForward(of14::decode_requestforward(rd)?)
+        }
+        of14::t::CONTROLLER_STATUS if v >= OFP15 => {
+            Message::ControllerStatus(of14::decode_controller_status_msg(rd)?)
+        }
         _ => return Err(DecodeError::BadType(ty)),
     };
     Ok(m)
@@ -611,7 +628,34 @@ fn encode_body(out: &mut Vec<u8>, m: &Message, v: u8) -> Result<u8, EncodeError>
             nicira::encode_nx(out, v, n)?;
             t::EXPERIMENTER
         }
+        Message::RoleStatus(r) => {
+            since14(v, OFP14, "role status")?;
+            of14::encode_role_status(out, r);
+            of14::t::ROLE_STATUS
+        }
+        Message::TableStatus(ts) => {
+            since14(v, OFP14, "table status")?;
+            of14::encode_table_status(out, ts);
+            of14::t::TABLE_STATUS
+        }
+        Message::RequestForward(m) => {
+            since14(v, OFP14, "request forward")?;
+            out.extend_from_slice(m);
+            of14::t::REQUESTFORWARD
+        }
+        Message::ControllerStatus(c) => {
+            since14(v, OFP15, "controller status")?;
+            of14::encode_controller_status_msg(out, c);
+            of14::t::CONTROLLER_STATUS
+        }
     })
+}
+
+fn since14(v: u8, min: u8, what: &'static str) -> Result<(), EncodeError> {
+    if v < min {
+        return Err(EncodeError::NotInVersion(what));
+    }
+    Ok(())
 }
 
 /// The (type, code) to put on the wire for `e` when talking `version`: OpenFlow 1.3

@@ -9,9 +9,9 @@
 //! Supported types: desc, flow, aggregate, table, port stats, queue stats, group, group
 //! desc, group features, meter, meter config, meter features, table features (records
 //! with raw properties), port desc, experimenter, and Nicira's `NXST_FLOW` /
-//! `NXST_AGGREGATE` (OpenFlow 1.0 vendor stats). OpenFlow 1.4+'s table desc, queue desc
-//! and flow monitor, and 1.5's controller status and bundle features are
-//! `BadMultipart`. OpenFlow 1.5 flow statistics and aggregate replies carry their
+//! `NXST_AGGREGATE` (OpenFlow 1.0 vendor stats), and through [`super::of14`] OpenFlow
+//! 1.4+'s table desc and queue desc and 1.5's controller status, bundle features and flow
+//! statistics (multipart 17). OpenFlow 1.5 flow statistics and aggregate replies carry their
 //! counters as OXS TLVs ([`OxsStats`]).
 
 use super::action::{decode_actions, decode_instructions, encode_instructions, NX_VENDOR_ID};
@@ -28,7 +28,7 @@ use super::port::{
     decode_port, decode_port_stats, decode_props, encode_port, encode_port_stats, encode_props,
     Port, PortStats, Prop,
 };
-use super::{OFP10, OFP13, OFP14, OFP15};
+use super::{of14, OFP10, OFP13, OFP14, OFP15};
 use crate::actions::{port_from_of10, port_to_of10, Instruction};
 use crate::matches::Match;
 use crate::messages::{Bucket, GroupType, MeterBand};
@@ -140,6 +140,21 @@ pub enum MpRequest {
     NxFlow(FlowStatsRequest),
     /// Nicira aggregate statistics (NXM match).
     NxAggregate(FlowStatsRequest),
+    /// Table descriptions (1.4+).
+    TableDesc,
+    /// Queue descriptions (1.4+).
+    QueueDesc {
+        /// Port (`OFPP_ANY` for all).
+        port_no: u32,
+        /// Queue (`OFPQ_ALL` for all).
+        queue_id: u32,
+    },
+    /// Controller status (1.5).
+    ControllerStatus,
+    /// Bundle features (1.5).
+    BundleFeatures(of14::BundleFeaturesRequest),
+    /// OpenFlow 1.5 flow statistics (multipart 17).
+    FlowStats15(FlowStatsRequest),
 }
 
 /// A multipart reply.
@@ -400,6 +415,16 @@ pub enum MpReply {
     NxFlow(Vec<FlowStats>),
     /// Nicira aggregate statistics.
     NxAggregate(AggregateStats),
+    /// Table descriptions (1.4+).
+    TableDesc(Vec<of14::TableDesc>),
+    /// Queue descriptions (1.4+).
+    QueueDesc(Vec<of14::QueueDesc>),
+    /// Controller status (1.5).
+    ControllerStatus(Vec<of14::ControllerStatus>),
+    /// Bundle features (1.5).
+    BundleFeatures(of14::BundleFeatures),
+    /// OpenFlow 1.5 flow statistics (multipart 17).
+    FlowStats15(Vec<of14::FlowStats15>),
 }
 
 // ---------------------------------------------------------------- OXS (1.5)
@@ -493,7 +518,10 @@ pub(crate) fn encode_oxs(out: &mut Vec<u8>, s: &OxsStats, aggregate: bool) {
 
 // ---------------------------------------------------------------- requests
 
-fn decode_flow_req(version: u8, rd: &mut Rd<'_>) -> Result<FlowStatsRequest, DecodeError> {
+pub(crate) fn decode_flow_req(
+    version: u8,
+    rd: &mut Rd<'_>,
+) -> Result<FlowStatsRequest, DecodeError> {
     if version == OFP10 {
         let match_ = decode_of10_match(rd)?;
         let table_id = rd.u8()?;
@@ -665,6 +693,16 @@ pub(crate) fn decode_mp_request(
         } else {
             crate::actions::OFPP_ANY
         }),
+        _ if version >= OFP14 => match of14::decode_request(version, ty, rd)? {
+            Some(of14::Req::TableDesc) => MpRequest::TableDesc,
+            Some(of14::Req::QueueDesc { port_no, queue_id }) => {
+                MpRequest::QueueDesc { port_no, queue_id }
+            }
+            Some(of14::Req::ControllerStatus) => MpRequest::ControllerStatus,
+            Some(of14::Req::BundleFeatures(b)) => MpRequest::BundleFeatures(b),
+            Some(of14::Req::FlowStats(f)) => MpRequest::FlowStats15(f),
+            None => return Err(DecodeError::BadMultipart(ty)),
+        },
         _ => return Err(DecodeError::BadMultipart(ty)),
     };
     if !rd.is_empty() {
@@ -801,6 +839,38 @@ pub(crate) fn encode_mp_request(
             nx_stats_header(out, version, r.flags, NXST_AGGREGATE)?;
             encode_nx_flow_req(out, f)?;
         }
+        MpRequest::TableDesc => {
+            since(version, OFP14, "table desc")?;
+            hdr(out, of14::mp::TABLE_DESC);
+        }
+        MpRequest::QueueDesc { port_no, queue_id } => {
+            since(version, OFP14, "queue desc")?;
+            hdr(out, of14::mp::QUEUE_DESC);
+            out.u32(*port_no);
+            out.u32(*queue_id);
+        }
+        MpRequest::ControllerStatus => {
+            since(version, OFP15, "controller status")?;
+            hdr(out, of14::mp::CONTROLLER_STATUS);
+        }
+        MpRequest::BundleFeatures(b) => {
+            since(version, OFP15, "bundle features")?;
+            hdr(out, of14::mp::BUNDLE_FEATURES);
+            of14::encode_bundle_features_request(out, b);
+        }
+        MpRequest::FlowStats15(f) => {
+            since(version, OFP15, "flow stats (1.5)")?;
+            hdr(out, of14::mp::FLOW_STATS);
+            encode_flow_req(out, version, f)?;
+        }
+    }
+    Ok(())
+}
+
+/// `NotInVersion` below `min`.
+fn since(version: u8, min: u8, what: &'static str) -> Result<(), EncodeError> {
+    if version < min {
+        return Err(EncodeError::NotInVersion(what));
     }
     Ok(())
 }
@@ -850,7 +920,11 @@ fn encode_table_features(out: &mut Vec<u8>, version: u8, t: &TableFeatures) {
 }
 
 /// Records of a reply body: each starts with a 16-bit length at `len_off`.
-fn records<'a>(rd: &mut Rd<'a>, len_off: usize, min: usize) -> Result<Vec<Rd<'a>>, DecodeError> {
+pub(crate) fn records<'a>(
+    rd: &mut Rd<'a>,
+    len_off: usize,
+    min: usize,
+) -> Result<Vec<Rd<'a>>, DecodeError> {
     let mut v = Vec::new();
     while !rd.is_empty() {
         let len = usize::from(rd.peek_u16(len_off).ok_or(DecodeError::BadLength)?);
@@ -1363,6 +1437,14 @@ pub(crate) fn decode_mp_reply(version: u8, rd: &mut Rd<'_>) -> Result<MultipartR
             }
             MpReply::PortDesc(v)
         }
+        _ if version >= OFP14 => match of14::decode_reply(version, ty, rd)? {
+            Some(of14::Rep::TableDesc(v)) => MpReply::TableDesc(v),
+            Some(of14::Rep::QueueDesc(v)) => MpReply::QueueDesc(v),
+            Some(of14::Rep::ControllerStatus(v)) => MpReply::ControllerStatus(v),
+            Some(of14::Rep::BundleFeatures(b)) => MpReply::BundleFeatures(b),
+            Some(of14::Rep::FlowStats(v)) => MpReply::FlowStats15(v),
+            None => return Err(DecodeError::BadMultipart(ty)),
+        },
         _ => return Err(DecodeError::BadMultipart(ty)),
     };
     if !rd.is_empty() {
@@ -1572,6 +1654,31 @@ pub(crate) fn encode_mp_reply(
         MpReply::NxAggregate(a) => {
             nx_stats_header(out, version, r.flags, NXST_AGGREGATE)?;
             encode_aggregate(out, OFP10, a);
+        }
+        MpReply::TableDesc(v) => {
+            since(version, OFP14, "table desc")?;
+            hdr(out, of14::mp::TABLE_DESC);
+            of14::encode_table_descs(out, v);
+        }
+        MpReply::QueueDesc(v) => {
+            since(version, OFP14, "queue desc")?;
+            hdr(out, of14::mp::QUEUE_DESC);
+            of14::encode_queue_descs(out, v);
+        }
+        MpReply::ControllerStatus(v) => {
+            since(version, OFP15, "controller status")?;
+            hdr(out, of14::mp::CONTROLLER_STATUS);
+            of14::encode_controller_statuses(out, v);
+        }
+        MpReply::BundleFeatures(b) => {
+            since(version, OFP15, "bundle features")?;
+            hdr(out, of14::mp::BUNDLE_FEATURES);
+            of14::encode_bundle_features(out, b);
+        }
+        MpReply::FlowStats15(v) => {
+            since(version, OFP15, "flow stats (1.5)")?;
+            hdr(out, of14::mp::FLOW_STATS);
+            of14::encode_flow_stats15(out, v);
         }
     }
     Ok(())
