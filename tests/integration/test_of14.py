@@ -6,6 +6,7 @@ commands and flow monitors.
 rundir.
 """
 
+import re
 import shutil
 import socket
 import struct
@@ -224,3 +225,43 @@ def test_table_desc_vacancy_config_and_queue_desc(daemon, net):
     out = ofctl(daemon, "queue-get-config", br, proto="OpenFlow14").stdout
     assert "OFPST_QUEUE_DESC reply" in out, out
     assert "queue" not in out.split("reply", 1)[1].lower().replace("queue_desc", ""), out
+
+
+def bucket_ids(out):
+    return [int(x) for x in re.findall(r"bucket=bucket_id:(\d+)", out)]
+
+
+def test_insert_and_remove_buckets_change_forwarding(daemon, net):
+    from test_ofctl import ping
+    br, (h1, h2) = bridge(daemon, net)
+    p15 = "OpenFlow15"
+    ofctl(daemon, "add-group", br,
+          "group_id=1,type=all,bucket=bucket_id:10,output:2", proto=p15)
+    ofctl(daemon, "add-flow", br, "priority=10,in_port=1,actions=group:1", proto=p15)
+    ofctl(daemon, "add-flow", br, "priority=10,in_port=2,actions=output:1", proto=p15)
+    ping(net, h1, "10.7.0.2")
+    ofctl(daemon, "insert-buckets", br,
+          "group_id=1,command_bucket_id=first,bucket=bucket_id:5,actions=drop", proto=p15)
+    ofctl(daemon, "insert-buckets", br,
+          "group_id=1,command_bucket_id=last,bucket=bucket_id:20,actions=drop", proto=p15)
+    ofctl(daemon, "insert-buckets", br,
+          "group_id=1,command_bucket_id=10,bucket=bucket_id:7,actions=drop", proto=p15)
+    out = ofctl(daemon, "dump-groups", br, proto=p15).stdout
+    assert bucket_ids(out) == [5, 7, 10, 20], out
+    assert "type=all" in out
+    r = ofctl(daemon, "insert-buckets", br,
+              "group_id=1,command_bucket_id=99,bucket=bucket_id:8,actions=drop", proto=p15,
+              check=False)
+    assert r.returncode != 0 and "OFPGMFC_UNKNOWN_BUCKET" in r.stderr, r.stderr
+    ofctl(daemon, "remove-buckets", br, "group_id=1,command_bucket_id=7", proto=p15)
+    ofctl(daemon, "remove-buckets", br, "group_id=1,command_bucket_id=first", proto=p15)
+    ofctl(daemon, "remove-buckets", br, "group_id=1,command_bucket_id=last", proto=p15)
+    assert bucket_ids(ofctl(daemon, "dump-groups", br, proto=p15).stdout) == [10]
+    ping(net, h1, "10.7.0.2")
+    # Without buckets the group drops: cached datapath flows must see it.
+    ofctl(daemon, "remove-buckets", br, "group_id=1,command_bucket_id=all", proto=p15)
+    assert bucket_ids(ofctl(daemon, "dump-groups", br, proto=p15).stdout) == []
+    assert ping(net, h1, "10.7.0.2", check=False).returncode != 0
+    ofctl(daemon, "insert-buckets", br,
+          "group_id=1,command_bucket_id=last,bucket=bucket_id:1,output:2", proto=p15)
+    ping(net, h1, "10.7.0.2")

@@ -7,6 +7,7 @@
 //! contents may be stale. [`Ofproto::atomically`] extends that to a sequence of changes
 //! (bundles): all of them or none.
 
+mod buckets;
 mod txn;
 
 use crate::fields;

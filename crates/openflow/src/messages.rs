@@ -230,6 +230,10 @@ pub mod err {
         pub const BAD_WATCH: u16 = 13;
         /// Permissions error.
         pub const EPERM: u16 = 14;
+        /// No bucket with the command bucket id (1.5).
+        pub const UNKNOWN_BUCKET: u16 = 15;
+        /// A bucket with this id already exists (1.5).
+        pub const BUCKET_EXISTS: u16 = 16;
     }
 
     /// `OFPET_PORT_MOD_FAILED` codes.
@@ -501,6 +505,8 @@ impl OfError {
             "OFPGMFC_BAD_BUCKET",
             "OFPGMFC_BAD_WATCH",
             "OFPGMFC_EPERM",
+            "OFPGMFC_UNKNOWN_BUCKET",
+            "OFPGMFC_BUCKET_EXISTS",
         ];
         const METER_MOD: &[&str] = &[
             "OFPMMFC_UNKNOWN",
@@ -806,13 +812,27 @@ pub struct Bucket {
     pub watch_group: u32,
     /// The bucket's action set.
     pub actions: Vec<Action>,
+    /// OpenFlow 1.5 bucket id (at most [`OFPG_BUCKET_MAX`]). Earlier versions have none
+    /// and decode as 0; the switch numbers a group's buckets by position when their ids
+    /// are not distinct.
+    pub bucket_id: u32,
 }
+
+/// Largest bucket id.
+pub const OFPG_BUCKET_MAX: u32 = 0xffff_ff00;
+/// `command_bucket_id`: the first bucket.
+pub const OFPG_BUCKET_FIRST: u32 = 0xffff_fffd;
+/// `command_bucket_id`: the last bucket.
+pub const OFPG_BUCKET_LAST: u32 = 0xffff_fffe;
+/// `command_bucket_id`: every bucket.
+pub const OFPG_BUCKET_ALL: u32 = 0xffff_ffff;
 
 impl Bucket {
     /// A bucket with these actions and default parameters (weight 0 unless the caller
-    /// sets it, watching nothing).
+    /// sets it, watching nothing, id 0).
     pub fn new(actions: Vec<Action>) -> Bucket {
         Bucket {
+            bucket_id: 0,
             weight: 0,
             watch_port: OFPP_ANY,
             watch_group: OFPG_ANY,
@@ -866,6 +886,32 @@ impl GroupMod {
         }
         Ok(())
     }
+}
+
+/// OpenFlow 1.5 group_mod bucket commands.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum BucketCommand {
+    /// `OFPGC_INSERT_BUCKET` (3): insert buckets before the command bucket (after it for
+    /// `OFPG_BUCKET_LAST`).
+    Insert = 3,
+    /// `OFPGC_REMOVE_BUCKET` (5): remove the command bucket (or all of them).
+    Remove = 5,
+}
+
+/// An OpenFlow 1.5 insert-bucket / remove-bucket group_mod.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct GroupBucketMod {
+    /// Insert or remove.
+    pub command: BucketCommand,
+    /// Group type as sent (the group keeps its own).
+    pub group_type: GroupType,
+    /// Group id.
+    pub group_id: u32,
+    /// The bucket to operate on: an id, [`OFPG_BUCKET_FIRST`], [`OFPG_BUCKET_LAST`] or
+    /// [`OFPG_BUCKET_ALL`] (remove only).
+    pub command_bucket_id: u32,
+    /// Buckets to insert (none for remove).
+    pub buckets: Vec<Bucket>,
 }
 
 /// `OFPMC_*` meter_mod commands.

@@ -315,6 +315,7 @@ fn a_flow_mod() -> impl Strategy<Value = FlowMod> {
 fn a_group_mod() -> impl Strategy<Value = GroupMod> {
     let bucket = (any::<u16>(), any::<u32>(), any::<u32>(), actions()).prop_map(
         |(weight, watch_port, watch_group, actions)| Bucket {
+            bucket_id: 0,
             weight,
             watch_port,
             watch_group,

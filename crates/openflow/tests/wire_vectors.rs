@@ -82,8 +82,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("libofproto-OFP15-flow_mod_conjunction", "BadField(1, 31)"),
     ("libofproto-OFP15-packet_in", "BadField(1, 31)"),
     ("ovs-ofctl-of13-action_resubmit", "BadField(1, 31)"),
-    // OpenFlow 1.5 group_mod bucket commands (insert/remove bucket).
-    ("libofproto-OFP15-group_mod", "BadGroupCommand(3)"),
     // Malformed vector: its goto_table instruction claims length 0x0808.
     ("libofproto-OFP15-flow_desc_reply", "BadInstructionLen"),
     // A deliberately truncated message.

@@ -9,8 +9,8 @@
 //! * `OPEN`: a new, empty, open bundle with the given flags. An id already in use is
 //!   `BAD_ID`, and the existing bundle is discarded (as the spec says).
 //! * `ADD`: the message is decoded and checked as far as it can be without switch state
-//!   (its xid must be the add's, its type one we can bundle: flow_mod, group_mod,
-//!   port_mod); a refused message is not added and the bundle stays. An unknown id opens
+//!   (its xid must be the add's, its type one we can bundle: flow_mod, group_mod
+//!   (1.5 bucket commands included), port_mod); a refused message is not added and the bundle stays. An unknown id opens
 //!   a bundle implicitly.
 //! * `CLOSE`: no more adds. Closing twice is `BUNDLE_CLOSED`.
 //! * `COMMIT`: takes the bundle's messages (open or closed) and removes the bundle, which
@@ -36,7 +36,7 @@ use openflow::messages::OFP_NO_BUFFER;
 use openflow::wire::msg::{bct, OFPBF_ATOMIC, OFPBF_ORDERED};
 use openflow::wire::nicira::NxMessage;
 use openflow::wire::{self, BundleAdd, BundleControl, Message};
-use openflow::{FlowMod, GroupMod, OfError};
+use openflow::{FlowMod, GroupBucketMod, GroupMod, OfError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -52,6 +52,7 @@ pub const MAX_MESSAGES: usize = 1 << 20;
 pub enum Staged {
     Flow(FlowMod),
     Group(GroupMod),
+    GroupBuckets(GroupBucketMod),
     Port(wire::PortMod),
 }
 
@@ -229,6 +230,7 @@ pub fn stage(version: u8, outer_xid: u32, add: &BundleAdd) -> Result<Entry, OfEr
             gm.validate()?;
             Staged::Group(gm)
         }
+        Message::GroupBucketMod(gm) => Staged::GroupBuckets(gm),
         Message::PortMod(pm) => Staged::Port(pm),
         _ => return Err(OfError::bundle_failed(bf::MSG_UNSUP)),
     };
@@ -315,6 +317,7 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, entries: Vec<Entry>, now: u64) -> Re
                 let r = match &e.op {
                     Staged::Flow(fm) => of.flow_mod(fm, now).map(|_| ()),
                     Staged::Group(gm) => of.group_mod(gm, now),
+                    Staged::GroupBuckets(gm) => of.group_bucket_mod(gm, now),
                     Staged::Port(_) => Ok(()),
                 };
                 r.map_err(|x| (x, e.req.clone()))?;

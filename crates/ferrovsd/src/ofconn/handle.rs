@@ -320,6 +320,12 @@ fn handle(
             changed(b, c);
             super::status::forward_request(b, c, xid, &Message::GroupMod(gm));
         }
+        Message::GroupBucketMod(gm) => {
+            slave_check()?;
+            b.udpif.of().group_bucket_mod(&gm, now_ms())?;
+            changed(b, c);
+            super::status::forward_request(b, c, xid, &Message::GroupBucketMod(gm));
+        }
         Message::MeterMod(mm) => {
             slave_check()?;
             b.udpif.of().meter_mod(&mm, now_ms())?;

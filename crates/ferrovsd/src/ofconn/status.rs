@@ -74,7 +74,7 @@ pub fn role_demoted(demoted: &[Arc<Conn>], generation_id: u64) {
 /// Forwards a successful group_mod or meter_mod from `from` (see the module documentation).
 pub fn forward_request(b: &BridgeOf, from: &Conn, xid: u32, m: &Message) {
     let reason = match m {
-        Message::GroupMod(_) => 0,
+        Message::GroupMod(_) | Message::GroupBucketMod(_) => 0,
         Message::MeterMod(_) => 1,
         _ => return,
     };

@@ -65,7 +65,7 @@ pub use nicira::NxMessage;
 pub use port::{Port, PortStats, Prop};
 
 use crate::matches::Match;
-use crate::messages::{err, FlowMod, GroupMod, MeterMod, OfError};
+use crate::messages::{err, FlowMod, GroupBucketMod, GroupMod, MeterMod, OfError};
 
 /// OpenFlow 1.0 wire version.
 pub const OFP10: u8 = 0x01;
@@ -171,6 +171,8 @@ pub enum Message {
     FlowMod(FlowMod),
     /// `OFPT_GROUP_MOD` (1.1+).
     GroupMod(GroupMod),
+    /// `OFPT_GROUP_MOD` (1.5) inserting or removing buckets.
+    GroupBucketMod(GroupBucketMod),
     /// `OFPT_PORT_MOD`.
     PortMod(PortMod),
     /// `OFPT_TABLE_MOD` (1.1+).
@@ -368,7 +370,10 @@ fn decode_body(h: Header, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
             }
         }
         _ if of10 => return Err(DecodeError::BadType(ty)),
-        t::GROUP_MOD => Message::GroupMod(msg::decode_group_mod(v, rd)?),
+        t::GROUP_MOD => match msg::decode_group_mod(v, rd)? {
+            msg::AnyGroupMod::Group(g) => Message::GroupMod(g),
+            msg::AnyGroupMod::Buckets(g) => Message::GroupBucketMod(g),
+        },
         t::PORT_MOD => Message::PortMod(msg::decode_port_mod(v, rd)?),
         t::TABLE_MOD => Message::TableMod(msg::decode_table_mod(v, rd)?),
         t::MULTIPART_REQUEST => Message::MultipartRequest(multipart::decode_mp_request(v, rd)?),
@@ -524,6 +529,10 @@ fn encode_body(out: &mut Vec<u8>, m: &Message, v: u8) -> Result<u8, EncodeError>
         Message::GroupMod(g) => {
             not("group_mod")?;
             msg::encode_group_mod(out, v, g)?;
+            t::GROUP_MOD
+        }
+        Message::GroupBucketMod(g) => {
+            msg::encode_group_bucket_mod(out, v, g)?;
             t::GROUP_MOD
         }
         Message::PortMod(p) => {
