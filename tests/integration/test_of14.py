@@ -6,14 +6,17 @@ commands and flow monitors.
 rundir.
 """
 
+import os
 import re
 import shutil
 import socket
 import struct
+import subprocess
 import time
 
 import pytest
 
+from conftest import wait_for
 from test_ofctl import bridge, flow_specs, ofctl
 
 pytestmark = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl")
@@ -265,3 +268,43 @@ def test_insert_and_remove_buckets_change_forwarding(daemon, net):
     ofctl(daemon, "insert-buckets", br,
           "group_id=1,command_bucket_id=last,bucket=bucket_id:1,output:2", proto=p15)
     ping(net, h1, "10.7.0.2")
+
+
+@pytest.mark.parametrize("proto", [None, "OpenFlow13", "OpenFlow14", "OpenFlow15"])
+def test_monitor_watch_reports_initial_added_modified_deleted(daemon, net, tmp_path, proto):
+    br, _ = bridge(daemon, net)
+    ofctl(daemon, "add-flow", br, "priority=5,ip,actions=drop")
+    cmd = ["ovs-ofctl"] + (["-O", proto] if proto else []) + ["monitor", br, "watch:"]
+    env = dict(os.environ, OVS_RUNDIR=str(daemon.rundir))
+    out = open(tmp_path / "monitor.txt", "w+")
+    mon = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_for(lambda: "FLOW_MONITOR reply" in (tmp_path / "monitor.txt").read_text(),
+                 what="the initial monitor reply")
+        ofctl(daemon, "add-flow", br, "priority=7,udp,actions=output:1")
+        ofctl(daemon, "mod-flows", br, "udp,actions=output:2")
+        ofctl(daemon, "--strict", "del-flows", br, "priority=7,udp")
+        # A bundle's flows are reported once committed.
+        f = tmp_path / "flows.txt"
+        f.write_text("priority=8,tcp,actions=drop\n")
+        ofctl(daemon, "--bundle", "add-flows", br, f, proto="OpenFlow14")
+        wait_for(lambda: "tcp" in (tmp_path / "monitor.txt").read_text(),
+                 what="the bundle's flow")
+    finally:
+        mon.terminate()
+        mon.wait(timeout=10)
+        out.close()
+    text = (tmp_path / "monitor.txt").read_text()
+    lines = [l.strip() for l in text.splitlines() if l.strip().startswith("event=")]
+    first = "INITIAL" if proto in ("OpenFlow14", "OpenFlow15") else "ADDED"
+    assert f"event={first} table=0 cookie=0 ip" in lines, text
+    assert f"event={first} table=0 cookie=0 actions=NORMAL" in lines, text
+    assert "event=ADDED table=0 cookie=0 udp actions=output:1" in lines, text
+    assert "event=MODIFIED table=0 cookie=0 udp actions=output:2" in lines, text
+    assert "event=DELETED reason=delete table=0 cookie=0 udp actions=output:2" in lines, text
+    assert "event=ADDED table=0 cookie=0 tcp" in lines, text
+    order = [lines.index(x) for x in (
+        "event=ADDED table=0 cookie=0 udp actions=output:1",
+        "event=MODIFIED table=0 cookie=0 udp actions=output:2",
+        "event=DELETED reason=delete table=0 cookie=0 udp actions=output:2")]
+    assert order == sorted(order), text

@@ -223,3 +223,71 @@ fn new_multiparts_round_trip_and_refuse_truncation() {
     round_trip(&encode(&cs, OFP15, 0).expect("encodes"));
     assert!(encode(&cs, OFP14, 0).is_err(), "1.5 only");
 }
+
+#[test]
+fn flow_monitors_in_all_three_forms() {
+    use openflow::actions::{Action, Instruction, OFPG_ANY, OFPP_ANY};
+    use openflow::wire::monitor::{FlowMonitorRequest, FlowUpdate};
+    use openflow::wire::OFP10;
+    let m = openflow::Match::new().with(openflow::Field::EthType, 0x0800);
+    let req = FlowMonitorRequest {
+        monitor_id: 3,
+        out_port: OFPP_ANY,
+        out_group: OFPG_ANY,
+        flags: 0x1f,
+        table_id: 0xff,
+        command: 0,
+        match_: m.clone(),
+    };
+    let full = |event| FlowUpdate::Full {
+        event,
+        table_id: 1,
+        reason: 2,
+        idle_timeout: 3,
+        hard_timeout: 4,
+        priority: 5,
+        cookie: 6,
+        match_: m.clone(),
+        instructions: vec![Instruction::ApplyActions(vec![Action::output(2)])],
+    };
+    let cases = [
+        (
+            OFP14,
+            MpRequest::FlowMonitor(vec![req.clone(), req.clone()]),
+            MpReply::FlowMonitor(vec![
+                full(1),
+                FlowUpdate::Abbrev { event: 4, xid: 9 },
+                FlowUpdate::Marker { event: 5 },
+            ]),
+        ),
+        (
+            OFP10,
+            MpRequest::NxFlowMonitor(vec![req.clone()]),
+            MpReply::NxFlowMonitor(vec![full(0), FlowUpdate::Abbrev { event: 3, xid: 9 }]),
+        ),
+        (
+            OFP13,
+            MpRequest::OnfFlowMonitor(vec![req.clone()]),
+            MpReply::OnfFlowMonitor(vec![full(2)]),
+        ),
+    ];
+    for (v, rq, rp) in cases {
+        let q = Message::MultipartRequest(MultipartRequest { flags: 0, body: rq });
+        assert_eq!(round_trip(&encode(&q, v, 7).expect("request")), q);
+        let p = Message::MultipartReply(MultipartReply { flags: 0, body: rp });
+        assert_eq!(round_trip(&encode(&p, v, 7).expect("reply")), p);
+    }
+    // The ONF request as Debian's ovs-ofctl 3.1 sends it (`monitor BR watch:`).
+    let onf: [u8; 48] = [
+        4, 18, 0, 48, 0, 0, 0, 6, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x4f, 0x4e, 0x46, 0, 0, 0, 7,
+        0x4e, 0, 0, 0, 0, 0, 63, 0, 4, 255, 255, 255, 255, 255, 0, 0, 0, 0, 1, 0, 4, 0, 0, 0, 0,
+    ];
+    let Message::MultipartRequest(MultipartRequest {
+        body: MpRequest::OnfFlowMonitor(v),
+        ..
+    }) = round_trip(&onf)
+    else {
+        panic!("not an ONF flow monitor");
+    };
+    assert_eq!((v[0].flags, v[0].table_id, v[0].out_port), (63, 255, OFPP_ANY));
+}

@@ -106,6 +106,8 @@ pub struct ConnState {
     pub dirty: bool,
     /// Open bundles.
     pub bundles: super::bundle::Bundles,
+    /// Flow monitors.
+    pub monitors: Vec<super::monitor::Monitor>,
 }
 
 /// See the module documentation.
@@ -342,6 +344,7 @@ pub fn run(b: &Arc<BridgeOf>, stream: Stream, kind: ConnKind, stop: &AtomicBool)
             refill: Instant::now(),
             dirty: false,
             bundles: Default::default(),
+            monitors: Vec::new(),
         }),
         closed: AtomicBool::new(false),
         stream,

@@ -25,6 +25,7 @@
 //! standard format.
 
 use super::conn::{reply_error, Conn, ROLE_MASTER, ROLE_NOCHANGE, ROLE_SLAVE};
+use super::monitor::Form;
 use super::{lock, BridgeOf};
 use openflow::actions::{OFPG_ALL, OFPG_ANY, OFPP_ANY, OFPP_CONTROLLER, OFPP_LOCAL, OFPP_MAX};
 use openflow::messages::err::{self, bad_request};
@@ -902,6 +903,15 @@ fn multipart(
                 }
             }
             return Ok(());
+        }
+        MpRequest::FlowMonitor(reqs) => {
+            return super::monitor::request(b, c, xid, reqs, Form::Std);
+        }
+        MpRequest::NxFlowMonitor(reqs) => {
+            return super::monitor::request(b, c, xid, reqs, Form::Nx);
+        }
+        MpRequest::OnfFlowMonitor(reqs) => {
+            return super::monitor::request(b, c, xid, reqs, Form::Onf);
         }
         // No queues.
         MpRequest::QueueDesc { .. } => MpReply::QueueDesc(Vec::new()),

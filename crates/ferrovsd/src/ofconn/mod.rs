@@ -16,7 +16,8 @@
 //! * a **dispatcher thread** that every few milliseconds drains the datapath's packet-in
 //!   queue and ofproto's flow-removed log, watches the port table for changes, fans each
 //!   event out to the connections that want it (role, async config, a per-connection
-//!   packet-in token bucket), and runs fail-open.
+//!   packet-in token bucket), hands flow table changes to flow monitors ([`monitor`]),
+//!   sends table vacancy events ([`status`]), and runs fail-open.
 //!
 //! ## What is shared with the datapath, and how
 //! Only [`datapath::udpif::Udpif`] (the `Ofproto` behind its mutex, the packet-in queue and
@@ -46,6 +47,7 @@ pub mod bundle;
 pub mod cli;
 pub mod conn;
 pub mod handle;
+pub mod monitor;
 pub mod status;
 pub mod target;
 
@@ -474,6 +476,7 @@ fn dispatch_loop(b: &Arc<BridgeOf>) {
     let mut last_of_ports: Vec<ofproto::OfPort> = Vec::new();
     let mut last_connected = Instant::now();
     let mut fail_open = false;
+    let mut monitoring = false;
     while !b.stop.load(Ordering::Acquire) {
         std::thread::sleep(TICK);
         // Packet-ins.
@@ -486,6 +489,7 @@ fn dispatch_loop(b: &Arc<BridgeOf>) {
         for r in &removed {
             b.broadcast(|c| c.flow_removed(r));
         }
+        monitor::dispatch(b, &mut monitoring);
         status::check_vacancy(b);
         // Ports: a cheap look at ofproto's table every 50 ms; the poll thread is asked for
         // full descriptions only when something changed (or port_mod asked for it).

@@ -2,13 +2,13 @@
 //!
 //! [`Ofproto::atomically`] runs a closure that applies any number of flow_mods and
 //! group_mods. If the closure fails, every table, group and meter is put back exactly as it
-//! was before the closure ran, and flow-removed records the closure logged are dropped:
+//! was before the closure ran, and flow-removed records and flow-monitor events the closure logged are dropped:
 //! nothing observable remains of the attempt.
 //!
 //! ## How
 //! Before the closure runs, the transaction takes a snapshot: every table's rules (as
 //! `Arc`s, so this copies pointers, not rules), the group and meter maps, the flow-removed
-//! log and the rule id counter. Restoring compares each table with its snapshot by rule id
+//! log, the flow-monitor event log and the rule id counter. Restoring compares each table with its snapshot by rule id
 //! and pointer: rules the closure added are removed, rules it deleted or replaced (a
 //! modify makes a new `Arc` with the same id) are put back. A rule's counters live behind
 //! their own `Arc` and are shared by its replacements, so restored rules keep their
@@ -21,7 +21,7 @@
 //! the state before or the state after, never a partial one. [`Ofproto::version`] is bumped
 //! after a rollback as after any change, so caches revalidate either way.
 
-use super::{FlowRemoved, Ofproto};
+use super::{FlowEvent, FlowRemoved, Ofproto};
 use crate::group::Group;
 use crate::meter::Meter;
 use crate::rule::Rule;
@@ -36,6 +36,7 @@ struct Snapshot {
     meters: BTreeMap<u32, Meter>,
     meter_specs: BTreeMap<u32, MeterMod>,
     removed: VecDeque<FlowRemoved>,
+    flow_events: VecDeque<FlowEvent>,
     next_id: u64,
 }
 
@@ -56,6 +57,7 @@ impl Ofproto {
             meters: self.meters.clone(),
             meter_specs: self.meter_specs.clone(),
             removed: self.removed.clone(),
+            flow_events: self.flow_events.clone(),
             next_id: self.next_id,
         };
         let r = f(self);
@@ -89,6 +91,7 @@ impl Ofproto {
         self.meters = snap.meters;
         self.meter_specs = snap.meter_specs;
         self.removed = snap.removed;
+        self.flow_events = snap.flow_events;
         self.next_id = snap.next_id;
         self.version += 1;
     }
@@ -169,6 +172,40 @@ mod tests {
         // The ids handed out are reused, so nothing of the attempt shows.
         o.flow_mod(&flow(FlowModCommand::Add, 5, 1), 2)
             .expect("add");
+    }
+
+    #[test]
+    fn flow_events_are_logged_while_monitoring_and_undone_with_the_transaction() {
+        use crate::switch::{FlowEventKind, RemovedReason};
+        let mut o = Ofproto::new();
+        o.flow_mod(&flow(FlowModCommand::Add, 1, 2), 0)
+            .expect("add");
+        assert!(o.take_flow_events().is_empty(), "nothing logged while off");
+        o.set_monitoring(true);
+        o.flow_mod(&flow(FlowModCommand::Add, 2, 1), 0)
+            .expect("add");
+        o.flow_mod(&flow(FlowModCommand::Modify, 2, 3), 0)
+            .expect("modify");
+        o.flow_mod(&flow(FlowModCommand::DeleteStrict, 1, OFPP_ANY), 0)
+            .expect("delete");
+        let kinds: Vec<FlowEventKind> = o.take_flow_events().iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                FlowEventKind::Added,
+                FlowEventKind::Modified,
+                FlowEventKind::Removed(RemovedReason::Delete)
+            ]
+        );
+        let r: Result<(), OfError> = o.atomically(|o| {
+            o.flow_mod(&flow(FlowModCommand::Add, 5, 1), 1)?;
+            Err(OfError::bad_request(0))
+        });
+        assert!(r.is_err());
+        assert!(
+            o.take_flow_events().is_empty(),
+            "an undone change is not reported"
+        );
     }
 
     #[test]

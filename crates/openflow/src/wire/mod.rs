@@ -47,6 +47,7 @@
 pub mod action;
 mod buf;
 pub mod error;
+pub mod monitor;
 pub mod msg;
 pub mod multipart;
 pub mod nicira;

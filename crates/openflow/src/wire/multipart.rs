@@ -11,7 +11,8 @@
 //! with raw properties), port desc, experimenter, and Nicira's `NXST_FLOW` /
 //! `NXST_AGGREGATE` (OpenFlow 1.0 vendor stats), and through [`super::of14`] OpenFlow
 //! 1.4+'s table desc and queue desc and 1.5's controller status, bundle features and flow
-//! statistics (multipart 17). OpenFlow 1.5 flow statistics and aggregate replies carry their
+//! statistics (multipart 17); flow monitors in both the 1.4 and the Nicira form through
+//! [`super::monitor`]. OpenFlow 1.5 flow statistics and aggregate replies carry their
 //! counters as OXS TLVs ([`OxsStats`]).
 
 use super::action::{decode_actions, decode_instructions, encode_instructions, NX_VENDOR_ID};
@@ -28,7 +29,7 @@ use super::port::{
     decode_port, decode_port_stats, decode_props, encode_port, encode_port_stats, encode_props,
     Port, PortStats, Prop,
 };
-use super::{of14, OFP10, OFP13, OFP14, OFP15};
+use super::{monitor, of14, OFP10, OFP13, OFP14, OFP15};
 use crate::actions::{port_from_of10, port_to_of10, Instruction};
 use crate::matches::Match;
 use crate::messages::{Bucket, GroupType, MeterBand};
@@ -71,6 +72,11 @@ pub mod mp {
 const NXST_FLOW: u32 = 0;
 /// `NXST_AGGREGATE`.
 const NXST_AGGREGATE: u32 = 1;
+/// `NXST_FLOW_MONITOR`.
+const NXST_FLOW_MONITOR: u32 = 2;
+/// `ONFST_FLOW_MONITOR`: OpenFlow 1.3 experimenter multipart with Nicira bodies.
+const ONFST_FLOW_MONITOR: u32 = 1870;
+use super::msg::ONF_EXPERIMENTER_ID;
 
 /// A flow or aggregate statistics request.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -155,6 +161,12 @@ pub enum MpRequest {
     BundleFeatures(of14::BundleFeaturesRequest),
     /// OpenFlow 1.5 flow statistics (multipart 17).
     FlowStats15(FlowStatsRequest),
+    /// Flow monitors (1.4+).
+    FlowMonitor(Vec<monitor::FlowMonitorRequest>),
+    /// Nicira flow monitors (`NXST_FLOW_MONITOR`).
+    NxFlowMonitor(Vec<monitor::FlowMonitorRequest>),
+    /// OpenFlow 1.3 ONF flow monitors (`ONFST_FLOW_MONITOR`, Nicira bodies).
+    OnfFlowMonitor(Vec<monitor::FlowMonitorRequest>),
 }
 
 /// A multipart reply.
@@ -425,6 +437,12 @@ pub enum MpReply {
     BundleFeatures(of14::BundleFeatures),
     /// OpenFlow 1.5 flow statistics (multipart 17).
     FlowStats15(Vec<of14::FlowStats15>),
+    /// Flow monitor updates (1.4+).
+    FlowMonitor(Vec<monitor::FlowUpdate>),
+    /// Nicira flow monitor updates.
+    NxFlowMonitor(Vec<monitor::FlowUpdate>),
+    /// OpenFlow 1.3 ONF flow monitor updates (Nicira bodies).
+    OnfFlowMonitor(Vec<monitor::FlowUpdate>),
 }
 
 // ---------------------------------------------------------------- OXS (1.5)
@@ -660,12 +678,21 @@ pub(crate) fn decode_mp_request(
                 let r = match e.exp_type {
                     NXST_FLOW => MpRequest::NxFlow(decode_nx_flow_req(&mut b)?),
                     NXST_AGGREGATE => MpRequest::NxAggregate(decode_nx_flow_req(&mut b)?),
+                    NXST_FLOW_MONITOR => {
+                        MpRequest::NxFlowMonitor(monitor::decode_nx_requests(&mut b, false)?)
+                    }
                     t => return Err(DecodeError::BadExpType(t)),
                 };
                 if !b.is_empty() {
                     return Err(DecodeError::BadLength);
                 }
                 r
+            } else if e.experimenter == ONF_EXPERIMENTER_ID
+                && version == OFP13
+                && e.exp_type == ONFST_FLOW_MONITOR
+            {
+                let mut b = Rd::new(&e.data, DecodeError::BadLength);
+                MpRequest::OnfFlowMonitor(monitor::decode_nx_requests(&mut b, true)?)
             } else {
                 MpRequest::Experimenter(e)
             }
@@ -701,6 +728,9 @@ pub(crate) fn decode_mp_request(
             Some(of14::Req::ControllerStatus) => MpRequest::ControllerStatus,
             Some(of14::Req::BundleFeatures(b)) => MpRequest::BundleFeatures(b),
             Some(of14::Req::FlowStats(f)) => MpRequest::FlowStats15(f),
+            None if ty == of14::mp::FLOW_MONITOR => {
+                MpRequest::FlowMonitor(monitor::decode_requests(rd)?)
+            }
             None => return Err(DecodeError::BadMultipart(ty)),
         },
         _ => return Err(DecodeError::BadMultipart(ty)),
@@ -863,7 +893,31 @@ pub(crate) fn encode_mp_request(
             hdr(out, of14::mp::FLOW_STATS);
             encode_flow_req(out, version, f)?;
         }
+        MpRequest::FlowMonitor(v) => {
+            since(version, OFP14, "flow monitor")?;
+            hdr(out, of14::mp::FLOW_MONITOR);
+            monitor::encode_requests(out, v);
+        }
+        MpRequest::NxFlowMonitor(v) => {
+            nx_stats_header(out, version, r.flags, NXST_FLOW_MONITOR)?;
+            monitor::encode_nx_requests(out, v, false)?;
+        }
+        MpRequest::OnfFlowMonitor(v) => {
+            onf_header(out, version, r.flags)?;
+            monitor::encode_nx_requests(out, v, true)?;
+        }
     }
+    Ok(())
+}
+
+/// The experimenter multipart header of an OpenFlow 1.3 `ONFST_FLOW_MONITOR`.
+fn onf_header(out: &mut Vec<u8>, version: u8, flags: u16) -> Result<(), EncodeError> {
+    if version != OFP13 {
+        return Err(EncodeError::NotInVersion("ONF flow monitor"));
+    }
+    mp_header(out, version, mp::EXPERIMENTER, flags);
+    out.u32(ONF_EXPERIMENTER_ID);
+    out.u32(ONFST_FLOW_MONITOR);
     Ok(())
 }
 
@@ -1303,8 +1357,17 @@ pub(crate) fn decode_mp_reply(version: u8, rd: &mut Rd<'_>) -> Result<MultipartR
                         }
                         MpReply::NxAggregate(a)
                     }
+                    NXST_FLOW_MONITOR => {
+                        MpReply::NxFlowMonitor(monitor::decode_nx_updates(&mut b, false)?)
+                    }
                     t => return Err(DecodeError::BadExpType(t)),
                 }
+            } else if e.experimenter == ONF_EXPERIMENTER_ID
+                && version == OFP13
+                && e.exp_type == ONFST_FLOW_MONITOR
+            {
+                let mut b = Rd::new(&e.data, DecodeError::BadLength);
+                MpReply::OnfFlowMonitor(monitor::decode_nx_updates(&mut b, true)?)
             } else {
                 MpReply::Experimenter(e)
             }
@@ -1443,6 +1506,9 @@ pub(crate) fn decode_mp_reply(version: u8, rd: &mut Rd<'_>) -> Result<MultipartR
             Some(of14::Rep::ControllerStatus(v)) => MpReply::ControllerStatus(v),
             Some(of14::Rep::BundleFeatures(b)) => MpReply::BundleFeatures(b),
             Some(of14::Rep::FlowStats(v)) => MpReply::FlowStats15(v),
+            None if ty == of14::mp::FLOW_MONITOR => {
+                MpReply::FlowMonitor(monitor::decode_updates(version, rd)?)
+            }
             None => return Err(DecodeError::BadMultipart(ty)),
         },
         _ => return Err(DecodeError::BadMultipart(ty)),
@@ -1679,6 +1745,19 @@ pub(crate) fn encode_mp_reply(
             since(version, OFP15, "flow stats (1.5)")?;
             hdr(out, of14::mp::FLOW_STATS);
             of14::encode_flow_stats15(out, v);
+        }
+        MpReply::FlowMonitor(v) => {
+            since(version, OFP14, "flow monitor")?;
+            hdr(out, of14::mp::FLOW_MONITOR);
+            monitor::encode_updates(out, version, v);
+        }
+        MpReply::NxFlowMonitor(v) => {
+            nx_stats_header(out, version, r.flags, NXST_FLOW_MONITOR)?;
+            monitor::encode_nx_updates(out, v, false)?;
+        }
+        MpReply::OnfFlowMonitor(v) => {
+            onf_header(out, version, r.flags)?;
+            monitor::encode_nx_updates(out, v, true)?;
         }
     }
     Ok(())
