@@ -427,6 +427,11 @@ impl Ofproto {
         for a in acts {
             a.validate()?;
             match *a {
+                Action::Meter(id) if !self.meters.contains_key(&id) => {
+                    return Err(OfError::meter_mod_failed(
+                        err::meter_mod_failed::UNKNOWN_METER,
+                    ));
+                }
                 Action::Output { port, .. } => {
                     let ok = (port > 0 && port <= OFPP_MAX)
                         || matches!(

@@ -279,8 +279,8 @@ fn flow_monitors_in_all_three_forms() {
     }
     // The ONF request as Debian's ovs-ofctl 3.1 sends it (`monitor BR watch:`).
     let onf: [u8; 48] = [
-        4, 18, 0, 48, 0, 0, 0, 6, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x4f, 0x4e, 0x46, 0, 0, 0, 7,
-        0x4e, 0, 0, 0, 0, 0, 63, 0, 4, 255, 255, 255, 255, 255, 0, 0, 0, 0, 1, 0, 4, 0, 0, 0, 0,
+        4, 18, 0, 48, 0, 0, 0, 6, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x4f, 0x4e, 0x46, 0, 0, 0, 7, 0x4e,
+        0, 0, 0, 0, 0, 63, 0, 4, 255, 255, 255, 255, 255, 0, 0, 0, 0, 1, 0, 4, 0, 0, 0, 0,
     ];
     let Message::MultipartRequest(MultipartRequest {
         body: MpRequest::OnfFlowMonitor(v),
@@ -289,5 +289,32 @@ fn flow_monitors_in_all_three_forms() {
     else {
         panic!("not an ONF flow monitor");
     };
-    assert_eq!((v[0].flags, v[0].table_id, v[0].out_port), (63, 255, OFPP_ANY));
+    assert_eq!(
+        (v[0].flags, v[0].table_id, v[0].out_port),
+        (63, 255, OFPP_ANY)
+    );
+}
+
+#[test]
+fn meter_action_is_openflow15_only() {
+    use openflow::actions::{Action, Instruction};
+    let mut fm = openflow::FlowMod::new(openflow::FlowModCommand::Add);
+    fm.instructions = vec![Instruction::ApplyActions(vec![
+        Action::Meter(3),
+        Action::output(2),
+    ])];
+    let m = Message::FlowMod(fm);
+    let b = encode(&m, OFP15, 1).expect("1.5");
+    // OFPAT_METER: type 29, length 8, meter id.
+    let at = b.windows(8).position(|w| w == [0, 29, 0, 8, 0, 0, 0, 3]);
+    assert!(at.is_some(), "{b:02x?}");
+    assert_eq!(round_trip(&b), m);
+    assert!(encode(&m, OFP13, 1).is_err(), "no meter action before 1.5");
+    let mut b13 = b.clone();
+    b13[0] = OFP13;
+    assert_eq!(
+        decode_frame(&b13).err(),
+        Some(DecodeError::BadActionType(29))
+    );
+    assert!(Action::Meter(0).validate().is_err());
 }

@@ -55,6 +55,8 @@ mod at {
     pub const SET_FIELD: u16 = 25;
     pub const PUSH_PBB: u16 = 26;
     pub const POP_PBB: u16 = 27;
+    /// OpenFlow 1.5 only.
+    pub const METER: u16 = 29;
     pub const EXPERIMENTER: u16 = 0xffff;
 }
 
@@ -106,6 +108,8 @@ pub(crate) fn decode_actions(version: u8, rd: &mut Rd<'_>) -> Result<Vec<Action>
         a.skip(4)?;
         let act = if version == OFP10 {
             decode_of10_action(ty, len, &mut a)?
+        } else if ty == at::METER && version < super::OFP15 {
+            return Err(DecodeError::BadActionType(ty));
         } else {
             decode_of11_action(ty, len, &mut a)?
         };
@@ -233,6 +237,7 @@ fn decode_of11_action(ty: u16, len: usize, a: &mut Rd<'_>) -> Result<Action, Dec
         PUSH_PBB => simple(len, Action::PushPbb(a.u16()?))?,
         SET_QUEUE => simple(len, Action::SetQueue(a.u32()?))?,
         GROUP => simple(len, Action::Group(a.u32()?))?,
+        METER => simple(len, Action::Meter(a.u32()?))?,
         SET_FIELD => decode_set_field_tlv(a)?,
         EXPERIMENTER => decode_vendor_action(len, a)?,
         other => return Err(DecodeError::BadActionType(other)),
@@ -519,6 +524,8 @@ fn encode_nx_load(out: &mut Vec<u8>, field: Field, value: u128, mask: Option<u12
 pub(crate) fn encode_action(out: &mut Vec<u8>, version: u8, a: &Action) -> Result<(), EncodeError> {
     if version == OFP10 {
         encode_of10_action(out, a)
+    } else if matches!(a, Action::Meter(_)) && version < super::OFP15 {
+        Err(EncodeError::Unrepresentable("meter action (OpenFlow 1.5+)"))
     } else {
         encode_of11_action(out, version, a);
         Ok(())
@@ -654,6 +661,7 @@ fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), EncodeError> 
         Action::CopyTtlOut | Action::CopyTtlIn => return Err(un("copy_ttl")),
         Action::PushVlan(_) => return Err(un("push_vlan")),
         Action::PushPbb(_) | Action::PopPbb => return Err(un("pbb actions")),
+        Action::Meter(_) => return Err(un("meter action")),
         Action::Resubmit { .. } => return Ok(()),
     }
     finish(out, s);
@@ -679,6 +687,10 @@ fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
         Action::SetQueue(q) => {
             s = begin(out, SET_QUEUE);
             out.u32(q);
+        }
+        Action::Meter(m) => {
+            s = begin(out, METER);
+            out.u32(m);
         }
         Action::SetMplsTtl(t) => {
             s = begin(out, SET_MPLS_TTL);
@@ -724,7 +736,12 @@ fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
 }
 
 /// Encode instructions (OpenFlow 1.1+), in the order given.
-pub(crate) fn encode_instructions(out: &mut Vec<u8>, version: u8, insts: &[Instruction]) {
+/// Encode instructions; a meter action before OpenFlow 1.5 is `Unrepresentable`.
+pub(crate) fn encode_instructions(
+    out: &mut Vec<u8>,
+    version: u8,
+    insts: &[Instruction],
+) -> Result<(), EncodeError> {
     for i in insts {
         let s = begin(out, i.type_code());
         match i {
@@ -737,7 +754,7 @@ pub(crate) fn encode_instructions(out: &mut Vec<u8>, version: u8, insts: &[Instr
             Instruction::WriteActions(a) | Instruction::ApplyActions(a) => {
                 out.zeros(4);
                 for act in a {
-                    encode_of11_action(out, version, act);
+                    encode_action(out, version, act)?;
                 }
             }
             Instruction::ClearActions => out.zeros(4),
@@ -745,6 +762,7 @@ pub(crate) fn encode_instructions(out: &mut Vec<u8>, version: u8, insts: &[Instr
         }
         finish(out, s);
     }
+    Ok(())
 }
 
 /// Encode an action list as `version` writes it (public form of the codec's action

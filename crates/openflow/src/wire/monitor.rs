@@ -304,7 +304,11 @@ pub(crate) fn decode_updates(version: u8, rd: &mut Rd<'_>) -> Result<Vec<FlowUpd
     Ok(v)
 }
 
-pub(crate) fn encode_updates(out: &mut Vec<u8>, version: u8, v: &[FlowUpdate]) {
+pub(crate) fn encode_updates(
+    out: &mut Vec<u8>,
+    version: u8,
+    v: &[FlowUpdate],
+) -> Result<(), EncodeError> {
     for u in v {
         let start = out.len();
         out.u16(0);
@@ -337,12 +341,13 @@ pub(crate) fn encode_updates(out: &mut Vec<u8>, version: u8, v: &[FlowUpdate]) {
                 out.zeros(4);
                 out.u64(*cookie);
                 encode_ofp_match(out, match_);
-                encode_instructions(out, version, instructions);
+                encode_instructions(out, version, instructions)?;
             }
         }
         let len = out.len() - start;
         out.patch_u16(start, len);
     }
+    Ok(())
 }
 
 /// Nicira or ONF (`onf`: an `ofp_match` and OpenFlow 1.3 actions) updates.
@@ -438,7 +443,7 @@ pub(crate) fn encode_nx_updates(
                 out.u64(*cookie);
                 encode_match_at(out, match_, mlen_at, onf);
                 if onf {
-                    encode_instructions(out, OFP13, instructions);
+                    encode_instructions(out, OFP13, instructions)?;
                 } else {
                     encode_of10_instructions(out, instructions)?;
                 }

@@ -620,8 +620,7 @@ pub(crate) fn encode_flow_mod(
     out.u16(fm.flags.0);
     out.zeros(2);
     encode_ofp_match(out, &fm.match_);
-    encode_instructions(out, version, &fm.instructions);
-    Ok(())
+    encode_instructions(out, version, &fm.instructions)
 }
 
 /// OpenFlow 1.0 has no instructions: only a single apply-actions list can be sent.

@@ -1106,7 +1106,7 @@ fn encode_flow_stats(out: &mut Vec<u8>, version: u8, f: &FlowStats) -> Result<()
             ..Default::default()
         };
         encode_oxs(out, &st, false);
-        encode_instructions(out, version, &f.instructions);
+        encode_instructions(out, version, &f.instructions)?;
     } else {
         out.u8(f.table_id);
         out.u8(0);
@@ -1132,7 +1132,7 @@ fn encode_flow_stats(out: &mut Vec<u8>, version: u8, f: &FlowStats) -> Result<()
             encode_of10_instructions(out, &f.instructions)?;
         } else {
             encode_ofp_match(out, &f.match_);
-            encode_instructions(out, version, &f.instructions);
+            encode_instructions(out, version, &f.instructions)?;
         }
     }
     let len = out.len() - start;
@@ -1749,7 +1749,7 @@ pub(crate) fn encode_mp_reply(
         MpReply::FlowMonitor(v) => {
             since(version, OFP14, "flow monitor")?;
             hdr(out, of14::mp::FLOW_MONITOR);
-            monitor::encode_updates(out, version, v);
+            monitor::encode_updates(out, version, v)?;
         }
         MpReply::NxFlowMonitor(v) => {
             nx_stats_header(out, version, r.flags, NXST_FLOW_MONITOR)?;
