@@ -308,3 +308,21 @@ def test_monitor_watch_reports_initial_added_modified_deleted(daemon, net, tmp_p
         "event=MODIFIED table=0 cookie=0 udp actions=output:2",
         "event=DELETED reason=delete table=0 cookie=0 udp actions=output:2")]
     assert order == sorted(order), text
+
+
+def test_meter_flows_read_the_same_in_13_14_15(daemon, net):
+    br, _ = bridge(daemon, net)
+    ofctl(daemon, "add-meter", br, "meter=3,pktps,band=type=drop,rate=50", proto="OpenFlow13")
+    # 1.3 sends the meter instruction, 1.5 the meter action.
+    ofctl(daemon, "add-flow", br, "priority=9,ip,actions=meter:3,output:2", proto="OpenFlow13")
+    ofctl(daemon, "add-flow", br, "priority=8,udp,actions=meter:3,output:2", proto="OpenFlow15")
+    for proto in ["OpenFlow13", "OpenFlow14", "OpenFlow15"]:
+        r = ofctl(daemon, "dump-flows", br, proto=proto)
+        got = flow_specs(r.stdout)
+        assert "WARN" not in r.stderr, r.stderr
+        assert any("priority=9,ip actions=meter:3,output:2" in l for l in got), (proto, got)
+        assert any("priority=8,udp actions=meter:3,output:2" in l for l in got), (proto, got)
+    out = ofctl(daemon, "meter-stats", br, proto="OpenFlow15").stdout
+    assert "flow_count:2" in out, out
+    r = ofctl(daemon, "add-flow", br, "actions=meter:9,output:1", proto="OpenFlow15", check=False)
+    assert r.returncode != 0 and "OFPMMFC_UNKNOWN_METER" in r.stderr, r.stderr

@@ -296,20 +296,44 @@ fn flow_monitors_in_all_three_forms() {
 }
 
 #[test]
-fn meter_action_is_openflow15_only() {
+fn meter_action_in_openflow15_and_the_meter_instruction_elsewhere() {
     use openflow::actions::{Action, Instruction};
-    let mut fm = openflow::FlowMod::new(openflow::FlowModCommand::Add);
-    fm.instructions = vec![Instruction::ApplyActions(vec![
+    let flow = |insts| {
+        let mut fm = openflow::FlowMod::new(openflow::FlowModCommand::Add);
+        fm.instructions = insts;
+        Message::FlowMod(fm)
+    };
+    // The model's "meter first" is the meter instruction: 1.5 says it with a leading
+    // OFPAT_METER (type 29, length 8, meter id), 1.3 with OFPIT_METER (type 6).
+    let m = flow(vec![
+        Instruction::Meter(3),
+        Instruction::ApplyActions(vec![Action::output(2)]),
+    ]);
+    let b15 = encode(&m, OFP15, 1).expect("1.5");
+    assert!(
+        b15.windows(8).any(|w| w == [0, 29, 0, 8, 0, 0, 0, 3]),
+        "{b15:02x?}"
+    );
+    assert!(!b15.windows(8).any(|w| w == [0, 6, 0, 8, 0, 0, 0, 3]));
+    assert_eq!(round_trip(&b15), m);
+    let b13 = encode(&m, OFP13, 1).expect("1.3");
+    assert!(b13.windows(8).any(|w| w == [0, 6, 0, 8, 0, 0, 0, 3]));
+    assert_eq!(round_trip(&b13), m);
+    // A meter alone still needs an apply-actions in 1.5.
+    let alone = flow(vec![Instruction::Meter(4)]);
+    assert_eq!(round_trip(&encode(&alone, OFP15, 1).expect("1.5")), alone);
+    // A meter action later in the list stays an action: 1.5 only.
+    let mid = flow(vec![Instruction::ApplyActions(vec![
+        Action::output(1),
         Action::Meter(3),
         Action::output(2),
-    ])];
-    let m = Message::FlowMod(fm);
-    let b = encode(&m, OFP15, 1).expect("1.5");
-    // OFPAT_METER: type 29, length 8, meter id.
-    let at = b.windows(8).position(|w| w == [0, 29, 0, 8, 0, 0, 0, 3]);
-    assert!(at.is_some(), "{b:02x?}");
-    assert_eq!(round_trip(&b), m);
-    assert!(encode(&m, OFP13, 1).is_err(), "no meter action before 1.5");
+    ])]);
+    let b = encode(&mid, OFP15, 1).expect("1.5");
+    assert_eq!(round_trip(&b), mid);
+    assert!(
+        encode(&mid, OFP13, 1).is_err(),
+        "no meter action before 1.5"
+    );
     let mut b13 = b.clone();
     b13[0] = OFP13;
     assert_eq!(

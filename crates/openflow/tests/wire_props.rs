@@ -383,6 +383,13 @@ proptest! {
     #[test]
     fn flow_mods_round_trip(fm in a_flow_mod(), vi in 0usize..3) {
         let v = [OFP13, OFP14, OFP15][vi];
+        let mut fm = fm;
+        if v == OFP15 && fm.instructions.iter().any(|i| matches!(i, Instruction::Meter(_))) {
+            // 1.5 says the meter instruction as a meter action leading the apply-actions:
+            // an empty apply-actions next to a meter cannot be told from none.
+            fm.instructions
+                .retain(|i| !matches!(i, Instruction::ApplyActions(a) if a.is_empty()));
+        }
         let m = Message::FlowMod(fm);
         prop_assert_eq!(round_trip(&m, v), m);
     }

@@ -451,7 +451,60 @@ pub(crate) fn decode_instructions(
         out.push(i);
     }
     crate::actions::sort_instructions(&mut out);
+    if version >= super::OFP15 {
+        meter_action_to_instruction(&mut out);
+    }
     Ok(out)
+}
+
+/// OpenFlow 1.5 says "meter first" with a meter action leading the apply-actions; the
+/// model says it with the meter instruction, as 1.3 and 1.4 do, so that a flow reads the
+/// same whatever version installed it and can be dumped in any of them (as OVS does).
+/// A meter action anywhere else stays an action.
+fn meter_action_to_instruction(insts: &mut Vec<Instruction>) {
+    if insts.iter().any(|i| matches!(i, Instruction::Meter(_))) {
+        return;
+    }
+    let Some(pos) = insts
+        .iter()
+        .position(|i| matches!(i, Instruction::ApplyActions(_)))
+    else {
+        return;
+    };
+    let Some(Instruction::ApplyActions(acts)) = insts.get_mut(pos) else {
+        return;
+    };
+    let Some(&Action::Meter(m)) = acts.first() else {
+        return;
+    };
+    acts.remove(0);
+    if acts.is_empty() {
+        insts.remove(pos);
+    }
+    insts.insert(0, Instruction::Meter(m));
+}
+
+/// The inverse of [`meter_action_to_instruction`] for encoding in OpenFlow 1.5, which has
+/// no meter instruction.
+fn meter_instruction_to_action(insts: &[Instruction]) -> Vec<Instruction> {
+    let mut out: Vec<Instruction> = Vec::with_capacity(insts.len() + 1);
+    let mut meter = None;
+    for i in insts {
+        match i {
+            Instruction::Meter(m) if meter.is_none() => meter = Some(*m),
+            Instruction::ApplyActions(a) if meter.is_some() => {
+                let mut v = Vec::with_capacity(a.len() + 1);
+                v.extend(meter.take().map(Action::Meter));
+                v.extend(a.iter().cloned());
+                out.push(Instruction::ApplyActions(v));
+            }
+            other => out.push(other.clone()),
+        }
+    }
+    if let Some(m) = meter {
+        out.insert(0, Instruction::ApplyActions(vec![Action::Meter(m)]));
+    }
+    out
 }
 
 // ---------------------------------------------------------------- encoding
@@ -742,6 +795,14 @@ pub(crate) fn encode_instructions(
     version: u8,
     insts: &[Instruction],
 ) -> Result<(), EncodeError> {
+    let converted;
+    let insts =
+        if version >= super::OFP15 && insts.iter().any(|i| matches!(i, Instruction::Meter(_))) {
+            converted = meter_instruction_to_action(insts);
+            converted.as_slice()
+        } else {
+            insts
+        };
     for i in insts {
         let s = begin(out, i.type_code());
         match i {
