@@ -9,9 +9,10 @@
 //! * `OPEN`: a new, empty, open bundle with the given flags. An id already in use is
 //!   `BAD_ID`, and the existing bundle is discarded (as the spec says).
 //! * `ADD`: the message is decoded and checked as far as it can be without switch state
-//!   (its xid must be the add's, its type one we can bundle: flow_mod, group_mod
-//!   (1.5 bucket commands included), port_mod); a refused message is not added and the bundle stays. An unknown id opens
-//!   a bundle implicitly.
+//!   (its xid must be the add's, its version the connection's, its type one we can
+//!   bundle: flow_mod, group_mod including 1.5's bucket commands, port_mod; anything else
+//!   is `MSG_UNSUP`). A refused message is not added and the bundle stays, as in OVS
+//!   (`ovs-ofctl --bundle` then discards it). An unknown id opens a bundle implicitly.
 //! * `CLOSE`: no more adds. Closing twice is `BUNDLE_CLOSED`.
 //! * `COMMIT`: takes the bundle's messages (open or closed) and removes the bundle, which
 //!   then no longer exists whatever the outcome.
@@ -20,10 +21,13 @@
 //! Flags other than `ATOMIC | ORDERED` are `BAD_FLAGS`; a close, add or commit whose flags
 //! differ from the open's is `BAD_FLAGS` and discards the bundle. Bundles idle for
 //! [`IDLE_TIMEOUT_MS`] are discarded with a `TIMEOUT` error answering the request that
-//! opened them (OVS's behaviour; the spec leaves the time to the switch).
+//! opened them (OVS's behaviour; the spec leaves the time to the switch). No bundle
+//! property is supported (1.5's scheduled commit included): any property is
+//! `OFPET_BAD_PROPERTY / BAD_TYPE`. Over OpenFlow 1.3 the bundle errors go out as ONF
+//! experimenter errors (see `openflow::wire::error_reply`).
 //!
 //! ## Commit
-//! [`commit`] applies a bundle: port_mods are checked first, then every flow_mod and
+//! `commit` applies a bundle: port_mods are checked first, then every flow_mod and
 //! group_mod runs in order inside [`ofproto::Ofproto::atomically`] under one hold of the
 //! `Ofproto` lock, then the port_mods are applied. Every commit is both atomic and ordered,
 //! whatever the flags say. If a message fails, nothing changes: the failing message gets
