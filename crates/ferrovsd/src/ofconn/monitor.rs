@@ -18,7 +18,7 @@
 //! given), and the monitor's flags ask for that kind of event.
 //!
 //! ## Left out
-//! Abbreviated updates (a connection's own changes, summarised by xid) are not used: own
+//! An update the monitor's version cannot express is skipped. Abbreviated updates (a connection's own changes, summarised by xid) are not used: own
 //! changes are reported in full like any other. Pausing when a connection falls behind is
 //! not implemented; the log holds `ofproto::switch::LOG_CAPACITY` changes between ticks
 //! and drops the oldest beyond that.
@@ -109,6 +109,16 @@ fn send(c: &Conn, xid: Option<u32>, form: Form, updates: Vec<FlowUpdate>) {
             },
         })
     };
+    // An update this version cannot say (a mid-list meter action to a 1.3 monitor) is
+    // left out rather than costing the whole message.
+    let v = c.version();
+    let updates: Vec<FlowUpdate> = updates
+        .into_iter()
+        .filter(|u| openflow::wire::encode(&wrap(0, vec![u.clone()]), v, 0).is_ok())
+        .collect();
+    if updates.is_empty() && xid.is_none() {
+        return;
+    }
     let chunks: Vec<Vec<FlowUpdate>> = if updates.is_empty() {
         vec![Vec::new()]
     } else {

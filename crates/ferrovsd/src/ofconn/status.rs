@@ -225,14 +225,7 @@ pub fn check_vacancy(b: &BridgeOf) {
             let Some((down, up)) = t.vacancy else {
                 continue;
             };
-            let pct = vacancy_pct(len, max);
-            let reason = if !t.low && pct < down {
-                t.low = true;
-                VACANCY_DOWN
-            } else if t.low && pct > up {
-                t.low = false;
-                VACANCY_UP
-            } else {
+            let Some(reason) = vacancy_event(t, down, up, vacancy_pct(len, max)) else {
                 continue;
             };
             events.push((reason, desc(id, Some(t), len, max)));
@@ -249,6 +242,20 @@ pub fn check_vacancy(b: &BridgeOf) {
                 })
             })
         });
+    }
+}
+
+/// The event a table whose free space is now `pct` percent reports, if any: `DOWN` once
+/// it drops below `down`, then nothing until it rises above `up` (`UP`), and so on.
+fn vacancy_event(t: &mut TableCfg, down: u8, up: u8, pct: u8) -> Option<u8> {
+    if !t.low && pct < down {
+        t.low = true;
+        Some(VACANCY_DOWN)
+    } else if t.low && pct > up {
+        t.low = false;
+        Some(VACANCY_UP)
+    } else {
+        None
     }
 }
 
@@ -272,4 +279,31 @@ pub fn controller_statuses(b: &BridgeOf) -> Vec<ControllerStatus> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vacancy_events_have_hysteresis() {
+        let mut t = TableCfg::default();
+        let seq: Vec<Option<u8>> = [50, 25, 19, 10, 19, 60, 80, 81, 90, 79, 19]
+            .into_iter()
+            .map(|pct| vacancy_event(&mut t, 20, 80, pct))
+            .collect();
+        let (d, u) = (Some(VACANCY_DOWN), Some(VACANCY_UP));
+        assert_eq!(
+            seq,
+            [None, None, d, None, None, None, None, u, None, None, d]
+        );
+    }
+
+    #[test]
+    fn vacancy_is_free_space_in_percent() {
+        assert_eq!(vacancy_pct(0, 100), 100);
+        assert_eq!(vacancy_pct(81, 100), 19);
+        assert_eq!(vacancy_pct(200, 100), 0);
+        assert_eq!(vacancy_pct(1, 0), 0);
+    }
 }
