@@ -26,8 +26,15 @@ pub struct Group {
 }
 
 impl Group {
-    /// A group created at `now_ms`.
-    pub fn new(id: u32, kind: GroupType, buckets: Vec<Bucket>, now_ms: u64) -> Group {
+    /// A group created at `now_ms`. Buckets whose ids are not distinct (every bucket of an
+    /// OpenFlow 1.1-1.4 group_mod has id 0) are numbered by position.
+    pub fn new(id: u32, kind: GroupType, mut buckets: Vec<Bucket>, now_ms: u64) -> Group {
+        let mut seen = std::collections::HashSet::new();
+        if !buckets.iter().all(|b| seen.insert(b.bucket_id)) {
+            for (i, b) in buckets.iter_mut().enumerate() {
+                b.bucket_id = i as u32;
+            }
+        }
         let n = buckets.len();
         Group {
             id,

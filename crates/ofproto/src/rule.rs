@@ -108,12 +108,21 @@ impl Rule {
             .any(|a| matches!(a, openflow::Action::Group(x) if *x == g))
     }
 
-    /// The meter this rule's instructions name, if any.
+    /// The meter this rule's instructions name, if any (the meter instruction, else an
+    /// OpenFlow 1.5 meter action).
     pub fn meter(&self) -> Option<u32> {
-        self.instructions.iter().find_map(|i| match i {
-            Instruction::Meter(m) => Some(*m),
-            _ => None,
-        })
+        self.instructions
+            .iter()
+            .find_map(|i| match i {
+                Instruction::Meter(m) => Some(*m),
+                _ => None,
+            })
+            .or_else(|| {
+                self.actions().find_map(|a| match a {
+                    openflow::Action::Meter(m) => Some(*m),
+                    _ => None,
+                })
+            })
     }
 
     /// Every action in apply-actions and write-actions instructions.

@@ -4,7 +4,11 @@
 //! Every change is validated completely before anything is modified: a flow_mod that fails
 //! (bad match, unknown group, overlap...) returns the spec's error and leaves every table as
 //! it was. Each successful change bumps [`Ofproto::version`], which caches use to know their
-//! contents may be stale.
+//! contents may be stale. [`Ofproto::atomically`] extends that to a sequence of changes
+//! (bundles): all of them or none.
+
+mod buckets;
+mod txn;
 
 use crate::fields;
 use crate::group::Group;
@@ -62,6 +66,22 @@ pub struct FlowRemoved {
     pub at_ms: u64,
 }
 
+/// What happened to a rule, for flow monitors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowEventKind {
+    Added,
+    Modified,
+    Removed(RemovedReason),
+}
+
+/// A flow table change, logged while [`Ofproto::set_monitoring`] is on.
+#[derive(Clone, Debug)]
+pub struct FlowEvent {
+    pub kind: FlowEventKind,
+    /// The rule as it is after the change (as it was, for a removal).
+    pub rule: Arc<Rule>,
+}
+
 /// A packet for the controller.
 #[derive(Clone, Debug)]
 pub struct PacketIn {
@@ -91,6 +111,11 @@ pub struct Ofproto {
     next_id: u64,
     version: u64,
     removed: VecDeque<FlowRemoved>,
+    /// Flow table changes for flow monitors (empty unless `monitoring`).
+    flow_events: VecDeque<FlowEvent>,
+    monitoring: bool,
+    /// Flow events dropped because nobody took them in time.
+    pub flow_event_overflow: u64,
     packet_ins: VecDeque<PacketIn>,
     pub packet_in_overflow: u64,
     /// Send packets whose TTL would expire to the controller (OFPC_INVALID_TTL_TO_CONTROLLER).
@@ -124,6 +149,9 @@ impl Ofproto {
             next_id: 1,
             version: 1,
             removed: VecDeque::new(),
+            flow_events: VecDeque::new(),
+            monitoring: false,
+            flow_event_overflow: 0,
             packet_ins: VecDeque::new(),
             packet_in_overflow: 0,
             invalid_ttl_to_controller: false,
@@ -248,6 +276,41 @@ impl Ofproto {
         self.packet_ins.drain(..).collect()
     }
 
+    /// Turns the flow event log on or off (off empties it).
+    pub fn set_monitoring(&mut self, on: bool) {
+        self.monitoring = on;
+        if !on {
+            self.flow_events.clear();
+        }
+    }
+
+    /// Takes the flow events logged so far.
+    pub fn take_flow_events(&mut self) -> Vec<FlowEvent> {
+        self.flow_events.drain(..).collect()
+    }
+
+    fn log_event(&mut self, kind: FlowEventKind, rule: &Arc<Rule>) {
+        if !self.monitoring {
+            return;
+        }
+        if self.flow_events.len() >= LOG_CAPACITY {
+            self.flow_events.pop_front();
+            self.flow_event_overflow += 1;
+        }
+        self.flow_events.push_back(FlowEvent {
+            kind,
+            rule: Arc::clone(rule),
+        });
+    }
+
+    /// Logs a rule's removal for flow monitors and, if it asked, for flow_removed.
+    fn removed(&mut self, r: Arc<Rule>, reason: RemovedReason, at_ms: u64) {
+        self.log_event(FlowEventKind::Removed(reason), &r);
+        if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
+            self.log_removed(r, reason, at_ms);
+        }
+    }
+
     fn log_removed(&mut self, rule: Arc<Rule>, reason: RemovedReason, at_ms: u64) {
         if self.removed.len() >= LOG_CAPACITY {
             self.removed.pop_front();
@@ -364,6 +427,11 @@ impl Ofproto {
         for a in acts {
             a.validate()?;
             match *a {
+                Action::Meter(id) if !self.meters.contains_key(&id) => {
+                    return Err(OfError::meter_mod_failed(
+                        err::meter_mod_failed::UNKNOWN_METER,
+                    ));
+                }
                 Action::Output { port, .. } => {
                     let ok = (port > 0 && port <= OFPP_MAX)
                         || matches!(
@@ -466,7 +534,9 @@ impl Ofproto {
             // duration, and no flow_removed is sent for the old one (OpenFlow 1.3 §6.4).
             table.remove(old);
         }
-        table.insert(Arc::new(rule));
+        let rule = Arc::new(rule);
+        table.insert(Arc::clone(&rule));
+        self.log_event(FlowEventKind::Added, &rule);
         self.version += 1;
         Ok(FlowModResult {
             added: 1,
@@ -547,7 +617,9 @@ impl Ofproto {
                 modified_ms: now_ms,
                 stats: Arc::clone(&old.stats),
             };
-            t.insert(Arc::new(new));
+            let new = Arc::new(new);
+            t.insert(Arc::clone(&new));
+            self.log_event(FlowEventKind::Modified, &new);
         }
         if !sel.is_empty() {
             self.version += 1;
@@ -562,9 +634,7 @@ impl Ofproto {
         let sel = self.select(fm);
         for &(tid, id) in &sel {
             if let Some(r) = self.tables[usize::from(tid)].remove(id) {
-                if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
-                    self.log_removed(r, reason, now_ms);
-                }
+                self.removed(r, reason, now_ms);
             }
         }
         if !sel.is_empty() {
@@ -589,9 +659,7 @@ impl Ofproto {
         }
         for &(tid, id) in &victims {
             if let Some(r) = self.tables[usize::from(tid)].remove(id) {
-                if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
-                    self.log_removed(r, reason, now_ms);
-                }
+                self.removed(r, reason, now_ms);
             }
         }
         if !victims.is_empty() {
@@ -620,9 +688,7 @@ impl Ofproto {
         }
         for &(tid, id, why) in &victims {
             if let Some(r) = self.tables[usize::from(tid)].remove(id) {
-                if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
-                    self.log_removed(r, why, now_ms);
-                }
+                self.removed(r, why, now_ms);
             }
         }
         if !victims.is_empty() {

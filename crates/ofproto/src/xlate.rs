@@ -67,6 +67,8 @@ fn set_slot(a: &Action) -> (u8, u32) {
         Action::SetMplsTtl(_) => (7, 1),
         Action::SetNwTtl(_) => (7, 2),
         Action::SetQueue(_) => (8, 0),
+        // OpenFlow 1.5 puts meters with the QoS actions, before group and output.
+        Action::Meter(_) => (8, 1),
         Action::Group(_) => (9, 0),
         Action::Output { .. } => (10, 0),
         Action::Resubmit { .. } => (11, 0),
@@ -208,6 +210,8 @@ impl Ctx<'_> {
             Action::Output { port, max_len } => self.output(port, max_len),
             Action::Group(g) => self.group(g),
             Action::SetQueue(q) => self.out.push(DpAction::SetQueue(q)),
+            // The same as the meter instruction, where the action stands.
+            Action::Meter(m) => self.out.push(DpAction::Meter(m)),
             Action::SetMplsTtl(t) => {
                 if self.is_mpls() {
                     self.flow.mpls_lse[0] = (self.flow.mpls_lse[0] & !0xff) | u32::from(t);

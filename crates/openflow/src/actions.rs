@@ -133,6 +133,9 @@ pub enum Action {
         /// Bits to write, `None` for all.
         mask: Option<u128>,
     },
+    /// OpenFlow 1.5 `OFPAT_METER`: run the packet through a meter here, as the meter
+    /// instruction does at the start of a flow's instructions.
+    Meter(u32),
     /// Nicira resubmit: look the packet up again with `in_port` replaced (unless `None`)
     /// in `table` (the current table if `None`).
     Resubmit {
@@ -208,6 +211,14 @@ impl Action {
                     return bad(bad_action::BAD_ARGUMENT);
                 }
                 if table.is_some_and(|t| t > OFPTT_MAX) {
+                    return bad(bad_action::BAD_ARGUMENT);
+                }
+            }
+            Action::Meter(m) => {
+                let ok = (1..=crate::messages::OFPM_MAX).contains(&m)
+                    || m == crate::messages::OFPM_SLOWPATH
+                    || m == crate::messages::OFPM_CONTROLLER;
+                if !ok {
                     return bad(bad_action::BAD_ARGUMENT);
                 }
             }

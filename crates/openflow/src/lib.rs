@@ -22,7 +22,7 @@ pub mod wire;
 pub use actions::{Action, Instruction};
 pub use matches::{Match, MatchField};
 pub use messages::{
-    Bucket, FlowMod, FlowModCommand, FlowModFlags, GroupMod, GroupModCommand, GroupType, MeterBand,
-    MeterFlags, MeterMod, MeterModCommand, OfError,
+    Bucket, BucketCommand, FlowMod, FlowModCommand, FlowModFlags, GroupBucketMod, GroupMod,
+    GroupModCommand, GroupType, MeterBand, MeterFlags, MeterMod, MeterModCommand, OfError,
 };
 pub use oxm::Field;

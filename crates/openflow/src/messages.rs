@@ -49,6 +49,14 @@ pub mod err {
     pub const OFPET_METER_MOD_FAILED: u16 = 12;
     /// Setting table features failed.
     pub const OFPET_TABLE_FEATURES_FAILED: u16 = 13;
+    /// Some property is invalid (1.4+).
+    pub const OFPET_BAD_PROPERTY: u16 = 14;
+    /// Asynchronous config request failed (1.4+).
+    pub const OFPET_ASYNC_CONFIG_FAILED: u16 = 15;
+    /// Setting flow monitor failed (1.4+).
+    pub const OFPET_FLOW_MONITOR_FAILED: u16 = 16;
+    /// Bundle operation failed (1.4+).
+    pub const OFPET_BUNDLE_FAILED: u16 = 17;
     /// Experimenter error.
     pub const OFPET_EXPERIMENTER: u16 = 0xffff;
 
@@ -222,6 +230,10 @@ pub mod err {
         pub const BAD_WATCH: u16 = 13;
         /// Permissions error.
         pub const EPERM: u16 = 14;
+        /// No bucket with the command bucket id (1.5).
+        pub const UNKNOWN_BUCKET: u16 = 15;
+        /// A bucket with this id already exists (1.5).
+        pub const BUCKET_EXISTS: u16 = 16;
     }
 
     /// `OFPET_PORT_MOD_FAILED` codes.
@@ -246,6 +258,62 @@ pub mod err {
         pub const BAD_CONFIG: u16 = 1;
         /// Permissions error.
         pub const EPERM: u16 = 2;
+    }
+
+    /// `OFPET_BUNDLE_FAILED` codes.
+    pub mod bundle_failed {
+        /// Unspecified error.
+        pub const UNKNOWN: u16 = 0;
+        /// Permissions error.
+        pub const EPERM: u16 = 1;
+        /// Bundle id does not exist.
+        pub const BAD_ID: u16 = 2;
+        /// Bundle id already exists.
+        pub const BUNDLE_EXIST: u16 = 3;
+        /// Bundle id is closed.
+        pub const BUNDLE_CLOSED: u16 = 4;
+        /// Too many bundles ids.
+        pub const OUT_OF_BUNDLES: u16 = 5;
+        /// Unsupported or unknown bundle control type.
+        pub const BAD_TYPE: u16 = 6;
+        /// Unsupported, unknown or inconsistent flags.
+        pub const BAD_FLAGS: u16 = 7;
+        /// Length problem in the included message.
+        pub const MSG_BAD_LEN: u16 = 8;
+        /// Inconsistent or duplicate xid.
+        pub const MSG_BAD_XID: u16 = 9;
+        /// Unsupported message in this bundle.
+        pub const MSG_UNSUP: u16 = 10;
+        /// Unsupported message combination in this bundle.
+        pub const MSG_CONFLICT: u16 = 11;
+        /// Can't handle this many messages in a bundle.
+        pub const MSG_TOO_MANY: u16 = 12;
+        /// One message in the bundle failed.
+        pub const MSG_FAILED: u16 = 13;
+        /// Bundle is taking too long.
+        pub const TIMEOUT: u16 = 14;
+        /// Bundle is locking the resource.
+        pub const BUNDLE_IN_PROGRESS: u16 = 15;
+    }
+
+    /// `OFPET_FLOW_MONITOR_FAILED` codes.
+    pub mod flow_monitor_failed {
+        /// Unspecified error.
+        pub const UNKNOWN: u16 = 0;
+        /// Monitor not added because a monitor with this id already exists.
+        pub const MONITOR_EXISTS: u16 = 1;
+        /// Monitor not added because the switch is out of resources.
+        pub const OUT_OF_MONITORS: u16 = 2;
+        /// Monitor not modified or deleted: it does not exist.
+        pub const UNKNOWN_MONITOR: u16 = 3;
+        /// Unsupported or unknown command.
+        pub const BAD_COMMAND: u16 = 4;
+        /// Unsupported or unknown flags.
+        pub const BAD_FLAGS: u16 = 5;
+        /// Table id out of range.
+        pub const BAD_TABLE_ID: u16 = 6;
+        /// Invalid monitor output port.
+        pub const BAD_OUT: u16 = 7;
     }
 
     /// `OFPET_METER_MOD_FAILED` codes.
@@ -319,6 +387,10 @@ impl OfError {
     pub const fn meter_mod_failed(code: u16) -> OfError {
         OfError::new(err::OFPET_METER_MOD_FAILED, code)
     }
+    /// `OFPET_BUNDLE_FAILED` with `code`.
+    pub const fn bundle_failed(code: u16) -> OfError {
+        OfError::new(err::OFPET_BUNDLE_FAILED, code)
+    }
 
     /// Symbolic name of the type, as in the spec (`OFPET_...`), or `None` if unknown.
     pub fn type_name(&self) -> Option<&'static str> {
@@ -337,6 +409,10 @@ impl OfError {
             11 => "OFPET_ROLE_REQUEST_FAILED",
             12 => "OFPET_METER_MOD_FAILED",
             13 => "OFPET_TABLE_FEATURES_FAILED",
+            14 => "OFPET_BAD_PROPERTY",
+            15 => "OFPET_ASYNC_CONFIG_FAILED",
+            16 => "OFPET_FLOW_MONITOR_FAILED",
+            17 => "OFPET_BUNDLE_FAILED",
             0xffff => "OFPET_EXPERIMENTER",
             _ => return None,
         })
@@ -429,6 +505,8 @@ impl OfError {
             "OFPGMFC_BAD_BUCKET",
             "OFPGMFC_BAD_WATCH",
             "OFPGMFC_EPERM",
+            "OFPGMFC_UNKNOWN_BUCKET",
+            "OFPGMFC_BUCKET_EXISTS",
         ];
         const METER_MOD: &[&str] = &[
             "OFPMMFC_UNKNOWN",
@@ -444,6 +522,24 @@ impl OfError {
             "OFPMMFC_OUT_OF_METERS",
             "OFPMMFC_OUT_OF_BANDS",
         ];
+        const BUNDLE: &[&str] = &[
+            "OFPBFC_UNKNOWN",
+            "OFPBFC_EPERM",
+            "OFPBFC_BAD_ID",
+            "OFPBFC_BUNDLE_EXIST",
+            "OFPBFC_BUNDLE_CLOSED",
+            "OFPBFC_OUT_OF_BUNDLES",
+            "OFPBFC_BAD_TYPE",
+            "OFPBFC_BAD_FLAGS",
+            "OFPBFC_MSG_BAD_LEN",
+            "OFPBFC_MSG_BAD_XID",
+            "OFPBFC_MSG_UNSUP",
+            "OFPBFC_MSG_CONFLICT",
+            "OFPBFC_MSG_TOO_MANY",
+            "OFPBFC_MSG_FAILED",
+            "OFPBFC_TIMEOUT",
+            "OFPBFC_BUNDLE_IN_PROGRESS",
+        ];
         let table = match self.type_ {
             err::OFPET_BAD_REQUEST => BAD_REQUEST,
             err::OFPET_BAD_ACTION => BAD_ACTION,
@@ -452,6 +548,7 @@ impl OfError {
             err::OFPET_FLOW_MOD_FAILED => FLOW_MOD,
             err::OFPET_GROUP_MOD_FAILED => GROUP_MOD,
             err::OFPET_METER_MOD_FAILED => METER_MOD,
+            err::OFPET_BUNDLE_FAILED => BUNDLE,
             _ => return None,
         };
         table.get(usize::from(self.code)).copied()
@@ -715,13 +812,27 @@ pub struct Bucket {
     pub watch_group: u32,
     /// The bucket's action set.
     pub actions: Vec<Action>,
+    /// OpenFlow 1.5 bucket id (at most [`OFPG_BUCKET_MAX`]). Earlier versions have none
+    /// and decode as 0; the switch numbers a group's buckets by position when their ids
+    /// are not distinct.
+    pub bucket_id: u32,
 }
+
+/// Largest bucket id.
+pub const OFPG_BUCKET_MAX: u32 = 0xffff_ff00;
+/// `command_bucket_id`: the first bucket.
+pub const OFPG_BUCKET_FIRST: u32 = 0xffff_fffd;
+/// `command_bucket_id`: the last bucket.
+pub const OFPG_BUCKET_LAST: u32 = 0xffff_fffe;
+/// `command_bucket_id`: every bucket.
+pub const OFPG_BUCKET_ALL: u32 = 0xffff_ffff;
 
 impl Bucket {
     /// A bucket with these actions and default parameters (weight 0 unless the caller
-    /// sets it, watching nothing).
+    /// sets it, watching nothing, id 0).
     pub fn new(actions: Vec<Action>) -> Bucket {
         Bucket {
+            bucket_id: 0,
             weight: 0,
             watch_port: OFPP_ANY,
             watch_group: OFPG_ANY,
@@ -775,6 +886,32 @@ impl GroupMod {
         }
         Ok(())
     }
+}
+
+/// OpenFlow 1.5 group_mod bucket commands.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum BucketCommand {
+    /// `OFPGC_INSERT_BUCKET` (3): insert buckets before the command bucket (after it for
+    /// `OFPG_BUCKET_LAST`).
+    Insert = 3,
+    /// `OFPGC_REMOVE_BUCKET` (5): remove the command bucket (or all of them).
+    Remove = 5,
+}
+
+/// An OpenFlow 1.5 insert-bucket / remove-bucket group_mod.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct GroupBucketMod {
+    /// Insert or remove.
+    pub command: BucketCommand,
+    /// Group type as sent (the group keeps its own).
+    pub group_type: GroupType,
+    /// Group id.
+    pub group_id: u32,
+    /// The bucket to operate on: an id, [`OFPG_BUCKET_FIRST`], [`OFPG_BUCKET_LAST`] or
+    /// [`OFPG_BUCKET_ALL`] (remove only).
+    pub command_bucket_id: u32,
+    /// Buckets to insert (none for remove).
+    pub buckets: Vec<Bucket>,
 }
 
 /// `OFPMC_*` meter_mod commands.

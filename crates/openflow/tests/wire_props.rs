@@ -315,6 +315,7 @@ fn a_flow_mod() -> impl Strategy<Value = FlowMod> {
 fn a_group_mod() -> impl Strategy<Value = GroupMod> {
     let bucket = (any::<u16>(), any::<u32>(), any::<u32>(), actions()).prop_map(
         |(weight, watch_port, watch_group, actions)| Bucket {
+            bucket_id: 0,
             weight,
             watch_port,
             watch_group,
@@ -382,6 +383,13 @@ proptest! {
     #[test]
     fn flow_mods_round_trip(fm in a_flow_mod(), vi in 0usize..3) {
         let v = [OFP13, OFP14, OFP15][vi];
+        let mut fm = fm;
+        if v == OFP15 && fm.instructions.iter().any(|i| matches!(i, Instruction::Meter(_))) {
+            // 1.5 says the meter instruction as a meter action leading the apply-actions:
+            // an empty apply-actions next to a meter cannot be told from none.
+            fm.instructions
+                .retain(|i| !matches!(i, Instruction::ApplyActions(a) if a.is_empty()));
+        }
         let m = Message::FlowMod(fm);
         prop_assert_eq!(round_trip(&m, v), m);
     }

@@ -71,12 +71,24 @@ impl ConnKind {
 }
 
 /// Async-config masks in OpenFlow 1.4 property order: packet-in slave/master, port-status
-/// slave/master, flow-removed slave/master.
-pub type AsyncMasks = [u32; 6];
+/// slave/master, flow-removed slave/master, role-status slave/master, table-status
+/// slave/master, requestforward slave/master.
+pub type AsyncMasks = [u32; 12];
 
 /// The spec's defaults: masters get every packet-in, port-status and flow-removed reason;
-/// slaves only port-status.
-pub const DEFAULT_ASYNC: AsyncMasks = [0, 0x7, 0x7, 0x7, 0, 0xf];
+/// slaves only port-status. Role status (every reason) and table status (vacancy down and
+/// up) go to both; request forwarding only to connections that ask for it.
+pub const DEFAULT_ASYNC: AsyncMasks = [0, 0x7, 0x7, 0x7, 0, 0xf, 0x7, 0x7, 0x18, 0x18, 0, 0];
+
+/// Asynchronous message kinds, as indexes into [`AsyncMasks`] pairs.
+pub mod kind {
+    pub const PACKET_IN: usize = 0;
+    pub const PORT_STATUS: usize = 1;
+    pub const FLOW_REMOVED: usize = 2;
+    pub const ROLE_STATUS: usize = 3;
+    pub const TABLE_STATUS: usize = 4;
+    pub const REQUESTFORWARD: usize = 5;
+}
 
 /// Mutable per-connection state.
 pub struct ConnState {
@@ -92,6 +104,10 @@ pub struct ConnState {
     refill: Instant,
     /// Changes applied since the last sync with the datapath caches.
     pub dirty: bool,
+    /// Open bundles.
+    pub bundles: super::bundle::Bundles,
+    /// Flow monitors.
+    pub monitors: Vec<super::monitor::Monitor>,
 }
 
 /// See the module documentation.
@@ -177,9 +193,9 @@ impl Conn {
         }
     }
 
-    /// Whether this connection takes asynchronous message `kind` (0 packet-in, 1
-    /// port-status, 2 flow-removed) with `reason`.
-    fn wants(&self, st: &ConnState, kind: usize, reason: u8) -> bool {
+    /// Whether this connection takes asynchronous message `kind` (see [`kind`]) with
+    /// `reason`.
+    pub(super) fn wants(&self, st: &ConnState, kind: usize, reason: u8) -> bool {
         if !self.is_up() {
             return false;
         }
@@ -197,7 +213,7 @@ impl Conn {
     pub fn packet_in(&self, p: &ofproto::switch::PacketIn) -> Option<Message> {
         let reason = p.reason as u8;
         let mut st = lock(&self.st);
-        if !self.wants(&st, 0, reason) {
+        if !self.wants(&st, kind::PACKET_IN, reason) {
             return None;
         }
         // Token bucket.
@@ -236,7 +252,7 @@ impl Conn {
     /// The flow-removed message for this connection, if it wants it.
     pub fn flow_removed(&self, r: &ofproto::switch::FlowRemoved) -> Option<Message> {
         let reason = r.reason as u8;
-        if !self.wants(&lock(&self.st), 2, reason) {
+        if !self.wants(&lock(&self.st), kind::FLOW_REMOVED, reason) {
             return None;
         }
         let rule = &r.rule;
@@ -259,7 +275,7 @@ impl Conn {
 
     /// The port-status message for this connection, if it wants it.
     pub fn port_status(&self, reason: u8, p: &wire::Port) -> Option<Message> {
-        if !self.wants(&lock(&self.st), 1, reason) {
+        if !self.wants(&lock(&self.st), kind::PORT_STATUS, reason) {
             return None;
         }
         if self.version() == wire::OFP10 && p.port_no > 0xff00 && p.port_no < 0xffff_fff8 {
@@ -327,6 +343,8 @@ pub fn run(b: &Arc<BridgeOf>, stream: Stream, kind: ConnKind, stop: &AtomicBool)
             tokens: f64::from(cfg.burst_limit),
             refill: Instant::now(),
             dirty: false,
+            bundles: Default::default(),
+            monitors: Vec::new(),
         }),
         closed: AtomicBool::new(false),
         stream,
@@ -400,6 +418,7 @@ fn reader(
                 ) => {}
             Err(_) => return,
         }
+        super::bundle::expire(c, datapath::clock::now_ms());
         let idle = last_rx.elapsed();
         if idle >= probe * 2 {
             super::log(&format!(

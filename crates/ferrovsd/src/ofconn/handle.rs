@@ -25,16 +25,20 @@
 //! standard format.
 
 use super::conn::{reply_error, Conn, ROLE_MASTER, ROLE_NOCHANGE, ROLE_SLAVE};
+use super::monitor::Form;
 use super::{lock, BridgeOf};
 use openflow::actions::{OFPG_ALL, OFPG_ANY, OFPP_ANY, OFPP_CONTROLLER, OFPP_LOCAL, OFPP_MAX};
 use openflow::messages::err::{self, bad_request};
 use openflow::messages::{OFPM_ALL, OFPTT_ALL, OFP_NO_BUFFER};
 use openflow::oxm::Field;
+use openflow::wire::msg::{OFPBF_ATOMIC, OFPBF_ORDERED};
+use openflow::wire::multipart::OxsStats;
 use openflow::wire::multipart::{
     AggregateStats, Desc, FlowStats, FlowStatsRequest, GroupDesc, GroupFeatures, GroupStats,
     MeterConfig, MeterFeatures, MeterStats, TableFeatures, TableStats,
 };
 use openflow::wire::nicira::NxMessage;
+use openflow::wire::of14::{BundleFeatures, FlowStats15, TableDesc};
 use openflow::wire::{
     self, AsyncConfig, Header, Message, MpReply, MpRequest, MultipartReply, PortStats,
 };
@@ -183,7 +187,12 @@ pub fn request(b: &Arc<BridgeOf>, c: &Arc<Conn>, h: Header, msg: &[u8], batch: &
         }
         return;
     }
-    if let Err(e) = handle(b, c, h, m, of10_table) {
+    let r = match m {
+        Message::BundleControl(bc) => super::bundle::control(b, c, h.xid, bc, msg),
+        Message::BundleAdd(add) => super::bundle::add(c, h.xid, add, msg),
+        m => handle(b, c, h, m, of10_table),
+    };
+    if let Err(e) = r {
         reply_error(c, v, e, msg);
     }
 }
@@ -192,7 +201,7 @@ fn is_slave(c: &Conn) -> bool {
     lock(&c.st).role == ROLE_SLAVE
 }
 
-fn changed(b: &BridgeOf, c: &Conn) {
+pub(super) fn changed(b: &BridgeOf, c: &Conn) {
     lock(&c.st).dirty = true;
     b.udpif.kick();
 }
@@ -310,11 +319,19 @@ fn handle(
             slave_check()?;
             b.udpif.of().group_mod(&gm, now_ms())?;
             changed(b, c);
+            super::status::forward_request(b, c, xid, &Message::GroupMod(gm));
+        }
+        Message::GroupBucketMod(gm) => {
+            slave_check()?;
+            b.udpif.of().group_bucket_mod(&gm, now_ms())?;
+            changed(b, c);
+            super::status::forward_request(b, c, xid, &Message::GroupBucketMod(gm));
         }
         Message::MeterMod(mm) => {
             slave_check()?;
             b.udpif.of().meter_mod(&mm, now_ms())?;
             changed(b, c);
+            super::status::forward_request(b, c, xid, &Message::MeterMod(mm));
         }
         Message::PortMod(pm) => {
             slave_check()?;
@@ -322,8 +339,11 @@ fn handle(
         }
         Message::TableMod(tm) => {
             slave_check()?;
-            if tm.table_id != OFPTT_ALL && tm.table_id > 254 {
+            if tm.table_id != OFPTT_ALL && tm.table_id > 253 {
                 return Err(OfError::new(err::OFPET_TABLE_MOD_FAILED, 0));
+            }
+            if v >= wire::OFP14 {
+                super::status::table_mod(b, &tm)?;
             }
         }
         // Queued by `request`.
@@ -366,9 +386,8 @@ fn handle(
         Message::Experimenter(_) => {
             return Err(OfError::bad_request(bad_request::BAD_EXPERIMENTER));
         }
-        Message::BundleControl(_) | Message::BundleAdd(_) => {
-            return Err(OfError::bad_request(bad_request::BAD_TYPE));
-        }
+        // Handled by `request`.
+        Message::BundleControl(_) | Message::BundleAdd(_) => {}
         // Messages only a switch sends.
         Message::FeaturesReply(_)
         | Message::GetConfigReply(_)
@@ -379,7 +398,11 @@ fn handle(
         | Message::BarrierReply
         | Message::QueueGetConfigReply { .. }
         | Message::RoleReply(_)
-        | Message::GetAsyncReply(_) => {
+        | Message::GetAsyncReply(_)
+        | Message::RoleStatus(_)
+        | Message::TableStatus(_)
+        | Message::RequestForward(_)
+        | Message::ControllerStatus(_) => {
             return Err(OfError::bad_request(bad_request::BAD_TYPE));
         }
     }
@@ -397,6 +420,14 @@ fn flow_mod(b: &BridgeOf, c: &Conn, fm: &FlowMod) -> Result<(), OfError> {
 }
 
 fn port_mod(b: &BridgeOf, c: &Conn, pm: &wire::PortMod) -> Result<(), OfError> {
+    let link_up = check_port_mod(b, pm)?;
+    apply_port_mod(b, pm, link_up);
+    changed(b, c);
+    Ok(())
+}
+
+/// Checks a port_mod against the bridge's ports; returns whether the port has carrier.
+pub(super) fn check_port_mod(b: &BridgeOf, pm: &wire::PortMod) -> Result<bool, OfError> {
     let pmf = |code| OfError::new(err::OFPET_PORT_MOD_FAILED, code);
     let ports = b.ports().map_err(|_| pmf(4))?;
     let Some(p) = ports.iter().find(|p| p.desc.port_no == pm.port_no) else {
@@ -410,6 +441,11 @@ fn port_mod(b: &BridgeOf, c: &Conn, pm: &wire::PortMod) -> Result<(), OfError> {
     if pm.mask & !SUPPORTED & !0x2 & !0x8 != 0 {
         return Err(pmf(2));
     }
+    Ok(p.link_up)
+}
+
+/// Applies a port_mod [`check_port_mod`] accepted (`link_up` is what it returned).
+pub(super) fn apply_port_mod(b: &BridgeOf, pm: &wire::PortMod, link_up: bool) {
     let config = {
         let mut pc = lock(&b.port_config);
         let cur = pc.get(&pm.port_no).copied().unwrap_or(0);
@@ -421,7 +457,7 @@ fn port_mod(b: &BridgeOf, c: &Conn, pm: &wire::PortMod) -> Result<(), OfError> {
         let mut of = b.udpif.of();
         if let Some(op) = of.ports().get(&pm.port_no).cloned() {
             of.set_port(ofproto::OfPort {
-                live: p.link_up,
+                live: link_up,
                 admin_down: config & 1 != 0,
                 no_flood: config & 0x10 != 0,
                 ..op
@@ -429,8 +465,6 @@ fn port_mod(b: &BridgeOf, c: &Conn, pm: &wire::PortMod) -> Result<(), OfError> {
         }
     }
     super::conn::mark_port_dirty(b);
-    changed(b, c);
-    Ok(())
 }
 
 /// Validates a packet-out and queues it.
@@ -485,17 +519,20 @@ fn role(b: &BridgeOf, c: &Conn, xid: u32, r: wire::RoleMsg) -> Result<(), OfErro
         roles.generation_id.unwrap_or(0)
     };
     if r.role != ROLE_NOCHANGE {
+        let mut demoted = Vec::new();
         if r.role == ROLE_MASTER {
             for other in lock(&b.conns).iter() {
                 if other.id != c.id {
                     let mut st = lock(&other.st);
                     if st.role == ROLE_MASTER {
                         st.role = ROLE_SLAVE;
+                        demoted.push(Arc::clone(other));
                     }
                 }
             }
         }
         lock(&c.st).role = r.role;
+        super::status::role_demoted(&demoted, gen);
     }
     let reply = wire::RoleMsg {
         role: lock(&c.st).role,
@@ -850,6 +887,81 @@ fn multipart(
         }),
         MpRequest::Experimenter(_) => {
             return Err(OfError::bad_request(bad_request::BAD_EXPERIMENTER));
+        }
+        MpRequest::TableDesc => {
+            let recs = super::status::table_descs(b);
+            // A few dozen bytes per table: several messages.
+            let chunks: Vec<&[TableDesc]> = recs.chunks(100).collect();
+            let n = chunks.len();
+            for (i, ch) in chunks.into_iter().enumerate() {
+                let m = Message::MultipartReply(MultipartReply {
+                    flags: u16::from(i + 1 < n),
+                    body: MpReply::TableDesc(ch.to_vec()),
+                });
+                if let Ok(bytes) = wire::encode(&m, c.version(), xid) {
+                    c.send_raw(bytes);
+                }
+            }
+            return Ok(());
+        }
+        MpRequest::FlowMonitor(reqs) => {
+            return super::monitor::request(b, c, xid, reqs, Form::Std);
+        }
+        MpRequest::NxFlowMonitor(reqs) => {
+            return super::monitor::request(b, c, xid, reqs, Form::Nx);
+        }
+        MpRequest::OnfFlowMonitor(reqs) => {
+            return super::monitor::request(b, c, xid, reqs, Form::Onf);
+        }
+        // No queues.
+        MpRequest::QueueDesc { .. } => MpReply::QueueDesc(Vec::new()),
+        MpRequest::ControllerStatus => {
+            MpReply::ControllerStatus(super::status::controller_statuses(b))
+        }
+        // Every commit is atomic and ordered; no scheduled commits.
+        MpRequest::BundleFeatures(_) => MpReply::BundleFeatures(BundleFeatures {
+            capabilities: OFPBF_ATOMIC | OFPBF_ORDERED,
+            props: Vec::new(),
+        }),
+        MpRequest::FlowStats15(r) => {
+            sync(b, c, true);
+            let recs: Vec<FlowStats15> = selected_rules(b, &r)
+                .into_iter()
+                .map(|rule| {
+                    let (packets, bytes, used) = rule.stats.get();
+                    let (s, ns) = dur(rule.created_ms);
+                    let idle = now.saturating_sub(if used == 0 { rule.created_ms } else { used });
+                    FlowStats15 {
+                        table_id: rule.table_id,
+                        reason: 0,
+                        priority: rule.priority,
+                        match_: rule.match_.clone(),
+                        stats: OxsStats {
+                            duration_sec: s,
+                            duration_nsec: ns,
+                            idle_time: Some((
+                                (idle / 1000) as u32,
+                                ((idle % 1000) * 1_000_000) as u32,
+                            )),
+                            flow_count: None,
+                            packet_count: packets,
+                            byte_count: bytes,
+                        },
+                    }
+                })
+                .collect();
+            let chunks: Vec<&[FlowStats15]> = recs.chunks(FLOWS_PER_REPLY).collect();
+            let n = chunks.len().max(1);
+            for i in 0..n {
+                let m = Message::MultipartReply(MultipartReply {
+                    flags: u16::from(i + 1 < n),
+                    body: MpReply::FlowStats15(chunks.get(i).map_or(Vec::new(), |x| x.to_vec())),
+                });
+                if let Ok(bytes) = wire::encode(&m, c.version(), xid) {
+                    c.send_raw(bytes);
+                }
+            }
+            return Ok(());
         }
     };
     send_mp(c, xid, body);

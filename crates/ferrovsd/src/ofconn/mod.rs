@@ -16,7 +16,8 @@
 //! * a **dispatcher thread** that every few milliseconds drains the datapath's packet-in
 //!   queue and ofproto's flow-removed log, watches the port table for changes, fans each
 //!   event out to the connections that want it (role, async config, a per-connection
-//!   packet-in token bucket), and runs fail-open.
+//!   packet-in token bucket), hands flow table changes to flow monitors ([`monitor`]),
+//!   sends table vacancy events ([`status`]), and runs fail-open.
 //!
 //! ## What is shared with the datapath, and how
 //! Only [`datapath::udpif::Udpif`] (the `Ofproto` behind its mutex, the packet-in queue and
@@ -42,9 +43,12 @@
 //! `controller_burst_limit`; 1000 and 100 by default); drops are counted in
 //! `get-controller`.
 
+pub mod bundle;
 pub mod cli;
 pub mod conn;
 pub mod handle;
+pub mod monitor;
+pub mod status;
 pub mod target;
 
 use crate::ofconn::conn::{Conn, ConnKind};
@@ -138,6 +142,8 @@ pub struct BridgeOf {
     pub roles: Mutex<Roles>,
     /// `OFPPC_*` bits set by port_mod, per OpenFlow port.
     pub port_config: Mutex<HashMap<u32, u32>>,
+    /// OpenFlow 1.4 table configuration set by table_mod (see [`status`]).
+    pub tables: Mutex<BTreeMap<u8, status::TableCfg>>,
     pub port_dirty: AtomicBool,
     pub stop: AtomicBool,
     pub created: Instant,
@@ -330,6 +336,7 @@ impl ConnMgr {
             snoops: Mutex::new(Vec::new()),
             roles: Mutex::new(Roles::default()),
             port_config: Mutex::new(HashMap::new()),
+            tables: Mutex::new(BTreeMap::new()),
             port_dirty: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             created: Instant::now(),
@@ -469,6 +476,7 @@ fn dispatch_loop(b: &Arc<BridgeOf>) {
     let mut last_of_ports: Vec<ofproto::OfPort> = Vec::new();
     let mut last_connected = Instant::now();
     let mut fail_open = false;
+    let mut monitoring = false;
     while !b.stop.load(Ordering::Acquire) {
         std::thread::sleep(TICK);
         // Packet-ins.
@@ -481,6 +489,8 @@ fn dispatch_loop(b: &Arc<BridgeOf>) {
         for r in &removed {
             b.broadcast(|c| c.flow_removed(r));
         }
+        monitor::dispatch(b, &mut monitoring);
+        status::check_vacancy(b);
         // Ports: a cheap look at ofproto's table every 50 ms; the poll thread is asked for
         // full descriptions only when something changed (or port_mod asked for it).
         if last_port_check.elapsed() >= Duration::from_millis(50) {

@@ -396,6 +396,7 @@ pub fn format_action(a: &Action) -> String {
         }
         Action::Group(g) => format!("group:{g}"),
         Action::SetQueue(q) => format!("set_queue:{q}"),
+        Action::Meter(m) => format!("meter:{m}"),
         Action::SetMplsTtl(t) => format!("set_mpls_ttl:{t}"),
         Action::DecMplsTtl => "dec_mpls_ttl".into(),
         Action::SetNwTtl(t) => format!("mod_nw_ttl:{t}"),

@@ -55,6 +55,8 @@ mod at {
     pub const SET_FIELD: u16 = 25;
     pub const PUSH_PBB: u16 = 26;
     pub const POP_PBB: u16 = 27;
+    /// OpenFlow 1.5 only.
+    pub const METER: u16 = 29;
     pub const EXPERIMENTER: u16 = 0xffff;
 }
 
@@ -106,6 +108,8 @@ pub(crate) fn decode_actions(version: u8, rd: &mut Rd<'_>) -> Result<Vec<Action>
         a.skip(4)?;
         let act = if version == OFP10 {
             decode_of10_action(ty, len, &mut a)?
+        } else if ty == at::METER && version < super::OFP15 {
+            return Err(DecodeError::BadActionType(ty));
         } else {
             decode_of11_action(ty, len, &mut a)?
         };
@@ -233,6 +237,7 @@ fn decode_of11_action(ty: u16, len: usize, a: &mut Rd<'_>) -> Result<Action, Dec
         PUSH_PBB => simple(len, Action::PushPbb(a.u16()?))?,
         SET_QUEUE => simple(len, Action::SetQueue(a.u32()?))?,
         GROUP => simple(len, Action::Group(a.u32()?))?,
+        METER => simple(len, Action::Meter(a.u32()?))?,
         SET_FIELD => decode_set_field_tlv(a)?,
         EXPERIMENTER => decode_vendor_action(len, a)?,
         other => return Err(DecodeError::BadActionType(other)),
@@ -446,7 +451,60 @@ pub(crate) fn decode_instructions(
         out.push(i);
     }
     crate::actions::sort_instructions(&mut out);
+    if version >= super::OFP15 {
+        meter_action_to_instruction(&mut out);
+    }
     Ok(out)
+}
+
+/// OpenFlow 1.5 says "meter first" with a meter action leading the apply-actions; the
+/// model says it with the meter instruction, as 1.3 and 1.4 do, so that a flow reads the
+/// same whatever version installed it and can be dumped in any of them (as OVS does).
+/// A meter action anywhere else stays an action.
+fn meter_action_to_instruction(insts: &mut Vec<Instruction>) {
+    if insts.iter().any(|i| matches!(i, Instruction::Meter(_))) {
+        return;
+    }
+    let Some(pos) = insts
+        .iter()
+        .position(|i| matches!(i, Instruction::ApplyActions(_)))
+    else {
+        return;
+    };
+    let Some(Instruction::ApplyActions(acts)) = insts.get_mut(pos) else {
+        return;
+    };
+    let Some(&Action::Meter(m)) = acts.first() else {
+        return;
+    };
+    acts.remove(0);
+    if acts.is_empty() {
+        insts.remove(pos);
+    }
+    insts.insert(0, Instruction::Meter(m));
+}
+
+/// The inverse of [`meter_action_to_instruction`] for encoding in OpenFlow 1.5, which has
+/// no meter instruction.
+fn meter_instruction_to_action(insts: &[Instruction]) -> Vec<Instruction> {
+    let mut out: Vec<Instruction> = Vec::with_capacity(insts.len() + 1);
+    let mut meter = None;
+    for i in insts {
+        match i {
+            Instruction::Meter(m) if meter.is_none() => meter = Some(*m),
+            Instruction::ApplyActions(a) if meter.is_some() => {
+                let mut v = Vec::with_capacity(a.len() + 1);
+                v.extend(meter.take().map(Action::Meter));
+                v.extend(a.iter().cloned());
+                out.push(Instruction::ApplyActions(v));
+            }
+            other => out.push(other.clone()),
+        }
+    }
+    if let Some(m) = meter {
+        out.insert(0, Instruction::ApplyActions(vec![Action::Meter(m)]));
+    }
+    out
 }
 
 // ---------------------------------------------------------------- encoding
@@ -519,6 +577,8 @@ fn encode_nx_load(out: &mut Vec<u8>, field: Field, value: u128, mask: Option<u12
 pub(crate) fn encode_action(out: &mut Vec<u8>, version: u8, a: &Action) -> Result<(), EncodeError> {
     if version == OFP10 {
         encode_of10_action(out, a)
+    } else if matches!(a, Action::Meter(_)) && version < super::OFP15 {
+        Err(EncodeError::Unrepresentable("meter action (OpenFlow 1.5+)"))
     } else {
         encode_of11_action(out, version, a);
         Ok(())
@@ -654,6 +714,7 @@ fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), EncodeError> 
         Action::CopyTtlOut | Action::CopyTtlIn => return Err(un("copy_ttl")),
         Action::PushVlan(_) => return Err(un("push_vlan")),
         Action::PushPbb(_) | Action::PopPbb => return Err(un("pbb actions")),
+        Action::Meter(_) => return Err(un("meter action")),
         Action::Resubmit { .. } => return Ok(()),
     }
     finish(out, s);
@@ -679,6 +740,10 @@ fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
         Action::SetQueue(q) => {
             s = begin(out, SET_QUEUE);
             out.u32(q);
+        }
+        Action::Meter(m) => {
+            s = begin(out, METER);
+            out.u32(m);
         }
         Action::SetMplsTtl(t) => {
             s = begin(out, SET_MPLS_TTL);
@@ -724,7 +789,20 @@ fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
 }
 
 /// Encode instructions (OpenFlow 1.1+), in the order given.
-pub(crate) fn encode_instructions(out: &mut Vec<u8>, version: u8, insts: &[Instruction]) {
+/// Encode instructions; a meter action before OpenFlow 1.5 is `Unrepresentable`.
+pub(crate) fn encode_instructions(
+    out: &mut Vec<u8>,
+    version: u8,
+    insts: &[Instruction],
+) -> Result<(), EncodeError> {
+    let converted;
+    let insts =
+        if version >= super::OFP15 && insts.iter().any(|i| matches!(i, Instruction::Meter(_))) {
+            converted = meter_instruction_to_action(insts);
+            converted.as_slice()
+        } else {
+            insts
+        };
     for i in insts {
         let s = begin(out, i.type_code());
         match i {
@@ -737,7 +815,7 @@ pub(crate) fn encode_instructions(out: &mut Vec<u8>, version: u8, insts: &[Instr
             Instruction::WriteActions(a) | Instruction::ApplyActions(a) => {
                 out.zeros(4);
                 for act in a {
-                    encode_of11_action(out, version, act);
+                    encode_action(out, version, act)?;
                 }
             }
             Instruction::ClearActions => out.zeros(4),
@@ -745,6 +823,7 @@ pub(crate) fn encode_instructions(out: &mut Vec<u8>, version: u8, insts: &[Instr
         }
         finish(out, s);
     }
+    Ok(())
 }
 
 /// Encode an action list as `version` writes it (public form of the codec's action

@@ -22,9 +22,10 @@
 //! experimenter/vendor, features, get/set config, packet-in, flow-removed, port-status,
 //! packet-out (1.5: with match), flow_mod, group_mod (1.5 bucket format), port_mod,
 //! table_mod, multipart/stats (see [`multipart`]), barrier, queue get-config (raw
-//! queues), role, get/set async, meter_mod, bundle control/add, and the Nicira
-//! messages of [`nicira`]. Not covered, each a [`DecodeError::BadType`]: 1.4's
-//! role-status, table-status and requestforward, and 1.5's controller-status. Details of
+//! queues), role, get/set async, meter_mod, bundle control/add (OpenFlow 1.3: the ONF
+//! experimenter form `ovs-ofctl -O OpenFlow13 --bundle` sends, same body), 1.4's
+//! role-status, table-status and requestforward and 1.5's controller-status ([`of14`]),
+//! and the Nicira messages of [`nicira`]. Details of
 //! each structure are in the submodules' notes: [`oxm`] (matches), [`action`]
 //! (actions and instructions), [`port`], [`msg`], [`multipart`], [`nicira`].
 //!
@@ -46,9 +47,11 @@
 pub mod action;
 mod buf;
 pub mod error;
+pub mod monitor;
 pub mod msg;
 pub mod multipart;
 pub mod nicira;
+pub mod of14;
 pub mod oxm;
 pub mod port;
 
@@ -63,7 +66,7 @@ pub use nicira::NxMessage;
 pub use port::{Port, PortStats, Prop};
 
 use crate::matches::Match;
-use crate::messages::{err, FlowMod, GroupMod, MeterMod, OfError};
+use crate::messages::{err, FlowMod, GroupBucketMod, GroupMod, MeterMod, OfError};
 
 /// OpenFlow 1.0 wire version.
 pub const OFP10: u8 = 0x01;
@@ -169,6 +172,8 @@ pub enum Message {
     FlowMod(FlowMod),
     /// `OFPT_GROUP_MOD` (1.1+).
     GroupMod(GroupMod),
+    /// `OFPT_GROUP_MOD` (1.5) inserting or removing buckets.
+    GroupBucketMod(GroupBucketMod),
     /// `OFPT_PORT_MOD`.
     PortMod(PortMod),
     /// `OFPT_TABLE_MOD` (1.1+).
@@ -202,10 +207,18 @@ pub enum Message {
     SetAsync(AsyncConfig),
     /// `OFPT_METER_MOD` (1.3+).
     MeterMod(MeterMod),
-    /// `OFPT_BUNDLE_CONTROL` (1.4+).
+    /// `OFPT_BUNDLE_CONTROL` (1.4+; in 1.3 the ONF extension `ONFT_BUNDLE_CONTROL`).
     BundleControl(BundleControl),
-    /// `OFPT_BUNDLE_ADD_MESSAGE` (1.4+).
+    /// `OFPT_BUNDLE_ADD_MESSAGE` (1.4+; in 1.3 the ONF extension `ONFT_BUNDLE_ADD_MESSAGE`).
     BundleAdd(BundleAdd),
+    /// `OFPT_ROLE_STATUS` (1.4+).
+    RoleStatus(of14::RoleStatus),
+    /// `OFPT_TABLE_STATUS` (1.4+).
+    TableStatus(of14::TableStatus),
+    /// `OFPT_REQUESTFORWARD` (1.4+): the forwarded request, a whole message.
+    RequestForward(Vec<u8>),
+    /// `OFPT_CONTROLLER_STATUS` (1.5).
+    ControllerStatus(of14::ControllerStatus),
     /// A Nicira extension message.
     Nx(NxMessage),
 }
@@ -307,6 +320,11 @@ fn decode_body(h: Header, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
             let sub = rd.u32()?;
             if e == action::NX_VENDOR_ID {
                 Message::Nx(nicira::decode_nx(v, sub, rd)?)
+            } else if e == msg::ONF_EXPERIMENTER_ID && v == OFP13 && sub == msg::ONFT_BUNDLE_CONTROL
+            {
+                Message::BundleControl(msg::decode_bundle_ctrl(rd)?)
+            } else if e == msg::ONF_EXPERIMENTER_ID && v == OFP13 && sub == msg::ONFT_BUNDLE_ADD {
+                Message::BundleAdd(msg::decode_bundle_add(rd)?)
             } else {
                 Message::Experimenter(Experimenter {
                     experimenter: e,
@@ -353,7 +371,10 @@ fn decode_body(h: Header, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
             }
         }
         _ if of10 => return Err(DecodeError::BadType(ty)),
-        t::GROUP_MOD => Message::GroupMod(msg::decode_group_mod(v, rd)?),
+        t::GROUP_MOD => match msg::decode_group_mod(v, rd)? {
+            msg::AnyGroupMod::Group(g) => Message::GroupMod(g),
+            msg::AnyGroupMod::Buckets(g) => Message::GroupBucketMod(g),
+        },
         t::PORT_MOD => Message::PortMod(msg::decode_port_mod(v, rd)?),
         t::TABLE_MOD => Message::TableMod(msg::decode_table_mod(v, rd)?),
         t::MULTIPART_REQUEST => Message::MultipartRequest(multipart::decode_mp_request(v, rd)?),
@@ -398,6 +419,14 @@ fn decode_body(h: Header, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
         t::METER_MOD => Message::MeterMod(msg::decode_meter_mod(rd)?),
         t::BUNDLE_CONTROL if v >= OFP14 => Message::BundleControl(msg::decode_bundle_ctrl(rd)?),
         t::BUNDLE_ADD if v >= OFP14 => Message::BundleAdd(msg::decode_bundle_add(rd)?),
+        of14::t::ROLE_STATUS if v >= OFP14 => Message::RoleStatus(of14::decode_role_status(rd)?),
+        of14::t::TABLE_STATUS if v >= OFP14 => Message::TableStatus(of14::decode_table_status(rd)?),
+        of14::t::REQUESTFORWARD if v >= OFP14 => {
+            Message::RequestForward(of14::decode_requestforward(rd)?)
+        }
+        of14::t::CONTROLLER_STATUS if v >= OFP15 => {
+            Message::ControllerStatus(of14::decode_controller_status_msg(rd)?)
+        }
         _ => return Err(DecodeError::BadType(ty)),
     };
     Ok(m)
@@ -503,6 +532,10 @@ fn encode_body(out: &mut Vec<u8>, m: &Message, v: u8) -> Result<u8, EncodeError>
             msg::encode_group_mod(out, v, g)?;
             t::GROUP_MOD
         }
+        Message::GroupBucketMod(g) => {
+            msg::encode_group_bucket_mod(out, v, g)?;
+            t::GROUP_MOD
+        }
         Message::PortMod(p) => {
             msg::encode_port_mod(out, v, p)?;
             pick(t10::PORT_MOD, t::PORT_MOD)
@@ -576,24 +609,63 @@ fn encode_body(out: &mut Vec<u8>, m: &Message, v: u8) -> Result<u8, EncodeError>
             t::METER_MOD
         }
         Message::BundleControl(b) => {
-            if v < OFP14 {
-                return Err(EncodeError::NotInVersion("bundle control"));
+            not("bundle control")?;
+            if v == OFP13 {
+                out.u32(msg::ONF_EXPERIMENTER_ID);
+                out.u32(msg::ONFT_BUNDLE_CONTROL);
             }
             msg::encode_bundle_ctrl(out, b);
-            t::BUNDLE_CONTROL
+            if v == OFP13 {
+                t::EXPERIMENTER
+            } else {
+                t::BUNDLE_CONTROL
+            }
         }
         Message::BundleAdd(b) => {
-            if v < OFP14 {
-                return Err(EncodeError::NotInVersion("bundle add"));
+            not("bundle add")?;
+            if v == OFP13 {
+                out.u32(msg::ONF_EXPERIMENTER_ID);
+                out.u32(msg::ONFT_BUNDLE_ADD);
             }
             msg::encode_bundle_add(out, b);
-            t::BUNDLE_ADD
+            if v == OFP13 {
+                t::EXPERIMENTER
+            } else {
+                t::BUNDLE_ADD
+            }
         }
         Message::Nx(n) => {
             nicira::encode_nx(out, v, n)?;
             t::EXPERIMENTER
         }
+        Message::RoleStatus(r) => {
+            since14(v, OFP14, "role status")?;
+            of14::encode_role_status(out, r);
+            of14::t::ROLE_STATUS
+        }
+        Message::TableStatus(ts) => {
+            since14(v, OFP14, "table status")?;
+            of14::encode_table_status(out, ts);
+            of14::t::TABLE_STATUS
+        }
+        Message::RequestForward(m) => {
+            since14(v, OFP14, "request forward")?;
+            out.extend_from_slice(m);
+            of14::t::REQUESTFORWARD
+        }
+        Message::ControllerStatus(c) => {
+            since14(v, OFP15, "controller status")?;
+            of14::encode_controller_status_msg(out, c);
+            of14::t::CONTROLLER_STATUS
+        }
     })
+}
+
+fn since14(v: u8, min: u8, what: &'static str) -> Result<(), EncodeError> {
+    if v < min {
+        return Err(EncodeError::NotInVersion(what));
+    }
+    Ok(())
 }
 
 /// The (type, code) to put on the wire for `e` when talking `version`: OpenFlow 1.3
@@ -628,13 +700,25 @@ pub fn of_error_to_wire(e: OfError, version: u8) -> (u16, u16) {
 
 /// The error message answering a request that failed with `e`: the spec's type/code
 /// for `version` and the first 64 bytes of the request.
+///
+/// OpenFlow 1.3 has no bundle errors: they go out as ONF experimenter errors whose
+/// experimenter type is 2300 plus the 1.4 code, as OVS sends them.
 pub fn error_reply(e: OfError, version: u8, request: &[u8]) -> Message {
+    let data = request.get(..64).unwrap_or(request).to_vec();
+    if version == OFP13 && e.type_ == err::OFPET_BUNDLE_FAILED {
+        return Message::Error(ErrorMsg {
+            type_: err::OFPET_EXPERIMENTER,
+            code: 2300 + e.code,
+            experimenter: Some(msg::ONF_EXPERIMENTER_ID),
+            data,
+        });
+    }
     let (type_, code) = of_error_to_wire(e, version);
     Message::Error(ErrorMsg {
         type_,
         code,
         experimenter: None,
-        data: request.get(..64).unwrap_or(request).to_vec(),
+        data,
     })
 }
 

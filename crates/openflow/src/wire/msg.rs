@@ -17,8 +17,8 @@ use super::{OFP10, OFP13, OFP14, OFP15};
 use crate::actions::{port_from_of10, port_to_of10, Action, Instruction, OFPP_CONTROLLER};
 use crate::matches::Match;
 use crate::messages::{
-    Bucket, FlowMod, FlowModCommand, FlowModFlags, GroupMod, GroupModCommand, GroupType, MeterBand,
-    MeterFlags, MeterMod, MeterModCommand,
+    Bucket, BucketCommand, FlowMod, FlowModCommand, FlowModFlags, GroupBucketMod, GroupMod,
+    GroupModCommand, GroupType, MeterBand, MeterFlags, MeterMod, MeterModCommand, OFPG_BUCKET_ALL,
 };
 use crate::oxm::Field;
 
@@ -620,8 +620,7 @@ pub(crate) fn encode_flow_mod(
     out.u16(fm.flags.0);
     out.zeros(2);
     encode_ofp_match(out, &fm.match_);
-    encode_instructions(out, version, &fm.instructions);
-    Ok(())
+    encode_instructions(out, version, &fm.instructions)
 }
 
 /// OpenFlow 1.0 has no instructions: only a single apply-actions list can be sent.
@@ -662,12 +661,13 @@ pub(crate) fn decode_buckets(
             }
             b.skip(2)?;
             let alen = usize::from(b.u16()?);
-            let _bucket_id = b.u32()?;
+            let bucket_id = b.u32()?;
             let mut ar = b.sub(alen, DecodeError::BadBucket)?;
             let actions =
                 decode_actions(version, &mut ar.clone().with_err(DecodeError::BadActionLen))?;
             ar.rest();
             let mut bk = Bucket::new(actions);
+            bk.bucket_id = bucket_id;
             for p in decode_props(&mut b)? {
                 let mut pr = Rd::new(&p.data, DecodeError::BadPropertyLen);
                 match p.type_ {
@@ -690,6 +690,7 @@ pub(crate) fn decode_buckets(
             b.skip(4)?;
             let actions = decode_actions(version, &mut b.with_err(DecodeError::BadActionLen))?;
             out.push(Bucket {
+                bucket_id: 0,
                 weight,
                 watch_port,
                 watch_group,
@@ -705,14 +706,14 @@ pub(crate) fn encode_buckets(
     version: u8,
     buckets: &[Bucket],
 ) -> Result<(), EncodeError> {
-    for (i, b) in buckets.iter().enumerate() {
+    for b in buckets {
         let start = out.len();
         out.u16(0);
         if version == OFP15 {
             let mut acts = Vec::new();
             encode_actions(&mut acts, version, &b.actions)?;
             out.u16(acts.len() as u16);
-            out.u32(i as u32);
+            out.u32(b.bucket_id);
             out.extend_from_slice(&acts);
             let mut props = Vec::new();
             let mut d = Vec::new();
@@ -745,16 +746,32 @@ pub(crate) fn encode_buckets(
     Ok(())
 }
 
-pub(crate) fn decode_group_mod(version: u8, rd: &mut Rd<'_>) -> Result<GroupMod, DecodeError> {
-    let command = group_command(rd.u16()?)?;
+/// A group_mod, or in OpenFlow 1.5 an insert/remove-bucket one.
+pub(crate) enum AnyGroupMod {
+    Group(GroupMod),
+    Buckets(GroupBucketMod),
+}
+
+pub(crate) fn decode_group_mod(version: u8, rd: &mut Rd<'_>) -> Result<AnyGroupMod, DecodeError> {
+    let cmd = rd.u16()?;
+    let bucket_cmd = match cmd {
+        3 if version == OFP15 => Some(BucketCommand::Insert),
+        5 if version == OFP15 => Some(BucketCommand::Remove),
+        _ => None,
+    };
+    let command = match bucket_cmd {
+        Some(_) => GroupModCommand::Modify,
+        None => group_command(cmd)?,
+    };
     let t = rd.u8()?;
     let group_type = GroupType::from_u8(t).ok_or(DecodeError::BadGroupType(t))?;
     rd.skip(1)?;
     let group_id = rd.u32()?;
+    let mut command_bucket_id = OFPG_BUCKET_ALL;
     let buckets = if version == OFP15 {
         let blen = usize::from(rd.u16()?);
         rd.skip(2)?;
-        let _command_bucket_id = rd.u32()?;
+        command_bucket_id = rd.u32()?;
         let mut br = rd.sub(blen, DecodeError::BadBucket)?;
         let b = decode_buckets(version, &mut br, true)?;
         // Group properties (none defined but experimenter) are checked and dropped.
@@ -763,12 +780,43 @@ pub(crate) fn decode_group_mod(version: u8, rd: &mut Rd<'_>) -> Result<GroupMod,
     } else {
         decode_buckets(version, rd, false)?
     };
-    Ok(GroupMod {
-        command,
-        group_type,
-        group_id,
-        buckets,
+    Ok(match bucket_cmd {
+        Some(command) => AnyGroupMod::Buckets(GroupBucketMod {
+            command,
+            group_type,
+            group_id,
+            command_bucket_id,
+            buckets,
+        }),
+        None => AnyGroupMod::Group(GroupMod {
+            command,
+            group_type,
+            group_id,
+            buckets,
+        }),
     })
+}
+
+/// An OpenFlow 1.5 insert/remove-bucket group_mod.
+pub(crate) fn encode_group_bucket_mod(
+    out: &mut Vec<u8>,
+    version: u8,
+    g: &GroupBucketMod,
+) -> Result<(), EncodeError> {
+    if version != OFP15 {
+        return Err(EncodeError::NotInVersion("group bucket commands"));
+    }
+    out.u16(g.command as u16);
+    out.u8(g.group_type as u8);
+    out.u8(0);
+    out.u32(g.group_id);
+    let mut b = Vec::new();
+    encode_buckets(&mut b, version, &g.buckets)?;
+    out.u16(b.len() as u16);
+    out.zeros(2);
+    out.u32(g.command_bucket_id);
+    out.extend_from_slice(&b);
+    Ok(())
 }
 
 pub(crate) fn encode_group_mod(
@@ -785,7 +833,7 @@ pub(crate) fn encode_group_mod(
         encode_buckets(&mut b, version, &g.buckets)?;
         out.u16(b.len() as u16);
         out.zeros(2);
-        out.u32(0xffff_ffff); // OFPG_BUCKET_ALL
+        out.u32(OFPG_BUCKET_ALL);
         out.extend_from_slice(&b);
         Ok(())
     } else {
@@ -1079,6 +1127,38 @@ pub(crate) fn encode_async(out: &mut Vec<u8>, version: u8, a: &AsyncConfig) {
     }
     encode_props(out, &a.experimenter);
 }
+
+/// The ONF experimenter id (OpenFlow 1.3 extensions that 1.4 standardised).
+pub const ONF_EXPERIMENTER_ID: u32 = 0x4f4e_4600;
+/// `ONFT_BUNDLE_CONTROL`: OpenFlow 1.3 form of `OFPT_BUNDLE_CONTROL`.
+pub const ONFT_BUNDLE_CONTROL: u32 = 2300;
+/// `ONFT_BUNDLE_ADD_MESSAGE`: OpenFlow 1.3 form of `OFPT_BUNDLE_ADD_MESSAGE`.
+pub const ONFT_BUNDLE_ADD: u32 = 2301;
+
+/// `OFPBCT_*` bundle control types.
+pub mod bct {
+    /// Open a bundle.
+    pub const OPEN_REQUEST: u16 = 0;
+    /// Reply to an open.
+    pub const OPEN_REPLY: u16 = 1;
+    /// Close a bundle (no more messages).
+    pub const CLOSE_REQUEST: u16 = 2;
+    /// Reply to a close.
+    pub const CLOSE_REPLY: u16 = 3;
+    /// Apply the bundle's messages.
+    pub const COMMIT_REQUEST: u16 = 4;
+    /// Reply to a commit.
+    pub const COMMIT_REPLY: u16 = 5;
+    /// Drop the bundle.
+    pub const DISCARD_REQUEST: u16 = 6;
+    /// Reply to a discard.
+    pub const DISCARD_REPLY: u16 = 7;
+}
+
+/// `OFPBF_ATOMIC`: apply all of the bundle or nothing.
+pub const OFPBF_ATOMIC: u16 = 1;
+/// `OFPBF_ORDERED`: apply in the order added.
+pub const OFPBF_ORDERED: u16 = 2;
 
 /// Bundle control (OpenFlow 1.4+).
 #[derive(Clone, PartialEq, Eq, Debug)]

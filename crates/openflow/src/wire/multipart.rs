@@ -9,9 +9,10 @@
 //! Supported types: desc, flow, aggregate, table, port stats, queue stats, group, group
 //! desc, group features, meter, meter config, meter features, table features (records
 //! with raw properties), port desc, experimenter, and Nicira's `NXST_FLOW` /
-//! `NXST_AGGREGATE` (OpenFlow 1.0 vendor stats). OpenFlow 1.4+'s table desc, queue desc
-//! and flow monitor, and 1.5's controller status and bundle features are
-//! `BadMultipart`. OpenFlow 1.5 flow statistics and aggregate replies carry their
+//! `NXST_AGGREGATE` (OpenFlow 1.0 vendor stats), and through [`super::of14`] OpenFlow
+//! 1.4+'s table desc and queue desc and 1.5's controller status, bundle features and flow
+//! statistics (multipart 17); flow monitors in both the 1.4 and the Nicira form through
+//! [`super::monitor`]. OpenFlow 1.5 flow statistics and aggregate replies carry their
 //! counters as OXS TLVs ([`OxsStats`]).
 
 use super::action::{decode_actions, decode_instructions, encode_instructions, NX_VENDOR_ID};
@@ -28,7 +29,7 @@ use super::port::{
     decode_port, decode_port_stats, decode_props, encode_port, encode_port_stats, encode_props,
     Port, PortStats, Prop,
 };
-use super::{OFP10, OFP13, OFP14, OFP15};
+use super::{monitor, of14, OFP10, OFP13, OFP14, OFP15};
 use crate::actions::{port_from_of10, port_to_of10, Instruction};
 use crate::matches::Match;
 use crate::messages::{Bucket, GroupType, MeterBand};
@@ -71,6 +72,11 @@ pub mod mp {
 const NXST_FLOW: u32 = 0;
 /// `NXST_AGGREGATE`.
 const NXST_AGGREGATE: u32 = 1;
+/// `NXST_FLOW_MONITOR`.
+const NXST_FLOW_MONITOR: u32 = 2;
+/// `ONFST_FLOW_MONITOR`: OpenFlow 1.3 experimenter multipart with Nicira bodies.
+const ONFST_FLOW_MONITOR: u32 = 1870;
+use super::msg::ONF_EXPERIMENTER_ID;
 
 /// A flow or aggregate statistics request.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -140,6 +146,27 @@ pub enum MpRequest {
     NxFlow(FlowStatsRequest),
     /// Nicira aggregate statistics (NXM match).
     NxAggregate(FlowStatsRequest),
+    /// Table descriptions (1.4+).
+    TableDesc,
+    /// Queue descriptions (1.4+).
+    QueueDesc {
+        /// Port (`OFPP_ANY` for all).
+        port_no: u32,
+        /// Queue (`OFPQ_ALL` for all).
+        queue_id: u32,
+    },
+    /// Controller status (1.5).
+    ControllerStatus,
+    /// Bundle features (1.5).
+    BundleFeatures(of14::BundleFeaturesRequest),
+    /// OpenFlow 1.5 flow statistics (multipart 17).
+    FlowStats15(FlowStatsRequest),
+    /// Flow monitors (1.4+).
+    FlowMonitor(Vec<monitor::FlowMonitorRequest>),
+    /// Nicira flow monitors (`NXST_FLOW_MONITOR`).
+    NxFlowMonitor(Vec<monitor::FlowMonitorRequest>),
+    /// OpenFlow 1.3 ONF flow monitors (`ONFST_FLOW_MONITOR`, Nicira bodies).
+    OnfFlowMonitor(Vec<monitor::FlowMonitorRequest>),
 }
 
 /// A multipart reply.
@@ -400,6 +427,22 @@ pub enum MpReply {
     NxFlow(Vec<FlowStats>),
     /// Nicira aggregate statistics.
     NxAggregate(AggregateStats),
+    /// Table descriptions (1.4+).
+    TableDesc(Vec<of14::TableDesc>),
+    /// Queue descriptions (1.4+).
+    QueueDesc(Vec<of14::QueueDesc>),
+    /// Controller status (1.5).
+    ControllerStatus(Vec<of14::ControllerStatus>),
+    /// Bundle features (1.5).
+    BundleFeatures(of14::BundleFeatures),
+    /// OpenFlow 1.5 flow statistics (multipart 17).
+    FlowStats15(Vec<of14::FlowStats15>),
+    /// Flow monitor updates (1.4+).
+    FlowMonitor(Vec<monitor::FlowUpdate>),
+    /// Nicira flow monitor updates.
+    NxFlowMonitor(Vec<monitor::FlowUpdate>),
+    /// OpenFlow 1.3 ONF flow monitor updates (Nicira bodies).
+    OnfFlowMonitor(Vec<monitor::FlowUpdate>),
 }
 
 // ---------------------------------------------------------------- OXS (1.5)
@@ -493,7 +536,10 @@ pub(crate) fn encode_oxs(out: &mut Vec<u8>, s: &OxsStats, aggregate: bool) {
 
 // ---------------------------------------------------------------- requests
 
-fn decode_flow_req(version: u8, rd: &mut Rd<'_>) -> Result<FlowStatsRequest, DecodeError> {
+pub(crate) fn decode_flow_req(
+    version: u8,
+    rd: &mut Rd<'_>,
+) -> Result<FlowStatsRequest, DecodeError> {
     if version == OFP10 {
         let match_ = decode_of10_match(rd)?;
         let table_id = rd.u8()?;
@@ -632,12 +678,21 @@ pub(crate) fn decode_mp_request(
                 let r = match e.exp_type {
                     NXST_FLOW => MpRequest::NxFlow(decode_nx_flow_req(&mut b)?),
                     NXST_AGGREGATE => MpRequest::NxAggregate(decode_nx_flow_req(&mut b)?),
+                    NXST_FLOW_MONITOR => {
+                        MpRequest::NxFlowMonitor(monitor::decode_nx_requests(&mut b, false)?)
+                    }
                     t => return Err(DecodeError::BadExpType(t)),
                 };
                 if !b.is_empty() {
                     return Err(DecodeError::BadLength);
                 }
                 r
+            } else if e.experimenter == ONF_EXPERIMENTER_ID
+                && version == OFP13
+                && e.exp_type == ONFST_FLOW_MONITOR
+            {
+                let mut b = Rd::new(&e.data, DecodeError::BadLength);
+                MpRequest::OnfFlowMonitor(monitor::decode_nx_requests(&mut b, true)?)
             } else {
                 MpRequest::Experimenter(e)
             }
@@ -665,6 +720,19 @@ pub(crate) fn decode_mp_request(
         } else {
             crate::actions::OFPP_ANY
         }),
+        _ if version >= OFP14 => match of14::decode_request(version, ty, rd)? {
+            Some(of14::Req::TableDesc) => MpRequest::TableDesc,
+            Some(of14::Req::QueueDesc { port_no, queue_id }) => {
+                MpRequest::QueueDesc { port_no, queue_id }
+            }
+            Some(of14::Req::ControllerStatus) => MpRequest::ControllerStatus,
+            Some(of14::Req::BundleFeatures(b)) => MpRequest::BundleFeatures(b),
+            Some(of14::Req::FlowStats(f)) => MpRequest::FlowStats15(f),
+            None if ty == of14::mp::FLOW_MONITOR => {
+                MpRequest::FlowMonitor(monitor::decode_requests(rd)?)
+            }
+            None => return Err(DecodeError::BadMultipart(ty)),
+        },
         _ => return Err(DecodeError::BadMultipart(ty)),
     };
     if !rd.is_empty() {
@@ -801,6 +869,62 @@ pub(crate) fn encode_mp_request(
             nx_stats_header(out, version, r.flags, NXST_AGGREGATE)?;
             encode_nx_flow_req(out, f)?;
         }
+        MpRequest::TableDesc => {
+            since(version, OFP14, "table desc")?;
+            hdr(out, of14::mp::TABLE_DESC);
+        }
+        MpRequest::QueueDesc { port_no, queue_id } => {
+            since(version, OFP14, "queue desc")?;
+            hdr(out, of14::mp::QUEUE_DESC);
+            out.u32(*port_no);
+            out.u32(*queue_id);
+        }
+        MpRequest::ControllerStatus => {
+            since(version, OFP15, "controller status")?;
+            hdr(out, of14::mp::CONTROLLER_STATUS);
+        }
+        MpRequest::BundleFeatures(b) => {
+            since(version, OFP15, "bundle features")?;
+            hdr(out, of14::mp::BUNDLE_FEATURES);
+            of14::encode_bundle_features_request(out, b);
+        }
+        MpRequest::FlowStats15(f) => {
+            since(version, OFP15, "flow stats (1.5)")?;
+            hdr(out, of14::mp::FLOW_STATS);
+            encode_flow_req(out, version, f)?;
+        }
+        MpRequest::FlowMonitor(v) => {
+            since(version, OFP14, "flow monitor")?;
+            hdr(out, of14::mp::FLOW_MONITOR);
+            monitor::encode_requests(out, v);
+        }
+        MpRequest::NxFlowMonitor(v) => {
+            nx_stats_header(out, version, r.flags, NXST_FLOW_MONITOR)?;
+            monitor::encode_nx_requests(out, v, false)?;
+        }
+        MpRequest::OnfFlowMonitor(v) => {
+            onf_header(out, version, r.flags)?;
+            monitor::encode_nx_requests(out, v, true)?;
+        }
+    }
+    Ok(())
+}
+
+/// The experimenter multipart header of an OpenFlow 1.3 `ONFST_FLOW_MONITOR`.
+fn onf_header(out: &mut Vec<u8>, version: u8, flags: u16) -> Result<(), EncodeError> {
+    if version != OFP13 {
+        return Err(EncodeError::NotInVersion("ONF flow monitor"));
+    }
+    mp_header(out, version, mp::EXPERIMENTER, flags);
+    out.u32(ONF_EXPERIMENTER_ID);
+    out.u32(ONFST_FLOW_MONITOR);
+    Ok(())
+}
+
+/// `NotInVersion` below `min`.
+fn since(version: u8, min: u8, what: &'static str) -> Result<(), EncodeError> {
+    if version < min {
+        return Err(EncodeError::NotInVersion(what));
     }
     Ok(())
 }
@@ -850,7 +974,11 @@ fn encode_table_features(out: &mut Vec<u8>, version: u8, t: &TableFeatures) {
 }
 
 /// Records of a reply body: each starts with a 16-bit length at `len_off`.
-fn records<'a>(rd: &mut Rd<'a>, len_off: usize, min: usize) -> Result<Vec<Rd<'a>>, DecodeError> {
+pub(crate) fn records<'a>(
+    rd: &mut Rd<'a>,
+    len_off: usize,
+    min: usize,
+) -> Result<Vec<Rd<'a>>, DecodeError> {
     let mut v = Vec::new();
     while !rd.is_empty() {
         let len = usize::from(rd.peek_u16(len_off).ok_or(DecodeError::BadLength)?);
@@ -978,7 +1106,7 @@ fn encode_flow_stats(out: &mut Vec<u8>, version: u8, f: &FlowStats) -> Result<()
             ..Default::default()
         };
         encode_oxs(out, &st, false);
-        encode_instructions(out, version, &f.instructions);
+        encode_instructions(out, version, &f.instructions)?;
     } else {
         out.u8(f.table_id);
         out.u8(0);
@@ -1004,7 +1132,7 @@ fn encode_flow_stats(out: &mut Vec<u8>, version: u8, f: &FlowStats) -> Result<()
             encode_of10_instructions(out, &f.instructions)?;
         } else {
             encode_ofp_match(out, &f.match_);
-            encode_instructions(out, version, &f.instructions);
+            encode_instructions(out, version, &f.instructions)?;
         }
     }
     let len = out.len() - start;
@@ -1229,8 +1357,17 @@ pub(crate) fn decode_mp_reply(version: u8, rd: &mut Rd<'_>) -> Result<MultipartR
                         }
                         MpReply::NxAggregate(a)
                     }
+                    NXST_FLOW_MONITOR => {
+                        MpReply::NxFlowMonitor(monitor::decode_nx_updates(&mut b, false)?)
+                    }
                     t => return Err(DecodeError::BadExpType(t)),
                 }
+            } else if e.experimenter == ONF_EXPERIMENTER_ID
+                && version == OFP13
+                && e.exp_type == ONFST_FLOW_MONITOR
+            {
+                let mut b = Rd::new(&e.data, DecodeError::BadLength);
+                MpReply::OnfFlowMonitor(monitor::decode_nx_updates(&mut b, true)?)
             } else {
                 MpReply::Experimenter(e)
             }
@@ -1363,6 +1500,17 @@ pub(crate) fn decode_mp_reply(version: u8, rd: &mut Rd<'_>) -> Result<MultipartR
             }
             MpReply::PortDesc(v)
         }
+        _ if version >= OFP14 => match of14::decode_reply(version, ty, rd)? {
+            Some(of14::Rep::TableDesc(v)) => MpReply::TableDesc(v),
+            Some(of14::Rep::QueueDesc(v)) => MpReply::QueueDesc(v),
+            Some(of14::Rep::ControllerStatus(v)) => MpReply::ControllerStatus(v),
+            Some(of14::Rep::BundleFeatures(b)) => MpReply::BundleFeatures(b),
+            Some(of14::Rep::FlowStats(v)) => MpReply::FlowStats15(v),
+            None if ty == of14::mp::FLOW_MONITOR => {
+                MpReply::FlowMonitor(monitor::decode_updates(version, rd)?)
+            }
+            None => return Err(DecodeError::BadMultipart(ty)),
+        },
         _ => return Err(DecodeError::BadMultipart(ty)),
     };
     if !rd.is_empty() {
@@ -1572,6 +1720,44 @@ pub(crate) fn encode_mp_reply(
         MpReply::NxAggregate(a) => {
             nx_stats_header(out, version, r.flags, NXST_AGGREGATE)?;
             encode_aggregate(out, OFP10, a);
+        }
+        MpReply::TableDesc(v) => {
+            since(version, OFP14, "table desc")?;
+            hdr(out, of14::mp::TABLE_DESC);
+            of14::encode_table_descs(out, v);
+        }
+        MpReply::QueueDesc(v) => {
+            since(version, OFP14, "queue desc")?;
+            hdr(out, of14::mp::QUEUE_DESC);
+            of14::encode_queue_descs(out, v);
+        }
+        MpReply::ControllerStatus(v) => {
+            since(version, OFP15, "controller status")?;
+            hdr(out, of14::mp::CONTROLLER_STATUS);
+            of14::encode_controller_statuses(out, v);
+        }
+        MpReply::BundleFeatures(b) => {
+            since(version, OFP15, "bundle features")?;
+            hdr(out, of14::mp::BUNDLE_FEATURES);
+            of14::encode_bundle_features(out, b);
+        }
+        MpReply::FlowStats15(v) => {
+            since(version, OFP15, "flow stats (1.5)")?;
+            hdr(out, of14::mp::FLOW_STATS);
+            of14::encode_flow_stats15(out, v);
+        }
+        MpReply::FlowMonitor(v) => {
+            since(version, OFP14, "flow monitor")?;
+            hdr(out, of14::mp::FLOW_MONITOR);
+            monitor::encode_updates(out, version, v)?;
+        }
+        MpReply::NxFlowMonitor(v) => {
+            nx_stats_header(out, version, r.flags, NXST_FLOW_MONITOR)?;
+            monitor::encode_nx_updates(out, v, false)?;
+        }
+        MpReply::OnfFlowMonitor(v) => {
+            onf_header(out, version, r.flags)?;
+            monitor::encode_nx_updates(out, v, true)?;
         }
     }
     Ok(())

@@ -1,0 +1,457 @@
+//! Bundles (OpenFlow 1.4 §6.8; the ONF extension of the same shape in 1.3): a controller
+//! stages flow_mods, group_mods and port_mods on a connection and then commits them as one
+//! change.
+//!
+//! ## State machine
+//! [`Bundles`] is a connection's set of bundles, keyed by the controller's bundle id, and
+//! does no I/O: every operation takes `now` and returns the spec's error.
+//!
+//! * `OPEN`: a new, empty, open bundle with the given flags. An id already in use is
+//!   `BAD_ID`, and the existing bundle is discarded (as the spec says).
+//! * `ADD`: the message is decoded and checked as far as it can be without switch state
+//!   (its xid must be the add's, its version the connection's, its type one we can
+//!   bundle: flow_mod, group_mod including 1.5's bucket commands, port_mod; anything else
+//!   is `MSG_UNSUP`). A refused message is not added and the bundle stays, as in OVS
+//!   (`ovs-ofctl --bundle` then discards it). An unknown id opens a bundle implicitly.
+//! * `CLOSE`: no more adds. Closing twice is `BUNDLE_CLOSED`.
+//! * `COMMIT`: takes the bundle's messages (open or closed) and removes the bundle, which
+//!   then no longer exists whatever the outcome.
+//! * `DISCARD`: removes the bundle.
+//!
+//! Flags other than `ATOMIC | ORDERED` are `BAD_FLAGS`; a close, add or commit whose flags
+//! differ from the open's is `BAD_FLAGS` and discards the bundle. Bundles idle for
+//! [`IDLE_TIMEOUT_MS`] are discarded with a `TIMEOUT` error answering the request that
+//! opened them (OVS's behaviour; the spec leaves the time to the switch). No bundle
+//! property is supported (1.5's scheduled commit included): any property is
+//! `OFPET_BAD_PROPERTY / BAD_TYPE`. Over OpenFlow 1.3 the bundle errors go out as ONF
+//! experimenter errors (see `openflow::wire::error_reply`).
+//!
+//! ## Commit
+//! `commit` applies a bundle: port_mods are checked first, then every flow_mod and
+//! group_mod runs in order inside [`ofproto::Ofproto::atomically`] under one hold of the
+//! `Ofproto` lock, then the port_mods are applied. Every commit is both atomic and ordered,
+//! whatever the flags say. If a message fails, nothing changes: the failing message gets
+//! its own error (with its xid and bytes), and the commit gets `MSG_FAILED`.
+
+use super::conn::{reply_error, Conn};
+use super::{handle, lock, BridgeOf};
+use openflow::messages::err::{bad_request, bundle_failed as bf};
+use openflow::messages::OFP_NO_BUFFER;
+use openflow::wire::msg::{bct, OFPBF_ATOMIC, OFPBF_ORDERED};
+use openflow::wire::nicira::NxMessage;
+use openflow::wire::{self, BundleAdd, BundleControl, Message};
+use openflow::{FlowMod, GroupBucketMod, GroupMod, OfError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A bundle with no operation for this long is discarded.
+pub const IDLE_TIMEOUT_MS: u64 = 10_000;
+/// Open bundles per connection.
+pub const MAX_BUNDLES: usize = 256;
+/// Messages per bundle.
+pub const MAX_MESSAGES: usize = 1 << 20;
+
+/// A message staged in a bundle.
+#[derive(Clone, Debug)]
+pub enum Staged {
+    Flow(FlowMod),
+    Group(GroupMod),
+    GroupBuckets(GroupBucketMod),
+    Port(wire::PortMod),
+}
+
+/// One staged message and the bytes it came in (for its error reply).
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub op: Staged,
+    pub req: Vec<u8>,
+}
+
+struct Bundle {
+    flags: u16,
+    closed: bool,
+    used_ms: u64,
+    /// The request that opened the bundle (a timeout error answers it).
+    opened_by: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+/// A connection's bundles. See the module documentation.
+#[derive(Default)]
+pub struct Bundles {
+    map: BTreeMap<u32, Bundle>,
+}
+
+fn check_flags(flags: u16) -> Result<(), OfError> {
+    if flags & !(OFPBF_ATOMIC | OFPBF_ORDERED) != 0 {
+        return Err(OfError::bundle_failed(bf::BAD_FLAGS));
+    }
+    Ok(())
+}
+
+impl Bundles {
+    /// Number of bundles.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True if no bundle exists.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    fn new_bundle(&mut self, id: u32, flags: u16, req: &[u8], now: u64) -> Result<(), OfError> {
+        check_flags(flags)?;
+        if self.map.len() >= MAX_BUNDLES {
+            return Err(OfError::bundle_failed(bf::OUT_OF_BUNDLES));
+        }
+        self.map.insert(
+            id,
+            Bundle {
+                flags,
+                closed: false,
+                used_ms: now,
+                opened_by: req.get(..64).unwrap_or(req).to_vec(),
+                entries: Vec::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// `OFPBCT_OPEN_REQUEST`.
+    pub fn open(&mut self, id: u32, flags: u16, req: &[u8], now: u64) -> Result<(), OfError> {
+        if self.map.remove(&id).is_some() {
+            return Err(OfError::bundle_failed(bf::BAD_ID));
+        }
+        self.new_bundle(id, flags, req, now)
+    }
+
+    /// The bundle `id`, checked for the flags of a close/add/commit; a mismatch discards it.
+    fn existing(&mut self, id: u32, flags: u16, now: u64) -> Result<&mut Bundle, OfError> {
+        let Some(b) = self.map.get(&id) else {
+            return Err(OfError::bundle_failed(bf::BAD_ID));
+        };
+        if b.flags != flags {
+            self.map.remove(&id);
+            return Err(OfError::bundle_failed(bf::BAD_FLAGS));
+        }
+        let b = self
+            .map
+            .get_mut(&id)
+            .ok_or(OfError::bundle_failed(bf::BAD_ID))?;
+        b.used_ms = now;
+        Ok(b)
+    }
+
+    /// `OFPBCT_CLOSE_REQUEST`.
+    pub fn close(&mut self, id: u32, flags: u16, now: u64) -> Result<(), OfError> {
+        let b = self.existing(id, flags, now)?;
+        if b.closed {
+            self.map.remove(&id);
+            return Err(OfError::bundle_failed(bf::BUNDLE_CLOSED));
+        }
+        b.closed = true;
+        Ok(())
+    }
+
+    /// `OFPT_BUNDLE_ADD_MESSAGE` with the already decoded and checked `entry`.
+    pub fn add(
+        &mut self,
+        id: u32,
+        flags: u16,
+        entry: Entry,
+        req: &[u8],
+        now: u64,
+    ) -> Result<(), OfError> {
+        if !self.map.contains_key(&id) {
+            self.new_bundle(id, flags, req, now)?;
+        }
+        let b = self.existing(id, flags, now)?;
+        if b.closed {
+            self.map.remove(&id);
+            return Err(OfError::bundle_failed(bf::BUNDLE_CLOSED));
+        }
+        if b.entries.len() >= MAX_MESSAGES {
+            return Err(OfError::bundle_failed(bf::MSG_TOO_MANY));
+        }
+        b.entries.push(entry);
+        Ok(())
+    }
+
+    /// `OFPBCT_COMMIT_REQUEST`: removes the bundle and returns its messages to apply.
+    pub fn take(&mut self, id: u32, flags: u16, now: u64) -> Result<Vec<Entry>, OfError> {
+        self.existing(id, flags, now)?;
+        Ok(self.map.remove(&id).map(|b| b.entries).unwrap_or_default())
+    }
+
+    /// `OFPBCT_DISCARD_REQUEST`.
+    pub fn discard(&mut self, id: u32) -> Result<(), OfError> {
+        self.map
+            .remove(&id)
+            .map(|_| ())
+            .ok_or(OfError::bundle_failed(bf::BAD_ID))
+    }
+
+    /// Removes bundles idle since before `now - IDLE_TIMEOUT_MS`; returns the requests
+    /// that opened them.
+    pub fn expire(&mut self, now: u64) -> Vec<Vec<u8>> {
+        let old: Vec<u32> = self
+            .map
+            .iter()
+            .filter(|(_, b)| now.saturating_sub(b.used_ms) >= IDLE_TIMEOUT_MS)
+            .map(|(id, _)| *id)
+            .collect();
+        old.into_iter()
+            .filter_map(|id| self.map.remove(&id).map(|b| b.opened_by))
+            .collect()
+    }
+}
+
+/// Decodes and checks the message inside a bundle add (see the module documentation).
+pub fn stage(version: u8, outer_xid: u32, add: &BundleAdd) -> Result<Entry, OfError> {
+    let inner = wire::Header::parse(&add.message).map_err(|e| e.to_of_error())?;
+    if inner.xid != outer_xid {
+        return Err(OfError::bundle_failed(bf::MSG_BAD_XID));
+    }
+    if inner.version != version {
+        return Err(OfError::bad_request(bad_request::BAD_VERSION));
+    }
+    let (_, m, _) = wire::decode_frame(&add.message).map_err(|e| e.to_of_error())?;
+    let fm_checks = |fm: &FlowMod| {
+        fm.validate()?;
+        if fm.buffer_id != OFP_NO_BUFFER {
+            return Err(OfError::bad_request(bad_request::BUFFER_UNKNOWN));
+        }
+        Ok(())
+    };
+    let op = match m {
+        Message::FlowMod(fm) | Message::Nx(NxMessage::FlowMod(fm)) => {
+            fm_checks(&fm)?;
+            Staged::Flow(fm)
+        }
+        Message::GroupMod(gm) => {
+            gm.validate()?;
+            Staged::Group(gm)
+        }
+        Message::GroupBucketMod(gm) => Staged::GroupBuckets(gm),
+        Message::PortMod(pm) => Staged::Port(pm),
+        _ => return Err(OfError::bundle_failed(bf::MSG_UNSUP)),
+    };
+    Ok(Entry {
+        op,
+        req: add.message.clone(),
+    })
+}
+
+/// Answers a bundle control request.
+pub fn control(
+    b: &Arc<BridgeOf>,
+    c: &Arc<Conn>,
+    xid: u32,
+    bc: BundleControl,
+    req: &[u8],
+) -> Result<(), OfError> {
+    let now = datapath::clock::now_ms();
+    if !bc.props.is_empty() {
+        // No bundle property (1.5's scheduled commit, experimenter ones) is supported.
+        return Err(OfError::new(openflow::messages::err::OFPET_BAD_PROPERTY, 0));
+    }
+    let id = bc.bundle_id;
+    let reply_type = match bc.ctrl_type {
+        bct::OPEN_REQUEST => {
+            lock(&c.st).bundles.open(id, bc.flags, req, now)?;
+            bct::OPEN_REPLY
+        }
+        bct::CLOSE_REQUEST => {
+            lock(&c.st).bundles.close(id, bc.flags, now)?;
+            bct::CLOSE_REPLY
+        }
+        bct::COMMIT_REQUEST => {
+            let entries = lock(&c.st).bundles.take(id, bc.flags, now)?;
+            commit(b, c, entries, now)?;
+            bct::COMMIT_REPLY
+        }
+        bct::DISCARD_REQUEST => {
+            lock(&c.st).bundles.discard(id)?;
+            bct::DISCARD_REPLY
+        }
+        _ => return Err(OfError::bundle_failed(bf::BAD_TYPE)),
+    };
+    let reply = BundleControl {
+        bundle_id: id,
+        ctrl_type: reply_type,
+        flags: bc.flags,
+        props: Vec::new(),
+    };
+    c.send(&Message::BundleControl(reply), xid);
+    Ok(())
+}
+
+/// Stages a bundle add.
+pub fn add(c: &Conn, xid: u32, add: BundleAdd, req: &[u8]) -> Result<(), OfError> {
+    let now = datapath::clock::now_ms();
+    if !add.props.is_empty() {
+        return Err(OfError::new(openflow::messages::err::OFPET_BAD_PROPERTY, 0));
+    }
+    let entry = stage(c.version(), xid, &add)?;
+    lock(&c.st)
+        .bundles
+        .add(add.bundle_id, add.flags, entry, req, now)
+}
+
+/// Applies a bundle's messages all or nothing (see the module documentation).
+fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, entries: Vec<Entry>, now: u64) -> Result<(), OfError> {
+    let fail = |e: OfError, req: &[u8]| {
+        reply_error(c, c.version(), e, req);
+        OfError::bundle_failed(bf::MSG_FAILED)
+    };
+    let mut ports = Vec::new();
+    for e in &entries {
+        if let Staged::Port(pm) = &e.op {
+            let cfg = handle::check_port_mod(b, pm).map_err(|x| fail(x, &e.req))?;
+            ports.push((pm.clone(), cfg));
+        }
+    }
+    let changed_tables = entries.iter().any(|e| !matches!(e.op, Staged::Port(_)));
+    if changed_tables {
+        let mut of = b.udpif.of();
+        of.atomically(|of| {
+            for e in &entries {
+                let r = match &e.op {
+                    Staged::Flow(fm) => of.flow_mod(fm, now).map(|_| ()),
+                    Staged::Group(gm) => of.group_mod(gm, now),
+                    Staged::GroupBuckets(gm) => of.group_bucket_mod(gm, now),
+                    Staged::Port(_) => Ok(()),
+                };
+                r.map_err(|x| (x, e.req.clone()))?;
+            }
+            Ok(())
+        })
+        .map_err(|(x, req)| fail(x, &req))?;
+    }
+    for (pm, cfg) in ports {
+        handle::apply_port_mod(b, &pm, cfg);
+    }
+    if !entries.is_empty() {
+        handle::changed(b, c);
+    }
+    Ok(())
+}
+
+/// Discards the connection's idle bundles, answering each with `TIMEOUT`.
+pub fn expire(c: &Conn, now: u64) {
+    let gone = {
+        let mut st = lock(&c.st);
+        if st.bundles.is_empty() {
+            return;
+        }
+        st.bundles.expire(now)
+    };
+    for req in gone {
+        reply_error(c, c.version(), OfError::bundle_failed(bf::TIMEOUT), &req);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openflow::FlowModCommand;
+
+    fn entry() -> Entry {
+        Entry {
+            op: Staged::Flow(FlowMod::new(FlowModCommand::Add)),
+            req: vec![0; 8],
+        }
+    }
+    const AO: u16 = OFPBF_ATOMIC | OFPBF_ORDERED;
+    fn code(r: Result<impl Sized, OfError>) -> Option<u16> {
+        r.err().map(|e| {
+            assert_eq!(e.type_, openflow::messages::err::OFPET_BUNDLE_FAILED);
+            e.code
+        })
+    }
+
+    #[test]
+    fn open_add_close_commit() {
+        let mut b = Bundles::default();
+        b.open(1, AO, &[], 0).expect("open");
+        b.add(1, AO, entry(), &[], 1).expect("add");
+        b.add(1, AO, entry(), &[], 2).expect("add");
+        b.close(1, AO, 3).expect("close");
+        assert_eq!(code(b.add(1, AO, entry(), &[], 4)), Some(bf::BUNDLE_CLOSED));
+        assert!(b.is_empty(), "an add to a closed bundle discards it");
+        b.open(2, AO, &[], 0).expect("open");
+        b.add(2, AO, entry(), &[], 1).expect("add");
+        assert_eq!(b.take(2, AO, 2).expect("commit").len(), 1);
+        assert_eq!(
+            code(b.take(2, AO, 3)),
+            Some(bf::BAD_ID),
+            "a commit ends the bundle"
+        );
+    }
+
+    #[test]
+    fn errors_follow_the_spec() {
+        let mut b = Bundles::default();
+        assert_eq!(code(b.close(9, AO, 0)), Some(bf::BAD_ID));
+        assert_eq!(code(b.discard(9)), Some(bf::BAD_ID));
+        assert_eq!(code(b.take(9, AO, 0)), Some(bf::BAD_ID));
+        assert_eq!(code(b.open(1, 0x8, &[], 0)), Some(bf::BAD_FLAGS));
+        b.open(1, AO, &[], 0).expect("open");
+        assert_eq!(code(b.open(1, AO, &[], 0)), Some(bf::BAD_ID));
+        assert!(b.is_empty(), "reopening discards the existing bundle");
+        b.open(1, AO, &[], 0).expect("open");
+        assert_eq!(code(b.close(1, OFPBF_ATOMIC, 0)), Some(bf::BAD_FLAGS));
+        assert!(b.is_empty(), "a flags mismatch discards the bundle");
+        b.open(1, AO, &[], 0).expect("open");
+        b.close(1, AO, 0).expect("close");
+        assert_eq!(code(b.close(1, AO, 0)), Some(bf::BUNDLE_CLOSED));
+        // Implicit open by add.
+        b.add(5, OFPBF_ATOMIC, entry(), &[], 0).expect("add");
+        b.discard(5).expect("discard");
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn idle_bundles_expire() {
+        let mut b = Bundles::default();
+        b.open(1, AO, &[1, 2, 3], 0).expect("open");
+        b.open(2, AO, &[4], 5_000).expect("open");
+        assert!(b.expire(IDLE_TIMEOUT_MS - 1).is_empty());
+        assert_eq!(b.expire(IDLE_TIMEOUT_MS), vec![vec![1, 2, 3]]);
+        assert_eq!(b.len(), 1);
+    }
+
+    #[test]
+    fn staging_checks_xid_version_and_type() {
+        let v = wire::OFP14;
+        let fm = FlowMod::new(FlowModCommand::Add);
+        let inner = wire::encode(&Message::FlowMod(fm), v, 42).expect("encode");
+        let add = |m: Vec<u8>| BundleAdd {
+            bundle_id: 1,
+            flags: AO,
+            message: m,
+            props: Vec::new(),
+        };
+        assert!(matches!(
+            stage(v, 42, &add(inner.clone())),
+            Ok(Entry {
+                op: Staged::Flow(_),
+                ..
+            })
+        ));
+        assert_eq!(
+            code(stage(v, 43, &add(inner.clone()))),
+            Some(bf::MSG_BAD_XID)
+        );
+        let e = stage(wire::OFP15, 42, &add(inner)).err();
+        assert_eq!(e, Some(OfError::bad_request(bad_request::BAD_VERSION)));
+        let echo = wire::encode(&Message::EchoRequest(vec![]), v, 42).expect("encode");
+        assert_eq!(code(stage(v, 42, &add(echo))), Some(bf::MSG_UNSUP));
+        let mut bad = FlowMod::new(FlowModCommand::Add);
+        bad.table_id = openflow::messages::OFPTT_ALL;
+        let bad = wire::encode(&Message::FlowMod(bad), v, 42).expect("encode");
+        assert!(stage(v, 42, &add(bad)).is_err());
+    }
+}
