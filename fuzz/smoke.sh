@@ -23,7 +23,10 @@ for target in $(cargo +nightly fuzz list); do
     echo "== fuzzing $target for ${secs}s"
     mkdir -p "corpus/$target"
     seeds=()
-    if [ -d "seeds/$target" ]; then seeds=("seeds/$target"); fi
+    seed_dir="seeds/$target"
+    # The OpenFlow targets (one per version) share one seed set.
+    [[ $target == openflow_of* ]] && seed_dir=seeds/openflow
+    if [ -d "$seed_dir" ]; then seeds=("$seed_dir"); fi
     cargo +nightly fuzz run "$target" "corpus/$target" "${seeds[@]}" -- \
         -max_total_time="$secs" -max_len=4096 -print_final_stats=1
 done
