@@ -155,6 +155,30 @@ def test_groups_and_meters(daemon, net, proto):
     assert "group_id" not in ofctl(daemon, "dump-groups", br, proto=proto).stdout
 
 
+def test_plain_dump_lists_flows_openflow10_cannot_fully_express(daemon, net):
+    """Over OpenFlow 1.0 (plain ovs-ofctl) every flow is listed, as OVS lists it: goto_table
+    as resubmit(,T), write_metadata as the Nicira action, meter and write/clear-actions left
+    out (1.0 cannot say them). Before, such flows were missing from the dump altogether."""
+    br, _ = bridge(daemon, net)
+    ofctl(daemon, "add-meter", br, "meter=3,pktps,band=type=drop,rate=50", proto="OpenFlow13")
+    ofctl(daemon, "add-flow", br,
+          "priority=5,in_port=1,actions=meter:3,output:2,write_metadata:0x5/0xff,goto_table:3",
+          proto="OpenFlow13")
+    ofctl(daemon, "add-flow", br, "table=3,priority=7,actions=clear_actions,write_actions(output:1)",
+          proto="OpenFlow13")
+    out = ofctl(daemon, "dump-flows", br).stdout
+    assert "decode error" not in out, out
+    specs = flow_specs(out)
+    assert "table=0, priority=5,in_port=1 actions=output:2,resubmit(,3),write_metadata:0x5/0xff" \
+        in [re.sub(r"cookie=[^,]*, ", "", l) for l in specs], out
+    assert any("table=3" in l and "priority=7" in l and l.endswith("actions=drop")
+               for l in specs), out
+    # The same flows in full over OpenFlow 1.3.
+    out = ofctl(daemon, "dump-flows", br, proto="OpenFlow13").stdout
+    assert "actions=meter:3,output:2,write_metadata:0x5/0xff,goto_table:3" in out, out
+    assert "actions=clear_actions,write_actions(output:1)" in out, out
+
+
 ARP = ("ffffffffffff020000000799080600010800060400010200000007990a070063"
        "0000000000000a070002")
 

@@ -83,6 +83,7 @@ mod nxast {
     pub const REG_LOAD: u16 = 7;
     pub const SET_TUNNEL64: u16 = 9;
     pub const RESUBMIT_TABLE: u16 = 14;
+    pub const WRITE_METADATA: u16 = 22;
     pub const DEC_TTL: u16 = 18;
     pub const PUSH_MPLS: u16 = 23;
     pub const POP_MPLS: u16 = 24;
@@ -592,6 +593,45 @@ pub(crate) fn encode_actions(
     acts: &[Action],
 ) -> Result<(), EncodeError> {
     acts.iter().try_for_each(|a| encode_action(out, version, a))
+}
+
+/// A flow's instructions as OpenFlow 1.0 actions, for reporting a flow (statistics,
+/// monitor updates) to a 1.0 connection, as OVS does: apply-actions as they are, goto-table
+/// as `resubmit(,TABLE)`, write-metadata as `NXAST_WRITE_METADATA`; meter, clear-actions and
+/// write-actions have no 1.0 form and are left out. Write-metadata goes last: ovs-ofctl
+/// reads it back as an instruction and refuses any action (the resubmit) after it. (A
+/// flow_mod is never encoded this way: there, an instruction 1.0 cannot carry is an error.)
+pub(crate) fn encode_of10_report(
+    out: &mut Vec<u8>,
+    insts: &[Instruction],
+) -> Result<(), EncodeError> {
+    let mut sorted: Vec<&Instruction> = insts.iter().collect();
+    sorted.sort_by_key(|i| match i {
+        Instruction::WriteMetadata { .. } => u8::MAX,
+        other => other.order(),
+    });
+    for i in sorted {
+        match i {
+            Instruction::ApplyActions(a) => encode_actions(out, OFP10, a)?,
+            Instruction::WriteMetadata { value, mask } => {
+                let s = nx_begin(out, nxast::WRITE_METADATA);
+                out.zeros(6);
+                out.u64(*value);
+                out.u64(*mask);
+                finish(out, s);
+            }
+            Instruction::GotoTable(t) => encode_actions(
+                out,
+                OFP10,
+                &[Action::Resubmit {
+                    in_port: None,
+                    table: Some(*t),
+                }],
+            )?,
+            Instruction::Meter(_) | Instruction::ClearActions | Instruction::WriteActions(_) => {}
+        }
+    }
+    Ok(())
 }
 
 fn encode_nx_common(out: &mut Vec<u8>, a: &Action) -> bool {

@@ -27,7 +27,6 @@
 use super::action::{decode_actions, decode_instructions, encode_instructions};
 use super::buf::{pad8, Rd, W};
 use super::error::{DecodeError, EncodeError};
-use super::msg::encode_of10_instructions;
 use super::multipart::records;
 use super::oxm::{decode_match_tlvs, decode_ofp_match, encode_ofp_match, encode_tlvs, Mode};
 use super::{OFP10, OFP13};
@@ -445,7 +444,7 @@ pub(crate) fn encode_nx_updates(
                 if onf {
                     encode_instructions(out, OFP13, instructions)?;
                 } else {
-                    encode_of10_instructions(out, instructions)?;
+                    super::action::encode_of10_report(out, instructions)?;
                 }
             }
         }

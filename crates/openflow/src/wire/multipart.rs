@@ -18,9 +18,7 @@
 use super::action::{decode_actions, decode_instructions, encode_instructions, NX_VENDOR_ID};
 use super::buf::{pad8, Rd, W};
 use super::error::{DecodeError, EncodeError};
-use super::msg::{
-    decode_bands, decode_buckets, encode_bands, encode_buckets, encode_of10_instructions,
-};
+use super::msg::{decode_bands, decode_buckets, encode_bands, encode_buckets};
 use super::oxm::{
     decode_match_tlvs, decode_of10_match, decode_ofp_match, encode_of10_match, encode_ofp_match,
     encode_tlvs, Mode,
@@ -1129,7 +1127,7 @@ fn encode_flow_stats(out: &mut Vec<u8>, version: u8, f: &FlowStats) -> Result<()
         out.u64(f.packet_count);
         out.u64(f.byte_count);
         if version == OFP10 {
-            encode_of10_instructions(out, &f.instructions)?;
+            super::action::encode_of10_report(out, &f.instructions)?;
         } else {
             encode_ofp_match(out, &f.match_);
             encode_instructions(out, version, &f.instructions)?;
@@ -1200,7 +1198,7 @@ fn encode_nx_flow_stats(out: &mut Vec<u8>, f: &FlowStats) -> Result<(), EncodeEr
     let mlen = out.len() - ms;
     out.patch_u16(mlen_at, mlen);
     out.pad8_from(ms);
-    encode_of10_instructions(out, &f.instructions)?;
+    super::action::encode_of10_report(out, &f.instructions)?;
     let len = out.len() - start;
     out.patch_u16(start, len);
     Ok(())
