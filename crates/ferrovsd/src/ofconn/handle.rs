@@ -716,7 +716,7 @@ fn multipart(
                         metadata_write: u64::MAX,
                         config: 0,
                         max_entries: t.max_entries.min(u32::MAX as usize) as u32,
-                        props: table_feature_props(t.id),
+                        props: table_feature_props(t.id, c.version()),
                     })
                     .collect()
             };
@@ -970,7 +970,7 @@ fn multipart(
 
 /// The table-features properties a reader requires (OpenFlow 1.3 §7.3.5.5): instructions,
 /// next tables, write/apply actions, match, wildcards, write/apply set-field.
-fn table_feature_props(id: u8) -> Vec<wire::Prop> {
+fn table_feature_props(id: u8, version: u8) -> Vec<wire::Prop> {
     let ids16 = |ts: &[u16]| -> Vec<u8> {
         ts.iter()
             .flat_map(|t| {
@@ -981,9 +981,14 @@ fn table_feature_props(id: u8) -> Vec<wire::Prop> {
             .collect()
     };
     let instructions = ids16(&[1, 2, 3, 4, 5, 6]);
-    let actions = ids16(&[
+    let mut action_types = vec![
         0, 11, 12, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    ]);
+    ];
+    if version >= wire::OFP15 {
+        // OFPAT_METER: in 1.5 a meter is an action.
+        action_types.push(29);
+    }
+    let actions = ids16(&action_types);
     let next: Vec<u8> = (id.saturating_add(1)..254).collect();
     let oxm = |masked: bool| -> Vec<u8> {
         Field::ALL
@@ -1012,4 +1017,39 @@ fn table_feature_props(id: u8) -> Vec<wire::Prop> {
         prop(12, oxm(false)),
         prop(14, oxm(false)),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action_ids(props: &[wire::Prop], type_: u16) -> Vec<u16> {
+        props
+            .iter()
+            .find(|p| p.type_ == type_)
+            .map(|p| {
+                p.data
+                    .chunks(4)
+                    .map(|c| u16::from_be_bytes([c[0], c[1]]))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_meter_action_is_advertised_from_openflow15_on() {
+        for (version, want) in [
+            (wire::OFP13, false),
+            (wire::OFP14, false),
+            (wire::OFP15, true),
+        ] {
+            let props = table_feature_props(0, version);
+            // Write-actions (4) and apply-actions (6) list the same action types.
+            for t in [4, 6] {
+                let ids = action_ids(&props, t);
+                assert!(ids.contains(&0), "output always listed");
+                assert_eq!(ids.contains(&29), want, "version {version} property {t}");
+            }
+        }
+    }
 }
