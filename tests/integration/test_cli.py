@@ -158,3 +158,40 @@ def test_pcap_replay_through_learning_is_readable(daemon, tmp_path):
     assert len(r.stdout.strip().splitlines()) == 20
     fdb = {e["mac"]: e["port_name"] for e in daemon.json("fdb-show", "brpc")}
     assert fdb["02:00:00:00:00:01"] == "in"
+
+
+def test_group_bucket_commands_from_the_cli(daemon):
+    """insert-buckets / remove-buckets, as ovs-ofctl -O OpenFlow15 offers them."""
+    daemon.cli("add-br", "brg")
+    for p, n in [("n1", 1), ("n2", 2), ("n3", 3)]:
+        daemon.cli("add-port", "brg", p, "type=null", f"ofport={n}")
+    daemon.cli("add-group", "brg", "group_id=4,type=all,bucket=output:1,bucket=output:2")
+
+    def buckets():
+        out = daemon.cli("dump-groups", "brg").stdout
+        line = next(l for l in out.splitlines() if "group_id=4" in l)
+        line = line.split(" (packet_count")[0]
+        return [b.rstrip(",") for b in line.split("bucket=")[1:]]
+
+    assert buckets() == ["bucket_id:0,actions=output:1", "bucket_id:1,actions=output:2"]
+    daemon.cli("insert-buckets", "brg",
+               "group_id=4,command_bucket_id=first,bucket=bucket_id:9,actions=output:3")
+    daemon.cli("insert-buckets", "brg", "group_id=4,bucket=bucket_id:5,actions=drop")
+    assert buckets() == ["bucket_id:9,actions=output:3", "bucket_id:0,actions=output:1",
+                         "bucket_id:1,actions=output:2", "bucket_id:5,actions=drop"]
+    daemon.cli("remove-buckets", "brg", "group_id=4,command_bucket_id=0")
+    daemon.cli("remove-buckets", "brg", "group_id=4,command_bucket_id=last")
+    assert buckets() == ["bucket_id:9,actions=output:3", "bucket_id:1,actions=output:2"]
+    # Refused with the reason, and nothing changes.
+    for args, needle in [
+        (["remove-buckets", "brg", "group_id=4,command_bucket_id=77"], "unknown bucket"),
+        (["insert-buckets", "brg", "group_id=4,bucket=bucket_id:9,actions=drop"],
+         "bucket id already in the group"),
+        (["insert-buckets", "brg", "group_id=99,bucket=actions=drop"], "unknown group"),
+        (["insert-buckets", "brg", "group_id=4"], "at least one bucket"),
+    ]:
+        r = daemon.cli(*args, check=False)
+        assert r.returncode == 1 and needle in r.stderr, (args, r.stderr)
+    assert buckets() == ["bucket_id:9,actions=output:3", "bucket_id:1,actions=output:2"]
+    daemon.cli("remove-buckets", "brg", "group_id=4")
+    assert buckets() == []

@@ -59,6 +59,14 @@ pub const COMMANDS: &[ModuleCommand] = &[
         usage: "BR [group_id=N]",
     },
     ModuleCommand {
+        verb: "insert-buckets",
+        usage: "BR group_id=N[,command_bucket_id=first|last|ID],bucket=...",
+    },
+    ModuleCommand {
+        verb: "remove-buckets",
+        usage: "BR group_id=N[,command_bucket_id=first|last|all|ID]",
+    },
+    ModuleCommand {
         verb: "dump-groups",
         usage: "BR [--json]",
     },
@@ -169,9 +177,8 @@ pub fn run_as(
     let r = run_inner(m, verb, args, json, now, caller);
     match verb {
         "add-flow" | "add-flows" | "mod-flows" | "del-flows" | "mod-table" | "add-group"
-        | "mod-group" | "del-groups" | "add-meter" | "mod-meter" | "del-meters" => {
-            synced(m, r, caller)
-        }
+        | "mod-group" | "del-groups" | "insert-buckets" | "remove-buckets" | "add-meter"
+        | "mod-meter" | "del-meters" => synced(m, r, caller),
         _ => r,
     }
 }
@@ -281,6 +288,18 @@ fn run_inner(
                 .map_err(|e| format!("{} ({})", group_error(&e), of_error_text(&e)))?;
             Ok(String::new())
         }
+        "insert-buckets" | "remove-buckets" => {
+            let cmd = if verb == "insert-buckets" {
+                openflow::BucketCommand::Insert
+            } else {
+                openflow::BucketCommand::Remove
+            };
+            let gm = text::parse_group_buckets(&joined(args), cmd).map_err(|e| e.to_string())?;
+            m.of()
+                .group_bucket_mod(&gm, now)
+                .map_err(|e| format!("{} ({})", group_error(&e), of_error_text(&e)))?;
+            Ok(String::new())
+        }
         "del-groups" => {
             let gm = if args.is_empty() {
                 GroupMod {
@@ -342,6 +361,8 @@ fn group_error(e: &OfError) -> &'static str {
         g::GROUP_EXISTS => "group already exists",
         g::UNKNOWN_GROUP => "unknown group",
         g::LOOP => "group chain would loop",
+        g::UNKNOWN_BUCKET => "unknown bucket",
+        g::BUCKET_EXISTS => "bucket id already in the group",
         _ => "invalid group",
     }
 }

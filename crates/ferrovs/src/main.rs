@@ -35,7 +35,8 @@ OpenFlow (module openflow, the default; ovs-ofctl syntax):
   del-flows BR [--strict] [FLOW]                       dump-flows BR [FLOW] [--json]
   dump-tables BR            mod-table BR TABLE drop|controller|continue
   add-group BR GROUP        mod-group BR GROUP         del-groups BR [group_id=N]
-  dump-groups BR            add-meter BR METER         mod-meter BR METER
+  dump-groups BR            insert-buckets BR GROUP    remove-buckets BR GROUP
+  add-meter BR METER        mod-meter BR METER
   del-meters BR [meter=N]   dump-meters BR             trace BR FLOW [--json]
 
 OpenFlow connections (ovs-ofctl BR opens DIR/BR.mgmt):

@@ -6,7 +6,12 @@
 //! parameters and everything else is an action; `actions=` before the actions is optional
 //! (`bucket=output:1` is the short form). Select-group buckets default to weight 1, as in
 //! OVS; other types to 0. Types: `all`, `select`, `indirect`, `ff` (or `fast_failover`).
-//! `bucket_id` and `selection_method` (OpenFlow 1.5 / OVS extensions) are not supported.
+//! `bucket_id` (OpenFlow 1.5) is accepted in a bucket and printed when some bucket of the
+//! group has a non-zero id; `selection_method` (an OVS extension) is not supported.
+//!
+//! `insert-buckets` / `remove-buckets` ([`parse_group_buckets`]) take `group_id`, an optional
+//! `type`, `command_bucket_id=first|last|all|ID` (default `last` for insert, `all` for
+//! remove, as in ovs-ofctl) and, for insert, the buckets.
 //!
 //! Formatting prints what dump-groups prints and parses back to an equal `GroupMod`.
 
@@ -14,7 +19,10 @@ use super::actions::{format_actions, parse_actions};
 use super::fields::{format_port, parse_port};
 use super::{need_value, uint_for, TextError, Token, Tokens};
 use crate::actions::{OFPG_ALL, OFPG_ANY, OFPP_ANY};
-use crate::messages::{Bucket, GroupMod, GroupModCommand, GroupType};
+use crate::messages::{
+    Bucket, BucketCommand, GroupBucketMod, GroupMod, GroupModCommand, GroupType, OFPG_BUCKET_ALL,
+    OFPG_BUCKET_FIRST, OFPG_BUCKET_LAST, OFPG_BUCKET_MAX,
+};
 
 struct BucketBuilder {
     bucket: Bucket,
@@ -41,7 +49,17 @@ fn bucket_item(b: &mut BucketBuilder, tok: &Token<'_>) -> Result<(), TextError> 
             let v = tok.value.unwrap_or("");
             b.bucket.actions.extend(parse_actions(v, None)?);
         }
-        "bucket_id" | "selection_method" => {
+        "bucket_id" => {
+            let id = uint_for(tok, 32)? as u32;
+            if id > OFPG_BUCKET_MAX {
+                return Err(TextError::new(format!(
+                    "{}: bucket ids go up to {OFPG_BUCKET_MAX:#x}",
+                    tok.text()
+                )));
+            }
+            b.bucket.bucket_id = id;
+        }
+        "selection_method" => {
             return Err(TextError::new(format!(
                 "{}: '{}' is not supported",
                 tok.text(),
@@ -59,11 +77,81 @@ fn bucket_item(b: &mut BucketBuilder, tok: &Token<'_>) -> Result<(), TextError> 
     Ok(())
 }
 
+/// A group's text split into its parts.
+struct Parts {
+    group_id: Option<u32>,
+    group_type: Option<GroupType>,
+    command_bucket_id: Option<u32>,
+    buckets: Vec<BucketBuilder>,
+}
+
 /// Parse a group in ovs-ofctl syntax for `command`. Adds and modifies need `group_id` and
 /// `type`; deletes take only `group_id` (default: all groups).
 pub fn parse_group(text: &str, command: GroupModCommand) -> Result<GroupMod, TextError> {
+    let Parts {
+        group_id,
+        group_type,
+        command_bucket_id,
+        buckets,
+    } = parse_parts(text)?;
+    if command_bucket_id.is_some() {
+        return Err(TextError::new(
+            "command_bucket_id is only for insert-buckets and remove-buckets",
+        ));
+    }
+    parse_group_from(group_id, group_type, buckets, command)
+}
+
+/// Parse an OpenFlow 1.5 insert-buckets / remove-buckets request in ovs-ofctl syntax.
+pub fn parse_group_buckets(
+    text: &str,
+    command: BucketCommand,
+) -> Result<GroupBucketMod, TextError> {
+    let p = parse_parts(text)?;
+    let group_id = p
+        .group_id
+        .ok_or_else(|| TextError::new("must specify a group_id"))?;
+    let command_bucket_id = p.command_bucket_id.unwrap_or(match command {
+        BucketCommand::Insert => OFPG_BUCKET_LAST,
+        BucketCommand::Remove => OFPG_BUCKET_ALL,
+    });
+    match command {
+        BucketCommand::Insert if p.buckets.is_empty() => {
+            return Err(TextError::new("insert-buckets needs at least one bucket"))
+        }
+        BucketCommand::Insert if command_bucket_id == OFPG_BUCKET_ALL => {
+            return Err(TextError::new(
+                "command_bucket_id=all is only for remove-buckets",
+            ))
+        }
+        BucketCommand::Remove if !p.buckets.is_empty() => {
+            return Err(TextError::new("remove-buckets takes no buckets"))
+        }
+        _ => {}
+    }
+    let group_type = p.group_type.unwrap_or(GroupType::All);
+    Ok(GroupBucketMod {
+        command,
+        group_type,
+        group_id,
+        command_bucket_id,
+        buckets: p
+            .buckets
+            .into_iter()
+            .map(|mut b| {
+                if !b.weight_set && group_type == GroupType::Select {
+                    b.bucket.weight = 1;
+                }
+                b.bucket
+            })
+            .collect(),
+    })
+}
+
+fn parse_parts(text: &str) -> Result<Parts, TextError> {
     let mut group_id: Option<u32> = None;
     let mut group_type: Option<GroupType> = None;
+    let mut command_bucket_id: Option<u32> = None;
     let mut buckets: Vec<BucketBuilder> = Vec::new();
     let mut toks = Tokens::new(text);
     while let Some(tok) = toks.next_token() {
@@ -103,10 +191,41 @@ pub fn parse_group(text: &str, command: GroupModCommand) -> Result<GroupMod, Tex
                     }
                 });
             }
+            ("command_bucket_id", None) => {
+                let v = need_value(&tok)?;
+                command_bucket_id = Some(match v {
+                    "first" => OFPG_BUCKET_FIRST,
+                    "last" => OFPG_BUCKET_LAST,
+                    "all" => OFPG_BUCKET_ALL,
+                    _ => {
+                        let id = uint_for(&tok, 32)? as u32;
+                        if id > OFPG_BUCKET_MAX {
+                            return Err(TextError::new(format!(
+                                "{text}: not first, last, all or a bucket id"
+                            )));
+                        }
+                        id
+                    }
+                });
+            }
             (_, Some(b)) => bucket_item(b, &tok)?,
             (key, None) => return Err(TextError::new(format!("unknown keyword '{key}'"))),
         }
     }
+    Ok(Parts {
+        group_id,
+        group_type,
+        command_bucket_id,
+        buckets,
+    })
+}
+
+fn parse_group_from(
+    group_id: Option<u32>,
+    group_type: Option<GroupType>,
+    buckets: Vec<BucketBuilder>,
+    command: GroupModCommand,
+) -> Result<GroupMod, TextError> {
     let is_delete = command == GroupModCommand::Delete;
     if is_delete {
         if !buckets.is_empty() {
@@ -156,8 +275,12 @@ pub fn format_group(g: &GroupMod) -> String {
         return format!("group_id={id}");
     }
     let mut s = format!("group_id={id},type={}", g.group_type.name());
+    let ids = g.buckets.iter().any(|b| b.bucket_id != 0);
     for b in &g.buckets {
         s.push_str(",bucket=");
+        if ids {
+            s.push_str(&format!("bucket_id:{},", b.bucket_id));
+        }
         if g.group_type == GroupType::Select {
             s.push_str(&format!("weight:{},", b.weight));
         }

@@ -31,7 +31,7 @@ pub use actions::{
 };
 pub use fields::{format_port, format_value, parse_port, parse_value};
 pub use flow::{format_flow, format_flow_stats, format_match, parse_flow, parse_match, FlowStats};
-pub use group::{format_group, parse_group};
+pub use group::{format_group, parse_group, parse_group_buckets};
 pub use meter::{format_meter, parse_meter};
 
 use crate::oxm::Field;

@@ -705,7 +705,66 @@ const GROUPS: &[(&str, &str)] = &[
         "group_id=6,type=all,bucket=actions=drop",
     ),
     ("group_id=7,type=all", "group_id=7,type=all"),
+    (
+        "group_id=8,type=all,bucket=bucket_id:4,output:1,bucket=output:2",
+        "group_id=8,type=all,bucket=bucket_id:4,actions=output:1,bucket=bucket_id:0,actions=output:2",
+    ),
 ];
+
+#[test]
+fn bucket_commands_parse_with_ovs_ofctl_defaults() {
+    use crate::messages::{BucketCommand, OFPG_BUCKET_ALL, OFPG_BUCKET_FIRST, OFPG_BUCKET_LAST};
+    let i = parse_group_buckets(
+        "group_id=3,command_bucket_id=first,bucket=bucket_id:9,actions=output:2",
+        BucketCommand::Insert,
+    )
+    .expect("insert");
+    assert_eq!((i.group_id, i.command_bucket_id), (3, OFPG_BUCKET_FIRST));
+    assert_eq!(i.buckets.len(), 1);
+    assert_eq!(i.buckets[0].bucket_id, 9);
+    assert_eq!(i.buckets[0].actions, vec![Action::output(2)]);
+    let i =
+        parse_group_buckets("group_id=3,bucket=output:1", BucketCommand::Insert).expect("insert");
+    assert_eq!(i.command_bucket_id, OFPG_BUCKET_LAST);
+    let r = parse_group_buckets("group_id=3", BucketCommand::Remove).expect("remove");
+    assert_eq!((r.command_bucket_id, r.buckets.len()), (OFPG_BUCKET_ALL, 0));
+    let r = parse_group_buckets("group_id=3,command_bucket_id=7", BucketCommand::Remove)
+        .expect("remove");
+    assert_eq!(r.command_bucket_id, 7);
+    for (bad, cmd, why) in [
+        ("command_bucket_id=1", BucketCommand::Remove, "group_id"),
+        ("group_id=3", BucketCommand::Insert, "at least one bucket"),
+        (
+            "group_id=3,command_bucket_id=all,bucket=output:1",
+            BucketCommand::Insert,
+            "only for remove",
+        ),
+        (
+            "group_id=3,bucket=output:1",
+            BucketCommand::Remove,
+            "no buckets",
+        ),
+        (
+            "group_id=3,command_bucket_id=middle",
+            BucketCommand::Remove,
+            "command_bucket_id",
+        ),
+        (
+            "group_id=3,bucket=bucket_id:0xffffffff,output:1",
+            BucketCommand::Insert,
+            "bucket ids go up to",
+        ),
+    ] {
+        let e = parse_group_buckets(bad, cmd).expect_err(bad).to_string();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+    // A plain group_mod takes no command bucket.
+    assert!(parse_group(
+        "group_id=1,type=all,command_bucket_id=1",
+        GroupModCommand::Add
+    )
+    .is_err());
+}
 
 #[test]
 fn group_round_trips() {
