@@ -177,6 +177,24 @@ def test_plain_dump_lists_flows_openflow10_cannot_fully_express(daemon, net):
     out = ofctl(daemon, "dump-flows", br, proto="OpenFlow13").stdout
     assert "actions=meter:3,output:2,write_metadata:0x5/0xff,goto_table:3" in out, out
     assert "actions=clear_actions,write_actions(output:1)" in out, out
+    # Plain ovs-ofctl sends a group action in its Nicira 1.0 form; push_vlan is implied by
+    # 1.0's mod_vlan_vid; set_nw_ttl is a register load to NXM_NX_IP_TTL.
+    ofctl(daemon, "add-group", br, "group_id=1,type=all,bucket=output:1", proto="OpenFlow13")
+    ofctl(daemon, "add-flow", br, "priority=6,in_port=2,actions=group:1")
+    ofctl(daemon, "add-flow", br,
+          "priority=6,in_port=1,actions=push_vlan:0x8100,set_field:4097->vlan_vid,output:2",
+          proto="OpenFlow13")
+    ofctl(daemon, "add-flow", br, "priority=6,ip,in_port=1,actions=mod_nw_ttl:9,output:2",
+          proto="OpenFlow13")
+    out = ofctl(daemon, "dump-flows", br).stdout
+    assert "decode error" not in out, out
+    assert "priority=6,in_port=2 actions=group:1" in out, out
+    assert "priority=6,in_port=1 actions=mod_vlan_vid:1,output:2" in out, out
+    assert "priority=6,ip,in_port=1 actions=load:0x9->NXM_NX_IP_TTL[],output:2" in out, out
+    out = ofctl(daemon, "dump-flows", br, proto="OpenFlow13").stdout
+    assert "priority=6,in_port=2 actions=group:1" in out, out
+    assert "actions=push_vlan:0x8100,set_field:4097->vlan_vid,output:2" in out, out
+    assert "actions=mod_nw_ttl:9,output:2" in out, out
 
 
 ARP = ("ffffffffffff020000000799080600010800060400010200000007990a070063"

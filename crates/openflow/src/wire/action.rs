@@ -92,6 +92,8 @@ mod nxast {
     pub const SET_MPLS_LABEL: u16 = 30;
     pub const SET_MPLS_TC: u16 = 31;
     pub const REG_LOAD2: u16 = 33;
+    /// OpenFlow 1.0's form of the group action (OpenFlow 1.1+ has its own).
+    pub const GROUP: u16 = 40;
 }
 
 // ---------------------------------------------------------------- decoding
@@ -304,6 +306,11 @@ fn decode_vendor_action(len: usize, a: &mut Rd<'_>) -> Result<Action, DecodeErro
             nx16(len)?;
             a.skip(2)?;
             Action::SetQueue(a.u32()?)
+        }
+        nxast::GROUP => {
+            nx16(len)?;
+            a.skip(2)?;
+            Action::Group(a.u32()?)
         }
         nxast::SET_TUNNEL => {
             nx16(len)?;
@@ -596,9 +603,11 @@ pub(crate) fn encode_actions(
 }
 
 /// A flow's instructions as OpenFlow 1.0 actions, for reporting a flow (statistics,
-/// monitor updates) to a 1.0 connection, as OVS does: apply-actions as they are, goto-table
-/// as `resubmit(,TABLE)`, write-metadata as `NXAST_WRITE_METADATA`; meter, clear-actions and
-/// write-actions have no 1.0 form and are left out. Write-metadata goes last: ovs-ofctl
+/// monitor updates) to a 1.0 connection, as OVS does: apply-actions as they are (less the
+/// actions 1.0 has no form for: push_vlan, which 1.0 implies in setting a VLAN field,
+/// copy_ttl, the PBB actions and the meter action), goto-table as `resubmit(,TABLE)`,
+/// write-metadata as `NXAST_WRITE_METADATA`; meter, clear-actions and write-actions have no
+/// 1.0 form and are left out. Write-metadata goes last: ovs-ofctl
 /// reads it back as an instruction and refuses any action (the resubmit) after it. (A
 /// flow_mod is never encoded this way: there, an instruction 1.0 cannot carry is an error.)
 pub(crate) fn encode_of10_report(
@@ -612,7 +621,24 @@ pub(crate) fn encode_of10_report(
     });
     for i in sorted {
         match i {
-            Instruction::ApplyActions(a) => encode_actions(out, OFP10, a)?,
+            Instruction::ApplyActions(a) => {
+                let said: Vec<Action> = a
+                    .iter()
+                    .filter(|x| {
+                        !matches!(
+                            x,
+                            Action::PushVlan(_)
+                                | Action::CopyTtlOut
+                                | Action::CopyTtlIn
+                                | Action::PushPbb(_)
+                                | Action::PopPbb
+                                | Action::Meter(_)
+                        )
+                    })
+                    .cloned()
+                    .collect();
+                encode_actions(out, OFP10, &said)?
+            }
             Instruction::WriteMetadata { value, mask } => {
                 let s = nx_begin(out, nxast::WRITE_METADATA);
                 out.zeros(6);
@@ -749,8 +775,15 @@ fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), EncodeError> 
             encode_nx_load(out, field, value, Some(m));
             return Ok(());
         }
-        Action::Group(_) => return Err(un("group action")),
-        Action::SetNwTtl(_) => return Err(un("set_nw_ttl")),
+        Action::Group(g) => {
+            s = nx_begin(out, nxast::GROUP);
+            out.u16(0);
+            out.u32(g);
+        }
+        Action::SetNwTtl(t) => {
+            encode_nx_load(out, Field::NwTtl, u128::from(t), None);
+            return Ok(());
+        }
         Action::CopyTtlOut | Action::CopyTtlIn => return Err(un("copy_ttl")),
         Action::PushVlan(_) => return Err(un("push_vlan")),
         Action::PushPbb(_) | Action::PopPbb => return Err(un("pbb actions")),
