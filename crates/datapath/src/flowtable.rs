@@ -8,12 +8,13 @@
 //! ## Layout
 //! A power-of-two array of 64-byte buckets, each holding three (hash, megaflow) slots. An
 //! entry lives in its *home* bucket (high hash bits) or, when that is full, in its
-//! *alternate* bucket; each bucket counts the entries of its own that spilled to their
-//! alternate, so a lookup reads the home bucket and goes to the alternate only when that
-//! count is not zero. The table doubles when an entry finds both buckets full or the
-//! load passes one half. An entry that still finds no room (only possible when many keys
-//! share a hash, i.e. crafted input) goes to a small overflow list that every lookup scans
-//! once it is non-empty: correct, slower, bounded by what the flow limit lets in.
+//! *alternate* bucket (an entry of a full pair moves to its own other bucket to make room);
+//! each bucket counts the entries of its own that spilled to their alternate, so a lookup
+//! reads the home bucket and goes to the alternate only when that count is not zero. The
+//! table doubles when the load passes one half, or when no entry of a full pair can move.
+//! An entry that still finds no room (only possible when many keys share a hash, i.e.
+//! crafted input) goes to a small overflow list that every lookup scans once it is
+//! non-empty: correct, slower, bounded by what the flow limit lets in.
 //!
 //! The full 64-bit hash is stored, so a slot is compared with the probe's key only when
 //! the hashes agree, and growing the table needs no rehashing of keys.
@@ -200,6 +201,10 @@ impl FlowTable {
                     return;
                 }
             }
+            // Both full: make room by moving one of their entries to its other bucket.
+            if self.displace(h) {
+                continue;
+            }
             // Grow only while the table is not mostly empty: a full pair of buckets in a
             // sparse table means colliding hashes, which growing does not separate.
             if self.buckets.len() * SLOTS >= 8 * self.len.max(MIN_BUCKETS) {
@@ -208,6 +213,51 @@ impl FlowTable {
             }
             self.grow();
         }
+    }
+
+    /// Moves one entry out of the home or alternate bucket of `h` into that entry's other
+    /// bucket, if that one has a free slot. Returns true if a slot was freed.
+    fn displace(&mut self, h: u64) -> bool {
+        for b in [self.home(h), self.alt(h)] {
+            for j in 0..SLOTS {
+                let Some(x) = self.buckets.get(b) else {
+                    continue;
+                };
+                let eh = x.hash[j];
+                let (eh_home, eh_alt) = (self.home(eh), self.alt(eh));
+                let other = if b == eh_home { eh_alt } else { eh_home };
+                if other == b {
+                    continue;
+                }
+                let free = self
+                    .buckets
+                    .get(other)
+                    .and_then(|o| o.flow.iter().position(|f| f.is_none()));
+                let Some(k) = free else {
+                    continue;
+                };
+                let Some(f) = self.buckets.get_mut(b).and_then(|x| x.flow[j].take()) else {
+                    continue;
+                };
+                if let Some(x) = self.buckets.get_mut(b) {
+                    x.hash[j] = 0;
+                }
+                if let Some(o) = self.buckets.get_mut(other) {
+                    o.hash[k] = eh;
+                    o.flow[k] = Some(f);
+                }
+                // The entry left its home for its alternate, or came back home.
+                if let Some(hb) = self.buckets.get_mut(eh_home) {
+                    if other == eh_home {
+                        hb.spill = hb.spill.saturating_sub(1);
+                    } else {
+                        hb.spill += 1;
+                    }
+                }
+                return true;
+            }
+        }
+        false
     }
 
     fn grow(&mut self) {
@@ -364,6 +414,7 @@ mod tests {
             let f = t.find(hash(id), |m| m.id == id).is_some();
             assert_eq!(f, id % 2 == 1, "entry {id}");
         }
+        assert_spill_counts(&t);
     }
 
     #[test]
@@ -400,5 +451,40 @@ mod tests {
         for id in 0..4000 {
             assert_eq!(t.find(hash(id), |m| m.id == id).is_some(), id < 10);
         }
+    }
+
+    #[test]
+    fn random_hashes_fill_half_the_slots_without_overflow() {
+        // Moving an entry to its other bucket keeps growth for load alone: 100K entries fit
+        // in the smallest power of two of buckets that keeps the load at or under a half,
+        // and nothing lands in the overflow list.
+        let mut t = FlowTable::new();
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let n = 100_000u64;
+        for id in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            t.upsert(x, mf(id), |m| m.id == id);
+        }
+        assert_eq!(t.len(), n as usize);
+        assert!(t.overflow.is_empty(), "{} in overflow", t.overflow.len());
+        let min = (2 * n as usize).div_ceil(SLOTS).next_power_of_two();
+        assert_eq!(t.buckets.len(), min);
+        assert_spill_counts(&t);
+    }
+
+    /// Each bucket's spill count is the number of its entries living elsewhere.
+    fn assert_spill_counts(t: &FlowTable) {
+        let mut want = vec![0u32; t.buckets.len()];
+        for (i, b) in t.buckets.iter().enumerate() {
+            for j in 0..SLOTS {
+                if b.flow[j].is_some() && t.home(b.hash[j]) != i {
+                    want[t.home(b.hash[j])] += 1;
+                }
+            }
+        }
+        let got: Vec<u32> = t.buckets.iter().map(|b| b.spill).collect();
+        assert_eq!(got, want);
     }
 }
