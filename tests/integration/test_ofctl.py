@@ -191,6 +191,12 @@ def test_plain_dump_lists_flows_openflow10_cannot_fully_express(daemon, net):
     assert "priority=6,in_port=2 actions=group:1" in out, out
     assert "priority=6,in_port=1 actions=mod_vlan_vid:1,output:2" in out, out
     assert "priority=6,ip,in_port=1 actions=load:0x9->NXM_NX_IP_TTL[],output:2" in out, out
+    # Nicira registers: matched and loaded, in both forms.
+    ofctl(daemon, "add-flow", br, "table=1,priority=3,reg0=0x5,actions=load:0x7->NXM_NX_REG1[],output:2")
+    out = ofctl(daemon, "dump-flows", br, "table=1").stdout
+    assert "priority=3,reg0=0x5 actions=load:0x7->NXM_NX_REG1[],output:2" in out, out
+    out = ofctl(daemon, "dump-flows", br, "table=1", proto="OpenFlow13").stdout
+    assert "priority=3,reg0=0x5 actions=set_field:0x7->reg1,output:2" in out, out
     out = ofctl(daemon, "dump-flows", br, proto="OpenFlow13").stdout
     assert "priority=6,in_port=2 actions=group:1" in out, out
     assert "actions=push_vlan:0x8100,set_field:4097->vlan_vid,output:2" in out, out

@@ -4,7 +4,7 @@
 //! ## Layout
 //! One [`Subtable`] per distinct mask. A subtable keeps the list of key words its mask does
 //! not zero out (a "miniflow" of the mask, chosen once when the subtable is created), so a
-//! lookup hashes and compares only those words — typically three to six of the key's 22.
+//! lookup hashes and compares only those words — typically three to six of the key's 26.
 //! Entries live in a [`FlowTable`] keyed by that masked hash (seeded per cache, so traffic
 //! cannot aim at one bucket).
 //!
@@ -208,7 +208,7 @@ fn finish(h: u64) -> u64 {
 /// All megaflows sharing one mask.
 pub struct Subtable {
     pub mask: Words,
-    /// Indices of the mask's non-zero words (`n_idx` of them; a key has at most 22).
+    /// Indices of the mask's non-zero words (`n_idx` of them; a key has at most 26).
     idx: [u8; FLOW_KEY_WORDS],
     n_idx: usize,
     /// The mask's non-zero words, in `idx` order (the first [`INLINE_WORDS`]).

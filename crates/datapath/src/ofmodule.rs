@@ -990,7 +990,7 @@ impl SwitchLogic for OpenFlow {
 
 impl OpenFlow {
     /// Picks the lookup path for the next second from the last one's traffic (like OVS
-    /// choosing a specialised lookup once). The EMC hashes and compares the whole 22-word
+    /// choosing a specialised lookup once). The EMC hashes and compares the whole 26-word
     /// key, so it pays only when it saves more than that: it is bypassed when megaflow
     /// lookups need about one subtable probe each (1.25 on average; 1.5 to come back, so
     /// the choice does not flap), and when it answers fewer than half the packets (too many

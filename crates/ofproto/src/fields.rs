@@ -79,14 +79,21 @@ pub fn get(k: &FlowKey, f: Field) -> u128 {
         Field::NwTtl => u128::from(k.nw_ttl),
         Field::IpFrag => u128::from(k.nw_frag & 3),
         Field::PktMark => u128::from(k.pkt_mark),
-        // The Nicira registers have no room in the key yet.
-        _ => 0,
+        Field::Reg0 => u128::from(k.regs[0]),
+        Field::Reg1 => u128::from(k.regs[1]),
+        Field::Reg2 => u128::from(k.regs[2]),
+        Field::Reg3 => u128::from(k.regs[3]),
+        Field::Reg4 => u128::from(k.regs[4]),
+        Field::Reg5 => u128::from(k.regs[5]),
+        Field::Reg6 => u128::from(k.regs[6]),
+        Field::Reg7 => u128::from(k.regs[7]),
     }
 }
 
-/// True if the flow key has room for field `f` (the Nicira registers have none yet).
-pub fn supported(f: Field) -> bool {
-    !f.is_reg()
+/// True if the flow key has room for field `f` (every field has, now that the Nicira
+/// registers have).
+pub fn supported(_f: Field) -> bool {
+    true
 }
 
 /// Writes `value` into field `f` of `k` under `mask` (bits outside the field are ignored).
@@ -126,7 +133,14 @@ pub fn set(k: &mut FlowKey, f: Field, value: u128, mask: u128) -> Result<(), Uns
         Field::NwTtl => upd(&mut k.nw_ttl, v, m & 0xff),
         Field::IpFrag => upd(&mut k.nw_frag, v, m & 3),
         Field::PktMark => upd(&mut k.pkt_mark, v, m),
-        _ => return Err(Unsupported(f)),
+        Field::Reg0 => upd(&mut k.regs[0], v, m),
+        Field::Reg1 => upd(&mut k.regs[1], v, m),
+        Field::Reg2 => upd(&mut k.regs[2], v, m),
+        Field::Reg3 => upd(&mut k.regs[3], v, m),
+        Field::Reg4 => upd(&mut k.regs[4], v, m),
+        Field::Reg5 => upd(&mut k.regs[5], v, m),
+        Field::Reg6 => upd(&mut k.regs[6], v, m),
+        Field::Reg7 => upd(&mut k.regs[7], v, m),
     }
     Ok(())
 }

@@ -10,21 +10,21 @@
 //! hashes the result; OpenFlow rules are compiled into (key, mask) pairs of the same shape.
 //!
 //! ## Layout
-//! The struct is `#[repr(C)]`, 176 bytes, 8-byte aligned and free of compiler padding (the
+//! The struct is `#[repr(C)]`, 208 bytes, 8-byte aligned and free of compiler padding (the
 //! explicit `pad_*` fields fill every gap and are always zero). It is split into four
 //! *stages*, each a whole number of 64-bit words, in the order a staged lookup consults them:
 //!
 //! | stage    | words   | fields                                                         |
 //! |----------|---------|----------------------------------------------------------------|
-//! | metadata | 0..4    | `in_port`, `recirc_id`, `pkt_mark`, `dp_hash`, `metadata`, `tunnel_id` |
-//! | L2       | 4..10   | MACs, VLAN TPIDs and TCIs, `dl_type`, MPLS LSEs, PBB I-SID      |
-//! | L3       | 10..17  | IPv4 and IPv6 addresses, flow label, proto, TOS, TTL, frag, ext |
-//! | L4       | 17..22  | ports / ICMP, TCP flags, ND target, ARP/ND hardware addresses  |
+//! | metadata | 0..8    | `in_port`, `recirc_id`, `pkt_mark`, `dp_hash`, `metadata`, `tunnel_id`, `regs` |
+//! | L2       | 8..14   | MACs, VLAN TPIDs and TCIs, `dl_type`, MPLS LSEs, PBB I-SID      |
+//! | L3       | 14..21  | IPv4 and IPv6 addresses, flow label, proto, TOS, TTL, frag, ext |
+//! | L4       | 21..26  | ports / ICMP, TCP flags, ND target, ARP/ND hardware addresses  |
 //!
 //! [`STAGE_END_WORDS`] records these boundaries and a unit test pins every field offset, so a
 //! change to the struct that moves a field across a stage or introduces padding fails the
 //! build or the tests. [`FlowKey::to_words`] gives the native-endian image of the struct as
-//! `[u64; 22]` (what a C programmer would see through a union); it is built field by field
+//! `[u64; 26]` (what a C programmer would see through a union); it is built field by field
 //! with `offset_of!`, because this crate forbids `unsafe`, and the optimiser turns it into
 //! plain moves. [`FlowKey::from_words`] is its inverse, so a masked key can be built by
 //! ANDing word arrays.
@@ -76,18 +76,18 @@
 //! ## Cost
 //! No allocation, no loops except over VLAN tags (two at most), MPLS entries (four at most),
 //! IPv6 extension headers and ND options (bounded by the frame length). The key is reset
-//! with one 176-byte store. A key is `Copy` and `Send + Sync`; extraction is a pure function.
+//! with one 208-byte store. A key is `Copy` and `Send + Sync`; extraction is a pure function.
 
 use core::fmt;
 use core::mem::{offset_of, size_of};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Size of a [`FlowKey`] in bytes.
-pub const FLOW_KEY_SIZE: usize = 176;
+pub const FLOW_KEY_SIZE: usize = 208;
 /// Size of a [`FlowKey`] in 64-bit words.
 pub const FLOW_KEY_WORDS: usize = FLOW_KEY_SIZE / 8;
 /// Exclusive end, in words, of each lookup stage: metadata, L2, L3, L4.
-pub const STAGE_END_WORDS: [usize; 4] = [4, 10, 17, 22];
+pub const STAGE_END_WORDS: [usize; 4] = [8, 14, 21, 26];
 
 /// `vlan_tci` bit that marks a tag as present (the DEI/CFI position, as OpenFlow does).
 pub const VLAN_PRESENT: u16 = 0x1000;
@@ -172,7 +172,7 @@ pub const ICMPV6_ND_NA: u8 = 136;
 #[repr(C)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct FlowKey {
-    // ---- stage 0: metadata (words 0..3) ----
+    // ---- stage 0: metadata (words 0..8) ----
     /// Ingress port number.
     pub in_port: u32,
     /// Recirculation id (0 for a packet seen for the first time).
@@ -185,8 +185,11 @@ pub struct FlowKey {
     pub metadata: u64,
     /// Tunnel ID (VXLAN VNI, Geneve VNI, ...); 0 for packets that did not arrive by tunnel.
     pub tunnel_id: u64,
+    /// The OpenFlow pipeline's Nicira registers `reg0`..`reg7` (zero on every received
+    /// packet; set and matched within the pipeline).
+    pub regs: [u32; 8],
 
-    // ---- stage 1: L2 (words 4..10) ----
+    // ---- stage 1: L2 (words 8..14) ----
     /// Ethernet destination.
     pub dl_dst: [u8; 6],
     /// Ethernet source.
@@ -208,7 +211,7 @@ pub struct FlowKey {
     /// Always zero.
     pub pad_pbb: u32,
 
-    // ---- stage 2: L3 (words 10..17) ----
+    // ---- stage 2: L3 (words 14..21) ----
     /// IPv4 source, or ARP sender protocol address.
     pub nw_src: [u8; 4],
     /// IPv4 destination, or ARP target protocol address.
@@ -232,7 +235,7 @@ pub struct FlowKey {
     /// Always zero.
     pub pad_l3: [u8; 6],
 
-    // ---- stage 3: L4 (words 17..22) ----
+    // ---- stage 3: L4 (words 21..26) ----
     /// TCP/UDP/SCTP source port, or ICMP type.
     pub tp_src: u16,
     /// TCP/UDP/SCTP destination port, or ICMP code.
@@ -315,6 +318,7 @@ impl FlowKey {
         dp_hash: 0,
         metadata: 0,
         tunnel_id: 0,
+        regs: [0; 8],
         dl_dst: [0; 6],
         dl_src: [0; 6],
         vlan_tpid: [0; 2],
@@ -357,6 +361,7 @@ impl FlowKey {
             dp_hash,
             metadata,
             tunnel_id,
+            regs,
             dl_dst,
             dl_src,
             vlan_tpid,
@@ -399,6 +404,9 @@ impl FlowKey {
         put(&mut b, o!(dp_hash), dp_hash.to_ne_bytes());
         put(&mut b, o!(metadata), metadata.to_ne_bytes());
         put(&mut b, o!(tunnel_id), tunnel_id.to_ne_bytes());
+        for (i, r) in regs.iter().enumerate() {
+            put(&mut b, o!(regs) + 4 * i, r.to_ne_bytes());
+        }
         put(&mut b, o!(dl_dst), dl_dst);
         put(&mut b, o!(dl_src), dl_src);
         put(&mut b, o!(vlan_tpid), pair16(vlan_tpid));
@@ -442,6 +450,7 @@ impl FlowKey {
             };
         }
         let lse = |i: usize| u32::from_ne_bytes(arr(b, offset_of!(FlowKey, mpls_lse) + 4 * i));
+        let reg = |i: usize| u32::from_ne_bytes(arr(b, offset_of!(FlowKey, regs) + 4 * i));
         let [mpls_n] = g!(mpls_n);
         let [pad_l2] = g!(pad_l2);
         let [nw_proto] = g!(nw_proto);
@@ -455,6 +464,16 @@ impl FlowKey {
             dp_hash: u32::from_ne_bytes(g!(dp_hash)),
             metadata: u64::from_ne_bytes(g!(metadata)),
             tunnel_id: u64::from_ne_bytes(g!(tunnel_id)),
+            regs: [
+                reg(0),
+                reg(1),
+                reg(2),
+                reg(3),
+                reg(4),
+                reg(5),
+                reg(6),
+                reg(7),
+            ],
             dl_dst: g!(dl_dst),
             dl_src: g!(dl_src),
             vlan_tpid: unpair16(g!(vlan_tpid)),
@@ -961,6 +980,11 @@ impl fmt::Display for FlowKey {
         if k.tunnel_id != 0 {
             write!(f, ",tun_id={:#x}", k.tunnel_id)?;
         }
+        for (i, r) in k.regs.iter().enumerate() {
+            if *r != 0 {
+                write!(f, ",reg{i}={r:#x}")?;
+            }
+        }
         if k.pbb_isid != 0 {
             write!(f, ",pbb_isid={:#x}", k.pbb_isid)?;
         }
@@ -1101,35 +1125,36 @@ mod tests {
             (offset_of!(FlowKey, dp_hash), 12),
             (offset_of!(FlowKey, metadata), 16),
             (offset_of!(FlowKey, tunnel_id), 24),
-            (offset_of!(FlowKey, dl_dst), 32),
-            (offset_of!(FlowKey, dl_src), 38),
-            (offset_of!(FlowKey, vlan_tpid), 44),
-            (offset_of!(FlowKey, vlan_tci), 48),
-            (offset_of!(FlowKey, dl_type), 52),
-            (offset_of!(FlowKey, mpls_n), 54),
-            (offset_of!(FlowKey, pad_l2), 55),
-            (offset_of!(FlowKey, mpls_lse), 56),
-            (offset_of!(FlowKey, pbb_isid), 72),
-            (offset_of!(FlowKey, pad_pbb), 76),
-            (offset_of!(FlowKey, nw_src), 80),
-            (offset_of!(FlowKey, nw_dst), 84),
-            (offset_of!(FlowKey, ipv6_src), 88),
-            (offset_of!(FlowKey, ipv6_dst), 104),
-            (offset_of!(FlowKey, ipv6_label), 120),
-            (offset_of!(FlowKey, nw_proto), 124),
-            (offset_of!(FlowKey, nw_tos), 125),
-            (offset_of!(FlowKey, nw_ttl), 126),
-            (offset_of!(FlowKey, nw_frag), 127),
-            (offset_of!(FlowKey, ipv6_exthdr), 128),
-            (offset_of!(FlowKey, pad_l3), 130),
-            (offset_of!(FlowKey, tp_src), 136),
-            (offset_of!(FlowKey, tp_dst), 138),
-            (offset_of!(FlowKey, tcp_flags), 140),
-            (offset_of!(FlowKey, pad_l4), 142),
-            (offset_of!(FlowKey, nd_target), 144),
-            (offset_of!(FlowKey, arp_sha), 160),
-            (offset_of!(FlowKey, arp_tha), 166),
-            (offset_of!(FlowKey, pad_tail), 172),
+            (offset_of!(FlowKey, regs), 32),
+            (offset_of!(FlowKey, dl_dst), 64),
+            (offset_of!(FlowKey, dl_src), 70),
+            (offset_of!(FlowKey, vlan_tpid), 76),
+            (offset_of!(FlowKey, vlan_tci), 80),
+            (offset_of!(FlowKey, dl_type), 84),
+            (offset_of!(FlowKey, mpls_n), 86),
+            (offset_of!(FlowKey, pad_l2), 87),
+            (offset_of!(FlowKey, mpls_lse), 88),
+            (offset_of!(FlowKey, pbb_isid), 104),
+            (offset_of!(FlowKey, pad_pbb), 108),
+            (offset_of!(FlowKey, nw_src), 112),
+            (offset_of!(FlowKey, nw_dst), 116),
+            (offset_of!(FlowKey, ipv6_src), 120),
+            (offset_of!(FlowKey, ipv6_dst), 136),
+            (offset_of!(FlowKey, ipv6_label), 152),
+            (offset_of!(FlowKey, nw_proto), 156),
+            (offset_of!(FlowKey, nw_tos), 157),
+            (offset_of!(FlowKey, nw_ttl), 158),
+            (offset_of!(FlowKey, nw_frag), 159),
+            (offset_of!(FlowKey, ipv6_exthdr), 160),
+            (offset_of!(FlowKey, pad_l3), 162),
+            (offset_of!(FlowKey, tp_src), 168),
+            (offset_of!(FlowKey, tp_dst), 170),
+            (offset_of!(FlowKey, tcp_flags), 172),
+            (offset_of!(FlowKey, pad_l4), 174),
+            (offset_of!(FlowKey, nd_target), 176),
+            (offset_of!(FlowKey, arp_sha), 192),
+            (offset_of!(FlowKey, arp_tha), 198),
+            (offset_of!(FlowKey, pad_tail), 204),
         ];
         for (i, (got, want)) in expect.iter().enumerate() {
             assert_eq!(got, want, "field #{i}");
@@ -1144,6 +1169,7 @@ mod tests {
             dp_hash: 7,
             metadata: 0x1122_3344_5566_7788,
             tunnel_id: 0x99aa_bbcc_ddee_ff00,
+            regs: [0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17],
             dl_dst: [1, 2, 3, 4, 5, 6],
             dl_src: [7, 8, 9, 10, 11, 12],
             vlan_tpid: [0x88a8, 0x8100],
@@ -1192,6 +1218,15 @@ mod tests {
         );
         assert_eq!(w[2], k.metadata);
         assert_eq!(w[3], k.tunnel_id);
+        assert_eq!(
+            w[4],
+            u64::from_ne_bytes({
+                let mut b = [0; 8];
+                b[..4].copy_from_slice(&k.regs[0].to_ne_bytes());
+                b[4..].copy_from_slice(&k.regs[1].to_ne_bytes());
+                b
+            })
+        );
         assert_eq!(
             FlowKey::from_words(&FlowKey::ZERO.to_words()),
             FlowKey::ZERO
@@ -1251,12 +1286,13 @@ mod tests {
         k.dp_hash = 0;
         k.metadata = 0;
         k.tunnel_id = 0;
+        k.regs = [0, 0, 0x2a, 0, 0, 0, 0, 0];
         k.pbb_isid = 0;
         k.in_port = 1;
         k.nw_frag = 0;
         assert_eq!(
             k.to_string(),
-            "in_port=1,dl_src=07:08:09:0a:0b:0c,dl_dst=01:02:03:04:05:06,dl_type=0x0800,\
+            "in_port=1,reg2=0x2a,dl_src=07:08:09:0a:0b:0c,dl_dst=01:02:03:04:05:06,dl_type=0x0800,\
              nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_proto=6,nw_tos=184,nw_ecn=0,nw_ttl=64,\
              nw_frag=no,tp_src=80,tp_dst=443,tcp_flags=0x012"
         );
