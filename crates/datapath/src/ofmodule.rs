@@ -122,8 +122,8 @@ impl<'a> Lookup<'a> {
                 }
             }
             _ => {
-                for (i, t) in todo.iter_mut().enumerate().take(keys.len()) {
-                    *t = i as u8;
+                for (i, slot) in todo.iter_mut().enumerate().take(keys.len()) {
+                    *slot = i as u8;
                 }
                 n_todo = keys.len();
             }
