@@ -192,9 +192,10 @@ def msg(type_, body=b"", xid=1, version=4):
 
 
 class Raw:
-    """A minimal OpenFlow 1.3 peer (the test acts as the controller)."""
+    """A minimal OpenFlow peer (the test acts as the controller), OpenFlow 1.3 unless told
+    otherwise."""
 
-    def __init__(self, port):
+    def __init__(self, port, version=4):
         deadline = time.time() + 10
         while True:
             try:
@@ -205,7 +206,8 @@ class Raw:
                     raise
                 time.sleep(0.1)
         self.buf = b""
-        self.s.sendall(msg(0, struct.pack("!HHI", 1, 8, 1 << 4)))  # hello, bitmap {1.3}
+        # Hello with a version bitmap holding only `version`.
+        self.s.sendall(msg(0, struct.pack("!HHI", 1, 8, 1 << version), version=version))
         h = self.recv()
         assert h[1] == 0, h
 

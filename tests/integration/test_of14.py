@@ -9,14 +9,13 @@ rundir.
 import os
 import re
 import shutil
-import socket
 import struct
 import subprocess
-import time
 
 import pytest
 
 from conftest import wait_for
+from test_controller import Raw, free_port, msg
 from test_ofctl import bridge, flow_specs, ofctl
 
 pytestmark = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl")
@@ -89,58 +88,15 @@ def test_bundle_group_and_flows_commit_together(daemon, net, tmp_path):
 
 # ---------------------------------------------------------------- raw controllers
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-class Peer:
+class Peer(Raw):
     """A minimal OpenFlow controller speaking one version (the test is the controller)."""
 
     def __init__(self, port, version):
         self.v = version
-        deadline = time.time() + 10
-        while True:
-            try:
-                self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.1)
-        self.buf = b""
-        self.send(0, struct.pack("!HHI", 1, 8, 1 << version))  # hello with bitmap
-        assert self.recv()[1] == 0
+        super().__init__(port, version)
 
     def send(self, type_, body=b"", xid=1):
-        self.s.sendall(struct.pack("!BBHI", self.v, type_, 8 + len(body), xid) + body)
-
-    def recv(self, timeout=5.0):
-        deadline = time.time() + timeout
-        while True:
-            if len(self.buf) >= 8:
-                n = struct.unpack("!H", self.buf[2:4])[0]
-                if len(self.buf) >= n:
-                    m, self.buf = self.buf[:n], self.buf[n:]
-                    return m
-            left = deadline - time.time()
-            if left <= 0:
-                raise TimeoutError("no message")
-            self.s.settimeout(left)
-            d = self.s.recv(65536)
-            if not d:
-                raise ConnectionError("closed")
-            self.buf += d
-
-    def recv_type(self, t, timeout=5.0):
-        deadline = time.time() + timeout
-        while True:
-            m = self.recv(max(0.05, deadline - time.time()))
-            if m[1] == t:
-                return m
+        self.s.sendall(msg(type_, body, xid, version=self.v))
 
     def none_of_type(self, t, wait=1.0):
         try:
