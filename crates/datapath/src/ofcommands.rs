@@ -612,8 +612,7 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
     }
     let text_in = joined(args);
     let mt = text::parse_match(&text_in).map_err(|e| e.to_string())?;
-    let key = ofproto::fields::match_to_flow(&mt, 0)
-        .map_err(|e| format!("field {:?} is not supported", e.0))?;
+    let key = ofproto::fields::match_to_flow(&mt, 0);
     let mut lines = Vec::new();
     let x = ofproto::xlate(&m.of(), &key, None, Some(&mut lines));
     let mega = ofproto::text::megaflow_text(&key, &x.wc);

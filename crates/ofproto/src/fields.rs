@@ -15,10 +15,6 @@
 use openflow::oxm::Field;
 use packet::flow::{FlowKey, VLAN_PRESENT};
 
-/// Why a field cannot be represented in the flow key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Unsupported(pub Field);
-
 fn be_bytes_u128(b: &[u8]) -> u128 {
     b.iter().fold(0u128, |acc, x| (acc << 8) | u128::from(*x))
 }
@@ -90,14 +86,8 @@ pub fn get(k: &FlowKey, f: Field) -> u128 {
     }
 }
 
-/// True if the flow key has room for field `f` (every field has, now that the Nicira
-/// registers have).
-pub fn supported(_f: Field) -> bool {
-    true
-}
-
 /// Writes `value` into field `f` of `k` under `mask` (bits outside the field are ignored).
-pub fn set(k: &mut FlowKey, f: Field, value: u128, mask: u128) -> Result<(), Unsupported> {
+pub fn set(k: &mut FlowKey, f: Field, value: u128, mask: u128) {
     let m = mask & f.max();
     let v = value & m;
     match f {
@@ -142,41 +132,40 @@ pub fn set(k: &mut FlowKey, f: Field, value: u128, mask: u128) -> Result<(), Uns
         Field::Reg6 => upd(&mut k.regs[6], v, m),
         Field::Reg7 => upd(&mut k.regs[7], v, m),
     }
-    Ok(())
 }
 
 /// Marks every bit of field `f` as examined in the wildcard mask `wc`.
 pub fn unwildcard(wc: &mut FlowKey, f: Field) {
-    let _ = set(wc, f, u128::MAX, u128::MAX);
+    set(wc, f, u128::MAX, u128::MAX);
 }
 
 /// The (value, mask) key pair of an OpenFlow match.
-pub fn match_to_key(m: &openflow::Match) -> Result<(FlowKey, FlowKey), Unsupported> {
+pub fn match_to_key(m: &openflow::Match) -> (FlowKey, FlowKey) {
     let mut value = FlowKey::ZERO;
     let mut mask = FlowKey::ZERO;
     for e in m.iter() {
         let bits = e.mask_bits();
-        set(&mut value, e.field, e.value & bits, bits)?;
-        set(&mut mask, e.field, bits, bits)?;
+        set(&mut value, e.field, e.value & bits, bits);
+        set(&mut mask, e.field, bits, bits);
     }
-    Ok((value, mask))
+    (value, mask)
 }
 
 /// A flow key whose fields hold the values of `m` (masks ignored), for tracing a flow
 /// written in match syntax.
-pub fn match_to_flow(m: &openflow::Match, in_port_default: u32) -> Result<FlowKey, Unsupported> {
+pub fn match_to_flow(m: &openflow::Match, in_port_default: u32) -> FlowKey {
     let mut k = FlowKey {
         in_port: in_port_default,
         ..FlowKey::ZERO
     };
     for e in m.iter() {
-        set(&mut k, e.field, e.value, u128::MAX)?;
+        set(&mut k, e.field, e.value, u128::MAX);
     }
     // A VLAN written as a VID means a present tag.
     if k.vlan_tci[0] & 0x0fff != 0 {
         k.vlan_tci[0] |= VLAN_PRESENT;
     }
-    Ok(k)
+    k
 }
 
 #[cfg(test)]
@@ -184,17 +173,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_supported_field_round_trips_alone() {
+    fn every_field_round_trips_alone() {
         for f in Field::ALL {
-            if !supported(f) {
-                continue;
-            }
             // The key keeps ARP opcodes in 8 bits (opcodes above 255 are unassigned).
             let max = if f == Field::ArpOp { 0xff } else { f.max() };
             let mut k = FlowKey::ZERO;
-            set(&mut k, f, max, max).expect("set");
+            set(&mut k, f, max, max);
             assert_eq!(get(&k, f), max, "{f:?}");
-            set(&mut k, f, 0, max).expect("clear");
+            set(&mut k, f, 0, max);
             assert_eq!(
                 k.to_words(),
                 FlowKey::ZERO.to_words(),
@@ -206,15 +192,15 @@ mod tests {
     #[test]
     fn shared_slots_do_not_disturb_neighbours() {
         let mut k = FlowKey::ZERO;
-        set(&mut k, Field::VlanVid, 0x1000 | 10, u128::MAX).expect("vid");
-        set(&mut k, Field::VlanPcp, 5, u128::MAX).expect("pcp");
+        set(&mut k, Field::VlanVid, 0x1000 | 10, u128::MAX);
+        set(&mut k, Field::VlanPcp, 5, u128::MAX);
         assert_eq!(get(&k, Field::VlanVid), 0x1000 | 10);
         assert_eq!(get(&k, Field::VlanPcp), 5);
-        set(&mut k, Field::IpDscp, 46, u128::MAX).expect("dscp");
-        set(&mut k, Field::IpEcn, 1, u128::MAX).expect("ecn");
+        set(&mut k, Field::IpDscp, 46, u128::MAX);
+        set(&mut k, Field::IpEcn, 1, u128::MAX);
         assert_eq!(k.nw_tos, (46 << 2) | 1);
-        set(&mut k, Field::MplsTc, 3, u128::MAX).expect("tc");
-        set(&mut k, Field::MplsLabel, 0xfffff, u128::MAX).expect("label");
+        set(&mut k, Field::MplsTc, 3, u128::MAX);
+        set(&mut k, Field::MplsLabel, 0xfffff, u128::MAX);
         assert_eq!(get(&k, Field::MplsTc), 3);
         assert_eq!(k.mpls_lse[0], (0xfffff << 12) | (3 << 9));
     }

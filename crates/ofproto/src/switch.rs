@@ -327,11 +327,6 @@ impl Ofproto {
     /// Applies a flow_mod at time `now_ms`.
     pub fn flow_mod(&mut self, fm: &FlowMod, now_ms: u64) -> Result<FlowModResult, OfError> {
         fm.validate()?;
-        for e in fm.match_.iter() {
-            if !fields::supported(e.field) {
-                return Err(OfError::bad_match(err::bad_match::BAD_FIELD));
-            }
-        }
         match fm.command {
             FlowModCommand::Add => self.add(fm, now_ms),
             FlowModCommand::Modify | FlowModCommand::ModifyStrict => self.modify(fm, now_ms),
@@ -348,11 +343,6 @@ impl Ofproto {
     /// Checks that `fm` would succeed, without changing anything.
     pub fn check_flow_mod(&self, fm: &FlowMod) -> Result<(), OfError> {
         fm.validate()?;
-        for e in fm.match_.iter() {
-            if !fields::supported(e.field) {
-                return Err(OfError::bad_match(err::bad_match::BAD_FIELD));
-            }
-        }
         match fm.command {
             FlowModCommand::Add => {
                 let Some(table) = self.tables.get(usize::from(fm.table_id)) else {
@@ -469,9 +459,6 @@ impl Ofproto {
                     m.set_exact(openflow::Field::EthType, u128::from(et));
                 }
                 Action::SetField { field, value, .. } => {
-                    if !fields::supported(field) {
-                        return Err(OfError::bad_action(err::bad_action::BAD_SET_TYPE));
-                    }
                     if prereqs && !m.prereqs_met_deep(field) {
                         return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
                     }
@@ -486,8 +473,7 @@ impl Ofproto {
     }
 
     fn make_rule(&mut self, fm: &FlowMod, table_id: u8, now_ms: u64) -> Result<Rule, OfError> {
-        let (key, mask) = fields::match_to_key(&fm.match_)
-            .map_err(|_| OfError::bad_match(err::bad_match::BAD_FIELD))?;
+        let (key, mask) = fields::match_to_key(&fm.match_);
         let id = self.next_id;
         self.next_id += 1;
         Ok(Rule {

@@ -127,7 +127,7 @@ impl Table {
 
     /// The rule with exactly this match and priority.
     pub fn find_strict(&self, m: &openflow::Match, priority: u16) -> Option<&Arc<Rule>> {
-        let (key, mask) = crate::fields::match_to_key(m).ok()?;
+        let (key, mask) = crate::fields::match_to_key(m);
         let cm = CMatch::new(key.to_words(), mask.to_words());
         self.cls
             .find_exact(&cm, u32::from(priority))

@@ -58,7 +58,7 @@ fn applies(f: Field, k: &FlowKey) -> bool {
 pub fn megaflow_match(k: &FlowKey, wc: &FlowKey) -> Match {
     let mut m = Match::new();
     for f in Field::ALL {
-        if !fields::supported(f) || !applies(f, k) {
+        if !applies(f, k) {
             continue;
         }
         let mask = fields::get(wc, f);

@@ -400,9 +400,7 @@ impl Ctx<'_> {
             // Setting the VID never adds or removes the tag: the present bit stays.
             m &= 0x0fff;
         }
-        if fields::set(&mut self.flow, f, value, m).is_err() {
-            return;
-        }
+        fields::set(&mut self.flow, f, value, m);
         let k = &self.flow;
         let v = fields::get(k, f);
         let act = match f {
