@@ -37,7 +37,15 @@ def run(cmd, check=True, timeout=30, **kw):
 
 def need_root():
     if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces)")
+        pytest.fail("needs root (network namespaces): run scripts/test.sh as root", pytrace=False)
+
+
+def require(*tools):
+    """Fails the test when a peer tool is missing. Never a skip: scripts/test.sh installs every
+    peer the suite uses, so a missing one is a broken setup, not a reason to pass."""
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"missing {', '.join(missing)} (scripts/test.sh installs it)", pytrace=False)
 
 
 class Daemon:

@@ -1,12 +1,11 @@
 """The daemon's control socket: the ferrovs CLI and Debian's ovs-appctl against it."""
 
 import json
-import shutil
 import subprocess
 
 import pytest
 
-from conftest import run
+from conftest import require, run
 
 
 def test_errors_name_the_problem_and_change_nothing(daemon):
@@ -83,8 +82,8 @@ def test_internal_port_lives_and_dies_with_the_bridge(daemon):
         assert run(["ip", "link", "show", dev], check=False).returncode != 0
 
 
-@pytest.mark.skipif(shutil.which("ovs-appctl") is None, reason="ovs-appctl not installed")
 def test_ovs_appctl_drives_ferrovsd(daemon):
+    require("ovs-appctl")
     ctl = str(daemon.ctl)
     out = run(["ovs-appctl", "-t", ctl, "list-commands"]).stdout
     assert "The available commands are:" in out
@@ -128,8 +127,7 @@ def test_garbage_on_the_control_socket_does_not_hurt(daemon):
 
 
 def test_pcap_replay_through_learning_is_readable(daemon, tmp_path):
-    if shutil.which("tcpdump") is None:
-        pytest.skip("tcpdump not installed")
+    require("tcpdump")
     import time
 
     from scapy.all import IP, UDP, Ether, rdpcap, wrpcap

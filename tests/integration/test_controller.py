@@ -4,7 +4,6 @@ packet-in rate limiting. Every process started here is stopped in a finally/fixt
 
 import os
 import re
-import shutil
 import signal
 import socket
 import struct
@@ -14,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import PY, run, wait_for
+from conftest import PY, require, run, wait_for
 
 RUNNER = r'''
 # A MAC-learning controller app in the manner of os-ken's simple_switch_13 (which this
@@ -132,10 +131,8 @@ def connected(daemon, br):
 
 @pytest.mark.parametrize("mode", ["secure", "standalone"])
 def test_simple_switch_13_ping_iperf_fail_mode_and_reconnect(daemon, net, tmp_path, mode):
-    if not have_osken():
-        pytest.skip("needs os-ken")
-    if shutil.which("iperf3") is None:
-        pytest.skip("needs iperf3")
+    assert have_osken(), "os-ken is not importable (scripts/test.sh installs it)"
+    require("iperf3")
     br = f"fc{net.tag}"[:15]
     daemon.cli("add-br", br)
     h1, h2, h3 = hosts(daemon, net, br, 3)

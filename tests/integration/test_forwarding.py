@@ -6,13 +6,12 @@ complete partial checksums and segment large sends itself.
 """
 
 import json
-import shutil
 import subprocess
 import time
 
 import pytest
 
-from conftest import run, scapy_helper, wait_for, HELPERS, PY
+from conftest import require, run, scapy_helper, wait_for, HELPERS, PY
 
 
 def ping(net, ns, dst, count=3):
@@ -32,8 +31,7 @@ def test_learning_bridge_ping_and_iperf3(daemon, net):
     assert fdb.get("02:77:00:00:00:01") == s1
     assert fdb.get("02:77:00:00:00:02") == s2
 
-    if shutil.which("iperf3") is None:
-        pytest.skip("iperf3 not installed")
+    require("iperf3")
     server = net.spawn(h2, ["iperf3", "-s", "-1", "-B", "10.77.0.2"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

@@ -8,17 +8,20 @@ rundir.
 
 import os
 import re
-import shutil
 import struct
 import subprocess
 
 import pytest
 
-from conftest import wait_for
+from conftest import require, wait_for
 from test_controller import Raw, free_port, msg
 from test_ofctl import bridge, flow_specs, ofctl
 
-pytestmark = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl")
+
+
+@pytest.fixture(autouse=True)
+def _peers():
+    require("ovs-ofctl")
 
 BUNDLE_PROTOS = [None, "OpenFlow13", "OpenFlow14", "OpenFlow15"]
 

@@ -7,17 +7,20 @@ with `-O OpenFlow13/14/15`, and its output is checked for what OVS would say.
 
 import os
 import re
-import shutil
 import subprocess
 import time
 
 import pytest
 
-from conftest import BIN, run, wait_for
+from conftest import BIN, require, run, wait_for
 
 PROTOS = [None, "OpenFlow13", "OpenFlow14", "OpenFlow15"]
 
-pytestmark = pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="needs ovs-ofctl")
+
+
+@pytest.fixture(autouse=True)
+def _peers():
+    require("ovs-ofctl")
 
 
 def ofctl(daemon, *args, proto=None, check=True, timeout=20):

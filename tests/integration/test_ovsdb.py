@@ -18,11 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, run, wait_for
+from conftest import BIN, ROOT, require, run, wait_for
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("ovs-vsctl") is None or shutil.which("ovsdb-client") is None,
-    reason="Open vSwitch tools (openvswitch-common / openvswitch-switch) not installed")
+
+
+@pytest.fixture(autouse=True)
+def _peers():
+    require("ovs-vsctl", "ovsdb-client")
 
 DEBIAN_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 
@@ -263,9 +265,9 @@ sys.exit(0 if status == ovs.db.idl.Transaction.SUCCESS else 1)
     vsctl("del-br", "fidl")
 
 
-@pytest.mark.skipif(shutil.which("ovsdb-server") is None or not DEBIAN_SCHEMA.exists(),
-                    reason="Debian's ovsdb-server not installed")
 def test_ovs_vsctl_against_debians_ovsdb_server(rundir, net):
+    require("ovsdb-server")
+    assert DEBIAN_SCHEMA.exists(), f"{DEBIAN_SCHEMA} missing (package openvswitch-common)"
     dbdir = rundir / "ovsdb"
     dbdir.mkdir()
     db = dbdir / "conf.db"

@@ -3,13 +3,12 @@
 """
 
 import json
-import shutil
 import subprocess
 import time
 
 import pytest
 
-from conftest import run, wait_for
+from conftest import require, run, wait_for
 
 
 def appctl(daemon, *args):
@@ -42,8 +41,7 @@ def ping(net, ns, dst, count=3):
 
 
 def test_two_poll_threads_forward_pin_and_shrink(daemon, net):
-    if shutil.which("ovs-vsctl") is None:
-        pytest.skip("ovs-vsctl not installed")
+    require("ovs-vsctl")
     vsctl = vsctl_for(daemon)
     h1, s1 = net.host("p", ip="10.81.0.1/24", mac="02:81:00:00:00:01")
     h2, s2 = net.host("q", ip="10.81.0.2/24", mac="02:81:00:00:00:02")
@@ -68,18 +66,18 @@ def test_two_poll_threads_forward_pin_and_shrink(daemon, net):
     busy = [p for p in stats if p["packets_received"] > 0]
     assert len(busy) == 2, f"both threads should have received: {stats}"
 
-    if shutil.which("iperf3"):
-        server = net.spawn(h2, ["iperf3", "-s", "-1", "-B", "10.81.0.2"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        try:
-            time.sleep(0.5)
-            r = net.ns(h1, "iperf3 -c 10.81.0.2 -t 2 -J", check=False, timeout=60)
-            assert r.returncode == 0, r.stdout[-2000:] + r.stderr
-            bps = json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"]
-            assert bps > 1e6, bps
-        finally:
-            server.kill()
-            server.wait(timeout=10)
+    require("iperf3")
+    server = net.spawn(h2, ["iperf3", "-s", "-1", "-B", "10.81.0.2"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        time.sleep(0.5)
+        r = net.ns(h1, "iperf3 -c 10.81.0.2 -t 2 -J", check=False, timeout=60)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+        bps = json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"]
+        assert bps > 1e6, bps
+    finally:
+        server.kill()
+        server.wait(timeout=10)
 
     # Port counters are the sum over both threads' handles: each port received on one
     # thread and transmitted on both.
@@ -113,8 +111,7 @@ def test_two_poll_threads_forward_pin_and_shrink(daemon, net):
 
 
 def test_afxdp_ports_on_two_poll_threads(daemon, net):
-    if shutil.which("ovs-vsctl") is None:
-        pytest.skip("ovs-vsctl not installed")
+    require("ovs-vsctl")
     vsctl = vsctl_for(daemon)
     h1, s1 = net.host("x", ip="10.82.0.1/24", mac="02:82:00:00:00:01")
     h2, s2 = net.host("y", ip="10.82.0.2/24", mac="02:82:00:00:00:02")

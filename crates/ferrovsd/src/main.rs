@@ -1,6 +1,8 @@
 //! `ferrovsd`: the ferrovs daemon.
 //!
-//! Starts one poll-mode thread that owns every bridge and port, and a control socket at
+//! Starts the poll-mode threads (one by default, one per core of `pmd-cpu-mask`), the embedded
+//! OVSDB server (or a client of an external one), the OpenFlow connections of every bridge,
+//! and a control socket at
 //! `<rundir>/ferrovsd.ctl` speaking OVS's unixctl protocol, so both `ferrovs` and Debian's
 //! `ovs-appctl -t <rundir>/ferrovsd.ctl` drive it. `SIGINT`/`SIGTERM` or the `exit` command
 //! close every port (internal TAP devices disappear) and remove the socket and pidfile.

@@ -1,11 +1,11 @@
-//! The `afxdp` port against real veth pairs (root only; skipped otherwise, and skipped when the
-//! kernel has no AF_XDP). Every test makes its own uniquely named links and namespaces and
+//! The `afxdp` port against real veth pairs (root only: `#[ignore]`d, run by scripts/test.sh as
+//! root; a kernel without AF_XDP fails them). Every test makes its own uniquely named links and namespaces and
 //! removes them on the way out, pass or fail; every test checks that closing the port leaves
 //! no XDP program on the interface.
 
 mod common;
 
-use common::{in_netns, root_or_skip, rx_matching, sh, sysfs, uniq, Cleanup, RawSock};
+use common::{in_netns, require_root, rx_matching, sh, sysfs, uniq, Cleanup, RawSock};
 use etherparse::{NetHeaders, PacketHeaders, PayloadSlice, TransportHeader};
 use netdev::afxdp::{AfxdpPort, XdpMode};
 use netdev::{LinkState, Options, Port};
@@ -17,20 +17,16 @@ use std::time::Duration;
 
 const ETHERTYPE_TEST: [u8; 2] = [0x88, 0xb5];
 
-/// True when running as root with AF_XDP in the kernel; otherwise prints why not.
+/// Fails the test unless it runs as root with AF_XDP in the kernel.
 fn usable(test: &str) -> bool {
-    if !root_or_skip(test) {
-        return false;
-    }
+    require_root(test);
     // SAFETY: plain socket call; the descriptor is closed right away.
     let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW, 0) };
-    if fd < 0 {
-        println!(
-            "SKIP {test}: AF_XDP unavailable ({})",
-            std::io::Error::last_os_error()
-        );
-        return false;
-    }
+    assert!(
+        fd >= 0,
+        "{test}: AF_XDP unavailable in this kernel ({})",
+        std::io::Error::last_os_error()
+    );
     // SAFETY: closing the descriptor we just opened.
     unsafe { libc::close(fd) };
     true
@@ -185,6 +181,7 @@ fn frames_flow_both_ways(mode: &str, tag: &str) {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn native_mode_frames_flow_both_ways() {
     if usable("native_mode_frames_flow_both_ways") {
         frames_flow_both_ways("native", "n");
@@ -192,6 +189,7 @@ fn native_mode_frames_flow_both_ways() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn generic_mode_frames_flow_both_ways() {
     if usable("generic_mode_frames_flow_both_ways") {
         frames_flow_both_ways("generic", "g");
@@ -201,6 +199,7 @@ fn generic_mode_frames_flow_both_ways() {
 /// veth has native XDP but no zero-copy sockets: best-effort settles on native, and asking
 /// for zero-copy fails with an error that names the interface, the mode and the call.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn best_effort_and_zerocopy_on_veth() {
     if !usable("best_effort_and_zerocopy_on_veth") {
         return;
@@ -277,6 +276,7 @@ fn is_udp_test(f: &[u8], marker: u32) -> bool {
 /// delivers on the queue the peer transmitted on), and the port polls both. With one queue
 /// polled, what arrives on the other goes to the kernel stack (`XDP_PASS`).
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn two_queues_are_both_polled() {
     if !usable("two_queues_are_both_polled") {
         return;
@@ -400,6 +400,7 @@ fn open_and_crash(ifname: &str) {
 /// A daemon that dies without closing its port leaves its program attached; the next open
 /// replaces it, and `remove_stale` removes it.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn stale_programs_are_replaced_and_removed() {
     if !usable("stale_programs_are_replaced_and_removed") {
         return;
@@ -494,6 +495,7 @@ fn is_pseudo_header_sum(f: &[u8]) -> Option<bool> {
 /// offload on (the default) and off. Offload on: the frames arrive with the L4 checksum left
 /// partial (pseudo-header sum only) — XDP does not complete it. Offload off: complete.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn partial_checksums_from_a_veth_peer() {
     if !usable("partial_checksums_from_a_veth_peer") {
         return;
@@ -592,7 +594,7 @@ fn partial_checksums_from_a_veth_peer() {
 /// receives. Run with `cargo test --release -p netdev --test afxdp -- --ignored --nocapture
 /// packet_rates`.
 #[test]
-#[ignore]
+#[ignore = "benchmark (needs root): run by hand as the comment says"]
 fn packet_rates() {
     if !usable("packet_rates") {
         return;

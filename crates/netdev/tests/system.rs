@@ -1,10 +1,10 @@
-//! The `system` port against real veth pairs and network namespaces (root only; skipped
-//! otherwise). Every test makes its own uniquely named links/namespaces and removes them on
+//! The `system` port against real veth pairs and network namespaces (root only: `#[ignore]`d,
+//! run by scripts/test.sh as root). Every test makes its own uniquely named links/namespaces and removes them on
 //! the way out, pass or fail.
 
 mod common;
 
-use common::{in_netns, root_or_skip, rx_matching, sh, sysfs, uniq, Cleanup, RawSock};
+use common::{in_netns, require_root, rx_matching, sh, sysfs, uniq, Cleanup, RawSock};
 use etherparse::{NetHeaders, PacketHeaders, PayloadSlice, TransportHeader};
 use netdev::{LinkState, Options};
 use packet::{Batch, Pool};
@@ -39,10 +39,9 @@ fn seq_of(f: &[u8]) -> u32 {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn frames_flow_both_ways_over_a_veth_pair() {
-    if !root_or_skip("frames_flow_both_ways_over_a_veth_pair") {
-        return;
-    }
+    require_root("frames_flow_both_ways_over_a_veth_pair");
     let (a, b) = (uniq("fa"), uniq("fb"));
     let mut g = Cleanup::default();
     g.veth(&a, &b);
@@ -133,10 +132,9 @@ fn frames_flow_both_ways_over_a_veth_pair() {
 /// The kernel's receive path moves an in-band 802.1Q tag out of band (`skb_vlan_untag`) before
 /// packet sockets see the frame; the port puts it back.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn vlan_tags_moved_out_of_band_are_put_back() {
-    if !root_or_skip("vlan_tags_moved_out_of_band_are_put_back") {
-        return;
-    }
+    require_root("vlan_tags_moved_out_of_band_are_put_back");
     let (a, b) = (uniq("va"), uniq("vb"));
     let mut g = Cleanup::default();
     g.veth(&a, &b);
@@ -159,10 +157,9 @@ fn vlan_tags_moved_out_of_band_are_put_back() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn errors_name_the_interface() {
-    if !root_or_skip("errors_name_the_interface") {
-        return;
-    }
+    require_root("errors_name_the_interface");
     let name = uniq("nx");
     let e = netdev::open(&name, "system", &Options::new())
         .err()
@@ -199,10 +196,9 @@ fn proto_of(f: &[u8]) -> u8 {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn partial_checksums_from_the_host_stack_are_completed() {
-    if !root_or_skip("partial_checksums_from_the_host_stack_are_completed") {
-        return;
-    }
+    require_root("partial_checksums_from_the_host_stack_are_completed");
     let (ns, a, b) = (uniq("ns"), uniq("ca"), uniq("cb"));
     let tag = std::process::id() % 200 + 20;
     let host = format!("10.201.{tag}.1");
@@ -275,10 +271,9 @@ fn partial_checksums_from_the_host_stack_are_completed() {
 /// Two namespaces joined through two `system` ports and a forwarding loop: a TCP stream with
 /// offloads on (TSO super-packets, partial checksums) gets through intact.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn tcp_stream_crosses_two_ports_with_offloads_on() {
-    if !root_or_skip("tcp_stream_crosses_two_ports_with_offloads_on") {
-        return;
-    }
+    require_root("tcp_stream_crosses_two_ports_with_offloads_on");
     let (ns1, ns2) = (uniq("n1"), uniq("n2"));
     let (a1, b1, a2, b2) = (uniq("s1"), uniq("t1"), uniq("s2"), uniq("t2"));
     let tag = std::process::id() % 200 + 20;
@@ -385,11 +380,9 @@ fn tcp_stream_crosses_two_ports_with_offloads_on() {
 /// Rough packet rates on a veth pair: one port transmits 64-byte frames, the other receives.
 /// Run with `cargo test --release -p netdev --test system -- --ignored --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "benchmark (needs root): run by hand as the comment says"]
 fn packet_rates() {
-    if !root_or_skip("packet_rates") {
-        return;
-    }
+    require_root("packet_rates");
     let (a, b) = (uniq("ra"), uniq("rb"));
     let mut g = Cleanup::default();
     g.veth(&a, &b);

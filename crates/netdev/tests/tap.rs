@@ -1,8 +1,8 @@
-//! The `internal` (TAP) port against the host stack (root only; skipped otherwise).
+//! The `internal` (TAP) port against the host stack (root only: `#[ignore]`d, run by scripts/test.sh as root).
 
 mod common;
 
-use common::{parse_mac, root_or_skip, rx_matching, sh, sysfs, uniq, Cleanup};
+use common::{parse_mac, require_root, rx_matching, sh, sysfs, uniq, Cleanup};
 use etherparse::{Icmpv4Type, NetHeaders, PacketBuilder, PacketHeaders, TransportHeader};
 use netdev::{LinkState, Options, Port};
 use packet::{Batch, Pool};
@@ -47,10 +47,9 @@ fn gone_soon(name: &str) -> bool {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn host_stack_talks_through_the_tap() {
-    if !root_or_skip("host_stack_talks_through_the_tap") {
-        return;
-    }
+    require_root("host_stack_talks_through_the_tap");
     let name = uniq("tp");
     let tag = (std::process::id() % 200 + 20) as u8;
     let host_ip = [10, 203, tag, 1];
@@ -140,10 +139,9 @@ fn host_stack_talks_through_the_tap() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn tap_name_taken_by_another_kind_of_interface_is_an_error() {
-    if !root_or_skip("tap_name_taken_by_another_kind_of_interface_is_an_error") {
-        return;
-    }
+    require_root("tap_name_taken_by_another_kind_of_interface_is_an_error");
     let (a, b) = (uniq("ta"), uniq("tb"));
     let mut g = Cleanup::default();
     g.veth(&a, &b);
@@ -160,10 +158,9 @@ fn tap_name_taken_by_another_kind_of_interface_is_an_error() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
 fn dropping_the_port_removes_the_device() {
-    if !root_or_skip("dropping_the_port_removes_the_device") {
-        return;
-    }
+    require_root("dropping_the_port_removes_the_device");
     let name = uniq("td");
     let mut g = Cleanup::default();
     let port = netdev::open(&name, "internal", &Options::new()).expect("open");

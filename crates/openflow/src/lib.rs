@@ -1,8 +1,8 @@
 //! The OpenFlow model shared by the switch and its tools.
 //!
-//! This crate describes OpenFlow in version-independent Rust types and converts them to and
-//! from ovs-ofctl's text syntax; a wire codec for OF1.0/1.3/1.4/1.5 will come next and
-//! produce the same types. It does no I/O and keeps no state.
+//! This crate describes OpenFlow in version-independent Rust types, converts them to and from
+//! ovs-ofctl's text syntax, and encodes and decodes them on the wire (OF1.0 with the Nicira
+//! extensions OVS's tools use, OF1.3, OF1.4, OF1.5). It does no I/O and keeps no state.
 //!
 //! * [`oxm`] — [`Field`]: every matchable/settable field with its OXM class and number,
 //!   width, maskability, prerequisite and names.
@@ -11,6 +11,8 @@
 //! * [`actions`] — [`Action`], [`Instruction`], reserved port and group numbers.
 //! * [`messages`] — [`FlowMod`], [`GroupMod`], [`MeterMod`], [`OfError`].
 //! * [`text`] — ovs-ofctl syntax: parse and format flows, groups and meters.
+//! * [`wire`] — the binary protocol: [`wire::Message`], framing, version negotiation, and
+//!   per-family codecs (flow/group/meter mods, multiparts, bundles, monitors, Nicira).
 
 pub mod actions;
 pub mod matches;

@@ -105,10 +105,11 @@ fn vectors() -> Vec<Vec<u8>> {
 #[test]
 fn mutated_vectors_never_panic() {
     let vs = vectors();
-    if vs.is_empty() {
-        eprintln!("SKIPPED: os-ken packet_data not found (set OSKEN_PACKET_DATA)");
-        return;
-    }
+    assert!(
+        !vs.is_empty(),
+        "os-ken's packet_data not found: set OSKEN_PACKET_DATA, or install \
+         tests/requirements.txt into .venv (scripts/test.sh does)"
+    );
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move || {
         rng ^= rng << 13;

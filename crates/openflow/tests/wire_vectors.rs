@@ -2,7 +2,7 @@
 //! package (`os_ken/tests/packet_data/of10|of13|of14|of15`). The vectors are read from
 //! the installed package, never copied here: set `OSKEN_PACKET_DATA` to the
 //! `packet_data` directory, or have os-ken importable by `/work/main/.venv/bin/python`,
-//! `python3` or `python`. Without them the test prints a message and passes (skipped).
+//! `python3` or `python`. Without them the tests fail (scripts/test.sh installs os-ken).
 //!
 //! For every file: decode must succeed and use all bytes, and re-encoding must give the
 //! same bytes, or (for non-canonical input) decode to the same message. Files this codec
@@ -90,6 +90,10 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("libofproto-OFP13-flow_mod.truncated64", "Truncated"),
 ];
 
+/// Why the vectors are required rather than optional: a missing peer fails the run.
+pub const NO_DATA: &str = "os-ken's packet_data not found: set OSKEN_PACKET_DATA, or install \
+    tests/requirements.txt into .venv (scripts/test.sh does)";
+
 fn packet_data() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("OSKEN_PACKET_DATA") {
         return Some(PathBuf::from(p));
@@ -120,10 +124,7 @@ struct Counts {
 
 #[test]
 fn os_ken_vectors_round_trip() {
-    let Some(root) = packet_data() else {
-        eprintln!("SKIPPED: os-ken packet_data not found (set OSKEN_PACKET_DATA)");
-        return;
-    };
+    let root = packet_data().expect(NO_DATA);
     let mut all_failed = Vec::new();
     for dir in ["of10", "of13", "of14", "of15"] {
         let mut c = Counts::default();
@@ -193,10 +194,7 @@ fn os_ken_vectors_round_trip() {
 
 #[test]
 fn truncations_of_vectors_are_errors_not_panics() {
-    let Some(root) = packet_data() else {
-        eprintln!("SKIPPED: os-ken packet_data not found");
-        return;
-    };
+    let root = packet_data().expect(NO_DATA);
     for dir in ["of10", "of13", "of14", "of15"] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let bytes = std::fs::read(e.unwrap().path()).unwrap();

@@ -27,19 +27,18 @@ pub fn vswitch_schema() -> Value {
     serde_json::from_str(&std::fs::read_to_string(vswitch_schema_path()).unwrap()).unwrap()
 }
 
-/// Is this OVS tool installed?
-pub fn have(tool: &str) -> bool {
+/// Fails the test unless this OVS tool is installed (scripts/test.sh installs them): a
+/// missing peer is a failure, never a silent pass.
+pub fn require(tool: &str) {
     let ok = Command::new(tool)
         .arg("--version")
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
-    if !ok {
-        eprintln!(
-            "SKIP: {tool} is not installed (apt-get install openvswitch-common openvswitch-switch)"
-        );
-    }
-    ok
+    assert!(
+        ok,
+        "{tool} is not installed (apt-get install openvswitch-common openvswitch-switch)"
+    );
 }
 
 /// A raw JSON-RPC client.
