@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let mut js = unixctl::JsonStream::new();
+    let mut js = unixctl::JsonStream::new(unixctl::MAX_MESSAGE);
     let split = usize::from(data.first().copied().unwrap_or(1)).max(1);
     for chunk in data.chunks(split) {
         js.feed(chunk);

@@ -157,8 +157,12 @@ fn main() -> ExitCode {
             eprintln!("ferrovs: {}", e.trim_end());
             ExitCode::from(1)
         }
-        Err(e) => {
+        Err(e @ unixctl::CallError::Connect(_)) => {
             eprintln!("ferrovs: {}: {e} (is ferrovsd running?)", sock.display());
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("ferrovs: {}: {e}", sock.display());
             ExitCode::from(2)
         }
     }

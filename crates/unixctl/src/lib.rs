@@ -4,8 +4,9 @@
 //! with no framing: a request is `{"id": ID, "method": "NAME", "params": ["ARG", ...]}` and the
 //! reply is `{"id": ID, "result": "TEXT", "error": null}` or `{"id": ID, "result": null,
 //! "error": "TEXT"}`. Because there is no framing, a reader must parse a stream of
-//! concatenated JSON values; [`JsonStream`] does that incrementally and bounds how much an
-//! unfinished value may buffer.
+//! concatenated JSON values; [`JsonStream`] (the `jsonstream` crate, shared with OVSDB) does that
+//! in one pass over the bytes and bounds how much an unfinished value may buffer: requests to
+//! [`MAX_MESSAGE`], replies to [`MAX_REPLY`].
 //!
 //! [`serve`] runs a server that hands each request to a handler; [`call`] is the client used by
 //! the `ferrovs` CLI. Both interoperate with OVS's own `ovs-appctl` and Python `ovs.unixctl`.
@@ -18,53 +19,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The most bytes one unfinished JSON value may occupy before the peer is cut off.
+/// The most bytes one request may occupy before the peer is cut off.
 pub const MAX_MESSAGE: usize = 4 << 20;
+/// The most bytes of one reply the client accepts: replies (a dump of a million flows) are
+/// much larger than requests, and come from the daemon the client chose to ask.
+pub const MAX_REPLY: usize = 1 << 30;
 /// The most connections served at once.
 pub const MAX_CONNECTIONS: usize = 64;
 
-/// Incremental parser for a stream of concatenated JSON values.
-#[derive(Default)]
-pub struct JsonStream {
-    buf: Vec<u8>,
-}
-
-impl JsonStream {
-    /// An empty stream.
-    pub fn new() -> JsonStream {
-        JsonStream::default()
-    }
-
-    /// Appends received bytes.
-    pub fn feed(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
-    }
-
-    /// Takes the next complete value, `Ok(None)` if more bytes are needed, or an error for
-    /// malformed input or an over-long message.
-    pub fn next_value(&mut self) -> Result<Option<Value>, String> {
-        let mut it = serde_json::Deserializer::from_slice(&self.buf).into_iter::<Value>();
-        match it.next() {
-            Some(Ok(v)) => {
-                let used = it.byte_offset();
-                self.buf.drain(..used);
-                Ok(Some(v))
-            }
-            Some(Err(e)) if e.is_eof() => {
-                if self.buf.len() > MAX_MESSAGE {
-                    Err(format!("message longer than {MAX_MESSAGE} bytes"))
-                } else {
-                    Ok(None)
-                }
-            }
-            Some(Err(e)) => Err(format!("malformed JSON: {e}")),
-            None => {
-                self.buf.clear();
-                Ok(None)
-            }
-        }
-    }
-}
+pub use jsonstream::JsonStream;
 
 /// A request taken off the wire.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,7 +97,7 @@ fn serve_conn<H>(mut stream: UnixStream, handler: &H) -> io::Result<()>
 where
     H: Fn(&str, &[String]) -> Result<String, String>,
 {
-    let mut js = JsonStream::new();
+    let mut js = JsonStream::new(MAX_MESSAGE);
     let mut buf = [0u8; 8192];
     loop {
         let n = stream.read(&mut buf)?;
@@ -200,8 +163,8 @@ pub fn call(
     let req = json!({"id": 0, "method": method, "params": params});
     s.write_all(req.to_string().as_bytes())
         .map_err(CallError::Io)?;
-    let mut js = JsonStream::new();
-    let mut buf = [0u8; 65536];
+    let mut js = JsonStream::new(MAX_REPLY);
+    let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = s.read(&mut buf).map_err(CallError::Io)?;
         if n == 0 {
@@ -232,7 +195,7 @@ mod tests {
 
     #[test]
     fn stream_splits_concatenated_and_partial_values() {
-        let mut js = JsonStream::new();
+        let mut js = JsonStream::new(MAX_MESSAGE);
         js.feed(br#"{"id":1,"method":"a","params":[]}{"id":2,"me"#);
         let v = js.next_value().expect("ok").expect("value");
         assert_eq!(v["id"], 1);
@@ -246,7 +209,7 @@ mod tests {
 
     #[test]
     fn malformed_requests_are_errors_not_panics() {
-        let mut js = JsonStream::new();
+        let mut js = JsonStream::new(MAX_MESSAGE);
         js.feed(b"}{");
         assert!(js.next_value().is_err());
         for bad in [
@@ -283,7 +246,7 @@ mod tests {
         s.write_all(b"]]]").expect("write");
         let mut out = String::new();
         let _ = s.read_to_string(&mut out);
-        assert!(out.contains("malformed JSON"), "{out}");
+        assert!(out.contains("\"error\":\"unexpected byte"), "{out}");
         assert!(call(&sock, "echo", &[], t).expect("call").is_ok());
         let _ = std::fs::remove_dir_all(&dir);
     }
