@@ -216,3 +216,23 @@ def test_cli_dumps_tables_larger_than_a_request(daemon, tmp_path):
     assert len(dumped) == n + 1
     out = run(["ovs-appctl", "-t", str(daemon.ctl), "dump-flows", "brbig"], timeout=60).stdout
     assert len([l for l in out.splitlines() if "priority=" in l]) == n + 1
+
+
+def test_help_lists_every_daemon_verb_and_explains_each(daemon):
+    listed = daemon.cli("list-commands").stdout.splitlines()[1:]
+    names = [l.split()[0] for l in listed if l.strip()]
+    assert len(names) > 40, names
+    text = daemon.cli("help").stdout
+    for n in names:
+        assert f"  {n} " in text or f"  {n}\n" in text, f"'{n}' missing from ferrovs help"
+    one = daemon.cli("help", "add-flows").stdout
+    assert "ferrovs [OPTIONS] add-flows BR FILE|-" in one, one
+    # A verb only the daemon knows is explained from its list-commands line.
+    assert "vlog/set" in daemon.cli("help", "vlog/set").stdout
+    bad = daemon.cli("help", "no-such-verb", check=False)
+    assert bad.returncode == 2 and "no verb 'no-such-verb'" in bad.stderr
+    comp = daemon.cli("completions", "bash").stdout
+    assert "add-flows" in comp and "complete" in comp
+    man = daemon.cli("man").stdout
+    assert man.startswith(".ie") or ".TH" in man, man[:200]
+    assert "add\\-flows" in man or "add-flows" in man

@@ -8,111 +8,224 @@
 //! what was wrong), 2 when the daemon cannot be reached or the command line is malformed.
 
 mod ofclient;
+mod verbs;
 
+use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 const DEFAULT_RUNDIR: &str = "/run/ferrovs";
 
-const HELP: &str =
-    "usage: ferrovs [--rundir DIR | -t SOCKET] [--timeout SECS] VERB [ARGS...] [--json]
+const AFTER_HELP: &str =
+    "Every verb is also an `ovs-appctl -t SOCKET` command; status verbs take --json. \
+The daemon's socket is DIR/ferrovsd.ctl; DIR is --rundir, else $FERROVS_RUNDIR, else /run/ferrovs. \
+Exit status: 0 on success, 1 when the daemon refuses the command, 2 when it cannot be reached \
+or the command line is malformed. `ferrovs help VERB` shows one verb.";
 
-Bridges and ports:
-  add-br BR [module=openflow|learning|patch|tuple3] [mac-aging-time=S] [mac-table-size=N]
-  del-br BR
-  list-br
-  set-bridge BR KEY=VALUE...
-  add-port BR PORT [type=system|internal|pcap|null] [ofport=N] [tag=VID|trunks=VID,...]
-                   [KEY=VALUE...]     (port options, e.g. rx_pcap=FILE infinite_rx=true)
-  del-port [BR] PORT
-  list-ports BR
-  show [--json]
-  dump-ports BR [--json]
+/// The command line, built from the verb table: what parses arguments and what the help,
+/// completions and man page are generated from.
+fn cli() -> Command {
+    let mut cmd = Command::new("ferrovs")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("Command-line interface to a running ferrovsd (the ferrovs software switch)")
+        .arg(
+            Arg::new("rundir")
+                .long("rundir")
+                .value_name("DIR")
+                .value_parser(value_parser!(PathBuf))
+                .help("the daemon's run directory (default: $FERROVS_RUNDIR, else /run/ferrovs)"),
+        )
+        .arg(
+            Arg::new("target")
+                .short('t')
+                .long("target")
+                .value_name("SOCKET")
+                .value_parser(value_parser!(PathBuf))
+                .help("the daemon's control socket (default: DIR/ferrovsd.ctl)"),
+        )
+        .arg(
+            Arg::new("timeout")
+                .long("timeout")
+                .value_name("SECS")
+                .value_parser(value_parser!(u64).range(1..))
+                .default_value("30")
+                .help("give up on the daemon after this many seconds"),
+        )
+        .disable_help_flag(true)
+        .arg(
+            Arg::new("help")
+                .short('h')
+                .long("help")
+                .action(ArgAction::SetTrue)
+                .help("print the verbs by group (also: ferrovs help [VERB])"),
+        )
+        .allow_external_subcommands(true)
+        .disable_help_subcommand(true)
+        .after_help(AFTER_HELP);
+    for v in verbs::VERBS {
+        let mut sub = Command::new(v.name)
+            .about(v.about)
+            .override_usage(format!("ferrovs [OPTIONS] {} {}", v.name, v.args));
+        if !v.args.is_empty() {
+            sub = sub.arg(
+                Arg::new("args")
+                    .value_name("ARGS")
+                    .num_args(0..)
+                    .trailing_var_arg(true)
+                    .allow_hyphen_values(true)
+                    .action(ArgAction::Append)
+                    .help(v.args),
+            );
+        }
+        cmd = cmd.subcommand(sub);
+    }
+    cmd
+}
 
-OpenFlow (module openflow, the default; ovs-ofctl syntax):
-  add-flow BR FLOW          add-flows BR FILE|-        mod-flows BR [--strict] FLOW
-  del-flows BR [--strict] [FLOW]                       dump-flows BR [FLOW] [--json]
-  dump-tables BR            mod-table BR TABLE drop|controller|continue
-  add-group BR GROUP        mod-group BR GROUP         del-groups BR [group_id=N]
-  dump-groups BR            insert-buckets BR GROUP    remove-buckets BR GROUP
-  add-meter BR METER        mod-meter BR METER
-  del-meters BR [meter=N]   dump-meters BR             trace BR FLOW [--json]
+/// The socket to talk to, from the parsed global options.
+fn socket(m: &ArgMatches) -> PathBuf {
+    if let Some(t) = m.get_one::<PathBuf>("target") {
+        return t.clone();
+    }
+    rundir(m).join("ferrovsd.ctl")
+}
 
-OpenFlow connections (ovs-ofctl BR opens DIR/BR.mgmt):
-  set-controller BR TARGET...   (tcp:IP[:PORT] unix:PATH ptcp:[PORT][:IP] punix:PATH)
-  del-controller BR             get-controller BR
-  set-fail-mode BR secure|standalone                   get-fail-mode BR
-  set-openflow BR KEY=VALUE...  (protocols=OpenFlow10,OpenFlow13,... inactivity_probe=MS
-                                 max_backoff=MS controller_rate_limit=N
-                                 controller_burst_limit=N datapath_id=HEX|auto)
-  get-openflow BR
-  snoop BR [--duration SECS]    print the messages on BR's OpenFlow connections
-  monitor BR [--duration SECS]  print BR's packet-ins, flow-removed and port-status
+fn rundir(m: &ArgMatches) -> PathBuf {
+    m.get_one::<PathBuf>("rundir")
+        .cloned()
+        .or_else(|| std::env::var_os("FERROVS_RUNDIR").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_RUNDIR))
+}
 
-Modules:
-  fdb-show BR [--json]      fdb-flush BR      fdb-stats BR          (learning, openflow)
-  patch-set BR FROM TO      patch-del BR FROM patch-show BR         (patch)
-  tuple3-add BR PORT IP PROTO PORTNUM   tuple3-del BR PORT IP PROTO PORTNUM
-  tuple3-uplink BR PORT|none            tuple3-show BR [--json]     (tuple3)
-
-Poll threads:
-  pmd-stats-show [--json]   pmd-stats-clear
-
-Daemon:
-  list-commands   version   exit
-
-The daemon's socket is DIR/ferrovsd.ctl; DIR is --rundir, else $FERROVS_RUNDIR, else /run/ferrovs.";
-
-fn main() -> ExitCode {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut rundir: Option<PathBuf> = std::env::var_os("FERROVS_RUNDIR").map(PathBuf::from);
-    let mut target: Option<PathBuf> = None;
-    let mut timeout = Duration::from_secs(30);
-    // Global options come before the verb.
-    while let Some(a) = args.first().cloned() {
-        let take_value = |args: &mut Vec<String>| -> Option<String> {
-            if args.len() >= 2 {
-                args.remove(0);
-                Some(args.remove(0))
-            } else {
-                None
-            }
-        };
-        match a.as_str() {
-            "--rundir" => match take_value(&mut args) {
-                Some(v) => rundir = Some(PathBuf::from(v)),
-                None => return fail_usage("--rundir needs a directory"),
-            },
-            "-t" | "--target" => match take_value(&mut args) {
-                Some(v) => target = Some(PathBuf::from(v)),
-                None => return fail_usage("--target needs a socket path"),
-            },
-            "--timeout" => match take_value(&mut args).and_then(|v| v.parse::<u64>().ok()) {
-                Some(s) if s > 0 => timeout = Duration::from_secs(s),
-                _ => return fail_usage("--timeout needs a number of seconds"),
-            },
-            "-h" | "--help" => {
-                println!("{HELP}");
-                return ExitCode::SUCCESS;
-            }
-            "-V" | "--version" => {
-                println!("ferrovs {}", env!("CARGO_PKG_VERSION"));
-                return ExitCode::SUCCESS;
-            }
-            _ => break,
+/// `ferrovs help`: the verbs by group, plus any the daemon has that the table lacks.
+fn help_all(sock: &std::path::Path, timeout: Duration) -> String {
+    let mut out = String::from(
+        "usage: ferrovs [--rundir DIR | -t SOCKET] [--timeout SECS] VERB [ARGS...] [--json]\n",
+    );
+    let mut group = "";
+    for v in verbs::VERBS {
+        if v.group != group {
+            group = v.group;
+            out.push_str(&format!("\n{group}:\n"));
+        }
+        let line = format!("  {} {}", v.name, v.args);
+        if line.len() < 44 {
+            out.push_str(&format!("{line:<44} {}\n", v.about));
+        } else {
+            out.push_str(&format!("{line}\n{:<44} {}\n", "", v.about));
         }
     }
-    let Some(verb) = args.first().cloned() else {
+    // Verbs the daemon knows that this table does not (newer daemon, module verbs).
+    if let Ok(Ok(text)) = unixctl::call(sock, "list-commands", &[], timeout) {
+        let extra: Vec<&str> = text
+            .lines()
+            .skip(1)
+            .map(str::trim)
+            .filter(|l| {
+                let name = l.split_whitespace().next().unwrap_or_default();
+                !name.is_empty() && verbs::find(name).is_none()
+            })
+            .collect();
+        if !extra.is_empty() {
+            out.push_str("\nOther daemon commands:\n");
+            for l in extra {
+                out.push_str(&format!("  {l}\n"));
+            }
+        }
+    }
+    out.push('\n');
+    out.push_str(AFTER_HELP);
+    out.push('\n');
+    out
+}
+
+/// `ferrovs help VERB`.
+fn help_one(name: &str, sock: &std::path::Path, timeout: Duration) -> Result<String, String> {
+    let mut cmd = cli();
+    if let Some(sub) = cmd.find_subcommand_mut(name) {
+        return Ok(sub.render_help().to_string());
+    }
+    // Not in the table: the daemon may know it.
+    if let Ok(Ok(text)) = unixctl::call(sock, "list-commands", &[], timeout) {
+        if let Some(l) = text
+            .lines()
+            .map(str::trim)
+            .find(|l| l.split_whitespace().next() == Some(name))
+        {
+            return Ok(format!("usage: ferrovs [OPTIONS] {l}\n"));
+        }
+    }
+    Err(format!("no verb '{name}' (try 'ferrovs help')"))
+}
+
+fn main() -> ExitCode {
+    let m = match cli().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let timeout = Duration::from_secs(m.get_one::<u64>("timeout").copied().unwrap_or(30));
+    let sock = socket(&m);
+    if m.get_flag("help") {
+        print!("{}", help_all(&sock, timeout));
+        return ExitCode::SUCCESS;
+    }
+    let Some((verb, sub)) = m.subcommand() else {
         return fail_usage("missing command");
     };
-    if verb.starts_with('-') {
-        return fail_usage(&format!("unknown option '{verb}'"));
+    let verb = verb.to_string();
+    // A known verb's arguments are "args"; a verb only the daemon knows (an external
+    // subcommand) keeps them under the empty id.
+    let mut params: Vec<String> = if let Ok(Some(v)) = sub.try_get_many::<String>("args") {
+        v.cloned().collect()
+    } else if let Ok(Some(v)) = sub.try_get_many::<std::ffi::OsString>("") {
+        v.map(|s| s.to_string_lossy().into_owned()).collect()
+    } else {
+        Vec::new()
+    };
+    match verb.as_str() {
+        "help" => {
+            return match params.first() {
+                None => {
+                    print!("{}", help_all(&sock, timeout));
+                    ExitCode::SUCCESS
+                }
+                Some(name) => match help_one(name, &sock, timeout) {
+                    Ok(t) => {
+                        print!("{t}");
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => fail_usage(&e),
+                },
+            };
+        }
+        "completions" => {
+            let shell = match params.first().map(String::as_str) {
+                Some("bash") => clap_complete::Shell::Bash,
+                Some("zsh") => clap_complete::Shell::Zsh,
+                Some("fish") => clap_complete::Shell::Fish,
+                _ => return fail_usage("usage: completions bash|zsh|fish"),
+            };
+            clap_complete::generate(shell, &mut cli(), "ferrovs", &mut std::io::stdout());
+            return ExitCode::SUCCESS;
+        }
+        "man" => {
+            return match clap_mangen::Man::new(cli()).render(&mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("ferrovs: man: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        _ => {}
     }
-    let mut params: Vec<String> = args[1..].to_vec();
     if verb == "snoop" || verb == "monitor" {
-        let dir = rundir.unwrap_or_else(|| PathBuf::from(DEFAULT_RUNDIR));
-        return ofclient::run(&dir, &verb, &params);
+        return ofclient::run(&rundir(&m), &verb, &params);
     }
     // Like ovs-ofctl, add-flows reads its file here ("-" for standard input) and sends
     // the lines.
@@ -140,11 +253,6 @@ fn main() -> ExitCode {
         params.extend(text.lines().map(str::to_string));
     }
     let params = &params[..];
-    let sock = target.unwrap_or_else(|| {
-        rundir
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_RUNDIR))
-            .join("ferrovsd.ctl")
-    });
     match unixctl::call(&sock, &verb, params, timeout) {
         Ok(Ok(text)) => {
             print!("{text}");
@@ -169,6 +277,6 @@ fn main() -> ExitCode {
 }
 
 fn fail_usage(msg: &str) -> ExitCode {
-    eprintln!("ferrovs: {msg}\n(try 'ferrovs --help')");
+    eprintln!("ferrovs: {msg}\n(try 'ferrovs help')");
     ExitCode::from(2)
 }
