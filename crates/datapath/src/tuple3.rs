@@ -21,6 +21,7 @@
 
 use crate::fasthash::{FastMap, FastState};
 use crate::module::{Ctx, Dest, ModuleCommand, PortLookup, SwitchLogic};
+use packet::wire::{EthernetFrame, Ipv4Packet, L4Ports, ETH_TYPE_IPV4};
 use packet::Batch;
 use std::net::Ipv4Addr;
 
@@ -141,36 +142,32 @@ impl Tuple3 {
 
     #[inline(always)]
     fn lookup_one(&mut self, in_port: u16, d: &[u8]) -> Dest {
-        if d.len() < 34 || d[12] != 0x08 || d[13] != 0x00 {
-            self.stats.not_ipv4 += 1;
-            return Dest::Drop;
-        }
-        let ip = &d[14..];
-        let ihl = usize::from(ip[0] & 0x0f) * 4;
-        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-        if ip[0] >> 4 != 4 || ihl < 20 || total < ihl || total > ip.len() {
+        let eth = match EthernetFrame::new_checked(d) {
+            Ok(e) if !e.is_tagged() && e.ethertype() == ETH_TYPE_IPV4 => e,
+            _ => {
+                self.stats.not_ipv4 += 1;
+                return Dest::Drop;
+            }
+        };
+        let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) else {
             self.stats.bad_header += 1;
             return Dest::Drop;
-        }
-        if !packet::csum::ipv4_header_ok(&ip[..ihl]) {
+        };
+        if !ip.checksum_ok() {
             self.stats.bad_checksum += 1;
             return Dest::Drop;
         }
-        let frag = u16::from_be_bytes([ip[6], ip[7]]);
-        if frag & 0x1fff != 0 {
+        if ip.frag_offset() != 0 {
             self.stats.fragment += 1;
             return Dest::Drop;
         }
-        let proto = ip[9];
-        let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
-        let dst = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
+        let proto = ip.protocol();
+        let src = u32::from_be_bytes(ip.src());
+        let dst = u32::from_be_bytes(ip.dst());
         let (sport, dport) = if has_ports(proto) {
-            match ip.get(ihl..ihl + 4) {
-                Some(l4) if total >= ihl + 4 => (
-                    u16::from_be_bytes([l4[0], l4[1]]),
-                    u16::from_be_bytes([l4[2], l4[3]]),
-                ),
-                _ => {
+            match L4Ports::new_checked(ip.payload()) {
+                Ok(p) => (p.src_port(), p.dst_port()),
+                Err(_) => {
                     self.stats.bad_header += 1;
                     return Dest::Drop;
                 }
@@ -428,12 +425,13 @@ mod tests {
             Dest::Drop
         );
         assert_eq!(t.stats().spoofed, 2);
-        // Truncated and non-IP frames.
+        // A truncated IPv4 header, and a non-IP frame.
         assert_eq!(t.lookup_one(0, &good[..30]), Dest::Drop);
+        assert_eq!(t.stats().bad_header, 1);
         let mut arp = good.clone();
         arp[13] = 0x06;
         assert_eq!(t.lookup_one(0, &arp), Dest::Drop);
-        assert_eq!(t.stats().not_ipv4, 2);
+        assert_eq!(t.stats().not_ipv4, 1);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! * [`flow`]: the fixed-layout flow key and its one-pass extractor, which reads every header
 //!   ferrovs can match on and never panics or reads out of bounds, whatever the bytes.
 //! * [`csum`]: Internet checksums (RFC 1071) and incremental updates (RFC 1624).
+//! * [`wire`]: zero-copy header views (Ethernet, IPv4, L4 ports) with checked constructors,
+//!   for code that reads a few fields of one header.
 //!
 //! This crate depends on nothing of ours and does no I/O; it is safe to use from any thread.
 
@@ -16,6 +18,7 @@
 pub mod buf;
 pub mod csum;
 pub mod flow;
+pub mod wire;
 
 pub use buf::{Batch, Packet, Pool, BUF_SIZE, HEADROOM, MAX_BATCH, MAX_FRAME};
 pub use flow::{extract, extract_into, FlowKey, Offsets, FLOW_KEY_SIZE, FLOW_KEY_WORDS};
