@@ -1,11 +1,12 @@
 """The daemon's control socket: the ferrovs CLI and Debian's ovs-appctl against it."""
 
 import json
+import os
 import subprocess
 
 import pytest
 
-from conftest import require, run
+from conftest import BIN, require, run
 
 
 def test_errors_name_the_problem_and_change_nothing(daemon):
@@ -236,3 +237,49 @@ def test_help_lists_every_daemon_verb_and_explains_each(daemon):
     man = daemon.cli("man").stdout
     assert man.startswith(".ie") or ".TH" in man, man[:200]
     assert "add\\-flows" in man or "add-flows" in man
+
+
+def _rate(cell):
+    """'1.4M' -> 1.4e6."""
+    mult = {"k": 1e3, "M": 1e6, "G": 1e9}
+    return float(cell[:-1]) * mult[cell[-1]] if cell[-1] in mult else float(cell)
+
+
+def test_top_shows_live_rates_under_tmux(daemon):
+    require("tmux")
+    import time
+
+    daemon.cli("add-br", "brtop")
+    daemon.cli("add-port", "brtop", "gen0", "type=null", "rx_gen=64")
+    daemon.cli("add-port", "brtop", "sink0", "type=null")
+    # The text snapshot and dump-ports --rate: the generator's rx equals the sink's tx.
+    snap = daemon.cli("top", "brtop", "--once", "--interval", "0.5").stdout
+    rows = {l.split()[1]: l.split() for l in snap.splitlines() if l.startswith("brtop")}
+    assert _rate(rows["gen0"][2]) > 1000, snap
+    assert _rate(rows["sink0"][4]) > 1000, snap
+    assert "pmd" in snap and "busy%" in snap
+    rate = daemon.cli("dump-ports", "brtop", "--rate", "--interval", "0.5").stdout
+    assert "gen0" in rate and "thread" not in rate
+    # The terminal UI, refreshing in place: two captures a second apart both show traffic.
+    session = f"fvtop{os.getpid()}"
+    cmd = f"{BIN / 'ferrovs'} --rundir {daemon.rundir} top brtop --interval 0.3"
+    run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "30", cmd])
+    try:
+        screens = []
+        for _ in range(2):
+            time.sleep(1.0)
+            screens.append(run(["tmux", "capture-pane", "-p", "-t", session]).stdout)
+        for screen in screens:
+            assert "ferrovs top" in screen and "poll threads" in screen, screen
+            gen = [l for l in screen.splitlines() if " gen0 " in l]
+            assert gen, screen
+            assert _rate(gen[0].strip("│ ").split()[2]) > 1000, screen
+        run(["tmux", "send-keys", "-t", session, "q"])
+        for _ in range(50):
+            if run(["tmux", "has-session", "-t", session], check=False).returncode != 0:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("top did not quit on 'q'")
+    finally:
+        run(["tmux", "kill-session", "-t", session], check=False)

@@ -8,6 +8,8 @@
 //! what was wrong), 2 when the daemon cannot be reached or the command line is malformed.
 
 mod ofclient;
+mod rates;
+mod top;
 mod verbs;
 
 use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
@@ -212,6 +214,10 @@ fn main() -> ExitCode {
             };
             clap_complete::generate(shell, &mut cli(), "ferrovs", &mut std::io::stdout());
             return ExitCode::SUCCESS;
+        }
+        "top" => return top::run(&sock, timeout, &params),
+        "dump-ports" if params.iter().any(|p| p == "--rate") => {
+            return top::dump_ports_rate(&sock, timeout, &params)
         }
         "man" => {
             return match clap_mangen::Man::new(cli()).render(&mut std::io::stdout()) {
