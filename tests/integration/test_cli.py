@@ -283,3 +283,53 @@ def test_top_shows_live_rates_under_tmux(daemon):
             raise AssertionError("top did not quit on 'q'")
     finally:
         run(["tmux", "kill-session", "-t", session], check=False)
+
+
+def test_metrics_endpoint_agrees_with_dump_ports(daemon):
+    require("curl", "ovs-vsctl")
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    vsctl = ["ovs-vsctl", f"--db=unix:{daemon.rundir}/db.sock"]
+    daemon.cli("add-br", "brm")
+    daemon.cli("add-port", "brm", "gen1", "type=null", "rx_gen=64")
+    daemon.cli("add-port", "brm", "sink1", "type=null")
+    run(vsctl + ["set", "Open_vSwitch", ".", f"other_config:metrics-address=127.0.0.1:{port}"])
+    time.sleep(0.5)
+    # Stop the traffic so both readings see the same counters.
+    daemon.cli("del-port", "brm", "gen1")
+    time.sleep(0.3)
+    url = f"http://127.0.0.1:{port}/metrics"
+    text = ""
+    for _ in range(50):
+        r = run(["curl", "-s", "--max-time", "2", url], check=False)
+        if r.returncode == 0 and "ferrovs_port_tx_packets_total" in r.stdout:
+            text = r.stdout
+            break
+        time.sleep(0.1)
+    assert text, "no metrics served"
+    ports = {p["name"]: p for p in daemon.json("dump-ports", "brm")["ports"]}
+    got = {}
+    for line in text.splitlines():
+        if line.startswith("ferrovs_port_") and 'bridge="brm"' in line:
+            name, value = line.rsplit(" ", 1)
+            metric = name.split("{")[0][len("ferrovs_port_"):-len("_total")]
+            port_name = name.split('port="')[1].split('"')[0]
+            got[(port_name, metric)] = int(value)
+    assert ports["sink1"]["tx_packets"] > 1000
+    for key in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_dropped"):
+        assert got[("sink1", key)] == ports["sink1"][key], (key, got, ports["sink1"])
+    assert "# TYPE ferrovs_pmd_packets_received counter" in text
+    assert run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                f"http://127.0.0.1:{port}/other"]).stdout == "404"
+    # Clearing the setting closes the endpoint.
+    run(vsctl + ["remove", "Open_vSwitch", ".", "other_config", "metrics-address"])
+    for _ in range(50):
+        if run(["curl", "-s", "--max-time", "1", url], check=False).returncode != 0:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("endpoint still up after metrics-address was removed")

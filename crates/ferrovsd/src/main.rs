@@ -9,6 +9,7 @@
 
 mod commands;
 mod config;
+mod metrics;
 mod ofconn;
 mod vswitch;
 
@@ -193,6 +194,14 @@ fn main() -> ExitCode {
         Arc::clone(&ofconn),
         Arc::clone(&vs),
     ));
+    // Weak: the daemon holds the vswitch that holds the exporter.
+    let src = Arc::downgrade(&daemon);
+    vs.metrics
+        .set_source(Box::new(move |m: &str, p: &[String]| {
+            src.upgrade()
+                .ok_or_else(|| "the daemon is exiting".to_string())?
+                .dispatch(m, p)
+        }));
     let d = Arc::clone(&daemon);
     std::thread::spawn(move || {
         unixctl::serve(listener, move |m, p| d.dispatch(m, p));

@@ -66,6 +66,8 @@ pub enum DbMode {
 /// The daemon's configuration layer. See the module documentation.
 pub struct Vswitch {
     pub db: Db,
+    /// The OpenMetrics endpoint (`other_config:metrics-address`).
+    pub metrics: crate::metrics::Exporter,
     pub pmd: Arc<Datapath>,
     pub stash: Arc<Stash>,
     applied: Mutex<Option<i64>>,
@@ -89,6 +91,7 @@ impl Vswitch {
         let (kick, kick_rx) = unbounded();
         let vs = Arc::new(Vswitch {
             db,
+            metrics: crate::metrics::Exporter::default(),
             pmd: pmd.clone(),
             stash: Arc::new(Stash::default()),
             applied: Mutex::new(None),
@@ -193,6 +196,8 @@ fn pass(vs: &Vswitch, rec: &mut Reconfigurer, of: &dyn OfConfigSink, stats_due: 
     }
     appctl::inc("bridge_reconfigure_pass");
     let d = Desired::parse(&snap);
+    vs.metrics
+        .configure(d.other_config.get("metrics-address").map(String::as_str));
     let out = rec.apply(&d);
     if out.changed {
         appctl::inc("bridge_reconfigure");

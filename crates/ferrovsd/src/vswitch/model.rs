@@ -42,6 +42,9 @@ pub const BRIDGE_KEYS: &[&str] = &["module", "datapath-id", "hwaddr", "dp-desc"]
 /// Open_vSwitch `other_config` keys passed to every bridge's module.
 pub const GLOBAL_MODULE_KEYS: &[&str] = &["flow-limit", "max-idle"];
 
+/// Open_vSwitch `other_config` keys the daemon itself uses.
+pub const DAEMON_KEYS: &[&str] = &["metrics-address"];
+
 /// Open_vSwitch `other_config` keys that configure the poll threads (see
 /// `datapath::dpif`).
 pub const DATAPATH_KEYS: &[&str] = &[
@@ -386,7 +389,10 @@ impl Desired {
         d.other_config = map_of(root.get("other_config"));
         check_columns("Open_vSwitch", root, &mut d.warnings);
         for k in d.other_config.keys() {
-            if !GLOBAL_MODULE_KEYS.contains(&k.as_str()) && !DATAPATH_KEYS.contains(&k.as_str()) {
+            if !GLOBAL_MODULE_KEYS.contains(&k.as_str())
+                && !DATAPATH_KEYS.contains(&k.as_str())
+                && !DAEMON_KEYS.contains(&k.as_str())
+            {
                 d.warnings.push(format!(
                     "Open_vSwitch other_config:{k} is stored but ignored by ferrovs"
                 ));
