@@ -75,7 +75,8 @@ const COMMANDS: &[(&str, &str)] = &[
     ("fdb/stats-show", "BR"),
     ("list-commands", ""),
     ("version", ""),
-    ("exit", ""),
+    ("vlog/reopen", ""),
+    ("exit", "[--cleanup]"),
 ];
 
 /// Module verbs and the OVS names that map onto them.
@@ -176,10 +177,16 @@ impl Daemon {
                 "ferrovsd (ferrovs) {}\n",
                 env!("CARGO_PKG_VERSION")
             )),
-            "exit" => {
-                let _ = self.stop.try_send("exit command");
-                Ok(String::new())
-            }
+            // Every exit removes what the daemon made (ports, internal devices, sockets):
+            // `--cleanup`, which OVS needs for that, is accepted and changes nothing.
+            "exit" => match args.iter().map(String::as_str).find(|p| *p != "--cleanup") {
+                Some(bad) => Err(format!("exit: unknown argument '{bad}' (only --cleanup)")),
+                None => {
+                    let _ = self.stop.try_send("exit command");
+                    Ok(String::new())
+                }
+            },
+            "vlog/reopen" => crate::daemonize::reopen_log(),
             "add-br" => cli::add_br(&self.vs, args, &usage("add-br")),
             "del-br" => cli::del_br(&self.vs, args, &usage("del-br")),
             "list-br" => {

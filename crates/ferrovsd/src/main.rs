@@ -2,90 +2,37 @@
 //!
 //! Starts the poll-mode threads (one by default, one per core of `pmd-cpu-mask`), the embedded
 //! OVSDB server (or a client of an external one), the OpenFlow connections of every bridge,
-//! and a control socket at
-//! `<rundir>/ferrovsd.ctl` speaking OVS's unixctl protocol, so both `ferrovs` and Debian's
-//! `ovs-appctl -t <rundir>/ferrovsd.ctl` drive it. `SIGINT`/`SIGTERM` or the `exit` command
-//! close every port (internal TAP devices disappear) and remove the socket and pidfile.
+//! and a control socket at `<rundir>/ferrovsd.ctl` speaking OVS's unixctl protocol, so both
+//! `ferrovs` and Debian's `ovs-appctl -t <rundir>/ferrovsd.ctl` drive it. `SIGINT`/`SIGTERM`
+//! or the `exit` command close every port (internal TAP devices disappear) and remove the
+//! sockets and pidfile.
+//!
+//! Start-up order matters to scripts: the control socket is bound last, after the database
+//! socket listens and the first configuration pass has created every bridge's OpenFlow
+//! socket, so a script that waits for `ferrovsd.ctl` (or for `--detach` to return) can use
+//! `ovs-vsctl` and `ovs-ofctl` at once. Command-line options: see [`args`]; service
+//! conventions (`--detach`, `--monitor`, pidfile, log file): see [`daemonize`].
 
+mod args;
 mod commands;
 mod config;
+mod daemonize;
 mod metrics;
 mod ofconn;
 mod vswitch;
 
 use datapath::Datapath;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-
-/// Where sockets live when neither `--rundir` nor `FERROVS_RUNDIR` says otherwise.
-pub const DEFAULT_RUNDIR: &str = "/run/ferrovs";
-
-const USAGE: &str =
-    "usage: ferrovsd [--rundir DIR] [--pool N] [--db unix:PATH|tcp:IP:PORT] [--remote R]...
-
-  --rundir DIR   where the control socket and pidfile live
-                 (default: $FERROVS_RUNDIR, else /run/ferrovs)
-  --pool N       packet buffers in the poll thread's pool (default 16384)
-  --db TARGET    use an external OVSDB server (e.g. OVS's ovsdb-server) instead of the
-                 embedded database DIR/conf.db served on DIR/db.sock
-  --remote R     also serve the embedded database on R (ptcp:PORT[:IP] or punix:PATH)
-  -V, --version  print the version and exit";
 
 fn log(msg: &str) {
     eprintln!("ferrovsd: {msg}");
 }
 
-struct Args {
-    rundir: PathBuf,
-    pool: usize,
-    db: Option<String>,
-    remotes: Vec<String>,
-}
-
-fn parse_args() -> Result<Option<Args>, String> {
-    let mut rundir: Option<PathBuf> = std::env::var_os("FERROVS_RUNDIR").map(PathBuf::from);
-    let mut pool = datapath::switch::DEFAULT_POOL;
-    let mut db = None;
-    let mut remotes = Vec::new();
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--rundir" => {
-                rundir = Some(PathBuf::from(
-                    it.next().ok_or("--rundir needs a directory")?,
-                ))
-            }
-            "--pool" => {
-                pool = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .filter(|n| (1024..=1 << 22).contains(n))
-                    .ok_or("--pool needs a number of buffers in 1024..=4194304")?
-            }
-            "--db" => db = Some(it.next().ok_or("--db needs unix:PATH or tcp:IP:PORT")?),
-            "--remote" => remotes.push(it.next().ok_or("--remote needs ptcp:PORT or punix:PATH")?),
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(None);
-            }
-            "-V" | "--version" => {
-                println!("ferrovsd {}", env!("CARGO_PKG_VERSION"));
-                return Ok(None);
-            }
-            other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
-        }
-    }
-    Ok(Some(Args {
-        rundir: rundir.unwrap_or_else(|| PathBuf::from(DEFAULT_RUNDIR)),
-        pool,
-        db,
-        remotes,
-    }))
-}
-
-fn bind_ctl(path: &Path) -> Result<UnixListener, String> {
+/// Fails if another daemon answers on the control socket; removes a stale one.
+fn check_ctl(path: &Path) -> Result<(), String> {
     if path.exists() {
         if UnixStream::connect(path).is_ok() {
             return Err(format!(
@@ -96,11 +43,16 @@ fn bind_ctl(path: &Path) -> Result<UnixListener, String> {
         std::fs::remove_file(path)
             .map_err(|e| format!("removing stale {}: {e}", path.display()))?;
     }
+    Ok(())
+}
+
+fn bind_ctl(path: &Path) -> Result<UnixListener, String> {
+    check_ctl(path)?;
     UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
+    let args = match args::parse(std::env::args()) {
         Ok(Some(a)) => a,
         Ok(None) => return ExitCode::SUCCESS,
         Err(e) => {
@@ -108,35 +60,62 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = std::fs::create_dir_all(&args.rundir) {
-        log(&format!(
-            "cannot create rundir {}: {e} (choose another with --rundir or FERROVS_RUNDIR)",
-            args.rundir.display()
-        ));
-        return ExitCode::FAILURE;
+    for (what, dir) in [("rundir", &args.rundir), ("dbdir", &args.dbdir)] {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            log(&format!(
+                "cannot create {what} {}: {e} (choose another with --{what})",
+                dir.display()
+            ));
+            return ExitCode::FAILURE;
+        }
     }
-    let ctl = args.rundir.join("ferrovsd.ctl");
-    let pidfile = args.rundir.join("ferrovsd.pid");
-    let listener = match bind_ctl(&ctl) {
-        Ok(l) => l,
-        Err(e) => {
+    if let Some(f) = &args.log_file {
+        if let Err(e) = daemonize::log_to(f) {
             log(&e);
             return ExitCode::FAILURE;
         }
+    }
+    // Forks first, while the process has a single thread.
+    let mut ready = if args.detach {
+        match daemonize::detach() {
+            Ok(r) => r,
+            Err(e) => {
+                log(&e);
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        daemonize::Ready::none()
     };
-    let _ = std::fs::write(&pidfile, format!("{}\n", std::process::id()));
-
-    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<&'static str>(4);
-    let mut signals = match signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ]) {
-        Ok(s) => s,
-        Err(e) => {
-            log(&format!("cannot install signal handlers: {e}"));
+    if args.monitor {
+        if let Err(e) = daemonize::monitor() {
+            log(&e);
             return ExitCode::FAILURE;
         }
+    }
+    match run(&args, &mut ready) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            log(&e);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The daemon proper: everything after the forks.
+fn run(args: &args::Args, ready: &mut daemonize::Ready) -> Result<(), String> {
+    let _pidfile = match &args.pidfile {
+        Some(p) => Some(daemonize::Pidfile::create(p)?),
+        None => None,
     };
+    let ctl = args.unixctl.clone();
+    check_ctl(&ctl)?;
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<&'static str>(4);
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let sig_tx = stop_tx.clone();
     std::thread::spawn(move || {
         if signals.forever().next().is_some() {
@@ -147,13 +126,10 @@ fn main() -> ExitCode {
     // Warm the cycle-counter calibration before the poll thread needs it for reports.
     let _ = datapath::cycles::hz();
     // One unpinned poll thread until the database's pmd-cpu-mask says otherwise.
-    let pmd = match Datapath::new(&[None], args.pool) {
-        Ok(p) => Arc::new(p),
-        Err(e) => {
-            log(&format!("cannot start the poll thread: {e}"));
-            return ExitCode::FAILURE;
-        }
-    };
+    let pmd = Arc::new(
+        Datapath::new(&[None], args.pool)
+            .map_err(|e| format!("cannot start the poll thread: {e}"))?,
+    );
     // Load measurement and automatic rebalancing of receive queues.
     let weak = Arc::downgrade(&pmd);
     std::thread::Builder::new()
@@ -175,19 +151,13 @@ fn main() -> ExitCode {
             let mut remotes = vec![format!("punix:{}", args.rundir.join("db.sock").display())];
             remotes.extend(args.remotes.iter().cloned());
             vswitch::DbMode::Embedded {
-                path: args.rundir.join("conf.db"),
+                path: args.dbdir.join("conf.db"),
                 remotes,
             }
         }
     };
     let of_sink = Arc::new(vswitch::ofbridge::ConnMgrSink(Arc::clone(&ofconn)));
-    let vs = match vswitch::Vswitch::start(Arc::clone(&pmd), &mode, of_sink) {
-        Ok(v) => v,
-        Err(e) => {
-            log(&e);
-            return ExitCode::FAILURE;
-        }
-    };
+    let vs = vswitch::Vswitch::start(Arc::clone(&pmd), &mode, of_sink)?;
     let daemon = Arc::new(commands::Daemon::new(
         Arc::clone(&pmd),
         stop_tx,
@@ -202,6 +172,14 @@ fn main() -> ExitCode {
                 .ok_or_else(|| "the daemon is exiting".to_string())?
                 .dispatch(m, p)
         }));
+    // The control socket comes last: once it exists, the database and every bridge's
+    // OpenFlow socket already listen (the first pass has been applied).
+    if let Err(e) = vs.wait_applied(i64::MIN, std::time::Duration::from_secs(30)) {
+        log(&format!("starting anyway: {e}"));
+    }
+    let listener = bind_ctl(&ctl)?;
+    let _names =
+        daemonize::OvsNames::create(&args.rundir, args.pidfile.as_deref(), &ctl, args.ovs_names);
     let d = Arc::clone(&daemon);
     std::thread::spawn(move || {
         unixctl::serve(listener, move |m, p| d.dispatch(m, p));
@@ -211,6 +189,10 @@ fn main() -> ExitCode {
         ctl.display(),
         std::process::id()
     ));
+    ready.signal();
+    if args.detach && args.log_file.is_none() {
+        daemonize::quiet_stderr();
+    }
 
     let why = stop_rx.recv().unwrap_or("channel closed");
     log(&format!("exiting ({why})"));
@@ -226,6 +208,5 @@ fn main() -> ExitCode {
         }
     }
     let _ = std::fs::remove_file(&ctl);
-    let _ = std::fs::remove_file(&pidfile);
-    ExitCode::SUCCESS
+    Ok(())
 }

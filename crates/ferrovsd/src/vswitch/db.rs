@@ -5,7 +5,7 @@
 //! transaction ([`Db::transact`]), whether this daemon may write status ([`Db::may_write`]),
 //! and a channel that ticks whenever the contents may have changed ([`Db::changes`]).
 //!
-//! - **Embedded** (the default): an [`ovsdb::Server`] on `<rundir>/conf.db` created from the
+//! - **Embedded** (the default): an [`ovsdb::Server`] on `<dbdir>/conf.db` created from the
 //!   `Open_vSwitch` schema compiled into the binary, listening on `<rundir>/db.sock` and any
 //!   `--remote`. Snapshots read the committed rows directly; every commit (from any client, or
 //!   our own status writes) ticks the change channel through [`ovsdb::Server::subscribe`].
