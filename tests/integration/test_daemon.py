@@ -3,6 +3,7 @@ pidfile that ovs-appctl finds, OVS's names, a log file that vlog/reopen reopens,
 restarting a crashed daemon, and exit --cleanup."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -77,10 +78,15 @@ def test_detach_returns_when_every_socket_listens(rundir):
     # vlog/reopen after a rotation: later lines go to a new file.
     (rundir / "ferrovsd.log").rename(rundir / "ferrovsd.log.1")
     run(["ovs-appctl", "-t", "ferrovsd", "vlog/reopen"], env=env)
+    assert "Logging to file" in run(["ovs-appctl", "-t", "ferrovsd", "vlog/list"], env=env).stdout
     assert cli(rundir, "exit", "--bogus", check=False).returncode == 1
     cli(rundir, "exit", "--cleanup")
     assert wait_gone(rundir / "ferrovsd.pid")
-    assert "exiting" in (rundir / "ferrovsd.log").read_text()
+    # OVS's line format: UTC timestamp, sequence number, module, level, message.
+    last = [l for l in (rundir / "ferrovsd.log").read_text().splitlines() if "exiting" in l]
+    assert last and re.match(
+        r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\|\d{5}\|vswitchd\|INFO\|exiting", last[0]
+    ), last
     for name in ("ferrovsd.ctl", f"ferrovsd.{pid}.ctl", "brd.mgmt"):
         assert not (rundir / name).exists(), name
 

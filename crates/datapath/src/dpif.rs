@@ -822,7 +822,7 @@ impl State {
             sw.core_id = first;
             if let Some(c) = first {
                 if let Err(e) = crate::pmd::pin_to(c) {
-                    eprintln!("ferrovs: cannot pin the poll thread to core {c}: {e}");
+                    log::warn!(target: "datapath", "cannot pin the poll thread to core {c}: {e}");
                 }
             }
         })?;

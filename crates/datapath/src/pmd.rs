@@ -92,7 +92,7 @@ impl PmdHandle {
             .spawn(move || {
                 if let Some(c) = sw.core_id {
                     if let Err(e) = pin_to(c) {
-                        eprintln!("ferrovs: cannot pin the poll thread to core {c}: {e}");
+                        log::warn!(target: "datapath", "cannot pin the poll thread to core {c}: {e}");
                     }
                 }
                 pmd_main(sw, rx, &w)

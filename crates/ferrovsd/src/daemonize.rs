@@ -28,11 +28,10 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 fn log(msg: &str) {
-    eprintln!("ferrovsd: {msg}");
+    crate::vswitch::vlog::info("vswitchd", msg);
 }
 
 fn errno() -> std::io::Error {
@@ -100,8 +99,8 @@ fn redirect_stdin_stdout() {
     }
 }
 
-/// After readiness, a detached daemon without a log file stops writing to the terminal it
-/// came from.
+/// After readiness, a detached daemon stops writing to the terminal it came from (its
+/// console log destination goes nowhere; `--log-file` is the file destination).
 pub fn quiet_stderr() {
     if let Ok(null) = OpenOptions::new().write(true).open("/dev/null") {
         // SAFETY: both descriptors are open.
@@ -119,8 +118,9 @@ fn crashed(status: i32) -> bool {
 }
 
 /// `--monitor`: forks the daemon and waits; restarts it after a crash. Returns in each
-/// daemon child; the monitor itself never returns.
-pub fn monitor() -> Result<(), String> {
+/// daemon child; the monitor itself never returns. `detached`: the monitor also stops
+/// writing to the terminal once its first child runs.
+pub fn monitor(detached: bool) -> Result<(), String> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))
@@ -142,6 +142,11 @@ pub fn monitor() -> Result<(), String> {
             0 => return Ok(()),
             pid => pid,
         };
+        if detached {
+            // The first daemon keeps the terminal until it is ready; the monitor lets go of
+            // it now (a `--detach` caller waits for every holder of its pipes).
+            quiet_stderr();
+        }
         let mut status = 0;
         loop {
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -269,41 +274,15 @@ impl Drop for OvsNames {
     }
 }
 
-static LOG_FILE: OnceLock<Mutex<PathBuf>> = OnceLock::new();
-
-fn open_log(path: &Path) -> Result<(), String> {
-    let f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o640)
-        .open(path)
-        .map_err(|e| format!("log file {}: {e}", path.display()))?;
-    // SAFETY: both descriptors are open; dup2 swaps stderr atomically, so no log line is lost
-    // or written to a closed descriptor.
-    if unsafe { libc::dup2(f.as_raw_fd(), 2) } < 0 {
-        return Err(format!("log file {}: {}", path.display(), errno()));
-    }
-    Ok(())
-}
-
-/// `--log-file`: from now on every log line (stderr) goes to `path`.
+/// `--log-file`: the file destination writes to `path` from now on (see
+/// [`crate::vswitch::vlog`]).
 pub fn log_to(path: &Path) -> Result<(), String> {
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    open_log(path)?;
-    let _ = LOG_FILE.set(Mutex::new(path.to_path_buf()));
-    Ok(())
+    crate::vswitch::vlog::set_file(path)
 }
 
-/// `vlog/reopen`: reopens the log file (after logrotate moved it).
+/// `vlog/reopen`.
 pub fn reopen_log() -> Result<String, String> {
-    let Some(p) = LOG_FILE.get() else {
-        return Err("not logging to a file (start ferrovsd with --log-file)".into());
-    };
-    let p = p.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    open_log(&p)?;
-    Ok(String::new())
+    crate::vswitch::vlog::reopen()
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 fn log(msg: &str) {
-    eprintln!("ferrovsd: {msg}");
+    vswitch::vlog::info("vswitchd", msg);
 }
 
 /// Fails if another daemon answers on the control socket; removes a stale one.
@@ -52,6 +52,7 @@ fn bind_ctl(path: &Path) -> Result<UnixListener, String> {
 }
 
 fn main() -> ExitCode {
+    vswitch::vlog::init();
     let args = match args::parse(std::env::args()) {
         Ok(Some(a)) => a,
         Ok(None) => return ExitCode::SUCCESS,
@@ -88,7 +89,7 @@ fn main() -> ExitCode {
         daemonize::Ready::none()
     };
     if args.monitor {
-        if let Err(e) = daemonize::monitor() {
+        if let Err(e) = daemonize::monitor(args.detach) {
             log(&e);
             return ExitCode::FAILURE;
         }
@@ -190,7 +191,7 @@ fn run(args: &args::Args, ready: &mut daemonize::Ready) -> Result<(), String> {
         std::process::id()
     ));
     ready.signal();
-    if args.detach && args.log_file.is_none() {
+    if args.detach {
         daemonize::quiet_stderr();
     }
 

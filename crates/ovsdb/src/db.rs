@@ -114,7 +114,7 @@ impl Database {
             db.replay(rec).map_err(bad)?;
         }
         if let Some(msg) = &loaded.dropped {
-            eprintln!("ovsdb: {msg}");
+            log::warn!(target: "ovsdb", "{msg}");
         }
         db.recovery_note = loaded.dropped;
         db.storage = Some(storage);
@@ -340,7 +340,7 @@ impl Database {
         let schema = self.schema.to_json().clone();
         if let Some(storage) = &mut self.storage {
             if let Err(e) = storage.compact(&schema, &snap) {
-                eprintln!("ovsdb: compacting the log failed (the old log is kept): {e}");
+                log::error!(target: "ovsdb", "compacting the log failed (the old log is kept): {e}");
             }
         }
     }

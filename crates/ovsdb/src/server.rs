@@ -272,7 +272,7 @@ impl Server {
                     match conn {
                         Ok(s) => server.spawn_unix(s),
                         Err(e) => {
-                            eprintln!("ovsdb: accept failed: {e}");
+                            log::warn!(target: "ovsdb", "accept failed: {e}");
                             thread::sleep(Duration::from_millis(100));
                         }
                     }
@@ -309,7 +309,7 @@ impl Server {
                     match conn {
                         Ok(s) => server.spawn_tcp(s),
                         Err(e) => {
-                            eprintln!("ovsdb: accept failed: {e}");
+                            log::warn!(target: "ovsdb", "accept failed: {e}");
                             thread::sleep(Duration::from_millis(100));
                         }
                     }
@@ -456,7 +456,7 @@ fn send(st: &mut State, id: SessionId, msg: Value) {
     match s.out.try_send(msg) {
         Ok(()) => {}
         Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-            eprintln!("ovsdb: session {id} is not reading its messages; disconnecting it");
+            log::warn!(target: "ovsdb", "session {id} is not reading its messages; disconnecting it");
             s.dead = true;
             (s.kill)();
         }

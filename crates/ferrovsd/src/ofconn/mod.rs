@@ -71,7 +71,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn log(msg: &str) {
-    eprintln!("ferrovsd: ofconn: {msg}");
+    crate::vswitch::vlog::info("ofconn", msg);
 }
 
 /// `fail-mode`.
