@@ -56,7 +56,7 @@ class Daemon:
         self.ctl = tmp / "ferrovsd.ctl"
         self.log = open(tmp / "ferrovsd.log", "w+")
         self.proc = subprocess.Popen(
-            [str(BIN / "ferrovsd"), "--rundir", str(tmp)],
+            [str(BIN / "ferrovsd"), "--rundir", str(tmp), "--pcap-dir", tempfile.gettempdir()],
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )

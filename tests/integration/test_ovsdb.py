@@ -45,9 +45,10 @@ class Switch:
     def start(self):
         self.log = open(self.rundir / "ferrovsd.log", "a+")
         self.proc = subprocess.Popen([str(BIN / "ferrovsd"), "--rundir", str(self.rundir),
-                                      *self.extra], stdout=self.log, stderr=subprocess.STDOUT)
+                                      "--pcap-dir", tempfile.gettempdir(), *self.extra],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
-        # The control socket is bound first; the embedded database's socket follows.
+        # The control socket is bound last, once the database listens.
         ready = [self.ctl] + ([] if "--db" in self.extra else [self.rundir / "db.sock"])
         while not all(p.exists() for p in ready):
             if self.proc.poll() is not None or time.time() > deadline:

@@ -12,6 +12,7 @@
 //! | `--pidfile[=FILE]` | where the locked pidfile goes (default `RUNDIR/ferrovsd.pid`; always written) |
 //! | `--log-file[=FILE]` | log to a file (default `RUNDIR/ferrovsd.log`, or `/var/log/ferrovs/ferrovsd.log` with the default rundir) |
 //! | `--unixctl=SOCKET` | the control socket (default `RUNDIR/ferrovsd.ctl`) |
+//! | `--pcap-dir DIR` | pcap ports may read and write files in DIR (refused otherwise) |
 //! | `--ovs-names` | also answer to ovs-vswitchd's names (on by default in OVS's rundir) |
 //!
 //! OVS's `--pidfile` and `--log-file` take their value only after `=`; so do these.
@@ -45,6 +46,7 @@ pub struct Args {
     pub log_file: Option<PathBuf>,
     pub unixctl: PathBuf,
     pub ovs_names: bool,
+    pub pcap_dir: Option<PathBuf>,
 }
 
 fn command() -> Command {
@@ -74,6 +76,8 @@ fn command() -> Command {
             .help("log to FILE (default RUNDIR/ferrovsd.log, or /var/log/ferrovs/ferrovsd.log)"))
         .arg(Arg::new("unixctl").long("unixctl").value_name("SOCKET").value_parser(value_parser!(PathBuf))
             .help("the control socket (default RUNDIR/ferrovsd.ctl)"))
+        .arg(Arg::new("pcap-dir").long("pcap-dir").value_name("DIR").value_parser(value_parser!(PathBuf))
+            .help("allow pcap ports to read and write files in DIR (pcap ports are refused otherwise)"))
         .arg(Arg::new("ovs-names").long("ovs-names").action(ArgAction::SetTrue)
             .help("also answer to ovs-vswitchd's pidfile and control socket names"))
 }
@@ -147,6 +151,7 @@ pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Option<Args>, Str
         log_file,
         unixctl,
         ovs_names,
+        pcap_dir: m.get_one::<PathBuf>("pcap-dir").cloned(),
         rundir,
         dbdir,
     }))

@@ -19,6 +19,7 @@ mod config;
 mod daemonize;
 mod metrics;
 mod ofconn;
+mod policy;
 mod vswitch;
 
 use datapath::Datapath;
@@ -105,6 +106,13 @@ fn main() -> ExitCode {
 
 /// The daemon proper: everything after the forks.
 fn run(args: &args::Args, ready: &mut daemonize::Ready) -> Result<(), String> {
+    policy::init(policy::Policy {
+        rundir: args
+            .rundir
+            .canonicalize()
+            .unwrap_or_else(|_| args.rundir.clone()),
+        pcap_dir: args.pcap_dir.clone(),
+    });
     let _pidfile = match &args.pidfile {
         Some(p) => Some(daemonize::Pidfile::create(p)?),
         None => None,

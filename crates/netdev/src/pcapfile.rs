@@ -6,7 +6,7 @@
 //! the snap length limit. It never panics on any input.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
 
 /// LINKTYPE_ETHERNET.
@@ -74,9 +74,33 @@ pub fn parse(bytes: Vec<u8>) -> Result<PcapData, String> {
     Ok(PcapData { bytes, records })
 }
 
-/// Reads and parses a pcap file.
+/// The largest capture [`read`] loads into memory.
+pub const MAX_FILE: u64 = 1 << 30;
+
+/// Reads and parses a pcap file (a regular file of at most [`MAX_FILE`] bytes).
 pub fn read(path: &Path) -> Result<PcapData, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Read only regular files of bounded size: a device such as /dev/zero would never end.
+    let md = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !md.is_file() {
+        return Err(format!("{}: not a regular file", path.display()));
+    }
+    if md.len() > MAX_FILE {
+        return Err(format!(
+            "{}: {} bytes, more than the {MAX_FILE}-byte limit",
+            path.display(),
+            md.len()
+        ));
+    }
+    let mut bytes = Vec::with_capacity(md.len() as usize);
+    File::open(path)
+        .and_then(|f| f.take(MAX_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(format!(
+            "{}: grew past the {MAX_FILE}-byte limit",
+            path.display()
+        ));
+    }
     parse(bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -142,6 +142,7 @@ pub fn run(
             }
             for t in rest {
                 super::target::Target::parse(t)?;
+                crate::policy::check_controller(br, t)?;
             }
             let change = BridgeChange {
                 controllers: Some(rest.to_vec()),

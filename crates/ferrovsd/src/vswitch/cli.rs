@@ -125,19 +125,9 @@ fn settle(vs: &Vswitch, cfg: i64, names: &[&str]) -> Result<String, String> {
     Ok(String::new())
 }
 
-/// Checks a bridge or port name.
+/// Checks a bridge or port name (see [`crate::policy::check_name`]).
 pub fn valid_name(n: &str) -> Result<(), String> {
-    if n.is_empty() || n.len() > 15 {
-        return Err(format!("'{n}' is not a valid name (1 to 15 characters)"));
-    }
-    if n.chars()
-        .any(|c| c.is_whitespace() || c == '/' || c == ':' || c == '=' || c.is_control())
-    {
-        return Err(format!(
-            "'{n}' is not a valid name (no spaces, '/', ':' or '=')"
-        ));
-    }
-    Ok(())
+    crate::policy::check_name(n)
 }
 
 fn kv_pairs(words: &[String]) -> Result<Vec<(String, String)>, String> {
@@ -268,6 +258,7 @@ pub fn add_port(vs: &Vswitch, args: &[String], usage: &str) -> Result<String, St
             }
         }
     }
+    crate::policy::check_port(&req.kind, &req.options)?;
     let opened = netdev::open(port, &req.kind, &req.options).map_err(|e| e.to_string())?;
     vs.stash.put(&req.kind, &req.options, opened);
     let options: Vec<(String, String)> = req

@@ -353,18 +353,23 @@ fn iface_of(uuid: &str, row: &Map<String, Value>) -> IfaceCfg {
         ty
     };
     let mut error = None;
+    let options = map_of(row.get("options"));
     if !netdev::PORT_TYPES.contains(&kind.as_str()) {
         error = Some(format!(
             "could not open network device {name} (unsupported interface type '{kind}'; \
              ferrovs supports {})",
             netdev::PORT_TYPES.join(", ")
         ));
+    } else if let Err(e) =
+        crate::policy::check_name(&name).and_then(|()| crate::policy::check_port(&kind, &options))
+    {
+        error = Some(format!("could not open network device {name} ({e})"));
     }
     IfaceCfg {
         uuid: uuid.to_string(),
         name,
         kind,
-        options: map_of(row.get("options")),
+        options,
         ofport_request: parse_ofport(int_of(row.get("ofport_request"))),
         prev_ofport: parse_ofport(int_of(row.get("ofport"))),
         error,
@@ -421,7 +426,12 @@ impl Desired {
                 continue;
             };
             let name = string_of(br.get("name")).unwrap_or_default();
-            if name.is_empty() || !bridge_names.insert(name.clone()) {
+            if let Err(e) = crate::policy::check_name(&name) {
+                d.warnings
+                    .push(format!("ignoring bridge with invalid name: {e}"));
+                continue;
+            }
+            if !bridge_names.insert(name.clone()) {
                 d.warnings.push(format!(
                     "bridge name '{name}' is empty or used twice; ignored"
                 ));
@@ -457,9 +467,14 @@ impl Desired {
                 .filter_map(|cu| {
                     let c = table("Controller").get(&cu)?;
                     check_columns("Controller", c, &mut d.warnings);
+                    let target = string_of(c.get("target"))?;
+                    if let Err(e) = crate::policy::check_controller(&name, &target) {
+                        d.warnings.push(format!("bridge {name}: {e}"));
+                        return None;
+                    }
                     Some(ControllerCfg {
                         uuid: cu.clone(),
-                        target: string_of(c.get("target"))?,
+                        target,
                         connection_mode: string_of(c.get("connection_mode")),
                         max_backoff: int_of(c.get("max_backoff")),
                         inactivity_probe: int_of(c.get("inactivity_probe")),
