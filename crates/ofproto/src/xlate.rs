@@ -268,12 +268,10 @@ impl Ctx<'_> {
             Action::PushVlan(tpid) => {
                 self.wc.vlan_tci = [0xffff, 0xffff];
                 self.wc.vlan_tpid = [0xffff, 0xffff];
-                let outer = self.flow.vlan_tci[0];
-                let tci = if outer & VLAN_PRESENT != 0 {
-                    outer & !VLAN_PRESENT
-                } else {
-                    0
-                };
+                // As OVS: the new tag starts with VID 0 and PCP 0 (the OpenFlow
+                // specification would copy them from the outer tag; controllers written
+                // for OVS set them after the push).
+                let tci = 0;
                 self.flow.vlan_tci = [tci | VLAN_PRESENT, self.flow.vlan_tci[0]];
                 self.flow.vlan_tpid = [tpid, self.flow.vlan_tpid[0]];
                 self.out.push(DpAction::PushVlan { tpid, tci });
@@ -386,6 +384,24 @@ impl Ctx<'_> {
     }
 
     fn set_field(&mut self, f: Field, value: u128, mask: Option<u128>) {
+        // As OVS: a VID set with OFPVID_PRESENT (how `mod_vlan_vid` and OpenFlow 1.0's
+        // set_vlan_vid arrive) on an untagged packet pushes an 802.1Q tag first.
+        if f == Field::VlanVid
+            && value & u128::from(VLAN_PRESENT) != 0
+            && mask.is_none_or(|m| m & u128::from(VLAN_PRESENT) != 0)
+        {
+            self.wc.vlan_tci[0] |= VLAN_PRESENT;
+            if self.flow.vlan_tci[0] & VLAN_PRESENT == 0 {
+                self.wc.vlan_tci = [0xffff, 0xffff];
+                self.wc.vlan_tpid = [0xffff, 0xffff];
+                self.flow.vlan_tci = [VLAN_PRESENT, self.flow.vlan_tci[0]];
+                self.flow.vlan_tpid = [flow::ETH_TYPE_VLAN, self.flow.vlan_tpid[0]];
+                self.out.push(DpAction::PushVlan {
+                    tpid: flow::ETH_TYPE_VLAN,
+                    tci: 0,
+                });
+            }
+        }
         if !self.flow_has(f) {
             self.note(|| {
                 format!(

@@ -54,7 +54,8 @@
 //! ## What the extractor parses
 //! Ethernet II; 802.3 frames (type/length below 0x600) become `dl_type` [`DL_TYPE_NONE`]
 //! unless they carry an LLC/SNAP header with a zero OUI, whose EtherType is then used; up to
-//! two VLAN tags (0x8100 or 0x88a8, in any combination); MPLS (0x8847/0x8848) stacks, of
+//! two VLAN tags (0x8100 or 0x88a8, in any combination), or fewer under a VLAN limit
+//! ([`set_vlan_limit`], OVS's `vlan-limit`: a tag beyond it is payload); MPLS (0x8847/0x8848) stacks, of
 //! which the first four entries are kept and nothing beneath is looked at (a label stack
 //! says nothing about what it carries); ARP/RARP for Ethernet/IPv4; IPv4 with or without
 //! options; IPv6 with the Hop-by-Hop, Routing, Destination Options, Fragment and
@@ -81,6 +82,7 @@
 use core::fmt;
 use core::mem::{offset_of, size_of};
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Size of a [`FlowKey`] in bytes.
 pub const FLOW_KEY_SIZE: usize = 208;
@@ -620,16 +622,53 @@ pub fn extract(frame: &[u8], in_port: u32) -> FlowKey {
 /// `in_port`, and returns where its headers start. Never panics.
 #[inline]
 pub fn extract_into(key: &mut FlowKey, frame: &[u8], in_port: u32) -> Offsets {
+    extract_into_with(key, frame, in_port, vlan_limit())
+}
+
+/// How many VLAN tags the extractor parses by default (see [`set_vlan_limit`]).
+static VLAN_LIMIT: AtomicUsize = AtomicUsize::new(MAX_VLAN_TAGS);
+
+/// The most VLAN tags a flow key holds.
+pub const MAX_VLAN_TAGS: usize = 2;
+
+/// Sets how many VLAN tags [`extract_into`] parses, process-wide, as OVS's
+/// `other_config:vlan-limit` does: `n` tags (at most [`MAX_VLAN_TAGS`]), `0` for as many as
+/// the key holds. Beyond the limit a tag is payload: `dl_type` is its TPID and nothing after
+/// it is parsed, so rules matching L3/L4 fields do not match. The library default is
+/// [`MAX_VLAN_TAGS`]; the daemon sets OVS's default, 1. Whoever changes it must flush caches
+/// keyed by the old parse.
+pub fn set_vlan_limit(n: usize) {
+    let n = if n == 0 {
+        MAX_VLAN_TAGS
+    } else {
+        n.min(MAX_VLAN_TAGS)
+    };
+    VLAN_LIMIT.store(n, Ordering::Relaxed);
+}
+
+/// The current limit (see [`set_vlan_limit`]).
+#[inline(always)]
+pub fn vlan_limit() -> usize {
+    VLAN_LIMIT.load(Ordering::Relaxed)
+}
+
+/// [`extract_into`] with an explicit VLAN tag limit (1 or 2).
+pub fn extract_into_with(
+    key: &mut FlowKey,
+    frame: &[u8],
+    in_port: u32,
+    max_tags: usize,
+) -> Offsets {
     // Clear the key as whole words (a few vector stores), not field by field.
     *bytemuck::cast_mut::<FlowKey, [u64; FLOW_KEY_WORDS]>(key) = [0; FLOW_KEY_WORDS];
     key.in_port = in_port;
     let mut offs = Offsets::default();
-    parse_l2(key, frame, &mut offs);
+    parse_l2(key, frame, &mut offs, max_tags.clamp(1, MAX_VLAN_TAGS));
     offs
 }
 
 #[inline(always)]
-fn parse_l2(key: &mut FlowKey, frame: &[u8], offs: &mut Offsets) {
+fn parse_l2(key: &mut FlowKey, frame: &[u8], offs: &mut Offsets, max_tags: usize) {
     let Some(eth) = chunk::<14>(frame, 0) else {
         return;
     };
@@ -638,7 +677,7 @@ fn parse_l2(key: &mut FlowKey, frame: &[u8], offs: &mut Offsets) {
     let mut ty = be16(eth[12], eth[13]);
     // `at` is the offset of the type field just read; the payload starts at `at + 2`.
     let mut at = 12usize;
-    for i in 0..2 {
+    for i in 0..max_tags {
         if ty != ETH_TYPE_VLAN && ty != ETH_TYPE_VLAN_8021AD {
             break;
         }

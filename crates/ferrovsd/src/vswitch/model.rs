@@ -43,7 +43,7 @@ pub const BRIDGE_KEYS: &[&str] = &["module", "datapath-id", "hwaddr", "dp-desc"]
 pub const GLOBAL_MODULE_KEYS: &[&str] = &["flow-limit", "max-idle"];
 
 /// Open_vSwitch `other_config` keys the daemon itself uses.
-pub const DAEMON_KEYS: &[&str] = &["metrics-address"];
+pub const DAEMON_KEYS: &[&str] = &["metrics-address", "vlan-limit"];
 
 /// Open_vSwitch `other_config` keys that configure the poll threads (see
 /// `datapath::dpif`).

@@ -218,6 +218,40 @@ impl Reconfigurer {
 
     /// Applies the poll-thread settings of Open_vSwitch `other_config` (`pmd-cpu-mask`,
     /// `pmd-rxq-assign`, `pmd-auto-lb*`). A bad value is logged and the previous setting kept.
+    /// `other_config:vlan-limit` (OVS's default 1; 0 = every tag the flow key holds). A
+    /// change flushes every megaflow, since cached keys were parsed under the old limit.
+    fn apply_vlan_limit(&mut self, oc: &std::collections::BTreeMap<String, String>) {
+        let want = match oc.get("vlan-limit").map(|v| v.parse::<usize>()) {
+            None => 1,
+            Some(Ok(n)) => n,
+            Some(Err(_)) => {
+                self.warn_once("other_config:vlan-limit is not a number; using 1");
+                1
+            }
+        };
+        let before = packet::flow::vlan_limit();
+        packet::flow::set_vlan_limit(want);
+        if packet::flow::vlan_limit() == before {
+            return;
+        }
+        let flushed = self.pmd.call(|sw| {
+            sw.bridges()
+                .iter()
+                .filter_map(|b| b.module.control())
+                .filter_map(|c| c.downcast::<Udpif>().ok())
+                .map(|u| u.flush())
+                .count()
+        });
+        vlog::info(
+            "bridge",
+            &format!(
+                "vlan-limit {want}: parsing {} VLAN tag(s); megaflows of {} bridge(s) flushed",
+                packet::flow::vlan_limit(),
+                flushed.unwrap_or(0)
+            ),
+        );
+    }
+
     fn apply_threads(&mut self, oc: &std::collections::BTreeMap<String, String>) {
         let cores = match oc.get("pmd-cpu-mask") {
             Some(m) => match datapath::dpif::parse_cpu_mask(m) {
@@ -299,6 +333,7 @@ impl Reconfigurer {
         }
         self.stash.expire();
         self.apply_threads(&d.other_config);
+        self.apply_vlan_limit(&d.other_config);
         let dp = match read_datapath(&self.pmd) {
             Ok(b) => b,
             Err(e) => {
