@@ -135,12 +135,67 @@ fn of10_flow_mod_bytes() {
     assert_eq!(&b[72..80], &hex("0000 0008 fffe 0000")[..]);
     assert_eq!(&b[80..96], &hex("ffff 0010 00002320 0012 000000000000")[..]);
     assert_eq!(decode(&b).unwrap().0, Message::FlowMod(fm.clone()));
-    // What OpenFlow 1.0 cannot say is an encode error, not a silent loss.
+    // What OpenFlow 1.0 cannot say is an encode error, not a silent loss: a table other
+    // than the one the command implies (found by fuzzing: table=5 came back as table 0)...
+    let mut other = fm.clone();
+    other.table_id = 5;
+    assert_eq!(
+        encode(&Message::FlowMod(other), OFP10, 3),
+        Err(EncodeError::Unrepresentable("table_id"))
+    );
+    // ... while a modify or delete means every table.
+    let mut del = FlowMod::new(FlowModCommand::Delete);
+    del.table_id = 0xff;
+    let b = encode(&Message::FlowMod(del.clone()), OFP10, 3).unwrap();
+    assert_eq!(decode(&b).unwrap().0, Message::FlowMod(del));
     fm.match_ = fm.match_.with(Field::Reg0, 1);
     assert!(matches!(
         encode(&Message::FlowMod(fm), OFP10, 3),
         Err(EncodeError::Unrepresentable(_))
     ));
+}
+
+/// OpenFlow 1.0's `set_tp_src/dst` name no protocol: in a UDP or SCTP flow they decode as
+/// that protocol's port fields (found by fuzzing the text syntax against the wire: a UDP flow
+/// with `mod_tp_dst` came back as `tcp_dst`, which ofproto refuses as inconsistent).
+#[test]
+fn of10_set_tp_follows_the_flow_protocol() {
+    for (proto, src, dst) in [
+        (6, Field::TcpSrc, Field::TcpDst),
+        (17, Field::UdpSrc, Field::UdpDst),
+        (132, Field::SctpSrc, Field::SctpDst),
+    ] {
+        let mut fm = FlowMod::new(FlowModCommand::Add);
+        fm.match_ = Match::new()
+            .with(Field::EthType, 0x800)
+            .with(Field::IpProto, proto);
+        fm.instructions = vec![Instruction::ApplyActions(vec![
+            Action::set_field(src, 9),
+            Action::set_field(dst, 53),
+            Action::output(1),
+        ])];
+        let msg = Message::FlowMod(fm.clone());
+        let b = encode(&msg, OFP10, 3).unwrap();
+        assert_eq!(decode(&b).unwrap().0, msg, "nw_proto {proto}");
+        let nx = Message::Nx(NxMessage::FlowMod(fm));
+        let b = encode(&nx, OFP10, 3).unwrap();
+        assert_eq!(decode(&b).unwrap().0, nx, "nw_proto {proto}");
+    }
+    // With no protocol in the match the actions stay TCP's.
+    let mut fm = FlowMod::new(FlowModCommand::Add);
+    fm.match_ = Match::new().with(Field::EthType, 0x800);
+    fm.instructions = vec![Instruction::ApplyActions(vec![Action::set_field(
+        Field::UdpSrc,
+        9,
+    )])];
+    let b = encode(&Message::FlowMod(fm), OFP10, 3).unwrap();
+    let Message::FlowMod(back) = decode(&b).unwrap().0 else {
+        panic!("not a flow_mod");
+    };
+    assert_eq!(
+        back.apply_actions(),
+        Some(&[Action::set_field(Field::TcpSrc, 9)][..])
+    );
 }
 
 #[test]

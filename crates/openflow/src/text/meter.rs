@@ -6,7 +6,7 @@
 //! in. Items may be separated by commas, spaces or newlines, so dump-meters output
 //! (`meter=1 kbps burst stats bands=` / `type=drop rate=1000 burst_size=100`) parses too.
 //! No unit is implied when neither `kbps` nor `pktps` is given. `meter=all` names every
-//! meter (for deletes).
+//! meter (for deletes). Deletes take only `meter=`.
 //!
 //! Formatting prints the dump-meters form, which parses back to an equal `MeterMod`.
 
@@ -144,6 +144,13 @@ pub fn parse_meter(text: &str, command: MeterModCommand) -> Result<MeterMod, Tex
     if command == MeterModCommand::Delete {
         if !bands.is_empty() {
             return Err(TextError::new("bands are not allowed when deleting meters"));
+        }
+        // A delete carries no flags (OVS refuses them too); keeping them would print
+        // `meter=N`, which parses back without them.
+        if flags != MeterFlags::default() {
+            return Err(TextError::new(
+                "flags (kbps, pktps, burst, stats) are not allowed when deleting meters",
+            ));
         }
         return Ok(MeterMod {
             command,

@@ -855,6 +855,10 @@ fn meter_round_trips() {
             burst_size: 0
         }]
     );
+    // Deletes take no flags (found by fuzzing: `meter=0,burst` printed as `meter=0`, which
+    // parsed back without the flag).
+    let e = parse_meter("meter=0,burst", MeterModCommand::Delete).unwrap_err();
+    assert!(e.0.contains("not allowed when deleting"), "{e}");
     let d = parse_meter("meter=all", MeterModCommand::Delete).unwrap();
     assert_eq!(d.meter_id, crate::messages::OFPM_ALL);
     assert_eq!(format_meter(&d), "meter=all");

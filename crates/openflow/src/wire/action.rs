@@ -5,9 +5,9 @@
 //! * OpenFlow 1.0 actions (8 or 16 bytes, 16-bit ports). The old "set" actions become the
 //!   model's [`Action::SetField`]: `set_vlan_vid` → `vlan_vid` (with `OFPVID_PRESENT`),
 //!   `set_vlan_pcp`, `set_dl_src/dst`, `set_nw_src/dst`, `set_nw_tos` → `ip_dscp`
-//!   (`tos >> 2`), `set_tp_src/dst` → `tcp_src/dst` (OpenFlow 1.0's transport port
-//!   actions do not name the protocol; the encoder writes any of tcp/udp/sctp ports back
-//!   as `set_tp_*`). `strip_vlan` is [`Action::PopVlan`]. `enqueue` has no model form
+//!   (`tos >> 2`), `set_tp_src/dst` → `tcp_src/dst`, or `udp_*`/`sctp_*` in a flow that
+//!   matches that protocol (OpenFlow 1.0's transport port actions do not name the protocol;
+//!   the encoder writes any of tcp/udp/sctp ports back as `set_tp_*`). `strip_vlan` is [`Action::PopVlan`]. `enqueue` has no model form
 //!   and is rejected as `BadActionType(11)`.
 //! * OpenFlow 1.1+ actions (1.3's full set plus `push_pbb/pop_pbb`), with `set_field`
 //!   carrying one OXM TLV. A masked `set_field` is native in OpenFlow 1.5; earlier it is
@@ -32,6 +32,7 @@ use super::error::{DecodeError, EncodeError};
 use super::oxm::{decode_tlvs, encode_field, Mode};
 use super::OFP10;
 use crate::actions::{port_from_of10, port_to_of10, Action, Instruction, OFPP_IN_PORT};
+use crate::matches::Match;
 use crate::oxm::{ones, Field, OFPVID_PRESENT};
 
 /// Nicira's vendor / experimenter id.
@@ -100,6 +101,39 @@ mod nxast {
 
 /// Decode an action list filling all of `rd`.
 pub(crate) fn decode_actions(version: u8, rd: &mut Rd<'_>) -> Result<Vec<Action>, DecodeError> {
+    decode_actions_in(version, rd, None)
+}
+
+/// Decode the action list of a flow whose match is `m` (flow_mod, flow stats, flow monitor
+/// update). The same as [`decode_actions`] except for OpenFlow 1.0's `set_tp_src/dst`, which
+/// name no protocol: in a flow that matches `nw_proto` UDP or SCTP they become the UDP or
+/// SCTP port fields, as OVS reads them, so that the set-field's prerequisites hold (`udp,
+/// actions=mod_tp_dst:53` from an OpenFlow 1.0 controller is a valid flow); otherwise TCP.
+pub(crate) fn decode_flow_actions(
+    version: u8,
+    rd: &mut Rd<'_>,
+    m: &Match,
+) -> Result<Vec<Action>, DecodeError> {
+    decode_actions_in(version, rd, m.exact(Field::IpProto))
+}
+
+/// The UDP or SCTP field for an OpenFlow 1.0 transport port action decoded as TCP's, in a
+/// flow whose match fixes `nw_proto` to `proto`.
+fn of10_l4_port(field: Field, proto: Option<u128>) -> Field {
+    match (field, proto) {
+        (Field::TcpSrc, Some(17)) => Field::UdpSrc,
+        (Field::TcpDst, Some(17)) => Field::UdpDst,
+        (Field::TcpSrc, Some(132)) => Field::SctpSrc,
+        (Field::TcpDst, Some(132)) => Field::SctpDst,
+        (f, _) => f,
+    }
+}
+
+fn decode_actions_in(
+    version: u8,
+    rd: &mut Rd<'_>,
+    nw_proto: Option<u128>,
+) -> Result<Vec<Action>, DecodeError> {
     let mut out = Vec::new();
     while !rd.is_empty() {
         let ty = rd.peek_u16(0).ok_or(DecodeError::BadActionLen)?;
@@ -110,7 +144,18 @@ pub(crate) fn decode_actions(version: u8, rd: &mut Rd<'_>) -> Result<Vec<Action>
         let mut a = rd.sub(len, DecodeError::BadActionLen)?;
         a.skip(4)?;
         let act = if version == OFP10 {
-            decode_of10_action(ty, len, &mut a)?
+            match decode_of10_action(ty, len, &mut a)? {
+                Action::SetField { field, value, mask }
+                    if matches!(ty, at10::SET_TP_SRC | at10::SET_TP_DST) =>
+                {
+                    Action::SetField {
+                        field: of10_l4_port(field, nw_proto),
+                        value,
+                        mask,
+                    }
+                }
+                act => act,
+            }
         } else if ty == at::METER && version < super::OFP15 {
             return Err(DecodeError::BadActionType(ty));
         } else {

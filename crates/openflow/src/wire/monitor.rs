@@ -24,7 +24,7 @@
 //! [`FlowUpdate::event`] holds the event number of the form it travels in; a Nicira
 //! update's actions are an apply-actions instruction in the model.
 
-use super::action::{decode_actions, decode_instructions, encode_instructions};
+use super::action::{decode_flow_actions, decode_instructions, encode_instructions};
 use super::buf::{pad8, Rd, W};
 use super::error::{DecodeError, EncodeError};
 use super::multipart::records;
@@ -376,7 +376,11 @@ pub(crate) fn decode_nx_updates(
             let instructions = if onf {
                 decode_instructions(OFP13, &mut r)?
             } else {
-                let a = decode_actions(OFP10, &mut r.with_err(DecodeError::BadActionLen))?;
+                let a = decode_flow_actions(
+                    OFP10,
+                    &mut r.with_err(DecodeError::BadActionLen),
+                    &match_,
+                )?;
                 if a.is_empty() {
                     Vec::new()
                 } else {

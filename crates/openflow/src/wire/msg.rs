@@ -8,7 +8,9 @@
 //! model does not hold (OpenFlow 1.4's flow `importance`, OpenFlow 1.0's `EMERG` flag
 //! semantics) is dropped on decode and written as zero.
 
-use super::action::{decode_actions, decode_instructions, encode_actions, encode_instructions};
+use super::action::{
+    decode_actions, decode_flow_actions, decode_instructions, encode_actions, encode_instructions,
+};
 use super::buf::{pad8, Rd, W};
 use super::error::{DecodeError, EncodeError};
 use super::oxm::{decode_of10_match, decode_ofp_match, encode_of10_match, encode_ofp_match};
@@ -19,6 +21,7 @@ use crate::matches::Match;
 use crate::messages::{
     Bucket, BucketCommand, FlowMod, FlowModCommand, FlowModFlags, GroupBucketMod, GroupMod,
     GroupModCommand, GroupType, MeterBand, MeterFlags, MeterMod, MeterModCommand, OFPG_BUCKET_ALL,
+    OFPTT_ALL,
 };
 use crate::oxm::Field;
 
@@ -548,12 +551,25 @@ fn flow_mod_command(v: u16) -> Result<FlowModCommand, DecodeError> {
         .ok_or(DecodeError::BadFlowModCommand(v))
 }
 
+/// The table an OpenFlow 1.0 flow_mod, which has no table id, means: table 0 for an add,
+/// every table otherwise (as the daemon applies them). Any other table is an encode error
+/// rather than a silent change of table. (Nicira's flow_mod_table_id extension, which puts a
+/// table in the command's high byte, is the connection's business, not the codec's.)
+fn of10_flow_mod_table(command: FlowModCommand) -> u8 {
+    if command == FlowModCommand::Add {
+        0
+    } else {
+        OFPTT_ALL
+    }
+}
+
 pub(crate) fn decode_flow_mod(version: u8, rd: &mut Rd<'_>) -> Result<FlowMod, DecodeError> {
     if version == OFP10 {
         let match_ = decode_of10_match(rd)?;
         let cookie = rd.u64()?;
         let command = flow_mod_command(rd.u16()?)?;
         let mut fm = FlowMod::new(command);
+        fm.table_id = of10_flow_mod_table(command);
         fm.match_ = match_;
         fm.cookie = cookie;
         fm.idle_timeout = rd.u16()?;
@@ -562,7 +578,11 @@ pub(crate) fn decode_flow_mod(version: u8, rd: &mut Rd<'_>) -> Result<FlowMod, D
         fm.buffer_id = rd.u32()?;
         fm.out_port = port_from_of10(rd.u16()?);
         fm.flags = FlowModFlags(rd.u16()?);
-        let acts = decode_actions(version, &mut rd.clone().with_err(DecodeError::BadActionLen))?;
+        let acts = decode_flow_actions(
+            version,
+            &mut rd.clone().with_err(DecodeError::BadActionLen),
+            &fm.match_,
+        )?;
         rd.rest();
         if !acts.is_empty() {
             fm.instructions = vec![Instruction::ApplyActions(acts)];
@@ -596,6 +616,9 @@ pub(crate) fn encode_flow_mod(
     fm: &FlowMod,
 ) -> Result<(), EncodeError> {
     if version == OFP10 {
+        if fm.table_id != of10_flow_mod_table(fm.command) {
+            return Err(EncodeError::Unrepresentable("table_id"));
+        }
         encode_of10_match(out, &fm.match_)?;
         out.u64(fm.cookie);
         out.u16(fm.command as u16);

@@ -15,7 +15,7 @@
 //! [`super::monitor`]. OpenFlow 1.5 flow statistics and aggregate replies carry their
 //! counters as OXS TLVs ([`OxsStats`]).
 
-use super::action::{decode_actions, decode_instructions, encode_instructions, NX_VENDOR_ID};
+use super::action::{decode_flow_actions, decode_instructions, encode_instructions, NX_VENDOR_ID};
 use super::buf::{pad8, Rd, W};
 use super::error::{DecodeError, EncodeError};
 use super::msg::{decode_bands, decode_buckets, encode_bands, encode_buckets};
@@ -1047,7 +1047,7 @@ fn decode_flow_stats(version: u8, mut r: Rd<'_>) -> Result<FlowStats, DecodeErro
     let byte_count = r.u64()?;
     let (match_, instructions) = match m10 {
         Some(m) => {
-            let a = decode_actions(version, &mut r.with_err(DecodeError::BadActionLen))?;
+            let a = decode_flow_actions(version, &mut r.with_err(DecodeError::BadActionLen), &m)?;
             (m, apply(a))
         }
         None => {
@@ -1156,7 +1156,7 @@ fn decode_nx_flow_stats(mut r: Rd<'_>) -> Result<FlowStats, DecodeError> {
     let mut mr = r.sub(mlen, DecodeError::BadMatchLen)?;
     let match_ = decode_match_tlvs(&mut mr)?;
     r.skip(pad8(mlen) - mlen)?;
-    let a = decode_actions(OFP10, &mut r.with_err(DecodeError::BadActionLen))?;
+    let a = decode_flow_actions(OFP10, &mut r.with_err(DecodeError::BadActionLen), &match_)?;
     Ok(FlowStats {
         table_id,
         duration_sec,

@@ -17,7 +17,7 @@
 //! the connection (which knows whether `NXT_FLOW_MOD_TABLE_ID` was sent) to interpret a
 //! zero table id.
 
-use super::action::{decode_actions, NX_VENDOR_ID};
+use super::action::{decode_flow_actions, NX_VENDOR_ID};
 use super::buf::{pad8, Rd, W};
 use super::error::{DecodeError, EncodeError};
 use super::msg::encode_of10_instructions;
@@ -111,7 +111,11 @@ fn decode_nx_flow_mod(version: u8, rd: &mut Rd<'_>) -> Result<FlowMod, DecodeErr
     fm.match_ = decode_match_tlvs(&mut mr)?;
     rd.skip(pad8(mlen) - mlen)
         .map_err(|_| DecodeError::BadMatchLen)?;
-    let acts = decode_actions(version, &mut rd.clone().with_err(DecodeError::BadActionLen))?;
+    let acts = decode_flow_actions(
+        version,
+        &mut rd.clone().with_err(DecodeError::BadActionLen),
+        &fm.match_,
+    )?;
     rd.rest();
     if !acts.is_empty() {
         fm.instructions = vec![Instruction::ApplyActions(acts)];
