@@ -5,12 +5,17 @@
 //! [`JsonStream`] scans incoming bytes once, tracking nesting depth and string/escape state,
 //! and hands each complete top-level object or array to `serde_json` (which bounds recursion
 //! depth): the cost is linear in the bytes received, however a value is split across reads.
-//! Whitespace between values is skipped; any other top-level byte, a value larger than the
-//! configured limit, or invalid JSON is an error after which the stream is unusable (servers
-//! then close the connection). Memory use is bounded by the limit plus one read buffer. The
+//! JSON white space between values is skipped; any other top-level byte (form feed too), a
+//! value larger than the configured limit, or invalid JSON is an error after which the stream
+//! is unusable (servers then close the connection). Memory use is bounded by the limit plus one read buffer. The
 //! scanner never panics on any input; fuzz targets check this.
 
 use serde_json::Value;
+
+/// JSON's white space (RFC 8259: space, tab, line feed, carriage return; not form feed).
+fn is_json_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
 
 /// Incremental splitter of a byte stream into JSON values.
 #[derive(Debug)]
@@ -66,11 +71,7 @@ impl JsonStream {
 
     fn scan(&mut self) -> Result<Option<Value>, String> {
         if !self.started {
-            let skip = self
-                .buf
-                .iter()
-                .take_while(|b| b.is_ascii_whitespace())
-                .count();
+            let skip = self.buf.iter().take_while(|b| is_json_space(**b)).count();
             if skip > 0 {
                 self.buf.drain(..skip);
             }
@@ -160,6 +161,17 @@ mod tests {
             assert_eq!(got[0]["a"], json!("}\"{"));
             assert_eq!(got[2], json!({"id": 1}));
         }
+    }
+
+    /// Only JSON's white space may separate values (found by fuzzing against `serde_json`:
+    /// a form feed before a value was skipped).
+    #[test]
+    fn only_json_white_space_between_values() {
+        let mut s = JsonStream::new(100);
+        s.feed(b" \t\r\n{}");
+        assert_eq!(s.next_value(), Ok(Some(json!({}))));
+        s.feed(b"\x0c{}");
+        assert!(s.next_value().is_err());
     }
 
     #[test]
