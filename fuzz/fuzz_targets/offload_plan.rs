@@ -15,7 +15,11 @@ fuzz_target!(|data: &[u8]| {
     let v = VnetHdr::parse(&h);
     let tagged = data[VNET_HDR_LEN] & 1 != 0;
     let frame = &data[VNET_HDR_LEN + 1..];
-    let tag = if tagged { Some([0x81, 0x00, 0x00, 0x0a]) } else { None };
+    let tag = if tagged {
+        Some([0x81, 0x00, 0x00, 0x0a])
+    } else {
+        None
+    };
     if let Ok(plan) = Plan::new(frame, tag, &v) {
         let mut out = vec![0u8; packet::MAX_FRAME];
         for i in 0..plan.count().min(256) {

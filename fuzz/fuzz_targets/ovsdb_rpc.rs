@@ -42,7 +42,10 @@ fuzz_target!(|data: &[u8]| {
                     let params = msg.get("params").cloned().unwrap_or_default();
                     match msg.get("method").and_then(|m| m.as_str()) {
                         Some("transact") => {
-                            let ops = json!(params.as_array().map(|a| a.iter().skip(1).cloned().collect::<Vec<_>>()).unwrap_or_default());
+                            let ops = json!(params
+                                .as_array()
+                                .map(|a| a.iter().skip(1).cloned().collect::<Vec<_>>())
+                                .unwrap_or_default());
                             let (_, commit) = db.transact_now(&ops);
                             if let Some(c) = commit {
                                 for m in &monitors {
@@ -51,8 +54,16 @@ fuzz_target!(|data: &[u8]| {
                             }
                         }
                         Some(m @ ("monitor" | "monitor_cond")) => {
-                            let v = if m == "monitor" { Version::V1 } else { Version::V2 };
-                            if let Ok(mon) = Monitor::from_json(db.schema(), v, params.get(2).unwrap_or(&json!(null))) {
+                            let v = if m == "monitor" {
+                                Version::V1
+                            } else {
+                                Version::V2
+                            };
+                            if let Ok(mon) = Monitor::from_json(
+                                db.schema(),
+                                v,
+                                params.get(2).unwrap_or(&json!(null)),
+                            ) {
                                 let _ = mon.initial(&db);
                                 if monitors.len() < 4 {
                                     monitors.push(mon);
@@ -73,7 +84,9 @@ fuzz_target!(|data: &[u8]| {
             for (i, c) in t.schema().columns.iter().enumerate() {
                 for (base, key) in [(Some(&c.ty.key), true), (c.ty.value.as_ref(), false)] {
                     let Some(b) = base else { continue };
-                    let (Some(rt), ovsdb::RefType::Strong) = (&b.ref_table, b.ref_type) else { continue };
+                    let (Some(rt), ovsdb::RefType::Strong) = (&b.ref_table, b.ref_type) else {
+                        continue;
+                    };
                     let target = db.table(rt).expect("ref table");
                     for u in r.at(i).expect("column").uuids_of(key) {
                         assert!(target.get(u).is_some(), "dangling strong ref");
