@@ -36,8 +36,6 @@ pub struct Classifier<T, const W: usize> {
     meta: Vec<SlotMeta>,
     by_id: HashMap<RuleId, (u32, Arc<Rule<T, W>>), FastBuild>,
     free: Vec<u32>,
-    /// Slots changed since the last refresh whose prefix indices need rebuilding.
-    touched: Vec<u32>,
     next_id: u64,
 }
 
@@ -57,7 +55,6 @@ impl<T, const W: usize> Classifier<T, W> {
             meta: Vec::new(),
             by_id: HashMap::default(),
             free: Vec::new(),
-            touched: Vec::new(),
             next_id: 1,
         }
     }
@@ -205,9 +202,6 @@ impl<T, const W: usize> Classifier<T, W> {
             payload,
         });
         st.insert(Arc::clone(&rule), &cfg);
-        if st.has_prefixes() {
-            self.touched.push(slot);
-        }
         let mut tag_bit = None;
         if let Some(meta) = self.meta.get_mut(slot as usize) {
             *meta.prios.entry(priority).or_insert(0) += 1;
@@ -230,9 +224,6 @@ impl<T, const W: usize> Classifier<T, W> {
         let st = Arc::make_mut(st);
         let removed = st.remove(id, &rule.value, &cfg);
         debug_assert!(removed.is_some());
-        if st.has_prefixes() {
-            self.touched.push(slot);
-        }
         let mut tag_bit = None;
         if let Some(meta) = self.meta.get_mut(slot as usize) {
             if let Some(n) = meta.prios.get_mut(&rule.priority) {
@@ -266,17 +257,8 @@ impl<T, const W: usize> Classifier<T, W> {
         Some(std::mem::replace(old, new))
     }
 
-    /// Rebuilds the prefix arrays of changed subtables, drops empty subtables and rebuilds
-    /// the ranking. O(subtables log subtables + prefixes of the changed subtables).
+    /// Drops empty subtables and rebuilds the ranking. O(subtables log subtables).
     pub(crate) fn refresh(&mut self) {
-        self.touched.sort_unstable();
-        self.touched.dedup();
-        for slot in self.touched.drain(..) {
-            if let Some(Some(st)) = self.view.slots.get_mut(slot as usize) {
-                // Unshared here: it was changed (copied if need be) since the last publication.
-                Arc::make_mut(st).rebuild_prefixes();
-            }
-        }
         let mut ranked = Vec::with_capacity(self.by_mask.len());
         let mut hits = Vec::with_capacity(self.by_mask.len());
         for (slot, entry) in self.view.slots.iter_mut().enumerate() {

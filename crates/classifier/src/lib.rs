@@ -49,8 +49,9 @@
 //! those bits of that field are un-wildcarded instead of the stages' masks. A table with
 //! `10.1.2.3/32` and `10/8` looked up with `10.5.6.7` thus yields a megaflow on the first 14
 //! bits of the address, not all 32. This asks, per subtable, the question OVS's prefix trie
-//! answers per table, and never needs more bits than the trie. The sets are updated with
-//! each change and their lookup arrays rebuilt once per batch.
+//! answers per table, and never needs more bits than the trie. The sets are ordered maps
+//! updated in O(log n) with each change; nothing is rebuilt, so a change costs the same in a
+//! table of ten rules or a million.
 //!
 //! ## Partitioning
 //! With a partition word configured (OpenFlow `metadata` for flow keys), each subtable whose

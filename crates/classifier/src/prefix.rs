@@ -88,10 +88,10 @@ pub(crate) fn set_prefix_bits<const W: usize>(f: &PrefixField, wc: &mut [u64; W]
     }
 }
 
-/// The prefixes one subtable's rules have on one tracked field: an exact multiset (a
-/// prefix shared by several rules is counted) for updates, and a sorted array of the
-/// distinct prefixes for lookups, rebuilt once per batch of updates by [`PrefixIndex::rebuild`].
-/// Until then (`dirty`), lookups use the multiset, which is slower but never stale.
+/// The prefixes one subtable's rules have on one tracked field: an ordered multiset (a
+/// prefix shared by several rules is counted). Adding or removing a rule costs O(log n) and
+/// a lookup finds a value's two neighbours in O(log n); nothing is ever rebuilt, so the cost
+/// of a change does not grow with the table.
 #[derive(Clone, Debug)]
 pub(crate) struct PrefixIndex {
     /// Index of the field in the configuration's prefix fields.
@@ -102,9 +102,7 @@ pub(crate) struct PrefixIndex {
     pub stage: u8,
     /// Field width in bits.
     bits: u8,
-    dirty: bool,
     counts: BTreeMap<u128, u32>,
-    sorted: Vec<u128>,
 }
 
 impl PrefixIndex {
@@ -114,9 +112,7 @@ impl PrefixIndex {
             plen: plen as u8,
             stage,
             bits: f.bits() as u8,
-            dirty: false,
             counts: BTreeMap::new(),
-            sorted: Vec::new(),
         }
     }
 
@@ -126,11 +122,7 @@ impl PrefixIndex {
 
     pub(crate) fn add(&mut self, value: u128) {
         let v = self.truncate(value);
-        let n = self.counts.entry(v).or_insert(0);
-        *n += 1;
-        if *n == 1 {
-            self.dirty = true;
-        }
+        *self.counts.entry(v).or_insert(0) += 1;
     }
 
     pub(crate) fn remove(&mut self, value: u128) {
@@ -139,17 +131,7 @@ impl PrefixIndex {
             *n -= 1;
             if *n == 0 {
                 self.counts.remove(&v);
-                self.dirty = true;
             }
-        }
-    }
-
-    /// Brings the sorted array up to date. O(distinct prefixes).
-    pub(crate) fn rebuild(&mut self) {
-        if self.dirty {
-            self.sorted.clear();
-            self.sorted.extend(self.counts.keys().copied());
-            self.dirty = false;
         }
     }
 
@@ -158,16 +140,8 @@ impl PrefixIndex {
     #[inline]
     pub(crate) fn explain_miss(&self, value: u128) -> Option<u32> {
         let v = self.truncate(value);
-        let (pred, succ) = if self.dirty {
-            (
-                self.counts.range(..v).next_back().map(|(k, _)| *k),
-                self.counts.range(v..).next().map(|(k, _)| *k),
-            )
-        } else {
-            let i = self.sorted.partition_point(|&x| x < v);
-            let pred = i.checked_sub(1).and_then(|j| self.sorted.get(j)).copied();
-            (pred, self.sorted.get(i).copied())
-        };
+        let pred = self.counts.range(..v).next_back().map(|(k, _)| *k);
+        let succ = self.counts.range(v..).next().map(|(k, _)| *k);
         if succ == Some(v) {
             return None;
         }
@@ -221,35 +195,20 @@ mod tests {
 
     #[test]
     fn explains_misses_with_few_bits() {
-        for rebuild in [false, true] {
-            explains_misses_with(rebuild);
-        }
-    }
-
-    fn explains_misses_with(rebuild: bool) {
-        let upd = |ix: &mut PrefixIndex| {
-            if rebuild {
-                ix.rebuild();
-            }
-        };
         let mut ix = PrefixIndex::new(0, &F, 32, 0);
         ix.add(0x0a01_0203); // 10.1.2.3
-        upd(&mut ix);
         assert_eq!(ix.explain_miss(0x0a01_0203), None);
         // 10.5.6.7 shares 13 bits with 10.1.2.3: 14 bits prove the miss.
         assert_eq!(ix.explain_miss(0x0a05_0607), Some(14));
         // 200.0.0.0 differs in the first bit.
         assert_eq!(ix.explain_miss(0xc800_0000), Some(1));
         ix.add(0x0a05_0000);
-        upd(&mut ix);
         // 10.5.6.7 now shares 21 bits with 10.5.0.0.
         assert_eq!(ix.explain_miss(0x0a05_0607), Some(22));
         ix.remove(0x0a05_0000);
-        upd(&mut ix);
         assert_eq!(ix.explain_miss(0x0a05_0607), Some(14));
         let mut p8 = PrefixIndex::new(0, &F, 8, 0);
         p8.add(0x1400_0000); // 20/8
-        upd(&mut p8);
         assert_eq!(p8.explain_miss(0x0a05_0607), Some(4));
         assert_eq!(p8.explain_miss(0x14ff_ffff), None);
         let empty = PrefixIndex::new(0, &F, 8, 0);

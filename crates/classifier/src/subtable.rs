@@ -189,18 +189,6 @@ impl<T, const W: usize> Subtable<T, W> {
         }
     }
 
-    /// Brings the prefix indices' lookup arrays up to date after a batch of changes.
-    pub(crate) fn rebuild_prefixes(&mut self) {
-        for p in &mut self.prefixes {
-            p.rebuild();
-        }
-    }
-
-    /// Has prefix indices (which need [`Subtable::rebuild_prefixes`] after changes)?
-    pub(crate) fn has_prefixes(&self) -> bool {
-        !self.prefixes.is_empty()
-    }
-
     /// Number of kept stages.
     pub(crate) fn n_stages(&self) -> usize {
         usize::from(self.n_stages)

@@ -29,6 +29,9 @@ use packet::flow::FlowKey;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+/// `delete_all` frees tables of at least this many rules on another thread.
+const DEFER_FREE_RULES: usize = 10_000;
+
 /// Number of flow tables (0..=254).
 pub const N_TABLES: usize = 255;
 /// How many flow-removed records and packet-ins are kept for the connection layer.
@@ -351,7 +354,7 @@ impl Ofproto {
                 self.check_instructions(&fm.match_, &fm.instructions)?;
                 if fm.flags.contains(FlowModFlags::CHECK_OVERLAP) {
                     let existing = table.find_strict(&fm.match_, fm.priority).map(|r| r.id);
-                    if table.rules().any(|r| {
+                    if table.iter().any(|r| {
                         r.priority == fm.priority
                             && Some(r.id) != existing
                             && r.match_.overlaps(&fm.match_)
@@ -503,7 +506,7 @@ impl Ofproto {
         let table = &self.tables[usize::from(tid)];
         let existing = table.find_strict(&fm.match_, fm.priority).map(|r| r.id);
         if fm.flags.contains(FlowModFlags::CHECK_OVERLAP) {
-            let overlap = table.rules().any(|r| {
+            let overlap = table.iter().any(|r| {
                 r.priority == fm.priority && Some(r.id) != existing && r.match_.overlaps(&fm.match_)
             });
             if overlap {
@@ -544,13 +547,15 @@ impl Ofproto {
             let Some(t) = self.tables.get(usize::from(tid)) else {
                 continue;
             };
-            for r in t.rules() {
-                let hit = if strict {
-                    r.priority == fm.priority && r.match_ == fm.match_
-                } else {
-                    r.match_.refines(&fm.match_)
-                };
-                if !hit || (r.cookie & fm.cookie_mask) != (fm.cookie & fm.cookie_mask) {
+            // Strict: the one rule with this match and priority, found by hash, so OVN's
+            // strict modifies and deletes cost the same in a table of any size.
+            let candidates: Box<dyn Iterator<Item = &Arc<Rule>>> = if strict {
+                Box::new(t.find_strict(&fm.match_, fm.priority).into_iter())
+            } else {
+                Box::new(t.iter().filter(|r| r.match_.refines(&fm.match_)))
+            };
+            for r in candidates {
+                if (r.cookie & fm.cookie_mask) != (fm.cookie & fm.cookie_mask) {
                     continue;
                 }
                 if fm.command.is_delete() {
@@ -617,6 +622,14 @@ impl Ofproto {
     }
 
     fn delete(&mut self, fm: &FlowMod, reason: RemovedReason, now_ms: u64) -> usize {
+        if fm.command == FlowModCommand::Delete
+            && fm.match_.is_empty()
+            && fm.cookie_mask == 0
+            && fm.out_port == OFPP_ANY
+            && fm.out_group == OFPG_ANY
+        {
+            return self.delete_all(fm.table_id, reason, now_ms);
+        }
         let sel = self.select(fm);
         for &(tid, id) in &sel {
             if let Some(r) = self.tables[usize::from(tid)].remove(id) {
@@ -629,6 +642,42 @@ impl Ofproto {
         sel.len()
     }
 
+    /// Deletes every rule of table `table_id` (or of all tables): each table is swapped for
+    /// an empty one, the rules are reported as removed, and the old tables are freed on a
+    /// short-lived thread when they are large, as OVS defers frees past its RCU grace
+    /// period, so `del-flows` of a million rules answers in the time it takes to list them.
+    fn delete_all(&mut self, table_id: u8, reason: RemovedReason, now_ms: u64) -> usize {
+        let mut n = 0;
+        let mut graveyard = Vec::new();
+        for t in &mut self.tables {
+            if (table_id != OFPTT_ALL && t.id != table_id) || t.is_empty() {
+                continue;
+            }
+            n += t.len();
+            graveyard.push(t.take_all());
+        }
+        if n == 0 {
+            return 0;
+        }
+        let wanted = self.monitoring;
+        for old in &graveyard {
+            for r in old.iter().map(|r| r.payload()) {
+                if wanted || r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
+                    self.removed(Arc::clone(r), reason, now_ms);
+                }
+            }
+        }
+        self.version += 1;
+        if n >= DEFER_FREE_RULES {
+            let spawned = std::thread::Builder::new()
+                .name("free-rules".into())
+                .spawn(move || drop(graveyard));
+            // If no thread can be made, the closure (and the tables) drop here instead.
+            drop(spawned);
+        }
+        n
+    }
+
     fn delete_where(
         &mut self,
         pred: impl Fn(&Rule) -> bool,
@@ -637,7 +686,7 @@ impl Ofproto {
     ) -> usize {
         let mut victims = Vec::new();
         for t in &self.tables {
-            for r in t.rules() {
+            for r in t.iter() {
                 if pred(r) {
                     victims.push((t.id, r.id));
                 }
@@ -658,7 +707,7 @@ impl Ofproto {
     pub fn expire(&mut self, now_ms: u64) -> usize {
         let mut victims = Vec::new();
         for t in &self.tables {
-            for r in t.rules() {
+            for r in t.timed() {
                 let hard = r.hard_timeout != 0
                     && now_ms.saturating_sub(r.created_ms) >= u64::from(r.hard_timeout) * 1000;
                 let (_, _, used) = r.stats.get();
@@ -845,7 +894,7 @@ impl Ofproto {
     pub fn meter_flow_count(&self, id: u32) -> usize {
         self.tables
             .iter()
-            .flat_map(|t| t.rules())
+            .flat_map(|t| t.iter())
             .filter(|r| r.meter() == Some(id))
             .count()
     }

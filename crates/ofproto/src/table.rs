@@ -12,7 +12,7 @@
 use crate::rule::Rule;
 use classifier::{Classifier, Config, Match as CMatch, RuleId};
 use packet::flow::{FlowKey, FLOW_KEY_WORDS};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ pub enum TableMiss {
     Continue,
 }
 
-type Cls = Classifier<Arc<Rule>, FLOW_KEY_WORDS>;
+pub type Cls = Classifier<Arc<Rule>, FLOW_KEY_WORDS>;
 
 /// See the module documentation.
 pub struct Table {
@@ -37,6 +37,8 @@ pub struct Table {
     pub miss: TableMiss,
     cls: Cls,
     ids: HashMap<u64, RuleId>,
+    /// Rules with an idle or hard timeout: expiry looks only at these.
+    timed: HashSet<u64>,
     pub lookup_count: AtomicU64,
     pub matched_count: AtomicU64,
 }
@@ -55,6 +57,7 @@ impl Table {
             miss: TableMiss::Drop,
             cls: Classifier::new(Config::flow_key()),
             ids: HashMap::new(),
+            timed: HashSet::new(),
             lookup_count: AtomicU64::new(0),
             matched_count: AtomicU64::new(0),
         }
@@ -75,7 +78,27 @@ impl Table {
         self.cls.n_subtables()
     }
 
-    /// Every rule, highest priority first (ties by age, oldest first).
+    /// Every rule, in no particular order: O(n), for scans whose result does not depend on
+    /// the order (selection, expiry, counting).
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Rule>> {
+        self.cls.iter().map(|r| r.payload())
+    }
+
+    /// The rules with an idle or hard timeout, in no particular order.
+    pub fn timed(&self) -> impl Iterator<Item = &Arc<Rule>> {
+        self.timed.iter().filter_map(|id| self.get(*id))
+    }
+
+    fn track(&mut self, r: &Rule) {
+        if r.idle_timeout != 0 || r.hard_timeout != 0 {
+            self.timed.insert(r.id);
+        } else {
+            self.timed.remove(&r.id);
+        }
+    }
+
+    /// Every rule, highest priority first (ties by age, oldest first): O(n log n), for
+    /// output that people read (dumps).
     pub fn rules(&self) -> impl Iterator<Item = &Arc<Rule>> {
         let mut v: Vec<&Arc<Rule>> = self.cls.iter().map(|r| r.payload()).collect();
         v.sort_by_key(|r| (std::cmp::Reverse(r.priority), r.id));
@@ -91,6 +114,7 @@ impl Table {
     /// Inserts a rule, or replaces the rule with the same id (same match and priority: only
     /// instructions and metadata may differ, as a modify does).
     pub fn insert(&mut self, r: Arc<Rule>) {
+        self.track(&r);
         if let Some(cid) = self.ids.get(&r.id).copied() {
             self.cls.replace(cid, r);
             return;
@@ -102,6 +126,9 @@ impl Table {
 
     /// Inserts many rules, re-ranking the classifier once.
     pub fn insert_many(&mut self, rules: Vec<Arc<Rule>>) {
+        for r in &rules {
+            self.track(r);
+        }
         let ids = &mut self.ids;
         self.cls.batch(|b| {
             for r in rules {
@@ -119,9 +146,18 @@ impl Table {
         });
     }
 
+    /// Empties the table in O(1) and hands back everything it held, so the caller can
+    /// report the rules and free them wherever that costs least (see `Ofproto::delete`).
+    pub fn take_all(&mut self) -> Cls {
+        self.ids.clear();
+        self.timed.clear();
+        std::mem::replace(&mut self.cls, Classifier::new(Config::flow_key()))
+    }
+
     /// Removes a rule by id.
     pub fn remove(&mut self, id: u64) -> Option<Arc<Rule>> {
         let cid = self.ids.remove(&id)?;
+        self.timed.remove(&id);
         self.cls.remove(cid).map(|r| Arc::clone(r.payload()))
     }
 

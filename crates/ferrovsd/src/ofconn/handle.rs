@@ -203,7 +203,7 @@ fn is_slave(c: &Conn) -> bool {
 
 pub(super) fn changed(b: &BridgeOf, c: &Conn) {
     lock(&c.st).dirty = true;
-    b.udpif.kick();
+    b.udpif.kick_soon();
 }
 
 /// Waits for the datapath to reflect every change this connection made.

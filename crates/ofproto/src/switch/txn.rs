@@ -51,7 +51,7 @@ impl Ofproto {
             rules: self
                 .tables
                 .iter()
-                .map(|t| t.rules().cloned().collect())
+                .map(|t| t.iter().cloned().collect())
                 .collect(),
             groups: self.groups.clone(),
             meters: self.meters.clone(),
@@ -71,7 +71,7 @@ impl Ofproto {
         for (t, before) in self.tables.iter_mut().zip(snap.rules) {
             let want: HashMap<u64, &Arc<Rule>> = before.iter().map(|r| (r.id, r)).collect();
             let added: Vec<u64> = t
-                .rules()
+                .iter()
                 .filter(|r| !want.contains_key(&r.id))
                 .map(|r| r.id)
                 .collect();

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# W5, control-plane scale: Debian's ovs-ofctl adds, dumps and deletes N flows (nw_dst=/32, one
+# subtable, as OVN's and Faucet's big tables look) on ferrovs and on OVS 3.1 (userspace
+# datapath) in the same run, and prints both times and the ratio.
+#
+# Usage: sudo bench/w5.sh [--flows 100000] [--only ferrovs|ovs] [--keep-tmp]
+# Needs a release build (cargo build --release -p ferrovsd); FERROVS_BIN_DIR overrides where
+# ferrovsd is looked for (default target/release, or $CARGO_TARGET_DIR/release).
+# Measures, per switch: `add-flows` (one flow_mod per flow, then a barrier), `add-flows
+# --bundle` (one OpenFlow 1.4 bundle) into an empty table, `dump-flows` (the count is
+# checked), `del-flows` after each add. Every number printed was measured; a step that fails
+# prints FAILED and the script exits 3.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$SCRIPT_DIR/.." && pwd)
+FLOWS=100000
+ONLY=""
+KEEP_TMP=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --flows) FLOWS=$2; shift 2 ;;
+        --only) ONLY=$2; shift 2 ;;
+        --keep-tmp) KEEP_TMP=1; shift ;;
+        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "w5: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+[[ $FLOWS =~ ^[0-9]+$ && $FLOWS -gt 0 && $FLOWS -le 16000000 ]] || { echo "w5: --flows 1..16000000" >&2; exit 2; }
+case "$ONLY" in ""|ferrovs|ovs) ;; *) echo "w5: --only ferrovs|ovs" >&2; exit 2 ;; esac
+[ "$(id -u)" -eq 0 ] || { echo "w5: run as root" >&2; exit 1; }
+for t in ovs-ofctl ovs-vsctl ovsdb-tool ovsdb-server ovs-vswitchd; do
+    command -v "$t" >/dev/null || { echo "w5: $t missing (apt-get install openvswitch-switch)" >&2; exit 1; }
+done
+BIN=${FERROVS_BIN_DIR:-${CARGO_TARGET_DIR:-$REPO/target}/release}
+if [ "$ONLY" != ovs ] && [ ! -x "$BIN/ferrovsd" ]; then
+    echo "w5: $BIN/ferrovsd missing: cargo build --release -p ferrovsd" >&2
+    exit 1
+fi
+
+WORK=$(mktemp -d /tmp/w5.XXXXXX)
+FPID=""
+cleanup() {
+    set +e
+    [ -n "$FPID" ] && kill "$FPID" 2>/dev/null && wait "$FPID" 2>/dev/null
+    for d in vswitchd ovsdb-server; do
+        [ -f "$WORK/ovs/$d.pid" ] && kill "$(cat "$WORK/ovs/$d.pid")" 2>/dev/null
+    done
+    sleep 0.2
+    if [ "$KEEP_TMP" -eq 1 ]; then echo "w5: kept $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+# N distinct /32 destinations: 10.A.B.C.
+python3 - "$FLOWS" > "$WORK/flows.txt" <<'EOF'
+import sys
+n = int(sys.argv[1])
+out = sys.stdout
+for i in range(n):
+    out.write("priority=100,ip,nw_dst=10.%d.%d.%d,actions=output:1\n"
+              % ((i >> 16) & 255, (i >> 8) & 255, i & 255))
+EOF
+
+now() { date +%s.%N; }
+declare -A RES
+FAILED=0
+# timed NAME SWITCH cmd...: runs cmd, stores seconds in RES[SWITCH.NAME].
+timed() {
+    local name=$1 sw=$2; shift 2
+    local t0 t1
+    t0=$(now)
+    if "$@" > "$WORK/$sw.$name.out" 2>&1; then
+        t1=$(now)
+        RES[$sw.$name]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+    else
+        RES[$sw.$name]=FAILED; FAILED=1
+        echo "w5: $sw $name failed:" >&2; tail -5 "$WORK/$sw.$name.out" >&2
+    fi
+}
+count_flows() { # target: number of flows in table 0
+    ovs-ofctl -O OpenFlow14 dump-flows "$1" | grep -c 'nw_dst=' || true
+}
+run_steps() { # SWITCH TARGET
+    local sw=$1 tgt=$2 n
+    timed add "$sw" ovs-ofctl -O OpenFlow14 add-flows "$tgt" "$WORK/flows.txt"
+    timed dump "$sw" ovs-ofctl -O OpenFlow14 dump-flows "$tgt"
+    n=$(grep -c 'nw_dst=' "$WORK/$sw.dump.out" || true)
+    [ "$n" = "$FLOWS" ] || { echo "w5: $sw dump shows $n flows, want $FLOWS" >&2; RES[$sw.dump]=FAILED; FAILED=1; }
+    timed del "$sw" ovs-ofctl -O OpenFlow14 del-flows "$tgt"
+    n=$(count_flows "$tgt")
+    [ "$n" = 0 ] || { echo "w5: $sw still has $n flows after del-flows" >&2; RES[$sw.del]=FAILED; FAILED=1; }
+    timed bundle "$sw" ovs-ofctl -O OpenFlow14 --bundle add-flows "$tgt" "$WORK/flows.txt"
+    n=$(count_flows "$tgt")
+    [ "$n" = "$FLOWS" ] || { echo "w5: $sw has $n flows after the bundle, want $FLOWS" >&2; RES[$sw.bundle]=FAILED; FAILED=1; }
+    timed del_after_bundle "$sw" ovs-ofctl -O OpenFlow14 del-flows "$tgt"
+}
+
+if [ "$ONLY" != ovs ]; then
+    mkdir -p "$WORK/ferrovs"
+    "$BIN/ferrovsd" --rundir "$WORK/ferrovs" > "$WORK/ferrovs/log" 2>&1 &
+    FPID=$!
+    for _ in $(seq 100); do [ -S "$WORK/ferrovs/ferrovsd.ctl" ] && break; sleep 0.1; done
+    ovs-vsctl --db="unix:$WORK/ferrovs/db.sock" add-br br0 -- set bridge br0 protocols=OpenFlow10,OpenFlow13,OpenFlow14
+    for _ in $(seq 100); do [ -S "$WORK/ferrovs/br0.mgmt" ] && break; sleep 0.1; done
+    echo "w5: ferrovs, $FLOWS flows" >&2
+    run_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
+    kill "$FPID"; wait "$FPID" 2>/dev/null || true; FPID=""
+fi
+
+if [ "$ONLY" != ferrovs ]; then
+    O=$WORK/ovs; mkdir -p "$O"
+    ovsdb-tool create "$O/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+    ovsdb-server "$O/conf.db" --remote="punix:$O/db.sock" --pidfile="$O/ovsdb-server.pid" \
+        --unixctl="$O/ovsdb-server.ctl" --detach --log-file="$O/ovsdb-server.log"
+    ovs-vsctl --db="unix:$O/db.sock" --no-wait init
+    OVS_RUNDIR=$O ovs-vswitchd "unix:$O/db.sock" --pidfile="$O/vswitchd.pid" \
+        --unixctl="$O/vswitchd.ctl" --detach --log-file="$O/vswitchd.log" --disable-system
+    OVS_RUNDIR=$O ovs-vsctl --db="unix:$O/db.sock" add-br br0 -- set bridge br0 datapath_type=netdev \
+        protocols=OpenFlow10,OpenFlow13,OpenFlow14
+    for _ in $(seq 100); do [ -S "$O/br0.mgmt" ] && break; sleep 0.1; done
+    echo "w5: OVS $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), $FLOWS flows" >&2
+    run_steps ovs "unix:$O/br0.mgmt"
+fi
+
+printf '\nW5: %d flows (nw_dst=/32), seconds (flows/s), ovs-ofctl -O OpenFlow14\n' "$FLOWS"
+printf '%-22s %22s %22s %10s\n' step ferrovs "OVS 3.1" "OVS/ferrovs"
+for s in add bundle dump del del_after_bundle; do
+    f=${RES[ferrovs.$s]:--}; o=${RES[ovs.$s]:--}
+    cell() { if [[ $1 =~ ^[0-9.]+$ ]] && [[ $s != del* ]]; then
+            printf '%s (%s/s)' "$1" "$(awk -v n="$FLOWS" -v t="$1" 'BEGIN { printf "%.0f", n / t }')"
+        else printf '%s' "$1"; fi; }
+    ratio=-
+    if [[ $f =~ ^[0-9.]+$ && $o =~ ^[0-9.]+$ ]]; then
+        ratio=$(awk -v o="$o" -v f="$f" 'BEGIN { printf "%.2fx", o / (f + 0.0005) }')
+    fi
+    printf '%-22s %22s %22s %10s\n' "$s" "$(cell "$f")" "$(cell "$o")" "$ratio"
+done
+[ "$FAILED" -eq 0 ] || exit 3
