@@ -148,6 +148,25 @@ fn of10_flow_mod_bytes() {
     del.table_id = 0xff;
     let b = encode(&Message::FlowMod(del.clone()), OFP10, 3).unwrap();
     assert_eq!(decode(&b).unwrap().0, Message::FlowMod(del));
+    // ... L3/L4 fields OpenFlow 1.0 reads only for IPv4 or ARP (found by fuzzing: `tcp6`
+    // came back as `ipv6`)...
+    let mut v6 = FlowMod::new(FlowModCommand::Add);
+    v6.match_ = Match::new()
+        .with(Field::EthType, 0x86dd)
+        .with(Field::IpProto, 6);
+    assert!(matches!(
+        encode(&Message::FlowMod(v6), OFP10, 3),
+        Err(EncodeError::Unrepresentable(_))
+    ));
+    let mut arp = FlowMod::new(FlowModCommand::Add);
+    arp.match_ = Match::new()
+        .with(Field::EthType, 0x0800)
+        .with(Field::ArpOp, 1);
+    assert!(matches!(
+        encode(&Message::FlowMod(arp), OFP10, 3),
+        Err(EncodeError::Unrepresentable(_))
+    ));
+    // ... or fields it lacks altogether.
     fm.match_ = fm.match_.with(Field::Reg0, 1);
     assert!(matches!(
         encode(&Message::FlowMod(fm), OFP10, 3),

@@ -506,6 +506,9 @@ pub(crate) fn encode_of10_match(out: &mut Vec<u8>, m: &Match) -> Result<(), Enco
     let (mut in_port, mut dl_vlan, mut pcp, mut dl_type, mut tos, mut proto) = (0, 0, 0, 0, 0, 0);
     let (mut dl_src, mut dl_dst) = ([0u8; 6], [0u8; 6]);
     let (mut nw_src, mut nw_dst, mut tp_src, mut tp_dst) = (0u32, 0u32, 0u16, 0u16);
+    // OpenFlow 1.0 reads its L3/L4 fields only for IPv4 (and ARP for the ARP ones): with any
+    // other dl_type they would be lost (e.g. `tcp6` would come back as `ipv6`).
+    let (mut ip_fields, mut arp_fields) = (false, false);
     let exact = |e: &MatchField, what| {
         if e.mask.is_some() {
             Err(un(what))
@@ -514,6 +517,22 @@ pub(crate) fn encode_of10_match(out: &mut Vec<u8>, m: &Match) -> Result<(), Enco
         }
     };
     for e in m.iter() {
+        match e.field {
+            Field::IpDscp
+            | Field::IpProto
+            | Field::Ipv4Src
+            | Field::Ipv4Dst
+            | Field::TcpSrc
+            | Field::TcpDst
+            | Field::UdpSrc
+            | Field::UdpDst
+            | Field::SctpSrc
+            | Field::SctpDst
+            | Field::Icmpv4Type
+            | Field::Icmpv4Code => ip_fields = true,
+            Field::ArpOp | Field::ArpSpa | Field::ArpTpa => arp_fields = true,
+            _ => {}
+        }
         match e.field {
             Field::InPort => {
                 in_port = port_to_of10(exact(e, "in_port mask")? as u32).ok_or(un("in_port"))?;
@@ -575,6 +594,13 @@ pub(crate) fn encode_of10_match(out: &mut Vec<u8>, m: &Match) -> Result<(), Enco
             }
             _ => return Err(un("a field OpenFlow 1.0's match lacks")),
         }
+    }
+    let typed = w & FW_DL_TYPE == 0;
+    if ip_fields && !(typed && dl_type == ethertype::IPV4) {
+        return Err(un("an L3/L4 field OpenFlow 1.0 matches only for IPv4"));
+    }
+    if arp_fields && !(typed && matches!(dl_type, ethertype::ARP | ethertype::RARP)) {
+        return Err(un("an ARP field OpenFlow 1.0 matches only for ARP"));
     }
     out.u32(w);
     out.u16(in_port);
