@@ -6,13 +6,17 @@
 //! command. Besides "never panics", each successful parse must survive the formatter: format
 //! then parse gives back an equal value (the contract the text module documents), for
 //! dump-flows lines too. A flow that validates and encodes for a protocol version must decode
-//! from those bytes to the same flow_mod (OpenFlow 1.0 where its protocol-less transport port
-//! actions allow), and encode again to the same bytes, so the text and wire forms agree.
+//! from those bytes to the same flow_mod (up to the model's aliases, and in OpenFlow 1.0 where
+//! its protocol-less transport port actions allow), and encode again to the same bytes, so
+//! the text and wire forms agree.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use openflow::actions::{Action, Instruction};
-use openflow::messages::{BucketCommand, FlowModCommand, GroupModCommand, MeterModCommand};
+use openflow::messages::{
+    BucketCommand, FlowMod, FlowModCommand, GroupModCommand, MeterModCommand,
+};
+use openflow::oxm::Field;
 use openflow::text;
 use openflow::wire::{self, Message};
 
@@ -23,6 +27,27 @@ const FLOW_COMMANDS: [FlowModCommand; 5] = [
     FlowModCommand::Delete,
     FlowModCommand::DeleteStrict,
 ];
+
+/// `fm` with the model's aliases folded: an exact full-width set_field of `nw_ttl` is
+/// `mod_nw_ttl` (OpenFlow 1.0 has no native form and sends it as a Nicira register load,
+/// which decodes as the set_field).
+fn canonical(mut fm: FlowMod) -> FlowMod {
+    for i in &mut fm.instructions {
+        if let Instruction::ApplyActions(acts) | Instruction::WriteActions(acts) = i {
+            for a in acts.iter_mut() {
+                if let Action::SetField {
+                    field: Field::NwTtl,
+                    value,
+                    mask: None,
+                } = *a
+                {
+                    *a = Action::SetNwTtl(value as u8);
+                }
+            }
+        }
+    }
+    fm
+}
 
 fn flows(s: &str) {
     for c in FLOW_COMMANDS {
@@ -57,7 +82,10 @@ fn flows(s: &str) {
                 let (back, n) = wire::decode(&bytes).expect("an encoded flow_mod decodes");
                 assert_eq!(n, bytes.len());
                 if v != wire::OFP10 || consistent {
-                    assert_eq!(back, msg, "version {v}");
+                    let (Message::FlowMod(a), Message::FlowMod(b)) = (&back, &msg) else {
+                        panic!("version {v}: a flow_mod decoded as {back:?}");
+                    };
+                    assert_eq!(canonical(a.clone()), canonical(b.clone()), "version {v}");
                 }
                 let again = wire::encode(&back, v, 7).expect("a decoded flow_mod encodes");
                 assert_eq!(again, bytes, "version {v}");
