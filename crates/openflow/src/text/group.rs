@@ -233,9 +233,14 @@ fn parse_group_from(
                 "buckets are not allowed when deleting groups",
             ));
         }
+        // A delete names groups only (OVS refuses a type too); keeping the type would print
+        // `group_id=N`, which parses back without it.
+        if group_type.is_some() {
+            return Err(TextError::new("type is not allowed when deleting groups"));
+        }
         return Ok(GroupMod {
             command,
-            group_type: group_type.unwrap_or(GroupType::All),
+            group_type: GroupType::All,
             group_id: group_id.unwrap_or(OFPG_ALL),
             buckets: Vec::new(),
         });

@@ -784,6 +784,10 @@ fn group_round_trips() {
     let d = parse_group("", GroupModCommand::Delete).unwrap();
     assert_eq!(d.group_id, crate::actions::OFPG_ALL);
     assert_eq!(format_group(&d), "group_id=all");
+    // Deletes take no type (found by fuzzing: `group_id=3,type=fast_failover` printed as
+    // `group_id=3`, which parsed back as another group_mod).
+    let e = parse_group("group_id=3,type=ff", GroupModCommand::Delete).unwrap_err();
+    assert!(e.0.contains("not allowed when deleting"), "{e}");
     let d = parse_group("group_id=9", GroupModCommand::Delete).unwrap();
     assert_eq!(
         parse_group(&format_group(&d), GroupModCommand::Delete),
