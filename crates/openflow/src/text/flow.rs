@@ -349,9 +349,9 @@ fn cookie_parts(tok: &Token<'_>) -> Result<(u64, Option<u64>), TextError> {
 /// Defaults: table 0 for adds and all tables for modify/delete, priority 32768, no
 /// timeouts, out_port/out_group ANY. `actions=` is required for add and modify and refused
 /// for delete. `cookie=V` sets the cookie of an added flow; `cookie=V/M` selects flows to
-/// modify or delete (a plain `cookie=V` on modify is kept with mask 0: OpenFlow 1.1+
-/// modify cannot change cookies). `duration`, `n_packets`, `n_bytes`, `idle_age` and
-/// `hard_age` are ignored so that dump-flows output can be fed back.
+/// modify or delete (a delete keeps only `V & M`; a plain `cookie=V` on modify is kept with
+/// mask 0: OpenFlow 1.1+ modify cannot change cookies). `duration`, `n_packets`, `n_bytes`,
+/// `idle_age` and `hard_age` are ignored so that dump-flows output can be fed back.
 pub fn parse_flow(text: &str, command: FlowModCommand) -> Result<FlowMod, TextError> {
     let mut fm = FlowMod::new(command);
     if command != FlowModCommand::Add {
@@ -403,7 +403,12 @@ pub fn parse_flow(text: &str, command: FlowModCommand) -> Result<FlowMod, TextEr
                     }
                     _ => {}
                 }
-                fm.cookie = c;
+                // A delete selects by the cookie's masked bits alone; keeping the others
+                // would give a flow_mod that prints (and parses back) differently.
+                fm.cookie = match mask {
+                    Some(m) if command.is_delete() => c & m,
+                    _ => c,
+                };
                 fm.cookie_mask = mask.unwrap_or(0);
             }
             "out_port" => {

@@ -249,6 +249,17 @@ fn flow_round_trips() {
     }
 }
 
+/// A delete keeps only the cookie bits its mask selects (found by fuzzing: `cookie=0x1/0`
+/// printed without the cookie, which parsed back as cookie 0).
+#[test]
+fn delete_cookie_is_masked() {
+    let fm = parse_flow("table=2,cookie=0x1/0", C::Delete).unwrap();
+    assert_eq!((fm.cookie, fm.cookie_mask), (0, 0));
+    let fm = parse_flow("cookie=0x13/0xf0", C::DeleteStrict).unwrap();
+    assert_eq!((fm.cookie, fm.cookie_mask), (0x10, 0xf0));
+    assert_eq!(parse_flow(&format_flow(&fm), C::DeleteStrict), Ok(fm));
+}
+
 #[test]
 fn parsed_values() {
     let fm = parse_flow("tcp,nw_dst=10.0.0.0/8,tp_dst=80,actions=output:2", C::Add).unwrap();
