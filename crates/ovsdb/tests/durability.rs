@@ -20,7 +20,15 @@ fn schema() -> Arc<DatabaseSchema> {
 fn dump(db: &Database) -> Value {
     let mut o = serde_json::Map::new();
     for t in db.tables() {
-        let rows: Vec<Value> = t.rows().map(|r| r.to_json(None)).collect();
+        // `_version` is not stored in the file: a reopened row gets a fresh one.
+        let rows: Vec<Value> = t
+            .rows()
+            .map(|r| {
+                let mut v = r.to_json(None);
+                v.as_object_mut().unwrap().remove("_version");
+                v
+            })
+            .collect();
         o.insert(t.schema().name.clone(), Value::Array(rows));
     }
     Value::Object(o)
