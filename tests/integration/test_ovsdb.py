@@ -324,7 +324,7 @@ def test_restart_keeps_config_and_ofports_and_drops_a_torn_write(rundir, net):
         sw.stop()
         with open(rundir / "conf.db", "ab") as f:
             # A record cut short mid-write: the length promises more than is there.
-            f.write(b'300 0badc0de {"txn": {"Bridge": {"')
+            f.write(b'OVSDB JSON 300 ' + b'0b' * 20 + b'\n{"Bridge": {"')
         sw.start()
         assert "dropped" in sw.logtext()
         assert br in vsctl("list-br").stdout
