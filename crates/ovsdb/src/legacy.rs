@@ -109,7 +109,10 @@ pub(crate) fn load(buf: &[u8]) -> Result<Legacy, String> {
         } else if let Some(t) = rec.get("txn") {
             (t, false)
         } else {
-            return Err(format!("old-format record {} is neither snapshot nor txn", i + 1));
+            return Err(format!(
+                "old-format record {} is neither snapshot nor txn",
+                i + 1
+            ));
         };
         let body = body
             .as_object()
@@ -119,7 +122,10 @@ pub(crate) fn load(buf: &[u8]) -> Result<Legacy, String> {
         }
         for (tname, rows) in body {
             let rows = rows.as_object().ok_or_else(|| {
-                format!("old-format record {}: table {tname} is not an object", i + 1)
+                format!(
+                    "old-format record {}: table {tname} is not an object",
+                    i + 1
+                )
             })?;
             let table = tables
                 .entry(tname.clone())

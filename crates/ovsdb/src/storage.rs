@@ -200,7 +200,9 @@ impl Storage {
         let end = records.last().map(|r| r.1).unwrap_or(0);
         let mut dropped = None;
         if let Some(bad) = bad {
-            if let Some(at) = record::candidates(&buf, end).find(|&i| record::decode(&buf[i..]).is_ok()) {
+            if let Some(at) =
+                record::candidates(&buf, end).find(|&i| record::decode(&buf[i..]).is_ok())
+            {
                 return Err(invalid(
                     path,
                     format!(
@@ -210,7 +212,10 @@ impl Storage {
                 ));
             }
             if records.is_empty() {
-                return Err(invalid(path, format!("the schema record is damaged: {bad}")));
+                return Err(invalid(
+                    path,
+                    format!("the schema record is damaged: {bad}"),
+                ));
             }
             file.set_len(end as u64)?;
             file.sync_all()?;
@@ -248,7 +253,11 @@ impl Storage {
             .and_then(|_| self.file.sync_data())
         {
             // Undo a partial write so the next append does not follow garbage.
-            if let Err(e2) = self.file.set_len(self.size).and_then(|_| self.file.sync_data()) {
+            if let Err(e2) = self
+                .file
+                .set_len(self.size)
+                .and_then(|_| self.file.sync_data())
+            {
                 self.broken = Some(format!(
                     "{}: a failed write ({e}) could not be cut off ({e2}); the log takes no \
                      more writes",
@@ -271,15 +280,16 @@ impl Storage {
     pub(crate) fn compact(&mut self, schema: &Value, snapshot: &Value) -> io::Result<()> {
         let tmp = tmp_path(&self.path);
         let _ = std::fs::remove_file(&tmp);
-        let res = write_new(&tmp, &[schema, snapshot]).and_then(|(file, size)| {
-            match std::fs::rename(&tmp, &self.path) {
-                Ok(()) => Ok((file, size)),
-                Err(e) => {
-                    let _ = std::fs::remove_file(&tmp);
-                    Err(e)
+        let res =
+            write_new(&tmp, &[schema, snapshot]).and_then(|(file, size)| {
+                match std::fs::rename(&tmp, &self.path) {
+                    Ok(()) => Ok((file, size)),
+                    Err(e) => {
+                        let _ = std::fs::remove_file(&tmp);
+                        Err(e)
+                    }
                 }
-            }
-        });
+            });
         let (file, size) = match res {
             Ok(x) => x,
             Err(e) => {

@@ -89,7 +89,13 @@ fn writer() {
                 "where": [["n", "==", n - 3], ["counter", "==", false]]}));
         }
         let (r, _) = db.transact_now(&serde_json::Value::Array(ops));
-        assert!(r.as_array().unwrap().iter().all(|x| x.get("error").is_none()), "{r}");
+        assert!(
+            r.as_array()
+                .unwrap()
+                .iter()
+                .all(|x| x.get("error").is_none()),
+            "{r}"
+        );
         let mut o = out.lock();
         writeln!(o, "ack {n}").unwrap();
         o.flush().unwrap();
@@ -185,7 +191,10 @@ fn sigkill_during_writes_and_compaction_loses_nothing_acknowledged() {
             }
         }
         reader.join().unwrap();
-        assert!(last_ack > acked_total, "round {kill}: no progress (seed {seed})");
+        assert!(
+            last_ack > acked_total,
+            "round {kill}: no progress (seed {seed})"
+        );
 
         let db = Database::open(&path)
             .unwrap_or_else(|e| panic!("round {kill}: the file does not open: {e} (seed {seed})"));
@@ -201,7 +210,10 @@ fn sigkill_during_writes_and_compaction_loses_nothing_acknowledged() {
             got.0.len()
         );
         if got == want_next {
-            eprintln!("round {kill}: the unacknowledged transaction {} made it", last_ack + 1);
+            eprintln!(
+                "round {kill}: the unacknowledged transaction {} made it",
+                last_ack + 1
+            );
         }
         if let Some(note) = db.recovery_note() {
             eprintln!("round {kill}: {note}");

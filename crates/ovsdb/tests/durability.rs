@@ -252,9 +252,16 @@ fn small_change_after_big_value_writes_little() {
     drop(db);
     let db = Database::open(&p).unwrap();
     assert_eq!(dump(&db), before);
-    let big = db.table("A").unwrap().rows().find(|r| r.get("n").unwrap().as_integer() == Some(1));
+    let big = db
+        .table("A")
+        .unwrap()
+        .rows()
+        .find(|r| r.get("n").unwrap().as_integer() == Some(1));
     let ids = big.unwrap().get("external_ids").unwrap();
-    assert_eq!(ids.map_get("blob").and_then(|a| a.as_str()).map(str::len), Some(BIG));
+    assert_eq!(
+        ids.map_get("blob").and_then(|a| a.as_str()).map(str::len),
+        Some(BIG)
+    );
     assert_eq!(ids.map_get("small").and_then(|a| a.as_str()), Some("1"));
 }
 
@@ -299,7 +306,13 @@ fn differences_and_bounded_sets_replay_exactly() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     // The bounded-set replacement is written with new values, the map change as a difference.
-    let u = records[1]["A"].as_object().unwrap().keys().next().unwrap().clone();
+    let u = records[1]["A"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
     assert_eq!(records[2]["_is_diff"], json!(true));
     assert_eq!(
         records[2]["A"][&u]["external_ids"],
@@ -375,7 +388,11 @@ fn old_format_file_is_converted() {
     std::fs::write(&q, &bad).unwrap();
     let e = Database::open(&q).unwrap_err().to_string();
     assert!(e.contains("corrupt"), "{e}");
-    assert_eq!(std::fs::read(&q).unwrap(), bad, "a refused file is left alone");
+    assert_eq!(
+        std::fs::read(&q).unwrap(),
+        bad,
+        "a refused file is left alone"
+    );
 }
 
 /// A compaction that fails before its rename leaves the old file in use: later transactions
@@ -413,6 +430,10 @@ fn compaction_keeps_the_new_files_handle() {
     drop(db);
     assert!(!p.exists());
     let text = std::fs::read_to_string(&moved).unwrap();
-    assert_eq!(text.lines().count(), 6, "schema, snapshot, one transaction:\n{text}");
+    assert_eq!(
+        text.lines().count(),
+        6,
+        "schema, snapshot, one transaction:\n{text}"
+    );
     assert_eq!(dump(&Database::open(&moved).unwrap()), before);
 }

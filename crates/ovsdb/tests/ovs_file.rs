@@ -131,8 +131,8 @@ fn ovsdb_tool_reads_what_we_write() {
     require("ovsdb-tool");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("conf.db");
-    let schema = DatabaseSchema::parse(&std::fs::read_to_string(vswitch_schema_path()).unwrap())
-        .unwrap();
+    let schema =
+        DatabaseSchema::parse(&std::fs::read_to_string(vswitch_schema_path()).unwrap()).unwrap();
     let mut db = Database::create(&file, schema).unwrap();
     populate(&mut db);
     let f = file.to_str().unwrap();
@@ -147,7 +147,11 @@ fn ovsdb_tool_reads_what_we_write() {
     assert!(log.contains("delete row"), "{log}");
     let (ours, theirs) = both_views(&file);
     assert_eq!(ours, theirs);
-    assert_eq!(ours[1]["rows"].as_array().unwrap().len(), 1, "one bridge: {ours}");
+    assert_eq!(
+        ours[1]["rows"].as_array().unwrap().len(),
+        1,
+        "one bridge: {ours}"
+    );
     assert_eq!(
         ours[1]["rows"][0]["external_ids"],
         json!(["map", [["b", "2"], ["c", "3"]]])
@@ -157,7 +161,10 @@ fn ovsdb_tool_reads_what_we_write() {
     db.compact_now();
     drop(db);
     let log = tool(&["show-log", f]);
-    assert!(log.contains("record 1:") && !log.contains("record 2:"), "{log}");
+    assert!(
+        log.contains("record 1:") && !log.contains("record 2:"),
+        "{log}"
+    );
     let (ours2, theirs2) = both_views(&file);
     assert_eq!(ours2, theirs2);
     assert_eq!(ours2, ours);
@@ -235,7 +242,10 @@ fn we_open_what_ovsdb_tool_writes() {
         tool(&["transact", f, &t]);
     }
     let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.contains("\"_is_diff\":true"), "OVS wrote differences:\n{text}");
+    assert!(
+        text.contains("\"_is_diff\":true"),
+        "OVS wrote differences:\n{text}"
+    );
     let (ours, theirs) = both_views(&file);
     assert_eq!(ours, theirs);
     let db = Database::open(&file).unwrap();
@@ -247,9 +257,18 @@ fn we_open_what_ovsdb_tool_writes() {
     assert_eq!(br.get("ports").unwrap().len(), 1);
     assert_eq!(db.table("Port").unwrap().len(), 1, "q was collected");
     let p = db.table("Port").unwrap().rows().next().unwrap().clone();
-    assert_eq!(p.get("trunks").unwrap().to_json(), json!(["set", [2, 3, 4]]));
+    assert_eq!(
+        p.get("trunks").unwrap().to_json(),
+        json!(["set", [2, 3, 4]])
+    );
     assert_eq!(p.get("tag").unwrap().as_integer(), Some(9));
-    let ovs = db.table("Open_vSwitch").unwrap().rows().next().unwrap().clone();
+    let ovs = db
+        .table("Open_vSwitch")
+        .unwrap()
+        .rows()
+        .next()
+        .unwrap()
+        .clone();
     assert_eq!(ovs.get("next_cfg").unwrap().as_integer(), Some(3));
     assert!(db.recovery_note().is_none());
 }
