@@ -8,12 +8,18 @@
 //! the size of a transaction and of its updates.
 //!
 //! Sessions: each accepted connection gets a reader thread (bytes → [`JsonStream`] → request
-//! handling under the state mutex) and a writer thread draining a bounded queue of outgoing
-//! messages. A client that sends garbage or an oversized message gets an error notification
-//! and is disconnected; a client that does not read its updates fills its queue and is
-//! disconnected as well (and a blocked write times out), so it can never stall the server or
-//! other clients. Disconnection releases the session's locks (passing them on with `locked`
-//! notifications), drops its monitors and cancels its blocked transactions.
+//! handling under the state mutex) and a writer thread draining the session's queue of
+//! serialised messages. Everything a client can make the server hold is bounded
+//! ([`Config`]): a client that sends garbage or an oversized message gets an error
+//! notification and is disconnected; one that does not read fills its queue (`max_backlog`
+//! bytes, `max_queue` messages) and is disconnected (and a blocked write times out), so it can
+//! never stall the server or other clients; a message must arrive within `message_deadline` of
+//! its first byte; TCP sessions are probed with `echo` after `probe_interval` of silence.
+//! Each listener holds at most `max_sessions` sessions, the longest-idle one making room for
+//! a newcomer (the `connlimit` crate); idle sessions are cheap (small stacks, no
+//! preallocated queue). Disconnection releases the session's locks (passing them on with
+//! `locked` notifications), drops its monitors and cancels its blocked transactions.
+//! Per-session monitors, locks and blocked transactions are capped in [`crate::methods`].
 //!
 //! Locks follow RFC 7047 §4.1.8-10: per name, a queue of sessions whose head owns the lock;
 //! `steal` puts the thief at the head and notifies the previous owner with `stolen` (it stays
@@ -34,7 +40,7 @@ use crate::monitor::{Monitor, Version};
 use crate::txn::TxnContext;
 use crate::uuid::Uuid;
 use connlimit::{Backoff, MessageClock, Slot, Slots};
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
+use crossbeam_channel::{unbounded, Receiver, Sender, TrySendError};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
@@ -98,6 +104,7 @@ pub(crate) struct Session {
     /// Bytes queued on `out` and not yet written.
     backlog: Arc<AtomicUsize>,
     max_backlog: usize,
+    max_queue: usize,
     pub(crate) monitors: HashMap<String, (Value, Monitor)>,
     kill: Kill,
     dead: bool,
@@ -419,7 +426,9 @@ impl Server {
         R: Read + Send + 'static,
         W: Write + Send + 'static,
     {
-        let (tx, rx) = bounded::<Vec<u8>>(self.shared.config.max_queue);
+        // Unbounded as a channel (a bounded one preallocates every slot: 320 KB a session),
+        // bounded by `send` in bytes and messages.
+        let (tx, rx) = unbounded::<Vec<u8>>();
         let backlog = Arc::new(AtomicUsize::new(0));
         let id = {
             let mut st = self.lock();
@@ -431,6 +440,7 @@ impl Server {
                     out: tx,
                     backlog: Arc::clone(&backlog),
                     max_backlog: self.shared.config.max_backlog,
+                    max_queue: self.shared.config.max_queue,
                     monitors: HashMap::new(),
                     kill,
                     dead: false,
@@ -578,6 +588,8 @@ pub(crate) fn send(st: &mut State, id: SessionId, msg: Value) {
             before + len,
             s.max_backlog
         ))
+    } else if s.out.len() >= s.max_queue {
+        Some("its queue of messages is full".to_string())
     } else {
         match s.out.try_send(bytes) {
             Ok(()) => None,
