@@ -19,7 +19,7 @@
 //! a newcomer (the `connlimit` crate); idle sessions are cheap (small stacks, no
 //! preallocated queue). Disconnection releases the session's locks (passing them on with
 //! `locked` notifications), drops its monitors and cancels its blocked transactions.
-//! Per-session monitors, locks and blocked transactions are capped in [`crate::methods`].
+//! Per-session monitors, locks and blocked transactions are capped in `methods.rs`.
 //!
 //! Locks follow RFC 7047 §4.1.8-10: per name, a queue of sessions whose head owns the lock;
 //! `steal` puts the thief at the head and notifies the previous owner with `stolen` (it stays
