@@ -29,6 +29,7 @@ pub mod error;
 mod filetxn;
 pub mod jsonrpc;
 mod legacy;
+mod methods;
 pub mod monitor;
 pub mod record;
 pub mod row;
