@@ -162,6 +162,7 @@ fn run(args: &args::Args, ready: &mut daemonize::Ready) -> Result<(), String> {
             vswitch::DbMode::Embedded {
                 path: args.dbdir.join("conf.db"),
                 remotes,
+                ssl: args.ssl.clone(),
             }
         }
     };

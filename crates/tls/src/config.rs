@@ -80,7 +80,11 @@ const VERSIONS: &[&rustls::SupportedProtocolVersion] =
 
 impl TlsConfig {
     /// Loads the three files; an error names the file at fault and why.
-    pub fn load(private_key: &Path, certificate: &Path, ca_cert: &Path) -> Result<TlsConfig, String> {
+    pub fn load(
+        private_key: &Path,
+        certificate: &Path,
+        ca_cert: &Path,
+    ) -> Result<TlsConfig, String> {
         let key = PrivateKeyDer::from_pem_file(private_key)
             .map_err(|e| pem_error("private key", private_key, e))?;
         let certs = read_certs("certificate", certificate)?;

@@ -41,8 +41,7 @@ fn peer_of(tcp: &TcpStream) -> String {
 
 fn finish(mut conn: Connection, mut tcp: TcpStream) -> Result<UnixStream, String> {
     let peer = peer_of(&tcp);
-    relay::handshake(&mut conn, &mut tcp, Instant::now() + HANDSHAKE_TIMEOUT)
-        .map_err(|e| format!("{peer}: {e}"))?;
+    relay::handshake(&mut conn, &mut tcp, Instant::now() + HANDSHAKE_TIMEOUT)?;
     let (app, ours) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
     std::thread::Builder::new()
         .name("tls-relay".into())

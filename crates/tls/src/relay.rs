@@ -97,7 +97,11 @@ fn read_tls(conn: &mut Connection, tcp: &mut TcpStream) -> Result<bool, String> 
 }
 
 /// Drives the handshake to its end. See the module documentation.
-pub fn handshake(conn: &mut Connection, tcp: &mut TcpStream, deadline: Instant) -> Result<(), String> {
+pub fn handshake(
+    conn: &mut Connection,
+    tcp: &mut TcpStream,
+    deadline: Instant,
+) -> Result<(), String> {
     tcp.set_nonblocking(true).map_err(|e| e.to_string())?;
     let _ = tcp.set_nodelay(true);
     while conn.is_handshaking() {
