@@ -16,10 +16,13 @@
 //!   reading stops the application's writes (whose write timeout then closes it).
 //!
 //! Both buffers are therefore bounded (by `MAX_PENDING` plus one read, and by [`CHUNK`]
-//! plus record overhead). The relay ends, closing both sockets, when the peer closes
-//! (`close_notify` or EOF, after the plaintext has been delivered), when the application
-//! closes or shuts down its end (a `close_notify` is sent first), or on any TLS or socket
-//! error, which is logged with the peer's address.
+//! plus record overhead). Closing is per direction, as with TCP: the peer's `close_notify`
+//! (or EOF) becomes EOF for the application once its plaintext is delivered, and the
+//! application's EOF (shutdown or close) becomes a `close_notify`. The relay ends, closing
+//! both sockets, when both directions are closed, when the application's end is gone and
+//! nothing more can be delivered, when the peer has not finished [`GRACE`] after the
+//! application's close, or on any TLS or socket error, which is logged with the peer's
+//! address.
 
 use rustls::Connection;
 use std::io::{self, Read, Write};
@@ -31,7 +34,7 @@ use std::time::Instant;
 /// Plaintext read from the application per turn.
 pub const CHUNK: usize = 16 * 1024;
 /// How long a peer that takes no records may keep a connection whose local side closed.
-const GRACE_MS: i32 = 30_000;
+pub const GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 /// Plaintext from the peer waiting for the application before we stop reading the peer.
 pub const MAX_PENDING: usize = 64 * 1024;
 
@@ -126,12 +129,15 @@ pub fn handshake(
     Ok(())
 }
 
-/// Why a relay ended, for the log (`None`: an orderly close).
+/// The relay loop; `Err` says why it ended abnormally, for the log.
 fn run(conn: &mut Connection, tcp: &mut TcpStream, app: &mut UnixStream) -> Result<(), String> {
     app.set_nonblocking(true).map_err(|e| e.to_string())?;
     let mut to_app: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; CHUNK];
-    let (mut peer_done, mut app_done, mut app_hup) = (false, false, false);
+    // peer_done: the peer sent close_notify or EOF; app_done: the application's end gave
+    // EOF (close_notify queued); app_hup: it hung up while we were not reading it.
+    let (mut peer_done, mut app_done, mut app_hup, mut app_shut) = (false, false, false, false);
+    let mut grace_until: Option<Instant> = None;
     loop {
         flush_tls(conn, tcp).map_err(|e| format!("sending: {e}"))?;
         while !to_app.is_empty() {
@@ -144,8 +150,18 @@ fn run(conn: &mut Connection, tcp: &mut TcpStream, app: &mut UnixStream) -> Resu
                 Err(_) => return Ok(()),
             }
         }
-        if (peer_done && to_app.is_empty()) || (app_done && !conn.wants_write()) {
-            return Ok(());
+        if peer_done && to_app.is_empty() {
+            if app_done && !conn.wants_write() {
+                return Ok(());
+            }
+            if !app_shut {
+                // Pass the peer's close on as EOF; the application may still write.
+                let _ = app.shutdown(std::net::Shutdown::Write);
+                app_shut = true;
+            }
+        }
+        if (app_done || app_hup) && grace_until.is_none() {
+            grace_until = Some(Instant::now() + GRACE);
         }
         let mut tcp_ev = 0;
         if !peer_done && to_app.len() < MAX_PENDING {
@@ -161,22 +177,28 @@ fn run(conn: &mut Connection, tcp: &mut TcpStream, app: &mut UnixStream) -> Resu
         if !to_app.is_empty() {
             app_ev |= WRITE;
         }
-        // While we do not read the application's end we still watch it for a hang-up; if it
-        // hangs up while the peer is not taking our records, the peer has a grace period.
+        // While we do not read the application's end we still watch it for a hang-up.
         let app_watch = if app_ev == 0 && !app_done && !app_hup {
             libc::POLLRDHUP
         } else {
             app_ev
         };
-        let timeout = if app_hup && app_ev == 0 { GRACE_MS } else { -1 };
+        // Once the application is done, the peer has a grace period to finish.
+        let timeout = match grace_until {
+            Some(t) => {
+                let left = t.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err("the peer did not finish after the local side closed".into());
+                }
+                i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX)
+            }
+            None => -1,
+        };
         let rev = poll(
             &[(tcp.as_raw_fd(), tcp_ev), (app.as_raw_fd(), app_watch)],
             timeout,
         )
         .map_err(|e| format!("poll: {e}"))?;
-        if timeout >= 0 && rev.iter().all(|r| *r == 0) {
-            return Err("the peer stopped reading after the local side closed".into());
-        }
         if rev[0] & (READ | GONE) != 0 && tcp_ev & READ != 0 {
             if !read_tls(conn, tcp)? {
                 peer_done = true;
