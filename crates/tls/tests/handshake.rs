@@ -86,18 +86,27 @@ fn load_errors_name_the_file() {
     let e = TlsConfig::load(&missing, &d.join("sw-cert.pem"), &ca).expect_err("missing key");
     assert!(e.contains("private key") && e.contains("nope.pem"), "{e}");
     // A certificate where the key should be: no key in it.
-    let e = TlsConfig::load(&d.join("sw-cert.pem"), &d.join("sw-cert.pem"), &ca)
-        .expect_err("no key");
-    assert!(e.contains("sw-cert.pem") && e.contains("no PEM private key"), "{e}");
+    let e =
+        TlsConfig::load(&d.join("sw-cert.pem"), &d.join("sw-cert.pem"), &ca).expect_err("no key");
+    assert!(
+        e.contains("sw-cert.pem") && e.contains("no PEM private key"),
+        "{e}"
+    );
     let e = TlsConfig::load(&d.join("sw-privkey.pem"), &d.join("sw-privkey.pem"), &ca)
         .expect_err("no cert");
-    assert!(e.contains("certificate") && e.contains("sw-privkey.pem"), "{e}");
+    assert!(
+        e.contains("certificate") && e.contains("sw-privkey.pem"),
+        "{e}"
+    );
     let e = TlsConfig::load(&d.join("sw-privkey.pem"), &d.join("ctl-cert.pem"), &ca)
         .expect_err("mismatch");
     assert!(e.contains("does not belong"), "{e}");
     let e = TlsConfig::load(&d.join("sw-privkey.pem"), &d.join("sw-cert.pem"), &missing)
         .expect_err("no CA");
-    assert!(e.contains("CA certificate") && e.contains("nope.pem"), "{e}");
+    assert!(
+        e.contains("CA certificate") && e.contains("nope.pem"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -151,7 +160,10 @@ fn a_client_from_another_ca_is_refused() {
         assert_eq!(s.read(&mut b).unwrap_or(0), 0);
     }
     let e = server.join().expect("server").expect_err("refused");
-    assert!(e.contains("UnknownIssuer") || e.contains("certificate"), "{e}");
+    assert!(
+        e.contains("UnknownIssuer") || e.contains("certificate"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -172,7 +184,10 @@ fn a_server_from_another_ca_is_refused() {
         let _ = tls::accept(s, &bad_server);
     });
     let e = tls::connect(c, "127.0.0.1", &ctl).expect_err("refused");
-    assert!(e.contains("UnknownIssuer") || e.contains("certificate"), "{e}");
+    assert!(
+        e.contains("UnknownIssuer") || e.contains("certificate"),
+        "{e}"
+    );
     server.join().expect("server");
 }
 
@@ -187,7 +202,9 @@ fn garbage_fails_the_handshake_quickly() {
         let r = tls::accept(s, &sw).map(|_| ());
         (r, t0.elapsed())
     });
-    let junk: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let junk: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     let _ = c.write_all(&junk);
     let (r, took) = server.join().expect("server");
     assert!(r.is_err());
