@@ -25,6 +25,7 @@ pub mod datum;
 pub mod db;
 pub mod error;
 pub mod jsonrpc;
+mod methods;
 pub mod monitor;
 pub mod row;
 pub mod schema;

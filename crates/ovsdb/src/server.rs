@@ -8,12 +8,18 @@
 //! the size of a transaction and of its updates.
 //!
 //! Sessions: each accepted connection gets a reader thread (bytes → [`JsonStream`] → request
-//! handling under the state mutex) and a writer thread draining a bounded queue of outgoing
-//! messages. A client that sends garbage or an oversized message gets an error notification
-//! and is disconnected; a client that does not read its updates fills its queue and is
-//! disconnected as well (and a blocked write times out), so it can never stall the server or
-//! other clients. Disconnection releases the session's locks (passing them on with `locked`
-//! notifications), drops its monitors and cancels its blocked transactions.
+//! handling under the state mutex) and a writer thread draining the session's queue of
+//! serialised messages. Everything a client can make the server hold is bounded
+//! ([`Config`]): a client that sends garbage or an oversized message gets an error
+//! notification and is disconnected; one that does not read fills its queue (`max_backlog`
+//! bytes, `max_queue` messages) and is disconnected (and a blocked write times out), so it can
+//! never stall the server or other clients; a message must arrive within `message_deadline` of
+//! its first byte; TCP sessions are probed with `echo` after `probe_interval` of silence.
+//! Each listener holds at most `max_sessions` sessions, the longest-idle one making room for
+//! a newcomer (the `connlimit` crate); idle sessions are cheap (small stacks, no
+//! preallocated queue). Disconnection releases the session's locks (passing them on with
+//! `locked` notifications), drops its monitors and cancels its blocked transactions.
+//! Per-session monitors, locks and blocked transactions are capped in `methods.rs`.
 //!
 //! Locks follow RFC 7047 §4.1.8-10: per name, a queue of sessions whose head owns the lock;
 //! `steal` puts the thief at the head and notifies the previous owner with `stolen` (it stays
@@ -29,18 +35,20 @@
 
 use crate::db::{Commit, Database, TxnOutcome};
 use crate::error::Error;
-use crate::jsonrpc::{error_reply, notification, reply, JsonStream};
+use crate::jsonrpc::{notification, JsonStream};
+use crate::methods::{handle_message, release_lock, run_transact};
 use crate::monitor::{Monitor, Version};
 use crate::txn::TxnContext;
 use crate::uuid::Uuid;
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
+use connlimit::{Backoff, MessageClock, Slot, Slots};
+use crossbeam_channel::{unbounded, Receiver, Sender, TrySendError};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -55,8 +63,24 @@ pub struct Config {
     pub max_message: usize,
     /// Outgoing messages queued per session before it is considered stuck and dropped.
     pub max_queue: usize,
+    /// Outgoing bytes queued per session beyond which it is considered stuck and dropped
+    /// (one message larger than this is still sent when nothing else is queued).
+    pub max_backlog: usize,
     /// How long a write to a client may block.
     pub write_timeout: Duration,
+    /// Sessions per listener; when full, the longest-idle session makes room.
+    pub max_sessions: usize,
+    /// Monitors, lock names and blocked (`wait`) transactions one session may hold.
+    pub max_monitors: usize,
+    pub max_locks: usize,
+    pub max_pending: usize,
+    /// Inactivity probe on TCP sessions: after this long without a message an `echo` is
+    /// sent, and the session is closed if nothing arrives for as long again (`None`: off).
+    /// Unix-socket sessions are not probed, as in ovsdb-server.
+    pub probe_interval: Option<Duration>,
+    /// How long a message may take to arrive once its first byte has (a peer dribbling a
+    /// message byte by byte is cut off). Checked every half second.
+    pub message_deadline: Duration,
 }
 
 impl Default for Config {
@@ -64,16 +88,28 @@ impl Default for Config {
         Config {
             max_message: 64 << 20,
             max_queue: 10_000,
+            max_backlog: 64 << 20,
             write_timeout: Duration::from_secs(30),
+            max_sessions: 1024,
+            max_monitors: 1024,
+            max_locks: 1024,
+            max_pending: 1024,
+            probe_interval: Some(Duration::from_secs(5)),
+            message_deadline: connlimit::MESSAGE_DEADLINE,
         }
     }
 }
 
-type SessionId = u64;
+pub(crate) type SessionId = u64;
 
-struct Session {
-    out: Sender<Value>,
-    monitors: HashMap<String, (Value, Monitor)>,
+pub(crate) struct Session {
+    /// Serialised messages for the writer thread.
+    out: Sender<Vec<u8>>,
+    /// Bytes queued on `out` and not yet written.
+    backlog: Arc<AtomicUsize>,
+    max_backlog: usize,
+    max_queue: usize,
+    pub(crate) monitors: HashMap<String, (Value, Monitor)>,
     kill: Kill,
     dead: bool,
 }
@@ -81,29 +117,29 @@ struct Session {
 /// Shuts a session's socket down (both directions).
 pub type Kill = Arc<dyn Fn() + Send + Sync>;
 
-struct Pending {
-    session: SessionId,
-    id: Value,
-    ops: Vec<Value>,
-    started: Instant,
-    until: Instant,
+pub(crate) struct Pending {
+    pub(crate) session: SessionId,
+    pub(crate) id: Value,
+    pub(crate) ops: Vec<Value>,
+    pub(crate) started: Instant,
+    pub(crate) until: Instant,
 }
 
-struct State {
-    db: Database,
-    sessions: HashMap<SessionId, Session>,
+pub(crate) struct State {
+    pub(crate) db: Database,
+    pub(crate) sessions: HashMap<SessionId, Session>,
     next_session: SessionId,
-    locks: HashMap<String, VecDeque<SessionId>>,
-    pending: Vec<Pending>,
+    pub(crate) locks: HashMap<String, VecDeque<SessionId>>,
+    pub(crate) pending: Vec<Pending>,
     subscribers: Vec<Sender<Arc<Commit>>>,
-    last_txn: Uuid,
+    pub(crate) last_txn: Uuid,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     state: Mutex<State>,
     /// Signalled on every commit and whenever a blocked transaction is queued.
-    changed: Condvar,
-    config: Config,
+    pub(crate) changed: Condvar,
+    pub(crate) config: Config,
 }
 
 /// A handle on a running OVSDB server. Clone freely.
@@ -266,19 +302,22 @@ impl Server {
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let server = self.clone();
+        let name = format!("ovsdb {}", path.display());
+        let slots = Slots::new(name.clone(), self.shared.config.max_sessions);
         let thread = thread::Builder::new()
             .name("ovsdb-listen".into())
             .spawn(move || {
+                let mut backoff = Backoff::new(name);
                 for conn in listener.incoming() {
                     if stop2.load(Ordering::SeqCst) {
                         break;
                     }
                     match conn {
-                        Ok(s) => server.spawn_unix(s),
-                        Err(e) => {
-                            log::warn!(target: "ovsdb", "accept failed: {e}");
-                            thread::sleep(Duration::from_millis(100));
+                        Ok(s) => {
+                            backoff.ok();
+                            server.spawn_unix(s, &slots);
                         }
+                        Err(e) => backoff.failed(&e),
                     }
                 }
             })?;
@@ -303,19 +342,22 @@ impl Server {
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let server = self.clone();
+        let name = format!("ovsdb ptcp:{local}");
+        let slots = Slots::new(name.clone(), self.shared.config.max_sessions);
         let thread = thread::Builder::new()
             .name("ovsdb-listen".into())
             .spawn(move || {
+                let mut backoff = Backoff::new(name);
                 for conn in listener.incoming() {
                     if stop2.load(Ordering::SeqCst) {
                         break;
                     }
                     match conn {
-                        Ok(s) => server.spawn_tcp(s),
-                        Err(e) => {
-                            log::warn!(target: "ovsdb", "accept failed: {e}");
-                            thread::sleep(Duration::from_millis(100));
+                        Ok(s) => {
+                            backoff.ok();
+                            server.spawn_tcp(s, &slots);
                         }
+                        Err(e) => backoff.failed(&e),
                     }
                 }
             })?;
@@ -327,47 +369,71 @@ impl Server {
         })
     }
 
-    fn spawn_unix(&self, s: UnixStream) {
-        let (Ok(w), Ok(k)) = (s.try_clone(), s.try_clone()) else {
+    fn spawn_unix(&self, s: UnixStream, slots: &Arc<Slots>) {
+        let (Ok(w), Ok(k), Ok(k2)) = (s.try_clone(), s.try_clone(), s.try_clone()) else {
+            return;
+        };
+        let Some(slot) = slots.admit(Box::new(move || {
+            let _ = k2.shutdown(Shutdown::Both);
+        })) else {
             return;
         };
         let _ = w.set_write_timeout(Some(self.shared.config.write_timeout));
-        self.spawn_session(
-            s,
-            w,
-            Arc::new(move || {
-                let _ = k.shutdown(Shutdown::Both);
-            }),
-        );
+        let _ = s.set_read_timeout(Some(READ_TICK));
+        let kill: Kill = Arc::new(move || {
+            let _ = k.shutdown(Shutdown::Both);
+        });
+        self.spawn_session(s, w, kill, Some(slot), None);
     }
 
-    fn spawn_tcp(&self, s: TcpStream) {
-        let (Ok(w), Ok(k)) = (s.try_clone(), s.try_clone()) else {
+    fn spawn_tcp(&self, s: TcpStream, slots: &Arc<Slots>) {
+        let (Ok(w), Ok(k), Ok(k2)) = (s.try_clone(), s.try_clone(), s.try_clone()) else {
+            return;
+        };
+        let Some(slot) = slots.admit(Box::new(move || {
+            let _ = k2.shutdown(Shutdown::Both);
+        })) else {
             return;
         };
         let _ = s.set_nodelay(true);
         let _ = w.set_write_timeout(Some(self.shared.config.write_timeout));
-        self.spawn_session(
-            s,
-            w,
-            Arc::new(move || {
-                let _ = k.shutdown(Shutdown::Both);
-            }),
-        );
+        let _ = s.set_read_timeout(Some(READ_TICK));
+        let kill: Kill = Arc::new(move || {
+            let _ = k.shutdown(Shutdown::Both);
+        });
+        let probe = self.shared.config.probe_interval;
+        self.spawn_session(s, w, kill, Some(slot), probe);
     }
 
     /// Serve one already-connected stream (e.g. a socketpair in tests) on new threads;
-    /// `kill` must shut the stream down so that a blocked read or write returns.
-    pub fn serve_stream<S: Read + Write + Send + 'static>(&self, reader: S, writer: S, kill: Kill) {
-        self.spawn_session(reader, writer, kill);
+    /// `kill` must shut the stream down so that a blocked read or write returns. If the
+    /// reader has a read timeout, the session also enforces the message deadline and, with
+    /// `probe`, the inactivity probe (see [`Config::probe_interval`]).
+    pub fn serve_stream<S: Read + Write + Send + 'static>(
+        &self,
+        reader: S,
+        writer: S,
+        kill: Kill,
+        probe: Option<Duration>,
+    ) {
+        self.spawn_session(reader, writer, kill, None, probe);
     }
 
-    fn spawn_session<R, W>(&self, mut reader: R, mut writer: W, kill: Kill)
-    where
+    fn spawn_session<R, W>(
+        &self,
+        reader: R,
+        mut writer: W,
+        kill: Kill,
+        slot: Option<Slot>,
+        probe: Option<Duration>,
+    ) where
         R: Read + Send + 'static,
         W: Write + Send + 'static,
     {
-        let (tx, rx) = bounded::<Value>(self.shared.config.max_queue);
+        // Unbounded as a channel (a bounded one preallocates every slot: 320 KB a session),
+        // bounded by `send` in bytes and messages.
+        let (tx, rx) = unbounded::<Vec<u8>>();
+        let backlog = Arc::new(AtomicUsize::new(0));
         let id = {
             let mut st = self.lock();
             let id = st.next_session;
@@ -376,6 +442,9 @@ impl Server {
                 id,
                 Session {
                     out: tx,
+                    backlog: Arc::clone(&backlog),
+                    max_backlog: self.shared.config.max_backlog,
+                    max_queue: self.shared.config.max_queue,
                     monitors: HashMap::new(),
                     kill,
                     dead: false,
@@ -385,15 +454,12 @@ impl Server {
         };
         let _ = thread::Builder::new()
             .name("ovsdb-write".into())
+            .stack_size(WRITER_STACK)
             .spawn(move || {
-                for msg in rx.iter() {
-                    let mut bytes = msg.to_string().into_bytes();
-                    bytes.push(b'\n');
-                    if writer
-                        .write_all(&bytes)
-                        .and_then(|_| writer.flush())
-                        .is_err()
-                    {
+                for bytes in rx.iter() {
+                    let ok = writer.write_all(&bytes).and_then(|_| writer.flush());
+                    backlog.fetch_sub(bytes.len(), Ordering::AcqRel);
+                    if ok.is_err() {
                         break;
                     }
                 }
@@ -401,43 +467,101 @@ impl Server {
         let shared = self.shared.clone();
         let _ = thread::Builder::new()
             .name("ovsdb-read".into())
+            .stack_size(READER_STACK)
             .spawn(move || {
-                let mut stream = JsonStream::new(shared.config.max_message);
-                let mut buf = vec![0u8; 64 * 1024];
-                'outer: loop {
-                    let n = match reader.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => n,
-                    };
-                    stream.feed(&buf[..n]);
-                    loop {
-                        match stream.next_value() {
-                            Ok(Some(msg)) => {
-                                let mut st = lock_state(&shared);
-                                if st.sessions.get(&id).is_none_or(|s| s.dead) {
-                                    break 'outer;
-                                }
-                                handle_message(&shared, &mut st, id, msg);
-                            }
-                            Ok(None) => break,
-                            Err(e) => {
-                                let mut st = lock_state(&shared);
-                                send(
-                                    &mut st,
-                                    id,
-                                    notification(
-                                        "error",
-                                        json!([format!("closing the connection: {e}")]),
-                                    ),
-                                );
-                                break 'outer;
-                            }
-                        }
-                    }
-                }
+                read_session(&shared, id, reader, slot.as_ref(), probe);
                 let mut st = lock_state(&shared);
                 end_session(&shared, &mut st, id);
             });
+    }
+}
+
+/// How often a session's reader wakes up to check its deadlines.
+const READ_TICK: Duration = Duration::from_millis(500);
+/// Thread stacks: a reader parses and runs requests (serde_json bounds nesting at 128 levels),
+/// a writer only writes bytes. Small stacks keep idle sessions cheap.
+const READER_STACK: usize = 512 << 10;
+const WRITER_STACK: usize = 64 << 10;
+
+/// A session's reader: bytes → messages → [`handle_message`], until the peer closes, breaks
+/// the protocol, misses a deadline, or the session is killed.
+fn read_session<R: Read>(
+    shared: &Shared,
+    id: SessionId,
+    mut reader: R,
+    slot: Option<&Slot>,
+    probe: Option<Duration>,
+) {
+    let mut stream = JsonStream::new(shared.config.max_message);
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut clock = MessageClock::default();
+    let mut last_msg = Instant::now();
+    let mut probed = false;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                0
+            }
+            Err(_) => return,
+        };
+        stream.feed(&buf[..n]);
+        loop {
+            match stream.next_value() {
+                Ok(Some(msg)) => {
+                    last_msg = Instant::now();
+                    probed = false;
+                    if let Some(s) = slot {
+                        s.idle();
+                    }
+                    let mut st = lock_state(shared);
+                    if st.sessions.get(&id).is_none_or(|s| s.dead) {
+                        return;
+                    }
+                    handle_message(shared, &mut st, id, msg);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let mut st = lock_state(shared);
+                    let why = format!("closing the connection: {e}");
+                    send(&mut st, id, notification("error", json!([why])));
+                    return;
+                }
+            }
+        }
+        clock.update(stream.buffered() > 0);
+        if clock.expired(shared.config.message_deadline) {
+            let secs = shared.config.message_deadline.as_secs_f64();
+            log::warn!(target: "ovsdb", "session {id}: a message has been arriving for over {secs} s; disconnecting");
+            let mut st = lock_state(shared);
+            let why = "closing the connection: message took too long to arrive";
+            send(&mut st, id, notification("error", json!([why])));
+            return;
+        }
+        if let Some(p) = probe {
+            let idle = last_msg.elapsed();
+            if idle >= p * 2 {
+                log::warn!(target: "ovsdb", "session {id}: no reply to inactivity probe after {} ms; disconnecting", idle.as_millis());
+                return;
+            }
+            if idle >= p && !probed {
+                probed = true;
+                let mut st = lock_state(shared);
+                send(
+                    &mut st,
+                    id,
+                    json!({"id": "echo", "method": "echo", "params": []}),
+                );
+            }
+        }
     }
 }
 
@@ -449,21 +573,39 @@ fn lock_state(shared: &Shared) -> MutexGuard<'_, State> {
     }
 }
 
-/// Queue a message to a session; a full queue means a stuck client: disconnect it.
-fn send(st: &mut State, id: SessionId, msg: Value) {
+/// Queue a message to a session. A session whose unsent bytes would pass `max_backlog` (or
+/// whose queue is full) is not reading: it is disconnected, with a log line.
+pub(crate) fn send(st: &mut State, id: SessionId, msg: Value) {
     let Some(s) = st.sessions.get_mut(&id) else {
         return;
     };
     if s.dead {
         return;
     }
-    match s.out.try_send(msg) {
-        Ok(()) => {}
-        Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-            log::warn!(target: "ovsdb", "session {id} is not reading its messages; disconnecting it");
-            s.dead = true;
-            (s.kill)();
+    let mut bytes = msg.to_string().into_bytes();
+    bytes.push(b'\n');
+    let len = bytes.len();
+    let before = s.backlog.fetch_add(len, Ordering::AcqRel);
+    let why = if before > 0 && before + len > s.max_backlog {
+        Some(format!(
+            "{} bytes unsent (the limit is {})",
+            before + len,
+            s.max_backlog
+        ))
+    } else if s.out.len() >= s.max_queue {
+        Some("its queue of messages is full".to_string())
+    } else {
+        match s.out.try_send(bytes) {
+            Ok(()) => None,
+            Err(TrySendError::Full(_)) => Some("its queue of messages is full".to_string()),
+            Err(TrySendError::Disconnected(_)) => Some("its writer has stopped".to_string()),
         }
+    };
+    if let Some(why) = why {
+        s.backlog.fetch_sub(len, Ordering::AcqRel);
+        log::warn!(target: "ovsdb", "session {id} is not reading its messages ({why}); disconnecting it");
+        s.dead = true;
+        (s.kill)();
     }
 }
 
@@ -483,24 +625,7 @@ fn end_session(shared: &Shared, st: &mut State, id: SessionId) {
     let _ = shared;
 }
 
-fn release_lock(st: &mut State, name: &str, id: SessionId) {
-    let Some(q) = st.locks.get_mut(name) else {
-        return;
-    };
-    let was_owner = q.front() == Some(&id);
-    q.retain(|s| *s != id);
-    let next = q.front().copied();
-    if q.is_empty() {
-        st.locks.remove(name);
-    }
-    if was_owner {
-        if let Some(n) = next {
-            send(st, n, notification("locked", json!([name])));
-        }
-    }
-}
-
-fn after_commit(shared: &Shared, st: &mut State, commit: Arc<Commit>) {
+pub(crate) fn after_commit(shared: &Shared, st: &mut State, commit: Arc<Commit>) {
     st.last_txn = Uuid::random();
     let last = st.last_txn;
     let mut msgs: Vec<(SessionId, Value)> = Vec::new();
@@ -540,49 +665,6 @@ fn retry_pending(shared: &Shared, st: &mut State, expired_only: bool) {
     }
 }
 
-fn run_transact(
-    shared: &Shared,
-    st: &mut State,
-    sid: SessionId,
-    id: Value,
-    ops: Vec<Value>,
-    started: Instant,
-) {
-    let owned: Vec<String> = st
-        .locks
-        .iter()
-        .filter(|(_, q)| q.front() == Some(&sid))
-        .map(|(n, _)| n.clone())
-        .collect();
-    let owns = |n: &str| owned.iter().any(|o| o == n);
-    let ctx = TxnContext {
-        owns_lock: &owns,
-        started,
-        now: Instant::now(),
-    };
-    match st.db.transact(&ops, &ctx) {
-        TxnOutcome::Done { result, commit } => {
-            if let Some(c) = commit {
-                // The reply goes out first, then the monitor updates, as ovsdb-server does.
-                send(st, sid, reply(&id, result));
-                after_commit(shared, st, c);
-            } else {
-                send(st, sid, reply(&id, result));
-            }
-        }
-        TxnOutcome::Blocked { until } => {
-            st.pending.push(Pending {
-                session: sid,
-                id,
-                ops,
-                started,
-                until,
-            });
-            shared.changed.notify_all();
-        }
-    }
-}
-
 fn timer_loop(weak: std::sync::Weak<Shared>) {
     loop {
         let Some(shared) = weak.upgrade() else { return };
@@ -595,229 +677,5 @@ fn timer_loop(weak: std::sync::Weak<Shared>) {
             .unwrap_or(Duration::from_millis(500));
         let wait = wait.clamp(Duration::from_millis(1), Duration::from_millis(500));
         let _ = shared.changed.wait_timeout(st, wait);
-    }
-}
-
-fn params_of(msg: &Value) -> &[Value] {
-    msg.get("params")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-}
-
-fn handle_message(shared: &Shared, st: &mut State, sid: SessionId, msg: Value) {
-    let Some(obj) = msg.as_object() else {
-        send(
-            st,
-            sid,
-            error_reply(&Value::Null, json!("JSON-RPC message must be an object")),
-        );
-        return;
-    };
-    let id = obj.get("id").cloned().unwrap_or(Value::Null);
-    let Some(method) = obj.get("method").and_then(Value::as_str) else {
-        // A reply (to our echo, say) or junk: nothing to answer.
-        return;
-    };
-    let params = params_of(&msg);
-    if !obj.get("params").is_some_and(Value::is_array) {
-        send(
-            st,
-            sid,
-            error_reply(
-                &id,
-                json!({"error": "syntax error", "details": "\"params\" must be an array"}),
-            ),
-        );
-        return;
-    }
-    let dbname = st.db.schema().name.clone();
-    let check_db = |p: Option<&Value>| -> Result<(), Value> {
-        match p.and_then(Value::as_str) {
-            Some(n) if n == dbname => Ok(()),
-            Some(n) => Err(
-                json!({"error": "unknown database", "details": format!("no database named {n}")}),
-            ),
-            None => Err(
-                json!({"error": "syntax error", "details": "first parameter must be a database name"}),
-            ),
-        }
-    };
-    match method {
-        "echo" => send(st, sid, reply(&id, Value::Array(params.to_vec()))),
-        "list_dbs" => send(st, sid, reply(&id, json!([dbname]))),
-        "get_schema" => match check_db(params.first()) {
-            Ok(()) => {
-                let s = st.db.schema().to_json().clone();
-                send(st, sid, reply(&id, s));
-            }
-            Err(e) => send(st, sid, error_reply(&id, e)),
-        },
-        "transact" => match check_db(params.first()) {
-            Ok(()) => {
-                let ops = params[1..].to_vec();
-                run_transact(shared, st, sid, id, ops, Instant::now());
-            }
-            Err(e) => send(st, sid, error_reply(&id, e)),
-        },
-        "cancel" => {
-            let target = params.first().cloned().unwrap_or(Value::Null);
-            if let Some(pos) = st
-                .pending
-                .iter()
-                .position(|p| p.session == sid && p.id == target)
-            {
-                let p = st.pending.remove(pos);
-                send(st, sid, error_reply(&p.id, json!("canceled")));
-            }
-        }
-        "monitor" | "monitor_cond" | "monitor_cond_since" => {
-            if let Err(e) = check_db(params.first()) {
-                send(st, sid, error_reply(&id, e));
-                return;
-            }
-            let version = match method {
-                "monitor" => Version::V1,
-                "monitor_cond" => Version::V2,
-                _ => Version::V3,
-            };
-            let mid = params.get(1).cloned().unwrap_or(Value::Null);
-            let key = mid.to_string();
-            let reqs = params.get(2).cloned().unwrap_or(Value::Null);
-            if st
-                .sessions
-                .get(&sid)
-                .is_some_and(|s| s.monitors.contains_key(&key))
-            {
-                send(
-                    st,
-                    sid,
-                    error_reply(
-                        &id,
-                        json!({"error": "duplicate monitor ID", "details": key}),
-                    ),
-                );
-                return;
-            }
-            match Monitor::from_json(st.db.schema(), version, &reqs) {
-                Ok(m) => {
-                    let initial = m.initial(&st.db);
-                    let result = match version {
-                        Version::V3 => json!([false, st.last_txn.to_string(), initial]),
-                        _ => initial,
-                    };
-                    if let Some(s) = st.sessions.get_mut(&sid) {
-                        s.monitors.insert(key, (mid, m));
-                    }
-                    send(st, sid, reply(&id, result));
-                }
-                Err(e) => send(st, sid, error_reply(&id, e.to_json())),
-            }
-        }
-        "monitor_cond_change" => {
-            let old = params.first().map(Value::to_string).unwrap_or_default();
-            let new_id = params.get(1).cloned().unwrap_or(Value::Null);
-            let reqs = params.get(2).cloned().unwrap_or(Value::Null);
-            let Some(s) = st.sessions.get_mut(&sid) else {
-                return;
-            };
-            let Some((_, mut m)) = s.monitors.remove(&old) else {
-                send(
-                    st,
-                    sid,
-                    error_reply(&id, json!({"error": "unknown monitor", "details": old})),
-                );
-                return;
-            };
-            match m.change_conditions(&st.db, &reqs) {
-                Ok(u) => {
-                    let v = m.version;
-                    if let Some(s) = st.sessions.get_mut(&sid) {
-                        s.monitors.insert(new_id.to_string(), (new_id.clone(), m));
-                    }
-                    if u.as_object().is_some_and(|o| !o.is_empty()) {
-                        let n = match v {
-                            Version::V3 => {
-                                notification("update3", json!([new_id, st.last_txn.to_string(), u]))
-                            }
-                            _ => notification("update2", json!([new_id, u])),
-                        };
-                        send(st, sid, n);
-                    }
-                    send(st, sid, reply(&id, json!({})));
-                }
-                Err(e) => {
-                    if let Some(s) = st.sessions.get_mut(&sid) {
-                        s.monitors.insert(old.clone(), (params[0].clone(), m));
-                    }
-                    send(st, sid, error_reply(&id, e.to_json()));
-                }
-            }
-        }
-        "monitor_cancel" => {
-            let key = params.first().map(Value::to_string).unwrap_or_default();
-            let removed = st
-                .sessions
-                .get_mut(&sid)
-                .and_then(|s| s.monitors.remove(&key))
-                .is_some();
-            if removed {
-                send(st, sid, reply(&id, json!({})));
-            } else {
-                send(
-                    st,
-                    sid,
-                    error_reply(&id, json!({"error": "unknown monitor", "details": key})),
-                );
-            }
-        }
-        "lock" | "steal" | "unlock" => {
-            let Some(name) = params.first().and_then(Value::as_str).map(str::to_string) else {
-                send(
-                    st,
-                    sid,
-                    error_reply(
-                        &id,
-                        json!({"error": "syntax error", "details": "lock name must be a string"}),
-                    ),
-                );
-                return;
-            };
-            match method {
-                "lock" => {
-                    let q = st.locks.entry(name.clone()).or_default();
-                    if q.contains(&sid) {
-                        send(
-                            st,
-                            sid,
-                            error_reply(&id, json!({"error": "duplicate lock", "details": name})),
-                        );
-                        return;
-                    }
-                    q.push_back(sid);
-                    let locked = q.front() == Some(&sid);
-                    send(st, sid, reply(&id, json!({"locked": locked})));
-                }
-                "steal" => {
-                    let q = st.locks.entry(name.clone()).or_default();
-                    let victim = q.front().copied().filter(|v| *v != sid);
-                    q.retain(|s| *s != sid);
-                    q.push_front(sid);
-                    send(st, sid, reply(&id, json!({"locked": true})));
-                    if let Some(v) = victim {
-                        send(st, v, notification("stolen", json!([name])));
-                    }
-                }
-                _ => {
-                    release_lock(st, &name, sid);
-                    send(st, sid, reply(&id, json!({})));
-                }
-            }
-        }
-        _ => {
-            if !id.is_null() {
-                send(st, sid, error_reply(&id, json!("unknown method")));
-            }
-        }
     }
 }

@@ -7,7 +7,7 @@ use common::{start, Client};
 use ovsdb::server::Config;
 use ovsdb::{Database, DatabaseSchema, Server};
 use serde_json::{json, Value};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 fn schema() -> Value {
@@ -246,6 +246,7 @@ fn misbehaving_clients_are_disconnected() {
         max_message: 64 * 1024,
         max_queue: 16,
         write_timeout: Duration::from_secs(2),
+        ..Config::default()
     };
     let server = Server::with_config(
         Database::new(DatabaseSchema::from_json(&schema()).unwrap()),
@@ -353,4 +354,150 @@ fn tcp_listener() {
         js.feed(&buf[..n]);
     };
     assert_eq!(v, json!({"id": 7, "result": ["P"], "error": null}));
+}
+
+/// Limits: bytes queued per session, sessions per listener, monitors, locks and blocked
+/// transactions per session, the inactivity probe and the message deadline.
+#[test]
+fn resource_limits_hold_and_the_server_keeps_answering() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("db.sock");
+    let cfg = Config {
+        max_backlog: 100_000,
+        max_sessions: 3,
+        max_monitors: 2,
+        max_locks: 2,
+        max_pending: 1,
+        message_deadline: Duration::from_secs(1),
+        probe_interval: Some(Duration::from_millis(400)),
+        ..Config::default()
+    };
+    let server = Server::with_config(
+        Database::new(DatabaseSchema::from_json(&schema()).unwrap()),
+        cfg,
+    );
+    let _l = server.serve_unix(&sock).unwrap();
+
+    // Bytes, not messages: a monitoring client that never reads is cut off by its byte
+    // backlog (the message queue, 10,000 deep, never fills here).
+    let mut slow = Client::connect(&sock);
+    slow.call("monitor", json!(["P", null, {"T": {}}]));
+    let filler = "z".repeat(30_000);
+    for i in 0..100 {
+        server.transact(
+            &json!([{"op": "insert", "table": "T", "row": {"name": format!("b{i}{filler}")}}]),
+        );
+    }
+    assert!(
+        slow.closed_within(Duration::from_secs(10)),
+        "backlog limit not enforced"
+    );
+
+    // Per-session resources.
+    let mut c = Client::connect(&sock);
+    assert!(c.call("monitor", json!(["P", 1, {"T": {}}]))["error"].is_null());
+    assert!(c.call("monitor", json!(["P", 2, {"T": {}}]))["error"].is_null());
+    let r = c.call("monitor", json!(["P", 3, {"T": {}}]));
+    assert_eq!(r["error"]["error"], "resources exhausted", "{r}");
+    assert_eq!(c.call("lock", json!(["l1"]))["result"]["locked"], true);
+    assert_eq!(c.call("lock", json!(["l2"]))["result"]["locked"], true);
+    assert_eq!(
+        c.call("lock", json!(["l3"]))["error"]["error"],
+        "resources exhausted"
+    );
+    let wait = |v: i64| {
+        json!(["P", {"op": "wait", "table": "T", "where": [["name", "==", format!("never{v}")]],
+                     "columns": ["name"], "until": "!=", "rows": [], "timeout": 60_000}])
+    };
+    let _blocked = c.request("transact", wait(1));
+    let id = c.request("transact", wait(2));
+    let r = c.reply(id, &mut Vec::new());
+    assert_eq!(r["error"]["error"], "resources exhausted", "{r}");
+    assert_eq!(c.call("list_dbs", json!([]))["result"], json!(["P"]));
+
+    // Sessions per listener: with 3 slots taken by idle clients, a fourth connection closes
+    // the one idle longest and is served.
+    drop(c);
+    let mut a = Client::connect(&sock);
+    std::thread::sleep(Duration::from_millis(50));
+    let mut b = Client::connect(&sock);
+    let mut d = Client::connect(&sock);
+    std::thread::sleep(Duration::from_millis(50));
+    b.call("echo", json!([]));
+    d.call("echo", json!([]));
+    let mut e = Client::connect(&sock);
+    assert_eq!(e.call("list_dbs", json!([]))["result"], json!(["P"]));
+    assert!(
+        a.closed_within(Duration::from_secs(5)),
+        "the longest-idle session stays"
+    );
+    assert_eq!(b.call("list_dbs", json!([]))["result"], json!(["P"]));
+    drop((b, d));
+
+    // A message dribbled byte by byte is cut off at the deadline.
+    let mut slow = Client::connect(&sock);
+    let t0 = Instant::now();
+    let msg = br#"{"id": 1, "method": "list_dbs", "params": []}"#;
+    let mut closed = false;
+    for byte in msg.iter().take(msg.len() - 1) {
+        if slow.s.write_all(&[*byte]).is_err() {
+            closed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(closed || slow.closed_within(Duration::from_secs(3)));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    let mut e = Client::connect(&sock);
+    assert_eq!(e.call("list_dbs", json!([]))["result"], json!(["P"]));
+}
+
+/// TCP sessions are probed: a silent client gets an echo and is closed when it does not
+/// answer; one that answers stays.
+#[test]
+fn tcp_sessions_are_probed() {
+    let cfg = Config {
+        probe_interval: Some(Duration::from_millis(300)),
+        ..Config::default()
+    };
+    let server = Server::with_config(
+        Database::new(DatabaseSchema::from_json(&schema()).unwrap()),
+        cfg,
+    );
+    let l = server.listen("ptcp:0:127.0.0.1").unwrap();
+    let mut silent = std::net::TcpStream::connect(&l.local).unwrap();
+    let mut answering = std::net::TcpStream::connect(&l.local).unwrap();
+    answering
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let t0 = Instant::now();
+    let mut echoes = 0;
+    let mut js = ovsdb::jsonrpc::JsonStream::new(1 << 20);
+    while t0.elapsed() < Duration::from_secs(2) {
+        let mut buf = [0u8; 4096];
+        if let Ok(n) = answering.read(&mut buf) {
+            assert!(n > 0, "the answering client was closed");
+            js.feed(&buf[..n]);
+            while let Ok(Some(m)) = js.next_value() {
+                assert_eq!(m["method"], "echo");
+                echoes += 1;
+                let r = json!({"id": m["id"], "result": [], "error": null});
+                answering.write_all(r.to_string().as_bytes()).unwrap();
+            }
+        }
+    }
+    assert!(echoes >= 2, "probes seen: {echoes}");
+    silent
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match silent.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("the silent client is still connected: {e}"),
+        }
+    }
+    assert!(String::from_utf8_lossy(&got).contains("\"echo\""));
 }

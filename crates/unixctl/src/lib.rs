@@ -11,11 +11,12 @@
 //! [`serve`] runs a server that hands each request to a handler; [`call`] is the client used by
 //! the `ferrovs` CLI. Both interoperate with OVS's own `ovs-appctl` and Python `ovs.unixctl`.
 
+use connlimit::{Backoff, MessageClock, Slot, Slots};
 use serde_json::{json, Value};
 use std::io::{self, Read, Write};
+use std::net::Shutdown;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,8 +25,10 @@ pub const MAX_MESSAGE: usize = 4 << 20;
 /// The most bytes of one reply the client accepts: replies (a dump of a million flows) are
 /// much larger than requests, and come from the daemon the client chose to ask.
 pub const MAX_REPLY: usize = 1 << 30;
-/// The most connections served at once.
+/// The most connections served at once (the longest-idle one makes room for a newcomer).
 pub const MAX_CONNECTIONS: usize = 64;
+/// How long writing one reply may block on a client that does not read.
+pub const REPLY_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub use jsonstream::JsonStream;
 
@@ -66,45 +69,68 @@ pub fn parse_request(v: Value) -> Result<Request, (Value, String)> {
 
 /// Serves requests on `listener` forever (until the listener fails), calling `handler` for
 /// each one on the connection's own thread.
+///
+/// Limits: at most [`MAX_CONNECTIONS`] connections; when all are taken, the one idle longest
+/// is closed to admit the newcomer (so idle clients can never lock `ovs-appctl` out); a
+/// request must arrive completely within [`connlimit::MESSAGE_DEADLINE`] of its first byte;
+/// a failing `accept` backs off instead of spinning.
 pub fn serve<H>(listener: UnixListener, handler: H)
 where
     H: Fn(&str, &[String]) -> Result<String, String> + Send + Sync + 'static,
 {
     let handler = Arc::new(handler);
-    let active = Arc::new(AtomicUsize::new(0));
+    let slots = Slots::new("unixctl", MAX_CONNECTIONS);
+    let mut backoff = Backoff::new("unixctl");
     for conn in listener.incoming() {
-        let Ok(stream) = conn else { continue };
-        if active.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-            drop(stream);
+        let stream = match conn {
+            Ok(s) => {
+                backoff.ok();
+                s
+            }
+            Err(e) => {
+                backoff.failed(&e);
+                continue;
+            }
+        };
+        let Ok(k) = stream.try_clone() else { continue };
+        let Some(slot) = slots.admit(Box::new(move || {
+            let _ = k.shutdown(Shutdown::Both);
+        })) else {
             continue;
-        }
-        active.fetch_add(1, Ordering::Relaxed);
+        };
         let h = Arc::clone(&handler);
-        let a = Arc::clone(&active);
-        let spawned = std::thread::Builder::new()
+        let _ = std::thread::Builder::new()
             .name("unixctl".into())
             .spawn(move || {
-                let _ = serve_conn(stream, &*h);
-                a.fetch_sub(1, Ordering::Relaxed);
+                let _ = serve_conn(stream, &*h, &slot);
             });
-        if spawned.is_err() {
-            active.fetch_sub(1, Ordering::Relaxed);
-        }
     }
 }
 
-fn serve_conn<H>(mut stream: UnixStream, handler: &H) -> io::Result<()>
+/// How often a connection's thread wakes to check its message deadline.
+const POLL: Duration = Duration::from_millis(500);
+
+fn serve_conn<H>(mut stream: UnixStream, handler: &H, slot: &Slot) -> io::Result<()>
 where
     H: Fn(&str, &[String]) -> Result<String, String>,
 {
+    stream.set_read_timeout(Some(POLL))?;
+    stream.set_write_timeout(Some(REPLY_WRITE_TIMEOUT))?;
     let mut js = JsonStream::new(MAX_MESSAGE);
+    let mut clock = MessageClock::default();
     let mut buf = [0u8; 8192];
     loop {
-        let n = stream.read(&mut buf)?;
-        if n == 0 {
-            return Ok(());
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => js.feed(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
-        js.feed(&buf[..n]);
         loop {
             match js.next_value() {
                 Ok(Some(v)) => {
@@ -112,6 +138,7 @@ where
                     if v.get("method").is_none() && v.get("result").is_some() {
                         continue;
                     }
+                    slot.busy();
                     let reply = match parse_request(v) {
                         Ok(req) => match handler(&req.method, &req.params) {
                             Ok(text) => json!({"id": req.id, "result": text, "error": null}),
@@ -119,7 +146,9 @@ where
                         },
                         Err((id, why)) => json!({"id": id, "result": null, "error": why}),
                     };
-                    stream.write_all(reply.to_string().as_bytes())?;
+                    let written = stream.write_all(reply.to_string().as_bytes());
+                    slot.idle();
+                    written?;
                 }
                 Ok(None) => break,
                 Err(why) => {
@@ -128,6 +157,17 @@ where
                     return Ok(());
                 }
             }
+        }
+        clock.update(js.buffered() > 0);
+        if clock.expired(connlimit::MESSAGE_DEADLINE) {
+            log::warn!(
+                "unixctl: a request has been arriving for over {} s; closing the connection",
+                connlimit::MESSAGE_DEADLINE.as_secs()
+            );
+            let reply =
+                json!({"id": null, "result": null, "error": "request took too long to arrive"});
+            let _ = stream.write_all(reply.to_string().as_bytes());
+            return Ok(());
         }
     }
 }

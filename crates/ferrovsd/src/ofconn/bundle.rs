@@ -48,7 +48,8 @@ use std::sync::Arc;
 pub const IDLE_TIMEOUT_MS: u64 = 10_000;
 /// Open bundles per connection.
 pub const MAX_BUNDLES: usize = 256;
-/// Messages per bundle.
+/// Messages per bundle, and in all of a connection's open bundles together (a million-flow
+/// `ovs-ofctl --bundle add-flows` fits).
 pub const MAX_MESSAGES: usize = 1 << 20;
 
 /// A message staged in a bundle.
@@ -175,6 +176,13 @@ impl Bundles {
         if b.entries.len() >= MAX_MESSAGES {
             return Err(OfError::bundle_failed(bf::MSG_TOO_MANY));
         }
+        let total: usize = self.map.values().map(|b| b.entries.len()).sum();
+        if total >= MAX_MESSAGES {
+            return Err(OfError::bundle_failed(bf::MSG_TOO_MANY));
+        }
+        let Some(b) = self.map.get_mut(&id) else {
+            return Err(OfError::bundle_failed(bf::BAD_ID));
+        };
         b.entries.push(entry);
         Ok(())
     }

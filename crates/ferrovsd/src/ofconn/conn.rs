@@ -32,7 +32,7 @@
 
 use super::{lock, BridgeOf};
 use crate::ofconn::target::Stream;
-use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendError};
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender, TrySendError};
 use openflow::actions::OFPCML_NO_BUFFER;
 use openflow::messages::err;
 use openflow::oxm::Field;
@@ -45,6 +45,13 @@ use std::time::{Duration, Instant};
 
 /// Outgoing messages a connection may queue.
 pub const OUT_QUEUE: usize = 4096;
+/// Bytes of replies queued per connection before the reader waits for the peer to read.
+pub const OUT_QUEUE_BYTES: usize = 32 << 20;
+/// Bytes queued beyond which asynchronous messages (packet-ins, flow-removed, port status,
+/// monitor updates) are dropped and counted, as a slow controller must not grow memory.
+pub const ASYNC_QUEUE_BYTES: usize = 16 << 20;
+/// How long a reply may wait for room before the connection is closed.
+pub const REPLY_WAIT: Duration = Duration::from_secs(10);
 
 /// `OFPCR_ROLE_*`.
 pub const ROLE_NOCHANGE: u32 = 0;
@@ -122,6 +129,8 @@ pub struct Conn {
     tx: Sender<Vec<u8>>,
     /// Messages queued on `tx` and not yet written.
     queued: AtomicUsize,
+    /// Bytes queued on `tx` and not yet written.
+    queued_bytes: AtomicUsize,
     /// The sending half of the socket, held by whoever writes.
     out: Mutex<Stream>,
     bridge: Weak<BridgeOf>,
@@ -172,9 +181,30 @@ impl Conn {
         )
     }
 
-    /// Sends raw bytes: written at once if nothing is queued ahead of them, else queued,
-    /// waiting if the queue is full (replies).
+    /// Sends raw bytes: written at once if nothing is queued ahead of them, else queued.
+    /// A reply waits while more than [`OUT_QUEUE_BYTES`] (or [`OUT_QUEUE`] messages) are
+    /// queued, which holds back the reader that produces replies; a peer that reads nothing
+    /// for [`REPLY_WAIT`] is disconnected.
     pub fn send_raw(&self, bytes: Vec<u8>) {
+        let deadline = Instant::now() + REPLY_WAIT;
+        while self.queued_bytes.load(Ordering::Acquire) > OUT_QUEUE_BYTES
+            || self.queued.load(Ordering::Acquire) >= OUT_QUEUE
+        {
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            if Instant::now() >= deadline {
+                super::log(&format!(
+                    "{}: {} bytes of replies unread for {} s; disconnecting",
+                    self.peer,
+                    self.queued_bytes.load(Ordering::Acquire),
+                    REPLY_WAIT.as_secs()
+                ));
+                self.close();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
         {
             let mut out = lock(&self.out);
             if self.queued.load(Ordering::Acquire) == 0 {
@@ -183,9 +213,13 @@ impl Conn {
             }
             // Counted before the lock goes, so a later reply cannot overtake this one.
             self.queued.fetch_add(1, Ordering::AcqRel);
+            self.queued_bytes.fetch_add(bytes.len(), Ordering::AcqRel);
         }
-        if self.tx.send_timeout(bytes, Duration::from_secs(5)).is_err() {
+        let len = bytes.len();
+        if self.tx.send_timeout(bytes, REPLY_WAIT).is_err() {
             self.queued.fetch_sub(1, Ordering::AcqRel);
+            self.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+            self.close();
         }
     }
 
@@ -220,11 +254,20 @@ impl Conn {
         let Ok(b) = wire::encode(m, self.version(), 0) else {
             return;
         };
+        let len = b.len();
+        if self.queued_bytes.load(Ordering::Acquire) + len > ASYNC_QUEUE_BYTES
+            || self.queued.load(Ordering::Acquire) >= OUT_QUEUE
+        {
+            self.async_drops.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         self.queued.fetch_add(1, Ordering::AcqRel);
+        self.queued_bytes.fetch_add(len, Ordering::AcqRel);
         match self.tx.try_send(b) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
                 self.queued.fetch_sub(1, Ordering::AcqRel);
+                self.queued_bytes.fetch_sub(len, Ordering::AcqRel);
                 self.async_drops.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -341,6 +384,7 @@ fn writer(c: Arc<Conn>, rx: Receiver<Vec<u8>>) {
                 let mut out = lock(&c.out);
                 c.write_locked(&mut out, &m);
                 c.queued.fetch_sub(1, Ordering::AcqRel);
+                c.queued_bytes.fetch_sub(m.len(), Ordering::AcqRel);
                 drop(out);
                 if c.closed.load(Ordering::Acquire) {
                     return;
@@ -357,14 +401,22 @@ fn writer(c: Arc<Conn>, rx: Receiver<Vec<u8>>) {
 }
 
 /// Runs a connection on the calling thread until it ends. See the module documentation.
-pub fn run(b: &Arc<BridgeOf>, stream: Stream, kind: ConnKind, stop: &AtomicBool) {
+pub fn run(
+    b: &Arc<BridgeOf>,
+    stream: Stream,
+    kind: ConnKind,
+    stop: &AtomicBool,
+    slot: Option<&connlimit::Slot>,
+) {
     let (Ok(rd), Ok(wr)) = (stream.try_clone(), stream.try_clone()) else {
         return;
     };
     let _ = stream.set_read_timeout(Duration::from_millis(100));
     let _ = wr.set_write_timeout(Duration::from_secs(10));
     let cfg = lock(&b.cfg).clone();
-    let (tx, rx) = bounded::<Vec<u8>>(OUT_QUEUE);
+    // Bounded by `send_raw`/`send_async` in messages and bytes; a bounded channel would
+    // preallocate all its slots (128 KB per connection).
+    let (tx, rx) = unbounded::<Vec<u8>>();
     let c = Arc::new(Conn {
         id: b.next_conn.fetch_add(1, Ordering::Relaxed),
         kind,
@@ -372,6 +424,7 @@ pub fn run(b: &Arc<BridgeOf>, stream: Stream, kind: ConnKind, stop: &AtomicBool)
         version: AtomicU8::new(0),
         tx,
         queued: AtomicUsize::new(0),
+        queued_bytes: AtomicUsize::new(0),
         out: Mutex::new(wr),
         bridge: Arc::downgrade(b),
         st: Mutex::new(ConnState {
@@ -409,7 +462,7 @@ pub fn run(b: &Arc<BridgeOf>, stream: Stream, kind: ConnKind, stop: &AtomicBool)
         return;
     }
     lock(&b.conns).push(Arc::clone(&c));
-    reader(b, &c, rd, &cfg, stop);
+    reader(b, &c, rd, &cfg, stop, slot);
     c.close();
     lock(&b.conns).retain(|x| x.id != c.id);
     if let Ok(h) = w {
@@ -423,6 +476,7 @@ fn reader(
     mut rd: Stream,
     cfg: &super::BridgeCfg,
     stop: &AtomicBool,
+    slot: Option<&connlimit::Slot>,
 ) {
     let top = cfg.versions.iter().copied().max().unwrap_or(wire::OFP13);
     let hello = Message::Hello(wire::Hello::for_versions(&cfg.versions));
@@ -445,11 +499,7 @@ fn reader(
         }
         match rd.read(&mut chunk) {
             Ok(0) => return,
-            Ok(n) => {
-                buf.extend_from_slice(chunk.get(..n).unwrap_or_default());
-                last_rx = Instant::now();
-                probed = false;
-            }
+            Ok(n) => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -460,19 +510,6 @@ fn reader(
             Err(_) => return,
         }
         super::bundle::expire(c, datapath::clock::now_ms());
-        let idle = last_rx.elapsed();
-        if idle >= probe * 2 {
-            super::log(&format!(
-                "bridge {}: {}: no response to inactivity probe, disconnecting",
-                b.name, c.peer
-            ));
-            return;
-        }
-        if idle >= probe && !probed && c.is_up() {
-            probed = true;
-            echo_xid = echo_xid.wrapping_add(1);
-            c.send(&Message::EchoRequest(Vec::new()), echo_xid);
-        }
         // Cut and handle every complete message.
         let mut off = 0;
         loop {
@@ -484,6 +521,11 @@ fn reader(
                     if !one_message(b, c, &msg, &mut batch) {
                         return;
                     }
+                    if let Some(s) = slot {
+                        s.idle();
+                    }
+                    last_rx = Instant::now();
+                    probed = false;
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -503,6 +545,26 @@ fn reader(
         buf.drain(..off.min(buf.len()));
         // Nothing more is buffered: run the packet-outs read so far before waiting.
         batch.flush(b, c);
+        // Activity is a complete message: a peer that dribbles bytes of one message (or
+        // sends nothing) gets a probe and is cut off, whatever the bytes.
+        let idle = last_rx.elapsed();
+        if idle >= probe * 2 {
+            let partial = if buf.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} bytes of an unfinished message)", buf.len())
+            };
+            super::log(&format!(
+                "bridge {}: {}: no response to inactivity probe{partial}, disconnecting",
+                b.name, c.peer
+            ));
+            return;
+        }
+        if idle >= probe && !probed && c.is_up() {
+            probed = true;
+            echo_xid = echo_xid.wrapping_add(1);
+            c.send(&Message::EchoRequest(Vec::new()), echo_xid);
+        }
     }
 }
 

@@ -47,6 +47,8 @@ const MODIFY: u16 = 8;
 const INSTRUCTIONS: u16 = 16;
 /// Updates per reply message.
 const UPDATES_PER_REPLY: usize = 100;
+/// Flow monitors one connection may hold (beyond: `OFPMOFC_OUT_OF_MONITORS`).
+pub const MAX_MONITORS: usize = 1024;
 
 /// The form a monitor was set up in, which its updates use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,6 +167,9 @@ pub fn request(
                 1 | 2 => {}
                 _ => return Err(fail(fmf::BAD_COMMAND)),
             }
+        }
+        if ids.len() > MAX_MONITORS {
+            return Err(fail(fmf::OUT_OF_MONITORS));
         }
     }
     let mut initial = Vec::new();

@@ -17,6 +17,7 @@
 
 use super::conn::{self, ConnKind};
 use super::{lock, spawn, BridgeOf, TICK};
+use connlimit::{Backoff, Slots};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -248,25 +249,43 @@ fn accept(l: &Listener) -> std::io::Result<Stream> {
     }
 }
 
-/// Accepts connections until `stop` (or the bridge stops), each on its own thread.
+/// Connections one listener serves at once; a newcomer beyond that closes the one idle longest
+/// (see the `connlimit` crate).
+pub const MAX_CONNECTIONS: usize = 256;
+/// Snoop clients per bridge.
+pub const MAX_SNOOPS: usize = 16;
+
+/// Accepts connections until `stop` (or the bridge stops), each on its own thread, at most
+/// [`MAX_CONNECTIONS`] at once; accept errors back off.
 pub fn accept_loop(b: &Arc<BridgeOf>, l: Listener, kind: ConnKind, stop: &AtomicBool) {
+    let name = match &kind {
+        ConnKind::Controller(t) => format!("bridge {}: {t}", b.name),
+        ConnKind::Mgmt => format!("bridge {}: {}.mgmt", b.name, b.name),
+    };
+    let slots = Slots::new(name.clone(), MAX_CONNECTIONS);
+    let mut backoff = Backoff::new(name);
     while !stop.load(Ordering::Acquire) && !b.stop.load(Ordering::Acquire) {
         match accept(&l) {
             Ok(s) => {
+                backoff.ok();
+                let Ok(k) = s.try_clone() else { continue };
+                let Some(slot) = slots.admit(Box::new(move || k.shutdown())) else {
+                    continue;
+                };
                 let (b2, k2) = (Arc::clone(b), kind.clone());
                 let r = spawn("ofconn", move || {
                     let Some(s) = super::ssl::ready(&b2, s) else {
                         return;
                     };
                     let never = AtomicBool::new(false);
-                    conn::run(&b2, s, k2, &never);
+                    conn::run(&b2, s, k2, &never, Some(&slot));
                 });
                 if let Err(e) = r {
                     super::log(&e);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK * 4),
-            Err(_) => std::thread::sleep(TICK * 4),
+            Err(e) => backoff.failed(&e),
         }
     }
     if let (Listener::Unix(u), ConnKind::Controller(t)) = (&l, &kind) {
@@ -304,7 +323,7 @@ pub fn active_loop(b: &Arc<BridgeOf>, a: &Active, stop: &AtomicBool, status: &Mu
                 *lock(status) = "connected".into();
                 let t0 = Instant::now();
                 let kind = ConnKind::Controller(configured_name(b, &target));
-                conn::run(b, s, kind, stop);
+                conn::run(b, s, kind, stop, None);
                 *lock(status) = "disconnected".into();
                 if t0.elapsed() >= Duration::from_secs(10) {
                     backoff = Duration::from_secs(1);
@@ -347,47 +366,72 @@ fn configured_name(b: &BridgeOf, normalised: &str) -> String {
 /// Serves `<bridge>.snoop`: each client gets a hello, then a raw copy of every message
 /// sent or received on the bridge's connections.
 pub fn snoop_loop(b: &Arc<BridgeOf>, l: UnixListener) {
+    let mut backoff = Backoff::new(format!("bridge {}: snoop", b.name));
+    let live = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     while !b.stop.load(Ordering::Acquire) {
         match l.accept() {
             Ok((s, _)) => {
+                backoff.ok();
+                if live.load(Ordering::Acquire) >= MAX_SNOOPS {
+                    super::log(&format!(
+                        "bridge {}: {MAX_SNOOPS} snoop clients already; refusing another",
+                        b.name
+                    ));
+                    continue;
+                }
+                live.fetch_add(1, Ordering::AcqRel);
+                let live2 = Arc::clone(&live);
                 let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(4096);
                 let versions = lock(&b.cfg).versions.clone();
                 let b2 = Arc::clone(b);
                 let r = spawn("ofsnoop-conn", move || {
-                    let mut s = Stream::Unix(s);
-                    let _ = s.set_write_timeout(Duration::from_secs(2));
-                    let hello = openflow::wire::Message::Hello(
-                        openflow::wire::Hello::for_versions(&versions),
-                    );
-                    let top = versions
-                        .iter()
-                        .copied()
-                        .max()
-                        .unwrap_or(openflow::wire::OFP13);
-                    if let Ok(h) = openflow::wire::encode(&hello, top, 0) {
-                        if s.write_all(&h).is_err() {
-                            return;
-                        }
-                    }
-                    while !b2.stop.load(Ordering::Acquire) {
-                        match rx.recv_timeout(Duration::from_millis(100)) {
-                            Ok(m) => {
-                                if s.write_all(&m).is_err() {
-                                    break;
-                                }
-                            }
-                            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-                            Err(_) => break,
-                        }
-                    }
-                    s.shutdown();
+                    serve_snoop(&b2, Stream::Unix(s), &versions, &rx);
+                    live2.fetch_sub(1, Ordering::AcqRel);
                 });
                 match r {
                     Ok(_) => lock(&b.snoops).push(tx),
-                    Err(e) => super::log(&e),
+                    Err(e) => {
+                        live.fetch_sub(1, Ordering::AcqRel);
+                        super::log(&e);
+                    }
                 }
             }
-            Err(_) => std::thread::sleep(TICK * 4),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK * 4),
+            Err(e) => backoff.failed(&e),
         }
     }
+}
+
+/// One snoop client: a hello, then every copied message until it stops reading or the bridge
+/// stops.
+fn serve_snoop(
+    b: &BridgeOf,
+    mut s: Stream,
+    versions: &[u8],
+    rx: &crossbeam_channel::Receiver<Vec<u8>>,
+) {
+    let _ = s.set_write_timeout(Duration::from_secs(2));
+    let hello = openflow::wire::Message::Hello(openflow::wire::Hello::for_versions(versions));
+    let top = versions
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(openflow::wire::OFP13);
+    if let Ok(h) = openflow::wire::encode(&hello, top, 0) {
+        if s.write_all(&h).is_err() {
+            return;
+        }
+    }
+    while !b.stop.load(Ordering::Acquire) {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(m) => {
+                if s.write_all(&m).is_err() {
+                    break;
+                }
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+            Err(_) => break,
+        }
+    }
+    s.shutdown();
 }
