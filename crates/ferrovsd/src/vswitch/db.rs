@@ -110,7 +110,7 @@ impl Db {
         let mut listeners = Vec::new();
         for r in remotes {
             let l = if r.starts_with("pssl:") {
-                if !ssl.any() {
+                if !ssl.complete() {
                     return Err(format!(
                         "--remote={r} needs --private-key, --certificate and --ca-cert"
                     ));

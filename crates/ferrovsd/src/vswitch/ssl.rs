@@ -75,9 +75,9 @@ fn from_db(server: &Server, spec: &str, what: &str) -> Result<String, String> {
 }
 
 impl SslOptions {
-    /// Whether any option was given.
-    pub fn any(&self) -> bool {
-        self.private_key.is_some() || self.certificate.is_some() || self.ca_cert.is_some()
+    /// Whether all three options were given.
+    pub fn complete(&self) -> bool {
+        self.private_key.is_some() && self.certificate.is_some() && self.ca_cert.is_some()
     }
 
     /// Checks the `db:` forms' syntax up front (the values themselves are read per connection).

@@ -11,13 +11,13 @@
 //! CA, garbage bytes, a timeout) is logged and closed; it never becomes a session, so it can
 //! neither read nor change the database.
 
-use super::{Listener, Server};
+use super::{Listener, Server, READ_TICK};
+use connlimit::{Backoff, Slots};
 use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
 
 /// Where a TLS remote gets its configuration, per connection.
 pub type TlsSource = Arc<dyn Fn() -> Result<Arc<tls::TlsConfig>, String> + Send + Sync>;
@@ -52,27 +52,22 @@ impl Server {
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let server = self.clone();
+        let name = format!("ovsdb pssl:{local}");
+        let slots = Slots::new(name.clone(), self.shared.config.max_sessions);
         let thread = thread::Builder::new()
             .name("ovsdb-listen-tls".into())
             .spawn(move || {
+                let mut backoff = Backoff::new(name);
                 for conn in listener.incoming() {
                     if stop2.load(Ordering::SeqCst) {
                         break;
                     }
                     match conn {
                         Ok(s) => {
-                            let (server, source) = (server.clone(), source.clone());
-                            let r = thread::Builder::new()
-                                .name("ovsdb-tls".into())
-                                .spawn(move || server.serve_tls(s, &source));
-                            if let Err(e) = r {
-                                log::warn!(target: "ovsdb", "cannot start a thread: {e}");
-                            }
+                            backoff.ok();
+                            server.spawn_tls(s, &slots, &source);
                         }
-                        Err(e) => {
-                            log::warn!(target: "ovsdb", "accept failed: {e}");
-                            thread::sleep(Duration::from_millis(100));
-                        }
+                        Err(e) => backoff.failed(&e),
                     }
                 }
             })?;
@@ -84,30 +79,50 @@ impl Server {
         })
     }
 
-    /// Handshake, then a session on the plaintext stream.
-    fn serve_tls(&self, s: TcpStream, source: &TlsSource) {
-        let peer = s
-            .peer_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_else(|_| "?".into());
-        let plain = source().and_then(|cfg| tls::accept(s, &cfg));
-        let plain = match plain {
-            Ok(p) => p,
-            Err(e) => {
-                log::warn!(target: "ovsdb", "pssl: refused a connection from {peer}: {e}");
-                return;
-            }
-        };
-        let (Ok(w), Ok(k)) = (plain.try_clone(), plain.try_clone()) else {
+    /// Takes a session slot (a handshake in progress counts, so handshakes are bounded
+    /// like sessions), then handshakes on a thread of its own and serves the plaintext.
+    fn spawn_tls(&self, s: TcpStream, slots: &Arc<Slots>, source: &TlsSource) {
+        let Ok(k) = s.try_clone() else {
             return;
         };
-        let _ = w.set_write_timeout(Some(self.shared.config.write_timeout));
-        self.serve_stream(
-            plain,
-            w,
-            Arc::new(move || {
-                let _ = k.shutdown(Shutdown::Both);
-            }),
-        );
+        let Some(slot) = slots.admit(Box::new(move || {
+            let _ = k.shutdown(Shutdown::Both);
+        })) else {
+            return;
+        };
+        let (server, source) = (self.clone(), source.clone());
+        let r = thread::Builder::new()
+            .name("ovsdb-tls".into())
+            .spawn(move || {
+                let peer = s
+                    .peer_addr()
+                    .map(|a| a.to_string())
+                    .unwrap_or_else(|_| "?".into());
+                let plain = match source().and_then(|cfg| tls::accept(s, &cfg)) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        log::warn!(target: "ovsdb", "pssl: refused a connection from {peer}: {e}");
+                        return;
+                    }
+                };
+                let (Ok(w), Ok(k)) = (plain.try_clone(), plain.try_clone()) else {
+                    return;
+                };
+                let _ = w.set_write_timeout(Some(server.shared.config.write_timeout));
+                let _ = plain.set_read_timeout(Some(READ_TICK));
+                let probe = server.shared.config.probe_interval;
+                server.spawn_session(
+                    plain,
+                    w,
+                    Arc::new(move || {
+                        let _ = k.shutdown(Shutdown::Both);
+                    }),
+                    Some(slot),
+                    probe,
+                );
+            });
+        if let Err(e) = r {
+            log::warn!(target: "ovsdb", "cannot start a thread: {e}");
+        }
     }
 }
