@@ -8,8 +8,10 @@
 # ferrovsd is looked for (default target/release, or $CARGO_TARGET_DIR/release).
 # Measures, per switch: `add-flows` (one flow_mod per flow, then a barrier), `add-flows
 # --bundle` (one OpenFlow 1.4 bundle) into an empty table, `dump-flows` (the count is
-# checked), `del-flows` after each add. Every number printed was measured; a step that fails
-# prints FAILED and the script exits 3.
+# checked), `del-flows` after each add, and `incr`: 100 separate `ovs-ofctl --bundle
+# add-flows` calls of 10 flows each into the full table (scripted, incremental changes: each
+# call pays connection set-up and a bundle commit against N flows). Every number printed was
+# measured; a step that fails prints FAILED and the script exits 3.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -61,6 +63,22 @@ for i in range(n):
               % ((i >> 16) & 255, (i >> 8) & 255, i & 255))
 EOF
 
+# 100 small files of 10 flows each, on another subtable (nw_src=/32).
+mkdir -p "$WORK/incr"
+python3 - "$WORK/incr" <<'EOF'
+import sys
+for b in range(100):
+    with open(f"{sys.argv[1]}/{b}.txt", "w") as f:
+        for i in range(10):
+            f.write("priority=200,ip,nw_src=11.0.%d.%d,actions=drop\n" % (b, i))
+EOF
+incr() { # TARGET
+    local b
+    for b in $(seq 0 99); do
+        ovs-ofctl -O OpenFlow14 --bundle add-flows "$1" "$WORK/incr/$b.txt" || return 1
+    done
+}
+
 now() { date +%s.%N; }
 declare -A RES
 FAILED=0
@@ -92,6 +110,9 @@ run_steps() { # SWITCH TARGET
     timed bundle "$sw" ovs-ofctl -O OpenFlow14 --bundle add-flows "$tgt" "$WORK/flows.txt"
     n=$(count_flows "$tgt")
     [ "$n" = "$FLOWS" ] || { echo "w5: $sw has $n flows after the bundle, want $FLOWS" >&2; RES[$sw.bundle]=FAILED; FAILED=1; }
+    timed incr "$sw" incr "$tgt"
+    n=$(ovs-ofctl -O OpenFlow14 dump-flows "$tgt" | grep -c 'nw_src=' || true)
+    [ "$n" = 1000 ] || { echo "w5: $sw has $n incremental flows, want 1000" >&2; RES[$sw.incr]=FAILED; FAILED=1; }
     timed del_after_bundle "$sw" ovs-ofctl -O OpenFlow14 del-flows "$tgt"
 }
 
@@ -124,9 +145,9 @@ fi
 
 printf '\nW5: %d flows (nw_dst=/32), seconds (flows/s), ovs-ofctl -O OpenFlow14\n' "$FLOWS"
 printf '%-22s %22s %22s %10s\n' step ferrovs "OVS 3.1" "OVS/ferrovs"
-for s in add bundle dump del del_after_bundle; do
+for s in add bundle dump del del_after_bundle incr; do
     f=${RES[ferrovs.$s]:--}; o=${RES[ovs.$s]:--}
-    cell() { if [[ $1 =~ ^[0-9.]+$ ]] && [[ $s != del* ]]; then
+    cell() { if [[ $1 =~ ^[0-9.]+$ ]] && [[ $s != del* && $s != incr ]]; then
             printf '%s (%s/s)' "$1" "$(awk -v n="$FLOWS" -v t="$1" 'BEGIN { printf "%.0f", n / t }')"
         else printf '%s' "$1"; fi; }
     ratio=-

@@ -2,10 +2,12 @@
 //! by a crash, corrupted on disk, or written by someone hostile.
 //!
 //! Input, by its first byte:
-//! * `J`: the rest is JSON records, one per line; the harness frames each line as the log
-//!   does (length and CRC), so hostile but well-framed records reach replay (random bytes
-//!   almost never carry a valid CRC);
-//! * anything else: the rest is the file, byte for byte (framing, CRC checks, torn-tail
+//! * `J`: the rest is JSON records, one per line; the harness frames each line as a record of
+//!   OVSDB's standard file format (length and SHA-1), so hostile but well-framed records reach
+//!   replay (random bytes almost never carry a valid digest);
+//! * `L`: the same, framed in ferrovs's former private format (length and CRC-32), which is
+//!   converted at open;
+//! * anything else: the rest is the file, byte for byte (framing, digest checks, torn-tail
 //!   recovery).
 //!
 //! The bytes are written to a file (in `/dev/shm` when there is one) and opened with
@@ -37,7 +39,7 @@ fn path() -> &'static PathBuf {
     })
 }
 
-/// CRC-32 (IEEE 802.3, reflected), as the log's record header carries it.
+/// CRC-32 (IEEE 802.3, reflected), as the former log format's record header carries it.
 fn crc32(data: &[u8]) -> u32 {
     let mut crc = !0u32;
     for &b in data {
@@ -53,8 +55,17 @@ fn crc32(data: &[u8]) -> u32 {
     !crc
 }
 
-/// Frames every non-empty line of `lines` as one log record.
+/// Frames every non-empty line of `lines` as one record of the standard format.
 fn frame(lines: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(lines.len() + 64);
+    for body in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        out.extend(ovsdb::record::frame(body));
+    }
+    out
+}
+
+/// Frames every non-empty line of `lines` as one record of the former private format.
+fn frame_legacy(lines: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(lines.len() + 64);
     for body in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         out.extend_from_slice(format!("{} {:08x} ", body.len(), crc32(body)).as_bytes());
@@ -103,10 +114,10 @@ fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let bytes = if mode == b'J' {
-        frame(rest)
-    } else {
-        rest.to_vec()
+    let bytes = match mode {
+        b'J' => frame(rest),
+        b'L' => frame_legacy(rest),
+        _ => rest.to_vec(),
     };
     let path = path();
     let _cleanup = Cleanup;

@@ -51,12 +51,13 @@ def require(*tools):
 class Daemon:
     """A ferrovsd with its own rundir."""
 
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, extra_args=()):
         self.rundir = tmp
         self.ctl = tmp / "ferrovsd.ctl"
         self.log = open(tmp / "ferrovsd.log", "w+")
         self.proc = subprocess.Popen(
-            [str(BIN / "ferrovsd"), "--rundir", str(tmp), "--pcap-dir", tempfile.gettempdir()],
+            [str(BIN / "ferrovsd"), "--rundir", str(tmp), "--pcap-dir", tempfile.gettempdir(),
+             *extra_args],
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )

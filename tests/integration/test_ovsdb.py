@@ -324,7 +324,7 @@ def test_restart_keeps_config_and_ofports_and_drops_a_torn_write(rundir, net):
         sw.stop()
         with open(rundir / "conf.db", "ab") as f:
             # A record cut short mid-write: the length promises more than is there.
-            f.write(b'300 0badc0de {"txn": {"Bridge": {"')
+            f.write(b'OVSDB JSON 300 ' + b'0b' * 20 + b'\n{"Bridge": {"')
         sw.start()
         assert "dropped" in sw.logtext()
         assert br in vsctl("list-br").stdout
@@ -432,3 +432,53 @@ def test_ovs_appctl_names(switch):
     appctl("dpctl/dump-flows")
     appctl("dpif-netdev/pmd-stats-clear")
     assert "pmd thread" in appctl("dpif-netdev/pmd-stats-show").stdout
+
+
+def test_conf_db_is_an_ovsdb_file_both_ways(rundir):
+    """ferrovsd's conf.db is read by Debian's ovsdb-tool (show-log, query, db-name), and a
+    conf.db made by ovsdb-tool from Debian's schema opens in ferrovsd with its data."""
+    require("ovsdb-tool")
+    assert DEBIAN_SCHEMA.exists(), f"{DEBIAN_SCHEMA} missing (package openvswitch-common)"
+    db = rundir / "conf.db"
+    br = f"ft{os.getpid() % 100000}"
+    sw = Switch(rundir)
+    try:
+        vsctl = vsctl_for(f"unix:{rundir / 'db.sock'}")
+        vsctl("add-br", br, "--", "set", "Bridge", br, "external_ids:owner=pytest",
+              "other_config:module=learning")
+        vsctl("set", "Bridge", br, "external_ids:step=2")
+        assert run(["ovsdb-tool", "db-name", str(db)]).stdout.strip() == "Open_vSwitch"
+        log = run(["ovsdb-tool", "-mm", "show-log", str(db)]).stdout
+        assert f'table Bridge insert row "{br}"' in log, log
+        assert "external_ids" in log, log
+        q = json.loads(run(["ovsdb-tool", "query", str(db), json.dumps(
+            ["Open_vSwitch", {"op": "select", "table": "Bridge", "where": [["name", "==", br]],
+                              "columns": ["external_ids"]}])]).stdout)
+        assert q[0]["rows"][0]["external_ids"] == ["map", [["owner", "pytest"], ["step", "2"]]]
+        vsctl("del-br", br)
+    finally:
+        sw.stop()
+
+    shutil.rmtree(rundir)
+    rundir.mkdir()
+    run(["ovsdb-tool", "create", str(db), str(DEBIAN_SCHEMA)])
+    run(["ovsdb-tool", "transact", str(db), json.dumps(
+        ["Open_vSwitch",
+         {"op": "insert", "table": "Open_vSwitch", "row": {"bridges": ["named-uuid", "b"]}},
+         {"op": "insert", "table": "Bridge", "uuid-name": "b",
+          "row": {"name": br, "other_config": ["map", [["module", "learning"]]],
+                  "external_ids": ["map", [["made-by", "ovsdb-tool"]]]}}])])
+    run(["ovsdb-tool", "transact", str(db), json.dumps(
+        ["Open_vSwitch", {"op": "mutate", "table": "Bridge", "where": [],
+                          "mutations": [["external_ids", "insert", ["map", [["k", "v"]]]]]}])])
+    sw = Switch(rundir)
+    try:
+        vsctl = vsctl_for(f"unix:{rundir / 'db.sock'}")
+        assert br in vsctl("list-br").stdout.split(), sw.logtext()
+        ids = vsctl("get", "Bridge", br, "external_ids").stdout.strip()
+        assert ids == '{k=v, made-by=ovsdb-tool}', ids
+        vsctl("del-br", br)
+    finally:
+        sw.stop()
+    # What ferrovsd appended is still an OVSDB file.
+    assert run(["ovsdb-tool", "db-name", str(db)]).stdout.strip() == "Open_vSwitch"

@@ -181,7 +181,62 @@ fn deep_sleep(fds: &[std::os::fd::RawFd], wake: &OwnedFd) {
     drain(wake);
 }
 
+/// How many panics within [`PANIC_WINDOW`] a poll thread survives; one more aborts the process
+/// (so that `--monitor` restarts the daemon) rather than keep a switch that cannot forward.
+pub const MAX_PANICS: usize = 5;
+/// See [`MAX_PANICS`].
+pub const PANIC_WINDOW: Duration = Duration::from_secs(60);
+
+/// The text of a panic payload.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-text payload".into()
+    }
+}
+
+/// Runs the poll loop; a panic in it (a bug, never expected) is logged and the loop starts
+/// again with the same switch, ports and flow tables, so one bad packet or command costs the
+/// batch it was in, not all forwarding. The control call that panicked gets "did not answer".
+/// A thread that keeps panicking aborts the process (see [`MAX_PANICS`]).
 fn pmd_main(mut sw: Switch, rx: Receiver<Msg>, wake: &OwnedFd) {
+    let name = std::thread::current().name().unwrap_or("pmd").to_string();
+    let mut panics: std::collections::VecDeque<Instant> = std::collections::VecDeque::new();
+    loop {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pmd_loop(&mut sw, &rx, wake)
+        }));
+        let Err(p) = r else { return };
+        let now = Instant::now();
+        panics.retain(|t| now.duration_since(*t) < PANIC_WINDOW);
+        panics.push_back(now);
+        sw.pmd.restarts += 1;
+        if panics.len() > MAX_PANICS {
+            log::error!(
+                target: "datapath",
+                "poll thread {name} panicked {} times within {} s (last: {}); aborting",
+                panics.len(),
+                PANIC_WINDOW.as_secs(),
+                panic_text(p.as_ref())
+            );
+            std::process::abort();
+        }
+        log::error!(
+            target: "datapath",
+            "poll thread {name} panicked ({}); restarting its loop (restart {} in the last {} s)",
+            panic_text(p.as_ref()),
+            panics.len(),
+            PANIC_WINDOW.as_secs()
+        );
+        sw.park(false);
+        sw.resync_cycles();
+    }
+}
+
+fn pmd_loop(sw: &mut Switch, rx: &Receiver<Msg>, wake: &OwnedFd) {
     let mut idle: u32 = 0;
     let mut sleep_us: u64 = 1;
     let mut iter: u64 = 0;
@@ -212,7 +267,7 @@ fn pmd_main(mut sw: Switch, rx: Receiver<Msg>, wake: &OwnedFd) {
             while let Ok(m) = rx.try_recv() {
                 match m {
                     Msg::Run(f) => {
-                        f(&mut sw);
+                        f(sw);
                         ran = true;
                     }
                     Msg::Stop => {
@@ -237,7 +292,7 @@ fn pmd_main(mut sw: Switch, rx: Receiver<Msg>, wake: &OwnedFd) {
                 continue;
             }
             match rx.recv_timeout(Duration::from_micros(sleep_us)) {
-                Ok(Msg::Run(f)) => f(&mut sw),
+                Ok(Msg::Run(f)) => f(sw),
                 Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => {
                     sw.shutdown();
                     return;
@@ -248,5 +303,25 @@ fn pmd_main(mut sw: Switch, rx: Receiver<Msg>, wake: &OwnedFd) {
             sw.resync_cycles();
             sleep_us = (sleep_us * 2).min(MAX_SLEEP_US);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_restarts_the_loop_with_the_same_switch() {
+        let mut sw = Switch::new(64);
+        sw.pmd.packets = 7;
+        let h = PmdHandle::spawn(sw).expect("poll thread");
+        let r: Result<(), String> = h.call(|_| panic!("injected"));
+        assert!(r.is_err(), "the panicking call gets an error");
+        // The same switch (its counters kept) answers the next call.
+        let (packets, restarts) = h
+            .call(|sw| (sw.pmd.packets, sw.pmd.restarts))
+            .expect("alive");
+        assert_eq!((packets, restarts), (7, 1));
+        h.stop();
     }
 }

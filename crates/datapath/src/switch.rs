@@ -27,6 +27,8 @@ pub struct PmdStats {
     pub busy_cycles: u64,
     pub idle_cycles: u64,
     pub sleep_us: u64,
+    /// Times the poll loop was restarted after a panic.
+    pub restarts: u64,
 }
 
 impl PmdStats {
@@ -762,13 +764,18 @@ impl Switch {
                 "avg_cycles_per_packet": per_pkt(total),
                 "avg_processing_cycles_per_packet": per_pkt(st.busy_cycles),
                 "avg_packets_per_output_batch": per_burst,
-                "sleep_us": st.sleep_us, "tsc_hz": cycles::hz(),
+                "sleep_us": st.sleep_us, "restarts": st.restarts, "tsc_hz": cycles::hz(),
                 "pool_buffers": self.pool.capacity(), "pool_in_use": self.pool.outstanding(),
             }]})
             .to_string();
         }
+        let restarts = if st.restarts > 0 {
+            format!("  loop restarts after a panic: {}\n", st.restarts)
+        } else {
+            String::new()
+        };
         format!(
-            "pmd thread numa_id 0 core_id {core}:\n  packets received: {}\n  packets sent: {tx}\n  module drops: {drops}\n  emc hits: {}\n  megaflow hits: {}\n  avg. subtable lookups per megaflow hit: {sub_per_hit:.2}\n  miss with success upcall: {}\n  miss with failed upcall: {}\n  avg. packets per output batch: {per_burst:.2}\n  iterations: {} (busy {})\n  idle cycles: {} ({:.2}%)\n  processing cycles: {} ({:.2}%)\n  avg cycles per packet: {:.2} ({}/{})\n  avg processing cycles per packet: {:.2} ({}/{})\n  sleep time: {} us\n",
+            "pmd thread numa_id 0 core_id {core}:\n  packets received: {}\n  packets sent: {tx}\n  module drops: {drops}\n  emc hits: {}\n  megaflow hits: {}\n  avg. subtable lookups per megaflow hit: {sub_per_hit:.2}\n  miss with success upcall: {}\n  miss with failed upcall: {}\n  avg. packets per output batch: {per_burst:.2}\n  iterations: {} (busy {})\n  idle cycles: {} ({:.2}%)\n  processing cycles: {} ({:.2}%)\n  avg cycles per packet: {:.2} ({}/{})\n  avg processing cycles per packet: {:.2} ({}/{})\n  sleep time: {} us\n{restarts}",
             st.packets,
             c("emc_hits"),
             c("megaflow_hits"),

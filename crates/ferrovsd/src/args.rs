@@ -14,6 +14,7 @@
 //! | `--log-file[=FILE]` | log to a file (default `RUNDIR/ferrovsd.log`, or `/var/log/ferrovs/ferrovsd.log` with the default rundir) |
 //! | `--unixctl=SOCKET` | the control socket (default `RUNDIR/ferrovsd.ctl`) |
 //! | `--pcap-dir DIR` | pcap ports may read and write files in DIR (refused otherwise) |
+//! | `--user USER[:GROUP]` | run as USER, keeping only network capabilities (see `privdrop.rs`) |
 //! | `--ovs-names` | also answer to ovs-vswitchd's names (on by default in OVS's rundir) |
 //!
 //! OVS's `--pidfile` and `--log-file` take their value only after `=`; so do these.
@@ -50,6 +51,7 @@ pub struct Args {
     pub unixctl: PathBuf,
     pub ovs_names: bool,
     pub pcap_dir: Option<PathBuf>,
+    pub user: Option<String>,
 }
 
 fn command() -> Command {
@@ -87,6 +89,8 @@ fn command() -> Command {
             .help("the control socket (default RUNDIR/ferrovsd.ctl)"))
         .arg(Arg::new("pcap-dir").long("pcap-dir").value_name("DIR").value_parser(value_parser!(PathBuf))
             .help("allow pcap ports to read and write files in DIR (pcap ports are refused otherwise)"))
+        .arg(Arg::new("user").long("user").value_name("USER[:GROUP]")
+            .help("run as USER (and GROUP, else USER's group), keeping only the network capabilities a switch needs; the rundir and dbdir are handed to USER"))
         .arg(Arg::new("ovs-names").long("ovs-names").action(ArgAction::SetTrue)
             .help("also answer to ovs-vswitchd's pidfile and control socket names"))
 }
@@ -166,6 +170,7 @@ pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Option<Args>, Str
         unixctl,
         ovs_names,
         pcap_dir: m.get_one::<PathBuf>("pcap-dir").cloned(),
+        user: m.get_one::<String>("user").cloned(),
         rundir,
         dbdir,
     }))

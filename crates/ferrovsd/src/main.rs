@@ -20,6 +20,7 @@ mod daemonize;
 mod metrics;
 mod ofconn;
 mod policy;
+mod privdrop;
 mod vswitch;
 
 use datapath::Datapath;
@@ -54,6 +55,8 @@ fn bind_ctl(path: &Path) -> Result<UnixListener, String> {
 
 fn main() -> ExitCode {
     vswitch::vlog::init();
+    // Sockets 0770 and files 0660 at most, whatever umask the daemon was started with.
+    privdrop::restrict_umask();
     let args = match args::parse(std::env::args()) {
         Ok(Some(a)) => a,
         Ok(None) => return ExitCode::SUCCESS,
@@ -106,6 +109,26 @@ fn main() -> ExitCode {
 
 /// The daemon proper: everything after the forks.
 fn run(args: &args::Args, ready: &mut daemonize::Ready) -> Result<(), String> {
+    if let Some(spec) = &args.user {
+        let id = privdrop::resolve(spec)?;
+        let db = args.dbdir.join("conf.db");
+        let mut owned: Vec<&Path> = vec![&args.rundir, &args.dbdir];
+        if db.exists() {
+            owned.push(&db);
+        }
+        if let Some(f) = &args.log_file {
+            owned.push(f);
+        }
+        privdrop::become_user(&id, &owned)?;
+        let caps: Vec<String> = privdrop::KEPT.iter().map(|c| c.to_string()).collect();
+        log(&format!(
+            "running as {} (uid {}, gid {}) with {}",
+            privdrop::user_name(id.uid).unwrap_or_else(|| id.user.clone()),
+            id.uid,
+            id.gid,
+            caps.join(", ")
+        ));
+    }
     policy::init(policy::Policy {
         rundir: args
             .rundir

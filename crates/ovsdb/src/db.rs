@@ -8,11 +8,22 @@
 //!
 //! Commit protocol: run the operations on a working copy ([`crate::txn`]), enforce the
 //! database-wide rules, write the change set to the log and fsync, and only then swap the new
-//! tables in. If the log write fails the transaction fails with an "I/O error" and memory is
-//! untouched, so memory never runs ahead of the disk. After a commit the log may be compacted;
-//! a failed compaction is logged and leaves the (still valid) old log in place.
+//! tables in. The change set is one transaction record of OVSDB's standard file format
+//! (`filetxn`): new rows with their non-default columns, modified rows with only the columns
+//! that changed (sets and maps as differences), deleted rows as `null`, plus `_date` and the
+//! transaction's comments. If the log write fails the transaction fails with an "I/O error"
+//! and memory is untouched, so memory never runs ahead of the disk.
+//!
+//! After a commit the log may be compacted: the schema and one record holding every row are
+//! written to a new file that replaces the log (see `storage`). A failed compaction is logged
+//! and leaves the (still valid) old log in use.
+//!
+//! Opening replays the file's records in order onto empty tables. A file in ferrovs's former
+//! private format is loaded and at once rewritten in the standard format (logged); if that
+//! rewrite fails, opening fails, so the old format is never appended to.
 
-use crate::error::{Error, Result};
+use crate::error::Error;
+use crate::filetxn;
 use crate::row::{Row, Table};
 use crate::schema::DatabaseSchema;
 use crate::storage::Storage;
@@ -95,29 +106,46 @@ impl Database {
     /// Create a new, empty, file-backed database. Fails if `path` exists.
     pub fn create(path: &Path, schema: Arc<DatabaseSchema>) -> io::Result<Database> {
         let mut db = Database::new(schema);
-        db.storage = Some(Storage::create(path, db.schema.to_json(), &json!({}))?);
+        db.storage = Some(Storage::create(path, db.schema.to_json())?);
         Ok(db)
     }
 
-    /// Open an existing file-backed database, recovering from a torn last record.
+    /// Open an existing file-backed database, recovering from a torn last record. A file in
+    /// the former private format is rewritten in the standard format.
     pub fn open(path: &Path) -> io::Result<Database> {
         let (storage, loaded) = Storage::open(path)?;
-        let bad = |e: Error| {
+        let schema = DatabaseSchema::from_json(&loaded.schema).map_err(|e| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("{}: {e}", path.display()),
+                format!("{}: the schema record: {e}", path.display()),
             )
-        };
-        let schema = DatabaseSchema::from_json(&loaded.schema).map_err(bad)?;
+        })?;
         let mut db = Database::new(schema);
-        for rec in &loaded.records {
-            db.replay(rec).map_err(bad)?;
+        for (i, rec) in loaded.records.iter().enumerate() {
+            filetxn::replay(&mut db.tables, rec).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: transaction record {}: {e}", path.display(), i + 1),
+                )
+            })?;
         }
         if let Some(msg) = &loaded.dropped {
             log::warn!(target: "ovsdb", "{msg}");
         }
         db.recovery_note = loaded.dropped;
         db.storage = Some(storage);
+        if loaded.legacy {
+            db.compact().map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{}: rewriting the old-format file in the OVSDB format failed: {e}",
+                        path.display()
+                    ),
+                )
+            })?;
+            log::warn!(target: "ovsdb", "{}: converted from ferrovs's old private log format to the OVSDB database file format", path.display());
+        }
         Ok(db)
     }
 
@@ -146,44 +174,6 @@ impl Database {
     /// Size of the log file (0 for in-memory databases).
     pub fn log_size(&self) -> u64 {
         self.storage.as_ref().map(Storage::size).unwrap_or(0)
-    }
-
-    fn replay(&mut self, rec: &Value) -> Result<()> {
-        let (body, snapshot) = if let Some(s) = rec.get("snapshot") {
-            (s, true)
-        } else if let Some(t) = rec.get("txn") {
-            (t, false)
-        } else {
-            return Err(Error::syntax(format!("unknown log record {rec}")));
-        };
-        let o = body
-            .as_object()
-            .ok_or_else(|| Error::syntax("log record body is not an object"))?;
-        if snapshot {
-            for t in self.tables.values_mut() {
-                t.rows.clear();
-            }
-        }
-        for (tname, rows) in o {
-            let table = self
-                .tables
-                .get_mut(tname)
-                .ok_or_else(|| Error::syntax(format!("log names unknown table {tname}")))?;
-            let rows = rows
-                .as_object()
-                .ok_or_else(|| Error::syntax("log table is not an object"))?;
-            for (u, r) in rows {
-                let uuid =
-                    Uuid::parse(u).ok_or_else(|| Error::syntax(format!("bad uuid {u} in log")))?;
-                if r.is_null() {
-                    table.rows.remove(&uuid);
-                } else {
-                    let row = Row::from_log_json(&table.schema, uuid, r)?;
-                    table.rows.insert(uuid, Arc::new(row));
-                }
-            }
-        }
-        Ok(())
     }
 
     /// The schema.
@@ -239,24 +229,7 @@ impl Database {
         let work = std::mem::take(&mut txn.work);
         drop(txn);
         if let Some(storage) = &mut self.storage {
-            let mut body = Map::new();
-            for (t, list) in &changes {
-                let mut rows = Map::new();
-                for c in list {
-                    rows.insert(
-                        c.uuid.to_string(),
-                        c.new
-                            .as_ref()
-                            .map(|r| r.to_log_json())
-                            .unwrap_or(Value::Null),
-                    );
-                }
-                body.insert(t.clone(), Value::Object(rows));
-            }
-            let mut rec = json!({ "txn": body });
-            if !comments.is_empty() {
-                rec["comment"] = json!(comments.join("\n"));
-            }
+            let rec = filetxn::commit_record(&changes, &comments, filetxn::now_ms());
             if let Err(e) = storage.append(&rec) {
                 results.push(Error::io(format!("writing the log failed: {e}")).to_json());
                 return TxnOutcome::Done {
@@ -310,7 +283,8 @@ impl Database {
         }
     }
 
-    /// The whole contents in the snapshot form of the log.
+    /// The whole contents as the body of one transaction record (`{table: {uuid: row}}`, each
+    /// row with its non-default columns): what compaction writes, without `_date`.
     pub fn snapshot_json(&self) -> Value {
         let mut o = Map::new();
         for (n, t) in &self.tables {
@@ -320,7 +294,7 @@ impl Database {
             let rows: Map<String, Value> = t
                 .rows
                 .values()
-                .map(|r| (r.uuid.to_string(), r.to_log_json()))
+                .map(|r| (r.uuid.to_string(), filetxn::new_row_json(r)))
                 .collect();
             o.insert(n.clone(), Value::Object(rows));
         }
@@ -334,14 +308,22 @@ impl Database {
         self.compact_now();
     }
 
-    /// Rewrite the log as one snapshot now. Errors are logged; the old log stays valid.
+    /// Rewrite the log as the schema plus one record of every row, now. Errors are logged;
+    /// the old log stays in use.
     pub fn compact_now(&mut self) {
-        let snap = self.snapshot_json();
-        let schema = self.schema.to_json().clone();
-        if let Some(storage) = &mut self.storage {
-            if let Err(e) = storage.compact(&schema, &snap) {
-                log::error!(target: "ovsdb", "compacting the log failed (the old log is kept): {e}");
-            }
+        if let Err(e) = self.compact() {
+            log::error!(target: "ovsdb", "compacting the log failed (the old log is kept): {e}");
+        }
+    }
+
+    fn compact(&mut self) -> io::Result<()> {
+        if self.storage.is_none() {
+            return Ok(());
+        }
+        let snap = filetxn::snapshot_record(self.snapshot_json(), filetxn::now_ms());
+        match &mut self.storage {
+            Some(storage) => storage.compact(self.schema.to_json(), &snap),
+            None => Ok(()),
         }
     }
 }

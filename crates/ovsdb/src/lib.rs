@@ -9,7 +9,9 @@
 //! - [`types`], [`datum`], [`schema`]: the data model (column types, atoms/sets/maps, schemas).
 //! - [`condition`]: `where` conditions and mutations.
 //! - [`txn`] and [`db`]: transactions on a working copy, referential integrity, garbage
-//!   collection, indexes; [`Database`] owns the committed tables and the log ([`storage`]).
+//!   collection, indexes; [`Database`] owns the committed tables and the log (`storage`: a
+//!   database file in OVSDB's standard format, framed by [`record`], so OVS's `ovsdb-tool`
+//!   reads it and we read its files).
 //! - [`jsonrpc`]: a bounded streaming JSON reader and JSON-RPC message helpers.
 //! - [`server`] with [`monitor`]: sessions, monitors, locks, and [`Server`], the thread-safe
 //!   handle an embedder holds (`transact`, `subscribe`, `read`, `listen`).
@@ -24,9 +26,12 @@ pub mod condition;
 pub mod datum;
 pub mod db;
 pub mod error;
+mod filetxn;
 pub mod jsonrpc;
+mod legacy;
 mod methods;
 pub mod monitor;
+pub mod record;
 pub mod row;
 pub mod schema;
 pub mod server;

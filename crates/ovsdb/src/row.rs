@@ -9,7 +9,6 @@
 //! A [`Table`] maps UUIDs to rows in a `BTreeMap` (deterministic order for dumps and tests).
 
 use crate::datum::Datum;
-use crate::error::{Error, Result};
 use crate::schema::{Col, TableSchema};
 use crate::uuid::Uuid;
 use serde_json::{json, Map, Value};
@@ -97,38 +96,6 @@ impl Row {
             }
         }
         Value::Object(o)
-    }
-
-    /// The compact form written to the log: `_version` plus non-default columns.
-    pub(crate) fn to_log_json(&self) -> Value {
-        let mut o = Map::new();
-        o.insert("_version".into(), json!(["uuid", self.version.to_string()]));
-        for (c, d) in self.schema.columns.iter().zip(&self.data) {
-            if *d != c.ty.default_datum() {
-                o.insert(c.name.clone(), d.to_json());
-            }
-        }
-        Value::Object(o)
-    }
-
-    /// Rebuild a row from its log form (types checked, constraints trusted).
-    pub(crate) fn from_log_json(schema: &Arc<TableSchema>, uuid: Uuid, v: &Value) -> Result<Row> {
-        let o = v
-            .as_object()
-            .ok_or_else(|| Error::syntax("row is not an object"))?;
-        let mut row = Row::new_default(schema, uuid);
-        for (k, val) in o {
-            if k == "_version" {
-                let d = Datum::from_json(schema.col_type(Col::Version), val, None)?;
-                row.version = d.first().and_then(crate::Atom::as_uuid).unwrap_or_default();
-                continue;
-            }
-            let i = schema
-                .column_index(k)
-                .ok_or_else(|| Error::syntax(format!("table {} has no column {k}", schema.name)))?;
-            row.data[i] = Datum::from_json(&schema.columns[i].ty, val, None)?;
-        }
-        Ok(row)
     }
 }
 

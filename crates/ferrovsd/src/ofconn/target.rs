@@ -241,6 +241,33 @@ impl Write for Stream {
     }
 }
 
+/// Waits up to `ms` for a connection to be ready on a non-blocking listener, so accepting
+/// costs no latency while `stop` is still checked every `ms`.
+fn wait_readable(fd: std::os::fd::RawFd, ms: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd for a descriptor the caller's listener keeps open.
+    unsafe {
+        libc::poll(&mut p, 1, ms);
+    }
+}
+
+impl Listener {
+    fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match self {
+            Listener::Tcp(l) => l.as_raw_fd(),
+            Listener::Unix(l) => l.as_raw_fd(),
+        }
+    }
+}
+
+/// How long an accept loop waits for a connection before checking whether to stop.
+const ACCEPT_WAIT_MS: i32 = 100;
+
 fn accept(l: &Listener) -> std::io::Result<Stream> {
     match l {
         Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
@@ -284,7 +311,9 @@ pub fn accept_loop(b: &Arc<BridgeOf>, l: Listener, kind: ConnKind, stop: &Atomic
                     super::log(&e);
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK * 4),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                wait_readable(l.raw_fd(), ACCEPT_WAIT_MS)
+            }
             Err(e) => backoff.failed(&e),
         }
     }
@@ -396,7 +425,9 @@ pub fn snoop_loop(b: &Arc<BridgeOf>, l: UnixListener) {
                     }
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK * 4),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                wait_readable(std::os::fd::AsRawFd::as_raw_fd(&l), ACCEPT_WAIT_MS)
+            }
             Err(e) => backoff.failed(&e),
         }
     }
