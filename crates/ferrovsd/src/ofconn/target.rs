@@ -259,7 +259,7 @@ impl Listener {
     fn raw_fd(&self) -> std::os::fd::RawFd {
         use std::os::fd::AsRawFd;
         match self {
-            Listener::Tcp(l) => l.as_raw_fd(),
+            Listener::Tcp(l) | Listener::Ssl(l) => l.as_raw_fd(),
             Listener::Unix(l) => l.as_raw_fd(),
         }
     }
