@@ -13,6 +13,7 @@ FERROVS_PACKAGES=(
     ovs-appctl:openvswitch-common
     ovs-vswitchd:openvswitch-switch
     ovs-pki:openvswitch-pki
+    ovs-testcontroller:openvswitch-testcontroller
     iperf3:iperf3
     tcpdump:tcpdump
     ping:iputils-ping
