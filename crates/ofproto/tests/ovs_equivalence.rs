@@ -4,7 +4,8 @@
 //! * a fragment, the first included, is looked up with its L4 ports zero (OVS's default
 //!   `frag_handling=normal`), and whether a packet is a fragment is part of every IP megaflow;
 //! * a pop leaves a frame shorter than 60 bytes as it is (OVS does not pad);
-//! * IP rewrites after a push find the IP header behind the new tag.
+//! * IP rewrites after a push find the IP header behind the new tag;
+//! * a pop after a push brings the matched tag back, for action prerequisites.
 
 use ofproto::odp::{apply_all, DpAction};
 use ofproto::switch::OfPort;
@@ -115,4 +116,24 @@ fn ip_rewrites_after_a_push_find_the_ip_header() {
         0,
         "header checksum still valid"
     );
+}
+
+#[test]
+fn a_pop_after_a_push_brings_the_matched_tag_back_for_prerequisites() {
+    // OVS accepts this (the matched tag is there again after the pop); the VLAN PCP set
+    // needs a tag.
+    let mut of = switch(&[]);
+    let fm = parse_flow(
+        "priority=5,dl_vlan=10,actions=push_vlan:0x8100,pop_vlan,set_field:4->vlan_pcp,output:2",
+        FlowModCommand::Add,
+    )
+    .expect("parse");
+    of.flow_mod(&fm, 0).expect("accepted, as by OVS");
+    // Without the matched tag the same actions are inconsistent, as in OVS.
+    let fm = parse_flow(
+        "priority=5,actions=push_vlan:0x8100,pop_vlan,set_field:4->vlan_pcp,output:2",
+        FlowModCommand::Add,
+    )
+    .expect("parse");
+    assert!(of.flow_mod(&fm, 0).is_err());
 }

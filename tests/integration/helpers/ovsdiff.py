@@ -23,7 +23,43 @@ PORTS = [1, 2, 3, 4]
 # What a session compared: rule sets both switches took (and refused), packets, packets that
 # left on at least one port, frames sent in all.
 STATS = {"rule_sets": 0, "refused": 0, "packets": 0, "forwarded": 0, "frames": 0,
-         "refusals": []}
+         "known": 0, "refusals": []}
+
+
+def later_fragment_l4_quirk(a, b):
+    """The one difference we keep on purpose: rewriting an IPv4 address of a *later*
+    fragment, OVS also adjusts the two bytes where a UDP or TCP checksum would be, although
+    a later fragment has no L4 header and those bytes are payload. ferrovs leaves the payload
+    alone. True when frames `a` and `b` are such a pair: the same length, a later IPv4
+    fragment, differing only in those two bytes."""
+    if len(a) != len(b) or a == b:
+        return False
+    at = 12
+    while a[at:at + 2] in (b"\x81\x00", b"\x88\xa8"):
+        at += 4
+    if a[at:at + 2] != b"\x08\x00":
+        return False
+    ip = at + 2
+    frag_off = int.from_bytes(a[ip + 6:ip + 8], "big") & 0x1FFF
+    proto = a[ip + 9]
+    if frag_off == 0 or proto not in (6, 17):
+        return False
+    l4 = ip + (a[ip] & 0x0F) * 4
+    f = l4 + (16 if proto == 6 else 6)
+    diff = [i for i in range(len(a)) if a[i] != b[i]]
+    return all(f <= i < f + 2 for i in diff)
+
+
+def same_output(x, y):
+    if x == y:
+        return True
+    if x.keys() != y.keys() or any(len(x[p]) != len(y[p]) for p in x):
+        return False
+    pairs = [(fa, fb) for p in x for fa, fb in zip(x[p], y[p])]
+    if all(fa == fb or later_fragment_l4_quirk(fa, fb) for fa, fb in pairs):
+        STATS["known"] += 1
+        return True
+    return False
 OFP13 = 4
 
 
@@ -401,7 +437,7 @@ def compare(seed, n_packets, switches, work, log=print):
             STATS["packets"] += 1
             STATS["forwarded"] += any(got[0].values())
             STATS["frames"] += sum(len(v) for v in got[0].values())
-            if got[0] != got[1]:
+            if not same_output(got[0], got[1]):
                 def show(o):
                     return "; ".join(f"port {p}: {[f.hex() for f in fs]}"
                                      for p, fs in o.items() if fs) or "nothing"
