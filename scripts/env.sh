@@ -66,6 +66,13 @@ ensure_rust() {
     cargo --version
 }
 
+# cargo-deb, for scripts/package.sh and its test.
+ensure_cargo_deb() {
+    command -v cargo-deb >/dev/null 2>&1 && return 0
+    echo "installing cargo-deb"
+    cargo install --locked -q cargo-deb
+}
+
 ensure_venv() {
     if [ ! -x .venv/bin/python ]; then
         python3 -m venv .venv

@@ -97,6 +97,18 @@ fn command() -> Command {
 
 /// Parses `argv`: `Ok(None)` when `--help` or `--version` was printed.
 pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Option<Args>, String> {
+    let argv: Vec<String> = argv.into_iter().collect();
+    // `ferrovsd --man`: the manual page (roff), generated from the options below, for
+    // packaging. Not a daemon option, so not in `--help`.
+    if argv.get(1).map(String::as_str) == Some("--man") && argv.len() == 2 {
+        let mut out = Vec::new();
+        clap_mangen::Man::new(command())
+            .section("8")
+            .render(&mut out)
+            .map_err(|e| format!("--man: {e}"))?;
+        print!("{}", String::from_utf8_lossy(&out));
+        return Ok(None);
+    }
     let m = match command().try_get_matches_from(argv) {
         Ok(m) => m,
         Err(e) if !e.use_stderr() => {
