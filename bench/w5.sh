@@ -3,13 +3,16 @@
 # subtable, as OVN's and Faucet's big tables look) on ferrovs and on OVS 3.1 (userspace
 # datapath) in the same run, and prints both times and the ratio.
 #
-# Usage: sudo bench/w5.sh [--flows 100000] [--only ferrovs|ovs] [--keep-tmp]
+# Usage: sudo bench/w5.sh [--flows 100000] [--only ferrovs|ovs] [--w1] [--keep-tmp]
 # Needs a release build (cargo build --release -p ferrovsd); FERROVS_BIN_DIR overrides where
 # ferrovsd is looked for (default target/release, or $CARGO_TARGET_DIR/release).
 # Measures, per switch: `add-flows` (one flow_mod per flow, then a barrier), `add-flows
 # --bundle` (one OpenFlow 1.4 bundle) into an empty table, `dump-flows` (the count is
-# checked), `del-flows` after each add. Every number printed was measured; a step that fails
-# prints FAILED and the script exits 3.
+# checked), `del-flows` after each add, and `incr`: 100 separate `ovs-ofctl --bundle
+# add-flows` calls of 10 flows each into the full table (scripted, incremental changes: each
+# call pays connection set-up and a bundle commit against N flows). Every number printed was
+# measured; a step that fails prints FAILED and the script exits 3. With --w1, also W1
+# forwarding on ferrovs while the N flows are added (bench/w5_w1.py; plain and --bundle).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,11 +20,13 @@ REPO=$(cd "$SCRIPT_DIR/.." && pwd)
 FLOWS=100000
 ONLY=""
 KEEP_TMP=0
+W1=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --flows) FLOWS=$2; shift 2 ;;
         --only) ONLY=$2; shift 2 ;;
         --keep-tmp) KEEP_TMP=1; shift ;;
+        --w1) W1=1; shift ;;
         -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "w5: unknown option $1" >&2; exit 2 ;;
     esac
@@ -61,6 +66,22 @@ for i in range(n):
               % ((i >> 16) & 255, (i >> 8) & 255, i & 255))
 EOF
 
+# 100 small files of 10 flows each, on another subtable (nw_src=/32).
+mkdir -p "$WORK/incr"
+python3 - "$WORK/incr" <<'EOF'
+import sys
+for b in range(100):
+    with open(f"{sys.argv[1]}/{b}.txt", "w") as f:
+        for i in range(10):
+            f.write("priority=200,ip,nw_src=11.0.%d.%d,actions=drop\n" % (b, i))
+EOF
+incr() { # TARGET
+    local b
+    for b in $(seq 0 99); do
+        ovs-ofctl -O OpenFlow14 --bundle add-flows "$1" "$WORK/incr/$b.txt" || return 1
+    done
+}
+
 now() { date +%s.%N; }
 declare -A RES
 FAILED=0
@@ -92,6 +113,9 @@ run_steps() { # SWITCH TARGET
     timed bundle "$sw" ovs-ofctl -O OpenFlow14 --bundle add-flows "$tgt" "$WORK/flows.txt"
     n=$(count_flows "$tgt")
     [ "$n" = "$FLOWS" ] || { echo "w5: $sw has $n flows after the bundle, want $FLOWS" >&2; RES[$sw.bundle]=FAILED; FAILED=1; }
+    timed incr "$sw" incr "$tgt"
+    n=$(ovs-ofctl -O OpenFlow14 dump-flows "$tgt" | grep -c 'nw_src=' || true)
+    [ "$n" = 1000 ] || { echo "w5: $sw has $n incremental flows, want 1000" >&2; RES[$sw.incr]=FAILED; FAILED=1; }
     timed del_after_bundle "$sw" ovs-ofctl -O OpenFlow14 del-flows "$tgt"
 }
 
@@ -124,9 +148,9 @@ fi
 
 printf '\nW5: %d flows (nw_dst=/32), seconds (flows/s), ovs-ofctl -O OpenFlow14\n' "$FLOWS"
 printf '%-22s %22s %22s %10s\n' step ferrovs "OVS 3.1" "OVS/ferrovs"
-for s in add bundle dump del del_after_bundle; do
+for s in add bundle dump del del_after_bundle incr; do
     f=${RES[ferrovs.$s]:--}; o=${RES[ovs.$s]:--}
-    cell() { if [[ $1 =~ ^[0-9.]+$ ]] && [[ $s != del* ]]; then
+    cell() { if [[ $1 =~ ^[0-9.]+$ ]] && [[ $s != del* && $s != incr ]]; then
             printf '%s (%s/s)' "$1" "$(awk -v n="$FLOWS" -v t="$1" 'BEGIN { printf "%.0f", n / t }')"
         else printf '%s' "$1"; fi; }
     ratio=-
@@ -135,4 +159,17 @@ for s in add bundle dump del del_after_bundle; do
     fi
     printf '%-22s %22s %22s %10s\n' "$s" "$(cell "$f")" "$(cell "$o")" "$ratio"
 done
+if [ "$W1" -eq 1 ] && [ "$ONLY" != ovs ]; then
+    [ -x "$BIN/ferrovs-bench" ] || { echo "w5: $BIN/ferrovs-bench missing: cargo build --release -p ferrovs-bench" >&2; exit 1; }
+    "$BIN/ferrovs-bench" gen-w1 --flows 1000 --out "$WORK/w1.pcap" >/dev/null
+    printf '\nW1 (1K flows, pcap -> null, one poll thread) while %d flows are added:\n' "$FLOWS"
+    printf '%-8s %8s %10s %10s %10s %10s %8s\n' mode add_s base_Mpps during min after during%
+    for m in plain bundle; do
+        if line=$(python3 "$SCRIPT_DIR/w5_w1.py" "$BIN" "$WORK/w1.pcap" "$FLOWS" "$m"); then
+            python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("%-8s %8.2f %10.2f %10.2f %10.2f %10.2f %7.1f%%" % (r["mode"], r["add_s"], r["baseline_mpps"], r["during_mpps"], r["during_min_mpps"] or 0, r["after_mpps"], r["during_pct"] or 0))' "$line"
+        else
+            echo "$m FAILED"; FAILED=1
+        fi
+    done
+fi
 [ "$FAILED" -eq 0 ] || exit 3

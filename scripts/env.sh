@@ -13,6 +13,7 @@ FERROVS_PACKAGES=(
     ovs-appctl:openvswitch-common
     ovs-vswitchd:openvswitch-switch
     ovs-pki:openvswitch-pki
+    ovs-testcontroller:openvswitch-testcontroller
     iperf3:iperf3
     tcpdump:tcpdump
     ping:iputils-ping
@@ -63,6 +64,13 @@ ensure_rust() {
         rustup toolchain install nightly --profile minimal
     fi
     cargo --version
+}
+
+# cargo-deb, for scripts/package.sh and its test.
+ensure_cargo_deb() {
+    command -v cargo-deb >/dev/null 2>&1 && return 0
+    echo "installing cargo-deb"
+    cargo install --locked -q cargo-deb
 }
 
 ensure_venv() {

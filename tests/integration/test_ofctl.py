@@ -307,3 +307,31 @@ def test_controller_cli_verbs(daemon, net):
     assert daemon.cli("get-controller", br).stdout.strip() == ""
     daemon.cli("del-br", br)
     assert not (daemon.rundir / f"{br}.mgmt").exists()
+
+
+def test_timeouts_expire_rules_and_traffic_keeps_idle_ones(daemon, net):
+    """Hard and idle timeouts remove rules about when they should (the revalidator checks
+    once a second); traffic through a rule keeps its idle timeout from firing."""
+    br, (h1, h2) = bridge(daemon, net)
+    ofctl(daemon, "del-flows", br)
+    ofctl(daemon, "add-flow", br, "priority=1,actions=NORMAL")
+    ofctl(daemon, "add-flow", br, "priority=9,hard_timeout=2,ip,nw_dst=10.9.9.9,actions=drop")
+    ofctl(daemon, "add-flow", br, "priority=9,idle_timeout=2,ip,nw_dst=10.9.9.8,actions=drop")
+    ofctl(daemon, "add-flow", br, "priority=9,idle_timeout=2,icmp,actions=NORMAL")
+    t0 = time.time()
+    pinger = net.spawn(h1, ["ping", "-i", "0.2", "-c", "30", "10.7.0.2"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: "10.9.9.9" not in ofctl(daemon, "dump-flows", br).stdout,
+                 timeout=6, what="the hard timeout")
+        wait_for(lambda: "10.9.9.8" not in ofctl(daemon, "dump-flows", br).stdout,
+                 timeout=6, what="the idle timeout")
+        assert time.time() - t0 >= 1.9
+        time.sleep(2.5)
+        flows = ofctl(daemon, "dump-flows", br).stdout
+        assert "icmp" in flows, f"a used rule expired: {flows}"
+    finally:
+        pinger.kill()
+        pinger.wait()
+    wait_for(lambda: "icmp" not in ofctl(daemon, "dump-flows", br).stdout, timeout=8,
+             what="the idle timeout once traffic stops")

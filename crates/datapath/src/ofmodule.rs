@@ -877,8 +877,9 @@ impl SwitchLogic for OpenFlow {
 
     fn run(&mut self, ctx: &Ctx) {
         self.adapt_emc();
+        // Rule expiry runs on the revalidator thread (see `udpif`), never here: the poll
+        // thread must not wait for the ofproto lock a bundle commit may hold.
         if !self.replica {
-            self.exec.udpif.of().expire(ctx.now_ms);
             lock(&self.exec.normal).run(ctx);
         }
         self.dpcls.sweep();

@@ -15,7 +15,9 @@
 //!   to the OpenFlow rules and groups (so dump-flows counters and idle timeouts are right),
 //!   expires megaflows idle for `max-idle` (10 s), re-translates megaflows computed at an
 //!   older ofproto version and kills those whose result changed, enforces the flow limit,
-//!   and adapts that limit to how long a round took (OVS's rule).
+//!   and adapts that limit to how long a round took (OVS's rule). About once a second it
+//!   also removes the OpenFlow rules whose idle or hard timeout has passed (scanning only the
+//!   rules that have one), right after pushing the counters their idle time depends on.
 //!
 //! [`Udpif`] is what they share: the `Ofproto` (behind a mutex the poll thread takes only
 //! for meter and table-miss bookkeeping), the megaflow index (handler and revalidator),
@@ -64,6 +66,9 @@ pub const REVALIDATE_EVERY: Duration = Duration::from_millis(500);
 pub const KICK_COALESCE_MS: u64 = 5;
 /// How long the revalidator keeps looking every [`KICK_COALESCE_MS`] after a kick.
 pub const KICK_HOT: Duration = Duration::from_millis(50);
+/// How often the revalidator removes rules whose idle or hard timeout has passed (OpenFlow
+/// timeouts are in seconds; OVS checks about once a second too).
+pub const EXPIRE_EVERY: Duration = Duration::from_millis(1000);
 
 /// A packet that missed the caches.
 pub struct Upcall {
@@ -558,6 +563,7 @@ fn revalidator_main(u: &Udpif) {
     // After a kick, look again every KICK_COALESCE_MS for a while: kicks coalesced away by
     // `kick_soon` are caught by these looks (a round with nothing changed is cheap).
     let mut hot_until = Instant::now();
+    let mut last_expiry = Instant::now();
     while !u.stop.load(Ordering::Acquire) {
         let target = {
             let mut req = lock(&u.reval_req);
@@ -582,6 +588,13 @@ fn revalidator_main(u: &Udpif) {
         }
         seen_req = target;
         round(u);
+        if last_expiry.elapsed() >= EXPIRE_EVERY {
+            last_expiry = Instant::now();
+            // Rules removed by their timeouts: their megaflows go in another round at once.
+            if u.of().expire(clock::now_ms()) > 0 {
+                round(u);
+            }
+        }
         let mut d = lock(&u.reval_done);
         *d = (*d).max(target);
         u.done_cv.notify_all();

@@ -5,7 +5,8 @@
 //! | `--rundir DIR` | sockets and pidfile (default `$FERROVS_RUNDIR`, else `/run/ferrovs`) |
 //! | `--dbdir DIR` | the embedded database `conf.db` (default `/var/lib/ferrovs` when the rundir is `/run/ferrovs`, else the rundir, so a private instance keeps everything in one place) |
 //! | `--db TARGET` | an external OVSDB server instead of the embedded one |
-//! | `--remote R` | also serve the embedded database on `R` |
+//! | `--remote R` | also serve the embedded database on `R` (`ptcp:`, `pssl:`, `punix:`) |
+//! | `--private-key K`, `--certificate C`, `--ca-cert A` | the TLS files of `pssl:` remotes: file names, or `db:[DB,]TABLE,COLUMN` as ovsdb-server takes them |
 //! | `--pool N` | packet buffers per poll thread |
 //! | `--detach` | run in the background; the command returns once every socket listens |
 //! | `--monitor` | a monitor process restarts the daemon when it crashes |
@@ -41,6 +42,8 @@ pub struct Args {
     pub pool: usize,
     pub db: Option<String>,
     pub remotes: Vec<String>,
+    /// `--private-key`, `--certificate`, `--ca-cert`.
+    pub ssl: crate::vswitch::ssl::SslOptions,
     pub detach: bool,
     pub monitor: bool,
     pub pidfile: Option<PathBuf>,
@@ -65,7 +68,13 @@ fn command() -> Command {
         .arg(Arg::new("db").long("db").value_name("TARGET")
             .help("use an external OVSDB server (unix:PATH or tcp:IP:PORT) instead of the embedded database"))
         .arg(Arg::new("remote").long("remote").value_name("R").action(ArgAction::Append)
-            .help("also serve the embedded database on R (ptcp:PORT[:IP] or punix:PATH)"))
+            .help("also serve the embedded database on R (ptcp:PORT[:IP], pssl:PORT[:IP] or punix:PATH)"))
+        .arg(Arg::new("private-key").long("private-key").value_name("FILE")
+            .help("the private key for pssl: remotes (a file, or db:[DB,]TABLE,COLUMN)"))
+        .arg(Arg::new("certificate").long("certificate").value_name("FILE")
+            .help("the certificate for pssl: remotes (a file, or db:[DB,]TABLE,COLUMN)"))
+        .arg(Arg::new("ca-cert").long("ca-cert").value_name("FILE")
+            .help("the CA certificate clients must chain to (a file, or db:[DB,]TABLE,COLUMN)"))
         .arg(Arg::new("detach").long("detach").action(ArgAction::SetTrue)
             .help("run in the background; return once every socket listens"))
         .arg(Arg::new("monitor").long("monitor").action(ArgAction::SetTrue)
@@ -88,6 +97,18 @@ fn command() -> Command {
 
 /// Parses `argv`: `Ok(None)` when `--help` or `--version` was printed.
 pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Option<Args>, String> {
+    let argv: Vec<String> = argv.into_iter().collect();
+    // `ferrovsd --man`: the manual page (roff), generated from the options below, for
+    // packaging. Not a daemon option, so not in `--help`.
+    if argv.get(1).map(String::as_str) == Some("--man") && argv.len() == 2 {
+        let mut out = Vec::new();
+        clap_mangen::Man::new(command())
+            .section("8")
+            .render(&mut out)
+            .map_err(|e| format!("--man: {e}"))?;
+        print!("{}", String::from_utf8_lossy(&out));
+        return Ok(None);
+    }
     let m = match command().try_get_matches_from(argv) {
         Ok(m) => m,
         Err(e) if !e.use_stderr() => {
@@ -149,6 +170,11 @@ pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Option<Args>, Str
             .get_many::<String>("remote")
             .map(|v| v.cloned().collect())
             .unwrap_or_default(),
+        ssl: crate::vswitch::ssl::SslOptions {
+            private_key: m.get_one::<String>("private-key").cloned(),
+            certificate: m.get_one::<String>("certificate").cloned(),
+            ca_cert: m.get_one::<String>("ca-cert").cloned(),
+        },
         detach: m.get_flag("detach"),
         monitor: m.get_flag("monitor"),
         pidfile,

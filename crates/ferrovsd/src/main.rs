@@ -185,6 +185,7 @@ fn run(args: &args::Args, ready: &mut daemonize::Ready) -> Result<(), String> {
             vswitch::DbMode::Embedded {
                 path: args.dbdir.join("conf.db"),
                 remotes,
+                ssl: args.ssl.clone(),
             }
         }
     };

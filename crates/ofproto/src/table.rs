@@ -39,6 +39,9 @@ pub struct Table {
     ids: HashMap<u64, RuleId>,
     /// Rules with an idle or hard timeout: expiry looks only at these.
     timed: HashSet<u64>,
+    /// While a transaction runs (see `Ofproto::atomically`): each rule id changed, with the
+    /// rule it had before its first change (`None`: it did not exist).
+    journal: Option<HashMap<u64, Option<Arc<Rule>>>>,
     pub lookup_count: AtomicU64,
     pub matched_count: AtomicU64,
 }
@@ -58,6 +61,7 @@ impl Table {
             cls: Classifier::new(Config::flow_key()),
             ids: HashMap::new(),
             timed: HashSet::new(),
+            journal: None,
             lookup_count: AtomicU64::new(0),
             matched_count: AtomicU64::new(0),
         }
@@ -111,9 +115,49 @@ impl Table {
         self.cls.get(*cid).map(|r| r.payload())
     }
 
+    /// Starts recording changes so that [`Table::rollback`] can undo them: O(1) now, O(1)
+    /// per change.
+    pub(crate) fn begin_journal(&mut self) {
+        self.journal = Some(HashMap::new());
+    }
+
+    /// Stops recording and keeps every change.
+    pub(crate) fn commit_journal(&mut self) {
+        self.journal = None;
+    }
+
+    /// Undoes every change since [`Table::begin_journal`]: rules added are removed, rules
+    /// modified or deleted are put back (the same `Arc`s, so with their counters). Costs
+    /// O(changes).
+    pub(crate) fn rollback(&mut self) {
+        let Some(journal) = self.journal.take() else {
+            return;
+        };
+        let mut back = Vec::new();
+        for (id, before) in journal {
+            self.remove(id);
+            if let Some(r) = before {
+                back.push(r);
+            }
+        }
+        if !back.is_empty() {
+            self.insert_many(back);
+        }
+    }
+
+    fn record(&mut self, id: u64) {
+        if self.journal.as_ref().is_some_and(|j| !j.contains_key(&id)) {
+            let before = self.get(id).cloned();
+            if let Some(j) = self.journal.as_mut() {
+                j.insert(id, before);
+            }
+        }
+    }
+
     /// Inserts a rule, or replaces the rule with the same id (same match and priority: only
     /// instructions and metadata may differ, as a modify does).
     pub fn insert(&mut self, r: Arc<Rule>) {
+        self.record(r.id);
         self.track(&r);
         if let Some(cid) = self.ids.get(&r.id).copied() {
             self.cls.replace(cid, r);
@@ -127,6 +171,7 @@ impl Table {
     /// Inserts many rules, re-ranking the classifier once.
     pub fn insert_many(&mut self, rules: Vec<Arc<Rule>>) {
         for r in &rules {
+            self.record(r.id);
             self.track(r);
         }
         let ids = &mut self.ids;
@@ -149,6 +194,12 @@ impl Table {
     /// Empties the table in O(1) and hands back everything it held, so the caller can
     /// report the rules and free them wherever that costs least (see `Ofproto::delete`).
     pub fn take_all(&mut self) -> Cls {
+        if self.journal.is_some() {
+            let ids: Vec<u64> = self.ids.keys().copied().collect();
+            for id in ids {
+                self.record(id);
+            }
+        }
         self.ids.clear();
         self.timed.clear();
         std::mem::replace(&mut self.cls, Classifier::new(Config::flow_key()))
@@ -156,6 +207,7 @@ impl Table {
 
     /// Removes a rule by id.
     pub fn remove(&mut self, id: u64) -> Option<Arc<Rule>> {
+        self.record(id);
         let cid = self.ids.remove(&id)?;
         self.timed.remove(&id);
         self.cls.remove(cid).map(|r| Arc::clone(r.payload()))

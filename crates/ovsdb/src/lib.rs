@@ -2,7 +2,7 @@
 //!
 //! This crate knows databases, not switches: it parses any OVSDB schema, stores rows, runs
 //! transactions with all of RFC 7047's operations and rules, keeps a durable log, and serves
-//! the JSON-RPC protocol over unix and TCP sockets to tools such as `ovs-vsctl`,
+//! the JSON-RPC protocol over unix and TCP sockets (and TLS, with the `tls` crate) to tools such as `ovs-vsctl`,
 //! `ovsdb-client` and the OVS IDLs. The daemon embeds it and reacts to committed changes.
 //!
 //! Layers, bottom up:
@@ -45,7 +45,7 @@ pub use db::{Commit, Database, TxnOutcome};
 pub use error::Error;
 pub use row::{Row, Table};
 pub use schema::{Col, ColumnSchema, DatabaseSchema, TableSchema};
-pub use server::{Listener, Server};
+pub use server::{Listener, Server, TlsSource};
 pub use txn::{RowChange, TxnContext};
 pub use types::{AtomicType, BaseType, ColumnType, RefType};
 pub use uuid::Uuid;

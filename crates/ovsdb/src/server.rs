@@ -30,7 +30,8 @@
 //! waits), [`Server::subscribe`] returns a channel receiving every [`Commit`], and
 //! [`Server::read`] runs a closure on the current contents. Listening: [`Server::listen`]
 //! takes `punix:PATH` (or a bare path) or `ptcp:PORT[:IP]`, each served on its own thread until
-//! the returned [`Listener`] is stopped or dropped.
+//! the returned [`Listener`] is stopped or dropped; [`Server::listen_tls`] ([`tls_remote`])
+//! serves `pssl:PORT[:IP]`.
 
 use crate::db::{Commit, Database, TxnOutcome};
 use crate::error::Error;
@@ -51,6 +52,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
+
+pub mod tls_remote;
+pub use tls_remote::TlsSource;
 
 /// Tunables.
 #[derive(Debug, Clone)]

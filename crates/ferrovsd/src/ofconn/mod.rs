@@ -8,8 +8,9 @@
 //! * a **listener thread** for `<rundir>/<bridge>.mgmt` (what `ovs-ofctl BR` opens) and one
 //!   for `<rundir>/<bridge>.snoop` (copies of every message on the bridge's connections);
 //! * one thread per configured **controller target** ([`target`]): active targets
-//!   (`tcp:`, `unix:`) connect and reconnect with exponential backoff (1 s doubling up to
-//!   `max_backoff`, 8 s by default); passive ones (`ptcp:`, `punix:`) listen and accept;
+//!   (`tcp:`, `ssl:`, `unix:`) connect and reconnect with exponential backoff (1 s doubling up
+//!   to `max_backoff`, 8 s by default); passive ones (`ptcp:`, `pssl:`, `punix:`) listen and
+//!   accept; TLS ([`ssl`]) uses the database's `SSL` row, shared by all bridges;
 //! * per accepted or established **connection** ([`conn`]) a reader thread, which does the
 //!   hello/version negotiation, the echo keepalive and inactivity probe, and answers every
 //!   request in order, and a writer thread fed by a bounded queue;
@@ -48,6 +49,7 @@ pub mod cli;
 pub mod conn;
 pub mod handle;
 pub mod monitor;
+pub mod ssl;
 pub mod status;
 pub mod target;
 
@@ -148,6 +150,8 @@ pub struct BridgeOf {
     pub stop: AtomicBool,
     pub created: Instant,
     pub next_conn: AtomicU64,
+    /// The SSL settings for `ssl:` and `pssl:` targets (shared with the manager).
+    pub ssl: Arc<ssl::SslState>,
     controllers: Mutex<Vec<Controller>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     mgmt_path: PathBuf,
@@ -290,6 +294,7 @@ pub struct ConnMgr {
     rundir: PathBuf,
     pmd: Arc<Datapath>,
     bridges: Mutex<BTreeMap<String, Arc<BridgeOf>>>,
+    ssl: Arc<ssl::SslState>,
 }
 
 fn bind_unix(path: &Path) -> Result<UnixListener, String> {
@@ -307,7 +312,14 @@ impl ConnMgr {
             rundir: rundir.to_path_buf(),
             pmd,
             bridges: Mutex::new(BTreeMap::new()),
+            ssl: Arc::default(),
         })
+    }
+
+    /// Sets the key, certificate and CA certificate files for TLS targets (`None`: no `SSL`
+    /// row). New connections use them; existing ones keep their session.
+    pub fn set_ssl(&self, files: Option<tls::TlsFiles>) {
+        self.ssl.set(files);
     }
 
     /// The OpenFlow side of bridge `name`.
@@ -341,6 +353,7 @@ impl ConnMgr {
             stop: AtomicBool::new(false),
             created: Instant::now(),
             next_conn: AtomicU64::new(1),
+            ssl: Arc::clone(&self.ssl),
             controllers: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             mgmt_path,

@@ -9,6 +9,9 @@
 //!   [`super::TICK`] (so stopping needs no wake-up trick) hands each accepted socket to a new
 //!   connection thread.
 //!
+//! * `ssl:IP[:PORT]` and `pssl:[PORT][:IP]` are the same over TLS, with the files of the
+//!   database's `SSL` row (see [`super::ssl`]).
+//!
 //! Every loop checks its stop flag at least every few milliseconds; a stopped target closes
 //! its listener (and removes a `punix` socket file).
 
@@ -31,6 +34,7 @@ pub const DEFAULT_PORT: u16 = 6653;
 pub enum Active {
     Tcp(String),
     Unix(PathBuf),
+    Ssl(String),
 }
 
 /// A passive target.
@@ -38,6 +42,7 @@ pub enum Active {
 pub enum Passive {
     Tcp(String),
     Unix(PathBuf),
+    Ssl(String),
 }
 
 /// A parsed target.
@@ -93,19 +98,25 @@ fn host_port(rest: &str, passive: bool) -> Result<String, String> {
 }
 
 impl Target {
-    /// Parses `tcp:`, `unix:`, `ptcp:` or `punix:` targets.
+    /// Parses `tcp:`, `ssl:`, `unix:`, `ptcp:`, `pssl:` or `punix:` targets.
     pub fn parse(s: &str) -> Result<Target, String> {
         let bad = |why: String| format!("'{s}': {why}");
         let (kind, rest) = s
             .split_once(':')
-            .ok_or_else(|| bad("expected tcp:, unix:, ptcp: or punix:".into()))?;
+            .ok_or_else(|| bad("expected tcp:, ssl:, unix:, ptcp:, pssl: or punix:".into()))?;
         Ok(match kind {
             "tcp" => Target::Active(Active::Tcp(host_port(rest, false).map_err(bad)?)),
             "ptcp" => Target::Passive(Passive::Tcp(host_port(rest, true).map_err(bad)?)),
+            "ssl" => Target::Active(Active::Ssl(host_port(rest, false).map_err(bad)?)),
+            "pssl" => Target::Passive(Passive::Ssl(host_port(rest, true).map_err(bad)?)),
             "unix" | "punix" if rest.is_empty() => return Err(bad("missing path".into())),
             "unix" => Target::Active(Active::Unix(PathBuf::from(rest))),
             "punix" => Target::Passive(Passive::Unix(PathBuf::from(rest))),
-            _ => return Err(bad("expected tcp:, unix:, ptcp: or punix:".into())),
+            _ => {
+                return Err(bad(
+                    "expected tcp:, ssl:, unix:, ptcp:, pssl: or punix:".into()
+                ))
+            }
         })
     }
 }
@@ -114,16 +125,21 @@ impl Target {
 pub enum Listener {
     Tcp(TcpListener),
     Unix(UnixListener),
+    /// `pssl:`: accepted sockets still need their handshake.
+    Ssl(TcpListener),
 }
 
 impl Passive {
     /// Binds the listener (non-blocking).
     pub fn bind(&self) -> Result<Listener, String> {
         match self {
-            Passive::Tcp(a) => {
+            Passive::Tcp(a) | Passive::Ssl(a) => {
                 let l = TcpListener::bind(a).map_err(|e| format!("listening on {a}: {e}"))?;
                 l.set_nonblocking(true).map_err(|e| e.to_string())?;
-                Ok(Listener::Tcp(l))
+                Ok(match self {
+                    Passive::Ssl(_) => Listener::Ssl(l),
+                    _ => Listener::Tcp(l),
+                })
             }
             Passive::Unix(p) => {
                 let _ = std::fs::remove_file(p);
@@ -140,6 +156,10 @@ impl Passive {
 pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// Accepted on a `pssl:` listener, before the handshake ([`super::ssl::ready`]).
+    TlsPending(TcpStream),
+    /// The plaintext side of a TLS connection, and the peer's address.
+    Tls(UnixStream, String),
 }
 
 impl Stream {
@@ -148,18 +168,20 @@ impl Stream {
         Ok(match self {
             Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
             Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::TlsPending(s) => Stream::TlsPending(s.try_clone()?),
+            Stream::Tls(s, p) => Stream::Tls(s.try_clone()?, p.clone()),
         })
     }
 
     /// Blocking mode with a read timeout.
     pub fn set_read_timeout(&self, d: Duration) -> std::io::Result<()> {
         match self {
-            Stream::Tcp(s) => {
+            Stream::Tcp(s) | Stream::TlsPending(s) => {
                 s.set_nonblocking(false)?;
                 let _ = s.set_nodelay(true);
                 s.set_read_timeout(Some(d))
             }
-            Stream::Unix(s) => {
+            Stream::Unix(s) | Stream::Tls(s, _) => {
                 s.set_nonblocking(false)?;
                 s.set_read_timeout(Some(d))
             }
@@ -169,27 +191,28 @@ impl Stream {
     /// Write timeout (a peer that stops reading cannot hold a writer forever).
     pub fn set_write_timeout(&self, d: Duration) -> std::io::Result<()> {
         match self {
-            Stream::Tcp(s) => s.set_write_timeout(Some(d)),
-            Stream::Unix(s) => s.set_write_timeout(Some(d)),
+            Stream::Tcp(s) | Stream::TlsPending(s) => s.set_write_timeout(Some(d)),
+            Stream::Unix(s) | Stream::Tls(s, _) => s.set_write_timeout(Some(d)),
         }
     }
 
     /// Shuts both directions down (wakes a blocked reader).
     pub fn shutdown(&self) {
         let _ = match self {
-            Stream::Tcp(s) => s.shutdown(Shutdown::Both),
-            Stream::Unix(s) => s.shutdown(Shutdown::Both),
+            Stream::Tcp(s) | Stream::TlsPending(s) => s.shutdown(Shutdown::Both),
+            Stream::Unix(s) | Stream::Tls(s, _) => s.shutdown(Shutdown::Both),
         };
     }
 
     /// The peer, for logs and `get-controller`.
     pub fn peer(&self) -> String {
         match self {
-            Stream::Tcp(s) => s
+            Stream::Tcp(s) | Stream::TlsPending(s) => s
                 .peer_addr()
                 .map(|a| a.to_string())
                 .unwrap_or_else(|_| "?".into()),
             Stream::Unix(_) => "unix".into(),
+            Stream::Tls(_, p) => format!("ssl {p}"),
         }
     }
 }
@@ -197,8 +220,8 @@ impl Stream {
 impl Read for Stream {
     fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.read(b),
-            Stream::Unix(s) => s.read(b),
+            Stream::Tcp(s) | Stream::TlsPending(s) => s.read(b),
+            Stream::Unix(s) | Stream::Tls(s, _) => s.read(b),
         }
     }
 }
@@ -206,22 +229,50 @@ impl Read for Stream {
 impl Write for Stream {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.write(b),
-            Stream::Unix(s) => s.write(b),
+            Stream::Tcp(s) | Stream::TlsPending(s) => s.write(b),
+            Stream::Unix(s) | Stream::Tls(s, _) => s.write(b),
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
-            Stream::Tcp(s) => s.flush(),
-            Stream::Unix(s) => s.flush(),
+            Stream::Tcp(s) | Stream::TlsPending(s) => s.flush(),
+            Stream::Unix(s) | Stream::Tls(s, _) => s.flush(),
         }
     }
 }
+
+/// Waits up to `ms` for a connection to be ready on a non-blocking listener, so accepting
+/// costs no latency while `stop` is still checked every `ms`.
+fn wait_readable(fd: std::os::fd::RawFd, ms: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd for a descriptor the caller's listener keeps open.
+    unsafe {
+        libc::poll(&mut p, 1, ms);
+    }
+}
+
+impl Listener {
+    fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match self {
+            Listener::Tcp(l) | Listener::Ssl(l) => l.as_raw_fd(),
+            Listener::Unix(l) => l.as_raw_fd(),
+        }
+    }
+}
+
+/// How long an accept loop waits for a connection before checking whether to stop.
+const ACCEPT_WAIT_MS: i32 = 100;
 
 fn accept(l: &Listener) -> std::io::Result<Stream> {
     match l {
         Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
         Listener::Unix(l) => l.accept().map(|(s, _)| Stream::Unix(s)),
+        Listener::Ssl(l) => l.accept().map(|(s, _)| Stream::TlsPending(s)),
     }
 }
 
@@ -250,6 +301,9 @@ pub fn accept_loop(b: &Arc<BridgeOf>, l: Listener, kind: ConnKind, stop: &Atomic
                 };
                 let (b2, k2) = (Arc::clone(b), kind.clone());
                 let r = spawn("ofconn", move || {
+                    let Some(s) = super::ssl::ready(&b2, s) else {
+                        return;
+                    };
                     let never = AtomicBool::new(false);
                     conn::run(&b2, s, k2, &never, Some(&slot));
                 });
@@ -257,7 +311,9 @@ pub fn accept_loop(b: &Arc<BridgeOf>, l: Listener, kind: ConnKind, stop: &Atomic
                     super::log(&e);
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK * 4),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                wait_readable(l.raw_fd(), ACCEPT_WAIT_MS)
+            }
             Err(e) => backoff.failed(&e),
         }
     }
@@ -268,7 +324,7 @@ pub fn accept_loop(b: &Arc<BridgeOf>, l: Listener, kind: ConnKind, stop: &Atomic
     }
 }
 
-fn connect(a: &Active) -> std::io::Result<Stream> {
+fn connect(b: &BridgeOf, a: &Active) -> std::io::Result<Stream> {
     match a {
         Active::Tcp(addr) => {
             let sa: SocketAddr = addr.to_socket_addrs()?.next().ok_or_else(|| {
@@ -277,6 +333,7 @@ fn connect(a: &Active) -> std::io::Result<Stream> {
             TcpStream::connect_timeout(&sa, Duration::from_secs(3)).map(Stream::Tcp)
         }
         Active::Unix(p) => UnixStream::connect(p).map(Stream::Unix),
+        Active::Ssl(addr) => super::ssl::connect(b, addr),
     }
 }
 
@@ -285,11 +342,12 @@ pub fn active_loop(b: &Arc<BridgeOf>, a: &Active, stop: &AtomicBool, status: &Mu
     let target = match a {
         Active::Tcp(x) => format!("tcp:{x}"),
         Active::Unix(p) => format!("unix:{}", p.display()),
+        Active::Ssl(x) => format!("ssl:{x}"),
     };
     let mut backoff = Duration::from_secs(1);
     let stopped = || stop.load(Ordering::Acquire) || b.stop.load(Ordering::Acquire);
     while !stopped() {
-        match connect(a) {
+        match connect(b, a) {
             Ok(s) => {
                 *lock(status) = "connected".into();
                 let t0 = Instant::now();
@@ -301,7 +359,12 @@ pub fn active_loop(b: &Arc<BridgeOf>, a: &Active, stop: &AtomicBool, status: &Mu
                 }
             }
             Err(e) => {
-                *lock(status) = format!("connecting (last error: {e})");
+                let now = format!("connecting (last error: {e})");
+                let mut st = lock(status);
+                if *st != now {
+                    super::log(&format!("bridge {}: {target}: {e}", b.name));
+                }
+                *st = now;
             }
         }
         let max = Duration::from_millis(lock(&b.cfg).max_backoff_ms.max(1000));
@@ -321,6 +384,7 @@ fn configured_name(b: &BridgeOf, normalised: &str) -> String {
             Target::parse(&c.target).ok().is_some_and(|t| match t {
                 Target::Active(Active::Tcp(x)) => format!("tcp:{x}") == normalised,
                 Target::Active(Active::Unix(p)) => format!("unix:{}", p.display()) == normalised,
+                Target::Active(Active::Ssl(x)) => format!("ssl:{x}") == normalised,
                 _ => false,
             })
         })
@@ -361,7 +425,9 @@ pub fn snoop_loop(b: &Arc<BridgeOf>, l: UnixListener) {
                     }
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK * 4),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                wait_readable(std::os::fd::AsRawFd::as_raw_fd(&l), ACCEPT_WAIT_MS)
+            }
             Err(e) => backoff.failed(&e),
         }
     }

@@ -7,7 +7,7 @@
 //!
 //! - **Embedded** (the default): an [`ovsdb::Server`] on `<dbdir>/conf.db` created from the
 //!   `Open_vSwitch` schema compiled into the binary, listening on `<rundir>/db.sock` and any
-//!   `--remote`. Snapshots read the committed rows directly; every commit (from any client, or
+//!   `--remote` (`pssl:` remotes get their TLS files from [`super::ssl::SslOptions`]). Snapshots read the committed rows directly; every commit (from any client, or
 //!   our own status writes) ticks the change channel through [`ovsdb::Server::subscribe`].
 //! - **External** (`--db unix:PATH` or `tcp:IP:PORT`): a supervisor thread connects with
 //!   [`ovsdb::client::Client`], asks for the `ovs_vswitchd` lock as ovs-vswitchd does, monitors
@@ -21,6 +21,7 @@
 //! have the initial contents, and the reconfiguration does nothing then, as ovs-vswitchd waits.
 
 use super::model::{self, Tables};
+use super::ssl::SslOptions;
 use super::vlog;
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use ovsdb::client::{Client, Replica};
@@ -82,7 +83,8 @@ pub fn txn_error(result: &Value) -> Option<String> {
 
 impl Db {
     /// Opens (or creates) `path`, makes sure the root row exists, and listens on `remotes`.
-    pub fn embedded(path: &Path, remotes: &[String]) -> Result<Db, String> {
+    pub fn embedded(path: &Path, remotes: &[String], ssl: &SslOptions) -> Result<Db, String> {
+        ssl.check()?;
         let schema_json: Value = serde_json::from_str(SCHEMA)
             .map_err(|e| format!("the built-in schema is not JSON: {e}"))?;
         let schema = DatabaseSchema::from_json(&schema_json)
@@ -107,9 +109,21 @@ impl Db {
             .map_err(|e| format!("cannot start a thread: {e}"))?;
         let mut listeners = Vec::new();
         for r in remotes {
-            let l = server
-                .listen(r)
-                .map_err(|e| format!("cannot listen on {r}: {e}"))?;
+            let l = if r.starts_with("pssl:") {
+                if !ssl.complete() {
+                    return Err(format!(
+                        "--remote={r} needs --private-key, --certificate and --ca-cert"
+                    ));
+                }
+                server.listen_tls(r, ssl.source(&server))
+            } else if ["ssl:", "tcp:"].iter().any(|p| r.starts_with(p)) {
+                return Err(format!(
+                    "--remote={r}: active remotes are not supported (use ptcp: or pssl:)"
+                ));
+            } else {
+                server.listen(r)
+            }
+            .map_err(|e| format!("cannot listen on {r}: {e}"))?;
             vlog::info("ovsdb", &format!("serving OVSDB on {}", l.local));
             listeners.push(l);
         }

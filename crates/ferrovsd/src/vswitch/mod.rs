@@ -38,6 +38,7 @@ pub mod model;
 pub mod ofbridge;
 pub mod ofhooks;
 pub mod reconfigure;
+pub mod ssl;
 pub mod status;
 pub mod vlog;
 
@@ -58,6 +59,8 @@ pub enum DbMode {
     Embedded {
         path: std::path::PathBuf,
         remotes: Vec<String>,
+        /// The TLS files of `pssl:` remotes.
+        ssl: ssl::SslOptions,
     },
     /// An external server (`unix:PATH` or `tcp:IP:PORT`).
     External(String),
@@ -85,7 +88,7 @@ impl Vswitch {
         of: Arc<dyn OfConfigSink>,
     ) -> Result<Arc<Vswitch>, String> {
         let db = match mode {
-            DbMode::Embedded { path, remotes } => Db::embedded(path, remotes)?,
+            DbMode::Embedded { path, remotes, ssl } => Db::embedded(path, remotes, ssl)?,
             DbMode::External(t) => Db::external(t)?,
         };
         let (kick, kick_rx) = unbounded();
@@ -198,6 +201,7 @@ fn pass(vs: &Vswitch, rec: &mut Reconfigurer, of: &dyn OfConfigSink, stats_due: 
     let d = Desired::parse(&snap);
     vs.metrics
         .configure(d.other_config.get("metrics-address").map(String::as_str));
+    of.set_ssl(ssl::from_tables(&snap));
     let out = rec.apply(&d);
     if out.changed {
         appctl::inc("bridge_reconfigure");

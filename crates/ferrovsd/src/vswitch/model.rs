@@ -34,7 +34,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub type Tables = BTreeMap<String, BTreeMap<String, Map<String, Value>>>;
 
 /// The tables ferrovsd reads.
-pub const TABLES: &[&str] = &["Open_vSwitch", "Bridge", "Port", "Interface", "Controller"];
+pub const TABLES: &[&str] = &[
+    "Open_vSwitch",
+    "Bridge",
+    "Port",
+    "Interface",
+    "Controller",
+    "SSL",
+];
 
 /// Bridge `other_config` keys that are not module settings.
 pub const BRIDGE_KEYS: &[&str] = &["module", "datapath-id", "hwaddr", "dp-desc"];
@@ -221,6 +228,7 @@ fn known_columns(table: &str) -> &'static [&'static str] {
             "dpdk_initialized",
             "dpdk_version",
             "datapaths",
+            "ssl",
         ],
         "Bridge" => &[
             "name",

@@ -56,6 +56,10 @@ impl OfConfigSink for ConnMgrSink {
         self.0.set_controllers(bridge, &targets)
     }
 
+    fn set_ssl(&self, files: Option<tls::TlsFiles>) {
+        self.0.set_ssl(files);
+    }
+
     fn bridge_removed(&self, bridge: &str) {
         self.0.bridge_removed(bridge);
     }

@@ -61,6 +61,9 @@ pub trait OfConfigSink: Send + Sync {
     fn apply(&self, bridge: &str, cfg: &BridgeOfConfig) -> Result<(), String>;
     /// The bridge is gone.
     fn bridge_removed(&self, bridge: &str);
+    /// The key, certificate and CA certificate files of the `SSL` row (`None` without one),
+    /// for `ssl:` and `pssl:` targets. Called on every pass, before `apply`.
+    fn set_ssl(&self, _files: Option<tls::TlsFiles>) {}
     /// Connection states, for the `Controller` rows of `bridge` (empty if unknown).
     fn controller_status(&self, _bridge: &str) -> Vec<ControllerStatus> {
         Vec::new()

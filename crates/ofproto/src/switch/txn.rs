@@ -6,14 +6,15 @@
 //! nothing observable remains of the attempt.
 //!
 //! ## How
-//! Before the closure runs, the transaction takes a snapshot: every table's rules (as
-//! `Arc`s, so this copies pointers, not rules), the group and meter maps, the flow-removed
-//! log, the flow-monitor event log and the rule id counter. Restoring compares each table with its snapshot by rule id
-//! and pointer: rules the closure added are removed, rules it deleted or replaced (a
-//! modify makes a new `Arc` with the same id) are put back. A rule's counters live behind
-//! their own `Arc` and are shared by its replacements, so restored rules keep their
-//! statistics. The cost is one pass over the rules at the start, and on failure one pass
-//! over the rules again.
+//! Before the closure runs, every table starts a journal: the first change to a rule id
+//! records the rule it had before (or that it had none). The group and meter maps, the
+//! flow-removed and flow-monitor logs (bounded rings) and the rule id counter are copied.
+//! On failure each table replays its journal backwards: rules the closure added are removed,
+//! rules it deleted or replaced (a modify makes a new `Arc` with the same id) are put back.
+//! A rule's counters live behind their own `Arc` and are shared by its replacements, so
+//! restored rules keep their statistics. The cost is proportional to what the closure
+//! changed, not to the size of the tables: a bundle of ten flow_mods costs the same against
+//! a million rules as against none.
 //!
 //! ## Concurrency
 //! `atomically` takes `&mut self`: the caller holds the `Ofproto` lock for the whole
@@ -24,14 +25,11 @@
 use super::{FlowEvent, FlowRemoved, Ofproto};
 use crate::group::Group;
 use crate::meter::Meter;
-use crate::rule::Rule;
 use openflow::MeterMod;
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Arc;
+use std::collections::{BTreeMap, VecDeque};
 
 /// What a failed transaction restores.
 struct Snapshot {
-    rules: Vec<Vec<Arc<Rule>>>,
     groups: BTreeMap<u32, Group>,
     meters: BTreeMap<u32, Meter>,
     meter_specs: BTreeMap<u32, MeterMod>,
@@ -47,12 +45,10 @@ impl Ofproto {
         &mut self,
         f: impl FnOnce(&mut Ofproto) -> Result<T, E>,
     ) -> Result<T, E> {
+        for t in &mut self.tables {
+            t.begin_journal();
+        }
         let snap = Snapshot {
-            rules: self
-                .tables
-                .iter()
-                .map(|t| t.iter().cloned().collect())
-                .collect(),
             groups: self.groups.clone(),
             meters: self.meters.clone(),
             meter_specs: self.meter_specs.clone(),
@@ -63,29 +59,17 @@ impl Ofproto {
         let r = f(self);
         if r.is_err() {
             self.restore(snap);
+        } else {
+            for t in &mut self.tables {
+                t.commit_journal();
+            }
         }
         r
     }
 
     fn restore(&mut self, snap: Snapshot) {
-        for (t, before) in self.tables.iter_mut().zip(snap.rules) {
-            let want: HashMap<u64, &Arc<Rule>> = before.iter().map(|r| (r.id, r)).collect();
-            let added: Vec<u64> = t
-                .iter()
-                .filter(|r| !want.contains_key(&r.id))
-                .map(|r| r.id)
-                .collect();
-            for id in added {
-                t.remove(id);
-            }
-            let changed: Vec<Arc<Rule>> = before
-                .iter()
-                .filter(|r| t.get(r.id).is_none_or(|cur| !Arc::ptr_eq(cur, r)))
-                .cloned()
-                .collect();
-            if !changed.is_empty() {
-                t.insert_many(changed);
-            }
+        for t in &mut self.tables {
+            t.rollback();
         }
         self.groups = snap.groups;
         self.meters = snap.meters;
@@ -218,5 +202,32 @@ mod tests {
         });
         assert!(r.is_ok());
         assert_eq!(dump(&o).len(), 2);
+    }
+
+    #[test]
+    fn a_failed_delete_of_everything_is_undone_too() {
+        // More rules than the delete-all fast path frees in place.
+        let mut o = Ofproto::with_default_flow(0);
+        let n = super::super::DEFER_FREE_RULES as u32 + 500;
+        for port in 1..=n {
+            o.flow_mod(&flow(FlowModCommand::Add, port, 1), 0)
+                .expect("add");
+        }
+        let before = dump(&o);
+        let r: Result<(), OfError> = o.atomically(|o| {
+            o.flow_mod(&FlowMod::new(FlowModCommand::Delete), 1)?;
+            assert_eq!(o.tables()[0].len(), 0);
+            o.flow_mod(&flow(FlowModCommand::Add, 1, 9), 1)?;
+            Err(OfError::bad_request(0))
+        });
+        assert!(r.is_err());
+        assert_eq!(dump(&o), before);
+        // A committed transaction keeps its changes and stops journaling.
+        let r: Result<(), OfError> = o.atomically(|o| {
+            o.flow_mod(&FlowMod::new(FlowModCommand::Delete), 1)?;
+            Ok(())
+        });
+        assert!(r.is_ok());
+        assert_eq!(o.tables()[0].len(), 0);
     }
 }
