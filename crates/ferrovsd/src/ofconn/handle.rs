@@ -116,10 +116,19 @@ impl OutBatch {
         if self.items.is_empty() {
             return;
         }
-        let (jobs, reqs): (Vec<_>, Vec<_>) = std::mem::take(&mut self.items)
-            .into_iter()
-            .map(|q| ((q.in_port, q.data, q.actions), q.req))
-            .unzip();
+        // Translated here, on the connection's thread, under the OpenFlow state's lock: the
+        // poll thread only runs the datapath actions.
+        let (jobs, reqs): (Vec<_>, Vec<_>) = {
+            let of = b.udpif.of();
+            let now = now_ms();
+            std::mem::take(&mut self.items)
+                .into_iter()
+                .map(|q| {
+                    let acts = ofproto::xlate::packet_out(&of, q.in_port, &q.data, &q.actions, now);
+                    ((q.in_port, q.data, acts), q.req)
+                })
+                .unzip()
+        };
         let n = jobs.len();
         let br = b.name.clone();
         let done = b.pmd.call(move |sw| {
@@ -840,6 +849,7 @@ fn multipart(
         }),
         MpRequest::Meter(id) => {
             let of = b.udpif.of();
+            let counts = of.meter_flow_counts();
             MpReply::Meter(
                 of.meters()
                     .values()
@@ -848,7 +858,7 @@ fn multipart(
                         let d = (now * 1000).saturating_sub(m.created_us);
                         MeterStats {
                             meter_id: m.id,
-                            flow_count: of.meter_flow_count(m.id) as u32,
+                            flow_count: counts.get(&m.id).copied().unwrap_or(0) as u32,
                             packet_in_count: m.packet_in_count,
                             byte_in_count: m.byte_in_count,
                             duration_sec: (d / 1_000_000) as u32,
