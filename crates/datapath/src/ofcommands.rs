@@ -88,7 +88,7 @@ pub const COMMANDS: &[ModuleCommand] = &[
     },
     ModuleCommand {
         verb: "trace",
-        usage: "BR FLOW",
+        usage: "BR FLOW [PACKET]",
     },
     ModuleCommand {
         verb: "fdb-show",
@@ -606,15 +606,40 @@ fn dump_meters(m: &Udpif, json: bool, now: u64) -> String {
     out
 }
 
+/// A packet given to `trace` in hex, as OVS's `ofproto/trace BR FLOW PACKET` takes it: an
+/// even number of hex digits, at least an Ethernet header.
+fn hex_packet(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim();
+    if s.len() < 28 || !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect()
+}
+
 fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
     if args.is_empty() {
-        return Err("usage: trace BR FLOW".into());
+        return Err("usage: trace BR FLOW [PACKET]".into());
     }
-    let text_in = joined(args);
+    // `trace BR FLOW PACKET`: the flow gives the metadata (in_port), the packet everything
+    // else, and the actions are applied to the packet as the datapath would.
+    let (flow_args, frame) = match args.split_last() {
+        Some((last, rest)) if !rest.is_empty() => match hex_packet(last) {
+            Some(f) => (rest, Some(f)),
+            None => (args, None),
+        },
+        _ => (args, None),
+    };
+    let text_in = joined(flow_args);
     let mt = text::parse_match(&text_in).map_err(|e| e.to_string())?;
-    let key = ofproto::fields::match_to_flow(&mt, 0);
+    let mut key = ofproto::fields::match_to_flow(&mt, 0);
+    if let Some(f) = &frame {
+        key = packet::flow::extract(f, key.in_port);
+    }
     let mut lines = Vec::new();
-    let x = ofproto::xlate(&m.of(), &key, None, Some(&mut lines));
+    let x = ofproto::xlate(&m.of(), &key, frame.as_deref(), Some(&mut lines));
     let mega = ofproto::text::megaflow_text(&key, &x.wc);
     let acts: Vec<String> = x.actions.iter().map(|a| a.to_string()).collect();
     let dp = if acts.is_empty() {

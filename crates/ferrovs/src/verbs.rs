@@ -64,7 +64,7 @@ pub const VERBS: &[Verb] = &[
     v(OF, "mod-meter", "BR METER", "change a meter"),
     v(OF, "del-meters", "BR [meter=N]", "delete one meter or all"),
     v(OF, "dump-meters", "BR [--json]", "print meters with their counters"),
-    v(OF, "trace", "BR FLOW [--json]", "tables visited, rules matched, actions, megaflow and datapath actions"),
+    v(OF, "trace", "BR FLOW [PACKET] [--json]", "tables visited, rules matched, actions, megaflow and datapath actions"),
     v(OF, "ofproto/trace", "BR FLOW", "the same as trace, under OVS's name"),
     v(OF, "dpctl/dump-flows", "[BR] [--json]", "the megaflow cache"),
     v(OF, "dpctl/del-flows", "[BR]", "empty the megaflow cache"),

@@ -52,7 +52,7 @@ const COMMANDS: &[(&str, &str)] = &[
     ("mod-meter", "BR METER"),
     ("del-meters", "BR [meter=N]"),
     ("dump-meters", "BR [--json]"),
-    ("trace", "BR FLOW [--json]"),
+    ("trace", "BR FLOW [PACKET] [--json]"),
     ("dpctl/dump-flows", "[BR] [--json]"),
     ("dpctl/del-flows", "[BR]"),
     ("ofproto/trace", "BR FLOW"),

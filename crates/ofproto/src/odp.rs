@@ -149,27 +149,10 @@ fn ethertype_at(d: &[u8]) -> Option<usize> {
 /// Applies one rewrite to `pkt`. `offs` caches header offsets; it is recomputed after
 /// actions that move headers. Non-rewrite actions are ignored here.
 pub fn apply(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) {
-    let before = pkt.len();
-    let moved = apply_inner(pkt, a, offs);
-    if moved {
+    // A pop may leave a frame shorter than Ethernet's 60-byte minimum: it stays so, as in
+    // OVS; whatever transmits it on a wire pads it (the kernel and NICs do).
+    if apply_inner(pkt, a, offs) {
         *offs = None;
-        pad_runt(pkt, before);
-    }
-}
-
-/// The shortest Ethernet frame without its FCS.
-const ETH_MIN_LEN: usize = 60;
-
-/// A pop (VLAN, MPLS, PBB) never leaves a frame shorter than Ethernet's minimum if it was
-/// not already: the bytes it removed come back as zero padding at the end, as a NIC would
-/// pad the frame on the wire. Lengths in the headers are unaffected, so the padding is
-/// trailing garbage to every parser, exactly as after a real link.
-fn pad_runt(pkt: &mut Packet, before: usize) {
-    let want = before.min(ETH_MIN_LEN);
-    if pkt.len() < want {
-        if let Some(tail) = pkt.push_back(want - pkt.len()) {
-            tail.fill(0);
-        }
     }
 }
 
@@ -177,8 +160,11 @@ fn offsets(pkt: &Packet, offs: &mut Option<Offsets>) -> Offsets {
     match offs {
         Some(o) => *o,
         None => {
+            // Rewrites find their headers behind as many tags as a flow can hold, whatever
+            // `vlan-limit` says about matching: after a push the IP header is behind one
+            // more tag than the packet arrived with (OVS sets the IP fields first).
             let mut k = flow::FlowKey::ZERO;
-            let o = flow::extract_into(&mut k, pkt.data(), 0);
+            let o = flow::extract_into_with(&mut k, pkt.data(), 0, flow::MAX_VLAN_TAGS);
             *offs = Some(o);
             o
         }

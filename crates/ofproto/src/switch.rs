@@ -23,7 +23,7 @@ use openflow::messages::err;
 use openflow::messages::{OFPM_ALL, OFPTT_ALL};
 use openflow::{
     Action, FlowMod, FlowModCommand, FlowModFlags, GroupMod, GroupModCommand, Instruction, Match,
-    MeterBand, MeterFlags, MeterMod, MeterModCommand, OfError,
+    MatchField, MeterBand, MeterFlags, MeterMod, MeterModCommand, OfError,
 };
 use packet::flow::FlowKey;
 use std::collections::{BTreeMap, VecDeque};
@@ -417,6 +417,10 @@ impl Ofproto {
         prereqs: bool,
     ) -> Result<(), OfError> {
         let mut m = m.clone();
+        // VLAN fields known before each push, so that a pop brings them back (as OVS
+        // tracks its tag stack: `dl_vlan=10,actions=push_vlan,pop_vlan,mod_vlan_pcp:4` still
+        // knows the tag is there).
+        let mut vlan_stack: Vec<(Option<MatchField>, Option<MatchField>)> = Vec::new();
         for a in acts {
             a.validate()?;
             match *a {
@@ -445,6 +449,11 @@ impl Ofproto {
                     return Err(OfError::bad_action(err::bad_action::BAD_OUT_GROUP));
                 }
                 Action::PushVlan(_) => {
+                    vlan_stack.push((
+                        m.get(openflow::Field::VlanVid).cloned(),
+                        m.get(openflow::Field::VlanPcp).cloned(),
+                    ));
+                    m.remove(openflow::Field::VlanPcp);
                     m.set_masked(
                         openflow::Field::VlanVid,
                         u128::from(openflow::oxm::OFPVID_PRESENT),
@@ -454,6 +463,11 @@ impl Ofproto {
                 Action::PopVlan => {
                     m.remove(openflow::Field::VlanVid);
                     m.remove(openflow::Field::VlanPcp);
+                    if let Some((vid, pcp)) = vlan_stack.pop() {
+                        for f in [vid, pcp].into_iter().flatten() {
+                            m.set_masked(f.field, f.value, f.mask_bits());
+                        }
+                    }
                 }
                 Action::PushMpls(et) | Action::PopMpls(et) => {
                     m.set_exact(openflow::Field::EthType, u128::from(et));

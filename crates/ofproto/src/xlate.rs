@@ -272,6 +272,19 @@ impl Ctx<'_> {
                 // specification would copy them from the outer tag; controllers written
                 // for OVS set them after the push).
                 let tci = 0;
+                if self.flow.vlan_tci[1] & VLAN_PRESENT != 0 {
+                    // As OVS, whose flow holds two tags: a push onto two known tags
+                    // discards the inner one. The packet follows the flow: both come off,
+                    // the outer goes back on, then the new tag.
+                    let (outer_tpid, outer_tci) = (self.flow.vlan_tpid[0], self.flow.vlan_tci[0]);
+                    self.out.push(DpAction::PopVlan);
+                    self.out.push(DpAction::PopVlan);
+                    self.out.push(DpAction::PushVlan {
+                        tpid: outer_tpid,
+                        tci: outer_tci & !VLAN_PRESENT,
+                    });
+                    self.note(|| "push_vlan: two tags already, the inner one is dropped".into());
+                }
                 self.flow.vlan_tci = [tci | VLAN_PRESENT, self.flow.vlan_tci[0]];
                 self.flow.vlan_tpid = [tpid, self.flow.vlan_tpid[0]];
                 self.out.push(DpAction::PushVlan { tpid, tci });
@@ -581,6 +594,26 @@ impl Ctx<'_> {
         }
     }
 
+    /// Looks `table` up as OVS does with its default fragment handling ("normal"): a
+    /// fragment, the first included, is looked up with its L4 ports (ICMP type and code) zero,
+    /// since later fragments have none; the packet itself keeps them. Whether the packet is a
+    /// fragment is part of every IP megaflow, so a cached decision for a whole datagram is
+    /// never applied to a fragment or the reverse.
+    fn lookup(&mut self, table: &crate::table::Table) -> Option<Arc<Rule>> {
+        let ip = matches!(self.flow.dl_type, flow::ETH_TYPE_IPV4 | flow::ETH_TYPE_IPV6);
+        if !ip {
+            return table.lookup(&self.flow, &mut self.wc).cloned();
+        }
+        self.wc.nw_frag = 0xff;
+        if self.flow.nw_frag & flow::NW_FRAG_ANY == 0 {
+            return table.lookup(&self.flow, &mut self.wc).cloned();
+        }
+        let mut k = self.flow;
+        k.tp_src = 0;
+        k.tp_dst = 0;
+        table.lookup(&k, &mut self.wc).cloned()
+    }
+
     fn run_tables(&mut self, first: u8) {
         let of = self.of;
         let mut tid = first;
@@ -592,7 +625,7 @@ impl Ctx<'_> {
             let Some(table) = of.table(tid) else {
                 return;
             };
-            let rule = table.lookup(&self.flow, &mut self.wc).cloned();
+            let rule = self.lookup(table);
             match rule {
                 None => {
                     self.note(|| format!("{tid:>2}. No match."));

@@ -5,7 +5,9 @@
 //!   OFPVID_PRESENT) on an untagged packet pushes an 802.1Q tag;
 //! * `push_vlan` starts the new tag at VID 0, PCP 0 instead of copying the outer tag;
 //! * with OVS's default `vlan-limit=1` only the outer tag of a double-tagged frame is parsed,
-//!   so its L3/L4 fields are not there to match.
+//!   so its L3/L4 fields are not there to match;
+//! * a flow holds two tags: a push onto two known tags discards the inner one from the packet
+//!   too (found by tests/integration/helpers/ovsdiff.py).
 
 use ofproto::odp::{apply_all, DpAction};
 use ofproto::switch::OfPort;
@@ -123,4 +125,22 @@ fn vlan_limit_one_leaves_the_inner_tag_unparsed() {
     flow::extract_into_with(&mut k, &qinq, 1, 2);
     let x = xlate(&of, &k, Some(&qinq), None);
     assert!(x.actions.contains(&DpAction::Output(2)), "{:?}", x.actions);
+}
+
+#[test]
+fn a_push_onto_two_tags_drops_the_inner_one() {
+    let of = switch(&[
+        "priority=10,in_port=1,actions=push_vlan:0x8100,set_field:4116->vlan_vid,push_vlan:0x8100,set_field:4126->vlan_vid,output:2",
+    ]);
+    // One tag (VID 5) in; two pushes: OVS's flow keeps [30, 20] and the packet follows.
+    let (out, acts) = forward(&of, &frame(&[(ETH_TYPE_VLAN, 0x6005)]));
+    let mut k = FlowKey::ZERO;
+    flow::extract_into_with(&mut k, &out, 0, 2);
+    assert_eq!(
+        k.vlan_tci,
+        [30 | VLAN_PRESENT, 20 | VLAN_PRESENT],
+        "{acts:?}"
+    );
+    assert_eq!(k.dl_type, ETH_TYPE_IPV4, "no third tag: {out:02x?}");
+    assert_eq!(k.nw_dst, [10, 0, 0, 2]);
 }
