@@ -340,3 +340,35 @@ fn not_in_version() {
         Err(EncodeError::BadVersion(3))
     ));
 }
+
+/// Found by the openflow_of15 fuzz target: an OpenFlow 1.5 flow_mod with two meter
+/// instructions decoded, re-encoded as a leading meter action plus a meter instruction, and
+/// came back as a different flow. OpenFlow 1.5 has no meter instruction: refused, as by OVS;
+/// and a model with two meters has no OpenFlow 1.5 encoding.
+#[test]
+fn openflow15_refuses_the_meter_instruction() {
+    use openflow::wire::{decode, encode, OFP13, OFP15};
+    let mut msg = vec![
+        0x04, 0x0e, 0x00, 0x48, 0, 0, 0, 1, // header (length patched below)
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // cookie, cookie mask
+        0, 0, 0, 0, 0, 0, 0, 100, // table, command, idle and hard timeouts, priority
+        0xff, 0xff, 0xff, 0xff, // buffer id
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0,
+        0, // out port/group, flags, pad
+        0, 1, 0, 4, 0, 0, 0, 0, // empty OXM match, padded to 8
+        0, 6, 0, 8, 0, 0, 0, 1, // meter instruction, meter 1
+        0, 6, 0, 8, 0, 0, 0, 2, // meter instruction, meter 2
+    ];
+    let len = msg.len() as u16;
+    msg[2..4].copy_from_slice(&len.to_be_bytes());
+    // OpenFlow 1.3: decodes (the validator refuses the duplicate when a switch applies it).
+    let (m13, _) = decode(&msg).expect("OpenFlow 1.3 has the meter instruction");
+    assert!(
+        encode(&m13, OFP15, 1).is_err(),
+        "two meters have no OpenFlow 1.5 form"
+    );
+    // OpenFlow 1.5: refused.
+    msg[0] = OFP15;
+    assert!(decode(&msg).is_err());
+    let _ = OFP13;
+}

@@ -495,6 +495,10 @@ pub(crate) fn decode_instructions(
                 fixed(8)?;
                 Instruction::ClearActions
             }
+            // OpenFlow 1.5 replaced the meter instruction with a meter action (as OVS, an
+            // OF1.5 message carrying one is refused: decoding it next to a leading meter
+            // action would give a flow with two meters).
+            6 if version >= super::OFP15 => return Err(DecodeError::UnknownInstruction(6)),
             6 => {
                 fixed(8)?;
                 Instruction::Meter(r.u32()?)
@@ -914,13 +918,23 @@ pub(crate) fn encode_instructions(
     insts: &[Instruction],
 ) -> Result<(), EncodeError> {
     let converted;
-    let insts =
-        if version >= super::OFP15 && insts.iter().any(|i| matches!(i, Instruction::Meter(_))) {
-            converted = meter_instruction_to_action(insts);
-            converted.as_slice()
-        } else {
-            insts
-        };
+    let meters = insts
+        .iter()
+        .filter(|i| matches!(i, Instruction::Meter(_)))
+        .count();
+    // OpenFlow 1.5 says "meter" only as a leading meter action: one meter instruction
+    // becomes that; a second one has no OpenFlow 1.5 form.
+    if version >= super::OFP15 && meters > 1 {
+        return Err(EncodeError::Unrepresentable(
+            "two meter instructions (OpenFlow 1.5)",
+        ));
+    }
+    let insts = if version >= super::OFP15 && meters == 1 {
+        converted = meter_instruction_to_action(insts);
+        converted.as_slice()
+    } else {
+        insts
+    };
     for i in insts {
         let s = begin(out, i.type_code());
         match i {
