@@ -243,7 +243,7 @@ impl Reconfigurer {
             &format!(
                 "vlan-limit {want}: parsing {} VLAN tag(s); megaflows of {} bridge(s) flushed",
                 packet::flow::vlan_limit(),
-                flushed.unwrap_or(0)
+                flushed
             ),
         );
     }
