@@ -237,7 +237,7 @@ impl Reconfigurer {
         if packet::flow::vlan_limit() == before {
             return;
         }
-        let flushed: Result<usize, String> = Ok(self.openflow.values().map(|u| u.flush()).count());
+        let flushed = self.openflow.values().map(|u| u.flush()).count();
         vlog::info(
             "bridge",
             &format!(
