@@ -4,7 +4,8 @@
 //! The same `Switch` and poll loop the daemon runs are used, so the figure includes the real
 //! per-batch fabric work: receive, module lookup, per-destination grouping, transmit, free.
 
-use datapath::module::{self, VlanMode};
+use datapath::module::VlanMode;
+use datapath::registry;
 use datapath::{cycles, Switch};
 use netdev::Options;
 use packet::{Batch, Pool};
@@ -64,7 +65,7 @@ pub fn run(
     settings: &[(String, String)],
 ) -> Result<W1Result, String> {
     let mut sw = Switch::new(datapath::switch::DEFAULT_POOL);
-    let m = module::create(module_name)?;
+    let m = registry::create(module_name)?;
     sw.add_bridge("w1", m, None)?;
     for (k, v) in settings {
         sw.configure_bridge("w1", k, v)?;
@@ -201,7 +202,7 @@ fn run_on(
     settings: &[(String, String)],
     n: usize,
 ) -> Result<W1Result, String> {
-    let m = module::create(module_name)?;
+    let m = registry::create(module_name)?;
     dp.add_bridge("w1", m, None)?;
     for (k, v) in settings {
         dp.configure_bridge("w1", k, v)?;

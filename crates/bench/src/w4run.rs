@@ -6,7 +6,8 @@
 //! Phase 1 runs the established flow alone; phase 2 adds the storm. Both phases measure the
 //! established flow's delivered packets on its own sink port.
 
-use datapath::module::{self, VlanMode};
+use datapath::module::VlanMode;
+use datapath::registry;
 use datapath::Switch;
 use netdev::Options;
 use std::time::{Duration, Instant};
@@ -71,7 +72,7 @@ pub fn run(
     secs: f64,
 ) -> Result<W4Result, String> {
     let mut sw = Switch::new(datapath::switch::DEFAULT_POOL);
-    sw.add_bridge("w4", module::create("openflow")?, None)?;
+    sw.add_bridge("w4", registry::create("openflow")?, None)?;
     let null = |sw: &mut Switch, name: &str, ofport: u32| -> Result<(), String> {
         let p = netdev::open(name, "null", &Options::new()).map_err(|e| e.to_string())?;
         sw.add_port("w4", p, Some(ofport), VlanMode::Trunk(None))?;

@@ -20,10 +20,12 @@ use crate::module::{Ctx, Dest, PortInfo, PortLookup, SwitchLogic, VlanMode};
 use netdev::{Port, PortStats};
 use packet::{Batch, Pool, MAX_BATCH};
 
-/// The OpenFlow number of a bridge's own internal port.
-pub const OFPP_LOCAL: u32 = 65534;
-/// The largest ofport a user may request (OpenFlow's OFPP_MAX).
-pub const OFPP_MAX: u32 = 0xff00;
+/// The ofport of a bridge's own internal port in the bridge's numbering (OVSDB's `ofport`
+/// column, OpenFlow 1.0's 16-bit `LOCAL_OFPORT`). OpenFlow 1.1+ calls it `LOCAL_OFPORT`
+/// (0xfffffffe, `openflow::actions`); `ofmodule::to_of` maps one to the other.
+pub const LOCAL_OFPORT: u32 = 65534;
+/// The largest ofport a user may request (OpenFlow 1.0's `OFPP_MAX`).
+pub const MAX_OFPORT: u32 = 0xff00;
 
 /// A port attached to a bridge.
 pub struct PortSlot {
@@ -93,7 +95,7 @@ struct SlotsView<'a>(&'a [Option<PortSlot>]);
 impl PortLookup for SlotsView<'_> {
     fn resolve(&self, s: &str) -> Option<PortInfo> {
         let by_num = if s.eq_ignore_ascii_case("LOCAL") {
-            Some(OFPP_LOCAL)
+            Some(LOCAL_OFPORT)
         } else {
             s.parse::<u32>().ok()
         };

@@ -32,6 +32,12 @@ use crate::module::{Ctx, Dest, ModuleCommand, PortInfo, PortLookup, SwitchLogic,
 use packet::{Batch, Pool};
 use std::collections::VecDeque;
 
+/// This module in the registry ([`crate::registry`]).
+pub const REGISTRATION: crate::registry::Registration = crate::registry::Registration {
+    name: "learning",
+    create: || Ok(Box::new(Learning::new())),
+};
+
 /// Default seconds after which an unseen MAC is forgotten.
 pub const DEFAULT_AGING_S: u64 = 300;
 /// Default table size limit.
@@ -326,7 +332,7 @@ impl Learning {
         let mut s = String::from(" port  VLAN  MAC                Age\n");
         for (p, vlan, mac, age) in rows {
             let (_, of) = name(p);
-            let ps = if of == crate::OFPP_LOCAL {
+            let ps = if of == crate::LOCAL_OFPORT {
                 "LOCAL".to_string()
             } else {
                 of.to_string()

@@ -4,7 +4,7 @@
 //! knows nothing of sockets, OVSDB or the CLI.
 //!
 //! * [`module`]: the switching-logic trait ([`module::SwitchLogic`]) every bridge module
-//!   implements, and the built-in module factory.
+//!   implements; [`registry`]: modules by name (each module registers itself).
 //! * [`learning`], [`patch`], [`tuple3`]: simple built-in modules; [`flowtable`] and
 //!   [`fasthash`] serve them.
 //! * [`ofmodule`]: the `openflow` module, OVS's caching datapath: [`emc`] (exact-match cache)
@@ -43,11 +43,12 @@ pub mod ofcommands;
 pub mod ofmodule;
 pub mod patch;
 pub mod pmd;
+pub mod registry;
 pub mod switch;
 pub mod tuple3;
 pub mod udpif;
 
-pub use bridge::{Bridge, OFPP_LOCAL};
+pub use bridge::{Bridge, LOCAL_OFPORT};
 pub use dpif::Datapath;
 pub use module::{Ctx, Dest, SwitchLogic, VlanMode};
 pub use pmd::PmdHandle;

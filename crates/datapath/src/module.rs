@@ -234,20 +234,3 @@ pub trait SwitchLogic: Send {
         Vec::new()
     }
 }
-
-/// The built-in modules.
-pub const MODULES: &[&str] = &["openflow", "learning", "patch", "tuple3"];
-
-/// Creates a built-in module by name.
-pub fn create(name: &str) -> Result<Box<dyn SwitchLogic>, String> {
-    match name {
-        "openflow" => Ok(Box::new(crate::ofmodule::OpenFlow::new(true)?)),
-        "learning" => Ok(Box::new(crate::learning::Learning::new())),
-        "patch" => Ok(Box::new(crate::patch::Patch::new())),
-        "tuple3" => Ok(Box::new(crate::tuple3::Tuple3::new())),
-        _ => Err(format!(
-            "unknown module '{name}' (known: {})",
-            MODULES.join(", ")
-        )),
-    }
-}

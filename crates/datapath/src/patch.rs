@@ -8,6 +8,12 @@
 use crate::module::{Ctx, Dest, ModuleCommand, PortLookup, SwitchLogic};
 use packet::Batch;
 
+/// This module in the registry ([`crate::registry`]).
+pub const REGISTRATION: crate::registry::Registration = crate::registry::Registration {
+    name: "patch",
+    create: || Ok(Box::new(Patch::new())),
+};
+
 const NONE: u16 = u16::MAX;
 
 /// See the module documentation.

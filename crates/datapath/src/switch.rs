@@ -8,7 +8,7 @@
 //! Port names are unique across the whole switch (like kernel interface names); ofports are
 //! unique within a bridge.
 
-use crate::bridge::{Bridge, OFPP_LOCAL, OFPP_MAX};
+use crate::bridge::{Bridge, LOCAL_OFPORT, MAX_OFPORT};
 use crate::cycles;
 use crate::module::{Ctx, SwitchLogic, VlanMode};
 use netdev::Port;
@@ -72,7 +72,7 @@ impl Default for Switch {
 }
 
 fn ofport_str(n: u32) -> String {
-    if n == OFPP_LOCAL {
+    if n == LOCAL_OFPORT {
         "LOCAL".into()
     } else {
         n.to_string()
@@ -151,7 +151,7 @@ impl Switch {
         self.check_add_bridge(name)?;
         let mut br = Bridge::new(name, module);
         if let Some(p) = local {
-            let idx = br.attach(p, OFPP_LOCAL, VlanMode::Trunk(None));
+            let idx = br.attach(p, LOCAL_OFPORT, VlanMode::Trunk(None));
             if self.park_new_rxqs {
                 br.park_rxqs(idx);
             }
@@ -183,8 +183,8 @@ impl Switch {
             return Err(format!("'{name}' is the name of a bridge"));
         }
         if let Some(n) = ofport {
-            if n == 0 || n > OFPP_MAX {
-                return Err(format!("ofport {n} is outside 1..={OFPP_MAX}"));
+            if n == 0 || n > MAX_OFPORT {
+                return Err(format!("ofport {n} is outside 1..={MAX_OFPORT}"));
             }
             if let Some(idx) = b.find_ofport(n) {
                 let other = b
@@ -240,7 +240,7 @@ impl Switch {
         let idx = b
             .find_port(name)
             .ok_or_else(|| format!("bridge '{owner}' has no port '{name}'"))?;
-        if b.ports().any(|(i, s)| i == idx && s.ofport == OFPP_LOCAL) {
+        if b.ports().any(|(i, s)| i == idx && s.ofport == LOCAL_OFPORT) {
             return Err(format!(
                 "port '{name}' is the bridge's own internal port; delete the bridge instead"
             ));

@@ -25,6 +25,12 @@ use packet::wire::{EthernetFrame, Ipv4Packet, L4Ports, ETH_TYPE_IPV4};
 use packet::Batch;
 use std::net::Ipv4Addr;
 
+/// This module in the registry ([`crate::registry`]).
+pub const REGISTRATION: crate::registry::Registration = crate::registry::Registration {
+    name: "tuple3",
+    create: || Ok(Box::new(Tuple3::new())),
+};
+
 #[inline(always)]
 fn tkey(ip: u32, proto: u8, port: u16) -> u64 {
     (u64::from(ip) << 24) | (u64::from(proto) << 16) | u64::from(port)

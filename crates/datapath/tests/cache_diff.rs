@@ -4,7 +4,8 @@
 //! revalidation-correctness test: a stale megaflow used after a rule change was acknowledged
 //! would deliver a frame the uncached pipeline does not.
 
-use datapath::module::{self, VlanMode};
+use datapath::module::VlanMode;
+use datapath::registry;
 use datapath::Switch;
 use netdev::{Port, PortStats};
 use packet::{Batch, Pool};
@@ -46,7 +47,7 @@ impl Port for Sink {
 
 fn switch(cache: bool) -> (Switch, Vec<Log>) {
     let mut sw = Switch::new(8192);
-    let m = module::create("openflow").expect("module");
+    let m = registry::create("openflow").expect("module");
     sw.add_bridge("br", m, None).expect("bridge");
     sw.configure_bridge("br", "cache", if cache { "true" } else { "false" })
         .expect("cache");

@@ -1,7 +1,8 @@
 //! The fabric's forwarding pass, through a recording test port: per-destination bursts,
 //! flooding copies, drops, and that every buffer returns to the pool.
 
-use datapath::module::{self, VlanMode};
+use datapath::module::VlanMode;
+use datapath::registry;
 use datapath::{Ctx, Switch};
 use netdev::{LinkState, Port, PortStats};
 use packet::{Batch, Pool};
@@ -83,7 +84,7 @@ fn bursts(l: &Log) -> Vec<Vec<Vec<u8>>> {
 #[test]
 fn learning_groups_per_destination_and_floods_unknowns() {
     let mut sw = Switch::new(1024);
-    sw.add_bridge("br", module::create("learning").expect("module"), None)
+    sw.add_bridge("br", registry::create("learning").expect("module"), None)
         .expect("bridge");
     // Hosts 1, 2, 3 behind ports a, b, c; b and c announce themselves first.
     let (pa, la) = port("a", vec![]);
@@ -143,7 +144,7 @@ fn learning_groups_per_destination_and_floods_unknowns() {
 #[test]
 fn patch_drops_unmapped_and_counts() {
     let mut sw = Switch::new(1024);
-    sw.add_bridge("br", module::create("patch").expect("module"), None)
+    sw.add_bridge("br", registry::create("patch").expect("module"), None)
         .expect("bridge");
     let (pa, la) = port("a", (0..300).map(|i| frame(2, 1, i as u8)).collect());
     let (pb, lb) = port("b", vec![frame(1, 2, 0)]);
@@ -176,7 +177,7 @@ fn patch_drops_unmapped_and_counts() {
 #[test]
 fn control_errors_change_nothing() {
     let mut sw = Switch::new(1024);
-    sw.add_bridge("br", module::create("learning").expect("m"), None)
+    sw.add_bridge("br", registry::create("learning").expect("m"), None)
         .expect("br");
     let (p, _) = port("x", vec![]);
     sw.add_port("br", p, Some(7), VlanMode::Trunk(None))
@@ -191,7 +192,7 @@ fn control_errors_change_nothing() {
     let (p, _) = port("z", vec![]);
     assert!(sw.add_port("nobr", p, None, VlanMode::Trunk(None)).is_err());
     assert!(sw
-        .add_bridge("br", module::create("patch").expect("m"), None)
+        .add_bridge("br", registry::create("patch").expect("m"), None)
         .is_err());
     assert!(sw.del_port(Some("br"), "nope").is_err());
     assert_eq!(sw.show(true), before);

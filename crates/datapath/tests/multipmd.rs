@@ -2,7 +2,7 @@
 //! once, counters summed over the threads.
 
 use datapath::dpif::Assign;
-use datapath::{module, Datapath, VlanMode};
+use datapath::{registry, Datapath, VlanMode};
 use netdev::Options;
 use std::time::{Duration, Instant};
 
@@ -42,7 +42,7 @@ fn setup(
 ) -> (Datapath, String) {
     let dp = Datapath::new(&[None, None], 4096).expect("threads");
     dp.set_assign(Assign::RoundRobin).expect("assign");
-    dp.add_bridge("br", module::create(module_name).expect("module"), None)
+    dp.add_bridge("br", registry::create(module_name).expect("module"), None)
         .expect("bridge");
     let tx = netdev::open("sink", "null", &Options::new()).expect("sink");
     dp.add_port("br", tx, Some(2), VlanMode::Trunk(None))
@@ -183,7 +183,7 @@ fn queues_move_and_rebalance_by_load() {
 fn auto_rebalance_splits_the_busy_queues() {
     let dp = Datapath::new(&[None, None], 4096).expect("threads");
     dp.set_assign(Assign::RoundRobin).expect("assign");
-    dp.add_bridge("br", module::create("patch").expect("module"), None)
+    dp.add_bridge("br", registry::create("patch").expect("module"), None)
         .expect("bridge");
     let tx = netdev::open("sink", "null", &Options::new()).expect("sink");
     dp.add_port("br", tx, Some(9), VlanMode::Trunk(None))

@@ -226,7 +226,7 @@ impl Daemon {
                         .ok_or_else(|| format!("no such bridge '{br}'"))?;
                     Ok::<_, String>(
                         b.ports()
-                            .filter(|(_, s)| s.ofport != datapath::OFPP_LOCAL)
+                            .filter(|(_, s)| s.ofport != datapath::LOCAL_OFPORT)
                             .map(|(_, s)| s.port.name().to_string())
                             .collect::<Vec<_>>(),
                     )

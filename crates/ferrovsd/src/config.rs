@@ -54,7 +54,7 @@ pub fn parse_port_request(words: &[String]) -> Result<PortRequest, String> {
                 let n: u32 = v
                     .parse()
                     .ok()
-                    .filter(|n| (1..=datapath::bridge::OFPP_MAX).contains(n))
+                    .filter(|n| (1..=datapath::bridge::MAX_OFPORT).contains(n))
                     .ok_or_else(|| format!("{k}: '{v}' is not a port number (1-65280)"))?;
                 req.ofport = Some(n);
             }

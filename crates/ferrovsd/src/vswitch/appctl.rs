@@ -79,7 +79,7 @@ pub fn run(
 }
 
 fn ofport_text(n: u32) -> String {
-    if n == datapath::OFPP_LOCAL {
+    if n == datapath::LOCAL_OFPORT {
         "65534".into()
     } else {
         n.to_string()

@@ -26,7 +26,7 @@ use super::Vswitch;
 use crate::config::{parse_port_request, split_kv};
 use crate::ofconn::cli::{proto_name, BridgeChange, BridgeDb};
 use crate::ofconn::FailMode;
-use datapath::{module, VlanMode};
+use datapath::{registry, VlanMode};
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
@@ -139,7 +139,7 @@ fn kv_pairs(words: &[String]) -> Result<Vec<(String, String)>, String> {
 
 /// Checks module settings on a throw-away instance of `module_name`.
 fn probe_settings(module_name: &str, pairs: &[(String, String)]) -> Result<(), String> {
-    let mut m = module::create(module_name)?;
+    let mut m = registry::create(module_name)?;
     for (k, v) in pairs {
         if k == "datapath-id" {
             model::parse_dpid(v)

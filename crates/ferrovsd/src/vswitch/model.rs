@@ -314,7 +314,7 @@ fn check_columns(table: &str, row: &Map<String, Value>, warnings: &mut Vec<Strin
 
 fn parse_ofport(v: Option<i64>) -> Option<u32> {
     v.and_then(|n| u32::try_from(n).ok())
-        .filter(|n| (1..=datapath::bridge::OFPP_MAX).contains(n))
+        .filter(|n| (1..=datapath::bridge::MAX_OFPORT).contains(n))
 }
 
 /// Parses a `datapath-id` (16 hex digits, optionally `0x`-prefixed).

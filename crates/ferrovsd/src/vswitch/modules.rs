@@ -9,7 +9,7 @@
 
 use datapath::ofmodule::OpenFlow;
 use datapath::udpif::Udpif;
-use datapath::{module, SwitchLogic};
+use datapath::{registry, SwitchLogic};
 use std::sync::Arc;
 
 /// A new module and, for `openflow`, its shared OpenFlow state.
@@ -18,7 +18,7 @@ pub struct Created {
     pub openflow: Option<Arc<Udpif>>,
 }
 
-/// Creates module `name` (see `datapath::module::MODULES`).
+/// Creates module `name` (see `datapath::registry`).
 pub fn create(name: &str) -> Result<Created, String> {
     if name == "openflow" {
         let m = OpenFlow::new(true)?;
@@ -29,7 +29,7 @@ pub fn create(name: &str) -> Result<Created, String> {
         });
     }
     Ok(Created {
-        logic: module::create(name)?,
+        logic: registry::create(name)?,
         openflow: None,
     })
 }

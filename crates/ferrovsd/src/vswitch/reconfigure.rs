@@ -28,7 +28,7 @@ use super::model::{BridgeCfg, Desired, IfaceCfg};
 use super::ofhooks::{BridgeOfConfig, Controller, OfConfigSink};
 use super::vlog;
 use datapath::udpif::Udpif;
-use datapath::{Datapath, VlanMode, OFPP_LOCAL};
+use datapath::{Datapath, VlanMode, LOCAL_OFPORT};
 use netdev::{Options, Port};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -172,7 +172,7 @@ fn read_datapath(pmd: &Datapath) -> Result<Vec<DpBridge>, String> {
                     .collect(),
                 local_mac: b
                     .ports()
-                    .find(|(_, s)| s.ofport == OFPP_LOCAL)
+                    .find(|(_, s)| s.ofport == LOCAL_OFPORT)
                     .and_then(|(_, s)| s.port.mac()),
             })
             .collect()
@@ -375,7 +375,7 @@ impl Reconfigurer {
                 continue;
             };
             for (pname, ofport) in &b.ports {
-                if *ofport == OFPP_LOCAL {
+                if *ofport == LOCAL_OFPORT {
                     continue;
                 }
                 let same = want

@@ -22,7 +22,7 @@
 use super::model::{Desired, Tables};
 use super::ofhooks::OfConfigSink;
 use super::reconfigure::Outcome;
-use datapath::{Datapath, OFPP_LOCAL};
+use datapath::{Datapath, LOCAL_OFPORT};
 use netdev::PortStats;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -146,9 +146,9 @@ pub fn ops(
                 seen.insert(i.uuid.clone());
                 let have = ifaces.get(&i.uuid);
                 let mut row = Map::new();
-                let live = dp
-                    .get(&i.name)
-                    .filter(|s| s.bridge == b.name && (i.name != b.name || s.ofport == OFPP_LOCAL));
+                let live = dp.get(&i.name).filter(|s| {
+                    s.bridge == b.name && (i.name != b.name || s.ofport == LOCAL_OFPORT)
+                });
                 match (out.iface_errors.get(&i.uuid), live) {
                     (None, Some(s)) => {
                         diff(&mut row, have, "ofport", json!(i64::from(s.ofport)));

@@ -35,17 +35,28 @@
 //! The module keeps the bridge's slot <-> OpenFlow port map; the bridge's internal port
 //! (`LOCAL`, ofport 65534 in the daemon's numbering) is OpenFlow's 0xfffffffe.
 
-use crate::bridge::OFPP_LOCAL as BRIDGE_LOCAL;
-use crate::dpcls::{Dpcls, Megaflow, LOOKUP_CHUNK};
-use crate::emc::{key_hash, Emc};
+use crate::bridge::LOCAL_OFPORT;
+use crate::dpcls::{Dpcls, Megaflow};
+use crate::emc::Emc;
 use crate::learning::Learning;
 use crate::module::{Ctx, Dest, Emitter, ModuleCommand, PortInfo, PortLookup, SwitchLogic};
 use crate::udpif::{Lane, PortChange, Udpif};
-use ofproto::meter::{remark_dscp, Verdict};
-use ofproto::odp::{self, DpAction};
-use ofproto::switch::{OfPort, PacketIn};
+use exec::{Exec, NO_SLOT};
+
+mod exec;
+mod fastpath;
+mod lookup;
+
+/// This module in the registry ([`crate::registry`]): a caching bridge.
+pub const REGISTRATION: crate::registry::Registration = crate::registry::Registration {
+    name: "openflow",
+    create: || Ok(Box::new(OpenFlow::new(true)?)),
+};
+
+use ofproto::odp::DpAction;
+use ofproto::switch::OfPort;
 use ofproto::Ofproto;
-use openflow::actions::{OFPCML_NO_BUFFER, OFPP_LOCAL};
+use openflow::actions::OFPP_LOCAL;
 use packet::flow::{self, FlowKey};
 use packet::{Batch, Packet, Pool};
 use std::collections::{HashMap, VecDeque};
@@ -71,141 +82,12 @@ pub struct OpenFlowStats {
 
 /// The OpenFlow number of a bridge ofport.
 pub fn to_of(ofport: u32) -> u32 {
-    if ofport == BRIDGE_LOCAL {
+    if ofport == LOCAL_OFPORT {
         OFPP_LOCAL
     } else {
         ofport
     }
 }
-
-/// The caches a batch is looked up in (borrowed for the batch).
-struct Lookup<'a> {
-    emc: &'a Emc,
-    emc_on: bool,
-    dpcls: &'a Dpcls,
-}
-
-/// What the lookups count and choose to insert.
-struct Tally<'s> {
-    stats: &'s mut OpenFlowStats,
-    sample: &'s mut (u64, u64),
-    offers: &'s mut Vec<(usize, u32, Arc<Megaflow>)>,
-    rng: &'s mut u32,
-}
-
-impl<'a> Lookup<'a> {
-    /// Finds the megaflow of each key of `keys` (one chunk of a batch, starting at batch
-    /// index `base`), writing it to `found` (`None`: a miss, for the slow path). In stages,
-    /// each over the keys the previous one left: the megaflow the previous packet hit,
-    /// the EMC (every slot prefetched before any is read), then the megaflow classifier's
-    /// batched lookup. Returns the megaflow of the chunk's last packet found, for the next
-    /// chunk's first stage.
-    #[inline(always)]
-    fn classify(
-        &self,
-        keys: &[FlowKey],
-        base: usize,
-        mut prev: Option<&'a Arc<Megaflow>>,
-        found: &mut [Option<&'a Arc<Megaflow>>; LOOKUP_CHUNK],
-        t: &mut Tally<'_>,
-    ) -> Option<&'a Arc<Megaflow>> {
-        let keys = &keys[..keys.len().min(LOOKUP_CHUNK)];
-        let mut todo = [0u8; LOOKUP_CHUNK];
-        let mut n_todo = 0;
-        // Stage 1: packets of one flow (or of flows sharing a megaflow) come in runs, and
-        // checking a mask's few words is cheaper than hashing and probing.
-        match prev {
-            Some(m) if !m.is_dead() => {
-                for (i, k) in keys.iter().enumerate() {
-                    if m.covers_fast(k.as_words()) {
-                        found[i] = Some(m);
-                    } else {
-                        todo[n_todo] = i as u8;
-                        n_todo += 1;
-                    }
-                }
-                t.stats.megaflow_hits += (keys.len() - n_todo) as u64;
-                if n_todo == 0 {
-                    return prev;
-                }
-            }
-            _ => {
-                for (i, slot) in todo.iter_mut().enumerate().take(keys.len()) {
-                    *slot = i as u8;
-                }
-                n_todo = keys.len();
-            }
-        }
-        // Stage 2: the EMC.
-        let mut hashes = [0u32; LOOKUP_CHUNK];
-        if self.emc_on && n_todo > 0 {
-            for &i in &todo[..n_todo] {
-                let i = usize::from(i);
-                let h = key_hash(keys[i].as_words());
-                hashes[i] = h;
-                self.emc.prefetch(h);
-            }
-            let mut kept = 0;
-            for x in 0..n_todo {
-                let i = usize::from(todo[x]);
-                let w = keys[i].as_words();
-                match self.emc.lookup(hashes[i], w) {
-                    Some(m) => {
-                        found[i] = Some(m);
-                        t.stats.emc_hits += 1;
-                        // Sample the megaflow path now and then, so `adapt_emc` knows what
-                        // a lookup without the EMC would cost.
-                        if t.stats.emc_hits & 63 == 0 {
-                            let (_, probed) = self.dpcls.lookup(w);
-                            *t.sample = (t.sample.0 + 1, t.sample.1 + u64::from(probed));
-                        }
-                    }
-                    None => {
-                        todo[kept] = todo[x];
-                        kept += 1;
-                    }
-                }
-            }
-            n_todo = kept;
-        }
-        // Stage 3: the megaflow classifier, batched.
-        if n_todo > 0 {
-            let asked = todo;
-            let n_asked = n_todo;
-            t.stats.subtable_lookups +=
-                self.dpcls.lookup_batch(keys, &mut todo, &mut n_todo, found);
-            for &i in &asked[..n_asked] {
-                let i = usize::from(i);
-                if let Some(m) = found[i] {
-                    t.stats.megaflow_hits += 1;
-                    if self.emc_on && self.emc.sample(t.rng) {
-                        t.offers.push((base + i, hashes[i], Arc::clone(m)));
-                    }
-                }
-            }
-        }
-        if let Some(m) = found[..keys.len()].iter().rev().flatten().next() {
-            prev = Some(m);
-        }
-        prev
-    }
-}
-
-/// What executing actions needs: ports, the NORMAL table, counters and shared state.
-struct Exec {
-    udpif: Arc<Udpif>,
-    /// The NORMAL action's MAC table, shared by every replica of the module (one per poll
-    /// thread), so an address learned on one thread is known on all.
-    normal: Arc<Mutex<Learning>>,
-    slot_of: Vec<u32>,
-    /// OpenFlow port -> slot for ports below 4096 (the common case), else `of_slot_big`.
-    of_slot: Vec<u16>,
-    of_slot_big: HashMap<u32, u16>,
-    stats: OpenFlowStats,
-}
-
-const NO_SLOT: u16 = u16::MAX;
-const SMALL_PORTS: u32 = 4096;
 
 /// See the module documentation.
 pub struct OpenFlow {
@@ -363,224 +245,6 @@ impl Drop for OpenFlow {
     }
 }
 
-impl Exec {
-    #[inline(always)]
-    fn slot(&self, ofport: u32) -> Option<u16> {
-        if ofport < SMALL_PORTS {
-            match self.of_slot.get(ofport as usize) {
-                Some(&s) if s != NO_SLOT => Some(s),
-                _ => None,
-            }
-        } else {
-            self.of_slot_big.get(&ofport).copied()
-        }
-    }
-
-    fn map_port(&mut self, ofport: u32, slot: Option<u16>) {
-        if ofport < SMALL_PORTS {
-            let i = ofport as usize;
-            if self.of_slot.len() <= i {
-                self.of_slot.resize(i + 1, NO_SLOT);
-            }
-            self.of_slot[i] = slot.unwrap_or(NO_SLOT);
-        } else {
-            match slot {
-                Some(s) => {
-                    self.of_slot_big.insert(ofport, s);
-                }
-                None => {
-                    self.of_slot_big.remove(&ofport);
-                }
-            }
-        }
-    }
-
-    fn of_port(&self, slot: u16) -> u32 {
-        self.slot_of.get(usize::from(slot)).copied().unwrap_or(0)
-    }
-
-    /// The uncached pipeline: translate and execute on the poll thread, with the OpenFlow
-    /// state `of` the caller got without waiting.
-    #[allow(clippy::too_many_arguments)]
-    fn uncached(
-        &mut self,
-        of: &mut Ofproto,
-        now_ms: u64,
-        in_slot: u16,
-        key: &FlowKey,
-        pkt: Packet,
-        pool: &mut Pool,
-        out: &mut dyn Emitter,
-    ) {
-        self.stats.uncached_xlates += 1;
-        let x = ofproto::xlate(of, key, Some(pkt.data()), None);
-        let len = pkt.len() as u64;
-        for r in &x.rules {
-            r.credit(1, len, now_ms);
-        }
-        for &(g, b) in &x.buckets {
-            if let Some(grp) = of.group_mut(g) {
-                grp.packet_count += 1;
-                grp.byte_count += len;
-                if let Some(p) = grp.bucket_packets.get_mut(b) {
-                    *p += 1;
-                }
-                if let Some(p) = grp.bucket_bytes.get_mut(b) {
-                    *p += len;
-                }
-            }
-        }
-        self.execute(now_ms, in_slot, key, &x.actions, pkt, pool, out);
-    }
-
-    /// Sends `pkt` out of OpenFlow port `p` (the commonest action list).
-    #[inline(always)]
-    /// Executes `actions` on `pkt`, consuming it.
-    #[allow(clippy::too_many_arguments)]
-    fn execute(
-        &mut self,
-        now_ms: u64,
-        in_slot: u16,
-        key: &FlowKey,
-        actions: &[DpAction],
-        mut pkt: Packet,
-        pool: &mut Pool,
-        out: &mut dyn Emitter,
-    ) {
-        // Fast case: a single output.
-        if let [DpAction::Output(p)] = actions {
-            match self.slot(*p) {
-                Some(slot) => out.emit(slot, pkt, pool),
-                None => {
-                    self.stats.unknown_port += 1;
-                    out.drop_packet(pkt, pool);
-                }
-            }
-            return;
-        }
-        // The last action that sends the packet somewhere may take it without a copy.
-        let last_send = actions
-            .iter()
-            .rposition(|a| matches!(a, DpAction::Output(_) | DpAction::Normal));
-        let mut offs = None;
-        for (i, a) in actions.iter().enumerate() {
-            match a {
-                DpAction::Output(p) => {
-                    let Some(slot) = self.slot(*p) else {
-                        self.stats.unknown_port += 1;
-                        continue;
-                    };
-                    if Some(i) == last_send {
-                        out.emit(slot, pkt, pool);
-                        return;
-                    }
-                    match pool.clone_packet(&pkt) {
-                        Some(c) => out.emit(slot, c, pool),
-                        None => self.stats.copy_failures += 1,
-                    }
-                }
-                DpAction::Normal => {
-                    if Some(i) == last_send {
-                        let dest = lock(&self.normal).lookup_packet(now_ms, in_slot, &mut pkt);
-                        self.normal_deliver(dest, in_slot, pkt, pool, out);
-                        return;
-                    }
-                    match pool.clone_packet(&pkt) {
-                        Some(mut c) => {
-                            let dest = lock(&self.normal).lookup_packet(now_ms, in_slot, &mut c);
-                            self.normal_deliver(dest, in_slot, c, pool, out);
-                        }
-                        None => self.stats.copy_failures += 1,
-                    }
-                }
-                DpAction::Controller {
-                    max_len,
-                    reason,
-                    table_id,
-                    cookie,
-                } => {
-                    let n = if *max_len == OFPCML_NO_BUFFER {
-                        pkt.len()
-                    } else {
-                        usize::from(*max_len).min(pkt.len())
-                    };
-                    self.stats.packet_ins += 1;
-                    self.udpif.push_packet_in(PacketIn {
-                        data: pkt.data()[..n].to_vec(),
-                        total_len: pkt.len(),
-                        reason: *reason,
-                        table_id: *table_id,
-                        cookie: *cookie,
-                        key: *key,
-                    });
-                }
-                DpAction::Clone(sub) => match pool.clone_packet(&pkt) {
-                    Some(c) => self.execute(now_ms, in_slot, key, sub, c, pool, out),
-                    None => self.stats.copy_failures += 1,
-                },
-                DpAction::Meter(id) => {
-                    // Lock-free: the meters are published apart from the OpenFlow state.
-                    let verdict = self.udpif.meters.apply(*id, pkt.len(), now_ms * 1000);
-                    match verdict {
-                        Verdict::Pass => {}
-                        Verdict::Drop => {
-                            self.stats.meter_drops += 1;
-                            out.drop_packet(pkt, pool);
-                            return;
-                        }
-                        Verdict::Remark { prec_level } => {
-                            let mut k = FlowKey::ZERO;
-                            flow::extract_into(&mut k, pkt.data(), 0);
-                            let dscp = remark_dscp(k.nw_tos >> 2, prec_level);
-                            odp::apply(
-                                &mut pkt,
-                                &DpAction::SetIpTos {
-                                    tos: dscp << 2,
-                                    mask: 0xfc,
-                                },
-                                &mut offs,
-                            );
-                        }
-                    }
-                }
-                DpAction::SetQueue(_) | DpAction::SetTunnelId(_) => {}
-                rewrite => odp::apply(&mut pkt, rewrite, &mut offs),
-            }
-        }
-        out.drop_packet(pkt, pool);
-    }
-
-    fn normal_deliver(
-        &mut self,
-        dest: Dest,
-        in_slot: u16,
-        pkt: Packet,
-        pool: &mut Pool,
-        out: &mut dyn Emitter,
-    ) {
-        match dest {
-            Dest::Port(p) => out.emit(p, pkt, pool),
-            Dest::Drop => out.drop_packet(pkt, pool),
-            Dest::Flood => {
-                let targets: Vec<u16> = (0..self.slot_of.len() as u16)
-                    .filter(|&s| s != in_slot && self.slot_of[usize::from(s)] != 0)
-                    .collect();
-                let Some((&last, rest)) = targets.split_last() else {
-                    out.drop_packet(pkt, pool);
-                    return;
-                };
-                for &s in rest {
-                    match pool.clone_packet(&pkt) {
-                        Some(c) => out.emit(s, c, pool),
-                        None => self.stats.copy_failures += 1,
-                    }
-                }
-                out.emit(last, pkt, pool);
-            }
-        }
-    }
-}
-
 impl SwitchLogic for OpenFlow {
     fn name(&self) -> &'static str {
         "openflow"
@@ -603,7 +267,6 @@ impl SwitchLogic for OpenFlow {
         pool: &mut Pool,
         out: &mut dyn Emitter,
     ) {
-        let now = ctx.now_ms;
         let in_port = self.exec.of_port(in_slot);
         // Extract every key first, then look them up: keys are written a field at a time
         // and read a word at a time; reading a key long after it was written avoids
@@ -612,141 +275,11 @@ impl SwitchLogic for OpenFlow {
             flow::extract_into(k, p.data(), in_port);
         }
         let total = batch.len().min(self.keys.len());
-        let mut pkts = batch.drain();
-        let Some(slow) = &self.slow else {
-            // Packets kept for later go first: nothing overtakes them.
-            let udpif = Arc::clone(&self.exec.udpif);
-            let mut of = if self.deferred.is_empty() {
-                udpif.try_of()
-            } else {
-                None
-            };
-            for (key, pkt) in self.keys.iter().zip(pkts.by_ref()) {
-                match of.as_deref_mut() {
-                    Some(of) => self.exec.uncached(of, now, in_slot, key, pkt, pool, out),
-                    None if self.deferred.len() < DEFER_MAX => {
-                        self.deferred.push_back((*key, in_slot, pkt));
-                    }
-                    None => {
-                        self.exec.stats.uncached_deferred_drops += 1;
-                        out.drop_packet(pkt, pool);
-                    }
-                }
-            }
-            for pkt in pkts {
-                out.drop_packet(pkt, pool);
-            }
-            return;
-        };
-        let lookup = Lookup {
-            emc: &self.emc,
-            emc_on: self.emc_active,
-            dpcls: &self.dpcls,
-        };
-        // The megaflow the previous packet hit (at first, the previous batch's last one).
-        let mut prev = self.last.as_ref().filter(|m| !m.is_dead());
-        // Counters: one update per run of packets of one megaflow.
-        let mut acc: Option<&Arc<Megaflow>> = None;
-        let mut run = (0u64, 0u64);
-        // Single-output packets are collected per port while consecutive packets go to
-        // the same port, and handed to the fabric in one call; the port of the last
-        // megaflow seen is resolved once.
-        let mut cur_out: Option<u16> = None;
-        let mut port_of: (*const Megaflow, Option<u16>) = (std::ptr::null(), None);
-        let mut base = 0;
-        while base < total {
-            let end = (base + LOOKUP_CHUNK).min(total);
-            let mut found = [None; LOOKUP_CHUNK];
-            prev = lookup.classify(
-                &self.keys[base..end],
-                base,
-                prev,
-                &mut found,
-                &mut Tally {
-                    stats: &mut self.exec.stats,
-                    sample: &mut self.sample,
-                    offers: &mut self.offers,
-                    rng: &mut self.rng,
-                },
-            );
-            for (key, &hit) in self.keys[base..end].iter().zip(found.iter()) {
-                let Some(pkt) = pkts.next() else {
-                    break;
-                };
-                let Some(m) = hit else {
-                    self.exec.stats.upcalls += 1;
-                    if let Err(u) = slow.upcall(pkt, *key, in_slot) {
-                        self.exec.stats.lost_upcalls += 1;
-                        out.drop_packet(u.pkt, pool);
-                    }
-                    continue;
-                };
-                match acc {
-                    Some(a) if Arc::ptr_eq(a, m) => {
-                        run.0 += 1;
-                        run.1 += pkt.len() as u64;
-                    }
-                    _ => {
-                        if let Some(a) = acc {
-                            a.account(run.0, run.1, now);
-                        }
-                        acc = Some(m);
-                        run = (1, pkt.len() as u64);
-                    }
-                }
-                let Some(p) = m.single_output else {
-                    // Keep each port's packets in order: what is collected goes first.
-                    if let Some(c) = cur_out.take() {
-                        out.emit_run(c, &mut self.run_out, pool);
-                    }
-                    self.exec
-                        .execute(now, in_slot, key, &m.actions, pkt, pool, out);
-                    continue;
-                };
-                if !std::ptr::eq(port_of.0, Arc::as_ptr(m)) {
-                    port_of = (Arc::as_ptr(m), self.exec.slot(p));
-                }
-                let Some(slot) = port_of.1 else {
-                    self.exec.stats.unknown_port += 1;
-                    out.drop_packet(pkt, pool);
-                    continue;
-                };
-                if cur_out != Some(slot) {
-                    if let Some(c) = cur_out {
-                        out.emit_run(c, &mut self.run_out, pool);
-                    }
-                    cur_out = Some(slot);
-                }
-                if let Err(p) = self.run_out.push(pkt) {
-                    // Never: what is collected is at most one received batch.
-                    out.drop_packet(p, pool);
-                }
-            }
-            base = end;
-        }
-        for pkt in pkts {
-            out.drop_packet(pkt, pool);
-        }
-        if let Some(c) = cur_out {
-            out.emit_run(c, &mut self.run_out, pool);
-        }
-        if let Some(a) = acc {
-            a.account(run.0, run.1, now);
-        }
-        let keep = match (prev, &self.last) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        };
-        if !keep {
-            let next = prev.cloned();
-            self.last = next;
-        }
-        // EMC insertions chosen during the lookups, made now that nothing borrows it.
-        for (i, h, m) in self.offers.drain(..) {
-            if let Some(k) = self.keys.get(i) {
-                self.emc.insert(h, k.as_words(), &m);
-            }
+        let pkts = batch.drain();
+        if self.slow.is_some() {
+            self.process_cached(ctx.now_ms, in_slot, total, pkts, pool, out);
+        } else {
+            self.process_uncached(ctx.now_ms, in_slot, pkts, pool, out);
         }
     }
 
@@ -1002,23 +535,6 @@ impl SwitchLogic for OpenFlow {
 }
 
 impl OpenFlow {
-    /// The uncached pipeline's kept packets, in order, if the OpenFlow state is free now.
-    fn run_deferred(&mut self, ctx: &Ctx, pool: &mut Pool, out: &mut dyn Emitter) -> usize {
-        if self.deferred.is_empty() {
-            return 0;
-        }
-        let udpif = Arc::clone(&self.exec.udpif);
-        let Some(mut of) = udpif.try_of() else {
-            return 0;
-        };
-        let n = self.deferred.len();
-        for (key, in_slot, pkt) in self.deferred.drain(..) {
-            self.exec
-                .uncached(&mut of, ctx.now_ms, in_slot, &key, pkt, pool, out);
-        }
-        n
-    }
-
     /// Picks the lookup path for the next second from the last one's traffic (like OVS
     /// choosing a specialised lookup once). The EMC hashes and compares the whole 26-word
     /// key, so it pays only when it saves more than that: it is bypassed when megaflow

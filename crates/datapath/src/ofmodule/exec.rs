@@ -1,0 +1,253 @@
+//! Running datapath actions on a packet: outputs (the last one takes the packet, the others
+//! a copy), rewrites, NORMAL through the shared MAC table, CONTROLLER onto the packet-in
+//! queue, meters from the lock-free published set; and the uncached pipeline's translation.
+
+use super::lock;
+use crate::learning::Learning;
+use crate::module::{Dest, Emitter};
+use crate::udpif::Udpif;
+use ofproto::meter::{remark_dscp, Verdict};
+use ofproto::odp::{self, DpAction};
+use ofproto::switch::PacketIn;
+use ofproto::Ofproto;
+use openflow::actions::OFPCML_NO_BUFFER;
+use packet::flow::{self, FlowKey};
+use packet::{Packet, Pool};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::OpenFlowStats;
+
+/// What executing actions needs: ports, the NORMAL table, counters and shared state.
+pub(super) struct Exec {
+    pub(super) udpif: Arc<Udpif>,
+    /// The NORMAL action's MAC table, shared by every replica of the module (one per poll
+    /// thread), so an address learned on one thread is known on all.
+    pub(super) normal: Arc<Mutex<Learning>>,
+    pub(super) slot_of: Vec<u32>,
+    /// OpenFlow port -> slot for ports below 4096 (the common case), else `of_slot_big`.
+    pub(super) of_slot: Vec<u16>,
+    pub(super) of_slot_big: HashMap<u32, u16>,
+    pub(super) stats: OpenFlowStats,
+}
+
+pub(super) const NO_SLOT: u16 = u16::MAX;
+pub(super) const SMALL_PORTS: u32 = 4096;
+
+impl Exec {
+    #[inline(always)]
+    pub(super) fn slot(&self, ofport: u32) -> Option<u16> {
+        if ofport < SMALL_PORTS {
+            match self.of_slot.get(ofport as usize) {
+                Some(&s) if s != NO_SLOT => Some(s),
+                _ => None,
+            }
+        } else {
+            self.of_slot_big.get(&ofport).copied()
+        }
+    }
+
+    pub(super) fn map_port(&mut self, ofport: u32, slot: Option<u16>) {
+        if ofport < SMALL_PORTS {
+            let i = ofport as usize;
+            if self.of_slot.len() <= i {
+                self.of_slot.resize(i + 1, NO_SLOT);
+            }
+            self.of_slot[i] = slot.unwrap_or(NO_SLOT);
+        } else {
+            match slot {
+                Some(s) => {
+                    self.of_slot_big.insert(ofport, s);
+                }
+                None => {
+                    self.of_slot_big.remove(&ofport);
+                }
+            }
+        }
+    }
+
+    pub(super) fn of_port(&self, slot: u16) -> u32 {
+        self.slot_of.get(usize::from(slot)).copied().unwrap_or(0)
+    }
+
+    /// The uncached pipeline: translate and execute on the poll thread, with the OpenFlow
+    /// state `of` the caller got without waiting.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn uncached(
+        &mut self,
+        of: &mut Ofproto,
+        now_ms: u64,
+        in_slot: u16,
+        key: &FlowKey,
+        pkt: Packet,
+        pool: &mut Pool,
+        out: &mut dyn Emitter,
+    ) {
+        self.stats.uncached_xlates += 1;
+        let x = ofproto::xlate(of, key, Some(pkt.data()), None);
+        let len = pkt.len() as u64;
+        for r in &x.rules {
+            r.credit(1, len, now_ms);
+        }
+        for &(g, b) in &x.buckets {
+            if let Some(grp) = of.group_mut(g) {
+                grp.packet_count += 1;
+                grp.byte_count += len;
+                if let Some(p) = grp.bucket_packets.get_mut(b) {
+                    *p += 1;
+                }
+                if let Some(p) = grp.bucket_bytes.get_mut(b) {
+                    *p += len;
+                }
+            }
+        }
+        self.execute(now_ms, in_slot, key, &x.actions, pkt, pool, out);
+    }
+
+    /// Sends `pkt` out of OpenFlow port `p` (the commonest action list).
+    #[inline(always)]
+    /// Executes `actions` on `pkt`, consuming it.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn execute(
+        &mut self,
+        now_ms: u64,
+        in_slot: u16,
+        key: &FlowKey,
+        actions: &[DpAction],
+        mut pkt: Packet,
+        pool: &mut Pool,
+        out: &mut dyn Emitter,
+    ) {
+        // Fast case: a single output.
+        if let [DpAction::Output(p)] = actions {
+            match self.slot(*p) {
+                Some(slot) => out.emit(slot, pkt, pool),
+                None => {
+                    self.stats.unknown_port += 1;
+                    out.drop_packet(pkt, pool);
+                }
+            }
+            return;
+        }
+        // The last action that sends the packet somewhere may take it without a copy.
+        let last_send = actions
+            .iter()
+            .rposition(|a| matches!(a, DpAction::Output(_) | DpAction::Normal));
+        let mut offs = None;
+        for (i, a) in actions.iter().enumerate() {
+            match a {
+                DpAction::Output(p) => {
+                    let Some(slot) = self.slot(*p) else {
+                        self.stats.unknown_port += 1;
+                        continue;
+                    };
+                    if Some(i) == last_send {
+                        out.emit(slot, pkt, pool);
+                        return;
+                    }
+                    match pool.clone_packet(&pkt) {
+                        Some(c) => out.emit(slot, c, pool),
+                        None => self.stats.copy_failures += 1,
+                    }
+                }
+                DpAction::Normal => {
+                    if Some(i) == last_send {
+                        let dest = lock(&self.normal).lookup_packet(now_ms, in_slot, &mut pkt);
+                        self.normal_deliver(dest, in_slot, pkt, pool, out);
+                        return;
+                    }
+                    match pool.clone_packet(&pkt) {
+                        Some(mut c) => {
+                            let dest = lock(&self.normal).lookup_packet(now_ms, in_slot, &mut c);
+                            self.normal_deliver(dest, in_slot, c, pool, out);
+                        }
+                        None => self.stats.copy_failures += 1,
+                    }
+                }
+                DpAction::Controller {
+                    max_len,
+                    reason,
+                    table_id,
+                    cookie,
+                } => {
+                    let n = if *max_len == OFPCML_NO_BUFFER {
+                        pkt.len()
+                    } else {
+                        usize::from(*max_len).min(pkt.len())
+                    };
+                    self.stats.packet_ins += 1;
+                    self.udpif.push_packet_in(PacketIn {
+                        data: pkt.data()[..n].to_vec(),
+                        total_len: pkt.len(),
+                        reason: *reason,
+                        table_id: *table_id,
+                        cookie: *cookie,
+                        key: *key,
+                    });
+                }
+                DpAction::Clone(sub) => match pool.clone_packet(&pkt) {
+                    Some(c) => self.execute(now_ms, in_slot, key, sub, c, pool, out),
+                    None => self.stats.copy_failures += 1,
+                },
+                DpAction::Meter(id) => {
+                    // Lock-free: the meters are published apart from the OpenFlow state.
+                    let verdict = self.udpif.meters.apply(*id, pkt.len(), now_ms * 1000);
+                    match verdict {
+                        Verdict::Pass => {}
+                        Verdict::Drop => {
+                            self.stats.meter_drops += 1;
+                            out.drop_packet(pkt, pool);
+                            return;
+                        }
+                        Verdict::Remark { prec_level } => {
+                            let mut k = FlowKey::ZERO;
+                            flow::extract_into(&mut k, pkt.data(), 0);
+                            let dscp = remark_dscp(k.nw_tos >> 2, prec_level);
+                            odp::apply(
+                                &mut pkt,
+                                &DpAction::SetIpTos {
+                                    tos: dscp << 2,
+                                    mask: 0xfc,
+                                },
+                                &mut offs,
+                            );
+                        }
+                    }
+                }
+                DpAction::SetQueue(_) | DpAction::SetTunnelId(_) => {}
+                rewrite => odp::apply(&mut pkt, rewrite, &mut offs),
+            }
+        }
+        out.drop_packet(pkt, pool);
+    }
+
+    fn normal_deliver(
+        &mut self,
+        dest: Dest,
+        in_slot: u16,
+        pkt: Packet,
+        pool: &mut Pool,
+        out: &mut dyn Emitter,
+    ) {
+        match dest {
+            Dest::Port(p) => out.emit(p, pkt, pool),
+            Dest::Drop => out.drop_packet(pkt, pool),
+            Dest::Flood => {
+                let targets: Vec<u16> = (0..self.slot_of.len() as u16)
+                    .filter(|&s| s != in_slot && self.slot_of[usize::from(s)] != 0)
+                    .collect();
+                let Some((&last, rest)) = targets.split_last() else {
+                    out.drop_packet(pkt, pool);
+                    return;
+                };
+                for &s in rest {
+                    match pool.clone_packet(&pkt) {
+                        Some(c) => out.emit(s, c, pool),
+                        None => self.stats.copy_failures += 1,
+                    }
+                }
+                out.emit(last, pkt, pool);
+            }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! The `openflow` module's per-batch paths: the caching one (megaflow the previous packet hit,
+//! EMC, megaflow classifier, upcall on a miss) and the uncached reference pipeline, which
+//! translates every packet and keeps packets while the OpenFlow state is busy.
+
+use super::lookup::{Lookup, Tally};
+use super::{OpenFlow, DEFER_MAX};
+use crate::dpcls::{Megaflow, LOOKUP_CHUNK};
+use crate::module::{Ctx, Emitter};
+use packet::{Packet, Pool};
+use std::sync::Arc;
+
+impl OpenFlow {
+    /// The caching datapath over one received batch whose keys are in `self.keys`.
+    pub(super) fn process_cached(
+        &mut self,
+        now: u64,
+        in_slot: u16,
+        total: usize,
+        mut pkts: impl Iterator<Item = Packet>,
+        pool: &mut Pool,
+        out: &mut dyn Emitter,
+    ) {
+        let Some(slow) = &self.slow else {
+            for pkt in pkts {
+                out.drop_packet(pkt, pool);
+            }
+            return;
+        };
+        let lookup = Lookup {
+            emc: &self.emc,
+            emc_on: self.emc_active,
+            dpcls: &self.dpcls,
+        };
+        // The megaflow the previous packet hit (at first, the previous batch's last one).
+        let mut prev = self.last.as_ref().filter(|m| !m.is_dead());
+        // Counters: one update per run of packets of one megaflow.
+        let mut acc: Option<&Arc<Megaflow>> = None;
+        let mut run = (0u64, 0u64);
+        // Single-output packets are collected per port while consecutive packets go to
+        // the same port, and handed to the fabric in one call; the port of the last
+        // megaflow seen is resolved once.
+        let mut cur_out: Option<u16> = None;
+        let mut port_of: (*const Megaflow, Option<u16>) = (std::ptr::null(), None);
+        let mut base = 0;
+        while base < total {
+            let end = (base + LOOKUP_CHUNK).min(total);
+            let mut found = [None; LOOKUP_CHUNK];
+            prev = lookup.classify(
+                &self.keys[base..end],
+                base,
+                prev,
+                &mut found,
+                &mut Tally {
+                    stats: &mut self.exec.stats,
+                    sample: &mut self.sample,
+                    offers: &mut self.offers,
+                    rng: &mut self.rng,
+                },
+            );
+            for (key, &hit) in self.keys[base..end].iter().zip(found.iter()) {
+                let Some(pkt) = pkts.next() else {
+                    break;
+                };
+                let Some(m) = hit else {
+                    self.exec.stats.upcalls += 1;
+                    if let Err(u) = slow.upcall(pkt, *key, in_slot) {
+                        self.exec.stats.lost_upcalls += 1;
+                        out.drop_packet(u.pkt, pool);
+                    }
+                    continue;
+                };
+                match acc {
+                    Some(a) if Arc::ptr_eq(a, m) => {
+                        run.0 += 1;
+                        run.1 += pkt.len() as u64;
+                    }
+                    _ => {
+                        if let Some(a) = acc {
+                            a.account(run.0, run.1, now);
+                        }
+                        acc = Some(m);
+                        run = (1, pkt.len() as u64);
+                    }
+                }
+                let Some(p) = m.single_output else {
+                    // Keep each port's packets in order: what is collected goes first.
+                    if let Some(c) = cur_out.take() {
+                        out.emit_run(c, &mut self.run_out, pool);
+                    }
+                    self.exec
+                        .execute(now, in_slot, key, &m.actions, pkt, pool, out);
+                    continue;
+                };
+                if !std::ptr::eq(port_of.0, Arc::as_ptr(m)) {
+                    port_of = (Arc::as_ptr(m), self.exec.slot(p));
+                }
+                let Some(slot) = port_of.1 else {
+                    self.exec.stats.unknown_port += 1;
+                    out.drop_packet(pkt, pool);
+                    continue;
+                };
+                if cur_out != Some(slot) {
+                    if let Some(c) = cur_out {
+                        out.emit_run(c, &mut self.run_out, pool);
+                    }
+                    cur_out = Some(slot);
+                }
+                if let Err(p) = self.run_out.push(pkt) {
+                    // Never: what is collected is at most one received batch.
+                    out.drop_packet(p, pool);
+                }
+            }
+            base = end;
+        }
+        for pkt in pkts {
+            out.drop_packet(pkt, pool);
+        }
+        if let Some(c) = cur_out {
+            out.emit_run(c, &mut self.run_out, pool);
+        }
+        if let Some(a) = acc {
+            a.account(run.0, run.1, now);
+        }
+        let keep = match (prev, &self.last) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !keep {
+            let next = prev.cloned();
+            self.last = next;
+        }
+        // EMC insertions chosen during the lookups, made now that nothing borrows it.
+        for (i, h, m) in self.offers.drain(..) {
+            if let Some(k) = self.keys.get(i) {
+                self.emc.insert(h, k.as_words(), &m);
+            }
+        }
+    }
+
+    /// The uncached pipeline over one received batch whose keys are in `self.keys`.
+    pub(super) fn process_uncached(
+        &mut self,
+        now: u64,
+        in_slot: u16,
+        mut pkts: impl Iterator<Item = Packet>,
+        pool: &mut Pool,
+        out: &mut dyn Emitter,
+    ) {
+        // Packets kept for later go first: nothing overtakes them.
+        let udpif = Arc::clone(&self.exec.udpif);
+        let mut of = if self.deferred.is_empty() {
+            udpif.try_of()
+        } else {
+            None
+        };
+        for (key, pkt) in self.keys.iter().zip(pkts.by_ref()) {
+            match of.as_deref_mut() {
+                Some(of) => self.exec.uncached(of, now, in_slot, key, pkt, pool, out),
+                None if self.deferred.len() < DEFER_MAX => {
+                    self.deferred.push_back((*key, in_slot, pkt));
+                }
+                None => {
+                    self.exec.stats.uncached_deferred_drops += 1;
+                    out.drop_packet(pkt, pool);
+                }
+            }
+        }
+        for pkt in pkts {
+            out.drop_packet(pkt, pool);
+        }
+    }
+
+    /// The uncached pipeline's kept packets, in order, if the OpenFlow state is free now.
+    pub(super) fn run_deferred(
+        &mut self,
+        ctx: &Ctx,
+        pool: &mut Pool,
+        out: &mut dyn Emitter,
+    ) -> usize {
+        if self.deferred.is_empty() {
+            return 0;
+        }
+        let udpif = Arc::clone(&self.exec.udpif);
+        let Some(mut of) = udpif.try_of() else {
+            return 0;
+        };
+        let n = self.deferred.len();
+        for (key, in_slot, pkt) in self.deferred.drain(..) {
+            self.exec
+                .uncached(&mut of, ctx.now_ms, in_slot, &key, pkt, pool, out);
+        }
+        n
+    }
+}
