@@ -165,15 +165,16 @@ pub trait SwitchLogic: Send {
         None
     }
 
-    /// Runs an OpenFlow packet-out: `frame` as if it came in on OpenFlow port `in_port`
-    /// (`OFPP_CONTROLLER` for none), through `actions` (output to `TABLE` runs the
-    /// pipeline). Only the `openflow` module supports it.
+    /// Runs a packet-out: `frame` as if it came in on OpenFlow port `in_port`
+    /// (`OFPP_CONTROLLER` for none), through datapath `actions` the control plane already
+    /// translated from the OpenFlow ones (on its own thread, so the poll thread never waits
+    /// for the OpenFlow state). Only the `openflow` module supports it.
     fn packet_out(
         &mut self,
         _ctx: &Ctx,
         _in_port: u32,
         _frame: &[u8],
-        _actions: &[openflow::Action],
+        _actions: &[ofproto::DpAction],
         _pool: &mut Pool,
         _out: &mut dyn Emitter,
     ) -> Result<(), String> {

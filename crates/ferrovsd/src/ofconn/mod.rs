@@ -497,7 +497,7 @@ fn dispatch_loop(b: &Arc<BridgeOf>) {
     while !b.stop.load(Ordering::Acquire) {
         std::thread::sleep(TICK);
         // Packet-ins.
-        let pins: Vec<ofproto::switch::PacketIn> = lock(&b.udpif.packet_ins).drain(..).collect();
+        let pins: Vec<ofproto::switch::PacketIn> = b.udpif.take_packet_ins();
         for p in &pins {
             b.broadcast(|c| c.packet_in(p));
         }

@@ -8,8 +8,9 @@
 //! input (see [`super::handle`] and [`super::conn`]). A queued packet-out the datapath then
 //! refuses gets `BAD_REQUEST/BAD_PACKET` at the flush.
 //!
-//! The batch belongs to the connection's reader thread; only the poll-thread call leaves
-//! it, and the reader waits for that call to return.
+//! The batch belongs to the connection's reader thread. At the flush the packet-outs are
+//! translated there, under the OpenFlow state's lock, and only the resulting datapath
+//! actions go to the poll thread; the reader waits for that call to return.
 
 use super::conn::{reply_error, Conn};
 use super::BridgeOf;
@@ -69,10 +70,19 @@ impl OutBatch {
         if self.items.is_empty() {
             return;
         }
-        let (jobs, reqs): (Vec<_>, Vec<_>) = std::mem::take(&mut self.items)
-            .into_iter()
-            .map(|q| ((q.in_port, q.data, q.actions), q.req))
-            .unzip();
+        // Translated here, on the connection's thread, under the OpenFlow state's lock: the
+        // poll thread only runs the datapath actions.
+        let (jobs, reqs): (Vec<_>, Vec<_>) = {
+            let of = b.udpif.of();
+            let now = datapath::clock::now_ms();
+            std::mem::take(&mut self.items)
+                .into_iter()
+                .map(|q| {
+                    let acts = ofproto::xlate::packet_out(&of, q.in_port, &q.data, &q.actions, now);
+                    ((q.in_port, q.data, acts), q.req)
+                })
+                .unzip()
+        };
         let n = jobs.len();
         let br = b.name.clone();
         let done = b.pmd.call(move |sw| {

@@ -453,6 +453,7 @@ fn group_features() -> MpReply {
 
 fn meter_stats(b: &BridgeOf, id: u32, now: u64) -> MpReply {
     let of = b.udpif.of();
+    let counts = of.meter_flow_counts();
     MpReply::Meter(
         of.meters()
             .values()
@@ -461,7 +462,7 @@ fn meter_stats(b: &BridgeOf, id: u32, now: u64) -> MpReply {
                 let d = (now * 1000).saturating_sub(m.created_us);
                 MeterStats {
                     meter_id: m.id,
-                    flow_count: of.meter_flow_count(m.id) as u32,
+                    flow_count: counts.get(&m.id).copied().unwrap_or(0) as u32,
                     packet_in_count: m.packet_in_count,
                     byte_in_count: m.byte_in_count,
                     duration_sec: (d / 1_000_000) as u32,
