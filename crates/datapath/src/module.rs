@@ -159,12 +159,6 @@ pub trait SwitchLogic: Send {
         None
     }
 
-    /// A handle the control plane may use from its own thread (downcast by type), for
-    /// modules whose state is shared with other threads.
-    fn control(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
-        None
-    }
-
     /// Runs a packet-out: `frame` as if it came in on OpenFlow port `in_port`
     /// (`OFPP_CONTROLLER` for none), through datapath `actions` the control plane already
     /// translated from the OpenFlow ones (on its own thread, so the poll thread never waits

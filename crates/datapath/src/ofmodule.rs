@@ -836,11 +836,6 @@ impl SwitchLogic for OpenFlow {
         )))
     }
 
-    fn control(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
-        let u: Arc<Udpif> = Arc::clone(&self.exec.udpif);
-        Some(u)
-    }
-
     fn port_added(&mut self, info: &PortInfo) {
         let e = &mut self.exec;
         let i = usize::from(info.idx);
@@ -957,8 +952,9 @@ impl SwitchLogic for OpenFlow {
         if matches!(verb, "fdb-show" | "fdb-flush" | "fdb-stats") {
             return lock(&self.exec.normal).command(verb, args, json, ctx, ports);
         }
-        // Everything else runs on the control plane's thread through `control()`; this
-        // path (on the poll thread) is for in-process users such as benchmarks and tests.
+        // The daemon runs everything else on its own thread with the OpenFlow state it kept
+        // when it created the module; this path (on the poll thread) is for in-process users
+        // such as benchmarks and tests.
         crate::ofcommands::run_as(
             &self.exec.udpif,
             verb,

@@ -334,6 +334,14 @@ impl ConnMgr {
             .ok_or_else(|| format!("bridge '{name}' does not exist or does not run OpenFlow"))
     }
 
+    /// The OpenFlow state of every bridge running the openflow module, by name.
+    pub fn udpifs(&self) -> BTreeMap<String, Arc<Udpif>> {
+        lock(&self.bridges)
+            .iter()
+            .map(|(n, b)| (n.clone(), Arc::clone(&b.udpif)))
+            .collect()
+    }
+
     /// A bridge running the openflow module was added: open its sockets and threads.
     pub fn bridge_added(&self, name: &str, udpif: Arc<Udpif>) -> Result<(), String> {
         self.bridge_removed(name);
