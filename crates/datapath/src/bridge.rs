@@ -540,7 +540,7 @@ impl Bridge {
         ctx: &Ctx,
         in_port: u32,
         frame: &[u8],
-        actions: &[openflow::Action],
+        actions: &[ofproto::DpAction],
         pool: &mut Pool,
     ) -> Result<(), String> {
         self.with_emitter(pool, |m, _, pool, out| {

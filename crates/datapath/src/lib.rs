@@ -5,15 +5,29 @@
 //!
 //! * [`module`]: the switching-logic trait ([`module::SwitchLogic`]) every bridge module
 //!   implements, and the built-in module factory.
-//! * [`learning`], [`patch`], [`tuple3`]: the built-in modules.
+//! * [`learning`], [`patch`], [`tuple3`]: simple built-in modules; [`flowtable`] and
+//!   [`fasthash`] serve them.
+//! * [`ofmodule`]: the `openflow` module, OVS's caching datapath: [`emc`] (exact-match cache)
+//!   and [`dpcls`] (megaflow classifier) on the poll thread, [`udpif`] (upcall handler and
+//!   revalidator threads, and the state they share with the control plane) behind them;
+//!   [`ofcommands`]: the ovs-ofctl-style verbs on that state.
 //! * [`bridge`]: a bridge's ports and the fabric's per-batch forwarding pass.
 //! * [`switch`]: all bridges of one poll thread, the buffer pool, control operations and the
 //!   status reports (`show`, `dump-ports`, `pmd-stats-show`).
-//! * [`pmd`]: the poll-mode thread and the control plane's handle on it.
+//! * [`pmd`]: the poll-mode thread and the control plane's handle on it; [`dpif`]: several
+//!   poll threads serving the bridges ([`Datapath`]: receive-queue placement, affinity,
+//!   rebalancing); [`cycles`] and [`clock`]: their time keeping.
+//!
+//! ## Threads
+//! Poll threads (one per core in the pmd mask) run the fabric; each `openflow` bridge adds
+//! one upcall handler and one revalidator thread shared by the bridge's poll threads.
 //!
 //! ## Thread-safety contract
 //! A [`switch::Switch`] and everything in it belongs to one poll thread. The control plane
 //! talks to it only through [`pmd::PmdHandle::call`], whose closures run between two polls.
+//! A poll thread never waits for a lock the control plane can hold: the `openflow` module's
+//! shared state is built for that (see [`udpif`] for how each per-packet path avoids the
+//! OpenFlow state's lock, and `tests/writer_held.rs`, which holds that lock during traffic).
 
 pub mod bridge;
 pub mod clock;

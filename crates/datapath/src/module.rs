@@ -159,21 +159,16 @@ pub trait SwitchLogic: Send {
         None
     }
 
-    /// A handle the control plane may use from its own thread (downcast by type), for
-    /// modules whose state is shared with other threads.
-    fn control(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
-        None
-    }
-
-    /// Runs an OpenFlow packet-out: `frame` as if it came in on OpenFlow port `in_port`
-    /// (`OFPP_CONTROLLER` for none), through `actions` (output to `TABLE` runs the
-    /// pipeline). Only the `openflow` module supports it.
+    /// Runs a packet-out: `frame` as if it came in on OpenFlow port `in_port`
+    /// (`OFPP_CONTROLLER` for none), through datapath `actions` the control plane already
+    /// translated from the OpenFlow ones (on its own thread, so the poll thread never waits
+    /// for the OpenFlow state). Only the `openflow` module supports it.
     fn packet_out(
         &mut self,
         _ctx: &Ctx,
         _in_port: u32,
         _frame: &[u8],
-        _actions: &[openflow::Action],
+        _actions: &[ofproto::DpAction],
         _pool: &mut Pool,
         _out: &mut dyn Emitter,
     ) -> Result<(), String> {

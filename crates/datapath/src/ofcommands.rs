@@ -570,11 +570,13 @@ fn dump_meters(m: &Udpif, json: bool, now: u64) -> String {
     let of = m.of();
     let mut out = String::new();
     let mut rows = Vec::new();
+    let meters = of.meters();
+    let counts = of.meter_flow_counts();
     for (id, spec) in of.meter_specs() {
-        let Some(meter) = of.meters().get(id) else {
+        let Some(meter) = meters.get(id) else {
             continue;
         };
-        let flows = of.meter_flow_count(*id);
+        let flows = counts.get(id).copied().unwrap_or(0);
         if json {
             let bands: Vec<Value> = meter
                 .bands

@@ -24,6 +24,12 @@
 //!
 //! With `cache=false` every packet runs the full pipeline on the poll thread instead: the
 //! reference the caching datapath is tested against, and the "uncached" benchmark figure.
+//! It translates only when it gets the OpenFlow state without waiting, and otherwise keeps
+//! the packets, in order, for its next turn.
+//!
+//! Nothing here waits for a lock the control plane holds (see [`crate::udpif`] for the
+//! list): meters run from the published lock-free set, packet-ins go to a lock-free queue,
+//! port changes are queued, packet-outs come translated.
 //!
 //! ## Port numbers
 //! The module keeps the bridge's slot <-> OpenFlow port map; the bridge's internal port
@@ -34,7 +40,7 @@ use crate::dpcls::{Dpcls, Megaflow, LOOKUP_CHUNK};
 use crate::emc::{key_hash, Emc};
 use crate::learning::Learning;
 use crate::module::{Ctx, Dest, Emitter, ModuleCommand, PortInfo, PortLookup, SwitchLogic};
-use crate::udpif::{Lane, Udpif};
+use crate::udpif::{Lane, PortChange, Udpif};
 use ofproto::meter::{remark_dscp, Verdict};
 use ofproto::odp::{self, DpAction};
 use ofproto::switch::{OfPort, PacketIn};
@@ -42,7 +48,7 @@ use ofproto::Ofproto;
 use openflow::actions::{OFPCML_NO_BUFFER, OFPP_LOCAL};
 use packet::flow::{self, FlowKey};
 use packet::{Batch, Packet, Pool};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -58,6 +64,8 @@ pub struct OpenFlowStats {
     pub packet_ins: u64,
     pub meter_drops: u64,
     pub copy_failures: u64,
+    /// Uncached pipeline: packets dropped because too many waited for the OpenFlow state.
+    pub uncached_deferred_drops: u64,
     pub unknown_port: u64,
 }
 
@@ -229,7 +237,14 @@ pub struct OpenFlow {
     offers: Vec<(usize, u32, Arc<Megaflow>)>,
     /// State of the EMC insertion sampling.
     rng: u32,
+    /// Uncached pipeline: packets that found the OpenFlow state busy, kept in order for the
+    /// next turn (see [`crate::udpif`]).
+    deferred: VecDeque<(FlowKey, u16, Packet)>,
 }
+
+/// Packets the uncached pipeline keeps while the OpenFlow state is busy; more are dropped
+/// (and counted).
+const DEFER_MAX: usize = 512;
 
 impl OpenFlow {
     /// A bridge whose table 0 holds `priority=0,actions=NORMAL`; with `cache`, the caching
@@ -290,6 +305,7 @@ impl OpenFlow {
             last: None,
             offers: Vec::with_capacity(packet::MAX_BATCH),
             rng: 0x1234_5678,
+            deferred: VecDeque::new(),
         }
     }
 
@@ -383,9 +399,12 @@ impl Exec {
         self.slot_of.get(usize::from(slot)).copied().unwrap_or(0)
     }
 
-    /// The uncached pipeline: translate and execute on the poll thread.
+    /// The uncached pipeline: translate and execute on the poll thread, with the OpenFlow
+    /// state `of` the caller got without waiting.
+    #[allow(clippy::too_many_arguments)]
     fn uncached(
         &mut self,
+        of: &mut Ofproto,
         now_ms: u64,
         in_slot: u16,
         key: &FlowKey,
@@ -394,26 +413,20 @@ impl Exec {
         out: &mut dyn Emitter,
     ) {
         self.stats.uncached_xlates += 1;
-        let x = {
-            let of = self.udpif.of();
-            ofproto::xlate(&of, key, Some(pkt.data()), None)
-        };
+        let x = ofproto::xlate(of, key, Some(pkt.data()), None);
         let len = pkt.len() as u64;
         for r in &x.rules {
             r.credit(1, len, now_ms);
         }
-        if !x.buckets.is_empty() {
-            let mut of = self.udpif.of();
-            for &(g, b) in &x.buckets {
-                if let Some(grp) = of.group_mut(g) {
-                    grp.packet_count += 1;
-                    grp.byte_count += len;
-                    if let Some(p) = grp.bucket_packets.get_mut(b) {
-                        *p += 1;
-                    }
-                    if let Some(p) = grp.bucket_bytes.get_mut(b) {
-                        *p += len;
-                    }
+        for &(g, b) in &x.buckets {
+            if let Some(grp) = of.group_mut(g) {
+                grp.packet_count += 1;
+                grp.byte_count += len;
+                if let Some(p) = grp.bucket_packets.get_mut(b) {
+                    *p += 1;
+                }
+                if let Some(p) = grp.bucket_bytes.get_mut(b) {
+                    *p += len;
                 }
             }
         }
@@ -506,12 +519,8 @@ impl Exec {
                     None => self.stats.copy_failures += 1,
                 },
                 DpAction::Meter(id) => {
-                    // Metered flows take the ofproto lock for their meter's buckets; the
-                    // control plane holds it only briefly.
-                    let verdict = match self.udpif.of().meter_mut(*id) {
-                        Some(m) => m.apply(pkt.len(), now_ms * 1000),
-                        None => Verdict::Pass,
-                    };
+                    // Lock-free: the meters are published apart from the OpenFlow state.
+                    let verdict = self.udpif.meters.apply(*id, pkt.len(), now_ms * 1000);
                     match verdict {
                         Verdict::Pass => {}
                         Verdict::Drop => {
@@ -605,8 +614,24 @@ impl SwitchLogic for OpenFlow {
         let total = batch.len().min(self.keys.len());
         let mut pkts = batch.drain();
         let Some(slow) = &self.slow else {
+            // Packets kept for later go first: nothing overtakes them.
+            let udpif = Arc::clone(&self.exec.udpif);
+            let mut of = if self.deferred.is_empty() {
+                udpif.try_of()
+            } else {
+                None
+            };
             for (key, pkt) in self.keys.iter().zip(pkts.by_ref()) {
-                self.exec.uncached(now, in_slot, key, pkt, pool, out);
+                match of.as_deref_mut() {
+                    Some(of) => self.exec.uncached(of, now, in_slot, key, pkt, pool, out),
+                    None if self.deferred.len() < DEFER_MAX => {
+                        self.deferred.push_back((*key, in_slot, pkt));
+                    }
+                    None => {
+                        self.exec.stats.uncached_deferred_drops += 1;
+                        out.drop_packet(pkt, pool);
+                    }
+                }
             }
             for pkt in pkts {
                 out.drop_packet(pkt, pool);
@@ -729,10 +754,11 @@ impl SwitchLogic for OpenFlow {
         // Single writer: a plain load and store, no locked read-modify-write per iteration.
         let e = &*self.epoch;
         e.store(e.load(Ordering::Relaxed) + 1, Ordering::Release);
+        // Kept by the uncached pipeline (also when the cache was turned on since).
+        let mut n = self.run_deferred(ctx, pool, out);
         let Some(slow) = &self.slow else {
-            return 0;
+            return n;
         };
-        let mut n = 0;
         while n < packet::MAX_BATCH {
             let Some(c) = slow.answer() else {
                 break;
@@ -761,7 +787,7 @@ impl SwitchLogic for OpenFlow {
         ctx: &Ctx,
         in_port: u32,
         frame: &[u8],
-        actions: &[openflow::Action],
+        actions: &[DpAction],
         pool: &mut Pool,
         out: &mut dyn Emitter,
     ) -> Result<(), String> {
@@ -773,18 +799,10 @@ impl SwitchLogic for OpenFlow {
             return Err("frame too long for a packet buffer".into());
         }
         let key = flow::extract(frame, in_port);
-        let x = {
-            let of = self.exec.udpif.of();
-            ofproto::xlate_actions(&of, &key, actions, Some(frame), None)
-        };
-        let len = frame.len() as u64;
-        for r in &x.rules {
-            r.credit(1, len, ctx.now_ms);
-        }
         let in_slot = self.exec.slot(in_port).unwrap_or(NO_SLOT);
         pkt.in_port = in_slot;
         self.exec
-            .execute(ctx.now_ms, in_slot, &key, &x.actions, pkt, pool, out);
+            .execute(ctx.now_ms, in_slot, &key, actions, pkt, pool, out);
         Ok(())
     }
 
@@ -800,7 +818,7 @@ impl SwitchLogic for OpenFlow {
     }
 
     fn busy(&self) -> bool {
-        self.upcalls_pending()
+        self.upcalls_pending() || !self.deferred.is_empty()
     }
 
     fn fork(&mut self) -> Option<Box<dyn SwitchLogic>> {
@@ -818,11 +836,6 @@ impl SwitchLogic for OpenFlow {
         )))
     }
 
-    fn control(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
-        let u: Arc<Udpif> = Arc::clone(&self.exec.udpif);
-        Some(u)
-    }
-
     fn port_added(&mut self, info: &PortInfo) {
         let e = &mut self.exec;
         let i = usize::from(info.idx);
@@ -835,16 +848,16 @@ impl SwitchLogic for OpenFlow {
         if self.replica {
             return;
         }
-        e.udpif.of().set_port(OfPort {
+        // Queued for the OpenFlow state (this thread must not wait for its lock); port
+        // changes alter FLOOD/ALL and failover decisions, so a revalidation round follows.
+        e.udpif.port_change(PortChange::Set(OfPort {
             ofport: of,
             name: info.name.clone(),
             live: true,
             no_flood: false,
             admin_down: false,
-        });
+        }));
         lock(&e.normal).port_added(info);
-        // Port changes alter FLOOD/ALL and failover decisions: revalidate soon.
-        self.dpcls_dirty();
     }
 
     fn port_removed(&mut self, idx: u16) {
@@ -857,9 +870,8 @@ impl SwitchLogic for OpenFlow {
         if self.replica {
             return;
         }
-        e.udpif.of().remove_port(of);
+        e.udpif.port_change(PortChange::Remove(of));
         lock(&e.normal).port_removed(idx);
-        self.dpcls_dirty();
     }
 
     fn port_status(&mut self, idx: u16, up: bool) {
@@ -867,12 +879,10 @@ impl SwitchLogic for OpenFlow {
             return;
         }
         let of = self.exec.of_port(idx);
-        let mut o = self.exec.udpif.of();
-        if let Some(p) = o.ports().get(&of).cloned() {
-            o.set_port(OfPort { live: up, ..p });
-        }
-        drop(o);
-        self.dpcls_dirty();
+        self.exec.udpif.port_change(PortChange::Status {
+            ofport: of,
+            live: up,
+        });
     }
 
     fn run(&mut self, ctx: &Ctx) {
@@ -942,8 +952,9 @@ impl SwitchLogic for OpenFlow {
         if matches!(verb, "fdb-show" | "fdb-flush" | "fdb-stats") {
             return lock(&self.exec.normal).command(verb, args, json, ctx, ports);
         }
-        // Everything else runs on the control plane's thread through `control()`; this
-        // path (on the poll thread) is for in-process users such as benchmarks and tests.
+        // The daemon runs everything else on its own thread with the OpenFlow state it kept
+        // when it created the module; this path (on the poll thread) is for in-process users
+        // such as benchmarks and tests.
         crate::ofcommands::run_as(
             &self.exec.udpif,
             verb,
@@ -984,12 +995,30 @@ impl SwitchLogic for OpenFlow {
             ),
             ("meter_drops", s.meter_drops),
             ("copy_failures", s.copy_failures),
+            ("uncached_deferred_drops", s.uncached_deferred_drops),
             ("unknown_port", s.unknown_port),
         ]
     }
 }
 
 impl OpenFlow {
+    /// The uncached pipeline's kept packets, in order, if the OpenFlow state is free now.
+    fn run_deferred(&mut self, ctx: &Ctx, pool: &mut Pool, out: &mut dyn Emitter) -> usize {
+        if self.deferred.is_empty() {
+            return 0;
+        }
+        let udpif = Arc::clone(&self.exec.udpif);
+        let Some(mut of) = udpif.try_of() else {
+            return 0;
+        };
+        let n = self.deferred.len();
+        for (key, in_slot, pkt) in self.deferred.drain(..) {
+            self.exec
+                .uncached(&mut of, ctx.now_ms, in_slot, &key, pkt, pool, out);
+        }
+        n
+    }
+
     /// Picks the lookup path for the next second from the last one's traffic (like OVS
     /// choosing a specialised lookup once). The EMC hashes and compares the whole 26-word
     /// key, so it pays only when it saves more than that: it is bypassed when megaflow
@@ -1043,12 +1072,5 @@ impl OpenFlow {
                 self.emc.clear();
             }
         }
-    }
-
-    /// After a port change: decisions involving FLOOD, ALL or failover may differ. The port
-    /// change bumped the ofproto version; ask for a revalidation round now.
-    fn dpcls_dirty(&self) {
-        // Do not wait here (this runs on the poll thread): a round is only requested.
-        self.exec.udpif.kick();
     }
 }

@@ -526,7 +526,7 @@ impl Switch {
         br: &str,
         in_port: u32,
         frame: &[u8],
-        actions: &[openflow::Action],
+        actions: &[ofproto::DpAction],
     ) -> Result<(), String> {
         let ctx = Ctx {
             now_ms: self.now_ms(),

@@ -19,9 +19,33 @@
 //!   also removes the OpenFlow rules whose idle or hard timeout has passed (scanning only the
 //!   rules that have one), right after pushing the counters their idle time depends on.
 //!
-//! [`Udpif`] is what they share: the `Ofproto` (behind a mutex the poll thread takes only
-//! for meter and table-miss bookkeeping), the megaflow index (handler and revalidator),
-//! counters, and the request/completion sequence numbers of revalidation rounds.
+//! [`Udpif`] is what they share: the `Ofproto` (behind a mutex: the control plane, the
+//! handler and the revalidator take it; a poll thread never waits for it, see below), the
+//! meters as the datapath runs them, the packet-in queue, the megaflow index (handler and
+//! revalidator), counters, and the request/completion sequence numbers of revalidation
+//! rounds.
+//!
+//! ## What a poll thread may wait for: nothing the control plane holds
+//! A bundle commit holds the `Ofproto` lock for as long as a million flow_mods take, and the
+//! revalidator for a whole round; a poll thread must forward at full rate meanwhile. So no
+//! per-packet path takes that lock:
+//! * cached lookups read the poll thread's own caches; misses go to the handler through a
+//!   bounded queue and come back through the lane, both without waiting;
+//! * meters run through [`Udpif::meters`], the `Ofproto`'s lock-free published meter set
+//!   (atomic buckets, see `ofproto::meter`);
+//! * packet-ins go onto a bounded lock-free queue that the control plane drains;
+//! * NORMAL's MAC table is shared by the bridge's poll threads only (the control plane
+//!   reaches it through module commands, which run on the poll thread);
+//! * port changes the fabric reports on the poll thread are queued and applied by whoever
+//!   takes the `Ofproto` lock next ([`Udpif::of`] applies them first), or at once when the
+//!   lock is free;
+//! * the uncached reference pipeline (`cache=false`) translates on the poll thread only when
+//!   it gets the lock without waiting; otherwise it keeps the packets, in order, for its next
+//!   turn (bounded; overflow dropped and counted);
+//! * packet-outs arrive already translated to datapath actions.
+//!
+//! `tests/writer_held.rs` holds the lock while traffic runs and checks every one of these
+//! paths keeps forwarding.
 //!
 //! ## Staleness
 //! A killed megaflow is marked dead before anything else; the poll thread treats a dead
@@ -37,12 +61,12 @@
 use crate::clock;
 use crate::dpcls::{Dpcls, Megaflow};
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TrySendError};
+use ofproto::meter::MeterTable;
 use ofproto::odp::DpAction;
-use ofproto::switch::PacketIn;
+use ofproto::switch::{OfPort, PacketIn};
 use ofproto::Ofproto;
 use packet::flow::FlowKey;
 use packet::Packet;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -164,9 +188,24 @@ impl Index {
     }
 }
 
+/// A port change reported by the fabric (see [`Udpif::port_change`]).
+#[derive(Clone, Debug)]
+pub enum PortChange {
+    /// A port added (or its description changed).
+    Set(OfPort),
+    /// A port's link went up or down.
+    Status { ofport: u32, live: bool },
+    /// A port removed.
+    Remove(u32),
+}
+
 /// See the module documentation.
 pub struct Udpif {
-    pub ofproto: Mutex<Ofproto>,
+    ofproto: Mutex<Ofproto>,
+    /// The meters, run by poll threads without the `Ofproto` lock.
+    pub meters: MeterTable,
+    /// Port changes not yet applied to the `Ofproto` (see the module documentation).
+    port_changes: (Sender<PortChange>, Receiver<PortChange>),
     pub index: Mutex<Index>,
     pub stats: UdpifStats,
     pub flow_limit: AtomicUsize,
@@ -177,7 +216,7 @@ pub struct Udpif {
     next_lane: std::sync::atomic::AtomicU32,
     /// The running handler and revalidator, shared by every lane.
     slowpath: Mutex<std::sync::Weak<Slowpath>>,
-    pub packet_ins: Mutex<VecDeque<PacketIn>>,
+    packet_ins: (Sender<PacketIn>, Receiver<PacketIn>),
     /// Upcalls taken off the queue and not yet answered.
     pub handling: AtomicUsize,
     pub packet_in_overflow: AtomicU64,
@@ -267,7 +306,9 @@ impl Udpif {
     /// Shared state around `of`.
     pub fn new(of: Ofproto) -> Udpif {
         Udpif {
+            meters: of.meter_table(),
             ofproto: Mutex::new(of),
+            port_changes: unbounded(),
             index: Mutex::new(Index::default()),
             stats: UdpifStats::default(),
             flow_limit: AtomicUsize::new(10_000.min(DEFAULT_FLOW_LIMIT)),
@@ -276,7 +317,7 @@ impl Udpif {
             epochs: Mutex::new(Vec::new()),
             next_lane: std::sync::atomic::AtomicU32::new(0),
             slowpath: Mutex::new(std::sync::Weak::new()),
-            packet_ins: Mutex::new(VecDeque::new()),
+            packet_ins: bounded(ofproto::switch::LOG_CAPACITY),
             handling: AtomicUsize::new(0),
             packet_in_overflow: AtomicU64::new(0),
             reval_req: Mutex::new(0),
@@ -289,9 +330,46 @@ impl Udpif {
         }
     }
 
-    /// Locks the OpenFlow state.
+    /// Locks the OpenFlow state (after applying the port changes queued meanwhile). Never
+    /// from a poll thread: see the module documentation.
     pub fn of(&self) -> MutexGuard<'_, Ofproto> {
-        lock(&self.ofproto)
+        let mut g = lock(&self.ofproto);
+        self.apply_port_changes(&mut g);
+        g
+    }
+
+    /// The OpenFlow state if nobody holds it (for the poll thread, which must not wait).
+    pub fn try_of(&self) -> Option<MutexGuard<'_, Ofproto>> {
+        let mut g = match self.ofproto.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        self.apply_port_changes(&mut g);
+        Some(g)
+    }
+
+    fn apply_port_changes(&self, of: &mut Ofproto) {
+        for c in self.port_changes.1.try_iter() {
+            match c {
+                PortChange::Set(p) => of.set_port(p),
+                PortChange::Status { ofport, live } => {
+                    if let Some(p) = of.ports().get(&ofport).cloned() {
+                        of.set_port(OfPort { live, ..p });
+                    }
+                }
+                PortChange::Remove(ofport) => of.remove_port(ofport),
+            }
+        }
+    }
+
+    /// Records a port change from the poll thread: applied now if the lock is free, else by
+    /// the next [`Udpif::of`]; either way a revalidation round is asked for.
+    pub fn port_change(&self, c: PortChange) {
+        // Unbounded but fed only by port additions, removals and link changes.
+        let _ = self.port_changes.0.send(c);
+        drop(self.try_of());
+        self.kick();
     }
 
     /// Locks the megaflow index.
@@ -299,14 +377,16 @@ impl Udpif {
         lock(&self.index)
     }
 
-    /// Queues a packet-in (bounded; overflow counted).
+    /// Queues a packet-in (bounded, lock-free; overflow counted).
     pub fn push_packet_in(&self, p: PacketIn) {
-        let mut q = lock(&self.packet_ins);
-        if q.len() >= ofproto::switch::LOG_CAPACITY {
+        if self.packet_ins.0.try_send(p).is_err() {
             self.packet_in_overflow.fetch_add(1, Ordering::Relaxed);
-            return;
         }
-        q.push_back(p);
+    }
+
+    /// Takes the queued packet-ins, oldest first.
+    pub fn take_packet_ins(&self) -> Vec<PacketIn> {
+        self.packet_ins.1.try_iter().collect()
     }
 
     /// Asks for a revalidation round and waits until one that started after this call has

@@ -1,7 +1,8 @@
 //! Revalidation moves traffic to a new rule even when the new rule's actions are the same as
 //! the old one's (so the new rule's counters are right).
 
-use datapath::module::{self, VlanMode};
+use datapath::module::VlanMode;
+use datapath::ofmodule::OpenFlow;
 use datapath::udpif::{self, Udpif};
 use datapath::Switch;
 use netdev::Options;
@@ -30,18 +31,14 @@ fn packets_of(sw: &mut Switch, priority: u64) -> u64 {
 #[test]
 fn a_shadowing_rule_with_the_same_actions_gets_the_traffic() {
     let mut sw = Switch::new(1024);
-    sw.add_bridge("br", module::create("openflow").expect("module"), None)
-        .expect("bridge");
+    let m = OpenFlow::new(true).expect("module");
+    let u: Arc<Udpif> = Arc::clone(m.udpif());
+    sw.add_bridge("br", Box::new(m), None).expect("bridge");
     for (n, p) in [("a", 1), ("b", 2)] {
         let port = netdev::open(n, "null", &Options::new()).expect("null");
         sw.add_port("br", port, Some(p), VlanMode::Trunk(None))
             .expect("port");
     }
-    let u: Arc<Udpif> = sw
-        .bridge("br")
-        .and_then(|b| b.module.control())
-        .and_then(|c| c.downcast::<Udpif>().ok())
-        .expect("udpif");
     sw.module_command("br", "del-flows", &[], false)
         .expect("del");
     // The rule added below has the same match and actions as this one: the megaflow's mask

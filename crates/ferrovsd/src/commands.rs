@@ -163,7 +163,7 @@ impl Daemon {
 
     fn run(&self, method: &str, args: &[String], json: bool) -> Result<String, String> {
         if appctl::has(method) {
-            return appctl::run(&self.pmd, method, args, json);
+            return appctl::run(&self.pmd, &self.ofconn.udpifs(), method, args, json);
         }
         if let Some(verb) = module_verb(method) {
             return self.module_cmd(method, verb, args, json);
@@ -319,14 +319,13 @@ impl Daemon {
 
     /// The shared OpenFlow state of bridge `br`, if it runs the openflow module.
     fn openflow_handle(&self, br: &str) -> Result<Option<Arc<Udpif>>, String> {
+        if let Ok(b) = self.ofconn.bridge(br) {
+            return Ok(Some(Arc::clone(&b.udpif)));
+        }
         let b = br.to_string();
-        let h = self
-            .pmd
-            .call(move |sw| sw.bridge(&b).map(|x| x.module.control()))?;
-        match h {
-            None => Err(format!("no such bridge '{br}'")),
-            Some(None) => Ok(None),
-            Some(Some(any)) => Ok(any.downcast::<Udpif>().ok()),
+        match self.pmd.call(move |sw| sw.bridge(&b).is_some())? {
+            true => Ok(None),
+            false => Err(format!("no such bridge '{br}'")),
         }
     }
 

@@ -10,6 +10,29 @@
 //! the packet's DSCP by `prec_level` (AF classes: the precedence is bits 1-2 of the DSCP).
 //!
 //! Time is an argument (microseconds, monotonic), never read here.
+//!
+//! ## Threads
+//! A [`LiveMeter`] is run by every poll thread whose packets hit it, at the same time, and
+//! read by the control plane for statistics: its buckets and counters are atomics, and
+//! [`LiveMeter::apply`] takes no lock. Time is credited once: the thread that moves the
+//! meter's clock forward adds the tokens for that interval, every other thread adds none
+//! for it. Each band's bucket is refilled and charged in one compare-and-swap, so tokens are
+//! never created or lost between threads; a packet's choice among several bands reads each
+//! band once, so two threads may see bands at slightly different moments (as two packets a
+//! few nanoseconds apart would).
+//!
+//! The configuration of a live meter never changes: a modify builds a new one that carries
+//! the meter's counters over (bands start with full buckets and zero counts, as the bands
+//! are new), and the switch publishes the new set (see [`MeterTable`]). A thread still
+//! running the old meter for the packet in hand counts that packet there.
+//!
+//! [`Meter`] is a plain snapshot of a live meter, for statistics.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, Guard};
 
 /// What a band does to the packets it applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,7 +41,7 @@ pub enum BandKind {
     DscpRemark { prec_level: u8 },
 }
 
-/// One band and its bucket.
+/// One band's configuration and a snapshot of its counters.
 #[derive(Clone, Debug)]
 pub struct Band {
     pub kind: BandKind,
@@ -26,8 +49,6 @@ pub struct Band {
     pub rate: u32,
     /// kbit or packets.
     pub burst: u32,
-    /// Tokens in thousandths of a bit (kbps) or of a packet (pktps).
-    tokens: u64,
     pub packet_count: u64,
     pub byte_count: u64,
 }
@@ -40,7 +61,7 @@ pub enum Verdict {
     Remark { prec_level: u8 },
 }
 
-/// A meter: its configuration, buckets and counters.
+/// A snapshot of a meter: its configuration and counters.
 #[derive(Clone, Debug)]
 pub struct Meter {
     pub id: u32,
@@ -48,103 +69,224 @@ pub struct Meter {
     pub burst_flag: bool,
     pub stats_flag: bool,
     pub bands: Vec<Band>,
-    last_us: u64,
     pub packet_in_count: u64,
     pub byte_in_count: u64,
     pub created_us: u64,
-    /// Number of flows whose instructions name this meter.
-    pub flow_count: u32,
 }
 
 impl Band {
-    /// A band with a full bucket.
+    /// A band's configuration (a full bucket once it is part of a live meter).
     pub fn new(kind: BandKind, rate: u32, burst: u32, burst_flag: bool) -> Band {
         let burst = if burst_flag && burst > 0 { burst } else { rate };
         Band {
             kind,
             rate,
             burst,
-            tokens: u64::from(burst) * 1000,
             packet_count: 0,
             byte_count: 0,
+        }
+    }
+}
+
+/// One band of a live meter: its configuration, bucket and counters.
+#[derive(Debug)]
+struct LiveBand {
+    kind: BandKind,
+    rate: u32,
+    burst: u32,
+    /// Tokens in thousandths of a bit (kbps) or of a packet (pktps).
+    tokens: AtomicU64,
+    packet_count: AtomicU64,
+    byte_count: AtomicU64,
+}
+
+impl LiveBand {
+    fn new(b: &Band) -> LiveBand {
+        LiveBand {
+            kind: b.kind,
+            rate: b.rate,
+            burst: b.burst,
+            tokens: AtomicU64::new(u64::from(b.burst) * 1000),
+            packet_count: AtomicU64::new(0),
+            byte_count: AtomicU64::new(0),
         }
     }
 
     fn capacity(&self) -> u64 {
         u64::from(self.burst).max(1) * 1000
     }
+
+    /// Adds `add` tokens (up to the burst) and takes `cost` if that many are there; true if
+    /// they were.
+    #[inline]
+    fn refill_and_take(&self, add: u64, cost: u64) -> bool {
+        let cap = self.capacity();
+        let mut cur = self.tokens.load(Ordering::Relaxed);
+        loop {
+            let full = cur.saturating_add(add).min(cap);
+            let (next, ok) = if full >= cost {
+                (full - cost, true)
+            } else {
+                (full, false)
+            };
+            match self
+                .tokens
+                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return ok,
+                Err(seen) => cur = seen,
+            }
+        }
+    }
 }
 
-impl Meter {
-    /// A meter created at `now_us`.
+/// A meter as the datapath runs it (see the module documentation).
+#[derive(Debug)]
+pub struct LiveMeter {
+    pub id: u32,
+    pub pktps: bool,
+    pub burst_flag: bool,
+    pub stats_flag: bool,
+    bands: Vec<LiveBand>,
+    last_us: AtomicU64,
+    packet_in_count: AtomicU64,
+    byte_in_count: AtomicU64,
+    pub created_us: u64,
+}
+
+impl LiveMeter {
+    /// A meter created at `now_us`, every bucket full.
     pub fn new(
         id: u32,
         pktps: bool,
         burst_flag: bool,
         stats_flag: bool,
-        bands: Vec<Band>,
+        bands: &[Band],
         now_us: u64,
-    ) -> Meter {
-        Meter {
+    ) -> LiveMeter {
+        LiveMeter {
             id,
             pktps,
             burst_flag,
             stats_flag,
-            bands,
-            last_us: now_us,
-            packet_in_count: 0,
-            byte_in_count: 0,
+            bands: bands.iter().map(LiveBand::new).collect(),
+            last_us: AtomicU64::new(now_us),
+            packet_in_count: AtomicU64::new(0),
+            byte_in_count: AtomicU64::new(0),
             created_us: now_us,
-            flow_count: 0,
         }
     }
 
-    /// Replaces the configuration, keeping the counters of the meter (as a modify does).
-    pub fn reconfigure(
-        &mut self,
+    /// This meter reconfigured (a modify): new bands with full buckets, the meter's own
+    /// counters and creation time carried over.
+    pub fn reconfigured(
+        &self,
         pktps: bool,
         burst_flag: bool,
         stats_flag: bool,
-        bands: Vec<Band>,
-    ) {
-        self.pktps = pktps;
-        self.burst_flag = burst_flag;
-        self.stats_flag = stats_flag;
-        self.bands = bands;
+        bands: &[Band],
+        now_us: u64,
+    ) -> LiveMeter {
+        let m = LiveMeter::new(self.id, pktps, burst_flag, stats_flag, bands, now_us);
+        m.packet_in_count.store(
+            self.packet_in_count.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        m.byte_in_count.store(
+            self.byte_in_count.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        LiveMeter {
+            created_us: self.created_us,
+            ..m
+        }
     }
 
-    /// Offers one packet of `len` bytes at `now_us`.
-    pub fn apply(&mut self, len: usize, now_us: u64) -> Verdict {
-        let dt_us = now_us.saturating_sub(self.last_us);
-        self.last_us = self.last_us.max(now_us);
-        self.packet_in_count += 1;
-        self.byte_in_count += len as u64;
+    /// Offers one packet of `len` bytes at `now_us`. Lock-free; safe from any number of
+    /// threads at once.
+    pub fn apply(&self, len: usize, now_us: u64) -> Verdict {
+        // The thread that moves the clock forward gets the tokens for the interval.
+        let prev = self.last_us.fetch_max(now_us, Ordering::Relaxed);
+        let dt_us = now_us.saturating_sub(prev);
+        self.packet_in_count.fetch_add(1, Ordering::Relaxed);
+        self.byte_in_count.fetch_add(len as u64, Ordering::Relaxed);
         // Cost in thousandths of the band's unit: bits*1000/1000 for kbps (a kbit is 1000
         // bits, tokens are thousandths of a kbit = bits), 1000 per packet for pktps.
         let cost = if self.pktps { 1000 } else { len as u64 * 8 };
         let mut chosen: Option<(usize, u32)> = None;
-        for (i, b) in self.bands.iter_mut().enumerate() {
+        for (i, b) in self.bands.iter().enumerate() {
             // rate units per second -> thousandths per microsecond: rate * 1000 / 1e6.
             let add = (u128::from(b.rate) * u128::from(dt_us) / 1000) as u64;
-            b.tokens = b.tokens.saturating_add(add).min(b.capacity());
-            if b.tokens >= cost {
-                b.tokens -= cost;
-            } else if chosen.is_none_or(|(_, r)| r < b.rate) {
+            if !b.refill_and_take(add, cost) && chosen.is_none_or(|(_, r)| r < b.rate) {
                 chosen = Some((i, b.rate));
             }
         }
-        match chosen {
-            None => Verdict::Pass,
-            Some((i, _)) => {
-                let b = &mut self.bands[i];
-                b.packet_count += 1;
-                b.byte_count += len as u64;
-                match b.kind {
-                    BandKind::Drop => Verdict::Drop,
-                    BandKind::DscpRemark { prec_level } => Verdict::Remark { prec_level },
-                }
-            }
+        let Some(b) = chosen.and_then(|(i, _)| self.bands.get(i)) else {
+            return Verdict::Pass;
+        };
+        b.packet_count.fetch_add(1, Ordering::Relaxed);
+        b.byte_count.fetch_add(len as u64, Ordering::Relaxed);
+        match b.kind {
+            BandKind::Drop => Verdict::Drop,
+            BandKind::DscpRemark { prec_level } => Verdict::Remark { prec_level },
         }
+    }
+
+    /// A snapshot of the configuration and counters.
+    pub fn snapshot(&self) -> Meter {
+        Meter {
+            id: self.id,
+            pktps: self.pktps,
+            burst_flag: self.burst_flag,
+            stats_flag: self.stats_flag,
+            bands: self
+                .bands
+                .iter()
+                .map(|b| Band {
+                    kind: b.kind,
+                    rate: b.rate,
+                    burst: b.burst,
+                    packet_count: b.packet_count.load(Ordering::Relaxed),
+                    byte_count: b.byte_count.load(Ordering::Relaxed),
+                })
+                .collect(),
+            packet_in_count: self.packet_in_count.load(Ordering::Relaxed),
+            byte_in_count: self.byte_in_count.load(Ordering::Relaxed),
+            created_us: self.created_us,
+        }
+    }
+}
+
+/// The meters of one switch as the datapath sees them: the switch publishes a new map after
+/// every meter change (meter changes are rare; the map is one `Arc` per meter), and readers
+/// load it without a lock.
+pub type MeterMap = HashMap<u32, Arc<LiveMeter>>;
+
+/// A cloneable, `Send + Sync` handle to the published meters (see the module documentation).
+#[derive(Clone, Default)]
+pub struct MeterTable {
+    shared: Arc<ArcSwap<MeterMap>>,
+}
+
+impl MeterTable {
+    /// The current set: hold it for a batch, not longer.
+    #[inline]
+    pub fn load(&self) -> Guard<Arc<MeterMap>> {
+        self.shared.load()
+    }
+
+    /// Runs meter `id` on a packet; a meter that no longer exists passes it.
+    #[inline]
+    pub fn apply(&self, id: u32, len: usize, now_us: u64) -> Verdict {
+        match self.shared.load().get(&id) {
+            Some(m) => m.apply(len, now_us),
+            None => Verdict::Pass,
+        }
+    }
+
+    /// Publishes a new set (the switch's side).
+    pub fn publish(&self, map: MeterMap) {
+        self.shared.store(Arc::new(map));
     }
 }
 
@@ -169,7 +311,7 @@ mod tests {
     fn pktps_drop_band_limits_to_rate_after_burst() {
         // 1000 pkt/s, burst 100 packets.
         let b = Band::new(BandKind::Drop, 1000, 100, true);
-        let mut m = Meter::new(1, true, true, true, vec![b], 0);
+        let m = LiveMeter::new(1, true, true, true, &[b], 0);
         // 300 packets at once: the first 100 pass (burst), the rest drop.
         let passed = (0..300).filter(|_| m.apply(64, 0) == Verdict::Pass).count();
         assert_eq!(passed, 100);
@@ -181,15 +323,16 @@ mod tests {
             }
         }
         assert!((990..=1010).contains(&passed), "{passed}");
-        assert_eq!(m.packet_in_count, 2300);
-        assert_eq!(m.bands[0].packet_count, 2300 - 100 - passed);
+        let snap = m.snapshot();
+        assert_eq!(snap.packet_in_count, 2300);
+        assert_eq!(snap.bands[0].packet_count, 2300 - 100 - passed);
     }
 
     #[test]
     fn kbps_band_counts_bits() {
         // 800 kbit/s = 100,000 bytes/s; burst 80 kbit = 10,000 bytes.
         let b = Band::new(BandKind::Drop, 800, 80, true);
-        let mut m = Meter::new(1, false, true, false, vec![b], 0);
+        let m = LiveMeter::new(1, false, true, false, &[b], 0);
         let passed = (0..20)
             .filter(|_| m.apply(1000, 0) == Verdict::Pass)
             .count();
@@ -207,13 +350,94 @@ mod tests {
             Band::new(BandKind::DscpRemark { prec_level: 1 }, 100, 10, true),
             Band::new(BandKind::Drop, 200, 20, true),
         ];
-        let mut m = Meter::new(1, true, true, false, bands, 0);
+        let m = LiveMeter::new(1, true, true, false, &bands, 0);
         let v: Vec<Verdict> = (0..30).map(|_| m.apply(64, 0)).collect();
         assert!(v[..10].iter().all(|x| *x == Verdict::Pass));
         assert!(v[10..20]
             .iter()
             .all(|x| *x == Verdict::Remark { prec_level: 1 }));
         assert!(v[20..].iter().all(|x| *x == Verdict::Drop));
+    }
+
+    #[test]
+    fn threads_share_the_bucket_without_losing_or_making_tokens() {
+        // 1000 pkt/s with a burst of 500 packets, offered 4 x 1000 packets at the same
+        // instant from four threads: exactly the burst passes, whatever the interleaving.
+        let b = Band::new(BandKind::Drop, 1000, 500, true);
+        let m = Arc::new(LiveMeter::new(1, true, true, true, &[b], 0));
+        let passed: usize = (0..4)
+            .map(|_| {
+                let m = Arc::clone(&m);
+                std::thread::spawn(move || {
+                    (0..1000)
+                        .filter(|_| m.apply(64, 0) == Verdict::Pass)
+                        .count()
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().expect("thread"))
+            .sum();
+        assert_eq!(passed, 500);
+        let snap = m.snapshot();
+        assert_eq!(snap.packet_in_count, 4000);
+        assert_eq!(snap.bands[0].packet_count, 3500);
+        // Half a second later, seen first by one thread, then by the others at the same
+        // time: the interval is credited once (500 more tokens), not once per thread.
+        let passed: usize = (0..4)
+            .map(|_| {
+                let m = Arc::clone(&m);
+                std::thread::spawn(move || {
+                    (0..1000)
+                        .filter(|_| m.apply(64, 500_000) == Verdict::Pass)
+                        .count()
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().expect("thread"))
+            .sum();
+        assert_eq!(passed, 500);
+    }
+
+    #[test]
+    fn a_modify_keeps_the_meter_counters_and_refills_the_bands() {
+        let b = Band::new(BandKind::Drop, 10, 10, true);
+        let m = LiveMeter::new(3, true, true, true, &[b], 7);
+        assert_eq!(
+            (0..20).filter(|_| m.apply(100, 7) == Verdict::Pass).count(),
+            10
+        );
+        let n = m.reconfigured(
+            true,
+            true,
+            true,
+            &[Band::new(BandKind::Drop, 5, 5, true)],
+            9,
+        );
+        let s = n.snapshot();
+        assert_eq!(
+            (s.packet_in_count, s.byte_in_count, s.created_us),
+            (20, 2000, 7)
+        );
+        assert_eq!(s.bands[0].packet_count, 0);
+        assert_eq!(
+            (0..20).filter(|_| n.apply(100, 9) == Verdict::Pass).count(),
+            5
+        );
+    }
+
+    #[test]
+    fn the_table_passes_packets_of_meters_it_does_not_have() {
+        let t = MeterTable::default();
+        assert_eq!(t.apply(1, 64, 0), Verdict::Pass);
+        let b = Band::new(BandKind::Drop, 1, 1, true);
+        let mut map = MeterMap::new();
+        map.insert(1, Arc::new(LiveMeter::new(1, true, true, false, &[b], 0)));
+        t.publish(map);
+        assert_eq!(t.apply(1, 64, 0), Verdict::Pass);
+        assert_eq!(t.apply(1, 64, 0), Verdict::Drop);
+        assert_eq!(t.apply(2, 64, 0), Verdict::Pass);
     }
 
     #[test]

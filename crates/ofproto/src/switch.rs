@@ -12,7 +12,7 @@ mod txn;
 
 use crate::fields;
 use crate::group::Group;
-use crate::meter::{Band, BandKind, Meter};
+use crate::meter::{Band, BandKind, LiveMeter, Meter, MeterMap, MeterTable};
 use crate::rule::{Rule, RuleStats};
 use crate::table::Table;
 use openflow::actions::{
@@ -108,7 +108,9 @@ pub struct FlowModResult {
 pub struct Ofproto {
     tables: Vec<Table>,
     groups: BTreeMap<u32, Group>,
-    meters: BTreeMap<u32, Meter>,
+    meters: BTreeMap<u32, Arc<LiveMeter>>,
+    /// The meters as the datapath sees them, republished after each meter change.
+    meter_table: MeterTable,
     meter_specs: BTreeMap<u32, MeterMod>,
     ports: BTreeMap<u32, OfPort>,
     next_id: u64,
@@ -147,6 +149,7 @@ impl Ofproto {
             tables: (0..N_TABLES).map(|i| Table::new(i as u8)).collect(),
             groups: BTreeMap::new(),
             meters: BTreeMap::new(),
+            meter_table: MeterTable::default(),
             meter_specs: BTreeMap::new(),
             ports: BTreeMap::new(),
             next_id: 1,
@@ -218,9 +221,17 @@ impl Ofproto {
         self.groups.get_mut(&id)
     }
 
-    /// The meters.
-    pub fn meters(&self) -> &BTreeMap<u32, Meter> {
-        &self.meters
+    /// A snapshot of every meter (configuration and counters).
+    pub fn meters(&self) -> BTreeMap<u32, Meter> {
+        self.meters
+            .iter()
+            .map(|(id, m)| (*id, m.snapshot()))
+            .collect()
+    }
+
+    /// True if meter `id` exists.
+    pub fn has_meter(&self, id: u32) -> bool {
+        self.meters.contains_key(&id)
     }
 
     /// The meter_mod each meter was last configured with (for dump-meters).
@@ -228,9 +239,20 @@ impl Ofproto {
         &self.meter_specs
     }
 
-    /// A meter, writable (the datapath runs it).
-    pub fn meter_mut(&mut self, id: u32) -> Option<&mut Meter> {
-        self.meters.get_mut(&id)
+    /// The datapath's handle on the meters: it runs them from any thread without the
+    /// lock this `Ofproto` is kept behind (see [`crate::meter`]).
+    pub fn meter_table(&self) -> MeterTable {
+        self.meter_table.clone()
+    }
+
+    /// Publishes the meters to the datapath after a change.
+    pub(crate) fn publish_meters(&self) {
+        let map: MeterMap = self
+            .meters
+            .iter()
+            .map(|(id, m)| (*id, Arc::clone(m)))
+            .collect();
+        self.meter_table.publish(map);
     }
 
     /// The ports.
@@ -871,13 +893,20 @@ impl Ofproto {
                 }
                 self.meters.insert(
                     mm.meter_id,
-                    Meter::new(mm.meter_id, pktps, burst, stats, bands, now_us),
+                    Arc::new(LiveMeter::new(
+                        mm.meter_id,
+                        pktps,
+                        burst,
+                        stats,
+                        &bands,
+                        now_us,
+                    )),
                 );
                 self.meter_specs.insert(mm.meter_id, mm.clone());
             }
             MeterModCommand::Modify => match self.meters.get_mut(&mm.meter_id) {
                 Some(meter) => {
-                    meter.reconfigure(pktps, burst, stats, bands);
+                    *meter = Arc::new(meter.reconfigured(pktps, burst, stats, &bands, now_us));
                     self.meter_specs.insert(mm.meter_id, mm.clone());
                 }
                 None => return Err(OfError::meter_mod_failed(m::UNKNOWN_METER)),
@@ -900,8 +929,23 @@ impl Ofproto {
                 }
             }
         }
+        self.publish_meters();
         self.version += 1;
         Ok(())
+    }
+
+    /// Number of rules using each meter, in one pass over the tables.
+    pub fn meter_flow_counts(&self) -> std::collections::HashMap<u32, usize> {
+        let mut n = std::collections::HashMap::new();
+        for id in self
+            .tables
+            .iter()
+            .flat_map(|t| t.iter())
+            .filter_map(|r| r.meter())
+        {
+            *n.entry(id).or_insert(0) += 1;
+        }
+        n
     }
 
     /// Number of rules using meter `id`.

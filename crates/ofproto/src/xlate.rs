@@ -753,6 +753,25 @@ pub fn xlate_actions(
     })
 }
 
+/// A packet-out's datapath actions: `frame` as if received on `in_port`, through the
+/// OpenFlow `actions` (an output to `TABLE` runs the pipeline, whose rules are credited with
+/// the packet at `now_ms`). What the control plane hands the datapath, so the poll thread
+/// never translates under the `Ofproto` lock.
+pub fn packet_out(
+    of: &Ofproto,
+    in_port: u32,
+    frame: &[u8],
+    actions: &[Action],
+    now_ms: u64,
+) -> Vec<DpAction> {
+    let key = packet::flow::extract(frame, in_port);
+    let x = xlate_actions(of, &key, actions, Some(frame), None);
+    for r in &x.rules {
+        r.credit(1, frame.len() as u64, now_ms);
+    }
+    x.actions
+}
+
 fn run(
     of: &Ofproto,
     key: &FlowKey,

@@ -58,21 +58,24 @@ pub fn has(method: &str) -> bool {
 }
 
 /// Runs one of [`COMMANDS`].
-pub fn run(pmd: &Datapath, method: &str, args: &[String], json: bool) -> Result<String, String> {
+/// `ofs` is the OpenFlow state of each bridge running the openflow module, by name.
+pub fn run(
+    pmd: &Datapath,
+    ofs: &BTreeMap<String, Arc<Udpif>>,
+    method: &str,
+    args: &[String],
+    json: bool,
+) -> Result<String, String> {
     match method {
         "vlog/list" => Ok(vlog::list()),
         "vlog/set" => vlog::set(args),
-        "dpif/show" => dpif_show(pmd),
+        "dpif/show" => dpif_show(pmd, ofs),
         "dpif-netdev/pmd-rxq-show" => pmd.rxq_show(json),
         "dpif-netdev/pmd-rxq-rebalance" => rxq_rebalance(pmd),
-        "coverage/show" => coverage_show(pmd),
-        "memory/show" => memory_show(pmd),
+        "coverage/show" => coverage_show(pmd, ofs),
+        "memory/show" => memory_show(pmd, ofs),
         _ => Err(format!("\"{method}\" is not a valid command")),
     }
-}
-
-fn udpif_of(b: &datapath::Bridge) -> Option<Arc<Udpif>> {
-    b.module.control()?.downcast::<Udpif>().ok()
 }
 
 fn ofport_text(n: u32) -> String {
@@ -83,15 +86,13 @@ fn ofport_text(n: u32) -> String {
     }
 }
 
-fn dpif_show(pmd: &Datapath) -> Result<String, String> {
+fn dpif_show(pmd: &Datapath, ofs: &BTreeMap<String, Arc<Udpif>>) -> Result<String, String> {
     let received: u64 = pmd.call_all(|sw| sw.pmd.packets)?.into_iter().sum();
+    let missed: u64 = ofs
+        .values()
+        .map(|u| u.stats.upcalls.load(Ordering::Relaxed))
+        .sum();
     pmd.call(move |sw| {
-        let mut missed = 0u64;
-        for b in sw.bridges() {
-            if let Some(u) = udpif_of(b) {
-                missed += u.stats.upcalls.load(Ordering::Relaxed);
-            }
-        }
         let hit = received.saturating_sub(missed);
         let mut s = format!("netdev@ferrovs: hit:{hit} missed:{missed}\n");
         let mut names: Vec<&datapath::Bridge> = sw.bridges().iter().collect();
@@ -119,7 +120,7 @@ fn rxq_rebalance(pmd: &Datapath) -> Result<String, String> {
     Ok("pmd rxq rebalance requested.\n".into())
 }
 
-fn coverage_show(pmd: &Datapath) -> Result<String, String> {
+fn coverage_show(pmd: &Datapath, ofs: &BTreeMap<String, Arc<Udpif>>) -> Result<String, String> {
     let mut rows: BTreeMap<String, u64> = registry()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -146,23 +147,23 @@ fn coverage_show(pmd: &Datapath) -> Result<String, String> {
             for (k, v) in b.module.counters() {
                 *m.entry(format!("{}_{k}", b.module.name())).or_default() += v;
             }
-            if let Some(u) = udpif_of(b) {
-                let us = &u.stats;
-                for (k, v) in [
-                    ("upcall_upcalls", &us.upcalls),
-                    ("upcall_xlates", &us.xlates),
-                    ("upcall_flows_installed", &us.installed),
-                    ("upcall_flow_limit_hits", &us.flow_limit_hits),
-                    ("revalidator_rounds", &us.rounds),
-                    ("revalidator_killed_idle", &us.killed_idle),
-                ] {
-                    *m.entry(k.into()).or_default() += v.load(Ordering::Relaxed);
-                }
-            }
         }
         m
     })?;
     rows.extend(dp);
+    for u in ofs.values() {
+        let us = &u.stats;
+        for (k, v) in [
+            ("upcall_upcalls", &us.upcalls),
+            ("upcall_xlates", &us.xlates),
+            ("upcall_flows_installed", &us.installed),
+            ("upcall_flow_limit_hits", &us.flow_limit_hits),
+            ("revalidator_rounds", &us.rounds),
+            ("revalidator_killed_idle", &us.killed_idle),
+        ] {
+            *rows.entry(k.into()).or_default() += v.load(Ordering::Relaxed);
+        }
+    }
     let mut s = String::from("Event coverage (totals since the daemon started):\n");
     let mut zero = 0;
     for (k, v) in &rows {
@@ -176,18 +177,18 @@ fn coverage_show(pmd: &Datapath) -> Result<String, String> {
     Ok(s)
 }
 
-fn memory_show(pmd: &Datapath) -> Result<String, String> {
-    pmd.call(|sw| {
+fn memory_show(pmd: &Datapath, ofs: &BTreeMap<String, Arc<Udpif>>) -> Result<String, String> {
+    // The OpenFlow state is read here, on the caller's thread: the poll thread never waits
+    // for its lock.
+    let (mut rules, mut megaflows, mut queue) = (0usize, 0usize, 0usize);
+    for u in ofs.values() {
+        rules += u.of().tables().iter().map(|t| t.len()).sum::<usize>();
+        megaflows += u.idx().len();
+        queue += u.handling.load(Ordering::Relaxed);
+    }
+    pmd.call(move |sw| {
         let bridges = sw.bridges().len();
         let ports: usize = sw.bridges().iter().map(|b| b.port_count()).sum();
-        let (mut rules, mut megaflows, mut queue) = (0usize, 0usize, 0usize);
-        for b in sw.bridges() {
-            if let Some(u) = udpif_of(b) {
-                rules += u.of().tables().iter().map(|t| t.len()).sum::<usize>();
-                megaflows += u.idx().len();
-                queue += u.handling.load(Ordering::Relaxed);
-            }
-        }
         format!(
             "bridges:{bridges} handler queue:{queue} megaflows:{megaflows} ports:{ports} \
              rules:{rules} pool free buffers:{}\n",

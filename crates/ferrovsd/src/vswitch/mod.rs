@@ -35,6 +35,7 @@ pub mod appctl;
 pub mod cli;
 pub mod db;
 pub mod model;
+pub mod modules;
 pub mod ofbridge;
 pub mod ofhooks;
 pub mod reconfigure;

@@ -145,6 +145,8 @@ pub struct Reconfigurer {
     stash: Arc<Stash>,
     of: Arc<dyn OfConfigSink>,
     applied: HashMap<String, AppliedBridge>,
+    /// The OpenFlow state of each bridge running the openflow module, as created.
+    openflow: HashMap<String, Arc<Udpif>>,
     warned: HashSet<String>,
     failures: HashMap<String, String>,
 }
@@ -204,6 +206,7 @@ impl Reconfigurer {
             stash,
             of,
             applied: HashMap::new(),
+            openflow: HashMap::new(),
             warned: HashSet::new(),
             failures: HashMap::new(),
         }
@@ -234,20 +237,13 @@ impl Reconfigurer {
         if packet::flow::vlan_limit() == before {
             return;
         }
-        let flushed = self.pmd.call(|sw| {
-            sw.bridges()
-                .iter()
-                .filter_map(|b| b.module.control())
-                .filter_map(|c| c.downcast::<Udpif>().ok())
-                .map(|u| u.flush())
-                .count()
-        });
+        let flushed = self.openflow.values().map(|u| u.flush()).count();
         vlog::info(
             "bridge",
             &format!(
                 "vlan-limit {want}: parsing {} VLAN tag(s); megaflows of {} bridge(s) flushed",
                 packet::flow::vlan_limit(),
-                flushed.unwrap_or(0)
+                flushed
             ),
         );
     }
@@ -359,6 +355,7 @@ impl Reconfigurer {
                     }
                 }
                 self.applied.remove(&b.name);
+                self.openflow.remove(&b.name);
                 self.of.bridge_removed(&b.name);
                 out.changed = true;
                 continue;
@@ -540,7 +537,7 @@ impl Reconfigurer {
     }
 
     fn create_bridge(&mut self, cfg: &BridgeCfg, out: &mut Outcome) -> bool {
-        let module = match datapath::module::create(&cfg.module) {
+        let module = match super::modules::create(&cfg.module) {
             Ok(m) => m,
             Err(e) => {
                 self.warn_once(&format!("bridge {}: {e}; bridge not created", cfg.name));
@@ -576,20 +573,15 @@ impl Reconfigurer {
             }
         };
         let name = cfg.name.clone();
-        match self.pmd.add_bridge(&name, module, local).map(Ok) {
+        let super::modules::Created { logic, openflow } = module;
+        match self.pmd.add_bridge(&name, logic, local).map(Ok) {
             Ok(Ok(())) => {
                 vlog::info(
                     "bridge",
                     &format!("created bridge {} (module {})", cfg.name, cfg.module),
                 );
-                let n = cfg.name.clone();
-                let udpif = self
-                    .pmd
-                    .call(move |sw| sw.bridge(&n).and_then(|b| b.module.control()))
-                    .ok()
-                    .flatten()
-                    .and_then(|c| c.downcast::<Udpif>().ok());
-                if let Some(u) = udpif {
+                if let Some(u) = openflow {
+                    self.openflow.insert(cfg.name.clone(), Arc::clone(&u));
                     if let Err(e) = self.of.bridge_added(&cfg.name, u) {
                         vlog::err(
                             "bridge",

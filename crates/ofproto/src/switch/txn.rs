@@ -24,14 +24,14 @@
 
 use super::{FlowEvent, FlowRemoved, Ofproto};
 use crate::group::Group;
-use crate::meter::Meter;
+use crate::meter::LiveMeter;
 use openflow::MeterMod;
 use std::collections::{BTreeMap, VecDeque};
 
 /// What a failed transaction restores.
 struct Snapshot {
     groups: BTreeMap<u32, Group>,
-    meters: BTreeMap<u32, Meter>,
+    meters: BTreeMap<u32, std::sync::Arc<LiveMeter>>,
     meter_specs: BTreeMap<u32, MeterMod>,
     removed: VecDeque<FlowRemoved>,
     flow_events: VecDeque<FlowEvent>,
@@ -73,6 +73,7 @@ impl Ofproto {
         }
         self.groups = snap.groups;
         self.meters = snap.meters;
+        self.publish_meters();
         self.meter_specs = snap.meter_specs;
         self.removed = snap.removed;
         self.flow_events = snap.flow_events;
