@@ -34,7 +34,7 @@
 //! its own error (with its xid and bytes), and the commit gets `MSG_FAILED`.
 
 use super::conn::{reply_error, Conn};
-use super::{handle, lock, BridgeOf};
+use super::{handle, lock, mods, BridgeOf};
 use openflow::messages::err::{bad_request, bundle_failed as bf};
 use openflow::messages::OFP_NO_BUFFER;
 use openflow::wire::msg::{bct, OFPBF_ATOMIC, OFPBF_ORDERED};
@@ -317,7 +317,7 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, entries: Vec<Entry>, now: u64) -> Re
     let mut ports = Vec::new();
     for e in &entries {
         if let Staged::Port(pm) = &e.op {
-            let cfg = handle::check_port_mod(b, pm).map_err(|x| fail(x, &e.req))?;
+            let cfg = mods::check_port_mod(b, pm).map_err(|x| fail(x, &e.req))?;
             ports.push((pm.clone(), cfg));
         }
     }
@@ -339,7 +339,7 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, entries: Vec<Entry>, now: u64) -> Re
         .map_err(|(x, req)| fail(x, &req))?;
     }
     for (pm, cfg) in ports {
-        handle::apply_port_mod(b, &pm, cfg);
+        mods::apply_port_mod(b, &pm, cfg);
     }
     if !entries.is_empty() {
         handle::changed(b, c);

@@ -15,7 +15,7 @@
 //! survives restarts. The verb returns once the change is applied. Only the settings the
 //! database has no column for (probe, backoff, packet-in limits) are set here directly.
 
-use super::{lock, ConnMgr, FailMode};
+use super::{lock, BridgeOf, ConnMgr, FailMode};
 
 /// A change to a bridge's OpenFlow columns in the configuration database; `None` leaves a
 /// column as it is.
@@ -195,65 +195,76 @@ pub fn run(
             FailMode::Secure => "secure\n".into(),
             FailMode::Standalone => "standalone\n".into(),
         }),
-        "set-openflow" => {
-            if rest.is_empty() {
-                return Err(usage(method));
-            }
-            // Validate everything first; then the database part, then the rest.
-            let mut change = BridgeChange::default();
-            let mut conn = lock(&b.cfg).clone();
-            for kv in rest {
-                let (k, v) = kv
-                    .split_once('=')
-                    .ok_or_else(|| format!("'{kv}' is not KEY=VALUE"))?;
-                let num = |lo: u64| -> Result<u64, String> {
-                    v.parse::<u64>()
-                        .ok()
-                        .filter(|n| *n >= lo && *n <= u64::from(u32::MAX))
-                        .ok_or_else(|| format!("{k}: '{v}' is not a number >= {lo}"))
-                };
-                match k {
-                    "protocols" => change.protocols = Some(parse_protocols(v)?),
-                    "inactivity_probe" => conn.inactivity_probe_ms = num(100)?,
-                    "max_backoff" => conn.max_backoff_ms = num(1000)?,
-                    "controller_rate_limit" => conn.rate_limit = num(1)? as u32,
-                    "controller_burst_limit" => conn.burst_limit = num(1)? as u32,
-                    "fail_mode" => change.fail_mode = Some(Some(parse_fail_mode(v)?)),
-                    "datapath_id" => change.datapath_id = Some(parse_datapath_id(v)?),
-                    _ => {
-                        return Err(format!(
-                            "unknown key '{k}' (protocols, inactivity_probe, max_backoff, controller_rate_limit, controller_burst_limit, datapath_id, fail_mode)"
-                        ))
-                    }
-                }
-            }
-            if !change.is_empty() {
-                db.update_bridge(br, &change)?;
-            }
-            // Only the settings without a database column: the rest was just applied from
-            // the database and must not be overwritten with the copy taken above.
-            let mut cfg = lock(&b.cfg);
-            cfg.inactivity_probe_ms = conn.inactivity_probe_ms;
-            cfg.max_backoff_ms = conn.max_backoff_ms;
-            cfg.rate_limit = conn.rate_limit;
-            cfg.burst_limit = conn.burst_limit;
-            Ok(String::new())
-        }
-        "get-openflow" => {
-            let cfg = lock(&b.cfg).clone();
-            let protos: Vec<&str> = cfg.versions.iter().map(|v| proto_name(*v)).collect();
-            Ok(format!(
-                "datapath_id={:016x}\nprotocols={}\nfail_mode={}\ninactivity_probe={}\nmax_backoff={}\ncontroller_rate_limit={}\ncontroller_burst_limit={}\nfail_open={}\n",
-                b.datapath_id(),
-                protos.join(","),
-                if cfg.fail_mode == FailMode::Secure { "secure" } else { "standalone" },
-                cfg.inactivity_probe_ms,
-                cfg.max_backoff_ms,
-                cfg.rate_limit,
-                cfg.burst_limit,
-                b.udpif.of().fail_open(),
-            ))
-        }
+        "set-openflow" => set_openflow(&b, db, br, rest),
+        "get-openflow" => Ok(get_openflow(&b)),
         _ => Err(format!("unknown verb {method}")),
     }
+}
+
+/// `set-openflow BRIDGE KEY=VALUE...`.
+fn set_openflow(
+    b: &BridgeOf,
+    db: &dyn BridgeDb,
+    br: &str,
+    rest: &[String],
+) -> Result<String, String> {
+    if rest.is_empty() {
+        return Err(usage("set-openflow"));
+    }
+    // Validate everything first; then the database part, then the rest.
+    let mut change = BridgeChange::default();
+    let mut conn = lock(&b.cfg).clone();
+    for kv in rest {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("'{kv}' is not KEY=VALUE"))?;
+        let num = |lo: u64| -> Result<u64, String> {
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| *n >= lo && *n <= u64::from(u32::MAX))
+                .ok_or_else(|| format!("{k}: '{v}' is not a number >= {lo}"))
+        };
+        match k {
+            "protocols" => change.protocols = Some(parse_protocols(v)?),
+            "inactivity_probe" => conn.inactivity_probe_ms = num(100)?,
+            "max_backoff" => conn.max_backoff_ms = num(1000)?,
+            "controller_rate_limit" => conn.rate_limit = num(1)? as u32,
+            "controller_burst_limit" => conn.burst_limit = num(1)? as u32,
+            "fail_mode" => change.fail_mode = Some(Some(parse_fail_mode(v)?)),
+            "datapath_id" => change.datapath_id = Some(parse_datapath_id(v)?),
+            _ => {
+                return Err(format!(
+                    "unknown key '{k}' (protocols, inactivity_probe, max_backoff, controller_rate_limit, controller_burst_limit, datapath_id, fail_mode)"
+                ))
+            }
+        }
+    }
+    if !change.is_empty() {
+        db.update_bridge(br, &change)?;
+    }
+    // Only the settings without a database column: the rest was just applied from
+    // the database and must not be overwritten with the copy taken above.
+    let mut cfg = lock(&b.cfg);
+    cfg.inactivity_probe_ms = conn.inactivity_probe_ms;
+    cfg.max_backoff_ms = conn.max_backoff_ms;
+    cfg.rate_limit = conn.rate_limit;
+    cfg.burst_limit = conn.burst_limit;
+    Ok(String::new())
+}
+
+/// `get-openflow BRIDGE`.
+fn get_openflow(b: &BridgeOf) -> String {
+    let cfg = lock(&b.cfg).clone();
+    let protos: Vec<&str> = cfg.versions.iter().map(|v| proto_name(*v)).collect();
+    format!(
+        "datapath_id={:016x}\nprotocols={}\nfail_mode={}\ninactivity_probe={}\nmax_backoff={}\ncontroller_rate_limit={}\ncontroller_burst_limit={}\nfail_open={}\n",
+        b.datapath_id(),
+        protos.join(","),
+        if cfg.fail_mode == FailMode::Secure { "secure" } else { "standalone" },
+        cfg.inactivity_probe_ms,
+        cfg.max_backoff_ms,
+        cfg.rate_limit,
+        cfg.burst_limit,
+        b.udpif.of().fail_open(),
+    )
 }

@@ -1,42 +1,39 @@
-//! One OpenFlow connection: negotiation, keepalive, framing, and the per-connection state
+//! One OpenFlow connection: its socket and threads, and the per-connection state
 //! asynchronous messages depend on.
 //!
+//! ## Protocol
+//! Negotiation, framing, echo and the inactivity probe are the I/O-free [`Session`]'s
+//! ([`super::session`]): the reader gives it what it reads and the time, and does what its
+//! events say — send bytes, record the negotiated version, answer a request
+//! ([`super::handle`]), close. Roles are [`super::role`]'s. Everything here is the I/O
+//! around them.
+//!
 //! ## Threads
-//! [`run`] is the reader: it owns the receive side, sends our hello, and then loops reading
-//! with a 100 ms timeout, cutting the byte stream into messages and answering each one in
-//! order ([`super::handle`]). Everything to be sent — replies, echo probes, asynchronous
-//! messages from the dispatcher — goes through one bounded queue to a writer thread, so
-//! messages leave in the order they were produced and a slow peer never blocks the
-//! dispatcher (asynchronous messages that find the queue full are dropped and counted;
-//! replies wait). A reply that finds nothing queued or being written is written by the
-//! reader itself under the same lock the writer holds while it writes (`out`), which keeps
-//! the order and saves two thread hand-offs per request: a barrier after every flow_mod, as
-//! `ovs-ofctl add-flows` sends, costs one system call instead of two wake-ups. Both threads end when the peer closes, a write fails, the inactivity probe
-//! gives up, or [`Conn::close`] is called; the connection then leaves the bridge's list.
+//! [`run`] is the reader: it owns the receive side and loops reading with a 100 ms timeout
+//! (which is also how often the session's timers are looked at), answering each request in
+//! order. Everything to be sent — replies, echo probes, asynchronous messages from the
+//! dispatcher — goes through one bounded queue to a writer thread, so messages leave in
+//! the order they were produced and a slow peer never blocks the dispatcher (asynchronous
+//! messages that find the queue full are dropped and counted; replies wait). A reply that
+//! finds nothing queued or being written is written by the reader itself under the same
+//! lock the writer holds while it writes (`out`), which keeps the order and saves two
+//! thread hand-offs per request: a barrier after every flow_mod, as `ovs-ofctl add-flows`
+//! sends, costs one system call instead of two wake-ups. Both threads end when the peer
+//! closes, a write fails, the session gives up (hello failure, inactivity), or
+//! [`Conn::close`] is called; the connection then leaves the bridge's list.
 //!
-//! ## State machine
-//! `Hello wait` → (peer's hello shares a version with ours) → `Up` at the highest common
-//! version; no common version → `HELLO_FAILED/INCOMPATIBLE` and close. A first message that
-//! is not a hello is answered the same way. Once up, a message in another version gets
-//! `BAD_REQUEST/BAD_VERSION`.
-//!
-//! ## Framing errors
-//! A header whose length is below 8 cannot be framed: it gets `BAD_REQUEST/BAD_LEN` and its
-//! 8 bytes are skipped, so the connection keeps going. Any message that fails to decode gets
-//! the codec's error (`DecodeError::to_of_error`) with its first 64 bytes, and nothing
-//! changes.
-//!
-//! ## Keepalive
-//! With nothing received for `inactivity_probe`, an echo request is sent; with nothing for
-//! twice that, the connection is closed (an active target then reconnects).
+//! The negotiated version is published in an atomic (0 until then) for the dispatcher's
+//! threads; the role, async configuration and the rest live in [`ConnState`] behind a
+//! mutex, as other connections' role requests and the dispatcher read and change them.
 
+use super::role::Role;
+use super::session::{self, Close, Event, Session};
 use super::{lock, BridgeOf};
 use crate::ofconn::target::Stream;
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender, TrySendError};
 use openflow::actions::OFPCML_NO_BUFFER;
-use openflow::messages::err;
 use openflow::oxm::Field;
-use openflow::wire::{self, Header, Message};
+use openflow::wire::{self, Message};
 use openflow::{Match, OfError};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -52,12 +49,6 @@ pub const OUT_QUEUE_BYTES: usize = 32 << 20;
 pub const ASYNC_QUEUE_BYTES: usize = 16 << 20;
 /// How long a reply may wait for room before the connection is closed.
 pub const REPLY_WAIT: Duration = Duration::from_secs(10);
-
-/// `OFPCR_ROLE_*`.
-pub const ROLE_NOCHANGE: u32 = 0;
-pub const ROLE_EQUAL: u32 = 1;
-pub const ROLE_MASTER: u32 = 2;
-pub const ROLE_SLAVE: u32 = 3;
 
 /// What kind of peer this is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,7 +93,7 @@ pub mod kind {
 
 /// Mutable per-connection state.
 pub struct ConnState {
-    pub role: u32,
+    pub role: Role,
     pub async_masks: AsyncMasks,
     pub miss_send_len: u16,
     /// Nicira: flow_mod commands carry a table id in their high byte.
@@ -163,12 +154,7 @@ impl Conn {
 
     /// One line for `get-controller`.
     pub fn describe(&self) -> String {
-        let st = lock(&self.st);
-        let role = match st.role {
-            ROLE_MASTER => "master",
-            ROLE_SLAVE => "slave",
-            _ => "equal",
-        };
+        let role = lock(&self.st).role.name();
         format!(
             "peer {} version 0x{:02x} role {role} rx {} tx {} packet_in sent {} rate-limited {} async dropped {}",
             self.peer,
@@ -284,7 +270,7 @@ impl Conn {
         if self.kind == ConnKind::Mgmt && st.miss_send_len == 0 {
             return false;
         }
-        let idx = kind * 2 + usize::from(st.role != ROLE_SLAVE);
+        let idx = kind * 2 + usize::from(st.role != Role::Slave);
         let mask = st.async_masks.get(idx).copied().unwrap_or(0);
         reason < 32 && mask & (1 << reason) != 0
     }
@@ -428,7 +414,7 @@ pub fn run(
         out: Mutex::new(wr),
         bridge: Arc::downgrade(b),
         st: Mutex::new(ConnState {
-            role: ROLE_EQUAL,
+            role: Role::Equal,
             async_masks: DEFAULT_ASYNC,
             miss_send_len: 0,
             table_id_ext: false,
@@ -478,18 +464,14 @@ fn reader(
     stop: &AtomicBool,
     slot: Option<&connlimit::Slot>,
 ) {
-    let top = cfg.versions.iter().copied().max().unwrap_or(wire::OFP13);
-    let hello = Message::Hello(wire::Hello::for_versions(&cfg.versions));
-    if let Ok(h) = wire::encode(&hello, top, 0) {
-        c.send_raw(h);
-    }
-    let probe = Duration::from_millis(cfg.inactivity_probe_ms.max(100));
-    let mut buf: Vec<u8> = Vec::with_capacity(65536);
+    let now_ms = datapath::clock::now_ms;
+    let mut s = Session::new(&cfg.versions, cfg.inactivity_probe_ms, now_ms());
+    let mut batch = super::packet_out::OutBatch::default();
     let mut chunk = vec![0u8; 65536];
-    let mut last_rx = Instant::now();
-    let mut probed = false;
-    let mut echo_xid = 0x7f00_0000u32;
-    let mut batch = super::handle::OutBatch::default();
+    // Our hello.
+    if !drive(b, c, &mut s, &mut batch, slot) {
+        return;
+    }
     loop {
         if stop.load(Ordering::Acquire)
             || b.stop.load(Ordering::Acquire)
@@ -499,7 +481,7 @@ fn reader(
         }
         match rd.read(&mut chunk) {
             Ok(0) => return,
-            Ok(n) => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
+            Ok(n) => s.receive(chunk.get(..n).unwrap_or_default()),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -509,157 +491,70 @@ fn reader(
                 ) => {}
             Err(_) => return,
         }
-        super::bundle::expire(c, datapath::clock::now_ms());
-        // Cut and handle every complete message.
-        let mut off = 0;
-        loop {
-            let rest = buf.get(off..).unwrap_or_default();
-            match wire::frame_len(rest) {
-                Ok(Some(n)) => {
-                    let msg = rest.get(..n).unwrap_or_default().to_vec();
-                    off += n;
-                    if !one_message(b, c, &msg, &mut batch) {
-                        return;
-                    }
-                    if let Some(s) = slot {
-                        s.idle();
-                    }
-                    last_rx = Instant::now();
-                    probed = false;
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    // A length below the header's own: answer and skip the header.
-                    batch.flush(b, c);
-                    let hdr = rest.get(..8).unwrap_or(rest).to_vec();
-                    off += hdr.len();
-                    let v = if c.is_up() {
-                        c.version()
-                    } else {
-                        hdr.first().copied().unwrap_or(wire::OFP13)
-                    };
-                    reply_error(c, v, e.to_of_error(), &hdr);
-                }
-            }
-        }
-        buf.drain(..off.min(buf.len()));
-        // Nothing more is buffered: run the packet-outs read so far before waiting.
-        batch.flush(b, c);
-        // Activity is a complete message: a peer that dribbles bytes of one message (or
-        // sends nothing) gets a probe and is cut off, whatever the bytes.
-        let idle = last_rx.elapsed();
-        if idle >= probe * 2 {
-            let partial = if buf.is_empty() {
-                String::new()
-            } else {
-                format!(" ({} bytes of an unfinished message)", buf.len())
-            };
-            super::log(&format!(
-                "bridge {}: {}: no response to inactivity probe{partial}, disconnecting",
-                b.name, c.peer
-            ));
+        super::bundle::expire(c, now_ms());
+        if !drive(b, c, &mut s, &mut batch, slot) {
             return;
         }
-        if idle >= probe && !probed && c.is_up() {
-            probed = true;
-            echo_xid = echo_xid.wrapping_add(1);
-            c.send(&Message::EchoRequest(Vec::new()), echo_xid);
-        }
     }
 }
 
-/// Sends the error answering `req`, in version `v` (a version we do not speak falls back to
-/// the nearest one we do).
-pub fn reply_error(c: &Conn, v: u8, e: OfError, req: &[u8]) {
-    let v = if wire::VERSIONS.contains(&v) {
-        v
-    } else if v > wire::OFP15 {
-        wire::OFP15
-    } else if c.is_up() {
-        c.version()
-    } else {
-        wire::OFP10
-    };
-    // The xid even when the header itself is bad (a length below 8).
-    let xid = req
-        .get(4..8)
-        .map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]))
-        .unwrap_or(0);
-    let m = wire::error_reply(e, v, req);
-    if let Ok(bytes) = wire::encode(&m, v, xid) {
-        c.send_raw(bytes);
-    }
-}
-
-/// Handles one framed message; false to close the connection.
-fn one_message(
+/// Does what the session says until it has nothing more to say; false to close.
+/// Requests are answered as they come, and the packet-outs among them run before anything
+/// else is sent and before the reader waits again (see [`super::handle`]).
+fn drive(
     b: &Arc<BridgeOf>,
     c: &Arc<Conn>,
-    msg: &[u8],
-    batch: &mut super::handle::OutBatch,
+    s: &mut Session,
+    batch: &mut super::packet_out::OutBatch,
+    slot: Option<&connlimit::Slot>,
 ) -> bool {
-    c.rx_msgs.fetch_add(1, Ordering::Relaxed);
-    b.snoop(msg);
-    let Ok(h) = Header::parse(msg) else {
-        return true;
-    };
-    if !c.is_up() {
-        return negotiate(b, c, h, msg);
+    while let Some(ev) = s.poll(datapath::clock::now_ms()) {
+        match ev {
+            Event::Transmit(bytes) => {
+                batch.flush(b, c);
+                c.send_raw(bytes);
+            }
+            Event::Up(v) => c.version.store(v, Ordering::Release),
+            Event::Received {
+                header,
+                bytes,
+                request,
+            } => {
+                c.rx_msgs.fetch_add(1, Ordering::Relaxed);
+                b.snoop(&bytes);
+                if request {
+                    super::handle::request(b, c, header, &bytes, batch);
+                }
+                if let Some(s) = slot {
+                    s.idle();
+                }
+            }
+            Event::Close(why) => {
+                batch.flush(b, c);
+                if let Close::Inactive { partial } = why {
+                    let partial = match partial {
+                        0 => String::new(),
+                        n => format!(" ({n} bytes of an unfinished message)"),
+                    };
+                    super::log(&format!(
+                        "bridge {}: {}: no response to inactivity probe{partial}, disconnecting",
+                        b.name, c.peer
+                    ));
+                }
+                return false;
+            }
+        }
     }
-    let v = c.version();
-    if h.type_ == 0 {
-        // A late hello is harmless.
-        return true;
-    }
-    if h.version != v {
-        batch.flush(b, c);
-        reply_error(
-            c,
-            v,
-            OfError::bad_request(err::bad_request::BAD_VERSION),
-            msg,
-        );
-        return true;
-    }
-    super::handle::request(b, c, h, msg, batch);
+    // Nothing more is buffered: run the packet-outs read so far before waiting.
+    batch.flush(b, c);
     true
 }
 
-fn negotiate(b: &BridgeOf, c: &Conn, h: Header, msg: &[u8]) -> bool {
-    let ours = lock(&b.cfg).versions.clone();
-    let incompatible = |why: &str| {
-        let v = ours.iter().copied().max().unwrap_or(wire::OFP13);
-        let m = Message::Error(wire::ErrorMsg {
-            type_: err::OFPET_HELLO_FAILED,
-            code: 0,
-            experimenter: None,
-            data: why.as_bytes().to_vec(),
-        });
-        if let Ok(bytes) = wire::encode(&m, v.min(h.version.max(1)), h.xid) {
-            c.send_raw(bytes);
-        }
-        false
-    };
-    if h.type_ != 0 {
-        return incompatible("expected a hello");
-    }
-    let hello = match wire::decode(msg) {
-        Ok((Message::Hello(x), _)) => x,
-        _ => wire::Hello::default(),
-    };
-    let best = ours
-        .iter()
-        .copied()
-        .filter(|v| hello.supports(h.version, *v))
-        .max();
-    match best {
-        Some(v) => {
-            c.version.store(v, Ordering::Release);
-            true
-        }
-        None => incompatible(&format!(
-            "we support versions {:?}, the peer {}",
-            ours, h.version
-        )),
+/// Sends the error answering `req`, in version `v` (a version we do not speak falls back to
+/// the nearest one we do; see [`session::error_reply`]).
+pub fn reply_error(c: &Conn, v: u8, e: OfError, req: &[u8]) {
+    let up = c.is_up().then(|| c.version());
+    if let Some(bytes) = session::error_reply(e, v, up, req) {
+        c.send_raw(bytes);
     }
 }

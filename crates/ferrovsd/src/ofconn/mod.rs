@@ -11,9 +11,12 @@
 //!   (`tcp:`, `ssl:`, `unix:`) connect and reconnect with exponential backoff (1 s doubling up
 //!   to `max_backoff`, 8 s by default); passive ones (`ptcp:`, `pssl:`, `punix:`) listen and
 //!   accept; TLS ([`ssl`]) uses the database's `SSL` row, shared by all bridges;
-//! * per accepted or established **connection** ([`conn`]) a reader thread, which does the
-//!   hello/version negotiation, the echo keepalive and inactivity probe, and answers every
-//!   request in order, and a writer thread fed by a bounded queue;
+//! * per accepted or established **connection** ([`conn`]) a reader thread, which runs
+//!   the connection's I/O-free protocol [`session`] (hello/version negotiation, framing,
+//!   echo keepalive and inactivity probe) and answers every request in order
+//!   ([`handle`], which hands each job on: [`mods`], [`packet_out`], [`stats`],
+//!   [`features`], [`bundle`], [`monitor`]; roles are [`role`]'s), and a writer thread fed
+//!   by a bounded queue;
 //! * a **dispatcher thread** that every few milliseconds drains the datapath's packet-in
 //!   queue and ofproto's flow-removed log, watches the port table for changes, fans each
 //!   event out to the connections that want it (role, async config, a per-connection
@@ -47,9 +50,15 @@
 pub mod bundle;
 pub mod cli;
 pub mod conn;
+pub mod features;
 pub mod handle;
+pub mod mods;
 pub mod monitor;
+pub mod packet_out;
+pub mod role;
+pub mod session;
 pub mod ssl;
+pub mod stats;
 pub mod status;
 pub mod target;
 
@@ -127,12 +136,6 @@ struct Controller {
     thread: Option<JoinHandle<()>>,
 }
 
-/// Master election state (OpenFlow 1.3 §6.3.6).
-#[derive(Default)]
-pub struct Roles {
-    pub generation_id: Option<u64>,
-}
-
 /// One bridge's OpenFlow side. See the module documentation.
 pub struct BridgeOf {
     pub name: String,
@@ -141,7 +144,8 @@ pub struct BridgeOf {
     pub cfg: Mutex<BridgeCfg>,
     pub conns: Mutex<Vec<Arc<Conn>>>,
     pub snoops: Mutex<Vec<crossbeam_channel::Sender<Vec<u8>>>>,
-    pub roles: Mutex<Roles>,
+    /// The master election (see [`role`]); held while a role request is applied.
+    pub roles: Mutex<role::Election>,
     /// `OFPPC_*` bits set by port_mod, per OpenFlow port.
     pub port_config: Mutex<HashMap<u32, u32>>,
     /// OpenFlow 1.4 table configuration set by table_mod (see [`status`]).
@@ -354,7 +358,7 @@ impl ConnMgr {
             cfg: Mutex::new(BridgeCfg::default()),
             conns: Mutex::new(Vec::new()),
             snoops: Mutex::new(Vec::new()),
-            roles: Mutex::new(Roles::default()),
+            roles: Mutex::new(role::Election::default()),
             port_config: Mutex::new(HashMap::new()),
             tables: Mutex::new(BTreeMap::new()),
             port_dirty: AtomicBool::new(false),

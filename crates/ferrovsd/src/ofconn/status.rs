@@ -20,7 +20,8 @@
 //! Table configuration lives in [`BridgeOf::tables`]; the `Ofproto` lock is taken only to
 //! read table sizes.
 
-use super::conn::{kind, Conn, ROLE_SLAVE};
+use super::conn::{kind, Conn};
+use super::role::Role;
 use super::{lock, BridgeOf};
 use openflow::messages::err;
 use openflow::wire::of14::{role_reason, ControllerStatus, RoleStatus, TableDesc, TableStatus};
@@ -62,7 +63,7 @@ pub fn role_demoted(demoted: &[Arc<Conn>], generation_id: u64) {
         let want = c.wants(&lock(&c.st), kind::ROLE_STATUS, role_reason::MASTER_REQUEST);
         if want {
             c.send_async(&Message::RoleStatus(RoleStatus {
-                role: ROLE_SLAVE,
+                role: Role::Slave.wire(),
                 reason: role_reason::MASTER_REQUEST,
                 generation_id,
                 props: Vec::new(),
@@ -269,7 +270,7 @@ pub fn controller_statuses(b: &BridgeOf) -> Vec<ControllerStatus> {
             let st = lock(&c.st);
             Some(ControllerStatus {
                 short_id: st.controller_id,
-                role: st.role,
+                role: st.role.wire(),
                 reason: 0,
                 channel_status: 0,
                 props: vec![Prop {

@@ -21,14 +21,14 @@
 //!   (whose length, without padding, is match_len) instead of NXM; updates carry
 //!   OpenFlow 1.3 instructions instead of actions.
 //!
-//! [`FlowUpdate::event`] holds the event number of the form it travels in; a Nicira
+//! The `event` of a [`FlowUpdate`] holds the event number of the form it travels in; a Nicira
 //! update's actions are an apply-actions instruction in the model.
 
 use super::action::{decode_flow_actions, decode_instructions, encode_instructions};
 use super::buf::{pad8, Rd, W};
 use super::error::{DecodeError, EncodeError};
-use super::multipart::records;
 use super::oxm::{decode_match_tlvs, decode_ofp_match, encode_ofp_match, encode_tlvs, Mode};
+use super::record::{until_empty, Framing};
 use super::{OFP10, OFP13};
 use crate::actions::{port_from_of10, port_to_of10, Instruction, OFPG_ANY};
 use crate::matches::Match;
@@ -121,8 +121,7 @@ pub enum FlowUpdate {
 }
 
 pub(crate) fn decode_requests(rd: &mut Rd<'_>) -> Result<Vec<FlowMonitorRequest>, DecodeError> {
-    let mut v = Vec::new();
-    while !rd.is_empty() {
+    until_empty(rd, |rd| {
         let monitor_id = rd.u32()?;
         let out_port = rd.u32()?;
         let out_group = rd.u32()?;
@@ -130,7 +129,7 @@ pub(crate) fn decode_requests(rd: &mut Rd<'_>) -> Result<Vec<FlowMonitorRequest>
         let table_id = rd.u8()?;
         let command = rd.u8()?;
         let match_ = decode_ofp_match(rd)?;
-        v.push(FlowMonitorRequest {
+        Ok(FlowMonitorRequest {
             monitor_id,
             out_port,
             out_group,
@@ -138,9 +137,8 @@ pub(crate) fn decode_requests(rd: &mut Rd<'_>) -> Result<Vec<FlowMonitorRequest>
             table_id,
             command,
             match_,
-        });
-    }
-    Ok(v)
+        })
+    })
 }
 
 pub(crate) fn encode_requests(out: &mut Vec<u8>, v: &[FlowMonitorRequest]) {
@@ -198,8 +196,7 @@ pub(crate) fn decode_nx_requests(
     rd: &mut Rd<'_>,
     onf: bool,
 ) -> Result<Vec<FlowMonitorRequest>, DecodeError> {
-    let mut v = Vec::new();
-    while !rd.is_empty() {
+    until_empty(rd, |rd| {
         let monitor_id = rd.u32()?;
         let flags = rd.u16()?;
         let (out_port, mlen, table_id) = if onf {
@@ -216,7 +213,7 @@ pub(crate) fn decode_nx_requests(
             (p, mlen, t)
         };
         let match_ = decode_match_at(rd, mlen, onf)?;
-        v.push(FlowMonitorRequest {
+        Ok(FlowMonitorRequest {
             monitor_id,
             out_port,
             out_group: OFPG_ANY,
@@ -224,9 +221,8 @@ pub(crate) fn decode_nx_requests(
             table_id,
             command: 0,
             match_,
-        });
-    }
-    Ok(v)
+        })
+    })
 }
 
 pub(crate) fn encode_nx_requests(
@@ -260,11 +256,10 @@ pub(crate) fn encode_nx_requests(
 }
 
 pub(crate) fn decode_updates(version: u8, rd: &mut Rd<'_>) -> Result<Vec<FlowUpdate>, DecodeError> {
-    let mut v = Vec::new();
-    for mut r in records(rd, 0, 8)? {
+    Framing::prefixed(0, 8).all(rd, |mut r| {
         r.skip(2)?;
         let event = r.u16()?;
-        v.push(match event {
+        let u = match event {
             event::ABBREV => FlowUpdate::Abbrev {
                 event,
                 xid: r.u32()?,
@@ -295,12 +290,12 @@ pub(crate) fn decode_updates(version: u8, rd: &mut Rd<'_>) -> Result<Vec<FlowUpd
                     instructions,
                 }
             }
-        });
+        };
         if !r.is_empty() {
             return Err(DecodeError::BadLength);
         }
-    }
-    Ok(v)
+        Ok(u)
+    })
 }
 
 pub(crate) fn encode_updates(
@@ -354,57 +349,56 @@ pub(crate) fn decode_nx_updates(
     rd: &mut Rd<'_>,
     onf: bool,
 ) -> Result<Vec<FlowUpdate>, DecodeError> {
-    let mut v = Vec::new();
-    for mut r in records(rd, 0, 8)? {
+    Framing::prefixed(0, 8).all(rd, |mut r| {
         r.skip(2)?;
         let event = r.u16()?;
-        if event == nx_event::ABBREV {
-            v.push(FlowUpdate::Abbrev {
-                event,
-                xid: r.u32()?,
-            });
-        } else {
-            let reason = r.u16()?;
-            let priority = r.u16()?;
-            let idle_timeout = r.u16()?;
-            let hard_timeout = r.u16()?;
-            let mlen = usize::from(r.u16()?);
-            let table_id = r.u8()?;
-            r.skip(1)?;
-            let cookie = r.u64()?;
-            let match_ = decode_match_at(&mut r, mlen, onf)?;
-            let instructions = if onf {
-                decode_instructions(OFP13, &mut r)?
-            } else {
-                let a = decode_flow_actions(
-                    OFP10,
-                    &mut r.with_err(DecodeError::BadActionLen),
-                    &match_,
-                )?;
-                if a.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![Instruction::ApplyActions(a)]
-                }
-            };
-            v.push(FlowUpdate::Full {
-                event,
-                table_id,
-                reason: u8::try_from(reason).map_err(|_| DecodeError::BadLength)?,
-                idle_timeout,
-                hard_timeout,
-                priority,
-                cookie,
-                match_,
-                instructions,
-            });
-            continue;
+        if event != nx_event::ABBREV {
+            return decode_nx_full_update(r, event, onf);
         }
+        let u = FlowUpdate::Abbrev {
+            event,
+            xid: r.u32()?,
+        };
         if !r.is_empty() {
             return Err(DecodeError::BadLength);
         }
-    }
-    Ok(v)
+        Ok(u)
+    })
+}
+
+/// A Nicira or ONF full update after its length and event (its actions or instructions
+/// run to the end of the record).
+fn decode_nx_full_update(mut r: Rd<'_>, event: u16, onf: bool) -> Result<FlowUpdate, DecodeError> {
+    let reason = r.u16()?;
+    let priority = r.u16()?;
+    let idle_timeout = r.u16()?;
+    let hard_timeout = r.u16()?;
+    let mlen = usize::from(r.u16()?);
+    let table_id = r.u8()?;
+    r.skip(1)?;
+    let cookie = r.u64()?;
+    let match_ = decode_match_at(&mut r, mlen, onf)?;
+    let instructions = if onf {
+        decode_instructions(OFP13, &mut r)?
+    } else {
+        let a = decode_flow_actions(OFP10, &mut r.with_err(DecodeError::BadActionLen), &match_)?;
+        if a.is_empty() {
+            Vec::new()
+        } else {
+            vec![Instruction::ApplyActions(a)]
+        }
+    };
+    Ok(FlowUpdate::Full {
+        event,
+        table_id,
+        reason: u8::try_from(reason).map_err(|_| DecodeError::BadLength)?,
+        idle_timeout,
+        hard_timeout,
+        priority,
+        cookie,
+        match_,
+        instructions,
+    })
 }
 
 pub(crate) fn encode_nx_updates(

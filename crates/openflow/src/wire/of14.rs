@@ -23,9 +23,10 @@
 
 use super::buf::{Rd, W};
 use super::error::DecodeError;
-use super::multipart::{decode_oxs, encode_oxs, records, OxsStats};
+use super::multipart::{decode_oxs, encode_oxs, OxsStats};
 use super::oxm::{decode_ofp_match, encode_ofp_match};
 use super::port::{decode_props, encode_props, Prop};
+use super::record::Framing;
 use crate::matches::Match;
 
 /// OpenFlow 1.4+ message type numbers added here.
@@ -203,14 +204,11 @@ fn encode_table_desc(out: &mut Vec<u8>, t: &TableDesc) {
 pub(crate) fn decode_table_status(rd: &mut Rd<'_>) -> Result<TableStatus, DecodeError> {
     let reason = rd.u8()?;
     rd.skip(7)?;
-    let mut v = records(rd, 0, 8)?;
-    match (v.pop(), v.is_empty()) {
-        (Some(r), true) => Ok(TableStatus {
-            reason,
-            table: decode_table_desc(r)?,
-        }),
-        _ => Err(DecodeError::BadLength),
-    }
+    let r = Framing::prefixed(0, 8).single(rd)?;
+    Ok(TableStatus {
+        reason,
+        table: decode_table_desc(r)?,
+    })
 }
 
 pub(crate) fn encode_table_status(out: &mut Vec<u8>, t: &TableStatus) {
@@ -261,11 +259,7 @@ fn encode_controller_status(out: &mut Vec<u8>, c: &ControllerStatus) {
 pub(crate) fn decode_controller_status_msg(
     rd: &mut Rd<'_>,
 ) -> Result<ControllerStatus, DecodeError> {
-    let mut v = records(rd, 0, 16)?;
-    match (v.pop(), v.is_empty()) {
-        (Some(r), true) => decode_controller_status(r),
-        _ => Err(DecodeError::BadLength),
-    }
+    decode_controller_status(Framing::prefixed(0, 16).single(rd)?)
 }
 
 pub(crate) fn encode_controller_status_msg(out: &mut Vec<u8>, c: &ControllerStatus) {
@@ -329,56 +323,14 @@ pub(crate) fn decode_reply(
 ) -> Result<Option<Rep>, DecodeError> {
     let v15 = version >= super::OFP15;
     Ok(Some(match ty {
-        mp::TABLE_DESC => Rep::TableDesc(
-            records(rd, 0, 8)?
-                .into_iter()
-                .map(decode_table_desc)
-                .collect::<Result<_, _>>()?,
-        ),
-        mp::QUEUE_DESC => Rep::QueueDesc(
-            records(rd, 8, 16)?
-                .into_iter()
-                .map(|mut r| {
-                    let port_no = r.u32()?;
-                    let queue_id = r.u32()?;
-                    r.skip(8)?;
-                    Ok(QueueDesc {
-                        port_no,
-                        queue_id,
-                        props: decode_props(&mut r)?,
-                    })
-                })
-                .collect::<Result<_, DecodeError>>()?,
-        ),
-        mp::FLOW_STATS if v15 => Rep::FlowStats(
-            records(rd, 0, 8)?
-                .into_iter()
-                .map(|mut r| {
-                    r.skip(4)?;
-                    let table_id = r.u8()?;
-                    let reason = r.u8()?;
-                    let priority = r.u16()?;
-                    let match_ = decode_ofp_match(&mut r)?;
-                    let stats = decode_oxs(&mut r)?;
-                    if !r.is_empty() {
-                        return Err(DecodeError::BadLength);
-                    }
-                    Ok(FlowStats15 {
-                        table_id,
-                        reason,
-                        priority,
-                        match_,
-                        stats,
-                    })
-                })
-                .collect::<Result<_, DecodeError>>()?,
-        ),
-        mp::CONTROLLER_STATUS if v15 => Rep::ControllerStatus(
-            records(rd, 0, 16)?
-                .into_iter()
-                .map(decode_controller_status)
-                .collect::<Result<_, _>>()?,
-        ),
+        mp::TABLE_DESC => Rep::TableDesc(Framing::prefixed(0, 8).all(rd, decode_table_desc)?),
+        mp::QUEUE_DESC => Rep::QueueDesc(Framing::prefixed(8, 16).all(rd, decode_queue_desc)?),
+        mp::FLOW_STATS if v15 => {
+            Rep::FlowStats(Framing::prefixed(0, 8).all(rd, decode_flow_stats15)?)
+        }
+        mp::CONTROLLER_STATUS if v15 => {
+            Rep::ControllerStatus(Framing::prefixed(0, 16).all(rd, decode_controller_status)?)
+        }
         mp::BUNDLE_FEATURES if v15 => {
             let capabilities = rd.u16()?;
             rd.skip(6)?;
@@ -389,6 +341,36 @@ pub(crate) fn decode_reply(
         }
         _ => return Ok(None),
     }))
+}
+
+fn decode_queue_desc(mut r: Rd<'_>) -> Result<QueueDesc, DecodeError> {
+    let port_no = r.u32()?;
+    let queue_id = r.u32()?;
+    r.skip(8)?;
+    Ok(QueueDesc {
+        port_no,
+        queue_id,
+        props: decode_props(&mut r)?,
+    })
+}
+
+fn decode_flow_stats15(mut r: Rd<'_>) -> Result<FlowStats15, DecodeError> {
+    r.skip(4)?;
+    let table_id = r.u8()?;
+    let reason = r.u8()?;
+    let priority = r.u16()?;
+    let match_ = decode_ofp_match(&mut r)?;
+    let stats = decode_oxs(&mut r)?;
+    if !r.is_empty() {
+        return Err(DecodeError::BadLength);
+    }
+    Ok(FlowStats15 {
+        table_id,
+        reason,
+        priority,
+        match_,
+        stats,
+    })
 }
 
 pub(crate) fn encode_table_descs(out: &mut Vec<u8>, v: &[TableDesc]) {

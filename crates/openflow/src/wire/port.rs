@@ -17,8 +17,9 @@
 //! the body without header or padding. Property lists must tile their bytes exactly;
 //! lengths below 4 or beyond the bytes present are `BadPropertyLen`.
 
-use super::buf::{pad8, Rd, W};
+use super::buf::{Rd, W};
 use super::error::{DecodeError, EncodeError};
+use super::record::Framing;
 use super::{OFP10, OFP13};
 use crate::actions::{port_from_of10, port_to_of10};
 
@@ -33,22 +34,14 @@ pub struct Prop {
 
 /// Decode a property list filling all of `rd`.
 pub(crate) fn decode_props(rd: &mut Rd<'_>) -> Result<Vec<Prop>, DecodeError> {
-    let mut out = Vec::new();
-    while !rd.is_empty() {
-        let ty = rd.peek_u16(0).ok_or(DecodeError::BadPropertyLen)?;
-        let len = usize::from(rd.peek_u16(2).ok_or(DecodeError::BadPropertyLen)?);
-        if len < 4 || len > rd.len() {
-            return Err(DecodeError::BadPropertyLen);
-        }
-        let b = rd.bytes(len).map_err(|_| DecodeError::BadPropertyLen)?;
-        let pad = (pad8(len) - len).min(rd.len());
-        rd.skip(pad)?;
-        out.push(Prop {
-            type_: ty,
-            data: b.get(4..).unwrap_or_default().to_vec(),
-        });
-    }
-    Ok(out)
+    Framing::padded_tlv(DecodeError::BadPropertyLen).each(rd, |mut p| {
+        let type_ = p.u16()?;
+        p.skip(2)?;
+        Ok(Prop {
+            type_,
+            data: p.rest().to_vec(),
+        })
+    })
 }
 
 /// Encode one property (header, body, padding).

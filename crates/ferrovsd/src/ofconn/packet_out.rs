@@ -1,0 +1,133 @@
+//! Packet-outs, batched.
+//!
+//! A packet-out is checked when it is read (buffer id, input port, frame length, and its
+//! actions against ofproto) and, if good, queued in the connection's [`OutBatch`]; a bad
+//! one is answered at once, after the batch so far has run, so answers stay in request
+//! order. The batch runs in order, in one call to the poll thread, when it holds
+//! [`OUT_BATCH_MAX`], before any other request is handled, and before the reader waits for
+//! input (see [`super::handle`] and [`super::conn`]). A queued packet-out the datapath then
+//! refuses gets `BAD_REQUEST/BAD_PACKET` at the flush.
+//!
+//! The batch belongs to the connection's reader thread. At the flush the packet-outs are
+//! translated there, under the OpenFlow state's lock, and only the resulting datapath
+//! actions go to the poll thread; the reader waits for that call to return.
+
+use super::conn::{reply_error, Conn};
+use super::BridgeOf;
+use openflow::actions::{OFPP_ANY, OFPP_CONTROLLER, OFPP_LOCAL, OFPP_MAX};
+use openflow::messages::err::bad_request;
+use openflow::messages::OFP_NO_BUFFER;
+use openflow::oxm::Field;
+use openflow::wire;
+use openflow::{Match, OfError};
+
+/// Packet-outs a batch holds before it runs.
+pub const OUT_BATCH_MAX: usize = 256;
+
+/// Validated packet-outs not yet run (see the module documentation).
+#[derive(Default)]
+pub struct OutBatch {
+    items: Vec<QueuedOut>,
+}
+
+struct QueuedOut {
+    in_port: u32,
+    data: Vec<u8>,
+    actions: Vec<openflow::Action>,
+    /// The request's first bytes, for an error reply.
+    req: Vec<u8>,
+}
+
+impl OutBatch {
+    /// Queues packet-out `po` (request bytes `msg`) if `allowed` (the role check) and the
+    /// packet-out itself are good; answers it at once otherwise.
+    pub fn queue(
+        &mut self,
+        b: &BridgeOf,
+        c: &Conn,
+        po: wire::PacketOut,
+        msg: &[u8],
+        allowed: Result<(), OfError>,
+    ) {
+        match allowed.and_then(|()| validate(b, po, msg)) {
+            Ok(q) => {
+                self.items.push(q);
+                if self.items.len() >= OUT_BATCH_MAX {
+                    self.flush(b, c);
+                }
+            }
+            Err(e) => {
+                // Answer in order: what was queued before this one runs first.
+                self.flush(b, c);
+                reply_error(c, c.version(), e, msg);
+            }
+        }
+    }
+
+    /// Runs the queued packet-outs, in order, in one poll-thread call, and answers those the
+    /// datapath refused.
+    pub fn flush(&mut self, b: &BridgeOf, c: &Conn) {
+        if self.items.is_empty() {
+            return;
+        }
+        // Translated here, on the connection's thread, under the OpenFlow state's lock: the
+        // poll thread only runs the datapath actions.
+        let (jobs, reqs): (Vec<_>, Vec<_>) = {
+            let of = b.udpif.of();
+            let now = datapath::clock::now_ms();
+            std::mem::take(&mut self.items)
+                .into_iter()
+                .map(|q| {
+                    let acts = ofproto::xlate::packet_out(&of, q.in_port, &q.data, &q.actions, now);
+                    ((q.in_port, q.data, acts), q.req)
+                })
+                .unzip()
+        };
+        let n = jobs.len();
+        let br = b.name.clone();
+        let done = b.pmd.call(move |sw| {
+            jobs.iter()
+                .map(|(in_port, data, actions)| sw.packet_out(&br, *in_port, data, actions).is_ok())
+                .collect::<Vec<bool>>()
+        });
+        let done = done.unwrap_or_else(|_| vec![false; n]);
+        for (ok, req) in done.into_iter().zip(reqs) {
+            if !ok {
+                reply_error(
+                    c,
+                    c.version(),
+                    OfError::bad_request(bad_request::BAD_PACKET),
+                    &req,
+                );
+            }
+        }
+    }
+}
+
+/// Checks a packet-out as far as it can be without running it.
+fn validate(b: &BridgeOf, po: wire::PacketOut, msg: &[u8]) -> Result<QueuedOut, OfError> {
+    if po.buffer_id != OFP_NO_BUFFER {
+        return Err(OfError::bad_request(bad_request::BUFFER_UNKNOWN));
+    }
+    let in_port = match po.in_port {
+        OFPP_ANY => OFPP_CONTROLLER,
+        p => p,
+    };
+    if !((1..=OFPP_MAX).contains(&in_port) || in_port == OFPP_LOCAL || in_port == OFPP_CONTROLLER) {
+        return Err(OfError::bad_request(bad_request::BAD_PORT));
+    }
+    if po.data.len() < 14 {
+        return Err(OfError::bad_request(bad_request::BAD_PACKET));
+    }
+    {
+        let of = b.udpif.of();
+        let m = Match::new().with(Field::InPort, u128::from(in_port));
+        of.check_actions(&m, &po.actions, true)?;
+    }
+    Ok(QueuedOut {
+        in_port,
+        data: po.data,
+        actions: po.actions,
+        req: msg.get(..64).unwrap_or(msg).to_vec(),
+    })
+}

@@ -1,0 +1,520 @@
+//! Multipart (statistics) requests and their replies.
+//!
+//! [`multipart`] answers every multipart request the codec decodes: the switch
+//! description, flow and aggregate statistics (standard and Nicira), table, port, group
+//! and meter statistics, descriptions and features, bundle features and controller status;
+//! table features are [`super::features`]'s and flow monitors [`super::monitor`]'s. OpenFlow
+//! 1.0's port description, which the codec leaves to 1.1+, is [`of10_port_desc`].
+//!
+//! Flow and aggregate statistics first wait for the datapath caches to push their counters
+//! (as a barrier does, see [`super::handle`]); group statistics always do. Everything is
+//! read under one short hold of the `Ofproto` lock per request, ports on the poll thread.
+//!
+//! Replies that may be long (flows, table features and descriptions) are split over
+//! several messages, all but the last flagged `OFPMPF_REPLY_MORE`, and there is always at
+//! least one. A flow statistics record the connection's version cannot express is left
+//! out rather than failing the whole reply. Any other reply too long for one message is
+//! `BAD_REQUEST/MULTIPART_BUFFER_OVERFLOW`.
+
+use super::conn::{reply_error, Conn};
+use super::handle::{sync, SYNC_TIMEOUT};
+use super::monitor::Form;
+use super::BridgeOf;
+use openflow::actions::{OFPG_ALL, OFPG_ANY, OFPP_ANY};
+use openflow::messages::err::bad_request;
+use openflow::messages::{OFPM_ALL, OFPTT_ALL};
+use openflow::wire::msg::{OFPBF_ATOMIC, OFPBF_ORDERED};
+use openflow::wire::multipart::OxsStats;
+use openflow::wire::multipart::{
+    AggregateStats, Desc, FlowStats, FlowStatsRequest, GroupDesc, GroupFeatures, GroupStats,
+    MeterConfig, MeterFeatures, MeterStats, TableStats,
+};
+use openflow::wire::of14::{BundleFeatures, FlowStats15};
+use openflow::wire::{self, Header, Message, MpReply, MpRequest, MultipartReply, PortStats};
+use openflow::OfError;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Flow statistics records per multipart reply message.
+const FLOWS_PER_REPLY: usize = 128;
+/// Table descriptions per message (a few dozen bytes each).
+const TABLE_DESCS_PER_REPLY: usize = 100;
+/// `OFPT_STATS_REPLY` in OpenFlow 1.0.
+const OFPT10_STATS_REPLY: u8 = 17;
+/// OpenFlow 1.0's (Nicira-defined) port description statistics type.
+pub const OF10_PORT_DESC: u16 = 13;
+
+/// Answers a multipart request. See the module documentation.
+pub fn multipart(
+    b: &Arc<BridgeOf>,
+    c: &Conn,
+    xid: u32,
+    req: wire::MultipartRequest,
+) -> Result<(), OfError> {
+    let now = datapath::clock::now_ms();
+    // The reply's type follows the request's (Nicira or standard).
+    let nx = matches!(req.body, MpRequest::NxFlow(_) | MpRequest::NxAggregate(_));
+    let body = match req.body {
+        MpRequest::Desc => desc(b),
+        MpRequest::Flow(r) | MpRequest::NxFlow(r) => {
+            send_flows(c, xid, flow_stats(b, c, &r, now), nx);
+            return Ok(());
+        }
+        MpRequest::Aggregate(r) | MpRequest::NxAggregate(r) => aggregate(b, c, &r, nx),
+        MpRequest::Table => table_stats(b),
+        MpRequest::TableFeatures(set) => return super::features::reply(b, c, xid, &set),
+        MpRequest::PortStats(port) => port_stats(b, port)?,
+        MpRequest::PortDesc(port) => port_desc(b, port)?,
+        MpRequest::Queue { .. } => MpReply::Queue(Vec::new()),
+        MpRequest::Group(id) => group_stats(b, id, now),
+        MpRequest::GroupDesc(id) => group_desc(b, id),
+        MpRequest::GroupFeatures => group_features(),
+        MpRequest::Meter(id) => meter_stats(b, id, now),
+        MpRequest::MeterConfig(id) => meter_config(b, id),
+        MpRequest::MeterFeatures => meter_features(),
+        MpRequest::Experimenter(_) => {
+            return Err(OfError::bad_request(bad_request::BAD_EXPERIMENTER));
+        }
+        MpRequest::TableDesc => {
+            let recs = super::status::table_descs(b);
+            send_chunked(c, xid, &recs, TABLE_DESCS_PER_REPLY, MpReply::TableDesc);
+            return Ok(());
+        }
+        MpRequest::FlowMonitor(reqs) => {
+            return super::monitor::request(b, c, xid, reqs, Form::Std);
+        }
+        MpRequest::NxFlowMonitor(reqs) => {
+            return super::monitor::request(b, c, xid, reqs, Form::Nx);
+        }
+        MpRequest::OnfFlowMonitor(reqs) => {
+            return super::monitor::request(b, c, xid, reqs, Form::Onf);
+        }
+        // No queues.
+        MpRequest::QueueDesc { .. } => MpReply::QueueDesc(Vec::new()),
+        MpRequest::ControllerStatus => {
+            MpReply::ControllerStatus(super::status::controller_statuses(b))
+        }
+        // Every commit is atomic and ordered; no scheduled commits.
+        MpRequest::BundleFeatures(_) => MpReply::BundleFeatures(BundleFeatures {
+            capabilities: OFPBF_ATOMIC | OFPBF_ORDERED,
+            props: Vec::new(),
+        }),
+        MpRequest::FlowStats15(r) => {
+            let recs = flow_stats15(b, c, &r, now);
+            send_chunked(c, xid, &recs, FLOWS_PER_REPLY, MpReply::FlowStats15);
+            return Ok(());
+        }
+    };
+    send_mp(c, xid, body);
+    Ok(())
+}
+
+/// Seconds and nanoseconds from `since_ms` to `now`.
+fn duration(now: u64, since_ms: u64) -> (u32, u32) {
+    let d = now.saturating_sub(since_ms);
+    ((d / 1000) as u32, ((d % 1000) * 1_000_000) as u32)
+}
+
+/// Sends a multipart reply body in one message.
+fn send_mp(c: &Conn, xid: u32, body: MpReply) {
+    let m = Message::MultipartReply(MultipartReply { flags: 0, body });
+    match wire::encode(&m, c.version(), xid) {
+        Ok(bytes) => c.send_raw(bytes),
+        Err(_) => {
+            // Too long or unrepresentable: nothing sensible can be sent in one piece.
+            reply_error(
+                c,
+                c.version(),
+                OfError::bad_request(bad_request::MULTIPART_BUFFER_OVERFLOW),
+                &[],
+            );
+        }
+    }
+}
+
+/// Sends `recs` as a multipart reply of at most `per` records a message, at least one
+/// message, `body` making each message's body.
+pub(super) fn send_chunked<T: Clone>(
+    c: &Conn,
+    xid: u32,
+    recs: &[T],
+    per: usize,
+    body: impl Fn(Vec<T>) -> MpReply,
+) {
+    let chunks: Vec<&[T]> = if recs.is_empty() {
+        vec![&[]]
+    } else {
+        recs.chunks(per).collect()
+    };
+    let n = chunks.len();
+    for (i, ch) in chunks.into_iter().enumerate() {
+        let m = Message::MultipartReply(MultipartReply {
+            flags: u16::from(i + 1 < n),
+            body: body(ch.to_vec()),
+        });
+        if let Ok(bytes) = wire::encode(&m, c.version(), xid) {
+            c.send_raw(bytes);
+        }
+    }
+}
+
+/// Sends flow statistics in chunks; records this version cannot express are skipped.
+fn send_flows(c: &Conn, xid: u32, flows: Vec<FlowStats>, nx: bool) {
+    let v = c.version();
+    let body = |f: Vec<FlowStats>| {
+        if nx {
+            MpReply::NxFlow(f)
+        } else {
+            MpReply::Flow(f)
+        }
+    };
+    let usable: Vec<FlowStats> = flows
+        .into_iter()
+        .filter(|f| {
+            let one = Message::MultipartReply(MultipartReply {
+                flags: 0,
+                body: body(vec![f.clone()]),
+            });
+            wire::encode(&one, v, xid).is_ok()
+        })
+        .collect();
+    send_chunked(c, xid, &usable, FLOWS_PER_REPLY, body);
+}
+
+/// The rules a flow or aggregate statistics request selects.
+fn selected_rules(b: &BridgeOf, r: &FlowStatsRequest) -> Vec<Arc<ofproto::Rule>> {
+    let of = b.udpif.of();
+    let mut out = Vec::new();
+    for t in of.tables() {
+        if r.table_id != OFPTT_ALL && r.table_id != t.id {
+            continue;
+        }
+        for rule in t.rules() {
+            if !rule.match_.refines(&r.match_)
+                || (rule.cookie & r.cookie_mask) != (r.cookie & r.cookie_mask)
+                || (r.out_port != OFPP_ANY && !rule.outputs_to(r.out_port))
+                || (r.out_group != OFPG_ANY && !rule.uses_group(r.out_group))
+            {
+                continue;
+            }
+            out.push(Arc::clone(rule));
+        }
+    }
+    out
+}
+
+fn desc(b: &BridgeOf) -> MpReply {
+    MpReply::Desc(Desc {
+        mfr_desc: "ferrovs".into(),
+        hw_desc: "ferrovs".into(),
+        sw_desc: env!("CARGO_PKG_VERSION").into(),
+        serial_num: "None".into(),
+        dp_desc: format!("ferrovs bridge {}", b.name),
+    })
+}
+
+/// Milliseconds since `rule` last saw a packet (since it was made, if never).
+fn idle_ms(rule: &ofproto::Rule, used: u64, now: u64) -> u64 {
+    now.saturating_sub(if used == 0 { rule.created_ms } else { used })
+}
+
+fn flow_stats(b: &BridgeOf, c: &Conn, r: &FlowStatsRequest, now: u64) -> Vec<FlowStats> {
+    sync(b, c, true);
+    selected_rules(b, r)
+        .into_iter()
+        .map(|rule| {
+            let (packets, bytes, used) = rule.stats.get();
+            let (s, ns) = duration(now, rule.created_ms);
+            let idle = idle_ms(&rule, used, now);
+            FlowStats {
+                table_id: rule.table_id,
+                duration_sec: s,
+                duration_nsec: ns,
+                priority: rule.priority,
+                idle_timeout: rule.idle_timeout,
+                hard_timeout: rule.hard_timeout,
+                flags: rule.flags.0,
+                importance: 0,
+                cookie: rule.cookie,
+                packet_count: packets,
+                byte_count: bytes,
+                idle_age: (idle / 1000).min(u64::from(u16::MAX)) as u16,
+                hard_age: (now.saturating_sub(rule.modified_ms) / 1000).min(u64::from(u16::MAX))
+                    as u16,
+                match_: rule.match_.clone(),
+                instructions: rule.instructions.clone(),
+            }
+        })
+        .collect()
+}
+
+fn flow_stats15(b: &BridgeOf, c: &Conn, r: &FlowStatsRequest, now: u64) -> Vec<FlowStats15> {
+    sync(b, c, true);
+    selected_rules(b, r)
+        .into_iter()
+        .map(|rule| {
+            let (packets, bytes, used) = rule.stats.get();
+            let (s, ns) = duration(now, rule.created_ms);
+            let idle = idle_ms(&rule, used, now);
+            FlowStats15 {
+                table_id: rule.table_id,
+                reason: 0,
+                priority: rule.priority,
+                match_: rule.match_.clone(),
+                stats: OxsStats {
+                    duration_sec: s,
+                    duration_nsec: ns,
+                    idle_time: Some(((idle / 1000) as u32, ((idle % 1000) * 1_000_000) as u32)),
+                    flow_count: None,
+                    packet_count: packets,
+                    byte_count: bytes,
+                },
+            }
+        })
+        .collect()
+}
+
+fn aggregate(b: &BridgeOf, c: &Conn, r: &FlowStatsRequest, nx: bool) -> MpReply {
+    sync(b, c, true);
+    let rules = selected_rules(b, r);
+    let mut a = AggregateStats::default();
+    for rule in &rules {
+        let (p, by, _) = rule.stats.get();
+        a.packet_count += p;
+        a.byte_count += by;
+    }
+    a.flow_count = rules.len() as u32;
+    if nx {
+        MpReply::NxAggregate(a)
+    } else {
+        MpReply::Aggregate(a)
+    }
+}
+
+fn table_stats(b: &BridgeOf) -> MpReply {
+    let of = b.udpif.of();
+    MpReply::Table(
+        of.tables()
+            .iter()
+            .filter(|t| t.id < 254)
+            .map(|t| TableStats {
+                table_id: t.id,
+                name: t.name.clone(),
+                wildcards: 0x003f_ffff,
+                max_entries: t.max_entries.min(u32::MAX as usize) as u32,
+                active_count: t.len() as u32,
+                lookup_count: t.lookup_count.load(Ordering::Relaxed),
+                matched_count: t.matched_count.load(Ordering::Relaxed),
+            })
+            .collect(),
+    )
+}
+
+fn port_stats(b: &BridgeOf, port: u32) -> Result<MpReply, OfError> {
+    let ports = b
+        .ports()
+        .map_err(|_| OfError::bad_request(bad_request::EPERM))?;
+    let (s, ns) = {
+        let d = b.created.elapsed();
+        (d.as_secs() as u32, d.subsec_nanos())
+    };
+    let sel: Vec<PortStats> = ports
+        .iter()
+        .filter(|p| port == OFPP_ANY || p.desc.port_no == port)
+        .map(|p| PortStats {
+            port_no: p.desc.port_no,
+            rx_packets: p.stats.rx_packets,
+            tx_packets: p.stats.tx_packets,
+            rx_bytes: p.stats.rx_bytes,
+            tx_bytes: p.stats.tx_bytes,
+            rx_dropped: p.stats.rx_dropped,
+            tx_dropped: p.stats.tx_dropped,
+            rx_errors: p.stats.rx_errors,
+            tx_errors: p.stats.tx_errors,
+            rx_frame_err: 0,
+            rx_over_err: 0,
+            rx_crc_err: 0,
+            collisions: 0,
+            duration_sec: s,
+            duration_nsec: ns,
+            ethernet: true,
+            props: Vec::new(),
+        })
+        .collect();
+    if sel.is_empty() && port != OFPP_ANY {
+        return Err(OfError::bad_request(bad_request::BAD_PORT));
+    }
+    Ok(MpReply::PortStats(sel))
+}
+
+fn port_desc(b: &BridgeOf, port: u32) -> Result<MpReply, OfError> {
+    let ports = b
+        .ports()
+        .map_err(|_| OfError::bad_request(bad_request::EPERM))?;
+    Ok(MpReply::PortDesc(
+        ports
+            .into_iter()
+            .filter(|p| port == OFPP_ANY || p.desc.port_no == port)
+            .map(|p| p.desc)
+            .collect(),
+    ))
+}
+
+/// OVS's port-description statistics for OpenFlow 1.0 (stats type 13), which the codec
+/// leaves to 1.1+: the ports are laid out as in a 1.0 features reply.
+pub fn of10_port_desc(b: &BridgeOf, c: &Conn, h: Header) {
+    let ports: Vec<wire::Port> = b
+        .ports()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| p.desc)
+        .collect();
+    let f = Message::FeaturesReply(wire::SwitchFeatures {
+        ports,
+        ..Default::default()
+    });
+    let Ok(fr) = wire::encode(&f, wire::OFP10, h.xid) else {
+        return;
+    };
+    let body = fr.get(32..).unwrap_or_default();
+    let len = 12 + body.len();
+    let Ok(len16) = u16::try_from(len) else {
+        return;
+    };
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(&[wire::OFP10, OFPT10_STATS_REPLY]);
+    out.extend_from_slice(&len16.to_be_bytes());
+    out.extend_from_slice(&h.xid.to_be_bytes());
+    out.extend_from_slice(&OF10_PORT_DESC.to_be_bytes());
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(body);
+    c.send_raw(out);
+}
+
+fn group_stats(b: &BridgeOf, id: u32, now: u64) -> MpReply {
+    b.udpif.sync(SYNC_TIMEOUT);
+    let of = b.udpif.of();
+    let refs = |g: u32| {
+        of.tables()
+            .iter()
+            .flat_map(|t| t.rules())
+            .filter(|r| r.uses_group(g))
+            .count() as u32
+    };
+    MpReply::Group(
+        of.groups()
+            .values()
+            .filter(|g| id == OFPG_ALL || g.id == id)
+            .map(|g| {
+                let (s, ns) = duration(now, g.created_ms);
+                GroupStats {
+                    group_id: g.id,
+                    ref_count: refs(g.id),
+                    packet_count: g.packet_count,
+                    byte_count: g.byte_count,
+                    duration_sec: s,
+                    duration_nsec: ns,
+                    buckets: g
+                        .bucket_packets
+                        .iter()
+                        .zip(g.bucket_bytes.iter())
+                        .map(|(p, by)| (*p, *by))
+                        .collect(),
+                }
+            })
+            .collect(),
+    )
+}
+
+fn group_desc(b: &BridgeOf, id: u32) -> MpReply {
+    let of = b.udpif.of();
+    MpReply::GroupDesc(
+        of.groups()
+            .values()
+            .filter(|g| id == OFPG_ALL || g.id == id)
+            .map(|g| GroupDesc {
+                group_type: g.kind,
+                group_id: g.id,
+                buckets: g.buckets.clone(),
+            })
+            .collect(),
+    )
+}
+
+fn group_features() -> MpReply {
+    MpReply::GroupFeatures(GroupFeatures {
+        types: 0xf,
+        capabilities: 0xf,
+        max_groups: [65535; 4],
+        // Every OpenFlow 1.3 action type (bit = type number).
+        actions: [0x03ff_fff9; 4],
+    })
+}
+
+fn meter_stats(b: &BridgeOf, id: u32, now: u64) -> MpReply {
+    let of = b.udpif.of();
+    let counts = of.meter_flow_counts();
+    MpReply::Meter(
+        of.meters()
+            .values()
+            .filter(|m| id == OFPM_ALL || m.id == id)
+            .map(|m| {
+                let d = (now * 1000).saturating_sub(m.created_us);
+                MeterStats {
+                    meter_id: m.id,
+                    flow_count: counts.get(&m.id).copied().unwrap_or(0) as u32,
+                    packet_in_count: m.packet_in_count,
+                    byte_in_count: m.byte_in_count,
+                    duration_sec: (d / 1_000_000) as u32,
+                    duration_nsec: ((d % 1_000_000) * 1000) as u32,
+                    bands: m
+                        .bands
+                        .iter()
+                        .map(|x| (x.packet_count, x.byte_count))
+                        .collect(),
+                }
+            })
+            .collect(),
+    )
+}
+
+fn meter_config(b: &BridgeOf, id: u32) -> MpReply {
+    let of = b.udpif.of();
+    MpReply::MeterConfig(
+        of.meter_specs()
+            .iter()
+            .filter(|(k, _)| id == OFPM_ALL || **k == id)
+            .map(|(k, mm)| MeterConfig {
+                flags: mm.flags.0,
+                meter_id: *k,
+                bands: mm.bands.clone(),
+            })
+            .collect(),
+    )
+}
+
+fn meter_features() -> MpReply {
+    MpReply::MeterFeatures(MeterFeatures {
+        max_meter: 65536,
+        band_types: (1 << 1) | (1 << 2),
+        capabilities: 0xf,
+        max_bands: 8,
+        max_color: 0,
+        features: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_split_into_seconds_and_nanoseconds() {
+        assert_eq!(duration(5_250, 1_000), (4, 250_000_000));
+        assert_eq!(
+            duration(1_000, 5_000),
+            (0, 0),
+            "a clock read before creation"
+        );
+    }
+}

@@ -1,0 +1,227 @@
+//! Nicira vendor/experimenter actions (id 0x00002320).
+//!
+//! Decoded: `resubmit`, `resubmit_table`, `set_queue`, `group` (OpenFlow 1.0's form),
+//! `reg_load`, `reg_load2`, `dec_ttl` (without controller ids), `push_mpls`, `pop_mpls`,
+//! `set_mpls_ttl`, `dec_mpls_ttl`, `set_mpls_label`, `set_mpls_tc`, `set_tunnel` and
+//! `set_tunnel64`: the ones with a model meaning. Others (`learn`, `ct`, `note`,
+//! `conjunction`, `controller`, `sample`, stack push/pop...) are
+//! `BadActionExpType(subtype)`. Each has its exact length (16 bytes, 24 for
+//! `set_tunnel64` and `reg_load`).
+//!
+//! A register load names its field with an NXM header and its bits with an offset and a
+//! width; it becomes a (possibly masked) set-field. Fields whose NXM form is not the
+//! model's bits (16-bit in_port, the VLAN TCI, the ToS byte) cannot be loaded bit-wise
+//! and are `BadActionArgument`, as are loads outside the field. On encode, a write of a
+//! contiguous run of at most 64 bits is a `reg_load`, anything else a `reg_load2` (an
+//! OXM TLV with a mask).
+
+use super::of11::decode_set_field_tlv;
+use super::{at, begin, finish, nxast, want, NX_VENDOR_ID};
+use crate::actions::{port_from_of10, port_to_of10, Action, OFPP_IN_PORT};
+use crate::oxm::{ones, Field};
+use crate::wire::buf::{Rd, W};
+use crate::wire::error::DecodeError;
+use crate::wire::oxm::{decode_tlvs, encode_field, Mode};
+
+pub(super) fn decode_vendor_action(len: usize, a: &mut Rd<'_>) -> Result<Action, DecodeError> {
+    let vendor = a.u32()?;
+    if vendor != NX_VENDOR_ID {
+        return Err(DecodeError::BadActionExperimenter(vendor));
+    }
+    let sub = a.u16()?;
+    let nx16 = |len| want(len, 16);
+    let sf = |field, value: u128| Action::SetField {
+        field,
+        value,
+        mask: None,
+    };
+    let port_or_none = |p: u16| {
+        let p = port_from_of10(p);
+        (p != OFPP_IN_PORT).then_some(p)
+    };
+    Ok(match sub {
+        nxast::RESUBMIT => {
+            nx16(len)?;
+            Action::Resubmit {
+                in_port: port_or_none(a.u16()?),
+                table: None,
+            }
+        }
+        nxast::RESUBMIT_TABLE => {
+            nx16(len)?;
+            let in_port = port_or_none(a.u16()?);
+            let t = a.u8()?;
+            Action::Resubmit {
+                in_port,
+                table: (t != 0xff).then_some(t),
+            }
+        }
+        nxast::SET_QUEUE => {
+            nx16(len)?;
+            a.skip(2)?;
+            Action::SetQueue(a.u32()?)
+        }
+        nxast::GROUP => {
+            nx16(len)?;
+            a.skip(2)?;
+            Action::Group(a.u32()?)
+        }
+        nxast::SET_TUNNEL => {
+            nx16(len)?;
+            a.skip(2)?;
+            sf(Field::TunnelId, u128::from(a.u32()?))
+        }
+        nxast::SET_TUNNEL64 => {
+            want(len, 24)?;
+            a.skip(6)?;
+            sf(Field::TunnelId, u128::from(a.u64()?))
+        }
+        nxast::DEC_TTL => {
+            nx16(len)?;
+            Action::DecNwTtl
+        }
+        nxast::PUSH_MPLS => {
+            nx16(len)?;
+            Action::PushMpls(a.u16()?)
+        }
+        nxast::POP_MPLS => {
+            nx16(len)?;
+            Action::PopMpls(a.u16()?)
+        }
+        nxast::SET_MPLS_TTL => {
+            nx16(len)?;
+            Action::SetMplsTtl(a.u8()?)
+        }
+        nxast::DEC_MPLS_TTL => {
+            nx16(len)?;
+            Action::DecMplsTtl
+        }
+        nxast::SET_MPLS_LABEL => {
+            nx16(len)?;
+            a.skip(2)?;
+            sf(Field::MplsLabel, u128::from(a.u32()?))
+        }
+        nxast::SET_MPLS_TC => {
+            nx16(len)?;
+            sf(Field::MplsTc, u128::from(a.u8()?))
+        }
+        nxast::REG_LOAD => {
+            want(len, 24)?;
+            let ofs_nbits = a.u16()?;
+            let hdr = a.u32()?;
+            let value = a.u64()?;
+            decode_reg_load(ofs_nbits, hdr, value)?
+        }
+        nxast::REG_LOAD2 => decode_set_field_tlv(a)?,
+        other => return Err(DecodeError::BadActionExpType(other)),
+    })
+}
+
+fn decode_reg_load(ofs_nbits: u16, hdr: u32, value: u64) -> Result<Action, DecodeError> {
+    let ofs = u32::from(ofs_nbits >> 6);
+    let nbits = u32::from(ofs_nbits & 0x3f) + 1;
+    // Build a fake TLV of the right length to reuse the header lookup.
+    let class = (hdr >> 16) as u16;
+    let num = ((hdr >> 9) & 0x7f) as u8;
+    let plen = (hdr & 0xff) as usize;
+    // Fields whose NXM form is not the model's bits (16-bit in_port, the TCI, the ToS
+    // byte) cannot be loaded bit-wise into the model field.
+    if class == 0 && matches!(num, 0 | 4 | 5) {
+        return Err(DecodeError::BadActionArgument);
+    }
+    if hdr & 0x100 != 0 {
+        return Err(DecodeError::BadActionArgument);
+    }
+    let mut tlv = Vec::with_capacity(4 + plen);
+    tlv.u32(hdr);
+    tlv.zeros(plen);
+    let entries = decode_tlvs(&mut Rd::new(&tlv, DecodeError::BadActionArgument))
+        .map_err(|_| DecodeError::BadActionArgument)?;
+    let field = match entries.as_slice() {
+        [e] => e.field,
+        _ => return Err(DecodeError::BadActionArgument),
+    };
+    if ofs + nbits > field.bits() || nbits > 64 {
+        return Err(DecodeError::BadActionArgument);
+    }
+    if u128::from(value) >> nbits != 0 {
+        return Err(DecodeError::BadActionArgument);
+    }
+    let mask = ones(nbits) << ofs;
+    Ok(Action::SetField {
+        field,
+        value: u128::from(value) << ofs,
+        mask: (mask != field.max()).then_some(mask),
+    })
+}
+
+pub(super) fn nx_begin(out: &mut Vec<u8>, sub: u16) -> usize {
+    let s = begin(out, at::EXPERIMENTER);
+    out.u32(NX_VENDOR_ID);
+    out.u16(sub);
+    s
+}
+
+fn contiguous(mask: u128) -> Option<(u32, u32)> {
+    if mask == 0 {
+        return None;
+    }
+    let ofs = mask.trailing_zeros();
+    let run = mask >> ofs;
+    let n = run.trailing_ones();
+    (run.checked_shr(n).unwrap_or(0) == 0).then_some((ofs, n))
+}
+
+/// The header family for a register load into `field`: Nicira's, except for the fields
+/// whose NXM form is not the model's bits (in_port, the VLAN TCI, the ToS byte), which
+/// use their OXM header (OVS accepts either).
+fn load_mode(field: Field) -> Mode {
+    match field {
+        Field::InPort | Field::VlanVid | Field::IpDscp => Mode::Oxm,
+        _ => Mode::Nxm,
+    }
+}
+
+/// Nicira `reg_load` if the write is a contiguous run of at most 64 bits, else
+/// `reg_load2` (an OXM TLV with a mask).
+pub(super) fn encode_nx_load(out: &mut Vec<u8>, field: Field, value: u128, mask: Option<u128>) {
+    let m = mask.unwrap_or_else(|| field.max());
+    if let Some((ofs, n)) = contiguous(m) {
+        if n <= 64 && ofs < 1024 {
+            let mut tlv = Vec::new();
+            encode_field(&mut tlv, field, 0, None, load_mode(field));
+            if tlv.len() >= 4 {
+                let hdr = u32::from_be_bytes([tlv[0], tlv[1], tlv[2], tlv[3]]);
+                let s = nx_begin(out, nxast::REG_LOAD);
+                out.u16(((ofs as u16) << 6) | ((n - 1) as u16));
+                out.u32(hdr);
+                out.u64(((value & m) >> ofs) as u64);
+                finish(out, s);
+                return;
+            }
+        }
+    }
+    let s = nx_begin(out, nxast::REG_LOAD2);
+    encode_field(out, field, value, mask, load_mode(field));
+    finish(out, s);
+}
+
+pub(super) fn encode_nx_common(out: &mut Vec<u8>, a: &Action) -> bool {
+    let s;
+    match *a {
+        Action::Resubmit { in_port, table } => {
+            let p = in_port.and_then(port_to_of10).unwrap_or(0xfff8);
+            if let Some(t) = table {
+                s = nx_begin(out, nxast::RESUBMIT_TABLE);
+                out.u16(p);
+                out.u8(t);
+            } else {
+                s = nx_begin(out, nxast::RESUBMIT);
+                out.u16(p);
+            }
+        }
+        _ => return false,
+    }
+    finish(out, s);
+    true
+}

@@ -1,0 +1,143 @@
+//! OpenFlow 1.1+ actions: 1.3's full set plus `push_pbb`/`pop_pbb`, and 1.5's meter
+//! action.
+//!
+//! Fixed-size actions must be exactly 8 bytes (output: 16). `set_field` carries one OXM
+//! TLV padded to 8: an unknown field is `BadSetType`, a wrong payload length
+//! `BadSetLen`, anything else wrong with the TLV (or more than one TLV)
+//! `BadActionArgument`. A masked `set_field` is native in OpenFlow 1.5; earlier it is
+//! written as a Nicira register load ([`super::nicira`]). Experimenter actions are
+//! Nicira's or `BadActionExperimenter`.
+
+use super::nicira::{decode_vendor_action, encode_nx_common, encode_nx_load};
+use super::{at, begin, finish, want};
+use crate::actions::Action;
+use crate::wire::buf::{Rd, W};
+use crate::wire::error::DecodeError;
+use crate::wire::oxm::{decode_tlvs, encode_field, Mode};
+use crate::wire::OFP15;
+
+pub(super) fn decode_of11_action(
+    ty: u16,
+    len: usize,
+    a: &mut Rd<'_>,
+) -> Result<Action, DecodeError> {
+    use at::*;
+    let simple = |len, act| want(len, 8).map(|_| act);
+    Ok(match ty {
+        OUTPUT => {
+            want(len, 16)?;
+            let port = a.u32()?;
+            Action::Output {
+                port,
+                max_len: a.u16()?,
+            }
+        }
+        COPY_TTL_OUT => simple(len, Action::CopyTtlOut)?,
+        COPY_TTL_IN => simple(len, Action::CopyTtlIn)?,
+        DEC_MPLS_TTL => simple(len, Action::DecMplsTtl)?,
+        POP_VLAN => simple(len, Action::PopVlan)?,
+        DEC_NW_TTL => simple(len, Action::DecNwTtl)?,
+        POP_PBB => simple(len, Action::PopPbb)?,
+        SET_MPLS_TTL => simple(len, Action::SetMplsTtl(a.u8()?))?,
+        SET_NW_TTL => simple(len, Action::SetNwTtl(a.u8()?))?,
+        PUSH_VLAN => simple(len, Action::PushVlan(a.u16()?))?,
+        PUSH_MPLS => simple(len, Action::PushMpls(a.u16()?))?,
+        POP_MPLS => simple(len, Action::PopMpls(a.u16()?))?,
+        PUSH_PBB => simple(len, Action::PushPbb(a.u16()?))?,
+        SET_QUEUE => simple(len, Action::SetQueue(a.u32()?))?,
+        GROUP => simple(len, Action::Group(a.u32()?))?,
+        METER => simple(len, Action::Meter(a.u32()?))?,
+        SET_FIELD => decode_set_field_tlv(a)?,
+        EXPERIMENTER => decode_vendor_action(len, a)?,
+        other => return Err(DecodeError::BadActionType(other)),
+    })
+}
+
+/// One OXM TLV (plus padding) as a set-field action.
+pub(super) fn decode_set_field_tlv(a: &mut Rd<'_>) -> Result<Action, DecodeError> {
+    let tlv_len = 4 + usize::from(a.peek().get(3).copied().ok_or(DecodeError::BadSetLen)?);
+    let mut t = Rd::new(
+        a.bytes(tlv_len).map_err(|_| DecodeError::BadSetLen)?,
+        DecodeError::BadSetLen,
+    );
+    let entries = decode_tlvs(&mut t).map_err(|e| match e {
+        DecodeError::BadField(..) => DecodeError::BadSetType,
+        DecodeError::BadFieldLen(..) => DecodeError::BadSetLen,
+        _ => DecodeError::BadActionArgument,
+    })?;
+    match entries.as_slice() {
+        [e] => Ok(Action::SetField {
+            field: e.field,
+            value: e.value,
+            mask: e.mask,
+        }),
+        _ => Err(DecodeError::BadActionArgument),
+    }
+}
+
+pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
+    use at::*;
+    if encode_nx_common(out, a) {
+        return;
+    }
+    let s;
+    match *a {
+        Action::Output { port, max_len } => {
+            s = begin(out, OUTPUT);
+            out.u32(port);
+            out.u16(max_len);
+        }
+        Action::Group(g) => {
+            s = begin(out, GROUP);
+            out.u32(g);
+        }
+        Action::SetQueue(q) => {
+            s = begin(out, SET_QUEUE);
+            out.u32(q);
+        }
+        Action::Meter(m) => {
+            s = begin(out, METER);
+            out.u32(m);
+        }
+        Action::SetMplsTtl(t) => {
+            s = begin(out, SET_MPLS_TTL);
+            out.u8(t);
+        }
+        Action::DecMplsTtl => s = begin(out, DEC_MPLS_TTL),
+        Action::SetNwTtl(t) => {
+            s = begin(out, SET_NW_TTL);
+            out.u8(t);
+        }
+        Action::DecNwTtl => s = begin(out, DEC_NW_TTL),
+        Action::CopyTtlOut => s = begin(out, COPY_TTL_OUT),
+        Action::CopyTtlIn => s = begin(out, COPY_TTL_IN),
+        Action::PushVlan(t) => {
+            s = begin(out, PUSH_VLAN);
+            out.u16(t);
+        }
+        Action::PopVlan => s = begin(out, POP_VLAN),
+        Action::PushMpls(t) => {
+            s = begin(out, PUSH_MPLS);
+            out.u16(t);
+        }
+        Action::PopMpls(t) => {
+            s = begin(out, POP_MPLS);
+            out.u16(t);
+        }
+        Action::PushPbb(t) => {
+            s = begin(out, PUSH_PBB);
+            out.u16(t);
+        }
+        Action::PopPbb => s = begin(out, POP_PBB),
+        Action::SetField { field, value, mask } => {
+            if mask.is_some() && version < OFP15 {
+                encode_nx_load(out, field, value, mask);
+                return;
+            }
+            s = begin(out, SET_FIELD);
+            encode_field(out, field, value, mask, Mode::Oxm);
+        }
+        Action::Resubmit { .. } => return,
+    }
+    finish(out, s);
+}
