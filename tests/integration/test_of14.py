@@ -138,6 +138,10 @@ def test_role_status_and_requestforward_between_two_controllers(daemon, net):
         c2.none_of_type(30, wait=0.5)
         # c1 (now a slave) asks for forwarded group and meter mods (OFPACPT_REQUESTFORWARD_SLAVE).
         c1.send(28, struct.pack("!HHI", 10, 8, 0x3), xid=5)
+        # The two connections are served by different threads: c1's set_async must be in
+        # effect before c2's group_mod is handled, so wait for c1's barrier reply.
+        c1.send(20, b"", xid=6)
+        c1.recv_type(21)
         body, xid = group_mod14(9, 1, 0x77)
         c2.send(15, body, xid=xid)
         m = c1.recv_type(32)  # OFPT_REQUESTFORWARD

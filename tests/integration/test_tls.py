@@ -259,7 +259,10 @@ def test_another_cas_certificates_are_refused_both_ways(pki):
         # A client whose certificate another CA signed.
         assert vsctl_ssl(pki, port, "show", bad=True, check=False).returncode != 0
         assert ofctl(pki, "show", target, bad=True, check=False).returncode != 0
-        wait_for(lambda: sw.log().count("UnknownIssuer") >= 2, what="both refusals logged")
+        try:
+            wait_for(lambda: sw.log().count("UnknownIssuer") >= 2, timeout=30)
+        except AssertionError:
+            raise AssertionError("both refusals not logged; log:\n" + sw.log()[-4000:])
         # A switch whose certificate another CA signed: the controller refuses it.
         sw.vsctl("set-ssl", pki.bad_switch_key, pki.bad_switch_cert, pki.controller_ca)
         time.sleep(0.5)
