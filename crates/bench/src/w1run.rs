@@ -5,7 +5,6 @@
 //! per-batch fabric work: receive, module lookup, per-destination grouping, transmit, free.
 
 use datapath::module::VlanMode;
-use datapath::registry;
 use datapath::{cycles, Switch};
 use netdev::Options;
 use packet::{Batch, Pool};
@@ -65,8 +64,8 @@ pub fn run(
     settings: &[(String, String)],
 ) -> Result<W1Result, String> {
     let mut sw = Switch::new(datapath::switch::DEFAULT_POOL);
-    let m = registry::create(module_name)?;
-    sw.add_bridge("w1", m, None)?;
+    let ofctl::Created { logic, openflow } = ofctl::create(module_name)?;
+    sw.add_bridge("w1", logic, None)?;
     for (k, v) in settings {
         sw.configure_bridge("w1", k, v)?;
     }
@@ -78,7 +77,19 @@ pub fn run(
     let tx = netdev::open("w1-tx", "null", &Options::new()).map_err(|e| e.to_string())?;
     sw.add_port("w1", tx, Some(2), VlanMode::Trunk(None))?;
     for (verb, args) in module_setup(module_name, rule_set)? {
-        sw.module_command("w1", verb, &args, false)?;
+        match &openflow {
+            // This thread runs the switch's only loop: the verb revalidates inline.
+            Some(u) => ofctl::run_as(
+                u,
+                verb,
+                &args,
+                false,
+                sw.now_ms(),
+                ofctl::Caller::PollThread,
+            )
+            .map(|_| ())?,
+            None => sw.module_command("w1", verb, &args, false).map(|_| ())?,
+        }
     }
     if module_name == "learning" {
         // Teach the bridge where the W1 destination MAC lives (behind the sink), as a
@@ -202,15 +213,18 @@ fn run_on(
     settings: &[(String, String)],
     n: usize,
 ) -> Result<W1Result, String> {
-    let m = registry::create(module_name)?;
-    dp.add_bridge("w1", m, None)?;
+    let ofctl::Created { logic, openflow } = ofctl::create(module_name)?;
+    dp.add_bridge("w1", logic, None)?;
     for (k, v) in settings {
         dp.configure_bridge("w1", k, v)?;
     }
     let tx = netdev::open("w1-tx", "null", &Options::new()).map_err(|e| e.to_string())?;
     dp.add_port("w1", tx, Some(2), VlanMode::Trunk(None))?;
     for (verb, args) in module_setup(module_name, rule_set)? {
-        dp.module_command("w1", verb, &args, false)?;
+        match &openflow {
+            Some(u) => ofctl::run(u, verb, &args, false, datapath::clock::now_ms()).map(|_| ())?,
+            None => dp.module_command("w1", verb, &args, false).map(|_| ())?,
+        }
     }
     if n > 1 && !dp.is_replicated("w1") {
         return Err(format!(

@@ -7,7 +7,6 @@
 //! established flow's delivered packets on its own sink port.
 
 use datapath::module::VlanMode;
-use datapath::registry;
 use datapath::Switch;
 use netdev::Options;
 use std::time::{Duration, Instant};
@@ -72,7 +71,9 @@ pub fn run(
     secs: f64,
 ) -> Result<W4Result, String> {
     let mut sw = Switch::new(datapath::switch::DEFAULT_POOL);
-    sw.add_bridge("w4", registry::create("openflow")?, None)?;
+    let ofctl::Created { logic, openflow } = ofctl::create("openflow")?;
+    let u = openflow.ok_or("the openflow module has OpenFlow state")?;
+    sw.add_bridge("w4", logic, None)?;
     let null = |sw: &mut Switch, name: &str, ofport: u32| -> Result<(), String> {
         let p = netdev::open(name, "null", &Options::new()).map_err(|e| e.to_string())?;
         sw.add_port("w4", p, Some(ofport), VlanMode::Trunk(None))?;
@@ -85,8 +86,17 @@ pub fn run(
         "priority=5,in_port=3,actions=output:4".into(),
         "priority=5,in_port=1,actions=output:2".into(),
     ];
-    sw.module_command("w4", "del-flows", &[], false)?;
-    sw.module_command("w4", "add-flows", &rules, false)?;
+    // This thread runs the switch's only loop: the verbs revalidate inline.
+    let now = sw.now_ms();
+    ofctl::run_as(&u, "del-flows", &[], false, now, ofctl::Caller::PollThread)?;
+    ofctl::run_as(
+        &u,
+        "add-flows",
+        &rules,
+        false,
+        now,
+        ofctl::Caller::PollThread,
+    )?;
     let mut o = Options::new();
     o.insert("rx_pcap".into(), established.into());
     o.insert("infinite_rx".into(), "true".into());

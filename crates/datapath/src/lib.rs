@@ -9,8 +9,9 @@
 //!   [`fasthash`] serve them.
 //! * [`ofmodule`]: the `openflow` module, OVS's caching datapath: [`emc`] (exact-match cache)
 //!   and [`dpcls`] (megaflow classifier) on the poll thread, [`udpif`] (upcall handler and
-//!   revalidator threads, and the state they share with the control plane) behind them;
-//!   [`ofcommands`]: the ovs-ofctl-style verbs on that state.
+//!   revalidator threads, and the state they share with the control plane) behind them.
+//!   The OpenFlow verbs on that state (flows, groups, meters, trace) live above, in `ofctl`:
+//!   this crate knows neither the OpenFlow text syntax nor the wire codec.
 //! * [`bridge`]: a bridge's ports and the fabric's per-batch forwarding pass.
 //! * [`switch`]: all bridges of one poll thread, the buffer pool, control operations and the
 //!   status reports (`show`, `dump-ports`, `pmd-stats-show`).
@@ -39,7 +40,6 @@ pub mod fasthash;
 pub mod flowtable;
 pub mod learning;
 pub mod module;
-pub mod ofcommands;
 pub mod ofmodule;
 pub mod patch;
 pub mod pmd;

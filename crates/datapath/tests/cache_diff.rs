@@ -5,7 +5,8 @@
 //! would deliver a frame the uncached pipeline does not.
 
 use datapath::module::VlanMode;
-use datapath::registry;
+use datapath::ofmodule::OpenFlow;
+use datapath::udpif::Udpif;
 use datapath::Switch;
 use netdev::{Port, PortStats};
 use packet::{Batch, Pool};
@@ -45,10 +46,24 @@ impl Port for Sink {
     }
 }
 
-fn switch(cache: bool) -> (Switch, Vec<Log>) {
+/// An OpenFlow verb, from the thread that runs the switch's loop.
+fn of(u: &Udpif, verb: &str, arg: Option<&str>) -> Result<String, String> {
+    let a: Vec<String> = arg.iter().map(|s| s.to_string()).collect();
+    ofctl::run_as(
+        u,
+        verb,
+        &a,
+        false,
+        datapath::clock::now_ms(),
+        ofctl::Caller::PollThread,
+    )
+}
+
+fn switch(cache: bool) -> (Switch, Vec<Log>, Arc<Udpif>) {
     let mut sw = Switch::new(8192);
-    let m = registry::create("openflow").expect("module");
-    sw.add_bridge("br", m, None).expect("bridge");
+    let m = OpenFlow::new(true).expect("module");
+    let u = Arc::clone(m.udpif());
+    sw.add_bridge("br", Box::new(m), None).expect("bridge");
     sw.configure_bridge("br", "cache", if cache { "true" } else { "false" })
         .expect("cache");
     let mut logs = Vec::new();
@@ -63,16 +78,14 @@ fn switch(cache: bool) -> (Switch, Vec<Log>) {
             .expect("port");
         logs.push(log);
     }
-    sw.module_command("br", "del-flows", &[], false)
-        .expect("del");
-    sw.module_command(
-        "br",
+    of(&u, "del-flows", None).expect("del");
+    of(
+        &u,
         "add-group",
-        &["group_id=1,type=select,bucket=output:2,bucket=output:3,bucket=output:4".into()],
-        false,
+        Some("group_id=1,type=select,bucket=output:2,bucket=output:3,bucket=output:4"),
     )
     .expect("group");
-    (sw, logs)
+    (sw, logs, u)
 }
 
 fn rule(kind: u8, p: u16, a: u8, port: u16) -> String {
@@ -174,15 +187,16 @@ fn run_case(
     stream: &Stream,
     batched: bool,
 ) -> Result<(), TestCaseError> {
-    let (mut cached, clogs) = switch(true);
-    let (mut plain, plogs) = switch(false);
-    let apply = |sw: &mut Switch, verb: &str, text: &str| {
-        let _ = sw.module_command("br", verb, &[text.to_string()], false);
+    let (mut cached, clogs, cu) = switch(true);
+    let (mut plain, plogs, pu) = switch(false);
+    // Both sides are given the same changes; one refused is refused by both.
+    let apply = |u: &Udpif, verb: &str, text: &str| {
+        let _ = of(u, verb, Some(text));
     };
     for (k, p, a, port) in rules {
         let t = rule(*k, *p, *a, *port);
-        apply(&mut cached, "add-flow", &t);
-        apply(&mut plain, "add-flow", &t);
+        apply(&cu, "add-flow", &t);
+        apply(&pu, "add-flow", &t);
     }
     let chunk = stream.len() / (changes.len() + 1) + 1;
     let mut id = 0u32;
@@ -232,11 +246,11 @@ fn run_case(
             let t = rule(*k, *p, *a, *port);
             if *delete {
                 let m = t.split(",actions=").next().unwrap_or("").to_string();
-                apply(&mut cached, "del-flows", &m);
-                apply(&mut plain, "del-flows", &m);
+                apply(&cu, "del-flows", &m);
+                apply(&pu, "del-flows", &m);
             } else {
-                apply(&mut cached, "add-flow", &t);
-                apply(&mut plain, "add-flow", &t);
+                apply(&cu, "add-flow", &t);
+                apply(&pu, "add-flow", &t);
             }
         }
     }

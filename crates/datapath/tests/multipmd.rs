@@ -42,8 +42,8 @@ fn setup(
 ) -> (Datapath, String) {
     let dp = Datapath::new(&[None, None], 4096).expect("threads");
     dp.set_assign(Assign::RoundRobin).expect("assign");
-    dp.add_bridge("br", registry::create(module_name).expect("module"), None)
-        .expect("bridge");
+    let ofctl::Created { logic, openflow } = ofctl::create(module_name).expect("module");
+    dp.add_bridge("br", logic, None).expect("bridge");
     let tx = netdev::open("sink", "null", &Options::new()).expect("sink");
     dp.add_port("br", tx, Some(2), VlanMode::Trunk(None))
         .expect("sink port");
@@ -68,13 +68,15 @@ fn setup(
                 .expect("patch");
         }
         _ => {
-            dp.module_command("br", "del-flows", &[], false)
-                .expect("del");
-            dp.module_command(
-                "br",
+            let u = openflow.expect("an openflow bridge");
+            let now = datapath::clock::now_ms();
+            ofctl::run(&u, "del-flows", &[], false, now).expect("del");
+            ofctl::run(
+                &u,
                 "add-flows",
                 &["in_port=1,udp,actions=output:2".into()],
                 false,
+                now,
             )
             .expect("add");
         }

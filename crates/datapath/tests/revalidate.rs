@@ -15,10 +15,22 @@ fn udp(i: u16) -> Vec<u8> {
     f
 }
 
-fn packets_of(sw: &mut Switch, priority: u64) -> u64 {
-    let out = sw
-        .module_command("br", "dump-flows", &[], true)
-        .expect("dump");
+/// An OpenFlow verb, from the thread that runs the switch's loop.
+fn of(u: &Udpif, verb: &str, args: &[&str], json: bool) -> String {
+    let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    ofctl::run_as(
+        u,
+        verb,
+        &a,
+        json,
+        datapath::clock::now_ms(),
+        ofctl::Caller::PollThread,
+    )
+    .unwrap_or_else(|e| panic!("{verb}: {e}"))
+}
+
+fn packets_of(u: &Udpif, priority: u64) -> u64 {
+    let out = of(u, "dump-flows", &[], true);
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     v.as_array()
         .expect("flows")
@@ -39,35 +51,22 @@ fn a_shadowing_rule_with_the_same_actions_gets_the_traffic() {
         sw.add_port("br", port, Some(p), VlanMode::Trunk(None))
             .expect("port");
     }
-    sw.module_command("br", "del-flows", &[], false)
-        .expect("del");
+    of(&u, "del-flows", &[], false);
     // The rule added below has the same match and actions as this one: the megaflow's mask
     // and actions stay the same, only the rule it comes from changes.
-    sw.module_command(
-        "br",
-        "add-flow",
-        &["priority=10,udp,actions=drop".into()],
-        false,
-    )
-    .expect("add");
+    of(&u, "add-flow", &["priority=10,udp,actions=drop"], false);
     let frames: Vec<Vec<u8>> = (0..10).map(|_| udp(1)).collect();
     sw.inject("br", "a", &frames).expect("inject");
     assert!(sw.settle(Duration::from_secs(5)));
     udpif::round(&u);
-    assert_eq!(packets_of(&mut sw, 10), 10);
+    assert_eq!(packets_of(&u, 10), 10);
 
     // Same treatment, higher priority: the megaflow must be retranslated, not kept.
-    sw.module_command(
-        "br",
-        "add-flow",
-        &["priority=100,udp,actions=drop".into()],
-        false,
-    )
-    .expect("add");
+    of(&u, "add-flow", &["priority=100,udp,actions=drop"], false);
     udpif::round(&u);
     sw.inject("br", "a", &frames).expect("inject");
     assert!(sw.settle(Duration::from_secs(5)));
     udpif::round(&u);
-    assert_eq!(packets_of(&mut sw, 100), 10, "the new rule's counters");
-    assert_eq!(packets_of(&mut sw, 10), 10, "the old rule got nothing more");
+    assert_eq!(packets_of(&u, 100), 10, "the new rule's counters");
+    assert_eq!(packets_of(&u, 10), 10, "the old rule got nothing more");
 }

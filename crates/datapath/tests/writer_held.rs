@@ -92,9 +92,10 @@ fn bridge(
     (udpif, path)
 }
 
-fn cmd(dp: &Datapath, br: &str, verb: &str, args: &[&str]) {
+/// An OpenFlow verb from the control plane's side (this thread), as the daemon runs it.
+fn cmd(u: &Udpif, verb: &str, args: &[&str]) {
     let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    dp.module_command(br, verb, &a, false)
+    ofctl::run(u, verb, &a, false, datapath::clock::now_ms())
         .unwrap_or_else(|e| panic!("{verb} {args:?}: {e}"));
 }
 
@@ -113,16 +114,14 @@ fn cached_paths_forward_while_the_writer_is_held() {
         &frames,
         &[("whout", 2), ("whmtr", 3), ("whctl", 4), ("whnrm", 5)],
     );
-    cmd(&dp, "wh", "del-flows", &[]);
+    cmd(&udpif, "del-flows", &[]);
     cmd(
-        &dp,
-        "wh",
+        &udpif,
         "add-meter",
         &["meter=1,pktps,bands=type=drop,rate=10000000"],
     );
     cmd(
-        &dp,
-        "wh",
+        &udpif,
         "add-flows",
         &[
             "udp,tp_dst=1000,actions=output:2",
@@ -207,11 +206,11 @@ fn cached_paths_forward_while_the_writer_is_held() {
 fn uncached_pipeline_keeps_its_packets_and_the_thread_goes_on() {
     let dp = Datapath::new(&[None], 8192).expect("threads");
     let frames: Vec<Vec<u8>> = (0..16).map(|i| udp(2000, 0x10 + i as u8)).collect();
-    let (_c, p1) = bridge(&dp, "whc", true, &frames, &[("whcout", 2)]);
+    let (c, p1) = bridge(&dp, "whc", true, &frames, &[("whcout", 2)]);
     let (un, p2) = bridge(&dp, "whu", false, &frames, &[("whuout", 2)]);
-    for br in ["whc", "whu"] {
-        cmd(&dp, br, "del-flows", &[]);
-        cmd(&dp, br, "add-flows", &["in_port=1,actions=output:2"]);
+    for u in [&c, &un] {
+        cmd(u, "del-flows", &[]);
+        cmd(u, "add-flows", &["in_port=1,actions=output:2"]);
     }
     assert!(
         wait_for(|| tx(&dp, "whc", "whcout") > 100 && tx(&dp, "whu", "whuout") > 100),

@@ -11,7 +11,6 @@
 use crate::ofconn::{self, ConnMgr};
 use crate::vswitch::{appctl, cli, Vswitch};
 use crossbeam_channel::Sender;
-use datapath::ofcommands;
 use datapath::udpif::Udpif;
 use datapath::Datapath;
 use std::sync::{Arc, Mutex};
@@ -311,7 +310,7 @@ impl Daemon {
         };
         if !matches!(verb, "fdb-show" | "fdb-flush" | "fdb-stats") {
             if let Some(u) = self.openflow_handle(br)? {
-                return ofcommands::run(&u, verb, rest, json, datapath::clock::now_ms());
+                return ofctl::run(&u, verb, rest, json, datapath::clock::now_ms());
             }
         }
         self.pmd.module_command(br, verb, rest, json)
@@ -347,8 +346,7 @@ impl Daemon {
             let Some(u) = self.openflow_handle(&n)? else {
                 return Err(format!("bridge '{n}' does not run the openflow module"));
             };
-            let out =
-                ofcommands::run(&u, "dpctl/dump-flows", &[], json, datapath::clock::now_ms())?;
+            let out = ofctl::run(&u, "dpctl/dump-flows", &[], json, datapath::clock::now_ms())?;
             if json {
                 let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
                 all.push(serde_json::json!({"bridge": n, "flows": v}));

@@ -10,7 +10,7 @@ use ofproto::meter::{remark_dscp, Verdict};
 use ofproto::odp::{self, DpAction};
 use ofproto::switch::PacketIn;
 use ofproto::Ofproto;
-use openflow::actions::OFPCML_NO_BUFFER;
+use ofproto::OFPCML_NO_BUFFER;
 use packet::flow::{self, FlowKey};
 use packet::{Packet, Pool};
 use std::collections::HashMap;

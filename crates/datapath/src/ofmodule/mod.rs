@@ -47,6 +47,22 @@ mod exec;
 mod fastpath;
 mod lookup;
 
+/// The module's own verbs: NORMAL's MAC table.
+const FDB_COMMANDS: &[ModuleCommand] = &[
+    ModuleCommand {
+        verb: "fdb-show",
+        usage: "BR",
+    },
+    ModuleCommand {
+        verb: "fdb-flush",
+        usage: "BR",
+    },
+    ModuleCommand {
+        verb: "fdb-stats",
+        usage: "BR",
+    },
+];
+
 /// This module in the registry ([`crate::registry`]): a caching bridge.
 pub const REGISTRATION: crate::registry::Registration = crate::registry::Registration {
     name: "openflow",
@@ -56,7 +72,7 @@ pub const REGISTRATION: crate::registry::Registration = crate::registry::Registr
 use ofproto::odp::DpAction;
 use ofproto::switch::OfPort;
 use ofproto::Ofproto;
-use openflow::actions::OFPP_LOCAL;
+use ofproto::OFPP_LOCAL;
 use packet::flow::{self, FlowKey};
 use packet::{Batch, Packet, Pool};
 use std::collections::{HashMap, VecDeque};
@@ -466,7 +482,7 @@ impl SwitchLogic for OpenFlow {
     }
 
     fn commands(&self) -> &'static [ModuleCommand] {
-        crate::ofcommands::COMMANDS
+        FDB_COMMANDS
     }
 
     fn command(
@@ -478,24 +494,13 @@ impl SwitchLogic for OpenFlow {
         ports: &dyn PortLookup,
     ) -> Result<String, String> {
         if self.replica {
-            // Replicas share the tables and the NORMAL table with the first instance, which
-            // has already run the verb.
+            // Replicas share the NORMAL table with the first instance, which has already
+            // run the verb.
             return Ok(String::new());
         }
-        if matches!(verb, "fdb-show" | "fdb-flush" | "fdb-stats") {
-            return lock(&self.exec.normal).command(verb, args, json, ctx, ports);
-        }
-        // The daemon runs everything else on its own thread with the OpenFlow state it kept
-        // when it created the module; this path (on the poll thread) is for in-process users
-        // such as benchmarks and tests.
-        crate::ofcommands::run_as(
-            &self.exec.udpif,
-            verb,
-            args,
-            json,
-            ctx.now_ms,
-            crate::ofcommands::Caller::PollThread,
-        )
+        // The OpenFlow verbs (flows, groups, meters, trace) are the control plane's, on the
+        // OpenFlow state (crate `ofctl`); the module answers for its MAC table.
+        lock(&self.exec.normal).command(verb, args, json, ctx, ports)
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {

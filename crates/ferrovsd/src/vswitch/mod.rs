@@ -35,7 +35,6 @@ pub mod appctl;
 pub mod cli;
 pub mod db;
 pub mod model;
-pub mod modules;
 pub mod ofbridge;
 pub mod ofhooks;
 pub mod reconfigure;

@@ -537,7 +537,7 @@ impl Reconfigurer {
     }
 
     fn create_bridge(&mut self, cfg: &BridgeCfg, out: &mut Outcome) -> bool {
-        let module = match super::modules::create(&cfg.module) {
+        let module = match ofctl::create(&cfg.module) {
             Ok(m) => m,
             Err(e) => {
                 self.warn_once(&format!("bridge {}: {e}; bridge not created", cfg.name));
@@ -573,7 +573,7 @@ impl Reconfigurer {
             }
         };
         let name = cfg.name.clone();
-        let super::modules::Created { logic, openflow } = module;
+        let ofctl::Created { logic, openflow } = module;
         match self.pmd.add_bridge(&name, logic, local).map(Ok) {
             Ok(Ok(())) => {
                 vlog::info(

@@ -1,12 +1,12 @@
-//! The `openflow` module's CLI verbs, in ovs-ofctl's syntax: add-flow(s), mod-flows,
-//! del-flows, dump-flows, dump-tables, groups, meters, mod-table and trace.
+//! The OpenFlow verbs, in ovs-ofctl's syntax: add-flow(s), mod-flows, del-flows,
+//! dump-flows, dump-tables, groups, meters, mod-table, trace and dpctl/dump-flows.
 //!
 //! Every verb that changes state parses and validates everything it was given before it
 //! changes anything: `add-flows` with one bad line (syntax, prerequisites, an unknown group
 //! or meter) adds nothing, and the error names the line and the offending field.
 
-use crate::module::ModuleCommand;
-use crate::udpif::Udpif;
+use datapath::module::ModuleCommand;
+use datapath::udpif::{self, Udpif};
 use ofproto::table::TableMiss;
 use openflow::messages::OFPM_ALL;
 use openflow::text::{self, FlowStats};
@@ -16,7 +16,8 @@ use openflow::{
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// The verbs (after `BR`).
+/// The verbs (after `BR`). NORMAL's MAC table verbs (`fdb-*`) are the module's own
+/// (`SwitchLogic::command`).
 pub const COMMANDS: &[ModuleCommand] = &[
     ModuleCommand {
         verb: "add-flow",
@@ -90,18 +91,6 @@ pub const COMMANDS: &[ModuleCommand] = &[
         verb: "trace",
         usage: "BR FLOW [PACKET]",
     },
-    ModuleCommand {
-        verb: "fdb-show",
-        usage: "BR",
-    },
-    ModuleCommand {
-        verb: "fdb-flush",
-        usage: "BR",
-    },
-    ModuleCommand {
-        verb: "fdb-stats",
-        usage: "BR",
-    },
 ];
 
 /// Describes an OpenFlow error for people: `OFPET_BAD_MATCH / OFPBMC_BAD_PREREQ`.
@@ -137,7 +126,9 @@ pub const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum Caller {
     /// The control plane's own thread: wait for a revalidation round and the poll thread.
     Control,
-    /// The poll thread itself, between batches: revalidate inline (nothing is in flight).
+    /// The thread that runs the bridge's only poll loop itself (a `Switch` driven in
+    /// process, as tests and benchmarks do), between two polls: revalidate inline (nothing
+    /// is in flight).
     PollThread,
 }
 
@@ -151,7 +142,7 @@ fn synced(u: &Udpif, r: Result<String, String>, caller: Caller) -> Result<String
                 );
             }
         }
-        Caller::PollThread => crate::udpif::round(u),
+        Caller::PollThread => udpif::round(u),
     }
     r
 }
@@ -172,7 +163,7 @@ pub fn run_as(
     caller: Caller,
 ) -> Result<String, String> {
     if caller == Caller::PollThread && matches!(verb, "dump-flows" | "dump-groups") {
-        crate::udpif::round(m);
+        udpif::round(m);
     }
     let r = run_inner(m, verb, args, json, now, caller);
     match verb {
