@@ -364,7 +364,8 @@ impl Learning {
     }
 }
 
-const COMMANDS: &[ModuleCommand] = &[
+/// The MAC table's verbs (also the `openflow` module's, for its NORMAL table).
+pub(crate) const COMMANDS: &[ModuleCommand] = &[
     ModuleCommand {
         verb: "fdb-show",
         usage: "BR",

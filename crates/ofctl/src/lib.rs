@@ -10,7 +10,7 @@
 
 pub mod verbs;
 
-pub use verbs::{run, run_as, Caller, COMMANDS};
+pub use verbs::{run, run_as, Caller};
 
 use datapath::ofmodule::OpenFlow;
 use datapath::udpif::Udpif;

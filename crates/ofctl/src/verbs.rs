@@ -5,7 +5,6 @@
 //! changes anything: `add-flows` with one bad line (syntax, prerequisites, an unknown group
 //! or meter) adds nothing, and the error names the line and the offending field.
 
-use datapath::module::ModuleCommand;
 use datapath::udpif::{self, Udpif};
 use ofproto::table::TableMiss;
 use openflow::messages::OFPM_ALL;
@@ -15,83 +14,6 @@ use openflow::{
 };
 use serde_json::{json, Value};
 use std::time::Duration;
-
-/// The verbs (after `BR`). NORMAL's MAC table verbs (`fdb-*`) are the module's own
-/// (`SwitchLogic::command`).
-pub const COMMANDS: &[ModuleCommand] = &[
-    ModuleCommand {
-        verb: "add-flow",
-        usage: "BR FLOW",
-    },
-    ModuleCommand {
-        verb: "add-flows",
-        usage: "BR FILE",
-    },
-    ModuleCommand {
-        verb: "mod-flows",
-        usage: "BR [--strict] FLOW",
-    },
-    ModuleCommand {
-        verb: "del-flows",
-        usage: "BR [--strict] [FLOW]",
-    },
-    ModuleCommand {
-        verb: "dump-flows",
-        usage: "BR [FLOW] [--json]",
-    },
-    ModuleCommand {
-        verb: "dump-tables",
-        usage: "BR [--json]",
-    },
-    ModuleCommand {
-        verb: "mod-table",
-        usage: "BR TABLE drop|controller|continue",
-    },
-    ModuleCommand {
-        verb: "add-group",
-        usage: "BR GROUP",
-    },
-    ModuleCommand {
-        verb: "mod-group",
-        usage: "BR GROUP",
-    },
-    ModuleCommand {
-        verb: "del-groups",
-        usage: "BR [group_id=N]",
-    },
-    ModuleCommand {
-        verb: "insert-buckets",
-        usage: "BR group_id=N[,command_bucket_id=first|last|ID],bucket=...",
-    },
-    ModuleCommand {
-        verb: "remove-buckets",
-        usage: "BR group_id=N[,command_bucket_id=first|last|all|ID]",
-    },
-    ModuleCommand {
-        verb: "dump-groups",
-        usage: "BR [--json]",
-    },
-    ModuleCommand {
-        verb: "add-meter",
-        usage: "BR METER",
-    },
-    ModuleCommand {
-        verb: "mod-meter",
-        usage: "BR METER",
-    },
-    ModuleCommand {
-        verb: "del-meters",
-        usage: "BR [meter=N]",
-    },
-    ModuleCommand {
-        verb: "dump-meters",
-        usage: "BR [--json]",
-    },
-    ModuleCommand {
-        verb: "trace",
-        usage: "BR FLOW [PACKET]",
-    },
-];
 
 /// Describes an OpenFlow error for people: `OFPET_BAD_MATCH / OFPBMC_BAD_PREREQ`.
 pub fn of_error_text(e: &OfError) -> String {

@@ -359,45 +359,35 @@ mod tests {
         assert!(v[20..].iter().all(|x| *x == Verdict::Drop));
     }
 
+    /// Four threads each offer `n` packets of 64 bytes to `m` at `now_us`, all at once;
+    /// returns how many passed.
+    fn offer_from_four_threads(m: &Arc<LiveMeter>, n: usize, now_us: u64) -> usize {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let m = Arc::clone(m);
+                std::thread::spawn(move || {
+                    (0..n)
+                        .filter(|_| m.apply(64, now_us) == Verdict::Pass)
+                        .count()
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().expect("thread")).sum()
+    }
+
     #[test]
     fn threads_share_the_bucket_without_losing_or_making_tokens() {
         // 1000 pkt/s with a burst of 500 packets, offered 4 x 1000 packets at the same
         // instant from four threads: exactly the burst passes, whatever the interleaving.
         let b = Band::new(BandKind::Drop, 1000, 500, true);
         let m = Arc::new(LiveMeter::new(1, true, true, true, &[b], 0));
-        let passed: usize = (0..4)
-            .map(|_| {
-                let m = Arc::clone(&m);
-                std::thread::spawn(move || {
-                    (0..1000)
-                        .filter(|_| m.apply(64, 0) == Verdict::Pass)
-                        .count()
-                })
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|t| t.join().expect("thread"))
-            .sum();
-        assert_eq!(passed, 500);
+        assert_eq!(offer_from_four_threads(&m, 1000, 0), 500);
         let snap = m.snapshot();
         assert_eq!(snap.packet_in_count, 4000);
         assert_eq!(snap.bands[0].packet_count, 3500);
-        // Half a second later, seen first by one thread, then by the others at the same
-        // time: the interval is credited once (500 more tokens), not once per thread.
-        let passed: usize = (0..4)
-            .map(|_| {
-                let m = Arc::clone(&m);
-                std::thread::spawn(move || {
-                    (0..1000)
-                        .filter(|_| m.apply(64, 500_000) == Verdict::Pass)
-                        .count()
-                })
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|t| t.join().expect("thread"))
-            .sum();
-        assert_eq!(passed, 500);
+        // Half a second later, seen by the four threads at once: whichever moves the clock
+        // is credited the interval (500 more tokens), the others nothing for it.
+        assert_eq!(offer_from_four_threads(&m, 1000, 500_000), 500);
     }
 
     #[test]

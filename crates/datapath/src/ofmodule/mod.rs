@@ -47,22 +47,6 @@ mod exec;
 mod fastpath;
 mod lookup;
 
-/// The module's own verbs: NORMAL's MAC table.
-const FDB_COMMANDS: &[ModuleCommand] = &[
-    ModuleCommand {
-        verb: "fdb-show",
-        usage: "BR",
-    },
-    ModuleCommand {
-        verb: "fdb-flush",
-        usage: "BR",
-    },
-    ModuleCommand {
-        verb: "fdb-stats",
-        usage: "BR",
-    },
-];
-
 /// This module in the registry ([`crate::registry`]): a caching bridge.
 pub const REGISTRATION: crate::registry::Registration = crate::registry::Registration {
     name: "openflow",
@@ -482,7 +466,8 @@ impl SwitchLogic for OpenFlow {
     }
 
     fn commands(&self) -> &'static [ModuleCommand] {
-        FDB_COMMANDS
+        // The module's own verbs are its NORMAL table's.
+        crate::learning::COMMANDS
     }
 
     fn command(
