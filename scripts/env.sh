@@ -20,7 +20,7 @@ FERROVS_PACKAGES=(
     ip:iproute2
     ethtool:ethtool
     trafgen:netsniff-ng
-    dpdk-testpmd:dpdk
+    dpdk-testpmd:dpdk-dev
     qemu-system-x86_64:qemu-system-x86
     busybox:busybox-static
     tmux:tmux
