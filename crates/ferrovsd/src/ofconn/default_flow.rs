@@ -52,7 +52,8 @@ pub fn settle(b: &BridgeOf) {
         if now == (false, FailMode::Standalone) {
             let mut normal = FlowMod::new(FlowModCommand::Add);
             normal.priority = 0;
-            normal.instructions = vec![Instruction::ApplyActions(vec![Action::output(OFPP_NORMAL)])];
+            normal.instructions =
+                vec![Instruction::ApplyActions(vec![Action::output(OFPP_NORMAL)])];
             // A constant, valid flow_mod into an empty table 0: it cannot be refused.
             let _ = of.flow_mod(&normal, t);
         }
