@@ -240,7 +240,12 @@ fn auto_rebalance_splits_the_busy_queues() {
     // loaded by other work it may still move the trickle, whose share is within the noise).
     std::thread::sleep(Duration::from_millis(500));
     let again = dp.auto_rebalance().expect("rebalance");
-    assert_ne!(on(&dp, "a"), on(&dp, "c"), "moved again: {again}, {:?}", dp.rxqs());
+    assert_ne!(
+        on(&dp, "a"),
+        on(&dp, "c"),
+        "moved again: {again}, {:?}",
+        dp.rxqs()
+    );
     dp.shutdown();
     let _ = std::fs::remove_file(path);
 }
