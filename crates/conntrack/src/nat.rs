@@ -135,11 +135,29 @@ fn walk_from(h: u64, min: u16, max: u16) -> Walk {
     (min + (h % n) as u16, min, max)
 }
 
+/// Candidates in a walk: the range, plus the start itself when it lies outside (an
+/// original port of 512-599 is tried before the 600-1023 class).
+fn walk_len(w: &Walk) -> u32 {
+    let (start, min, max) = *w;
+    let n = u32::from(max - min) + 1;
+    if (min..=max).contains(&start) {
+        n
+    } else {
+        n + 1
+    }
+}
+
 fn step(w: &Walk, i: u32) -> u16 {
     let (start, min, max) = *w;
     let n = u32::from(max - min) + 1;
-    let off = (u32::from(start - min) + i) % n;
-    min + off as u16
+    if (min..=max).contains(&start) {
+        let off = (u32::from(start - min) + i) % n;
+        min + off as u16
+    } else if i == 0 {
+        start
+    } else {
+        min + ((i - 1) % n) as u16
+    }
 }
 
 /// Proposes reply keys for connection `key` under `nat` (`Src`/`Dst`), hash `h`, calling
@@ -174,11 +192,7 @@ pub fn for_each_candidate(
         walk_from(h2, r.port_min, r.port_max)
     } else {
         let (lo, hi) = class_range(key.sport);
-        if key.sport == 0 {
-            (lo, lo, hi)
-        } else {
-            (key.sport, lo, hi)
-        }
+        (key.sport, lo, hi)
     };
     // Destination-port walk.
     let dw: Walk = if pat && !snat && !icmp && r.has_ports() {
@@ -186,8 +200,8 @@ pub fn for_each_candidate(
     } else {
         (key.dport, key.dport, key.dport)
     };
-    let n_s = if pat { u32::from(sw.2 - sw.1) + 1 } else { 1 };
-    let n_d = u32::from(dw.2 - dw.1) + 1;
+    let n_s = walk_len(&sw);
+    let n_d = walk_len(&dw);
 
     let mut probes = 0usize;
     let mut ai: u128 = 0;
@@ -266,6 +280,14 @@ mod tests {
         });
         assert_eq!(seen[0], 700);
         assert!(seen.iter().all(|p| (600..=1023).contains(p)));
+        // 512-599 lies in no class: the port itself first, then 600-1023.
+        let mut seen = vec![];
+        for_each_candidate(&key(550), &Nat::Src(r), 99, |rev| {
+            seen.push(rev.dport);
+            seen.len() > 3
+        });
+        assert_eq!(seen[0], 550);
+        assert!(seen[1..].iter().all(|p| (600..=1023).contains(p)));
     }
 
     #[test]

@@ -142,7 +142,7 @@ impl Conntrack {
             orig: conn.key,
             reply: conn.rev,
             mark: st.mark,
-            label: st.label,
+            label: st.label(),
             expires_in: st.expires.saturating_sub(now),
             tcp_state: match st.proto {
                 ProtoState::Tcp(t) => Some(t.display_state()),

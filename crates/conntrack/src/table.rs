@@ -50,8 +50,22 @@ pub struct ConnState {
     pub proto: ProtoState,
     /// `ct_mark`.
     pub mark: u32,
+    /// `ct_label` (two halves, so that the record needs only 8-byte alignment).
+    pub label: [u64; 2],
+}
+
+impl ConnState {
     /// `ct_label`.
-    pub label: u128,
+    #[inline]
+    pub fn label(&self) -> u128 {
+        (u128::from(self.label[0]) << 64) | u128::from(self.label[1])
+    }
+
+    /// Sets `ct_label`.
+    #[inline]
+    pub fn set_label(&mut self, v: u128) {
+        self.label = [(v >> 64) as u64, v as u64];
+    }
 }
 
 /// NAT applied to a connection's original direction.
@@ -309,7 +323,7 @@ mod tests {
                 expires: 0,
                 proto: ProtoState::Other(0),
                 mark: 0,
-                label: 0,
+                label: [0; 2],
             }),
         })
     }
@@ -340,5 +354,19 @@ mod tests {
             assert!(!t.contains(&k) && !t.contains(&r));
             assert_eq!(t.shard_lens().iter().sum::<usize>(), 0);
         }
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// The per-connection record stays small (docs/conntrack.md states these numbers).
+    #[test]
+    fn sizes() {
+        assert_eq!(std::mem::size_of::<ConnKey>(), 42);
+        assert_eq!(std::mem::size_of::<Slot>(), 16);
+        assert_eq!(std::mem::size_of::<TcpConn>(), 24);
+        assert_eq!(std::mem::size_of::<Conn>(), 152);
     }
 }

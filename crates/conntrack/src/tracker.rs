@@ -270,8 +270,14 @@ impl Conntrack {
                 let h = self.table.hash(&key);
                 let hit = self.table.lookup(&key, h, |conn, reply| {
                     let st = conn.st.lock();
-                    (st.expires > now)
-                        .then_some((st.mark, st.label, conn.key, conn.rev, conn.nat, reply))
+                    (st.expires > now).then_some((
+                        st.mark,
+                        st.label(),
+                        conn.key,
+                        conn.rev,
+                        conn.nat,
+                        reply,
+                    ))
                 });
                 let Some(Some((mark, label, ck, cr, nat, reply))) = hit else {
                     return self.invalid(req.zone);
@@ -439,7 +445,7 @@ impl Conntrack {
             self.counters.invalid.fetch_add(1, Relaxed);
         }
         hit.mark = st.mark;
-        hit.label = st.label;
+        hit.label = st.label();
         hit
     }
 
@@ -539,10 +545,10 @@ impl Conntrack {
             expires: now.saturating_add(self.policies.timeout_ms(req.zone, class)),
             proto,
             mark: 0,
-            label: 0,
+            label: [0; 2],
         };
         apply_mark_label(&mut st, req);
-        let (mark, label) = (st.mark, st.label);
+        let (mark, label) = (st.mark, st.label());
 
         let nat_req = req.nat.filter(|n| !matches!(n, Nat::Apply));
         let nat_flag = match nat_req {
@@ -665,7 +671,8 @@ fn apply_mark_label(st: &mut ConnState, req: &CtRequest<'_>) {
         st.mark = (st.mark & !m) | (v & m);
     }
     if let Some((v, m)) = req.set_label {
-        st.label = (st.label & !m) | (v & m);
+        let l = (st.label() & !m) | (v & m);
+        st.set_label(l);
     }
 }
 
