@@ -12,6 +12,7 @@ fuzz_max_len() {
     case "$1" in
         flow_extract) echo 4096 ;;   # one frame; packet::MAX_FRAME is 2,048
         ofctl_text) echo 16384 ;;    # one flow, group or meter line
+        ct_execute) echo 8192 ;;     # a few frames, each at most MAX_FRAME
         *) echo 65536 ;;
     esac
 }
