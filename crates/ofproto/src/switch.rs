@@ -497,16 +497,16 @@ impl Ofproto {
                 Action::PushPbb(et) => {
                     m.set_exact(openflow::Field::EthType, u128::from(et));
                 }
-                Action::Move { src, dst } => {
-                    if prereqs && !(m.prereqs_met_deep(src.field) && m.prereqs_met_deep(dst.field))
-                    {
-                        return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
-                    }
+                Action::Move { src, dst }
+                    if prereqs
+                        && !(m.prereqs_met_deep(src.field) && m.prereqs_met_deep(dst.field)) =>
+                {
+                    return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
                 }
-                Action::StackPush(sf) | Action::StackPop(sf) => {
-                    if prereqs && !m.prereqs_met_deep(sf.field) {
-                        return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
-                    }
+                Action::StackPush(sf) | Action::StackPop(sf)
+                    if prereqs && !m.prereqs_met_deep(sf.field) =>
+                {
+                    return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
                 }
                 Action::SetField { field, value, .. } => {
                     if prereqs && !m.prereqs_met_deep(field) {
