@@ -130,6 +130,8 @@ pub struct Ofproto {
     /// Fail-open (standalone fail-mode with its controllers unreachable): every packet is
     /// switched by NORMAL, ignoring the tables. Set through [`Ofproto::set_fail_open`].
     fail_open: bool,
+    /// The TLV table (`tun_metadata` maps), edited by Nicira TLV-table mods.
+    pub tlv: crate::tlv::TlvTable,
 }
 
 impl Default for Ofproto {
@@ -163,6 +165,7 @@ impl Ofproto {
             invalid_ttl_to_controller: false,
             miss_send_len: 128,
             fail_open: false,
+            tlv: crate::tlv::TlvTable::default(),
         }
     }
 
