@@ -86,3 +86,37 @@ def test_ct_flush_zone_is_accepted(daemon, net, proto):
     br, _ = bridge(daemon, net, n_hosts=1)
     for zone in (0, 7, 65535):
         ofctl(daemon, "ct-flush-zone", br, zone, proto=proto)
+
+
+@pytest.mark.parametrize("proto", ["OpenFlow13", "OpenFlow15"])
+def test_packet_in2_format(daemon, net, proto):
+    """ovn-controller asks for NXT_PACKET_IN2 (NXT_SET_PACKET_IN_FORMAT 2): packet-ins then
+    come in Nicira's format, which ovs-ofctl decodes, with the pipeline's registers."""
+    import os
+    import subprocess
+    import time
+
+    from test_ofctl import ping
+
+    br, (h1, _) = bridge(daemon, net)
+    ofctl(daemon, "add-flow", br,
+          "table=0,priority=90,icmp,in_port=1,actions=load:0x2a->NXM_NX_REG3[],resubmit(,4)",
+          proto=proto)
+    ofctl(daemon, "add-flow", br, "table=4,cookie=0x77,priority=1,actions=CONTROLLER:200",
+          proto=proto)
+    env = dict(os.environ, OVS_RUNDIR=str(daemon.rundir))
+    mon = subprocess.Popen(["ovs-ofctl", "-O", proto, "-P", "nxt_packet_in2", "monitor", br,
+                            "65535"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, env=env)
+    try:
+        time.sleep(1.0)
+        ping(net, h1, "10.7.0.2", count=2, check=False)
+        time.sleep(1.0)
+    finally:
+        mon.terminate()
+        out = mon.communicate(timeout=10)[0]
+    assert "NXT_PACKET_IN2" in out, out
+    assert "cookie=0x77" in out and "table_id=4" in out and "in_port=1" in out, out
+    # The registers as they were at the controller action (OVN's pinctrl reads them).
+    assert "reg3=0x2a" in out, out
+    assert "reason=action" in out or "(via action)" in out, out

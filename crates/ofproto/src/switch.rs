@@ -94,6 +94,8 @@ pub struct PacketIn {
     pub table_id: u8,
     pub cookie: u64,
     pub key: FlowKey,
+    /// The pipeline fields when the packet was sent.
+    pub meta: crate::odp::PipelineMeta,
 }
 
 /// What a successful flow_mod did.

@@ -116,6 +116,15 @@ impl Ctx<'_> {
         }
     }
 
+    /// The pipeline fields a packet-in sent now reports. The registers were zero when the
+    /// packet came in, so their values follow from the matched flow; `metadata` likewise.
+    fn pipeline_meta(&self) -> Box<crate::odp::PipelineMeta> {
+        Box::new(crate::odp::PipelineMeta {
+            regs: self.flow.regs,
+            metadata: self.flow.metadata,
+        })
+    }
+
     /// The value of a subfield's bits (right-aligned), marking them as examined.
     fn read_bits(&mut self, sf: &Subfield) -> u128 {
         fields::set(&mut self.wc, sf.field, sf.mask(), sf.mask());
@@ -196,6 +205,7 @@ impl Ctx<'_> {
                 reason: PacketInReason::Action,
                 table_id: self.table_id,
                 cookie: self.cookie,
+                meta: self.pipeline_meta(),
             }),
             OFPP_TABLE => {
                 // Only packet-out may output to TABLE: run the pipeline from table 0.
@@ -223,11 +233,13 @@ impl Ctx<'_> {
     fn ttl_expired(&mut self) {
         self.note(|| "TTL expired: packet dropped".into());
         if self.of.invalid_ttl_to_controller {
+            let meta = self.pipeline_meta();
             self.out.push(DpAction::Controller {
                 max_len: OFPCML_NO_BUFFER,
                 reason: PacketInReason::InvalidTtl,
                 table_id: self.table_id,
                 cookie: self.cookie,
+                meta,
             });
         }
         self.stopped = true;
@@ -726,11 +738,13 @@ impl Ctx<'_> {
                             return;
                         }
                         TableMiss::Controller => {
+                            let meta = self.pipeline_meta();
                             self.out.push(DpAction::Controller {
                                 max_len: of.miss_send_len,
                                 reason: PacketInReason::NoMatch,
                                 table_id: tid,
                                 cookie: u64::MAX,
+                                meta,
                             });
                             return;
                         }

@@ -304,9 +304,18 @@ impl Conn {
         let format = st.packet_in_format;
         drop(st);
         self.pin_sent.fetch_add(1, Ordering::Relaxed);
+        // The pipeline fields, as OVS reports them: in_port, and `metadata` and the
+        // registers that are not zero.
         let mut m = Match::new().with(Field::InPort, u128::from(p.key.in_port));
-        if p.key.metadata != 0 && self.version() != wire::OFP10 {
-            m = m.with(Field::Metadata, u128::from(p.key.metadata));
+        if self.version() != wire::OFP10 || format == NXPIF_NXT_PACKET_IN2 {
+            if p.meta.metadata != 0 {
+                m = m.with(Field::Metadata, u128::from(p.meta.metadata));
+            }
+            for (i, r) in p.meta.regs.iter().enumerate() {
+                if let Some(f) = Field::reg(i).filter(|_| *r != 0) {
+                    m = m.with(f, u128::from(*r));
+                }
+            }
         }
         if format == NXPIF_NXT_PACKET_IN2 {
             return Some(Message::Nx(NxMessage::PacketIn2(PacketIn2 {
