@@ -10,7 +10,8 @@
 //! The new-connection runs create `--batch` connections per round (timed) and flush the
 //! table between rounds (not timed). The growth of the resident set while the connections are created gives the bytes
 //! per connection (meaningful at 100K), next to what the tracker accounts for itself. Usage:
-//! `ferrovs-bench-w8 [--conns 1,1000,100000] [--seconds S] [--json]`.
+//! `ferrovs-bench-w8 [--conns 1,1000,100000] [--seconds S] [--round N] [--only est|new]
+//! [--json]`.
 
 use conntrack::key::PacketMeta;
 use conntrack::testpkt::{flow_of, tcp4, udp4, ACK, SYN};
@@ -221,6 +222,7 @@ fn main() -> ExitCode {
     let mut secs = 3.0f64;
     let mut json = false;
     let mut round = 200_000u32;
+    let mut only: Option<String> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -241,18 +243,26 @@ fn main() -> ExitCode {
                 _ => return usage(),
             },
             "--json" => json = true,
+            "--only" => match it.next().map(String::as_str) {
+                Some(o @ ("est" | "new")) => only = Some(o.to_string()),
+                _ => return usage(),
+            },
             _ => return usage(),
         }
     }
     let mut runs = Vec::new();
     let mut mem = Vec::new();
-    for &n in &conns {
-        let (r, per, est) = established(n, secs);
-        mem.push((n, per, est));
-        runs.push(r);
+    if only.as_deref() != Some("new") {
+        for &n in &conns {
+            let (r, per, est) = established(n, secs);
+            mem.push((n, per, est));
+            runs.push(r);
+        }
     }
-    runs.push(new_conns(false, secs, round));
-    runs.push(new_conns(true, secs, round));
+    if only.as_deref() != Some("est") {
+        runs.push(new_conns(false, secs, round));
+        runs.push(new_conns(true, secs, round));
+    }
     if json {
         let v = serde_json::json!({
             "runs": runs.iter().map(|r| serde_json::json!({
@@ -280,6 +290,6 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: ferrovs-bench-w8 [--conns 1,1000,100000] [--seconds S] [--round N] [--json]");
+    eprintln!("usage: ferrovs-bench-w8 [--conns 1,1000,100000] [--seconds S] [--round N] [--only est|new] [--json]");
     ExitCode::from(2)
 }

@@ -268,12 +268,21 @@ fn flush_variants_and_stats() {
     }
     let mut t = tcp4(A, B, 1, 2, 3, 0, SYN, b"");
     run(&ct, &mut t, &commit(0), 0);
-    let s = ct.stats_text(None, 1);
+    let s = ct.stats_text(None, true, 1);
     assert_eq!(
         s,
-        "Connections Stats:\n    Total: 4\n  TCP: 1\n\t  [SYN_SENT]=1\n  UDP: 3\n"
+        "Connections Stats:\n    Total: 4\n  TCP: 1\n    Conn per TCP states:\n\t  [SYN_SENT]=1\n  UDP: 3\n"
     );
-    assert!(ct.bkts_text().contains("Current Connections: 4"));
+    assert_eq!(
+        ct.stats_text(Some(1), false, 1),
+        "Connections Stats:\n    Total: 2\n  UDP: 2\n"
+    );
+    let b = ct.bkts_text(0);
+    assert!(
+        b.starts_with("Total Buckets: 256\nCurrent Connections: 4\n\n+---"),
+        "{b}"
+    );
+    assert!(b.contains("\n   0..  7   | "), "{b}");
     assert_eq!(ct.flush(Flush::Zone(1)), 2);
     // By tuple, from the reply side.
     let mut key = crate::key::ConnKey {

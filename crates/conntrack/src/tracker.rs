@@ -175,19 +175,14 @@ impl Default for Conntrack {
     }
 }
 
-/// What the locked part of an existing-connection lookup hands back.
-struct Hit {
-    state: u32,
-    mark: u32,
-    label: u128,
-    /// Set when the connection must be replaced (TCP restart, force).
-    restart: Option<Arc<Conn>>,
-    /// Set when the connection has expired: treat as absent.
-    expired: bool,
-    conn_key: ConnKey,
-    conn_rev: ConnKey,
-    nat: u8,
-    reply: bool,
+/// What the locked part of an existing-connection lookup decided.
+enum Found {
+    /// The packet's result.
+    Done(CtResult),
+    /// The connection must be replaced (TCP restart, `force`).
+    Restart(Arc<Conn>),
+    /// The connection has expired: treat it as absent.
+    Expired,
 }
 
 thread_local! {
@@ -327,19 +322,15 @@ impl Conntrack {
         // Two rounds at most: a lost insertion race re-runs the lookup once.
         for _round in 0..2 {
             let h = self.table.hash(key);
-            let hit = self.table.lookup(key, h, |conn, reply| {
-                self.update(conn, reply, tcp, req, now)
+            let found = self.table.lookup(key, h, |conn, reply| {
+                self.update(conn, reply, frame, meta, tcp, req, now)
             });
-            match hit {
-                Some(hit) if !hit.expired && hit.restart.is_none() => {
-                    return self.finish_hit(frame, meta, req, &hit);
-                }
-                Some(Hit {
-                    restart: Some(old), ..
-                }) => {
+            match found {
+                Some(Found::Done(r)) => return r,
+                Some(Found::Restart(old)) => {
                     self.remove_conn(&old);
                 }
-                _ => {}
+                Some(Found::Expired) | None => {}
             }
             match self.new_conn(frame, meta, key, tcp, req, now) {
                 Ok(r) => return r,
@@ -354,34 +345,27 @@ impl Conntrack {
         }
     }
 
-    /// The per-packet update of an existing connection, under the shard read lock.
+    /// The per-packet update of an existing connection, under the shard read lock: the
+    /// state under the connection's mutex, then NAT on the packet.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn update(
         &self,
         conn: &Arc<Conn>,
         reply: bool,
+        frame: &mut [u8],
+        meta: &PacketMeta,
         tcp: Option<&TcpSeg>,
         req: &CtRequest<'_>,
         now: u64,
-    ) -> Hit {
-        let mut hit = Hit {
-            state: TRK,
-            mark: 0,
-            label: 0,
-            restart: None,
-            expired: false,
-            conn_key: conn.key,
-            conn_rev: conn.rev,
-            nat: conn.nat,
-            reply,
-        };
+    ) -> Found {
+        let mut state = TRK;
         let mut st = conn.st.lock();
         if st.expires <= now {
-            hit.expired = true;
-            return hit;
+            return Found::Expired;
         }
         if req.force && reply {
-            hit.restart = Some(conn.clone());
-            return hit;
+            return Found::Restart(conn.clone());
         }
         let zone = conn.key.zone;
         let mut class = None;
@@ -390,13 +374,8 @@ impl Conntrack {
             (ProtoState::Tcp(t), Some(seg)) => {
                 match t.update(seg, reply, self.seq_check.load(Relaxed)) {
                     TcpUpdate::Valid(c) => class = c,
-                    TcpUpdate::Invalid => {
-                        hit.state |= INV;
-                    }
-                    TcpUpdate::New => {
-                        hit.restart = Some(conn.clone());
-                        return hit;
-                    }
+                    TcpUpdate::Invalid => state |= INV,
+                    TcpUpdate::New => return Found::Restart(conn.clone()),
                 }
             }
             (ProtoState::Other(s), _) => {
@@ -424,18 +403,18 @@ impl Conntrack {
                     Class::IcmpFirst
                 });
             }
-            (ProtoState::Tcp(_), None) => hit.state |= INV,
+            (ProtoState::Tcp(_), None) => state |= INV,
         }
         if let Some(c) = class {
             st.expires = now.saturating_add(self.policies.timeout_ms(zone, c));
         }
-        if hit.state & INV == 0 {
+        if state & INV == 0 {
             if valid_new {
-                hit.state |= NEW;
+                state |= NEW;
             } else {
-                hit.state |= EST;
+                state |= EST;
                 if reply {
-                    hit.state |= RPL;
+                    state |= RPL;
                 }
             }
             if req.commit {
@@ -444,37 +423,26 @@ impl Conntrack {
         } else {
             self.counters.invalid.fetch_add(1, Relaxed);
         }
-        hit.mark = st.mark;
-        hit.label = st.label();
-        hit
-    }
-
-    fn finish_hit(
-        &self,
-        frame: &mut [u8],
-        meta: &PacketMeta,
-        req: &CtRequest<'_>,
-        hit: &Hit,
-    ) -> CtResult {
-        let mut state = hit.state;
-        if state & INV == 0 && req.nat.is_some() && hit.nat != 0 {
+        let (mark, label) = (st.mark, st.label());
+        drop(st);
+        if state & INV == 0 && req.nat.is_some() && conn.nat != 0 {
             if let Some(l4) = meta.l4 {
-                let (from, to) = if hit.reply {
-                    (hit.conn_rev, hit.conn_key.reverse())
+                let (from, to) = if reply {
+                    (&conn.rev, conn.key.reverse())
                 } else {
-                    (hit.conn_key, hit.conn_rev.reverse())
+                    (&conn.key, conn.rev.reverse())
                 };
-                rewrite::rewrite(frame, usize::from(meta.l3), usize::from(l4), &from, &to);
-                state |= nat_bits(hit.nat, hit.reply);
+                rewrite::rewrite(frame, usize::from(meta.l3), usize::from(l4), from, &to);
+                state |= nat_bits(conn.nat, reply);
             }
         }
-        CtResult {
+        Found::Done(CtResult {
             state,
             zone: req.zone,
-            mark: hit.mark,
-            label: hit.label,
-            orig: Some(hit.conn_key),
-        }
+            mark,
+            label,
+            orig: Some(conn.key),
+        })
     }
 
     /// A packet without a (live) connection. `Err` asks the caller to look up again (another
