@@ -432,6 +432,33 @@ fn snat_ping_ids_and_ipv6() {
 }
 
 #[test]
+fn icmpv6_error_of_a_snat_flow_is_translated_back() {
+    let ct = Conntrack::default();
+    let (client, server, ext, router) = (v6addr(1), v6addr(2), v6addr(0x99), v6addr(0x77));
+    let r = NatRange::new(IpAddr::from(ext), IpAddr::from(ext), Some((5000, 5000))).unwrap();
+    let nat = Nat::Src(r);
+    let req = CtRequest {
+        commit: true,
+        nat: Some(&nat),
+        ..CtRequest::default()
+    };
+    let mut q = udp6(client, server, 1111, 53, b"question");
+    assert_eq!(run(&ct, &mut q, &req, 0).state, TRK | NEW | SNAT);
+    assert_eq!(q, udp6(ext, server, 5000, 53, b"question"));
+    // A router past the NAT says "hop limit exceeded" to the external address.
+    let mut err = icmp6_error(router, ext, 3, 0, &q[14..]);
+    let apply = Nat::Apply;
+    let fwd = CtRequest {
+        nat: Some(&apply),
+        ..CtRequest::default()
+    };
+    assert_eq!(run(&ct, &mut err, &fwd, 1).state, TRK | REL | RPL | DNAT);
+    let orig = udp6(client, server, 1111, 53, b"question");
+    assert_eq!(err, icmp6_error(router, client, 3, 0, &orig[14..]));
+    assert!(sums_ok(&err));
+}
+
+#[test]
 fn persistent_snat_keeps_the_address() {
     let ct = Conntrack::default();
     let mut range = NatRange::new(v4([1, 1, 1, 1]), v4([1, 1, 1, 200]), None).unwrap();
