@@ -519,6 +519,34 @@ fn concurrent_poll_threads() {
 }
 
 #[test]
+fn batch_of_borrowed_frames() {
+    let ct = Conntrack::default();
+    let mut a = tcp4(A, B, 1, 2, 100, 0, SYN, b"");
+    let mut b = vec![0u8; 60]; // not IP
+    let mut c = udp4(A, B, 3, 4, b"x");
+    let (ma, mc) = (meta(&a), meta(&c));
+    let mut batch = [
+        crate::CtInput {
+            frame: &mut a,
+            meta: Some(ma),
+        },
+        crate::CtInput {
+            frame: &mut b,
+            meta: None,
+        },
+        crate::CtInput {
+            frame: &mut c,
+            meta: Some(mc),
+        },
+    ];
+    let mut out = [CtResult::default(); 3];
+    ct.execute(&mut batch, &commit(0), 0, &mut out);
+    let states: Vec<u32> = out.iter().map(|r| r.state).collect();
+    assert_eq!(states, vec![TRK | NEW, TRK | INV, TRK | NEW]);
+    assert_eq!(ct.n_conns(), 2);
+}
+
+#[test]
 fn invalid_inputs_are_counted() {
     let ct = Conntrack::default();
     let mut f = udp4(A, B, 1, 2, b"x");

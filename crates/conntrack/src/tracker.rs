@@ -106,6 +106,22 @@ pub trait CtPacket {
     fn frame_and_meta(&mut self) -> Option<(&mut [u8], PacketMeta)>;
 }
 
+/// A borrowed frame and its layer offsets: lets a datapath build a batch for `execute`
+/// from its own buffers without copying them.
+pub struct CtInput<'a> {
+    /// The frame.
+    pub frame: &'a mut [u8],
+    /// Its layers; `None` for a frame that is not IP (it is `+trk+inv`).
+    pub meta: Option<PacketMeta>,
+}
+
+impl CtPacket for CtInput<'_> {
+    fn frame_and_meta(&mut self) -> Option<(&mut [u8], PacketMeta)> {
+        let m = self.meta?;
+        Some((&mut *self.frame, m))
+    }
+}
+
 impl CtPacket for (Vec<u8>, PacketMeta) {
     fn frame_and_meta(&mut self) -> Option<(&mut [u8], PacketMeta)> {
         Some((&mut self.0[..], self.1))
