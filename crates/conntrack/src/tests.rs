@@ -547,6 +547,55 @@ fn batch_of_borrowed_frames() {
 }
 
 #[test]
+fn racing_commits_never_exceed_the_limits_and_sweep_runs_alongside() {
+    let ct = std::sync::Arc::new(Conntrack::new(Config {
+        shards: 8,
+        max_conns: 1000,
+    }));
+    ct.set_zone_limit(7, Some(300));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sweeper = {
+        let (ct, stop) = (ct.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Nothing has expired at time 1: the sweep only reads.
+                n += ct.sweep(1, 64);
+            }
+            n
+        })
+    };
+    let workers: Vec<_> = (0..3u8)
+        .map(|t| {
+            let ct = ct.clone();
+            std::thread::spawn(move || {
+                for i in 0..1500u16 {
+                    let src = [11, t, (i >> 8) as u8, i as u8];
+                    let mut f = udp4(src, B, 1, 2, b"q");
+                    run(&ct, &mut f, &commit(if t == 0 { 7 } else { 0 }), 0);
+                    assert!(ct.n_conns() <= 1000);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(sweeper.join().unwrap(), 0);
+    assert_eq!(ct.n_conns(), 1000);
+    let (limit, in_zone) = ct.zone_limit(7);
+    assert!(limit == 300 && in_zone <= 300, "{in_zone}");
+    assert_eq!(ct.entries(None, 0).len(), 1000);
+    assert_eq!(ct.entries(Some(7), 0).len(), in_zone as usize);
+    // Everything expires (udp_first = 60 s) and the counts return to zero.
+    while ct.n_conns() > 0 {
+        ct.sweep(60_000, 100);
+    }
+    assert_eq!(ct.zone_limit(7), (300, 0));
+}
+
+#[test]
 fn invalid_inputs_are_counted() {
     let ct = Conntrack::default();
     let mut f = udp4(A, B, 1, 2, b"x");

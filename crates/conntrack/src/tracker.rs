@@ -502,15 +502,22 @@ impl Conntrack {
             u32::MAX => self.zones.default_limit.load(Relaxed),
             l => l,
         };
-        let zc = self.zones.count[zone].fetch_add(1, Relaxed);
-        if zl != 0 && zc >= zl {
-            self.zones.count[zone].fetch_sub(1, Relaxed);
+        // Compare-and-swap increments: a count never passes its limit, even for a moment.
+        let below = |limit: u32| move |n: u32| (limit == 0 || n < limit).then_some(n + 1);
+        if self.zones.count[zone]
+            .fetch_update(Relaxed, Relaxed, below(zl))
+            .is_err()
+        {
             self.counters.zone_full.fetch_add(1, Relaxed);
             return Ok(new_only);
         }
-        let n = self.n_conns.fetch_add(1, Relaxed);
-        if n >= self.max_conns.load(Relaxed) {
-            self.n_conns.fetch_sub(1, Relaxed);
+        let max = self.max_conns.load(Relaxed);
+        if max == 0
+            || self
+                .n_conns
+                .fetch_update(Relaxed, Relaxed, below(max))
+                .is_err()
+        {
             self.zones.count[zone].fetch_sub(1, Relaxed);
             self.counters.full.fetch_add(1, Relaxed);
             return Ok(new_only);
