@@ -25,7 +25,7 @@
 use super::conn::{is_eventfd, ClientMem, RingAnn};
 use super::msg::{Msg, MODE_ETHERNET, RING_FLAG_S2M, SECRET_SIZE, VERSION};
 use super::ring::{self, MAX_LOG2_RING, MAX_REGIONS};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 /// Most queue pairs per interface.
 pub const MAX_QUEUES: usize = 16;
@@ -179,6 +179,7 @@ impl ServerSession {
                 if *total > MAX_TOTAL {
                     return Err(format!("more than {MAX_TOTAL} bytes of regions"));
                 }
+                ring::check_memfd(fd.as_fd(), size)?;
                 regions.push((size, fd));
                 ack()
             }

@@ -121,6 +121,36 @@ pub fn ring_span(ours: u16, theirs: u16, size: u16) -> Result<u16, DescError> {
     }
 }
 
+/// Checks that `fd` is a memfd sealed against shrinking and holding at least `size` bytes
+/// (`size` itself bounded by [`MAX_REGION_SIZE`]): a mapping of it can never fault.
+pub fn check_memfd(fd: BorrowedFd<'_>, size: u64) -> Result<(), String> {
+    if size == 0 || size > MAX_REGION_SIZE {
+        return Err(format!("region size {size} not in 1..={MAX_REGION_SIZE}"));
+    }
+    let raw = fd.as_raw_fd();
+    // SAFETY: fcntl(F_GET_SEALS) on a descriptor we hold; no memory is passed.
+    let seals = unsafe { libc::fcntl(raw, libc::F_GET_SEALS) };
+    if seals < 0 {
+        return Err("region descriptor is not a memfd".into());
+    }
+    if seals & libc::F_SEAL_SHRINK == 0 {
+        return Err("region memfd is not sealed against shrinking (F_SEAL_SHRINK)".into());
+    }
+    // SAFETY: fstat fills a zeroed, live `stat`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstat(raw, &mut st) } < 0 {
+        return Err("fstat of region memfd failed".into());
+    }
+    if (st.st_size as u64) < size {
+        return Err(format!(
+            "region memfd holds {} bytes, {size} announced",
+            st.st_size
+        ));
+    }
+    Ok(())
+}
+
 /// A shared-memory region mapped read-write.
 pub struct Region {
     ptr: *mut u8,
@@ -138,30 +168,8 @@ impl Region {
     /// Maps `size` bytes of memfd `fd` after checking that it is a sealed memfd at least that
     /// large (so the mapping can never fault).
     pub fn map(fd: BorrowedFd<'_>, size: u64) -> Result<Region, String> {
-        if size == 0 || size > MAX_REGION_SIZE {
-            return Err(format!("region size {size} not in 1..={MAX_REGION_SIZE}"));
-        }
+        check_memfd(fd, size)?;
         let raw = fd.as_raw_fd();
-        // SAFETY: fcntl(F_GET_SEALS) on a descriptor we hold; no memory is passed.
-        let seals = unsafe { libc::fcntl(raw, libc::F_GET_SEALS) };
-        if seals < 0 {
-            return Err("region descriptor is not a memfd".into());
-        }
-        if seals & libc::F_SEAL_SHRINK == 0 {
-            return Err("region memfd is not sealed against shrinking (F_SEAL_SHRINK)".into());
-        }
-        // SAFETY: fstat fills a zeroed, live `stat`.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        if unsafe { libc::fstat(raw, &mut st) } < 0 {
-            return Err("fstat of region memfd failed".into());
-        }
-        if (st.st_size as u64) < size {
-            return Err(format!(
-                "region memfd holds {} bytes, {size} announced",
-                st.st_size
-            ));
-        }
         let len = size as usize;
         // SAFETY: a fresh shared mapping of `len` bytes of a file at least that long; the
         // kernel picks the address.
