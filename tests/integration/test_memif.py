@@ -121,6 +121,12 @@ class Pmd:
         return last
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_switch(rundir, sock):
     d = Daemon(rundir)
     vsctl(rundir, "--may-exist", "add-br", "brm", "--", "set", "Bridge", "brm",
@@ -163,6 +169,12 @@ def test_testpmd_both_ways_and_restarts(rundir):
             s = stats(rundir, f"m{i}")
             assert s["rx_packets"] == n and s["tx_packets"] == n, s
             assert s["rx_errors"] == 0 and s["tx_dropped"] == 0, s
+        # Connected but idle, the ports cost no CPU: the poll thread sleeps on their eventfds.
+        time.sleep(0.5)
+        c0 = cpu_seconds(d.proc.pid)
+        time.sleep(2)
+        used = cpu_seconds(d.proc.pid) - c0
+        assert used < 0.3, f"idle switch used {used:.2f} s of CPU in 2 s"
 
         # testpmd restarts: the links go down, then up with the new process.
         pmd.quit()

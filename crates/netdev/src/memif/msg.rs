@@ -12,7 +12,8 @@
 //! * [`decode`] accepts any byte string and never panics: a record of the wrong size, an
 //!   unknown type or a type the protocol never sends (`NONE`) is a [`MsgError`].
 //! * Names and strings are fixed-size NUL-padded byte arrays on the wire; decoding stops at
-//!   the first NUL and replaces invalid UTF-8, encoding truncates to the field size.
+//!   the first NUL and replaces each byte of invalid UTF-8 with `?` (so a decoded string
+//!   re-encodes to the same length), encoding truncates to the field size.
 //! * [`encode`] of a decoded message gives back the same record, except that bytes after a
 //!   string's NUL and unused trailing bytes come back as zeros.
 
@@ -117,7 +118,13 @@ fn u64_at(b: &[u8; MSG_SIZE], at: usize) -> u64 {
 fn str_at(b: &[u8; MSG_SIZE], at: usize, len: usize) -> String {
     let f = &b[at..at + len];
     let end = f.iter().position(|&c| c == 0).unwrap_or(len);
-    String::from_utf8_lossy(&f[..end]).into_owned()
+    // Invalid bytes become one '?' each, so the string re-encodes to the same length.
+    let mut s = String::with_capacity(end);
+    for chunk in f[..end].utf8_chunks() {
+        s.push_str(chunk.valid());
+        s.extend(std::iter::repeat_n('?', chunk.invalid().len()));
+    }
+    s
 }
 
 fn put_str(b: &mut [u8; MSG_SIZE], at: usize, len: usize, s: &str) {
@@ -348,11 +355,13 @@ mod tests {
         let mut r = [0u8; 128];
         r[0] = 9;
         assert_eq!(decode(&r), Err(MsgError::Type(9)));
-        // An unterminated, non-UTF-8 name still decodes.
+        // An unterminated, non-UTF-8 name still decodes, and re-encodes to the same record.
         let mut r = [0xffu8; 128];
         r[0] = 6;
         r[1] = 0;
-        assert!(matches!(decode(&r), Ok(Msg::Connect { .. })));
+        let m = decode(&r).expect("decodes");
+        assert!(matches!(&m, Msg::Connect { if_name } if if_name == &"?".repeat(NAME_SIZE)));
+        assert_eq!(decode(&encode(&m)), Ok(m));
         assert_eq!(secret_field(&"x".repeat(25)), None);
     }
 }
