@@ -256,6 +256,8 @@ def passive(daemon, net, br, n_hosts=2):
     hs = hosts(daemon, net, br, n_hosts)
     port = free_port()
     daemon.cli("set-controller", br, f"ptcp:{port}:127.0.0.1")
+    # Setting a controller empties the table (as in OVS); what a controller would install:
+    daemon.cli("add-flow", br, "priority=0,actions=NORMAL")
     return port, hs
 
 
@@ -387,6 +389,7 @@ def test_packet_in_rate_limit(daemon, net):
     h1, h2 = hosts(daemon, net, br, 2)
     port = free_port()
     daemon.cli("set-controller", br, f"ptcp:{port}:127.0.0.1")
+    daemon.cli("add-flow", br, "priority=0,actions=NORMAL")
     daemon.cli("add-flow", br, "priority=100,icmp,actions=CONTROLLER:64")
     c = Raw(port)
     try:
@@ -406,7 +409,7 @@ def test_packet_in_rate_limit(daemon, net):
         out = daemon.cli("get-controller", br).stdout
         limited = int(re.search(r"rate-limited (\d+)", out).group(1))
         assert limited >= 300 - n - 20, out
-        # The switch is fine: other traffic still flows by the default NORMAL flow.
+        # The switch is fine: other traffic still flows by the NORMAL flow.
         daemon.cli("del-flows", br, "icmp")
         assert pings(net, h1, "10.8.0.2")
     finally:

@@ -50,6 +50,7 @@
 pub mod bundle;
 pub mod cli;
 pub mod conn;
+pub mod default_flow;
 pub mod features;
 pub mod handle;
 pub mod mods;
@@ -156,6 +157,9 @@ pub struct BridgeOf {
     pub next_conn: AtomicU64,
     /// The SSL settings for `ssl:` and `pssl:` targets (shared with the manager).
     pub ssl: Arc<ssl::SslState>,
+    /// What the flow table was last reset for ([`default_flow`]); `None` until the first
+    /// settings are applied.
+    pub settled: Mutex<Option<default_flow::Settled>>,
     controllers: Mutex<Vec<Controller>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     mgmt_path: PathBuf,
@@ -274,6 +278,11 @@ impl BridgeOf {
             .any(|c| c.kind.is_controller() && c.is_up())
     }
 
+    /// True if any controller target is configured (connected or not).
+    pub fn has_controllers(&self) -> bool {
+        !lock(&self.controllers).is_empty()
+    }
+
     fn stop_controllers(&self) -> Vec<JoinHandle<()>> {
         let mut cs = lock(&self.controllers);
         let mut hs = Vec::new();
@@ -366,6 +375,7 @@ impl ConnMgr {
             created: Instant::now(),
             next_conn: AtomicU64::new(1),
             ssl: Arc::clone(&self.ssl),
+            settled: Mutex::new(None),
             controllers: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             mgmt_path,

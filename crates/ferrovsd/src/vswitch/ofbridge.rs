@@ -6,7 +6,8 @@
 //! `bridge_removed` when the bridge goes, and on every change of the bridge's Controller rows,
 //! `fail_mode`, `protocols` or datapath ID: the controller targets (`set_controllers`) and the
 //! per-bridge settings (`fail_mode`, the allowed OpenFlow versions, `datapath_id`, and the
-//! first controller's `inactivity_probe`/`max_backoff`) in the manager's `BridgeCfg`.
+//! first controller's `inactivity_probe`/`max_backoff`) in the manager's `BridgeCfg`; then
+//! the flow table is reset where ovs-vswitchd resets it ([`crate::ofconn::default_flow`]).
 //!
 //! Threads: called from the reconfiguration thread; the manager takes its own locks.
 //! Controller status for the `Controller` table comes from `get_controllers`: a target with an
@@ -53,7 +54,9 @@ impl OfConfigSink for ConnMgrSink {
             }
         }
         let targets: Vec<String> = cfg.controllers.iter().map(|c| c.target.clone()).collect();
-        self.0.set_controllers(bridge, &targets)
+        let r = self.0.set_controllers(bridge, &targets);
+        crate::ofconn::default_flow::settle(&b);
+        r
     }
 
     fn set_ssl(&self, files: Option<tls::TlsFiles>) {

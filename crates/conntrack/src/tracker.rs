@@ -1,0 +1,684 @@
+//! # The tracker: `execute` on the packet path
+//!
+//! ## What
+//! [`Conntrack::execute`] is the `ct()` action for a batch of packets: each packet is
+//! parsed, looked up in its zone, its connection's state advanced, NAT applied, and a
+//! [`CtResult`] written with the `ct_state` bits, zone, mark, label and original tuple the
+//! pipeline matches on after recirculation.
+//!
+//! ## Decisions (OVS's userspace conntrack semantics)
+//! * Unparsable packets (truncated, fragments, bad IPv4 header or L4 checksum, untracked
+//!   ICMP types) are `+trk+inv`.
+//! * A packet without a connection is `+trk+new` if it may open one (TCP: valid flags and
+//!   not SYN+ACK; ICMP: a query request; anything else: yes), else `+trk+inv`. Only with
+//!   `commit` is a connection created; uncommitted, nothing is stored.
+//! * When the global maximum or the zone's limit is reached, a committing packet stays
+//!   `+trk+new` and no connection is created (`full` / `zone_full` count it); existing
+//!   connections are never evicted to make room.
+//! * Packets of a connection are `+est` (`+rpl` in the reply direction), except that UDP,
+//!   generic and ICMP connections stay `+new` for further original-direction packets until
+//!   a reply is seen, and a TCP segment outside the window is `+inv` (the connection is not
+//!   changed). An ICMP error quoting a packet of a connection is `+rel` (`+rpl` when it
+//!   travels in the reply direction).
+//! * With `force`, a packet that finds its connection in the reply direction deletes it and
+//!   is treated as new. A SYN on a TCP connection closed both ways replaces it.
+//! * Expired connections are treated as absent on lookup; only [`Conntrack::sweep`] frees
+//!   them.
+//! * NAT translates packets only when the action asks for `nat`. `+snat`/`+dnat` are set on
+//!   translated packets: SNAT connections' original packets are `+snat`, their replies
+//!   `+dnat`, and the other way round for DNAT.
+//!
+//! ## Threading and cost
+//! `&self` everywhere: any number of poll threads call `execute` at once. An established
+//! packet costs one hash, one shard read lock and one connection mutex; a new connection
+//! adds the two shard write locks and atomic counter updates. Nothing on this path
+//! allocates except a connection's own 160-byte record and its two table slots.
+
+use crate::key::{self, parse, ConnKey, PacketMeta, Parsed, TcpSeg};
+use crate::nat::{for_each_candidate, Nat};
+use crate::rewrite;
+use crate::table::{Conn, ConnState, ProtoState, Table, Taken, NAT_DST, NAT_SRC};
+use crate::tcp::{self, TcpConn, TcpUpdate};
+use crate::timeout::{Class, Policies};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// `ct_state` bits, as OpenFlow's `ct_state` field numbers them.
+pub mod ct_state {
+    /// Beginning of a new connection.
+    pub const NEW: u32 = 0x01;
+    /// Part of an existing connection.
+    pub const EST: u32 = 0x02;
+    /// Related to an existing connection (ICMP error).
+    pub const REL: u32 = 0x04;
+    /// Reply direction.
+    pub const RPL: u32 = 0x08;
+    /// Invalid.
+    pub const INV: u32 = 0x10;
+    /// Tracked.
+    pub const TRK: u32 = 0x20;
+    /// Source address/port translated.
+    pub const SNAT: u32 = 0x40;
+    /// Destination address/port translated.
+    pub const DNAT: u32 = 0x80;
+}
+use ct_state::*;
+
+/// OVS's default global connection limit.
+pub const DEFAULT_MAX_CONNS: u32 = 3_000_000;
+
+/// What one `ct()` action asks for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CtRequest<'a> {
+    /// Zone.
+    pub zone: u16,
+    /// Create the connection if new; apply mark/label.
+    pub commit: bool,
+    /// Delete a connection found in the reply direction and start a new one.
+    pub force: bool,
+    /// NAT.
+    pub nat: Option<&'a Nat>,
+    /// `(value, mask)` for `ct_mark`, applied on commit.
+    pub set_mark: Option<(u32, u32)>,
+    /// `(value, mask)` for `ct_label`, applied on commit.
+    pub set_label: Option<(u128, u128)>,
+}
+
+/// What tracking decided for one packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CtResult {
+    /// `ct_state` bits ([`ct_state`]).
+    pub state: u32,
+    /// `ct_zone`.
+    pub zone: u16,
+    /// `ct_mark`.
+    pub mark: u32,
+    /// `ct_label`.
+    pub label: u128,
+    /// The connection's original-direction tuple (`ct_nw_src`, ...), when it has one.
+    pub orig: Option<ConnKey>,
+}
+
+/// A packet as `execute` sees it.
+pub trait CtPacket {
+    /// The frame bytes (rewritten in place by NAT) and where its layers are.
+    fn frame_and_meta(&mut self) -> Option<(&mut [u8], PacketMeta)>;
+}
+
+impl CtPacket for (Vec<u8>, PacketMeta) {
+    fn frame_and_meta(&mut self) -> Option<(&mut [u8], PacketMeta)> {
+        Some((&mut self.0[..], self.1))
+    }
+}
+
+/// Event counters (relaxed atomics, touched only on rare paths).
+#[derive(Default)]
+pub struct Counters {
+    /// Packets found invalid.
+    pub invalid: AtomicU64,
+    /// Commits refused by the global maximum.
+    pub full: AtomicU64,
+    /// Commits refused by a zone limit.
+    pub zone_full: AtomicU64,
+    /// Commits refused because NAT found no free tuple.
+    pub nat_exhausted: AtomicU64,
+    /// Connections created.
+    pub created: AtomicU64,
+    /// Connections removed by expiry.
+    pub expired: AtomicU64,
+}
+
+/// Per-zone connection counts and limits (fixed arrays: no lock on the commit path).
+pub(crate) struct Zones {
+    pub count: Box<[AtomicU32]>,
+    /// `u32::MAX`: no zone-specific limit (the default applies).
+    pub limit: Box<[AtomicU32]>,
+    /// 0: unlimited.
+    pub default_limit: AtomicU32,
+}
+
+/// Tracker configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Table shards (rounded up to a power of two).
+    pub shards: usize,
+    /// Global connection limit.
+    pub max_conns: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            shards: 256,
+            max_conns: DEFAULT_MAX_CONNS,
+        }
+    }
+}
+
+/// The connection tracker of one datapath.
+pub struct Conntrack {
+    pub(crate) table: Table,
+    pub(crate) n_conns: AtomicU32,
+    pub(crate) max_conns: AtomicU32,
+    pub(crate) zones: Zones,
+    pub(crate) policies: Policies,
+    pub(crate) seq_check: AtomicBool,
+    pub(crate) sweep_cursor: Mutex<usize>,
+    /// Event counters.
+    pub counters: Counters,
+}
+
+impl Default for Conntrack {
+    fn default() -> Self {
+        Self::new(Config::default())
+    }
+}
+
+/// What the locked part of an existing-connection lookup hands back.
+struct Hit {
+    state: u32,
+    mark: u32,
+    label: u128,
+    /// Set when the connection must be replaced (TCP restart, force).
+    restart: Option<Arc<Conn>>,
+    /// Set when the connection has expired: treat as absent.
+    expired: bool,
+    conn_key: ConnKey,
+    conn_rev: ConnKey,
+    nat: u8,
+    reply: bool,
+}
+
+thread_local! {
+    static RNG: std::cell::Cell<u64> = std::cell::Cell::new({
+        let s = std::collections::hash_map::RandomState::new();
+        std::hash::BuildHasher::hash_one(&s, 0u8) | 1
+    });
+}
+
+fn random_u64() -> u64 {
+    RNG.with(|c| {
+        let mut x = c.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c.set(x);
+        x
+    })
+}
+
+impl Conntrack {
+    /// An empty tracker.
+    pub fn new(cfg: Config) -> Conntrack {
+        let zones = Zones {
+            count: (0..=u16::MAX as usize).map(|_| AtomicU32::new(0)).collect(),
+            limit: (0..=u16::MAX as usize)
+                .map(|_| AtomicU32::new(u32::MAX))
+                .collect(),
+            default_limit: AtomicU32::new(0),
+        };
+        Conntrack {
+            table: Table::new(cfg.shards),
+            n_conns: AtomicU32::new(0),
+            max_conns: AtomicU32::new(cfg.max_conns),
+            zones,
+            policies: Policies::new(),
+            seq_check: AtomicBool::new(true),
+            sweep_cursor: Mutex::new(0),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Tracks a batch: `out[i]` receives the result for `pkts[i]` (`out` at least as long).
+    pub fn execute<P: CtPacket>(
+        &self,
+        pkts: &mut [P],
+        req: &CtRequest<'_>,
+        now: u64,
+        out: &mut [CtResult],
+    ) {
+        for (p, o) in pkts.iter_mut().zip(out.iter_mut()) {
+            *o = match p.frame_and_meta() {
+                Some((frame, meta)) => self.execute_one(frame, &meta, req, now),
+                None => self.invalid(req.zone),
+            };
+        }
+    }
+
+    fn invalid(&self, zone: u16) -> CtResult {
+        self.counters.invalid.fetch_add(1, Relaxed);
+        CtResult {
+            state: TRK | INV,
+            zone,
+            ..CtResult::default()
+        }
+    }
+
+    /// Tracks one packet; `now` is in milliseconds.
+    pub fn execute_one(
+        &self,
+        frame: &mut [u8],
+        meta: &PacketMeta,
+        req: &CtRequest<'_>,
+        now: u64,
+    ) -> CtResult {
+        match parse(frame, meta, req.zone) {
+            Parsed::Invalid => self.invalid(req.zone),
+            Parsed::Conn { key, tcp } => self.track(frame, meta, &key, tcp.as_ref(), req, now),
+            Parsed::IcmpError { key, quoted } => {
+                let h = self.table.hash(&key);
+                let hit = self.table.lookup(&key, h, |conn, reply| {
+                    let st = conn.st.lock();
+                    (st.expires > now).then_some((
+                        st.mark,
+                        st.label(),
+                        conn.key,
+                        conn.rev,
+                        conn.nat,
+                        reply,
+                    ))
+                });
+                let Some(Some((mark, label, ck, cr, nat, reply))) = hit else {
+                    return self.invalid(req.zone);
+                };
+                let mut state = TRK | REL;
+                if reply {
+                    state |= RPL;
+                }
+                if req.nat.is_some() && nat != 0 {
+                    let (k, t) = if reply {
+                        (cr, ck.reverse())
+                    } else {
+                        (ck, cr.reverse())
+                    };
+                    if let Some(l4) = meta.l4 {
+                        rewrite::rewrite_icmp_error(
+                            frame,
+                            usize::from(meta.l3),
+                            usize::from(l4),
+                            &quoted,
+                            &k,
+                            &t,
+                        );
+                    }
+                    state |= nat_bits(nat, reply);
+                }
+                CtResult {
+                    state,
+                    zone: req.zone,
+                    mark,
+                    label,
+                    orig: Some(ck),
+                }
+            }
+        }
+    }
+
+    fn track(
+        &self,
+        frame: &mut [u8],
+        meta: &PacketMeta,
+        key: &ConnKey,
+        tcp: Option<&TcpSeg>,
+        req: &CtRequest<'_>,
+        now: u64,
+    ) -> CtResult {
+        // Two rounds at most: a lost insertion race re-runs the lookup once.
+        for _round in 0..2 {
+            let h = self.table.hash(key);
+            let hit = self.table.lookup(key, h, |conn, reply| {
+                self.update(conn, reply, tcp, req, now)
+            });
+            match hit {
+                Some(hit) if !hit.expired && hit.restart.is_none() => {
+                    return self.finish_hit(frame, meta, req, &hit);
+                }
+                Some(Hit {
+                    restart: Some(old), ..
+                }) => {
+                    self.remove_conn(&old);
+                }
+                _ => {}
+            }
+            match self.new_conn(frame, meta, key, tcp, req, now) {
+                Ok(r) => return r,
+                Err(()) => continue,
+            }
+        }
+        // Lost the race twice: report it as new without state.
+        CtResult {
+            state: TRK | NEW,
+            zone: req.zone,
+            ..CtResult::default()
+        }
+    }
+
+    /// The per-packet update of an existing connection, under the shard read lock.
+    fn update(
+        &self,
+        conn: &Arc<Conn>,
+        reply: bool,
+        tcp: Option<&TcpSeg>,
+        req: &CtRequest<'_>,
+        now: u64,
+    ) -> Hit {
+        let mut hit = Hit {
+            state: TRK,
+            mark: 0,
+            label: 0,
+            restart: None,
+            expired: false,
+            conn_key: conn.key,
+            conn_rev: conn.rev,
+            nat: conn.nat,
+            reply,
+        };
+        let mut st = conn.st.lock();
+        if st.expires <= now {
+            hit.expired = true;
+            return hit;
+        }
+        if req.force && reply {
+            hit.restart = Some(conn.clone());
+            return hit;
+        }
+        let zone = conn.key.zone;
+        let mut class = None;
+        let mut valid_new = false;
+        match (&mut st.proto, tcp) {
+            (ProtoState::Tcp(t), Some(seg)) => {
+                match t.update(seg, reply, self.seq_check.load(Relaxed)) {
+                    TcpUpdate::Valid(c) => class = c,
+                    TcpUpdate::Invalid => {
+                        hit.state |= INV;
+                    }
+                    TcpUpdate::New => {
+                        hit.restart = Some(conn.clone());
+                        return hit;
+                    }
+                }
+            }
+            (ProtoState::Other(s), _) => {
+                if reply && *s != 2 {
+                    *s = 2;
+                } else if *s == 0 {
+                    *s = 1;
+                    valid_new = true;
+                }
+                class = Some(match *s {
+                    0 => Class::OtherFirst,
+                    1 => Class::OtherMultiple,
+                    _ => Class::OtherBidir,
+                });
+            }
+            (ProtoState::Icmp(replied), _) => {
+                if reply && !*replied {
+                    *replied = true;
+                } else if !*replied {
+                    valid_new = true;
+                }
+                class = Some(if *replied {
+                    Class::IcmpReply
+                } else {
+                    Class::IcmpFirst
+                });
+            }
+            (ProtoState::Tcp(_), None) => hit.state |= INV,
+        }
+        if let Some(c) = class {
+            st.expires = now.saturating_add(self.policies.timeout_ms(zone, c));
+        }
+        if hit.state & INV == 0 {
+            if valid_new {
+                hit.state |= NEW;
+            } else {
+                hit.state |= EST;
+                if reply {
+                    hit.state |= RPL;
+                }
+            }
+            if req.commit {
+                apply_mark_label(&mut st, req);
+            }
+        } else {
+            self.counters.invalid.fetch_add(1, Relaxed);
+        }
+        hit.mark = st.mark;
+        hit.label = st.label();
+        hit
+    }
+
+    fn finish_hit(
+        &self,
+        frame: &mut [u8],
+        meta: &PacketMeta,
+        req: &CtRequest<'_>,
+        hit: &Hit,
+    ) -> CtResult {
+        let mut state = hit.state;
+        if state & INV == 0 && req.nat.is_some() && hit.nat != 0 {
+            if let Some(l4) = meta.l4 {
+                let (from, to) = if hit.reply {
+                    (hit.conn_rev, hit.conn_key.reverse())
+                } else {
+                    (hit.conn_key, hit.conn_rev.reverse())
+                };
+                rewrite::rewrite(frame, usize::from(meta.l3), usize::from(l4), &from, &to);
+                state |= nat_bits(hit.nat, hit.reply);
+            }
+        }
+        CtResult {
+            state,
+            zone: req.zone,
+            mark: hit.mark,
+            label: hit.label,
+            orig: Some(hit.conn_key),
+        }
+    }
+
+    /// A packet without a (live) connection. `Err` asks the caller to look up again (another
+    /// thread created the connection first).
+    fn new_conn(
+        &self,
+        frame: &mut [u8],
+        meta: &PacketMeta,
+        key: &ConnKey,
+        tcp: Option<&TcpSeg>,
+        req: &CtRequest<'_>,
+        now: u64,
+    ) -> Result<CtResult, ()> {
+        let proto = match (key.proto, tcp) {
+            (key::PROTO_TCP, Some(seg)) => {
+                if !tcp::valid_new(seg.flags) {
+                    return Ok(self.invalid(req.zone));
+                }
+                ProtoState::Tcp(TcpConn::new(seg))
+            }
+            (key::PROTO_TCP, None) => return Ok(self.invalid(req.zone)),
+            (p, _) if key::is_icmp_proto(p) => {
+                if !key::icmp_is_request(key.v6, key.icmp_type) {
+                    return Ok(self.invalid(req.zone));
+                }
+                ProtoState::Icmp(false)
+            }
+            _ => ProtoState::Other(0),
+        };
+        let new_only = CtResult {
+            state: TRK | NEW,
+            zone: req.zone,
+            ..CtResult::default()
+        };
+        if !req.commit {
+            return Ok(new_only);
+        }
+        // Reserve room: the zone limit, then the global maximum.
+        let zone = usize::from(req.zone);
+        let zl = match self.zones.limit[zone].load(Relaxed) {
+            u32::MAX => self.zones.default_limit.load(Relaxed),
+            l => l,
+        };
+        let zc = self.zones.count[zone].fetch_add(1, Relaxed);
+        if zl != 0 && zc >= zl {
+            self.zones.count[zone].fetch_sub(1, Relaxed);
+            self.counters.zone_full.fetch_add(1, Relaxed);
+            return Ok(new_only);
+        }
+        let n = self.n_conns.fetch_add(1, Relaxed);
+        if n >= self.max_conns.load(Relaxed) {
+            self.n_conns.fetch_sub(1, Relaxed);
+            self.zones.count[zone].fetch_sub(1, Relaxed);
+            self.counters.full.fetch_add(1, Relaxed);
+            return Ok(new_only);
+        }
+        let unreserve = || {
+            self.n_conns.fetch_sub(1, Relaxed);
+            self.zones.count[zone].fetch_sub(1, Relaxed);
+        };
+
+        let class = match proto {
+            ProtoState::Tcp(_) => Class::TcpFirst,
+            ProtoState::Icmp(_) => Class::IcmpFirst,
+            ProtoState::Other(_) => Class::OtherFirst,
+        };
+        let mut st = ConnState {
+            expires: now.saturating_add(self.policies.timeout_ms(req.zone, class)),
+            proto,
+            mark: 0,
+            label: [0; 2],
+        };
+        apply_mark_label(&mut st, req);
+        let (mark, label) = (st.mark, st.label());
+
+        let nat_req = req.nat.filter(|n| !matches!(n, Nat::Apply));
+        let nat_flag = match nat_req {
+            Some(Nat::Src(_)) => NAT_SRC,
+            Some(Nat::Dst(_)) => NAT_DST,
+            _ => 0,
+        };
+        let mut inserted: Option<Arc<Conn>> = None;
+        let mut retry = false;
+        let mut attempt = |rev: &ConnKey| -> bool {
+            if nat_flag != 0 && self.table.contains(rev) {
+                return false;
+            }
+            let conn = Arc::new(Conn {
+                key: *key,
+                rev: *rev,
+                nat: nat_flag,
+                st: parking_lot::Mutex::new(st),
+            });
+            // An expired holder of either key is removed and the insertion retried.
+            for _ in 0..3 {
+                match self.table.insert(conn.clone()) {
+                    Ok(()) => {
+                        inserted = Some(conn);
+                        return true;
+                    }
+                    Err(Taken { conn: other, rev }) => {
+                        if other.st.lock().expires <= now {
+                            self.remove_conn(&other);
+                            continue;
+                        }
+                        if !rev {
+                            // Someone else committed this connection first.
+                            retry = true;
+                            return true;
+                        }
+                        return false;
+                    }
+                }
+            }
+            false
+        };
+        match nat_req {
+            Some(n) => {
+                let h = match n {
+                    Nat::Src(r) | Nat::Dst(r) if r.random => random_u64(),
+                    Nat::Src(r) | Nat::Dst(r) if r.persistent => self
+                        .table
+                        .hash_any(&(key.src, key.dst, key.zone, key.proto)),
+                    _ => self.table.hash(key),
+                };
+                if !for_each_candidate(key, n, h, &mut attempt) {
+                    self.counters.nat_exhausted.fetch_add(1, Relaxed);
+                }
+            }
+            None => {
+                attempt(&key.reverse());
+            }
+        }
+        let Some(conn) = inserted else {
+            unreserve();
+            if retry {
+                return Err(());
+            }
+            return Ok(new_only);
+        };
+        self.counters.created.fetch_add(1, Relaxed);
+        let mut state = TRK | NEW;
+        if nat_flag != 0 {
+            if let Some(l4) = meta.l4 {
+                rewrite::rewrite(
+                    frame,
+                    usize::from(meta.l3),
+                    usize::from(l4),
+                    &conn.key,
+                    &conn.rev.reverse(),
+                );
+                state |= nat_bits(nat_flag, false);
+            }
+        }
+        Ok(CtResult {
+            state,
+            zone: req.zone,
+            mark,
+            label,
+            orig: Some(conn.key),
+        })
+    }
+
+    /// Removes a connection and releases its counts; false if already gone.
+    pub(crate) fn remove_conn(&self, conn: &Arc<Conn>) -> bool {
+        if self.table.remove(conn) {
+            self.n_conns.fetch_sub(1, Relaxed);
+            self.zones.count[usize::from(conn.key.zone)].fetch_sub(1, Relaxed);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Turns TCP sequence checking on (the default) or off (liberal mode for every
+    /// connection, OVS's `dpctl/ct-disable-tcp-seq-chk`).
+    pub fn set_tcp_seq_check(&self, on: bool) {
+        self.seq_check.store(on, Relaxed);
+    }
+
+    /// Whether TCP sequence checking is on.
+    pub fn tcp_seq_check(&self) -> bool {
+        self.seq_check.load(Relaxed)
+    }
+
+    /// The timeout policies.
+    pub fn policies(&self) -> &Policies {
+        &self.policies
+    }
+}
+
+fn apply_mark_label(st: &mut ConnState, req: &CtRequest<'_>) {
+    if let Some((v, m)) = req.set_mark {
+        st.mark = (st.mark & !m) | (v & m);
+    }
+    if let Some((v, m)) = req.set_label {
+        let l = (st.label() & !m) | (v & m);
+        st.set_label(l);
+    }
+}
+
+fn nat_bits(nat: u8, reply: bool) -> u32 {
+    match (nat & NAT_SRC != 0, reply) {
+        (true, false) | (false, true) => SNAT,
+        (true, true) | (false, false) => DNAT,
+    }
+}
