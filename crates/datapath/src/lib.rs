@@ -31,6 +31,7 @@
 //! OpenFlow state's lock, and `tests/writer_held.rs`, which holds that lock during traffic).
 
 pub mod bridge;
+pub mod capabilities;
 pub mod clock;
 pub mod cycles;
 pub mod dpcls;

@@ -41,6 +41,7 @@ pub const TABLES: &[&str] = &[
     "Interface",
     "Controller",
     "SSL",
+    "Datapath",
 ];
 
 /// Bridge `other_config` keys that are not module settings.

@@ -9,7 +9,10 @@
 //! - Controller `is_connected` and `role`, when the connection layer reports them;
 //! - Open_vSwitch `cur_cfg` raised to the `next_cfg` the pass applied (what `ovs-vsctl` without
 //!   `--no-wait` waits for), and the version columns (`ovs_version`, `db_version`,
-//!   `iface_types`, `datapath_types`).
+//!   `iface_types`, `datapath_types`);
+//! - Datapath `capabilities` of every row `Open_vSwitch:datapaths` names under a datapath type
+//!   ferrovs runs (`netdev`, and `system`, which it runs the same way), from
+//!   [`datapath::capabilities`] (ovn-controller reads them before programming stateful flows).
 //!
 //! Only columns whose value differs from the snapshot are written, so a pass that changes
 //! nothing writes nothing, and the commit our own write causes (which wakes the reconfiguration
@@ -250,8 +253,48 @@ pub fn ops(
         if !row.is_empty() {
             ops.push(update("Open_vSwitch", root, row));
         }
+        let dps = snap.get("Datapath").unwrap_or(&empty);
+        for u in datapath_rows(have) {
+            let mut row = Map::new();
+            diff(&mut row, dps.get(&u), "capabilities", capabilities());
+            if dps.contains_key(&u) && !row.is_empty() {
+                ops.push(update("Datapath", &u, row));
+            }
+        }
     }
     ops
+}
+
+/// The Datapath rows `Open_vSwitch:datapaths` names for the datapath types ferrovs runs.
+fn datapath_rows(root: Option<&Map<String, Value>>) -> Vec<String> {
+    let pairs = root
+        .and_then(|r| r.get("datapaths"))
+        .and_then(|v| v.as_array())
+        .filter(|a| a.first().and_then(Value::as_str) == Some("map"))
+        .and_then(|a| a.get(1))
+        .and_then(Value::as_array);
+    pairs
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            let [k, v] = p.as_array()?.as_slice() else {
+                return None;
+            };
+            if !matches!(k.as_str()?, "netdev" | "system") {
+                return None;
+            }
+            super::model::uuid_of(v).map(str::to_string)
+        })
+        .collect()
+}
+
+/// `Datapath:capabilities` as the datapath reports them.
+fn capabilities() -> Value {
+    let pairs: Vec<Value> = datapath::capabilities::capabilities()
+        .into_iter()
+        .map(|(k, v)| json!([k, v]))
+        .collect();
+    json!(["map", pairs])
 }
 
 #[cfg(test)]
@@ -266,5 +309,25 @@ mod tests {
             json!(["map", [["a", 2], ["b", 1]]])
         );
         assert_eq!(norm(&json!(["set", []])), json!(["set", []]));
+    }
+
+    #[test]
+    fn datapath_rows_of_the_types_we_run() {
+        let root = json!({"datapaths": ["map", [
+            ["netdev", ["uuid", "11111111-1111-1111-1111-111111111111"]],
+            ["system", ["uuid", "22222222-2222-2222-2222-222222222222"]],
+            ["dpdk", ["uuid", "33333333-3333-3333-3333-333333333333"]],
+            ["bad", 5]
+        ]]});
+        let rows = datapath_rows(root.as_object());
+        assert_eq!(
+            rows,
+            [
+                "11111111-1111-1111-1111-111111111111",
+                "22222222-2222-2222-2222-222222222222"
+            ]
+        );
+        assert!(datapath_rows(json!({"datapaths": 7}).as_object()).is_empty());
+        assert!(datapath_rows(None).is_empty());
     }
 }
