@@ -12,6 +12,8 @@ fuzz_max_len() {
     case "$1" in
         flow_extract) echo 4096 ;;   # one frame; packet::MAX_FRAME is 2,048
         ofctl_text) echo 16384 ;;    # one flow, group or meter line
+        memif_msg) echo 4096 ;;      # a handshake: 32 control records of 128 bytes
+        memif_ring) echo 8192 ;;     # a ring header and up to 256 descriptors
         ct_execute) echo 8192 ;;     # a few frames, each at most MAX_FRAME
         *) echo 65536 ;;
     esac

@@ -83,7 +83,8 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         let _ = ct.dump(None, true, now);
-        let _ = ct.stats_text(None, now);
+        let _ = ct.stats_text(None, true, now);
+        let _ = ct.bkts_text(0);
         let _ = ct.sweep(now + 100_000_000, 10);
     });
 });

@@ -46,7 +46,7 @@ pub use key::{ConnKey, PacketMeta};
 pub use nat::{Nat, NatRange};
 pub use ops::{ConnEntry, Flush};
 pub use timeout::TimeoutPolicy;
-pub use tracker::{ct_state, Config, Conntrack, CtPacket, CtRequest, CtResult};
+pub use tracker::{ct_state, Config, Conntrack, CtInput, CtPacket, CtRequest, CtResult};
 
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@
 //! | `system` | any Linux interface through AF_PACKET with TPACKET_V3 mmap rings |
 //! | `internal` | a TAP device: the host stack's port on the bridge |
 //! | `afxdp` | any Linux interface through AF_XDP sockets and an XDP redirect program |
+//! | `memif` | a shared-memory packet interface (memif protocol) to another process |
 //!
 //! ## Contract
 //! * `rx_batch` appends at most `batch.room()` packets, taking buffers from the caller's pool;
@@ -31,6 +32,7 @@
 
 pub mod afxdp;
 mod bpf;
+pub mod memif;
 pub mod null;
 pub mod offload;
 pub mod pcap;
@@ -129,7 +131,7 @@ impl fmt::Display for NetdevError {
 impl std::error::Error for NetdevError {}
 
 /// The port types this build knows.
-pub const PORT_TYPES: &[&str] = &["system", "internal", "afxdp", "pcap", "null"];
+pub const PORT_TYPES: &[&str] = &["system", "internal", "afxdp", "memif", "pcap", "null"];
 
 /// A port provider. See the module documentation for the contract.
 pub trait Port: Send {
@@ -277,6 +279,7 @@ pub fn open(name: &str, kind: &str, opts: &Options) -> Result<Box<dyn Port>, Net
         "system" => Ok(Box::new(system::SystemPort::open(name, opts)?)),
         "internal" => Ok(Box::new(tap::TapPort::open(name, opts)?)),
         "afxdp" => Ok(Box::new(afxdp::AfxdpPort::open(name, opts)?)),
+        "memif" => Ok(Box::new(memif::MemifPort::open(name, opts)?)),
         _ => Err(NetdevError::UnknownType(kind.to_string())),
     }
 }

@@ -3,9 +3,11 @@
 //!
 //! ## Why on ferrovs's ports
 //! The generator opens its interface with `netdev::open`, exactly as the switch opens its
-//! ports, so every port type the switch gains (`system` AF_PACKET rings and `afxdp` today,
-//! shared-memory ports later) is a generator back end for free, and generator and switch pay
-//! the same I/O costs. It runs on one thread; pin it with `taskset`.
+//! ports, so every port type the switch gains (`system` AF_PACKET rings, `afxdp`, and `memif`
+//! shared-memory ports as a client: `-t memif -o socket=PATH -o id=N -o role=client`) is a
+//! generator back end for free, and generator and switch pay the same I/O costs. It runs on
+//! one thread; pin it with `taskset`. Ports that connect in the background (memif) are given
+//! `--link-wait` seconds to come up before the run starts.
 //!
 //! ## Modes
 //! * `tx`: floods valid Ethernet/IPv4/UDP frames ([`frame`]) of `--size` bytes across
@@ -76,9 +78,20 @@ struct Cli {
     #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
     options: Vec<String>,
 
-    /// txrx: receive on this interface instead of --iface (same type and options).
+    /// txrx: receive on this interface instead of --iface (same type and options, except
+    /// those given with --rx-option).
     #[arg(long)]
     rx_iface: Option<String>,
+
+    /// Option KEY=VALUE for --rx-iface only, replacing the -o one (repeatable), e.g. a
+    /// memif port's -o id=1.
+    #[arg(long = "rx-option", value_name = "KEY=VALUE")]
+    rx_options: Vec<String>,
+
+    /// Seconds to wait for the ports' links to come up (memif ports connect in the
+    /// background) before starting.
+    #[arg(long, default_value_t = 10.0)]
+    link_wait: f64,
 
     /// Frame size in bytes including the 4-byte FCS (64..=1518); the port gets size-4 bytes.
     #[arg(short = 's', long, default_value_t = 64,
@@ -182,6 +195,11 @@ fn real_main(cli: Cli) -> Result<(), String> {
         return Err("--rx-iface only makes sense with txrx".into());
     }
     let opts = parse_options(&cli.options)?;
+    let mut rx_opts = opts.clone();
+    rx_opts.extend(parse_options(&cli.rx_options)?);
+    if !cli.rx_options.is_empty() && cli.rx_iface.is_none() {
+        return Err("--rx-option needs --rx-iface".into());
+    }
     let duration = secs(cli.duration, "--duration")?;
     let idle_timeout = match cli.idle_timeout {
         Some(v) => secs(v, "--idle-timeout")?,
@@ -190,18 +208,30 @@ fn real_main(cli: Cli) -> Result<(), String> {
 
     // Open the ports first: the default source MAC is the interface's.
     let mut list = Vec::new();
-    let open = |name: &str| {
-        netdev::open(name, &cli.kind, &opts).map_err(|e| format!("{name} ({}): {e}", cli.kind))
+    let open = |name: &str, opts: &Options| {
+        netdev::open(name, &cli.kind, opts).map_err(|e| format!("{name} ({}): {e}", cli.kind))
     };
-    list.push(open(&cli.iface)?);
+    list.push(open(&cli.iface, &opts)?);
     let rx_idx = match (&cli.rx_iface, mode) {
         (_, Mode::Tx) => None,
         (Some(r), _) if *r != cli.iface => {
-            list.push(open(r)?);
+            list.push(open(r, &rx_opts)?);
             Some(1)
         }
         _ => Some(0),
     };
+    let link_wait = secs(cli.link_wait, "--link-wait")?.unwrap_or_default();
+    let t0 = std::time::Instant::now();
+    while list
+        .iter()
+        .any(|p| p.link_state() == netdev::LinkState::Down)
+    {
+        if t0.elapsed() >= link_wait {
+            eprintln!("ferrovs-pktgen: link still down after {link_wait:?}; starting anyway");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let tx_idx = (mode != Mode::Rx).then_some(0);
     let mut ports = Ports {
         ports: list,

@@ -1,0 +1,230 @@
+"""W3: shared-memory virtual ports (memif), one switch core. Driven by bench/w3.sh.
+
+The generator is Debian's dpdk-testpmd in `flowgen` mode on one core, as memif *client* on two
+interfaces: on each port it transmits 64-byte UDP frames as fast as it can and receives (and
+counts) what comes back. The switch runs as memif *server* on the other core and forwards
+port 1 <-> port 2. Delivered Mpps = the generator's received packets (both ports) per second
+over the measured window, from testpmd's own port counters. Configurations, one after another
+in the same run:
+
+  ferrovs-patch      ferrovsd, patch module (m0 <-> m1)
+  ferrovs-l3_4k      ferrovsd, openflow module, the W1 l3_4k rule set (both directions)
+  floor              testpmd to testpmd over memif (a server testpmd io-forwarding on the
+                     switch core): the generator-to-generator floor
+
+A configuration that cannot be set up or does not forward prints FAILED and why, never a number.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sh(cmd, check=True, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))}: {r.stderr.strip() or r.stdout.strip()}")
+    return r
+
+
+class Pmd:
+    """An interactive testpmd whose output goes to a file."""
+
+    def __init__(self, work, tag, cores, vdevs, extra=()):
+        self.log = open(work / f"{tag}.log", "w+")
+        args = ["stdbuf", "-oL", "dpdk-testpmd", f"--lcores=0@{cores[0]},1@{cores[1]}",
+                "--no-huge", "-m", "1024", "--no-pci", "--no-shconf",
+                f"--file-prefix=w3{os.getpid()}{tag}"]
+        for v in vdevs:
+            args += ["--vdev", v]
+        args += ["--", "-i", "--total-num-mbufs=65536", *extra]
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=self.log,
+                                     stderr=subprocess.STDOUT, text=True)
+
+    def cmd(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def text(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def rx_total(self):
+        """Sum of RX-packets over both ports, from a fresh `show port stats all`."""
+        mark = len(self.text())
+        self.cmd("show port stats all")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            t = self.text()[mark:]
+            v = re.findall(r"RX-packets:\s+(\d+)", t)
+            if len(v) >= 2:
+                return int(v[0]) + int(v[1]), time.time()
+            time.sleep(0.05)
+        raise RuntimeError("testpmd did not print its port stats")
+
+    def links_up(self, n=2, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            mark = len(self.text())
+            self.cmd("show port info all")
+            time.sleep(0.5)
+            if len(re.findall(r"Link status: up", self.text()[mark:])) >= n:
+                return True
+        return False
+
+    def quit(self):
+        if self.proc.poll() is None:
+            try:
+                self.cmd("quit")
+                self.proc.wait(timeout=15)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def client_vdevs(sock_a, sock_b):
+    return [f"net_memif0,role=client,socket={sock_a},id=0,socket-abstract=no",
+            f"net_memif1,role=client,socket={sock_b},id=0,socket-abstract=no"]
+
+
+def measure(gen, secs, warmup):
+    gen.cmd("set fwd flowgen")
+    gen.cmd("start")
+    time.sleep(warmup)
+    a, t0 = gen.rx_total()
+    time.sleep(secs)
+    b, t1 = gen.rx_total()
+    gen.cmd("stop")
+    return (b - a) / (t1 - t0) / 1e6
+
+
+def l3_rules(path):
+    with open(path, "w") as f:
+        for a, b in ((1, 2), (2, 1)):
+            for i in range(4096):
+                f.write(f"priority=100,ip,in_port={a},nw_dst=10.0.{i >> 8}.{i & 255},"
+                        f"actions=output:{b}\n")
+            f.write(f"priority=1,in_port={a},actions=output:{b}\n")
+
+
+def run_ferrovs(bins, work, module, args):
+    rundir = work / f"ferrovs-{module}"
+    rundir.mkdir()
+    log = open(rundir / "ferrovsd.log", "w")
+    sw = subprocess.Popen(["taskset", "-c", str(args.sw_core), str(bins / "ferrovsd"),
+                           "--rundir", str(rundir), "--pcap-dir", str(rundir)],
+                          stdout=log, stderr=subprocess.STDOUT)
+    gen = None
+    try:
+        deadline = time.time() + 10
+        while not (rundir / "ferrovsd.ctl").exists():
+            if sw.poll() is not None or time.time() > deadline:
+                raise RuntimeError("ferrovsd did not start")
+            time.sleep(0.05)
+        f = [str(bins / "ferrovs"), "--rundir", str(rundir)]
+        sh(f + ["add-br", "br0", f"module={'patch' if module == 'patch' else 'openflow'}"])
+        socks = [rundir / "a.sock", rundir / "b.sock"]
+        for i, s in enumerate(socks):
+            sh(f + ["add-port", "br0", f"m{i}", "type=memif", f"socket={s}", "id=0",
+                    f"ofport={i + 1}"])
+        if module == "patch":
+            sh(f + ["patch-set", "br0", "m0", "m1"])
+            sh(f + ["patch-set", "br0", "m1", "m0"])
+        else:
+            rules = rundir / "l3_4k.flows"
+            l3_rules(rules)
+            sh(f + ["del-flows", "br0"])
+            sh(f + ["add-flows", "br0", str(rules)])
+        gen = Pmd(work, f"gen-{module}", (args.gen_core, args.gen_core), client_vdevs(*socks),
+                  ["--txpkts=60"])
+        if not gen.links_up():
+            raise RuntimeError("memif links did not come up")
+        return measure(gen, args.seconds, args.warmup)
+    finally:
+        if gen:
+            gen.quit()
+        sw.terminate()
+        try:
+            sw.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            sw.kill()
+        log.close()
+
+
+def run_floor(work, args):
+    socks = [work / "floor-a.sock", work / "floor-b.sock"]
+    srv = Pmd(work, "floor-srv", (args.sw_core, args.sw_core),
+              [f"net_memif0,role=server,socket={socks[0]},id=0,socket-abstract=no",
+               f"net_memif1,role=server,socket={socks[1]},id=0,socket-abstract=no"])
+    gen = None
+    try:
+        time.sleep(2)
+        srv.cmd("set fwd io")
+        srv.cmd("start")
+        gen = Pmd(work, "floor-gen", (args.gen_core, args.gen_core), client_vdevs(*socks),
+                  ["--txpkts=60"])
+        if not gen.links_up():
+            raise RuntimeError("memif links did not come up")
+        return measure(gen, args.seconds, args.warmup)
+    finally:
+        if gen:
+            gen.quit()
+        srv.quit()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bins", required=True)
+    p.add_argument("--seconds", type=float, default=10)
+    p.add_argument("--warmup", type=float, default=3)
+    p.add_argument("--gen-core", type=int, default=0)
+    p.add_argument("--sw-core", type=int, default=1)
+    p.add_argument("--only", default="")
+    p.add_argument("--json")
+    args = p.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ferrovs-w3-"))
+    only = set(filter(None, args.only.split(",")))
+    results = {}
+    try:
+        for name, fn in (("ferrovs-patch", lambda: run_ferrovs(Path(args.bins), work, "patch", args)),
+                         ("ferrovs-l3_4k", lambda: run_ferrovs(Path(args.bins), work, "l3_4k", args)),
+                         ("floor", lambda: run_floor(work, args))):
+            if only and name not in only:
+                continue
+            try:
+                v = fn()
+                if v <= 0:
+                    raise RuntimeError("nothing delivered")
+                results[name] = v
+                print(f"{name:16} {v:8.2f} Mpps", flush=True)
+            except Exception as e:  # a failed configuration is reported, never a number
+                results[name] = None
+                print(f"{name:16}   FAILED ({e})", flush=True)
+        load = os.getloadavg()
+        print(f"\nW3, 64 B, delivered Mpps (generator core {args.gen_core}, switch core "
+              f"{args.sw_core}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")
+        floor = results.get("floor")
+        for name in ("ferrovs-patch", "ferrovs-l3_4k"):
+            v = results.get(name)
+            if name in results:
+                ratio = f"{v / floor:.2f}x floor" if v and floor else "-"
+                print(f"  {name:16} {('%.2f' % v) if v else 'FAILED':>8}   {ratio}")
+        if args.json:
+            Path(args.json).write_text(json.dumps({"results": results, "load": load}))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
