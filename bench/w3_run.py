@@ -131,19 +131,19 @@ def run_ferrovs(bins, work, module, args):
     gen = None
     try:
         f = [str(bins / "ferrovs"), "--rundir", str(rundir)]
-        sh(f + ["add-br", "br0", f"module={'patch' if module == 'patch' else 'openflow'}"])
+        sh(f + ["add-br", "brw3", f"module={'patch' if module == 'patch' else 'openflow'}"])
         socks = [rundir / "a.sock", rundir / "b.sock"]
         for i, s in enumerate(socks):
-            sh(f + ["add-port", "br0", f"m{i}", "type=memif", f"socket={s}", "id=0",
+            sh(f + ["add-port", "brw3", f"m{i}", "type=memif", f"socket={s}", "id=0",
                     f"ofport={i + 1}"])
         if module == "patch":
-            sh(f + ["patch-set", "br0", "m0", "m1"])
-            sh(f + ["patch-set", "br0", "m1", "m0"])
+            sh(f + ["patch-set", "brw3", "m0", "m1"])
+            sh(f + ["patch-set", "brw3", "m1", "m0"])
         else:
             rules = rundir / "l3_4k.flows"
             l3_rules(rules)
-            sh(f + ["del-flows", "br0"])
-            sh(f + ["add-flows", "br0", str(rules)])
+            sh(f + ["del-flows", "brw3"])
+            sh(f + ["add-flows", "brw3", str(rules)])
         gen = Pmd(work, f"gen-{module}", (args.gen_core, args.gen_core), client_vdevs(*socks),
                   ["--txpkts=60"])
         if not gen.links_up():
@@ -183,11 +183,11 @@ def run_pktgen(bins, work, args):
     sw, log = start_switch(bins, rundir, args)
     try:
         f = [str(bins / "ferrovs"), "--rundir", str(rundir)]
-        sh(f + ["add-br", "br0", "module=patch"])
+        sh(f + ["add-br", "brw3", "module=patch"])
         socks = [rundir / "a.sock", rundir / "b.sock"]
         for i, s in enumerate(socks):
-            sh(f + ["add-port", "br0", f"m{i}", "type=memif", f"socket={s}", "id=0"])
-        sh(f + ["patch-set", "br0", "m0", "m1"])
+            sh(f + ["add-port", "brw3", f"m{i}", "type=memif", f"socket={s}", "id=0"])
+        sh(f + ["patch-set", "brw3", "m0", "m1"])
         r = sh(["taskset", "-c", str(args.gen_core), str(bins / "ferrovs-pktgen"), "txrx",
                 "-t", "memif", "-i", "m0", "-o", f"socket={socks[0]}", "-o", "id=0",
                 "-o", "role=client", "--rx-iface", "m1", "--rx-option", f"socket={socks[1]}",
