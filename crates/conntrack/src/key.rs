@@ -38,7 +38,7 @@ pub const PROTO_SCTP: u8 = 132;
 pub const PROTO_UDPLITE: u8 = 136;
 
 /// One direction of a connection. 42 bytes, no padding.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct ConnKey {
     /// Source address (IPv4 in the first four bytes).
     pub src: [u8; 16],
@@ -58,6 +58,30 @@ pub struct ConnKey {
     pub icmp_type: u8,
     /// ICMP code.
     pub icmp_code: u8,
+}
+
+impl std::hash::Hash for ConnKey {
+    /// Six 64-bit words (the hasher's cheapest input) instead of one call per field.
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let w = |a: &[u8; 16], i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&a[i..i + 8]);
+            u64::from_ne_bytes(b)
+        };
+        h.write_u64(w(&self.src, 0));
+        h.write_u64(w(&self.src, 8));
+        h.write_u64(w(&self.dst, 0));
+        h.write_u64(w(&self.dst, 8));
+        h.write_u64(
+            u64::from(self.sport)
+                | u64::from(self.dport) << 16
+                | u64::from(self.zone) << 32
+                | u64::from(self.proto) << 48
+                | u64::from(self.v6) << 56,
+        );
+        h.write_u16(u16::from(self.icmp_type) | u16::from(self.icmp_code) << 8);
+    }
 }
 
 impl ConnKey {

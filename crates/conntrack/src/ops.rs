@@ -296,22 +296,23 @@ impl Conntrack {
         s
     }
 
-    /// `dpctl/ct-stats-show [zone=N]`: connections per protocol, TCP per state.
-    pub fn stats_text(&self, zone: Option<u16>, now: u64) -> String {
+    /// `dpctl/ct-stats-show [zone=N] [-m]`: connections per protocol (ICMPv6 counted with
+    /// ICMP, as OVS does), and with `verbose` the TCP connections per state.
+    pub fn stats_text(&self, zone: Option<u16>, verbose: bool, now: u64) -> String {
         let entries = self.entries(zone, now);
-        let mut per = [0usize; 8];
-        let mut tcp_states = [0usize; TCP_STATE_NAMES.len()];
         const KEYS: [&str; 8] = [
-            "TCP", "UDP", "UDPLITE", "SCTP", "ICMP", "ICMPV6", "IGMP", "OTHER",
+            "TCP", "UDP", "UDPLITE", "SCTP", "ICMP", "DCCP", "IGMP", "Other",
         ];
+        let mut per = [0usize; KEYS.len()];
+        let mut tcp_states = [0usize; TCP_STATE_NAMES.len()];
         for e in &entries {
             let i = match e.orig.proto {
                 PROTO_TCP => 0,
                 PROTO_UDP => 1,
                 136 => 2,
                 PROTO_SCTP => 3,
-                PROTO_ICMP => 4,
-                PROTO_ICMPV6 => 5,
+                PROTO_ICMP | PROTO_ICMPV6 => 4,
+                33 => 5,
                 2 => 6,
                 _ => 7,
             };
@@ -328,7 +329,8 @@ impl Conntrack {
                 continue;
             }
             let _ = writeln!(s, "  {k}: {}", per[i]);
-            if i == 0 {
+            if i == 0 && verbose {
+                s.push_str("    Conn per TCP states:\n");
                 for (st, &c) in tcp_states.iter().enumerate() {
                     if c != 0 {
                         let _ = writeln!(s, "\t  [{}]={c}", TCP_STATE_NAMES[st]);
@@ -339,8 +341,9 @@ impl Conntrack {
         s
     }
 
-    /// `dpctl/ct-bkts`: connections per shard.
-    pub fn bkts_text(&self) -> String {
+    /// `dpctl/ct-bkts [gt=N]`: connections per shard (shards play OVS's buckets), in OVS's
+    /// layout; counts not above `gt` print as `.`.
+    pub fn bkts_text(&self, gt: u32) -> String {
         let lens = self.table.shard_lens();
         let total: usize = lens.iter().sum::<usize>() / 2;
         let mut s = format!(
@@ -348,16 +351,24 @@ impl Conntrack {
             lens.len(),
             total
         );
+        if total == 0 {
+            return s;
+        }
         s.push_str("+-----------+-----------------------------------------+\n");
         s.push_str("|  Buckets  |         Connections per Buckets         |\n");
-        s.push_str("+-----------+-----------------------------------------+\n");
-        for (i, chunk) in lens.chunks(8).enumerate() {
-            let _ = write!(s, "{:>4}..{:<4} |", i * 8, i * 8 + chunk.len() - 1);
-            for l in chunk {
-                let _ = write!(s, "{:>5}", l / 2);
+        s.push_str("+-----------+-----------------------------------------+");
+        for (i, l) in lens.iter().enumerate() {
+            if i % 8 == 0 {
+                let _ = write!(s, "\n {:3}..{:3}   | ", i, i + 7);
             }
-            s.push('\n');
+            let n = l / 2;
+            if n > gt as usize {
+                let _ = write!(s, "{n:5}");
+            } else {
+                let _ = write!(s, "{:>5}", ".");
+            }
         }
+        s.push_str("\n\n");
         s
     }
 

@@ -452,6 +452,17 @@ mod tests {
     }
 
     #[test]
+    fn refused_connection_reset_is_valid() {
+        // SYN, then the responder's RST|ACK (seq 0, acking the SYN): a refused connection.
+        let mut c = TcpConn::new(&seg(F_SYN, 1000, 0, 0));
+        assert_eq!(
+            c.update(&seg(F_RST | F_ACK, 0, 1001, 0), true, true),
+            TcpUpdate::Valid(Some(Class::TcpClosed))
+        );
+        assert_eq!(c.display_state(), TIME_WAIT);
+    }
+
+    #[test]
     fn picked_up_mid_stream() {
         // An ACK without a SYN opens a connection with unknown window scales.
         let mut c = TcpConn::new(&seg(F_ACK, 7777, 3333, 10));

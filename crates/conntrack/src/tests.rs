@@ -268,12 +268,21 @@ fn flush_variants_and_stats() {
     }
     let mut t = tcp4(A, B, 1, 2, 3, 0, SYN, b"");
     run(&ct, &mut t, &commit(0), 0);
-    let s = ct.stats_text(None, 1);
+    let s = ct.stats_text(None, true, 1);
     assert_eq!(
         s,
-        "Connections Stats:\n    Total: 4\n  TCP: 1\n\t  [SYN_SENT]=1\n  UDP: 3\n"
+        "Connections Stats:\n    Total: 4\n  TCP: 1\n    Conn per TCP states:\n\t  [SYN_SENT]=1\n  UDP: 3\n"
     );
-    assert!(ct.bkts_text().contains("Current Connections: 4"));
+    assert_eq!(
+        ct.stats_text(Some(1), false, 1),
+        "Connections Stats:\n    Total: 2\n  UDP: 2\n"
+    );
+    let b = ct.bkts_text(0);
+    assert!(
+        b.starts_with("Total Buckets: 256\nCurrent Connections: 4\n\n+---"),
+        "{b}"
+    );
+    assert!(b.contains("\n   0..  7   | "), "{b}");
     assert_eq!(ct.flush(Flush::Zone(1)), 2);
     // By tuple, from the reply side.
     let mut key = crate::key::ConnKey {
@@ -423,6 +432,33 @@ fn snat_ping_ids_and_ipv6() {
 }
 
 #[test]
+fn icmpv6_error_of_a_snat_flow_is_translated_back() {
+    let ct = Conntrack::default();
+    let (client, server, ext, router) = (v6addr(1), v6addr(2), v6addr(0x99), v6addr(0x77));
+    let r = NatRange::new(IpAddr::from(ext), IpAddr::from(ext), Some((5000, 5000))).unwrap();
+    let nat = Nat::Src(r);
+    let req = CtRequest {
+        commit: true,
+        nat: Some(&nat),
+        ..CtRequest::default()
+    };
+    let mut q = udp6(client, server, 1111, 53, b"question");
+    assert_eq!(run(&ct, &mut q, &req, 0).state, TRK | NEW | SNAT);
+    assert_eq!(q, udp6(ext, server, 5000, 53, b"question"));
+    // A router past the NAT says "hop limit exceeded" to the external address.
+    let mut err = icmp6_error(router, ext, 3, 0, &q[14..]);
+    let apply = Nat::Apply;
+    let fwd = CtRequest {
+        nat: Some(&apply),
+        ..CtRequest::default()
+    };
+    assert_eq!(run(&ct, &mut err, &fwd, 1).state, TRK | REL | RPL | DNAT);
+    let orig = udp6(client, server, 1111, 53, b"question");
+    assert_eq!(err, icmp6_error(router, client, 3, 0, &orig[14..]));
+    assert!(sums_ok(&err));
+}
+
+#[test]
 fn persistent_snat_keeps_the_address() {
     let ct = Conntrack::default();
     let mut range = NatRange::new(v4([1, 1, 1, 1]), v4([1, 1, 1, 200]), None).unwrap();
@@ -480,6 +516,83 @@ fn concurrent_poll_threads() {
     }
     assert_eq!(removed, 4000);
     assert!(steps > 1);
+}
+
+#[test]
+fn batch_of_borrowed_frames() {
+    let ct = Conntrack::default();
+    let mut a = tcp4(A, B, 1, 2, 100, 0, SYN, b"");
+    let mut b = vec![0u8; 60]; // not IP
+    let mut c = udp4(A, B, 3, 4, b"x");
+    let (ma, mc) = (meta(&a), meta(&c));
+    let mut batch = [
+        crate::CtInput {
+            frame: &mut a,
+            meta: Some(ma),
+        },
+        crate::CtInput {
+            frame: &mut b,
+            meta: None,
+        },
+        crate::CtInput {
+            frame: &mut c,
+            meta: Some(mc),
+        },
+    ];
+    let mut out = [CtResult::default(); 3];
+    ct.execute(&mut batch, &commit(0), 0, &mut out);
+    let states: Vec<u32> = out.iter().map(|r| r.state).collect();
+    assert_eq!(states, vec![TRK | NEW, TRK | INV, TRK | NEW]);
+    assert_eq!(ct.n_conns(), 2);
+}
+
+#[test]
+fn racing_commits_never_exceed_the_limits_and_sweep_runs_alongside() {
+    let ct = std::sync::Arc::new(Conntrack::new(Config {
+        shards: 8,
+        max_conns: 1000,
+    }));
+    ct.set_zone_limit(7, Some(300));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sweeper = {
+        let (ct, stop) = (ct.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Nothing has expired at time 1: the sweep only reads.
+                n += ct.sweep(1, 64);
+            }
+            n
+        })
+    };
+    let workers: Vec<_> = (0..3u8)
+        .map(|t| {
+            let ct = ct.clone();
+            std::thread::spawn(move || {
+                for i in 0..1500u16 {
+                    let src = [11, t, (i >> 8) as u8, i as u8];
+                    let mut f = udp4(src, B, 1, 2, b"q");
+                    run(&ct, &mut f, &commit(if t == 0 { 7 } else { 0 }), 0);
+                    assert!(ct.n_conns() <= 1000);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(sweeper.join().unwrap(), 0);
+    assert_eq!(ct.n_conns(), 1000);
+    let (limit, in_zone) = ct.zone_limit(7);
+    assert!(limit == 300 && in_zone <= 300, "{in_zone}");
+    assert_eq!(ct.entries(None, 0).len(), 1000);
+    assert_eq!(ct.entries(Some(7), 0).len(), in_zone as usize);
+    // Everything expires (udp_first = 60 s) and the counts return to zero.
+    while ct.n_conns() > 0 {
+        ct.sweep(60_000, 100);
+    }
+    assert_eq!(ct.zone_limit(7), (300, 0));
 }
 
 #[test]

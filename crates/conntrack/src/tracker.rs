@@ -106,6 +106,22 @@ pub trait CtPacket {
     fn frame_and_meta(&mut self) -> Option<(&mut [u8], PacketMeta)>;
 }
 
+/// A borrowed frame and its layer offsets: lets a datapath build a batch for `execute`
+/// from its own buffers without copying them.
+pub struct CtInput<'a> {
+    /// The frame.
+    pub frame: &'a mut [u8],
+    /// Its layers; `None` for a frame that is not IP (it is `+trk+inv`).
+    pub meta: Option<PacketMeta>,
+}
+
+impl CtPacket for CtInput<'_> {
+    fn frame_and_meta(&mut self) -> Option<(&mut [u8], PacketMeta)> {
+        let m = self.meta?;
+        Some((&mut *self.frame, m))
+    }
+}
+
 impl CtPacket for (Vec<u8>, PacketMeta) {
     fn frame_and_meta(&mut self) -> Option<(&mut [u8], PacketMeta)> {
         Some((&mut self.0[..], self.1))
@@ -175,19 +191,14 @@ impl Default for Conntrack {
     }
 }
 
-/// What the locked part of an existing-connection lookup hands back.
-struct Hit {
-    state: u32,
-    mark: u32,
-    label: u128,
-    /// Set when the connection must be replaced (TCP restart, force).
-    restart: Option<Arc<Conn>>,
-    /// Set when the connection has expired: treat as absent.
-    expired: bool,
-    conn_key: ConnKey,
-    conn_rev: ConnKey,
-    nat: u8,
-    reply: bool,
+/// What the locked part of an existing-connection lookup decided.
+enum Found {
+    /// The packet's result.
+    Done(CtResult),
+    /// The connection must be replaced (TCP restart, `force`).
+    Restart(Arc<Conn>),
+    /// The connection has expired: treat it as absent.
+    Expired,
 }
 
 thread_local! {
@@ -327,19 +338,15 @@ impl Conntrack {
         // Two rounds at most: a lost insertion race re-runs the lookup once.
         for _round in 0..2 {
             let h = self.table.hash(key);
-            let hit = self.table.lookup(key, h, |conn, reply| {
-                self.update(conn, reply, tcp, req, now)
+            let found = self.table.lookup(key, h, |conn, reply| {
+                self.update(conn, reply, frame, meta, tcp, req, now)
             });
-            match hit {
-                Some(hit) if !hit.expired && hit.restart.is_none() => {
-                    return self.finish_hit(frame, meta, req, &hit);
-                }
-                Some(Hit {
-                    restart: Some(old), ..
-                }) => {
+            match found {
+                Some(Found::Done(r)) => return r,
+                Some(Found::Restart(old)) => {
                     self.remove_conn(&old);
                 }
-                _ => {}
+                Some(Found::Expired) | None => {}
             }
             match self.new_conn(frame, meta, key, tcp, req, now) {
                 Ok(r) => return r,
@@ -354,34 +361,27 @@ impl Conntrack {
         }
     }
 
-    /// The per-packet update of an existing connection, under the shard read lock.
+    /// The per-packet update of an existing connection, under the shard read lock: the
+    /// state under the connection's mutex, then NAT on the packet.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn update(
         &self,
         conn: &Arc<Conn>,
         reply: bool,
+        frame: &mut [u8],
+        meta: &PacketMeta,
         tcp: Option<&TcpSeg>,
         req: &CtRequest<'_>,
         now: u64,
-    ) -> Hit {
-        let mut hit = Hit {
-            state: TRK,
-            mark: 0,
-            label: 0,
-            restart: None,
-            expired: false,
-            conn_key: conn.key,
-            conn_rev: conn.rev,
-            nat: conn.nat,
-            reply,
-        };
+    ) -> Found {
+        let mut state = TRK;
         let mut st = conn.st.lock();
         if st.expires <= now {
-            hit.expired = true;
-            return hit;
+            return Found::Expired;
         }
         if req.force && reply {
-            hit.restart = Some(conn.clone());
-            return hit;
+            return Found::Restart(conn.clone());
         }
         let zone = conn.key.zone;
         let mut class = None;
@@ -390,13 +390,8 @@ impl Conntrack {
             (ProtoState::Tcp(t), Some(seg)) => {
                 match t.update(seg, reply, self.seq_check.load(Relaxed)) {
                     TcpUpdate::Valid(c) => class = c,
-                    TcpUpdate::Invalid => {
-                        hit.state |= INV;
-                    }
-                    TcpUpdate::New => {
-                        hit.restart = Some(conn.clone());
-                        return hit;
-                    }
+                    TcpUpdate::Invalid => state |= INV,
+                    TcpUpdate::New => return Found::Restart(conn.clone()),
                 }
             }
             (ProtoState::Other(s), _) => {
@@ -424,18 +419,18 @@ impl Conntrack {
                     Class::IcmpFirst
                 });
             }
-            (ProtoState::Tcp(_), None) => hit.state |= INV,
+            (ProtoState::Tcp(_), None) => state |= INV,
         }
         if let Some(c) = class {
             st.expires = now.saturating_add(self.policies.timeout_ms(zone, c));
         }
-        if hit.state & INV == 0 {
+        if state & INV == 0 {
             if valid_new {
-                hit.state |= NEW;
+                state |= NEW;
             } else {
-                hit.state |= EST;
+                state |= EST;
                 if reply {
-                    hit.state |= RPL;
+                    state |= RPL;
                 }
             }
             if req.commit {
@@ -444,37 +439,26 @@ impl Conntrack {
         } else {
             self.counters.invalid.fetch_add(1, Relaxed);
         }
-        hit.mark = st.mark;
-        hit.label = st.label();
-        hit
-    }
-
-    fn finish_hit(
-        &self,
-        frame: &mut [u8],
-        meta: &PacketMeta,
-        req: &CtRequest<'_>,
-        hit: &Hit,
-    ) -> CtResult {
-        let mut state = hit.state;
-        if state & INV == 0 && req.nat.is_some() && hit.nat != 0 {
+        let (mark, label) = (st.mark, st.label());
+        drop(st);
+        if state & INV == 0 && req.nat.is_some() && conn.nat != 0 {
             if let Some(l4) = meta.l4 {
-                let (from, to) = if hit.reply {
-                    (hit.conn_rev, hit.conn_key.reverse())
+                let (from, to) = if reply {
+                    (&conn.rev, conn.key.reverse())
                 } else {
-                    (hit.conn_key, hit.conn_rev.reverse())
+                    (&conn.key, conn.rev.reverse())
                 };
-                rewrite::rewrite(frame, usize::from(meta.l3), usize::from(l4), &from, &to);
-                state |= nat_bits(hit.nat, hit.reply);
+                rewrite::rewrite(frame, usize::from(meta.l3), usize::from(l4), from, &to);
+                state |= nat_bits(conn.nat, reply);
             }
         }
-        CtResult {
+        Found::Done(CtResult {
             state,
             zone: req.zone,
-            mark: hit.mark,
-            label: hit.label,
-            orig: Some(hit.conn_key),
-        }
+            mark,
+            label,
+            orig: Some(conn.key),
+        })
     }
 
     /// A packet without a (live) connection. `Err` asks the caller to look up again (another
@@ -518,15 +502,22 @@ impl Conntrack {
             u32::MAX => self.zones.default_limit.load(Relaxed),
             l => l,
         };
-        let zc = self.zones.count[zone].fetch_add(1, Relaxed);
-        if zl != 0 && zc >= zl {
-            self.zones.count[zone].fetch_sub(1, Relaxed);
+        // Compare-and-swap increments: a count never passes its limit, even for a moment.
+        let below = |limit: u32| move |n: u32| (limit == 0 || n < limit).then_some(n + 1);
+        if self.zones.count[zone]
+            .fetch_update(Relaxed, Relaxed, below(zl))
+            .is_err()
+        {
             self.counters.zone_full.fetch_add(1, Relaxed);
             return Ok(new_only);
         }
-        let n = self.n_conns.fetch_add(1, Relaxed);
-        if n >= self.max_conns.load(Relaxed) {
-            self.n_conns.fetch_sub(1, Relaxed);
+        let max = self.max_conns.load(Relaxed);
+        if max == 0
+            || self
+                .n_conns
+                .fetch_update(Relaxed, Relaxed, below(max))
+                .is_err()
+        {
             self.zones.count[zone].fetch_sub(1, Relaxed);
             self.counters.full.fetch_add(1, Relaxed);
             return Ok(new_only);

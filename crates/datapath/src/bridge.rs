@@ -15,7 +15,12 @@
 //! and additions so stale state never points at a new port. Each port also has an OpenFlow
 //! port number (`ofport`), the number users see: requested with `ofport=N` or the lowest free
 //! one from 1; the bridge's own internal port is `LOCAL` (65534), as in OVS.
+//!
+//! ## Mirrors
+//! Port mirroring ([`crate::mirror`]) copies received batches before the module sees them and
+//! output batches just before they are sent; a bridge without mirrors pays one test per batch.
 
+use crate::mirror::{MirrorSpec, MirrorStats, Mirrors};
 use crate::module::{Ctx, Dest, PortInfo, PortLookup, SwitchLogic, VlanMode};
 use netdev::{Port, PortStats};
 use packet::{Batch, Pool, MAX_BATCH};
@@ -88,6 +93,7 @@ pub struct Bridge {
     dests: Vec<Dest>,
     rxb: Batch,
     pub stats: BridgeStats,
+    mirrors: Option<Box<Mirrors>>,
 }
 
 struct SlotsView<'a>(&'a [Option<PortSlot>]);
@@ -132,7 +138,23 @@ impl Bridge {
             dests: vec![Dest::Drop; MAX_BATCH],
             rxb: Batch::new(),
             stats: BridgeStats::default(),
+            mirrors: None,
         }
+    }
+
+    /// Replaces the bridge's mirrors (ports by slot); counters of mirrors that keep their name
+    /// carry over.
+    pub fn set_mirrors(&mut self, specs: &[MirrorSpec]) {
+        let m = Mirrors::new(specs, self.mirrors.as_deref());
+        self.mirrors = (!m.is_empty()).then(|| Box::new(m));
+    }
+
+    /// Each mirror's name and counters on this thread, and the packets dropped because they
+    /// were sent to, or arrived on, a mirror's output port.
+    pub fn mirror_stats(&self) -> (Vec<(String, MirrorStats)>, u64) {
+        self.mirrors
+            .as_deref()
+            .map_or((Vec::new(), 0), |m| (m.stats(), m.reserved_drops))
     }
 
     /// A resolver for module commands.
@@ -435,6 +457,7 @@ impl Bridge {
             touched,
             rxb,
             stats,
+            mirrors,
             ..
         } = self;
         let mut fab = Fabric {
@@ -443,6 +466,7 @@ impl Bridge {
             out,
             touched,
             stats,
+            mirrors: mirrors.as_deref_mut(),
         };
         let r = f(module.as_mut(), rxb, pool, &mut fab);
         fab.flush_all(pool);
@@ -474,6 +498,9 @@ impl Bridge {
         for p in self.rxb.packets_mut() {
             p.in_port = in_port;
         }
+        if self.mirrors.is_some() && !self.mirror_ingress(in_port, pool) {
+            return;
+        }
         if self.module.custom_process() {
             self.with_emitter(pool, |m, rxb, pool, out| {
                 m.process(ctx, in_port, rxb, pool, out);
@@ -492,6 +519,7 @@ impl Bridge {
             dests,
             rxb,
             stats,
+            mirrors,
             ..
         } = self;
         let mut fab = Fabric {
@@ -500,6 +528,7 @@ impl Bridge {
             out,
             touched,
             stats,
+            mirrors: mirrors.as_deref_mut(),
         };
         for (pkt, d) in rxb.drain().zip(dests.iter()) {
             match *d {
@@ -533,6 +562,46 @@ impl Bridge {
             }
         }
         fab.flush_all(pool);
+    }
+
+    /// Copies the receive batch (from slot `in_port`) to the mirrors that select it. Returns
+    /// false if the batch arrived on a mirror's output port: it was dropped.
+    #[cold]
+    fn mirror_ingress(&mut self, in_port: u16, pool: &mut Pool) -> bool {
+        let Bridge {
+            slots,
+            out,
+            touched,
+            rxb,
+            stats,
+            mirrors,
+            ..
+        } = self;
+        let Some(m) = mirrors.as_deref_mut() else {
+            return true;
+        };
+        if m.is_output(in_port) {
+            m.reserved_drops += rxb.len() as u64;
+            pool.free_batch(rxb);
+            return false;
+        }
+        let vlan = match slots.get(usize::from(in_port)) {
+            Some(Some(s)) => s.vlan.clone(),
+            _ => VlanMode::Trunk(None),
+        };
+        let mut fab = Fabric {
+            module: None,
+            slots,
+            out,
+            touched,
+            stats,
+            mirrors: None,
+        };
+        for p in rxb.packets() {
+            let sel = m.ingress(in_port, &vlan, p);
+            fab.copy_to_mirrors(m, sel, p, pool);
+        }
+        true
     }
 
     /// Runs an OpenFlow packet-out through the module (see
@@ -569,6 +638,8 @@ struct Fabric<'a> {
     out: &'a mut Vec<Batch>,
     touched: &'a mut Vec<u16>,
     stats: &'a mut BridgeStats,
+    /// The bridge's mirrors, if it has any (egress copies, reserved output ports).
+    mirrors: Option<&'a mut Mirrors>,
 }
 
 impl crate::module::Emitter for Fabric<'_> {
@@ -591,6 +662,31 @@ impl crate::module::Emitter for Fabric<'_> {
 impl Fabric<'_> {
     #[inline(always)]
     fn enqueue(&mut self, o: u16, pkt: packet::Packet, pool: &mut Pool) {
+        if let Some(m) = self.mirrors.as_deref_mut() {
+            if m.is_output(o) {
+                // Reserved for mirrored copies, as in OVS.
+                m.reserved_drops += 1;
+                pool.free(pkt);
+                return;
+            }
+        }
+        self.enqueue_raw(o, pkt, pool);
+    }
+
+    /// Sends a copy of `p` to the output port of every mirror in `sel` (a bit per mirror).
+    fn copy_to_mirrors(&mut self, m: &Mirrors, mut sel: u32, p: &packet::Packet, pool: &mut Pool) {
+        while sel != 0 {
+            let i = sel.trailing_zeros();
+            sel &= sel - 1;
+            match pool.clone_packet(p) {
+                Some(c) => self.enqueue_raw(m.output(i), c, pool),
+                None => self.stats.copy_failures += 1,
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn enqueue_raw(&mut self, o: u16, pkt: packet::Packet, pool: &mut Pool) {
         let Some(b) = self.out.get_mut(o as usize) else {
             self.stats.stale_dest += 1;
             pool.free(pkt);
@@ -617,6 +713,12 @@ impl Fabric<'_> {
         if b.is_empty() {
             return;
         }
+        if self.mirrors.as_deref().is_some_and(|m| m.watches_egress(o)) {
+            self.mirror_egress(o, pool);
+        }
+        let Some(b) = self.out.get_mut(o as usize) else {
+            return;
+        };
         match self.slots.get_mut(o as usize) {
             Some(Some(slot)) => {
                 if let Some(m) = self.module.as_deref_mut() {
@@ -635,6 +737,41 @@ impl Fabric<'_> {
         }
         // Anything a port left behind is freed so the batch is empty for the next pass.
         pool.free_batch(b);
+    }
+
+    /// Copies output batch `o`, as it is about to leave, to the mirrors that select it.
+    #[cold]
+    fn mirror_egress(&mut self, o: u16, pool: &mut Pool) {
+        let Some(m) = self.mirrors.take() else {
+            return;
+        };
+        let vlan = match self.slots.get(usize::from(o)) {
+            Some(Some(s)) => s.vlan.clone(),
+            _ => VlanMode::Trunk(None),
+        };
+        let n = self.out.get(usize::from(o)).map_or(0, Batch::len);
+        for k in 0..n {
+            let Some(p) = self.out[usize::from(o)].packets().get(k) else {
+                break;
+            };
+            let sel = m.egress(o, &vlan, p);
+            if sel == 0 {
+                continue;
+            }
+            let Some(c) = pool.clone_packet(p) else {
+                self.stats.copy_failures += u64::from(sel.count_ones());
+                continue;
+            };
+            // One clone made: reuse it for the first mirror, copy again for the others.
+            let mut rest = sel;
+            let first = rest.trailing_zeros();
+            rest &= rest - 1;
+            if rest != 0 {
+                self.copy_to_mirrors(m, rest, &c, pool);
+            }
+            self.enqueue_raw(m.output(first), c, pool);
+        }
+        self.mirrors = Some(m);
     }
 
     fn flush_all(&mut self, pool: &mut Pool) {

@@ -40,6 +40,7 @@ pub mod emc;
 pub mod fasthash;
 pub mod flowtable;
 pub mod learning;
+pub mod mirror;
 pub mod module;
 pub mod ofmodule;
 pub mod patch;

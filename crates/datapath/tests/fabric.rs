@@ -197,3 +197,70 @@ fn control_errors_change_nothing() {
     assert!(sw.del_port(Some("br"), "nope").is_err());
     assert_eq!(sw.show(true), before);
 }
+
+#[test]
+fn mirrors_copy_both_sides_once_and_reserve_their_output() {
+    use datapath::mirror::MirrorConfig;
+    let mut sw = Switch::new(1024);
+    sw.add_bridge("br", registry::create("learning").expect("module"), None)
+        .expect("bridge");
+    // b and m announce themselves; a then sends to b's host, c sends to a broadcast.
+    let (pa, la) = port("a", vec![]);
+    let (pb, lb) = port("b", vec![frame(0xff, 2, 0)]);
+    let (pc, _lc) = port("c", vec![]);
+    let (pm, lm) = port("m", vec![frame(0xff, 7, 0)]);
+    for p in [pa, pb, pc, pm] {
+        sw.add_port("br", p, None, VlanMode::Trunk(None))
+            .expect("port");
+    }
+    let cfg = [MirrorConfig {
+        name: "m1".into(),
+        select_src_port: vec!["a".into()],
+        select_dst_port: vec!["a".into(), "b".into()],
+        output_port: Some("m".into()),
+        ..MirrorConfig::default()
+    }];
+    let missing = sw.set_mirrors("br", &cfg).expect("mirrors");
+    assert!(missing.is_empty());
+    // Before any traffic: m's own broadcast is dropped (it is reserved), b's broadcast is
+    // flooded to a and c but not to m, and mirrored once as it leaves by a (a dst port).
+    sw.poll_once();
+    assert_eq!(bursts(&la).concat(), vec![frame(0xff, 2, 0)]);
+    assert_eq!(bursts(&lb).concat(), Vec::<Vec<u8>>::new());
+    assert_eq!(bursts(&lm).concat(), vec![frame(0xff, 2, 0)]);
+    let (st, reserved) = sw.bridge("br").expect("br").mirror_stats();
+    assert_eq!(st[0].1.tx_packets, 1);
+    // m's own broadcast (received there), and b's flood copy for m.
+    assert_eq!(reserved, 2);
+
+    // a -> b: copied at ingress (a is a source) only, although b is a destination port too.
+    let mut b = Batch::new();
+    let mut pool = Pool::new(8);
+    for t in 1..=3 {
+        let mut p = pool.alloc().expect("buf");
+        p.set_frame(&frame(2, 1, t));
+        b.push(p).map_err(|_| "full").expect("push");
+    }
+    let now = sw.now_ms();
+    let br = sw.bridge_mut("br").expect("br");
+    let a = br.find_port("a").expect("a");
+    br.inject(a, &mut b, &Ctx { now_ms: now }, &mut pool);
+    let to_b: Vec<Vec<u8>> = (1..=3).map(|t| frame(2, 1, t)).collect();
+    assert_eq!(bursts(&lb).concat(), to_b);
+    assert_eq!(bursts(&lm).concat()[1..], to_b[..]);
+    let (st, _) = sw.bridge("br").expect("br").mirror_stats();
+    assert_eq!(st[0].1.tx_packets, 4);
+    assert_eq!(st[0].1.tx_bytes, 4 * 60);
+    // Removing the mirror frees the port for normal forwarding, and every buffer is back.
+    sw.set_mirrors("br", &[]).expect("none");
+    assert!(sw.bridge("br").expect("br").mirror_stats().0.is_empty());
+    assert_eq!(pool.outstanding() + sw.pool.outstanding(), 0);
+    // A mirror naming a port that is not on the bridge says so.
+    let bad = [MirrorConfig {
+        name: "m2".into(),
+        select_all: true,
+        output_port: Some("nope".into()),
+        ..MirrorConfig::default()
+    }];
+    assert_eq!(sw.set_mirrors("br", &bad).expect("set"), ["nope"]);
+}

@@ -44,7 +44,8 @@
 //! its `tp_status` reads `TP_STATUS_AVAILABLE` (acquire); we fill it, set `tp_len`, and give it
 //! to the kernel with a release store of `TP_STATUS_SEND_REQUEST`. After the batch, one
 //! non-blocking `send` makes the kernel transmit every requested slot (`PACKET_QDISC_BYPASS`
-//! skips the qdisc layer) and mark each available again when the buffer is freed. If the next
+//! skips the qdisc layer, except on TAP devices, where packet capture must see what is sent)
+//! and mark each available again when the buffer is freed. If the next
 //! slot is still the kernel's, the ring is full: the rest of the batch is dropped and counted in
 //! `tx_dropped` — transmit never blocks. `PACKET_LOSS` makes the kernel skip a slot it cannot
 //! parse instead of stopping the ring. Frames longer than MTU + 14 (+4 if VLAN-tagged) are
@@ -317,6 +318,20 @@ struct SysRxq {
     rx_blocks: usize,
 }
 
+/// True if `name` is a TUN/TAP device. What is sent to one is for whoever reads its file
+/// descriptor or captures on it (`ovs-tcpdump` mirrors onto a TAP device and runs tcpdump
+/// there): it is sent through the kernel's transmit path, which packet capture sees, instead
+/// of bypassing the queueing layer (which capture does not see).
+fn is_tap(name: &str) -> bool {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return false;
+    }
+    std::path::Path::new("/sys/class/net")
+        .join(name)
+        .join("tun_flags")
+        .exists()
+}
+
 /// One AF_PACKET socket on `name` with its mapped rings: a receive ring of `rx_blocks`
 /// blocks (0: a transmit-only socket that receives nothing) and the transmit ring.
 fn open_socket(name: &str, rx_blocks: usize) -> Result<(OwnedFd, Rings, u32, u32), NetdevError> {
@@ -349,8 +364,10 @@ fn open_socket(name: &str, rx_blocks: usize) -> Result<(OwnedFd, Rings, u32, u32
         .map_err(|e| err("setsockopt(PACKET_VNET_HDR)", e))?;
     // Best effort: older kernels lack it, and rx also filters PACKET_OUTGOING frames.
     let _ = sys::setsockopt(s, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one);
-    sys::setsockopt(s, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one)
-        .map_err(|e| err("setsockopt(PACKET_QDISC_BYPASS)", e))?;
+    if !is_tap(name) {
+        sys::setsockopt(s, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one)
+            .map_err(|e| err("setsockopt(PACKET_QDISC_BYPASS)", e))?;
+    }
     sys::setsockopt(s, libc::SOL_PACKET, PACKET_LOSS, &one)
         .map_err(|e| err("setsockopt(PACKET_LOSS)", e))?;
 

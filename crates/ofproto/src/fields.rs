@@ -11,6 +11,9 @@
 //! [`set`] writes a value under a mask, touching only the field's own bits (a VLAN PCP write
 //! leaves the VID alone). Because the mapping is bit-for-bit, the same functions build a
 //! rule's mask key: set the mask's value into an all-zero key.
+//!
+//! The register views read and write the 32-bit registers they cover: `xreg N` is
+//! `regs[2N] << 32 | regs[2N+1]`, `xxreg N` is `regs[4N..4N+4]`, most significant first.
 
 use openflow::oxm::Field;
 use packet::flow::{FlowKey, VLAN_PRESENT};
@@ -37,6 +40,16 @@ where
     let new = (old & !m) | (v & m);
     if let Ok(x) = T::try_from(new) {
         *slot = x;
+    }
+}
+
+/// The registers a register field covers: (first, count); the first is the most
+/// significant.
+fn reg_span(f: Field) -> (usize, usize) {
+    match (f.reg_view(), f.reg_index()) {
+        (Some(span), _) => span,
+        (None, Some(i)) => (i, 1),
+        (None, None) => (0, 0),
     }
 }
 
@@ -75,14 +88,41 @@ pub fn get(k: &FlowKey, f: Field) -> u128 {
         Field::NwTtl => u128::from(k.nw_ttl),
         Field::IpFrag => u128::from(k.nw_frag & 3),
         Field::PktMark => u128::from(k.pkt_mark),
-        Field::Reg0 => u128::from(k.regs[0]),
-        Field::Reg1 => u128::from(k.regs[1]),
-        Field::Reg2 => u128::from(k.regs[2]),
-        Field::Reg3 => u128::from(k.regs[3]),
-        Field::Reg4 => u128::from(k.regs[4]),
-        Field::Reg5 => u128::from(k.regs[5]),
-        Field::Reg6 => u128::from(k.regs[6]),
-        Field::Reg7 => u128::from(k.regs[7]),
+        Field::Reg0
+        | Field::Reg1
+        | Field::Reg2
+        | Field::Reg3
+        | Field::Reg4
+        | Field::Reg5
+        | Field::Reg6
+        | Field::Reg7
+        | Field::Reg8
+        | Field::Reg9
+        | Field::Reg10
+        | Field::Reg11
+        | Field::Reg12
+        | Field::Reg13
+        | Field::Reg14
+        | Field::Reg15
+        | Field::Xreg0
+        | Field::Xreg1
+        | Field::Xreg2
+        | Field::Xreg3
+        | Field::Xreg4
+        | Field::Xreg5
+        | Field::Xreg6
+        | Field::Xreg7
+        | Field::Xxreg0
+        | Field::Xxreg1
+        | Field::Xxreg2
+        | Field::Xxreg3 => {
+            let (first, n) = reg_span(f);
+            k.regs
+                .iter()
+                .skip(first)
+                .take(n)
+                .fold(0u128, |acc, r| (acc << 32) | u128::from(*r))
+        }
     }
 }
 
@@ -123,14 +163,40 @@ pub fn set(k: &mut FlowKey, f: Field, value: u128, mask: u128) {
         Field::NwTtl => upd(&mut k.nw_ttl, v, m & 0xff),
         Field::IpFrag => upd(&mut k.nw_frag, v, m & 3),
         Field::PktMark => upd(&mut k.pkt_mark, v, m),
-        Field::Reg0 => upd(&mut k.regs[0], v, m),
-        Field::Reg1 => upd(&mut k.regs[1], v, m),
-        Field::Reg2 => upd(&mut k.regs[2], v, m),
-        Field::Reg3 => upd(&mut k.regs[3], v, m),
-        Field::Reg4 => upd(&mut k.regs[4], v, m),
-        Field::Reg5 => upd(&mut k.regs[5], v, m),
-        Field::Reg6 => upd(&mut k.regs[6], v, m),
-        Field::Reg7 => upd(&mut k.regs[7], v, m),
+        Field::Reg0
+        | Field::Reg1
+        | Field::Reg2
+        | Field::Reg3
+        | Field::Reg4
+        | Field::Reg5
+        | Field::Reg6
+        | Field::Reg7
+        | Field::Reg8
+        | Field::Reg9
+        | Field::Reg10
+        | Field::Reg11
+        | Field::Reg12
+        | Field::Reg13
+        | Field::Reg14
+        | Field::Reg15
+        | Field::Xreg0
+        | Field::Xreg1
+        | Field::Xreg2
+        | Field::Xreg3
+        | Field::Xreg4
+        | Field::Xreg5
+        | Field::Xreg6
+        | Field::Xreg7
+        | Field::Xxreg0
+        | Field::Xxreg1
+        | Field::Xxreg2
+        | Field::Xxreg3 => {
+            let (first, n) = reg_span(f);
+            for (j, r) in k.regs.iter_mut().skip(first).take(n).enumerate() {
+                let shift = 32 * (n - 1 - j);
+                upd(r, (v >> shift) & 0xffff_ffff, (m >> shift) & 0xffff_ffff);
+            }
+        }
     }
 }
 

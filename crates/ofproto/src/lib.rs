@@ -23,6 +23,7 @@ pub mod rule;
 pub mod switch;
 pub mod table;
 pub mod text;
+pub mod tlv;
 pub mod xlate;
 
 pub use odp::DpAction;

@@ -28,6 +28,18 @@ pub enum PacketInReason {
     InvalidTtl = 2,
 }
 
+/// The pipeline fields a packet-in reports besides the packet (OVS's packet-in
+/// metadata): the registers and `metadata` as they were when the packet was sent to the
+/// controller. They follow from the flow the translation matched, so they may be part of
+/// a cached action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct PipelineMeta {
+    /// `reg0`..`reg15`.
+    pub regs: [u32; packet::flow::N_REGS],
+    /// The OpenFlow `metadata` field.
+    pub metadata: u64,
+}
+
 /// One datapath action. Port numbers are OpenFlow port numbers.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DpAction {
@@ -39,6 +51,8 @@ pub enum DpAction {
         reason: PacketInReason,
         table_id: u8,
         cookie: u64,
+        /// The pipeline fields when the packet was sent (boxed: rare, and large).
+        meta: Box<PipelineMeta>,
     },
     /// Run the nested actions on a copy of the packet as it is now.
     Clone(Vec<DpAction>),

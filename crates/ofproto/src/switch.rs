@@ -94,6 +94,8 @@ pub struct PacketIn {
     pub table_id: u8,
     pub cookie: u64,
     pub key: FlowKey,
+    /// The pipeline fields when the packet was sent.
+    pub meta: crate::odp::PipelineMeta,
 }
 
 /// What a successful flow_mod did.
@@ -130,6 +132,8 @@ pub struct Ofproto {
     /// Fail-open (standalone fail-mode with its controllers unreachable): every packet is
     /// switched by NORMAL, ignoring the tables. Set through [`Ofproto::set_fail_open`].
     fail_open: bool,
+    /// The TLV table (`tun_metadata` maps), edited by Nicira TLV-table mods.
+    pub tlv: crate::tlv::TlvTable,
 }
 
 impl Default for Ofproto {
@@ -163,6 +167,7 @@ impl Ofproto {
             invalid_ttl_to_controller: false,
             miss_send_len: 128,
             fail_open: false,
+            tlv: crate::tlv::TlvTable::default(),
         }
     }
 
@@ -496,6 +501,17 @@ impl Ofproto {
                 }
                 Action::PushPbb(et) => {
                     m.set_exact(openflow::Field::EthType, u128::from(et));
+                }
+                Action::Move { src, dst }
+                    if prereqs
+                        && !(m.prereqs_met_deep(src.field) && m.prereqs_met_deep(dst.field)) =>
+                {
+                    return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
+                }
+                Action::StackPush(sf) | Action::StackPop(sf)
+                    if prereqs && !m.prereqs_met_deep(sf.field) =>
+                {
+                    return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
                 }
                 Action::SetField { field, value, .. } => {
                     if prereqs && !m.prereqs_met_deep(field) {

@@ -26,16 +26,20 @@ use crate::rule::Rule;
 use crate::switch::Ofproto;
 use crate::table::TableMiss;
 use openflow::actions::{
-    OFPCML_NO_BUFFER, OFPP_ALL, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL,
-    OFPP_TABLE,
+    port_from_of10, port_to_of10, Subfield, OFPCML_NO_BUFFER, OFPP_ALL, OFPP_CONTROLLER,
+    OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL, OFPP_TABLE,
 };
-use openflow::oxm::Field;
+use openflow::oxm::{ones, Field};
 use openflow::{Action, GroupType, Instruction};
 use packet::flow::{self, FlowKey, VLAN_PRESENT};
 use std::sync::Arc;
 
 /// The most nested table lookups (resubmits, groups) one packet may cause.
 pub const MAX_DEPTH: u32 = 64;
+
+/// The most entries the per-packet register stack (`push`/`pop`) may hold; pushing more
+/// fails the translation, as popping an empty stack does.
+pub const MAX_STACK: usize = 1024;
 
 /// What the pipeline decided for a flow.
 #[derive(Clone, Debug, Default)]
@@ -72,6 +76,8 @@ fn set_slot(a: &Action) -> (u8, u32) {
         Action::Group(_) => (9, 0),
         Action::Output { .. } => (10, 0),
         Action::Resubmit { .. } => (11, 0),
+        // Refused in write_actions by the openflow crate's validation; never in a set.
+        Action::Move { .. } | Action::StackPush(_) | Action::StackPop(_) => (12, 0),
     }
 }
 
@@ -84,6 +90,10 @@ struct Ctx<'a> {
     rules: Vec<Arc<Rule>>,
     buckets: Vec<(u32, usize)>,
     action_set: Vec<Action>,
+    /// The register stack of `push`/`pop`: values right-aligned.
+    stack: Vec<u128>,
+    /// The translation failed (see `fail`): the result drops the packet.
+    failed: bool,
     table_id: u8,
     cookie: u64,
     depth: u32,
@@ -104,6 +114,36 @@ impl Ctx<'_> {
             let pad = " ".repeat(self.indent);
             t.push(format!("{pad}{}", s()));
         }
+    }
+
+    /// The pipeline fields a packet-in sent now reports. The registers were zero when the
+    /// packet came in, so their values follow from the matched flow; `metadata` likewise.
+    fn pipeline_meta(&self) -> Box<crate::odp::PipelineMeta> {
+        Box::new(crate::odp::PipelineMeta {
+            regs: self.flow.regs,
+            metadata: self.flow.metadata,
+        })
+    }
+
+    /// The value of a subfield's bits (right-aligned), marking them as examined.
+    fn read_bits(&mut self, sf: &Subfield) -> u128 {
+        fields::set(&mut self.wc, sf.field, sf.mask(), sf.mask());
+        let v = if sf.is_port16() {
+            u128::from(port_to_of10(self.flow.in_port).unwrap_or(0))
+        } else {
+            fields::get(&self.flow, sf.field)
+        };
+        (v >> sf.ofs) & ones(u32::from(sf.n_bits))
+    }
+
+    /// A translation error (OVS's stack underflow and the like): the packet is dropped,
+    /// nothing the pipeline did so far takes effect.
+    fn fail(&mut self, why: impl FnOnce() -> String) {
+        self.note(|| format!("{}: translation failed, dropping", why()));
+        self.out.clear();
+        self.action_set.clear();
+        self.stopped = true;
+        self.failed = true;
     }
 
     fn unwild(&mut self, f: Field) {
@@ -165,6 +205,7 @@ impl Ctx<'_> {
                 reason: PacketInReason::Action,
                 table_id: self.table_id,
                 cookie: self.cookie,
+                meta: self.pipeline_meta(),
             }),
             OFPP_TABLE => {
                 // Only packet-out may output to TABLE: run the pipeline from table 0.
@@ -192,11 +233,13 @@ impl Ctx<'_> {
     fn ttl_expired(&mut self) {
         self.note(|| "TTL expired: packet dropped".into());
         if self.of.invalid_ttl_to_controller {
+            let meta = self.pipeline_meta();
             self.out.push(DpAction::Controller {
                 max_len: OFPCML_NO_BUFFER,
                 reason: PacketInReason::InvalidTtl,
                 table_id: self.table_id,
                 cookie: self.cookie,
+                meta,
             });
         }
         self.stopped = true;
@@ -347,6 +390,30 @@ impl Ctx<'_> {
                 }
             }
             Action::SetField { field, value, mask } => self.set_field(field, value, mask),
+            Action::Move { src, dst } => {
+                if !self.flow_has(dst.field) || !self.flow_has(src.field) {
+                    self.note(|| "move: the packet lacks a field, skipped".into());
+                    return;
+                }
+                let v = self.read_bits(&src);
+                self.set_field(dst.field, v << dst.ofs, Some(dst.mask()));
+            }
+            Action::StackPush(sf) => {
+                if self.stack.len() >= MAX_STACK {
+                    self.fail(|| format!("push: stack overflow ({MAX_STACK} entries)"));
+                    return;
+                }
+                let v = self.read_bits(&sf);
+                self.stack.push(v);
+            }
+            Action::StackPop(sf) => match self.stack.pop() {
+                Some(v) => self.set_field(
+                    sf.field,
+                    (v & ones(u32::from(sf.n_bits))) << sf.ofs,
+                    Some(sf.mask()),
+                ),
+                None => self.fail(|| "pop: stack underflow".into()),
+            },
             Action::Resubmit { in_port, table } => {
                 if self.depth >= MAX_DEPTH {
                     self.note(|| "resubmit: too deep, dropping".into());
@@ -425,6 +492,19 @@ impl Ctx<'_> {
             return;
         }
         let mut m = mask.unwrap_or(u128::MAX);
+        if f == Field::InPort && m & f.max() <= 0xffff {
+            // Bits of the 16-bit OpenFlow 1.0 view (`NXM_OF_IN_PORT`; see `Subfield`).
+            self.unwild(f);
+            let old = u128::from(port_to_of10(self.flow.in_port).unwrap_or(0));
+            let new = (old & !m) | (value & m);
+            self.flow.in_port = port_from_of10(new as u16);
+            return;
+        }
+        if m & f.max() != f.max() {
+            // A partial write leaves the other bits as they came, and the datapath action
+            // writes the whole field: the result depends on those bits.
+            self.unwild(f);
+        }
         if f == Field::VlanVid {
             // Setting the VID never adds or removes the tag: the present bit stays.
             m &= 0x0fff;
@@ -500,7 +580,27 @@ impl Ctx<'_> {
             | Field::Reg4
             | Field::Reg5
             | Field::Reg6
-            | Field::Reg7 => return,
+            | Field::Reg7
+            | Field::Reg8
+            | Field::Reg9
+            | Field::Reg10
+            | Field::Reg11
+            | Field::Reg12
+            | Field::Reg13
+            | Field::Reg14
+            | Field::Reg15
+            | Field::Xreg0
+            | Field::Xreg1
+            | Field::Xreg2
+            | Field::Xreg3
+            | Field::Xreg4
+            | Field::Xreg5
+            | Field::Xreg6
+            | Field::Xreg7
+            | Field::Xxreg0
+            | Field::Xxreg1
+            | Field::Xxreg2
+            | Field::Xxreg3 => return,
         };
         self.out.push(act);
     }
@@ -511,6 +611,8 @@ impl Ctx<'_> {
         let saved_out = std::mem::take(&mut self.out);
         let saved_stop = self.stopped;
         let saved_set = std::mem::take(&mut self.action_set);
+        // A bucket works on a copy of the register stack, as OVS's do.
+        let saved_stack = self.stack.clone();
         self.indent += 4;
         self.note(|| format!("bucket {idx}"));
         self.depth += 1;
@@ -524,8 +626,9 @@ impl Ctx<'_> {
             self.out.push(DpAction::Clone(sub));
         }
         self.flow = saved_flow;
-        self.stopped = saved_stop;
+        self.stopped = saved_stop || self.failed;
         self.action_set = saved_set;
+        self.stack = saved_stack;
     }
 
     fn group(&mut self, g: u32) {
@@ -635,11 +738,13 @@ impl Ctx<'_> {
                             return;
                         }
                         TableMiss::Controller => {
+                            let meta = self.pipeline_meta();
                             self.out.push(DpAction::Controller {
                                 max_len: of.miss_send_len,
                                 reason: PacketInReason::NoMatch,
                                 table_id: tid,
                                 cookie: u64::MAX,
+                                meta,
                             });
                             return;
                         }
@@ -788,6 +893,8 @@ fn run(
         rules: Vec::new(),
         buckets: Vec::new(),
         action_set: Vec::new(),
+        stack: Vec::new(),
+        failed: false,
         table_id: 0,
         cookie: 0,
         depth: 0,
@@ -804,6 +911,9 @@ fn run(
     // A TTL expiry stops processing: what was already output stays output (as in OVS),
     // nothing after it runs, the action set included.
     ctx.run_action_set();
+    if ctx.failed {
+        ctx.out.clear();
+    }
     XlateOut {
         actions: ctx.out,
         wc: ctx.wc,

@@ -9,7 +9,11 @@
 //!   32-bit ones by adding `0xffff0000` ([`port_from_of10`]).
 //! * `SetField` carries an optional mask: `None` is OpenFlow's set-field; `Some` is a
 //!   partial write (OpenFlow 1.5 masked set-field / Nicira `reg_load`), used by the text
-//!   syntax `set_field:V/M->F`.
+//!   syntax `set_field:V/M->F` and `load:V->F[a..b]`. A `Some` mask covering the whole
+//!   field is a `load` of the whole field: the same write, which codecs before OpenFlow
+//!   1.5 send as `reg_load` (as OVS does), so that OVS's tools print it back as `load`.
+//! * `Move`, `StackPush` and `StackPop` name bits of a field with a [`Subfield`]; a move
+//!   into or a pop onto a register view (`xreg`, `xxreg`) writes the registers it covers.
 //! * A flow's instructions are kept in *execution order* (meter, apply-actions,
 //!   clear-actions, write-actions, write-metadata, goto-table), each at most once;
 //!   [`validate_instructions`] checks that, [`Instruction::order`] gives the rank.
@@ -86,6 +90,51 @@ pub fn port_to_of10(p: u32) -> Option<u16> {
     }
 }
 
+/// A run of bits of a field: `n_bits` bits starting `ofs` bits above the least significant
+/// one (`reg0[8..15]` is `ofs` 8, `n_bits` 8). Valid when `1 <= n_bits` and
+/// `ofs + n_bits <= field.bits()`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct Subfield {
+    /// The field.
+    pub field: Field,
+    /// Lowest bit.
+    pub ofs: u16,
+    /// Number of bits.
+    pub n_bits: u16,
+}
+
+impl Subfield {
+    /// The whole field.
+    pub fn whole(field: Field) -> Subfield {
+        Subfield {
+            field,
+            ofs: 0,
+            n_bits: field.bits() as u16,
+        }
+    }
+
+    /// Whether the bits lie inside the field.
+    pub fn is_valid(&self) -> bool {
+        self.n_bits >= 1 && u32::from(self.ofs) + u32::from(self.n_bits) <= self.field.bits()
+    }
+
+    /// Whether these are bits of `in_port`'s 16-bit OpenFlow 1.0 view (`NXM_OF_IN_PORT`):
+    /// bits of `in_port` within its low 16. Reading that view gives the port as OpenFlow
+    /// 1.0 numbers it (`LOCAL` is 0xfffe) and writing it sets the port that 16-bit number
+    /// stands for, as OVS's 16-bit `in_port` field does; OVN saves and restores `in_port`
+    /// this way (`push:NXM_OF_IN_PORT[]`, `load:0->NXM_OF_IN_PORT[]`, `pop:...`).
+    pub fn is_port16(&self) -> bool {
+        self.field == Field::InPort && u32::from(self.ofs) + u32::from(self.n_bits) <= 16
+    }
+
+    /// The bits as a mask of the field's value.
+    pub fn mask(&self) -> u128 {
+        crate::oxm::ones(u32::from(self.n_bits))
+            .checked_shl(u32::from(self.ofs))
+            .unwrap_or(0)
+    }
+}
+
 /// One action.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Action {
@@ -136,6 +185,18 @@ pub enum Action {
     /// OpenFlow 1.5 `OFPAT_METER`: run the packet through a meter here, as the meter
     /// instruction does at the start of a flow's instructions.
     Meter(u32),
+    /// Nicira `move` (OpenFlow 1.5 copy-field): copy `src`'s bits into `dst` (both the
+    /// same width).
+    Move {
+        /// Bits read.
+        src: Subfield,
+        /// Bits written.
+        dst: Subfield,
+    },
+    /// Nicira `push`: push the bits onto the packet's register stack.
+    StackPush(Subfield),
+    /// Nicira `pop`: pop the top of the packet's register stack into the bits.
+    StackPop(Subfield),
     /// Nicira resubmit: look the packet up again with `in_port` replaced (unless `None`)
     /// in `table` (the current table if `None`).
     Resubmit {
@@ -206,6 +267,27 @@ impl Action {
                     return bad(bad_action::BAD_SET_ARGUMENT);
                 }
             }
+            Action::Move { src, dst } => {
+                if !src.is_valid() || !dst.is_valid() || src.n_bits != dst.n_bits {
+                    return bad(bad_action::BAD_SET_LEN);
+                }
+                if !field_writable(dst.field) {
+                    return bad(bad_action::BAD_SET_TYPE);
+                }
+            }
+            Action::StackPush(sf) => {
+                if !sf.is_valid() {
+                    return bad(bad_action::BAD_SET_LEN);
+                }
+            }
+            Action::StackPop(sf) => {
+                if !sf.is_valid() {
+                    return bad(bad_action::BAD_SET_LEN);
+                }
+                if !field_writable(sf.field) {
+                    return bad(bad_action::BAD_SET_TYPE);
+                }
+            }
             Action::Resubmit { in_port, table } => {
                 if in_port.is_none() && table.is_none() {
                     return bad(bad_action::BAD_ARGUMENT);
@@ -236,10 +318,20 @@ impl Action {
         Ok(())
     }
 
-    /// The field a `SetField` writes, whose prerequisites the packet must meet.
+    /// The field a `SetField`, `move` or `pop` writes, whose prerequisites the packet
+    /// must meet.
     pub fn written_field(&self) -> Option<Field> {
         match self {
             Action::SetField { field, .. } => Some(*field),
+            Action::Move { dst, .. } | Action::StackPop(dst) => Some(dst.field),
+            _ => None,
+        }
+    }
+
+    /// The field a `move` or `push` reads, whose prerequisites the packet must meet.
+    pub fn read_field(&self) -> Option<Field> {
+        match self {
+            Action::Move { src, .. } | Action::StackPush(src) => Some(src.field),
             _ => None,
         }
     }
@@ -343,7 +435,19 @@ pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), 
                     ));
                 }
             }
-            Instruction::ApplyActions(a) | Instruction::WriteActions(a) => validate_actions(a)?,
+            Instruction::ApplyActions(a) => validate_actions(a)?,
+            Instruction::WriteActions(a) => {
+                validate_actions(a)?;
+                // The action set has no slot for bit moves and the register stack.
+                if a.iter().any(|x| {
+                    matches!(
+                        x,
+                        Action::Move { .. } | Action::StackPush(_) | Action::StackPop(_)
+                    )
+                }) {
+                    return Err(OfError::bad_action(bad_action::UNSUPPORTED_ORDER));
+                }
+            }
             Instruction::ClearActions => {}
         }
     }

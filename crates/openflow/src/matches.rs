@@ -15,6 +15,12 @@
 //! constructor a wire codec uses: it rejects duplicates, over-wide values and value bits
 //! outside the mask with the OpenFlow error the spec names.
 //!
+//! * the register views `xreg0`..`xreg7` and `xxreg0`..`xxreg3` are never stored: an entry
+//!   for one becomes entries for the 32-bit registers it covers (a register whose part of
+//!   the mask is zero is left out), so `xreg0=0x100000002` and `reg0=1,reg1=2` are the
+//!   same match. A codec that must write views (OpenFlow 1.5's packet registers) folds
+//!   them back.
+//!
 //! Normalisation does *not* check OpenFlow semantics (prerequisites, masks on non-maskable
 //! fields, `vlan_vid` without the present bit): [`Match::validate`] does, and returns the
 //! `OFPET_BAD_MATCH` error to send back.
@@ -87,6 +93,19 @@ impl Match {
                     return Err(OfError::bad_match(bad_match::BAD_WILDCARDS));
                 }
             }
+            if e.field.reg_view().is_some() {
+                for (f, value, mask) in e.field.split_reg_view(e.value, e.mask_bits()) {
+                    if m.get(f).is_some() {
+                        return Err(OfError::bad_match(bad_match::DUP_FIELD));
+                    }
+                    m.insert_raw(MatchField {
+                        field: f,
+                        value,
+                        mask: Some(mask),
+                    });
+                }
+                continue;
+            }
             m.insert_raw(e);
         }
         Ok(m)
@@ -99,6 +118,21 @@ impl Match {
     /// Insert an entry exactly as given (keeps a mask on a non-maskable field so that
     /// `validate` can report it), after normalising value/mask.
     fn insert_raw(&mut self, e: MatchField) {
+        if let Some((first, n)) = e.field.reg_view() {
+            // Every covered register takes its part; a zero part wildcards it.
+            let mask = e.mask_bits();
+            for k in 0..n {
+                let shift = 32 * (n - 1 - k);
+                if let Some(f) = Field::reg(first + k) {
+                    self.insert_raw(MatchField {
+                        field: f,
+                        value: (e.value >> shift) & 0xffff_ffff,
+                        mask: Some((mask >> shift) & 0xffff_ffff),
+                    });
+                }
+            }
+            return;
+        }
         let max = e.field.max();
         let mask = e.mask.map_or(max, |m| m & max);
         if mask == 0 {

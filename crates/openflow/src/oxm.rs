@@ -2,7 +2,8 @@
 //!
 //! [`Field`] names every field a flow can match on or a `set_field` action can write: all
 //! OpenFlow 1.3 OXM basic fields, OpenFlow 1.5's `tcp_flags`, and the few Nicira extension
-//! fields ovs-ofctl users reach for every day (`reg0`..`reg7`, `nw_ttl`, `ip_frag`, `pkt_mark`).
+//! fields ovs-ofctl users reach for every day (`reg0`..`reg15` and their 64- and 128-bit views
+//! `xreg0`..`xreg7` and `xxreg0`..`xxreg3`, `nw_ttl`, `ip_frag`, `pkt_mark`).
 //!
 //! Everything static about a field lives in one table, [`Field::info`]: its OXM class and
 //! field number (what a codec writes in an OXM/NXM header), its width in bits, whether the
@@ -40,6 +41,11 @@ pub const OFPXMC_OPENFLOW_BASIC: u16 = 0x8000;
 pub const OFPXMC_NXM_0: u16 = 0x0000;
 /// OXM class of Nicira extension fields (`NXM_NX_*`).
 pub const OFPXMC_NXM_1: u16 = 0x0001;
+/// OXM class of OpenFlow 1.5's packet registers (`OXM_OF_PKT_REG0`..`7`, OVS's `xreg`s).
+pub const OFPXMC_PACKET_REGS: u16 = 0x8001;
+
+/// Number of [`Field`]s.
+pub const N_FIELDS: usize = 72;
 
 /// `vlan_vid` bit meaning "a VLAN tag is present".
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -194,12 +200,52 @@ pub enum Field {
     Reg6,
     /// Nicira register 7.
     Reg7,
+    /// Nicira register 8.
+    Reg8,
+    /// Nicira register 9.
+    Reg9,
+    /// Nicira register 10.
+    Reg10,
+    /// Nicira register 11.
+    Reg11,
+    /// Nicira register 12.
+    Reg12,
+    /// Nicira register 13.
+    Reg13,
+    /// Nicira register 14.
+    Reg14,
+    /// Nicira register 15.
+    Reg15,
     /// IP TTL / hop limit (Nicira).
     NwTtl,
     /// IP fragment bits [`FRAG_ANY`] | [`FRAG_LATER`] (Nicira, maskable).
     IpFrag,
     /// Packet mark (Nicira `pkt_mark`, 32 bits, maskable).
     PktMark,
+    /// 64-bit view `xreg0` = `reg0` << 32 | `reg1` (OpenFlow 1.5 packet register 0).
+    Xreg0,
+    /// 64-bit view `xreg1` = `reg2` << 32 | `reg3` (OpenFlow 1.5 packet register 1).
+    Xreg1,
+    /// 64-bit view `xreg2` = `reg4` << 32 | `reg5` (OpenFlow 1.5 packet register 2).
+    Xreg2,
+    /// 64-bit view `xreg3` = `reg6` << 32 | `reg7` (OpenFlow 1.5 packet register 3).
+    Xreg3,
+    /// 64-bit view `xreg4` = `reg8` << 32 | `reg9` (OpenFlow 1.5 packet register 4).
+    Xreg4,
+    /// 64-bit view `xreg5` = `reg10` << 32 | `reg11` (OpenFlow 1.5 packet register 5).
+    Xreg5,
+    /// 64-bit view `xreg6` = `reg12` << 32 | `reg13` (OpenFlow 1.5 packet register 6).
+    Xreg6,
+    /// 64-bit view `xreg7` = `reg14` << 32 | `reg15` (OpenFlow 1.5 packet register 7).
+    Xreg7,
+    /// 128-bit view `xxreg0` = `reg0`..`reg3`, most significant first.
+    Xxreg0,
+    /// 128-bit view `xxreg1` = `reg4`..`reg7`, most significant first.
+    Xxreg1,
+    /// 128-bit view `xxreg2` = `reg8`..`reg11`, most significant first.
+    Xxreg2,
+    /// 128-bit view `xxreg3` = `reg12`..`reg15`, most significant first.
+    Xxreg3,
 }
 
 /// A field's prerequisite, in terms of the one field it depends on.
@@ -292,7 +338,7 @@ const NX: u16 = OFPXMC_NXM_1;
 
 /// The field table, indexed by `Field as usize`.
 #[rustfmt::skip]
-static FIELDS: [FieldInfo; 52] = [
+static FIELDS: [FieldInfo; N_FIELDS] = [
     fi!(InPort, "in_port", [], B, 0, 32, false, Prereq::None, Port),
     fi!(InPhyPort, "in_phy_port", [], B, 1, 32, false, Prereq::InPort, Port),
     fi!(Metadata, "metadata", [], B, 2, 64, true, Prereq::None, Hex),
@@ -334,14 +380,42 @@ static FIELDS: [FieldInfo; 52] = [
     fi!(TunnelId, "tun_id", ["tunnel_id"], B, 38, 64, true, Prereq::None, Hex),
     fi!(Ipv6Exthdr, "ipv6_exthdr", [], B, 39, 9, true, Prereq::EthType(IPV6), Hex),
     fi!(TcpFlags, "tcp_flags", [], B, 42, 12, true, Prereq::IpProto(ipproto::TCP), TcpFlags),
-    fi!(Reg0, "reg0", [], NX, 0, 32, true, Prereq::None, Hex), fi!(Reg1, "reg1", [], NX, 1, 32, true, Prereq::None, Hex), fi!(Reg2, "reg2", [], NX, 2, 32, true, Prereq::None, Hex), fi!(Reg3, "reg3", [], NX, 3, 32, true, Prereq::None, Hex), fi!(Reg4, "reg4", [], NX, 4, 32, true, Prereq::None, Hex), fi!(Reg5, "reg5", [], NX, 5, 32, true, Prereq::None, Hex), fi!(Reg6, "reg6", [], NX, 6, 32, true, Prereq::None, Hex), fi!(Reg7, "reg7", [], NX, 7, 32, true, Prereq::None, Hex), fi!(NwTtl, "nw_ttl", [], NX, 29, 8, false, Prereq::EthType(IP), Decimal),
+    fi!(Reg0, "reg0", [], NX, 0, 32, true, Prereq::None, Hex),
+    fi!(Reg1, "reg1", [], NX, 1, 32, true, Prereq::None, Hex),
+    fi!(Reg2, "reg2", [], NX, 2, 32, true, Prereq::None, Hex),
+    fi!(Reg3, "reg3", [], NX, 3, 32, true, Prereq::None, Hex),
+    fi!(Reg4, "reg4", [], NX, 4, 32, true, Prereq::None, Hex),
+    fi!(Reg5, "reg5", [], NX, 5, 32, true, Prereq::None, Hex),
+    fi!(Reg6, "reg6", [], NX, 6, 32, true, Prereq::None, Hex),
+    fi!(Reg7, "reg7", [], NX, 7, 32, true, Prereq::None, Hex),
+    fi!(Reg8, "reg8", [], NX, 8, 32, true, Prereq::None, Hex),
+    fi!(Reg9, "reg9", [], NX, 9, 32, true, Prereq::None, Hex),
+    fi!(Reg10, "reg10", [], NX, 10, 32, true, Prereq::None, Hex),
+    fi!(Reg11, "reg11", [], NX, 11, 32, true, Prereq::None, Hex),
+    fi!(Reg12, "reg12", [], NX, 12, 32, true, Prereq::None, Hex),
+    fi!(Reg13, "reg13", [], NX, 13, 32, true, Prereq::None, Hex),
+    fi!(Reg14, "reg14", [], NX, 14, 32, true, Prereq::None, Hex),
+    fi!(Reg15, "reg15", [], NX, 15, 32, true, Prereq::None, Hex),
+    fi!(NwTtl, "nw_ttl", [], NX, 29, 8, false, Prereq::EthType(IP), Decimal),
     fi!(IpFrag, "ip_frag", ["nw_frag"], NX, 26, 2, true, Prereq::EthType(IP), Frag),
     fi!(PktMark, "pkt_mark", [], NX, 33, 32, true, Prereq::None, Hex),
+    fi!(Xreg0, "xreg0", [], OFPXMC_PACKET_REGS, 0, 64, true, Prereq::None, Hex),
+    fi!(Xreg1, "xreg1", [], OFPXMC_PACKET_REGS, 1, 64, true, Prereq::None, Hex),
+    fi!(Xreg2, "xreg2", [], OFPXMC_PACKET_REGS, 2, 64, true, Prereq::None, Hex),
+    fi!(Xreg3, "xreg3", [], OFPXMC_PACKET_REGS, 3, 64, true, Prereq::None, Hex),
+    fi!(Xreg4, "xreg4", [], OFPXMC_PACKET_REGS, 4, 64, true, Prereq::None, Hex),
+    fi!(Xreg5, "xreg5", [], OFPXMC_PACKET_REGS, 5, 64, true, Prereq::None, Hex),
+    fi!(Xreg6, "xreg6", [], OFPXMC_PACKET_REGS, 6, 64, true, Prereq::None, Hex),
+    fi!(Xreg7, "xreg7", [], OFPXMC_PACKET_REGS, 7, 64, true, Prereq::None, Hex),
+    fi!(Xxreg0, "xxreg0", [], NX, 111, 128, true, Prereq::None, Hex),
+    fi!(Xxreg1, "xxreg1", [], NX, 112, 128, true, Prereq::None, Hex),
+    fi!(Xxreg2, "xxreg2", [], NX, 113, 128, true, Prereq::None, Hex),
+    fi!(Xxreg3, "xxreg3", [], NX, 114, 128, true, Prereq::None, Hex),
 ];
 
 impl Field {
     /// Every field, in canonical order.
-    pub const ALL: [Field; 52] = [
+    pub const ALL: [Field; N_FIELDS] = [
         Field::InPort,
         Field::InPhyPort,
         Field::Metadata,
@@ -391,9 +465,29 @@ impl Field {
         Field::Reg5,
         Field::Reg6,
         Field::Reg7,
+        Field::Reg8,
+        Field::Reg9,
+        Field::Reg10,
+        Field::Reg11,
+        Field::Reg12,
+        Field::Reg13,
+        Field::Reg14,
+        Field::Reg15,
         Field::NwTtl,
         Field::IpFrag,
         Field::PktMark,
+        Field::Xreg0,
+        Field::Xreg1,
+        Field::Xreg2,
+        Field::Xreg3,
+        Field::Xreg4,
+        Field::Xreg5,
+        Field::Xreg6,
+        Field::Xreg7,
+        Field::Xxreg0,
+        Field::Xxreg1,
+        Field::Xxreg2,
+        Field::Xxreg3,
     ];
 
     /// Static facts about this field.
@@ -479,9 +573,54 @@ impl Field {
             .map(|i| i.field)
     }
 
-    /// Whether this is a Nicira register.
+    /// Whether this is a 32-bit Nicira register.
     pub fn is_reg(self) -> bool {
-        (Field::Reg0..=Field::Reg7).contains(&self)
+        (Field::Reg0..=Field::Reg15).contains(&self)
+    }
+
+    /// Register `i` (`reg0`..`reg15`).
+    pub fn reg(i: usize) -> Option<Field> {
+        Field::ALL
+            .get(Field::Reg0 as usize + i)
+            .copied()
+            .filter(|f| f.is_reg())
+    }
+
+    /// The index of a 32-bit register (`reg3` -> 3).
+    pub fn reg_index(self) -> Option<usize> {
+        self.is_reg().then(|| self as usize - Field::Reg0 as usize)
+    }
+
+    /// For a register view (`xreg`, `xxreg`), the first 32-bit register it covers (the most
+    /// significant one) and how many it covers; `None` for every other field.
+    pub fn reg_view(self) -> Option<(usize, usize)> {
+        let i = self as usize;
+        if (Field::Xreg0..=Field::Xreg7).contains(&self) {
+            Some((2 * (i - Field::Xreg0 as usize), 2))
+        } else if (Field::Xxreg0..=Field::Xxreg3).contains(&self) {
+            Some((4 * (i - Field::Xxreg0 as usize), 4))
+        } else {
+            None
+        }
+    }
+
+    /// Splits a value/mask of a register view into the 32-bit registers it covers: one
+    /// `(reg, value, mask)` per register whose part of `mask` is not zero, most significant
+    /// first. A plain register gives itself; any other field gives nothing.
+    pub fn split_reg_view(self, value: u128, mask: u128) -> Vec<(Field, u128, u128)> {
+        let (first, n) = match (self.reg_view(), self.reg_index()) {
+            (Some(v), _) => v,
+            (None, Some(i)) => (i, 1),
+            (None, None) => return Vec::new(),
+        };
+        (0..n)
+            .filter_map(|k| {
+                let shift = 32 * (n - 1 - k);
+                let m = (mask >> shift) & 0xffff_ffff;
+                let f = Field::reg(first + k)?;
+                (m != 0).then_some((f, (value >> shift) & m, m))
+            })
+            .collect()
     }
 }
 

@@ -1,7 +1,7 @@
 //! Property tests of the ovs-ofctl text syntax: random valid matches and flows survive
 //! format-then-parse unchanged, and no input makes a parser panic.
 
-use openflow::actions::{Action, Instruction, OFPP_MAX};
+use openflow::actions::{Action, Instruction, Subfield, OFPP_MAX};
 use openflow::matches::Match;
 use openflow::messages::{FlowMod, FlowModCommand, FlowModFlags, GroupModCommand, MeterModCommand};
 use openflow::oxm::{Field, OFPVID_PRESENT};
@@ -120,8 +120,59 @@ fn arb_match() -> impl Strategy<Value = Match> {
         .prop_map(|(e, p, i, v)| build_match(e, p, i, v))
 }
 
+/// Fields for the bit actions (`move`, `push`, `pop`, `load`): registers, their views and
+/// a few others without prerequisites.
+const BIT_FIELDS: [Field; 9] = [
+    Field::Reg0,
+    Field::Reg15,
+    Field::Xreg2,
+    Field::Xxreg1,
+    Field::Metadata,
+    Field::TunnelId,
+    Field::PktMark,
+    Field::EthSrc,
+    Field::EthDst,
+];
+
+fn arb_subfield(width: Option<u16>) -> impl Strategy<Value = Subfield> {
+    prop::sample::select(
+        BIT_FIELDS
+            .into_iter()
+            .filter(|f| width.is_none_or(|w| f.bits() >= u32::from(w)))
+            .collect::<Vec<_>>(),
+    )
+    .prop_flat_map(move |field| {
+        let bits = field.bits() as u16;
+        let lo = width.unwrap_or(1);
+        let hi = width.unwrap_or(bits);
+        (lo..=hi).prop_flat_map(move |n_bits| {
+            (0..=bits - n_bits).prop_map(move |ofs| Subfield { field, ofs, n_bits })
+        })
+    })
+}
+
+fn arb_bit_action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        arb_subfield(None).prop_map(Action::StackPush),
+        arb_subfield(None).prop_map(Action::StackPop),
+        arb_subfield(None).prop_flat_map(|src| {
+            arb_subfield(Some(src.n_bits)).prop_map(move |dst| Action::Move { src, dst })
+        }),
+        // `load` of a whole field keeps its full mask.
+        (arb_subfield(None), any::<u128>()).prop_map(|(sf, v)| {
+            let sf = Subfield::whole(sf.field);
+            Action::SetField {
+                field: sf.field,
+                value: v & sf.field.max(),
+                mask: Some(sf.field.max()),
+            }
+        }),
+    ]
+}
+
 fn arb_action() -> impl Strategy<Value = Action> {
     prop_oneof![
+        arb_bit_action(),
         (1u32..0xff00).prop_map(Action::output),
         Just(Action::output(openflow::actions::OFPP_NORMAL)),
         Just(Action::output(openflow::actions::OFPP_IN_PORT)),

@@ -3,6 +3,7 @@
 //! to something that decodes to the same message, and random flow/group/meter mods
 //! survive encode → decode in every version that can carry them.
 
+use openflow::actions::Subfield;
 use openflow::actions::{Action, Instruction};
 use openflow::messages::{
     Bucket, FlowMod, FlowModCommand, FlowModFlags, GroupMod, GroupModCommand, GroupType, MeterBand,
@@ -197,8 +198,45 @@ fn writable_field() -> impl Strategy<Value = Field> {
     )
 }
 
+/// Bits of a field: a field from `fields`, then a run inside it at least `min` wide.
+fn subfield_of(fields: Vec<Field>, width: Option<u16>) -> impl Strategy<Value = Subfield> {
+    prop::sample::select(
+        fields
+            .into_iter()
+            .filter(|f| width.is_none_or(|w| f.bits() >= u32::from(w)))
+            .collect::<Vec<_>>(),
+    )
+    .prop_flat_map(move |field| {
+        let bits = field.bits() as u16;
+        let n = match width {
+            Some(w) => (w..=w).boxed(),
+            None => (1..=bits).boxed(),
+        };
+        n.prop_flat_map(move |n_bits| {
+            (0..=bits - n_bits).prop_map(move |ofs| Subfield { field, ofs, n_bits })
+        })
+    })
+}
+
+fn a_bit_action() -> impl Strategy<Value = Action> {
+    let writable: Vec<Field> = Field::ALL
+        .iter()
+        .copied()
+        .filter(|f| openflow::actions::field_writable(*f))
+        .collect();
+    let w2 = writable.clone();
+    prop_oneof![
+        subfield_of(Field::ALL.to_vec(), None).prop_map(Action::StackPush),
+        subfield_of(writable.clone(), None).prop_map(Action::StackPop),
+        subfield_of(Field::ALL.to_vec(), None).prop_flat_map(move |src| {
+            subfield_of(w2.clone(), Some(src.n_bits)).prop_map(move |dst| Action::Move { src, dst })
+        }),
+    ]
+}
+
 fn an_action() -> impl Strategy<Value = Action> {
     prop_oneof![
+        a_bit_action(),
         (any::<u32>(), any::<u16>()).prop_map(|(port, max_len)| Action::Output { port, max_len }),
         any::<u32>().prop_map(Action::Group),
         any::<u32>().prop_map(Action::SetQueue),

@@ -43,12 +43,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "BadActionExpType(29)",
     ),
     ("ovs-ofctl-of13-action_sample2", "BadActionExpType(38)"),
-    ("ovs-ofctl-of13-action_stack_pop", "BadActionExpType(28)"),
-    ("ovs-ofctl-of13-action_stack_push", "BadActionExpType(27)"),
-    (
-        "ovs-ofctl-of13-match_move_nx_register",
-        "BadActionExpType(6)",
-    ),
     // Nicira match field the model lacks (conj_id).
     ("ovs-ofctl-of13-match_conj", "BadField(1, 37)"),
     ("libofproto-OFP13-flow_mod_match_conj", "BadField(1, 37)"),

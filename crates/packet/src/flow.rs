@@ -10,21 +10,21 @@
 //! hashes the result; OpenFlow rules are compiled into (key, mask) pairs of the same shape.
 //!
 //! ## Layout
-//! The struct is `#[repr(C)]`, 208 bytes, 8-byte aligned and free of compiler padding (the
+//! The struct is `#[repr(C)]`, 240 bytes, 8-byte aligned and free of compiler padding (the
 //! explicit `pad_*` fields fill every gap and are always zero). It is split into four
 //! *stages*, each a whole number of 64-bit words, in the order a staged lookup consults them:
 //!
 //! | stage    | words   | fields                                                         |
 //! |----------|---------|----------------------------------------------------------------|
-//! | metadata | 0..8    | `in_port`, `recirc_id`, `pkt_mark`, `dp_hash`, `metadata`, `tunnel_id`, `regs` |
-//! | L2       | 8..14   | MACs, VLAN TPIDs and TCIs, `dl_type`, MPLS LSEs, PBB I-SID      |
-//! | L3       | 14..21  | IPv4 and IPv6 addresses, flow label, proto, TOS, TTL, frag, ext |
-//! | L4       | 21..26  | ports / ICMP, TCP flags, ND target, ARP/ND hardware addresses  |
+//! | metadata | 0..12   | `in_port`, `recirc_id`, `pkt_mark`, `dp_hash`, `metadata`, `tunnel_id`, `regs` |
+//! | L2       | 12..18  | MACs, VLAN TPIDs and TCIs, `dl_type`, MPLS LSEs, PBB I-SID      |
+//! | L3       | 18..25  | IPv4 and IPv6 addresses, flow label, proto, TOS, TTL, frag, ext |
+//! | L4       | 25..30  | ports / ICMP, TCP flags, ND target, ARP/ND hardware addresses  |
 //!
 //! [`STAGE_END_WORDS`] records these boundaries and a unit test pins every field offset, so a
 //! change to the struct that moves a field across a stage or introduces padding fails the
 //! build or the tests. [`FlowKey::to_words`] gives the native-endian image of the struct as
-//! `[u64; 26]` (what a C programmer would see through a union); it is built field by field
+//! `[u64; 30]` (what a C programmer would see through a union); it is built field by field
 //! with `offset_of!`, because this crate forbids `unsafe`, and the optimiser turns it into
 //! plain moves. [`FlowKey::from_words`] is its inverse, so a masked key can be built by
 //! ANDing word arrays.
@@ -77,7 +77,7 @@
 //! ## Cost
 //! No allocation, no loops except over VLAN tags (two at most), MPLS entries (four at most),
 //! IPv6 extension headers and ND options (bounded by the frame length). The key is reset
-//! with one 208-byte store. A key is `Copy` and `Send + Sync`; extraction is a pure function.
+//! with one 240-byte store. A key is `Copy` and `Send + Sync`; extraction is a pure function.
 
 use core::fmt;
 use core::mem::{offset_of, size_of};
@@ -85,11 +85,13 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Size of a [`FlowKey`] in bytes.
-pub const FLOW_KEY_SIZE: usize = 208;
+pub const FLOW_KEY_SIZE: usize = 240;
 /// Size of a [`FlowKey`] in 64-bit words.
 pub const FLOW_KEY_WORDS: usize = FLOW_KEY_SIZE / 8;
+/// Number of pipeline registers (`reg0`..`reg15`).
+pub const N_REGS: usize = 16;
 /// Exclusive end, in words, of each lookup stage: metadata, L2, L3, L4.
-pub const STAGE_END_WORDS: [usize; 4] = [8, 14, 21, 26];
+pub const STAGE_END_WORDS: [usize; 4] = [12, 18, 25, 30];
 
 /// `vlan_tci` bit that marks a tag as present (the DEI/CFI position, as OpenFlow does).
 pub const VLAN_PRESENT: u16 = 0x1000;
@@ -174,7 +176,7 @@ pub const ICMPV6_ND_NA: u8 = 136;
 #[repr(C)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct FlowKey {
-    // ---- stage 0: metadata (words 0..8) ----
+    // ---- stage 0: metadata (words 0..12) ----
     /// Ingress port number.
     pub in_port: u32,
     /// Recirculation id (0 for a packet seen for the first time).
@@ -187,11 +189,13 @@ pub struct FlowKey {
     pub metadata: u64,
     /// Tunnel ID (VXLAN VNI, Geneve VNI, ...); 0 for packets that did not arrive by tunnel.
     pub tunnel_id: u64,
-    /// The OpenFlow pipeline's Nicira registers `reg0`..`reg7` (zero on every received
-    /// packet; set and matched within the pipeline).
-    pub regs: [u32; 8],
+    /// The OpenFlow pipeline's Nicira registers `reg0`..`reg15` (zero on every received
+    /// packet; set and matched within the pipeline). OpenFlow's wider views are pairs and
+    /// quads of them: `xreg N` is `regs[2N] << 32 | regs[2N+1]`, `xxreg N` is
+    /// `regs[4N..4N+4]`, most significant first.
+    pub regs: [u32; N_REGS],
 
-    // ---- stage 1: L2 (words 8..14) ----
+    // ---- stage 1: L2 (words 12..18) ----
     /// Ethernet destination.
     pub dl_dst: [u8; 6],
     /// Ethernet source.
@@ -213,7 +217,7 @@ pub struct FlowKey {
     /// Always zero.
     pub pad_pbb: u32,
 
-    // ---- stage 2: L3 (words 14..21) ----
+    // ---- stage 2: L3 (words 18..25) ----
     /// IPv4 source, or ARP sender protocol address.
     pub nw_src: [u8; 4],
     /// IPv4 destination, or ARP target protocol address.
@@ -237,7 +241,7 @@ pub struct FlowKey {
     /// Always zero.
     pub pad_l3: [u8; 6],
 
-    // ---- stage 3: L4 (words 21..26) ----
+    // ---- stage 3: L4 (words 25..30) ----
     /// TCP/UDP/SCTP source port, or ICMP type.
     pub tp_src: u16,
     /// TCP/UDP/SCTP destination port, or ICMP code.
@@ -320,7 +324,7 @@ impl FlowKey {
         dp_hash: 0,
         metadata: 0,
         tunnel_id: 0,
-        regs: [0; 8],
+        regs: [0; N_REGS],
         dl_dst: [0; 6],
         dl_src: [0; 6],
         vlan_tpid: [0; 2],
@@ -466,16 +470,7 @@ impl FlowKey {
             dp_hash: u32::from_ne_bytes(g!(dp_hash)),
             metadata: u64::from_ne_bytes(g!(metadata)),
             tunnel_id: u64::from_ne_bytes(g!(tunnel_id)),
-            regs: [
-                reg(0),
-                reg(1),
-                reg(2),
-                reg(3),
-                reg(4),
-                reg(5),
-                reg(6),
-                reg(7),
-            ],
+            regs: core::array::from_fn(reg),
             dl_dst: g!(dl_dst),
             dl_src: g!(dl_src),
             vlan_tpid: unpair16(g!(vlan_tpid)),
@@ -1165,35 +1160,35 @@ mod tests {
             (offset_of!(FlowKey, metadata), 16),
             (offset_of!(FlowKey, tunnel_id), 24),
             (offset_of!(FlowKey, regs), 32),
-            (offset_of!(FlowKey, dl_dst), 64),
-            (offset_of!(FlowKey, dl_src), 70),
-            (offset_of!(FlowKey, vlan_tpid), 76),
-            (offset_of!(FlowKey, vlan_tci), 80),
-            (offset_of!(FlowKey, dl_type), 84),
-            (offset_of!(FlowKey, mpls_n), 86),
-            (offset_of!(FlowKey, pad_l2), 87),
-            (offset_of!(FlowKey, mpls_lse), 88),
-            (offset_of!(FlowKey, pbb_isid), 104),
-            (offset_of!(FlowKey, pad_pbb), 108),
-            (offset_of!(FlowKey, nw_src), 112),
-            (offset_of!(FlowKey, nw_dst), 116),
-            (offset_of!(FlowKey, ipv6_src), 120),
-            (offset_of!(FlowKey, ipv6_dst), 136),
-            (offset_of!(FlowKey, ipv6_label), 152),
-            (offset_of!(FlowKey, nw_proto), 156),
-            (offset_of!(FlowKey, nw_tos), 157),
-            (offset_of!(FlowKey, nw_ttl), 158),
-            (offset_of!(FlowKey, nw_frag), 159),
-            (offset_of!(FlowKey, ipv6_exthdr), 160),
-            (offset_of!(FlowKey, pad_l3), 162),
-            (offset_of!(FlowKey, tp_src), 168),
-            (offset_of!(FlowKey, tp_dst), 170),
-            (offset_of!(FlowKey, tcp_flags), 172),
-            (offset_of!(FlowKey, pad_l4), 174),
-            (offset_of!(FlowKey, nd_target), 176),
-            (offset_of!(FlowKey, arp_sha), 192),
-            (offset_of!(FlowKey, arp_tha), 198),
-            (offset_of!(FlowKey, pad_tail), 204),
+            (offset_of!(FlowKey, dl_dst), 96),
+            (offset_of!(FlowKey, dl_src), 102),
+            (offset_of!(FlowKey, vlan_tpid), 108),
+            (offset_of!(FlowKey, vlan_tci), 112),
+            (offset_of!(FlowKey, dl_type), 116),
+            (offset_of!(FlowKey, mpls_n), 118),
+            (offset_of!(FlowKey, pad_l2), 119),
+            (offset_of!(FlowKey, mpls_lse), 120),
+            (offset_of!(FlowKey, pbb_isid), 136),
+            (offset_of!(FlowKey, pad_pbb), 140),
+            (offset_of!(FlowKey, nw_src), 144),
+            (offset_of!(FlowKey, nw_dst), 148),
+            (offset_of!(FlowKey, ipv6_src), 152),
+            (offset_of!(FlowKey, ipv6_dst), 168),
+            (offset_of!(FlowKey, ipv6_label), 184),
+            (offset_of!(FlowKey, nw_proto), 188),
+            (offset_of!(FlowKey, nw_tos), 189),
+            (offset_of!(FlowKey, nw_ttl), 190),
+            (offset_of!(FlowKey, nw_frag), 191),
+            (offset_of!(FlowKey, ipv6_exthdr), 192),
+            (offset_of!(FlowKey, pad_l3), 194),
+            (offset_of!(FlowKey, tp_src), 200),
+            (offset_of!(FlowKey, tp_dst), 202),
+            (offset_of!(FlowKey, tcp_flags), 204),
+            (offset_of!(FlowKey, pad_l4), 206),
+            (offset_of!(FlowKey, nd_target), 208),
+            (offset_of!(FlowKey, arp_sha), 224),
+            (offset_of!(FlowKey, arp_tha), 230),
+            (offset_of!(FlowKey, pad_tail), 236),
         ];
         for (i, (got, want)) in expect.iter().enumerate() {
             assert_eq!(got, want, "field #{i}");
@@ -1208,7 +1203,7 @@ mod tests {
             dp_hash: 7,
             metadata: 0x1122_3344_5566_7788,
             tunnel_id: 0x99aa_bbcc_ddee_ff00,
-            regs: [0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17],
+            regs: core::array::from_fn(|i| 0x10 + i as u32),
             dl_dst: [1, 2, 3, 4, 5, 6],
             dl_src: [7, 8, 9, 10, 11, 12],
             vlan_tpid: [0x88a8, 0x8100],
@@ -1325,7 +1320,8 @@ mod tests {
         k.dp_hash = 0;
         k.metadata = 0;
         k.tunnel_id = 0;
-        k.regs = [0, 0, 0x2a, 0, 0, 0, 0, 0];
+        k.regs = [0; N_REGS];
+        k.regs[2] = 0x2a;
         k.pbb_isid = 0;
         k.in_port = 1;
         k.nw_frag = 0;

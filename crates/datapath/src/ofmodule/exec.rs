@@ -169,6 +169,7 @@ impl Exec {
                     reason,
                     table_id,
                     cookie,
+                    meta,
                 } => {
                     let n = if *max_len == OFPCML_NO_BUFFER {
                         pkt.len()
@@ -183,6 +184,7 @@ impl Exec {
                         table_id: *table_id,
                         cookie: *cookie,
                         key: *key,
+                        meta: **meta,
                     });
                 }
                 DpAction::Clone(sub) => match pool.clone_packet(&pkt) {

@@ -33,6 +33,7 @@ use crate::ofconn::target::Stream;
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender, TrySendError};
 use openflow::actions::OFPCML_NO_BUFFER;
 use openflow::oxm::Field;
+use openflow::wire::nicira::{NxMessage, PacketIn2, NXPIF_NXT_PACKET_IN2};
 use openflow::wire::{self, Message};
 use openflow::{Match, OfError};
 use std::io::{Read, Write};
@@ -100,6 +101,8 @@ pub struct ConnState {
     pub table_id_ext: bool,
     /// Nicira flow format (0 OpenFlow 1.0, 2 NXM).
     pub flow_format: u32,
+    /// `NXPIF_*` chosen with `NXT_SET_PACKET_IN_FORMAT`: 0 standard, 2 `NXT_PACKET_IN2`.
+    pub packet_in_format: u32,
     pub controller_id: u16,
     tokens: f64,
     refill: Instant,
@@ -298,11 +301,33 @@ impl Conn {
         {
             len = len.min(usize::from(st.miss_send_len));
         }
+        let format = st.packet_in_format;
         drop(st);
         self.pin_sent.fetch_add(1, Ordering::Relaxed);
+        // The pipeline fields, as OVS reports them: in_port, and `metadata` and the
+        // registers that are not zero.
         let mut m = Match::new().with(Field::InPort, u128::from(p.key.in_port));
-        if p.key.metadata != 0 && self.version() != wire::OFP10 {
-            m = m.with(Field::Metadata, u128::from(p.key.metadata));
+        if self.version() != wire::OFP10 || format == NXPIF_NXT_PACKET_IN2 {
+            if p.meta.metadata != 0 {
+                m = m.with(Field::Metadata, u128::from(p.meta.metadata));
+            }
+            for (i, r) in p.meta.regs.iter().enumerate() {
+                if let Some(f) = Field::reg(i).filter(|_| *r != 0) {
+                    m = m.with(f, u128::from(*r));
+                }
+            }
+        }
+        if format == NXPIF_NXT_PACKET_IN2 {
+            return Some(Message::Nx(NxMessage::PacketIn2(PacketIn2 {
+                data: p.data.get(..len).unwrap_or(&p.data).to_vec(),
+                total_len: u32::try_from(p.total_len).unwrap_or(u32::MAX),
+                buffer_id: openflow::messages::OFP_NO_BUFFER,
+                table_id: p.table_id,
+                cookie: p.cookie,
+                reason,
+                metadata: m,
+                userdata: Vec::new(),
+            })));
         }
         Some(Message::PacketIn(wire::PacketIn {
             buffer_id: openflow::messages::OFP_NO_BUFFER,
@@ -419,6 +444,7 @@ pub fn run(
             miss_send_len: 0,
             table_id_ext: false,
             flow_format: 0,
+            packet_in_format: 0,
             controller_id: 0,
             tokens: f64::from(cfg.burst_limit),
             refill: Instant::now(),

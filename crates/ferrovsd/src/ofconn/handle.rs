@@ -31,7 +31,7 @@ use super::packet_out::OutBatch;
 use super::{lock, BridgeOf};
 use openflow::messages::err::bad_request;
 use openflow::messages::OFPTT_ALL;
-use openflow::wire::nicira::NxMessage;
+use openflow::wire::nicira::{self, NxMessage};
 use openflow::wire::{self, AsyncConfig, Header, Message};
 use openflow::{FlowMod, FlowModCommand, OfError};
 use std::sync::Arc;
@@ -161,7 +161,7 @@ fn handle(
             }
             mods::flow_mod(b, c, &fm)?;
         }
-        Message::Nx(nx) => nicira(b, c, nx)?,
+        Message::Nx(nx) => nicira(b, c, xid, nx)?,
         m @ (Message::GroupMod(_) | Message::GroupBucketMod(_) | Message::MeterMod(_)) => {
             mods::group_or_meter_mod(b, c, xid, m)?;
         }
@@ -253,7 +253,7 @@ fn set_config(b: &BridgeOf, c: &Conn, cfg: wire::SwitchConfig) {
 }
 
 /// Nicira extension messages (see the module documentation).
-fn nicira(b: &BridgeOf, c: &Conn, nx: NxMessage) -> Result<(), OfError> {
+fn nicira(b: &BridgeOf, c: &Conn, xid: u32, nx: NxMessage) -> Result<(), OfError> {
     match nx {
         NxMessage::FlowMod(mut fm) => {
             let ext = lock(&c.st).table_id_ext;
@@ -269,11 +269,31 @@ fn nicira(b: &BridgeOf, c: &Conn, nx: NxMessage) -> Result<(), OfError> {
         }
         NxMessage::FlowModTableId(on) => lock(&c.st).table_id_ext = on,
         NxMessage::SetPacketInFormat(f) => {
-            if f != 0 {
+            // Standard or NXT_PACKET_IN2 (OVN asks for it); the 1.0-era NXT_PACKET_IN is
+            // not offered.
+            if f != nicira::NXPIF_STANDARD && f != nicira::NXPIF_NXT_PACKET_IN2 {
                 return Err(OfError::bad_request(bad_request::EPERM));
             }
+            lock(&c.st).packet_in_format = f;
         }
         NxMessage::SetControllerId(id) => lock(&c.st).controller_id = id,
+        NxMessage::TlvTableMod { command, maps } => b.udpif.of().tlv.apply(command, &maps)?,
+        NxMessage::TlvTableRequest => {
+            let maps = b.udpif.of().tlv.maps();
+            let reply = NxMessage::TlvTableReply {
+                max_option_space: ofproto::tlv::MAX_OPTION_SPACE,
+                max_fields: openflow::wire::nicira::TUN_METADATA_NUM_OPTS,
+                maps,
+            };
+            c.send(&Message::Nx(reply), xid);
+        }
+        // The datapath has no connection tracker yet, so no zone holds any entry: the
+        // flush succeeds with nothing to do (OVN sends it for every zone it allocates).
+        NxMessage::CtFlushZone(_) => {}
+        // Replies and packet-ins are the switch's to send.
+        NxMessage::TlvTableReply { .. } | NxMessage::PacketIn2(_) => {
+            return Err(OfError::bad_request(bad_request::BAD_TYPE));
+        }
     }
     Ok(())
 }

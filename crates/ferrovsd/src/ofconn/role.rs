@@ -89,6 +89,8 @@ fn changes_state(m: &Message) -> bool {
         m,
         Message::FlowMod(_)
             | Message::Nx(NxMessage::FlowMod(_))
+            | Message::Nx(NxMessage::TlvTableMod { .. })
+            | Message::Nx(NxMessage::CtFlushZone(_))
             | Message::GroupMod(_)
             | Message::GroupBucketMod(_)
             | Message::MeterMod(_)

@@ -34,6 +34,7 @@
 pub mod appctl;
 pub mod cli;
 pub mod db;
+pub mod mirrors;
 pub mod model;
 pub mod ofbridge;
 pub mod ofhooks;
@@ -207,7 +208,10 @@ fn pass(vs: &Vswitch, rec: &mut Reconfigurer, of: &dyn OfConfigSink, stats_due: 
         appctl::inc("bridge_reconfigure");
     }
     let dp = status::read_datapath(&vs.pmd);
-    let ops = status::ops(&snap, &d, &out, &dp, stats_due, of);
+    let mut ops = status::ops(&snap, &d, &out, &dp, stats_due, of);
+    if stats_due || out.changed {
+        ops.extend(mirrors::status_ops(&snap, &d, &vs.pmd));
+    }
     if ops.is_empty() {
         vs.publish(d.next_cfg);
         return;

@@ -42,6 +42,7 @@ pub const TABLES: &[&str] = &[
     "Controller",
     "SSL",
     "Datapath",
+    "Mirror",
 ];
 
 /// Bridge `other_config` keys that are not module settings.
@@ -113,6 +114,8 @@ pub struct BridgeCfg {
     pub fail_mode: Option<String>,
     pub protocols: Vec<String>,
     pub ports: Vec<PortCfg>,
+    /// The bridge's `Mirror` rows ([`super::mirrors`]).
+    pub mirrors: Vec<datapath::mirror::MirrorConfig>,
 }
 
 /// Everything read from one snapshot.
@@ -239,6 +242,7 @@ fn known_columns(table: &str) -> &'static [&'static str] {
             "controller",
             "fail_mode",
             "protocols",
+            "mirrors",
             "datapath_id",
             "datapath_type",
             "datapath_version",
@@ -559,6 +563,8 @@ impl Desired {
                     ifaces,
                 });
             }
+            let (mirrors, mirror_warnings) = super::mirrors::parse(t, &name, br);
+            d.warnings.extend(mirror_warnings);
             d.bridges.push(BridgeCfg {
                 uuid: bu,
                 name: name.clone(),
@@ -572,6 +578,7 @@ impl Desired {
                 fail_mode: string_of(br.get("fail_mode")),
                 protocols,
                 ports,
+                mirrors,
             });
         }
         d
@@ -604,7 +611,7 @@ mod tests {
                 "other_config": ["map", [["module", "learning"], ["datapath-id", "00000000000000aa"],
                     ["mac-aging-time", "30"]]],
                 "protocols": ["set", ["OpenFlow13", "OpenFlow10"]], "fail_mode": "secure",
-                "mirrors": ["uuid", "m"]})),
+                "netflow": ["uuid", "m"]})),
         );
         t.entry("Port".into()).or_default().insert(
             "p1".into(),
@@ -649,7 +656,7 @@ mod tests {
             (i.kind.as_str(), i.ofport_request, i.prev_ofport),
             ("system", Some(7), Some(3))
         );
-        assert!(d.warnings.iter().any(|w| w.contains("mirrors")));
+        assert!(d.warnings.iter().any(|w| w.contains("netflow")));
         assert!(!d.warnings.iter().any(|w| w.contains("pmd-cpu-mask")));
         assert!(d.warnings.iter().any(|w| w.contains("dpdk-init")));
         assert!(!d.warnings.iter().any(|w| w.contains("flow-limit")));

@@ -126,6 +126,8 @@ struct AppliedBridge {
     settings: BTreeMap<String, String>,
     ports: HashMap<String, PortSig>,
     of: Option<BridgeOfConfig>,
+    /// The mirrors last set, and whether ports changed since (slots must be re-resolved).
+    mirrors: Option<Vec<datapath::mirror::MirrorConfig>>,
 }
 
 /// The result of one pass.
@@ -482,6 +484,29 @@ impl Reconfigurer {
                 if let Err(e) = self.pmd.set_affinity(&i.name, &spec) {
                     out.iface_errors.insert(i.uuid.clone(), e);
                 }
+            }
+        }
+        // Mirrors: set again when they or the bridge's ports changed.
+        for cfg in &d.bridges {
+            let Some(ab) = self.applied.get_mut(&cfg.name) else {
+                continue;
+            };
+            if !out.changed && ab.mirrors.as_ref() == Some(&cfg.mirrors) {
+                continue;
+            }
+            match self.pmd.set_mirrors(&cfg.name, &cfg.mirrors) {
+                Ok(missing) => {
+                    ab.mirrors = Some(cfg.mirrors.clone());
+                    if !missing.is_empty() {
+                        let msg = format!(
+                            "bridge {}: mirror ports not on the bridge: {}",
+                            cfg.name,
+                            missing.join(", ")
+                        );
+                        self.warn_once(&msg);
+                    }
+                }
+                Err(e) => self.warn_once(&format!("bridge {}: mirrors: {e}", cfg.name)),
             }
         }
         // Log each interface error once, and again only if it changes or comes back.

@@ -327,3 +327,31 @@ pub mod meter_mod_failed {
     /// Too many bands.
     pub const OUT_OF_BANDS: u16 = 11;
 }
+
+/// Nicira's TLV-table errors (`NXTTMFC_*`), sent as Nicira experimenter errors
+/// ([`super::OfError::nx`]): the codes are the OpenFlow 1.2+ experimenter codes; OpenFlow
+/// 1.0 numbers them `nx10` (a Nicira vendor error of type `OFPET_BAD_REQUEST`).
+pub mod nx_tlv {
+    /// The command is none of add, delete, clear.
+    pub const BAD_COMMAND: u16 = 16;
+    /// An option length that is not a multiple of 4 or exceeds 124.
+    pub const BAD_OPT_LEN: u16 = 17;
+    /// A field index beyond `tun_metadata63`.
+    pub const BAD_FIELD_IDX: u16 = 18;
+    /// The options would take more than the switch's option space.
+    pub const TABLE_FULL: u16 = 19;
+    /// An add for an index that is already mapped.
+    pub const ALREADY_MAPPED: u16 = 20;
+    /// An add of an option (class, type) already mapped to another index.
+    pub const DUP_ENTRY: u16 = 21;
+    /// A delete of a mapping some flow uses.
+    pub const INVALID_TLV_DEL: u16 = 38;
+
+    /// The OpenFlow 1.0 (vendor error) code of an OpenFlow 1.2+ code.
+    pub fn nx10(code: u16) -> u16 {
+        match code {
+            38 => 537,
+            c => c + 511,
+        }
+    }
+}

@@ -56,6 +56,12 @@ impl OfError {
         OfError::new(err::OFPET_BUNDLE_FAILED, code)
     }
 
+    /// A Nicira experimenter error (`OFPET_EXPERIMENTER`, experimenter 0x00002320) with
+    /// this experimenter code ([`err::nx_tlv`]).
+    pub const fn nx(code: u16) -> OfError {
+        OfError::new(err::OFPET_EXPERIMENTER, code)
+    }
+
     /// Symbolic name of the type, as in the spec (`OFPET_...`), or `None` if unknown.
     pub fn type_name(&self) -> Option<&'static str> {
         Some(match self.type_ {
@@ -93,11 +99,28 @@ impl OfError {
             err::OFPET_GROUP_MOD_FAILED => GROUP_MOD_CODES,
             err::OFPET_METER_MOD_FAILED => METER_MOD_CODES,
             err::OFPET_BUNDLE_FAILED => BUNDLE_CODES,
+            err::OFPET_EXPERIMENTER => {
+                return NX_CODES
+                    .iter()
+                    .find(|(c, _)| *c == self.code)
+                    .map(|(_, n)| *n)
+            }
             _ => return None,
         };
         table.get(usize::from(self.code)).copied()
     }
 }
+
+/// Names of the Nicira experimenter codes this crate sends.
+const NX_CODES: &[(u16, &str)] = &[
+    (err::nx_tlv::BAD_COMMAND, "NXTTMFC_BAD_COMMAND"),
+    (err::nx_tlv::BAD_OPT_LEN, "NXTTMFC_BAD_OPT_LEN"),
+    (err::nx_tlv::BAD_FIELD_IDX, "NXTTMFC_BAD_FIELD_IDX"),
+    (err::nx_tlv::TABLE_FULL, "NXTTMFC_TABLE_FULL"),
+    (err::nx_tlv::ALREADY_MAPPED, "NXTTMFC_ALREADY_MAPPED"),
+    (err::nx_tlv::DUP_ENTRY, "NXTTMFC_DUP_ENTRY"),
+    (err::nx_tlv::INVALID_TLV_DEL, "NXTTMFC_INVALID_TLV_DEL"),
+];
 
 /// Names of the `OFPET_BAD_REQUEST` codes, by code.
 const BAD_REQUEST_CODES: &[&str] = &[

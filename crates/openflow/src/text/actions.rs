@@ -14,13 +14,19 @@
 //! `pop_vlan`, `mod_nw_ttl` is OpenFlow's set-nw-ttl. Formatting prints OpenFlow names
 //! (`set_field:...->eth_src`), which parse back to the same actions. `copy_ttl_in`,
 //! `copy_ttl_out`, `push_pbb:ETHERTYPE` and `pop_pbb` are our spellings for the OpenFlow
-//! actions OVS has no text for. `load:` is not supported (`set_field:V/M->F` covers it).
+//! actions OVS has no text for. `load:V->DST` is a masked set-field of DST's bits (the
+//! mask kept even when it is the whole field, which marks a load: before OpenFlow 1.5 it
+//! travels as Nicira's `reg_load`, as OVS sends it) and prints as `set_field:V/M->F`, or
+//! as `load:V->F[]` for a whole field; `move:SRC->DST`, `push:SRC` and `pop:DST` name bits in ovs-ofctl's
+//! subfield syntax ([`parse_subfield`]) and print them with NXM names as OVS does
+//! (`move:NXM_NX_REG0[]->NXM_NX_XXREG1[0..31]`).
 
 use super::fields::{format_port, format_value, parse_port, parse_value_raw};
 use super::{need_value, parse_uint, uint_for, TextError, Token, Tokens};
-use crate::actions::{Action, Instruction, OFPCML_NO_BUFFER, OFPP_CONTROLLER, OFPP_MAX};
+use crate::actions::{Action, Instruction, Subfield, OFPCML_NO_BUFFER, OFPP_CONTROLLER, OFPP_MAX};
 use crate::matches::Match;
 use crate::oxm::{ipproto, Field, OFPVID_PRESENT};
+use crate::wire::oxm::{field_from_nxm_name, subfield_name};
 
 fn no_value(tok: &Token<'_>) -> Result<(), TextError> {
     match tok.value {
@@ -83,6 +89,89 @@ fn set_field(f: Field, value: u128, mask: Option<u128>) -> Action {
         value: value & mask.unwrap_or(max),
         mask,
     }
+}
+
+/// A field's bits in ovs-ofctl's subfield syntax: `NAME`, `NAME[]` (the whole field),
+/// `NAME[BIT]` or `NAME[LOW..HIGH]`, where NAME is a field name (`reg0`, `xreg1`,
+/// `eth_dst`...) or an NXM/OXM header name (`NXM_NX_REG0`, `OXM_OF_PKT_REG1`...).
+pub(crate) fn parse_subfield(s: &str) -> Result<Subfield, String> {
+    let s = s.trim();
+    let (name, range) = match s.split_once('[') {
+        Some((n, r)) => (
+            n,
+            Some(
+                r.strip_suffix(']')
+                    .ok_or_else(|| format!("'{s}': missing ']'"))?,
+            ),
+        ),
+        None => (s, None),
+    };
+    let (field, bits) = Field::from_name(name)
+        .map(|f| (f, f.bits()))
+        .or_else(|| field_from_nxm_name(name))
+        .ok_or_else(|| format!("'{name}' is not a known field"))?;
+    let (ofs, n_bits) = match range {
+        None | Some("") => (0, bits as u16),
+        Some(r) => {
+            let num = |x: &str| {
+                x.trim()
+                    .parse::<u16>()
+                    .map_err(|_| format!("'{s}': '{x}' is not a bit number"))
+            };
+            let (lo, hi) = match r.split_once("..") {
+                Some((lo, hi)) => (num(lo)?, num(hi)?),
+                None => {
+                    let b = num(r)?;
+                    (b, b)
+                }
+            };
+            if hi < lo {
+                return Err(format!("'{s}': the bit range is backwards"));
+            }
+            if u32::from(hi) >= bits {
+                return Err(format!("'{s}': bits beyond the {bits}-bit field {name}"));
+            }
+            (lo, hi - lo + 1)
+        }
+    };
+    let sf = Subfield { field, ofs, n_bits };
+    if !sf.is_valid() || u32::from(ofs) + u32::from(n_bits) > bits {
+        return Err(format!("'{s}': bits beyond the {bits}-bit field {name}"));
+    }
+    Ok(sf)
+}
+
+fn subfield_arg(tok: &Token<'_>, s: &str) -> Result<Subfield, TextError> {
+    parse_subfield(s).map_err(|e| TextError::new(format!("{}: {e}", tok.text())))
+}
+
+/// A subfield as Open vSwitch prints it: `NXM_NX_REG0[]`, `NXM_NX_REG0[8..15]`,
+/// `OXM_OF_PKT_REG1[3]`.
+pub fn format_subfield(sf: &Subfield) -> String {
+    let name = subfield_name(sf);
+    let width = if sf.is_port16() { 16 } else { sf.field.bits() };
+    if sf.ofs == 0 && u32::from(sf.n_bits) == width {
+        format!("{name}[]")
+    } else if sf.n_bits == 1 {
+        format!("{name}[{}]", sf.ofs)
+    } else {
+        format!("{name}[{}..{}]", sf.ofs, sf.ofs + sf.n_bits - 1)
+    }
+}
+
+/// The run of bits a contiguous mask covers (field left as `in_port`, for the caller to
+/// replace).
+fn contiguous(m: u128) -> Option<Subfield> {
+    if m == 0 {
+        return None;
+    }
+    let ofs = m.trailing_zeros();
+    let n = (m >> ofs).trailing_ones();
+    ((m >> ofs).checked_shr(n).unwrap_or(0) == 0).then_some(Subfield {
+        field: Field::InPort,
+        ofs: ofs as u16,
+        n_bits: n as u16,
+    })
 }
 
 fn value_for(tok: &Token<'_>, f: Field, v: &str) -> Result<u128, TextError> {
@@ -251,11 +340,44 @@ fn parse_action(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action, TextErro
                 };
             Action::Resubmit { in_port, table }
         }
-        "load" | "move" => {
-            return Err(TextError::new(format!(
-                "{text}: '{key}' is not supported; use set_field:VALUE/MASK->FIELD"
-            )))
+        "load" => {
+            let v = need_value(tok)?;
+            let (value, dst) = v
+                .split_once("->")
+                .ok_or_else(|| TextError::new(format!("{text}: expected load:VALUE->DST")))?;
+            let dst = subfield_arg(tok, dst)?;
+            let value = parse_uint(value.trim(), 128)
+                .ok_or_else(|| TextError::new(format!("{text}: '{value}' is not a number")))?;
+            if value.checked_shr(u32::from(dst.n_bits)).unwrap_or(0) != 0 {
+                return Err(TextError::new(format!(
+                    "{text}: value {value:#x} does not fit into {} bits",
+                    dst.n_bits
+                )));
+            }
+            // The mask stays even when it covers the whole field: a load travels as a
+            // register load before OpenFlow 1.5, as OVS sends it.
+            Action::SetField {
+                field: dst.field,
+                value: value << dst.ofs,
+                mask: Some(dst.mask()),
+            }
         }
+        "move" => {
+            let v = need_value(tok)?;
+            let (src, dst) = v
+                .split_once("->")
+                .ok_or_else(|| TextError::new(format!("{text}: expected move:SRC->DST")))?;
+            let (src, dst) = (subfield_arg(tok, src)?, subfield_arg(tok, dst)?);
+            if src.n_bits != dst.n_bits {
+                return Err(TextError::new(format!(
+                    "{text}: source field is {} bits wide but destination is {} bits wide",
+                    src.n_bits, dst.n_bits
+                )));
+            }
+            Action::Move { src, dst }
+        }
+        "push" => Action::StackPush(subfield_arg(tok, need_value(tok)?)?),
+        "pop" => Action::StackPop(subfield_arg(tok, need_value(tok)?)?),
         _ if !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) => {
             no_value(tok)?;
             Action::output(port_arg(tok, key)?)
@@ -409,6 +531,23 @@ pub fn format_action(a: &Action) -> String {
         Action::PopMpls(t) => format!("pop_mpls:0x{t:04x}"),
         Action::PushPbb(t) => format!("push_pbb:0x{t:04x}"),
         Action::PopPbb => "pop_pbb".into(),
+        Action::SetField {
+            field,
+            value,
+            mask: Some(m),
+        } if m == field.max() || field == Field::InPort => match contiguous(m) {
+            Some(sf) => {
+                let sf = Subfield { field, ..sf };
+                let v = value >> sf.ofs;
+                let v = if v == 0 {
+                    "0".to_string()
+                } else {
+                    format!("{v:#x}")
+                };
+                format!("load:{v}->{}", format_subfield(&sf))
+            }
+            None => format!("set_field:{:#x}/{m:#x}->{}", value, field.name()),
+        },
         Action::SetField { field, value, mask } => {
             format!(
                 "set_field:{}->{}",
@@ -416,6 +555,11 @@ pub fn format_action(a: &Action) -> String {
                 field.name()
             )
         }
+        Action::Move { src, dst } => {
+            format!("move:{}->{}", format_subfield(&src), format_subfield(&dst))
+        }
+        Action::StackPush(sf) => format!("push:{}", format_subfield(&sf)),
+        Action::StackPop(sf) => format!("pop:{}", format_subfield(&sf)),
         Action::Resubmit { in_port, table } => match (in_port, table) {
             (Some(p), None) => format!("resubmit:{}", format_port(p)),
             (p, t) => format!(

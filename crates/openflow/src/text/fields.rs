@@ -215,17 +215,27 @@ pub(crate) fn parse_value_raw(f: Field, s: &str) -> Result<(u128, Option<u128>),
     }
 }
 
+fn c_hex(v: u128) -> String {
+    if v == 0 {
+        "0".into()
+    } else {
+        format!("0x{v:x}")
+    }
+}
+
 /// Format a value (and mask, `None` for exact) of `f` as ovs-ofctl does.
 pub fn format_value(f: Field, value: u128, mask: Option<u128>) -> String {
     let bits = f.bits();
     match (f.info().format, mask) {
         (ValueFormat::Decimal, None) => value.to_string(),
-        (ValueFormat::Decimal | ValueFormat::Hex, Some(m)) => format!("0x{value:x}/0x{m:x}"),
+        (ValueFormat::Decimal, Some(m)) => format!("0x{value:x}/0x{m:x}"),
+        // OVS prints hexadecimal fields C-style (`%#x`): zero is a bare `0`.
+        (ValueFormat::Hex, Some(m)) => format!("{}/{}", c_hex(value), c_hex(m)),
         (ValueFormat::Hex, None) => {
             if f == Field::EthType {
                 format!("0x{value:04x}")
             } else {
-                format!("0x{value:x}")
+                c_hex(value)
             }
         }
         (ValueFormat::Mac, None) => format_mac(value),

@@ -453,7 +453,7 @@ pub fn parse_flow(text: &str, command: FlowModCommand) -> Result<FlowMod, TextEr
 }
 
 /// Order and names in which fields are printed (see the module documentation).
-const FORMAT_ORDER: [Field; 52] = [
+const FORMAT_ORDER: [Field; 60] = [
     Field::PktMark,
     Field::Reg0,
     Field::Reg1,
@@ -463,6 +463,14 @@ const FORMAT_ORDER: [Field; 52] = [
     Field::Reg5,
     Field::Reg6,
     Field::Reg7,
+    Field::Reg8,
+    Field::Reg9,
+    Field::Reg10,
+    Field::Reg11,
+    Field::Reg12,
+    Field::Reg13,
+    Field::Reg14,
+    Field::Reg15,
     Field::TunnelId,
     Field::Metadata,
     Field::InPort,

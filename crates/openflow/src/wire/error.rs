@@ -81,6 +81,9 @@ pub enum DecodeError {
     BadMeterBand(u16),
     /// A property list (TLVs padded to 8) whose lengths disagree with the bytes.
     BadPropertyLen,
+    /// A message whose contents are refused with this error (e.g. a Nicira TLV-table
+    /// mod's `NXTTMFC_*`).
+    Refused(OfError),
 }
 
 impl DecodeError {
@@ -103,7 +106,7 @@ impl DecodeError {
             BadMatchType(_) => mat(bad_match::BAD_TYPE),
             BadMatchLen | BadFieldLen(..) => mat(bad_match::BAD_LEN),
             BadField(..) => mat(bad_match::BAD_FIELD),
-            Match(e) => *e,
+            Match(e) | Refused(e) => *e,
             BadActionType(_) => act(bad_action::BAD_TYPE),
             BadActionLen => act(bad_action::BAD_LEN),
             BadActionExperimenter(_) => act(bad_action::BAD_EXPERIMENTER),

@@ -173,13 +173,41 @@ pub fn of_error_to_wire(e: OfError, version: u8) -> (u16, u16) {
     }
 }
 
+/// OpenFlow 1.0 error type of Nicira's vendor errors.
+pub const NXET_VENDOR: u16 = 0xb0c2;
+
 /// The error message answering a request that failed with `e`: the spec's type/code
 /// for `version` and the first 64 bytes of the request.
 ///
 /// OpenFlow 1.3 has no bundle errors: they go out as ONF experimenter errors whose
-/// experimenter type is 2300 plus the 1.4 code, as OVS sends them.
+/// experimenter type is 2300 plus the 1.4 code, as OVS sends them. `OFPET_EXPERIMENTER`
+/// errors ([`OfError::nx`]) are Nicira's.
 pub fn error_reply(e: OfError, version: u8, request: &[u8]) -> Message {
     let data = request.get(..64).unwrap_or(request).to_vec();
+    if e.type_ == err::OFPET_EXPERIMENTER {
+        // Nicira's errors: an experimenter error from 1.2 on; in 1.0 a vendor error
+        // (`NXET_VENDOR`, `NXVC_VENDOR_ERROR`) whose data starts with the vendor id and
+        // the 1.0 type and code.
+        if version == OFP10 {
+            let mut d = Vec::with_capacity(8 + data.len());
+            d.extend_from_slice(&action::NX_VENDOR_ID.to_be_bytes());
+            d.extend_from_slice(&err::OFPET_BAD_REQUEST.to_be_bytes());
+            d.extend_from_slice(&err::nx_tlv::nx10(e.code).to_be_bytes());
+            d.extend_from_slice(&data);
+            return Message::Error(ErrorMsg {
+                type_: NXET_VENDOR,
+                code: 0,
+                experimenter: None,
+                data: d,
+            });
+        }
+        return Message::Error(ErrorMsg {
+            type_: err::OFPET_EXPERIMENTER,
+            code: e.code,
+            experimenter: Some(action::NX_VENDOR_ID),
+            data,
+        });
+    }
     if version == OFP13 && e.type_ == err::OFPET_BUNDLE_FAILED {
         return Message::Error(ErrorMsg {
             type_: err::OFPET_EXPERIMENTER,

@@ -141,7 +141,7 @@ pub(crate) fn decode_requests(rd: &mut Rd<'_>) -> Result<Vec<FlowMonitorRequest>
     })
 }
 
-pub(crate) fn encode_requests(out: &mut Vec<u8>, v: &[FlowMonitorRequest]) {
+pub(crate) fn encode_requests(out: &mut Vec<u8>, v: &[FlowMonitorRequest], version: u8) {
     for r in v {
         out.u32(r.monitor_id);
         out.u32(r.out_port);
@@ -149,7 +149,7 @@ pub(crate) fn encode_requests(out: &mut Vec<u8>, v: &[FlowMonitorRequest]) {
         out.u16(r.flags);
         out.u8(r.table_id);
         out.u8(r.command);
-        encode_ofp_match(out, &r.match_);
+        encode_ofp_match(out, &r.match_, version);
     }
 }
 
@@ -177,7 +177,7 @@ fn decode_match_at(rd: &mut Rd<'_>, mlen: usize, onf: bool) -> Result<Match, Dec
 fn encode_match_at(out: &mut Vec<u8>, m: &Match, mlen_at: usize, onf: bool) {
     let ms = out.len();
     if onf {
-        encode_ofp_match(out, m);
+        encode_ofp_match(out, m, super::OFP13);
         let len = usize::from(u16::from_be_bytes([
             out.get(ms + 2).copied().unwrap_or(0),
             out.get(ms + 3).copied().unwrap_or(0),
@@ -334,7 +334,7 @@ pub(crate) fn encode_updates(
                 out.u16(*priority);
                 out.zeros(4);
                 out.u64(*cookie);
-                encode_ofp_match(out, match_);
+                encode_ofp_match(out, match_, version);
                 encode_instructions(out, version, instructions)?;
             }
         }

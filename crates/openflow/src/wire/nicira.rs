@@ -12,6 +12,20 @@
 //! experimenter messages with the same layout, so one codec serves both. A Nicira
 //! subtype not listed here is `BadExpType(subtype)`.
 //!
+//! The TLV table (`NXT_TLV_TABLE_MOD`, `NXT_TLV_TABLE_REQUEST`, `NXT_TLV_TABLE_REPLY`)
+//! maps tunnel options (Geneve class, type, length) to the fields `tun_metadata0`..`63`:
+//! a mod carries a command (add, delete, clear) and 8-byte maps; the reply the switch's
+//! limits and its maps. A map whose length is not a multiple of 4 or above 124 is
+//! refused with `NXTTMFC_BAD_OPT_LEN`, an index above 63 with `NXTTMFC_BAD_FIELD_IDX`, an
+//! unknown command with `NXTTMFC_BAD_COMMAND` (Nicira experimenter errors), as OVS does.
+//!
+//! `NXT_PACKET_IN2` (what a connection gets after `NXT_SET_PACKET_IN_FORMAT` 2) is a list
+//! of properties: the packet, its full length if truncated, buffer id, table id, cookie,
+//! reason, the pipeline fields as OXM TLVs (OpenFlow 1.5's packet registers over 1.5) and
+//! the controller action's user data; the encoder leaves out what OVS leaves out.
+//!
+//! `NXT_CT_FLUSH_ZONE` names a connection-tracking zone (16 bits, then 6 bytes of padding).
+//!
 //! `NXT_FLOW_MOD`'s 16-bit command carries the table id in its high byte when table ids
 //! are enabled; the codec always puts that byte in `FlowMod::table_id` and leaves it to
 //! the connection (which knows whether `NXT_FLOW_MOD_TABLE_ID` was sent) to interpret a
@@ -23,7 +37,9 @@ use super::error::{DecodeError, EncodeError};
 use super::msg::encode_of10_instructions;
 use super::oxm::{decode_match_tlvs, encode_tlvs, Mode};
 use crate::actions::{port_from_of10, port_to_of10, Instruction};
-use crate::messages::{FlowMod, FlowModCommand, FlowModFlags};
+use crate::messages::err::nx_tlv;
+use crate::messages::{FlowMod, FlowModCommand, FlowModFlags, OfError};
+use crate::Match;
 
 /// `NXT_SET_FLOW_FORMAT`.
 pub const NXT_SET_FLOW_FORMAT: u32 = 12;
@@ -35,6 +51,87 @@ pub const NXT_FLOW_MOD_TABLE_ID: u32 = 15;
 pub const NXT_SET_PACKET_IN_FORMAT: u32 = 16;
 /// `NXT_SET_CONTROLLER_ID`.
 pub const NXT_SET_CONTROLLER_ID: u32 = 20;
+
+/// `NXT_TLV_TABLE_MOD`.
+pub const NXT_TLV_TABLE_MOD: u32 = 24;
+/// `NXT_TLV_TABLE_REQUEST`.
+pub const NXT_TLV_TABLE_REQUEST: u32 = 25;
+/// `NXT_TLV_TABLE_REPLY`.
+pub const NXT_TLV_TABLE_REPLY: u32 = 26;
+
+/// `NXT_CT_FLUSH_ZONE`.
+pub const NXT_CT_FLUSH_ZONE: u32 = 29;
+/// `NXT_PACKET_IN2`.
+pub const NXT_PACKET_IN2: u32 = 30;
+
+/// `NXPIF_STANDARD`: the connection's version's own packet-in.
+pub const NXPIF_STANDARD: u32 = 0;
+/// `NXPIF_NXT_PACKET_IN2`: Nicira's property-based packet-in.
+pub const NXPIF_NXT_PACKET_IN2: u32 = 2;
+
+/// `NXPINT_*`: packet-in2 property types.
+mod pint {
+    pub const PACKET: u16 = 0;
+    pub const FULL_LEN: u16 = 1;
+    pub const BUFFER_ID: u16 = 2;
+    pub const TABLE_ID: u16 = 3;
+    pub const COOKIE: u16 = 4;
+    pub const REASON: u16 = 5;
+    pub const METADATA: u16 = 6;
+    pub const USERDATA: u16 = 7;
+}
+
+/// Nicira's packet-in (`NXT_PACKET_IN2`): the same facts as OpenFlow's packet-in, as
+/// properties, plus controller-action user data.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct PacketIn2 {
+    /// The (possibly truncated) frame.
+    pub data: Vec<u8>,
+    /// Length of the whole frame.
+    pub total_len: u32,
+    /// Buffer id or `OFP_NO_BUFFER`.
+    pub buffer_id: u32,
+    /// Table of the flow that sent it.
+    pub table_id: u8,
+    /// Cookie of that flow (all ones when none).
+    pub cookie: u64,
+    /// `OFPR_*`.
+    pub reason: u8,
+    /// Pipeline fields.
+    pub metadata: Match,
+    /// The controller action's user data.
+    pub userdata: Vec<u8>,
+}
+
+/// The most `tun_metadata` fields (`tun_metadata0`..`63`).
+pub const TUN_METADATA_NUM_OPTS: u16 = 64;
+/// The longest tunnel option a map may name, in bytes.
+pub const TLV_MAX_OPT_SIZE: u8 = 124;
+
+/// One TLV-table map: the tunnel option (class, type, length in bytes) that
+/// `tun_metadata<index>` stands for.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct TlvMap {
+    /// Option class.
+    pub class: u16,
+    /// Option type.
+    pub type_: u8,
+    /// Option length in bytes (a multiple of 4, at most 124).
+    pub len: u8,
+    /// The `tun_metadata` field index (0..64).
+    pub index: u16,
+}
+
+/// `NXTTMC_*`: what a TLV-table mod does.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum TlvTableCommand {
+    /// Add the maps (all or none).
+    Add = 0,
+    /// Delete the maps' indexes (unmapped ones are ignored).
+    Delete = 1,
+    /// Delete every map (the mod's maps are ignored).
+    Clear = 2,
+}
 
 /// `NXFF_OPENFLOW10`.
 pub const NXFF_OPENFLOW10: u32 = 0;
@@ -54,6 +151,28 @@ pub enum NxMessage {
     SetPacketInFormat(u32),
     /// Set this connection's controller id.
     SetControllerId(u16),
+    /// Change the TLV table.
+    TlvTableMod {
+        /// Add, delete or clear.
+        command: TlvTableCommand,
+        /// The maps.
+        maps: Vec<TlvMap>,
+    },
+    /// Ask for the TLV table.
+    TlvTableRequest,
+    /// Flush the connection-tracking entries of this zone.
+    CtFlushZone(u16),
+    /// A packet-in in Nicira's format.
+    PacketIn2(PacketIn2),
+    /// The TLV table.
+    TlvTableReply {
+        /// Bytes of option space the switch has for all maps together.
+        max_option_space: u32,
+        /// Number of `tun_metadata` fields.
+        max_fields: u16,
+        /// The maps, by index.
+        maps: Vec<TlvMap>,
+    },
 }
 
 impl NxMessage {
@@ -64,6 +183,11 @@ impl NxMessage {
             NxMessage::FlowModTableId(_) => NXT_FLOW_MOD_TABLE_ID,
             NxMessage::SetPacketInFormat(_) => NXT_SET_PACKET_IN_FORMAT,
             NxMessage::SetControllerId(_) => NXT_SET_CONTROLLER_ID,
+            NxMessage::TlvTableMod { .. } => NXT_TLV_TABLE_MOD,
+            NxMessage::TlvTableRequest => NXT_TLV_TABLE_REQUEST,
+            NxMessage::CtFlushZone(_) => NXT_CT_FLUSH_ZONE,
+            NxMessage::PacketIn2(_) => NXT_PACKET_IN2,
+            NxMessage::TlvTableReply { .. } => NXT_TLV_TABLE_REPLY,
         }
     }
 }
@@ -83,12 +207,180 @@ pub(crate) fn decode_nx(version: u8, sub: u32, rd: &mut Rd<'_>) -> Result<NxMess
             NxMessage::SetControllerId(rd.u16()?)
         }
         NXT_FLOW_MOD => NxMessage::FlowMod(decode_nx_flow_mod(version, rd)?),
+        NXT_TLV_TABLE_MOD => {
+            let cmd = rd.u16()?;
+            rd.skip(6)?;
+            let command = match cmd {
+                0 => TlvTableCommand::Add,
+                1 => TlvTableCommand::Delete,
+                2 => TlvTableCommand::Clear,
+                _ => return Err(DecodeError::Refused(OfError::nx(nx_tlv::BAD_COMMAND))),
+            };
+            NxMessage::TlvTableMod {
+                command,
+                maps: decode_tlv_maps(rd, TUN_METADATA_NUM_OPTS)?,
+            }
+        }
+        NXT_TLV_TABLE_REQUEST => NxMessage::TlvTableRequest,
+        NXT_PACKET_IN2 => NxMessage::PacketIn2(decode_packet_in2(rd)?),
+        NXT_CT_FLUSH_ZONE => {
+            let zone = rd.u16()?;
+            rd.skip(6)?;
+            NxMessage::CtFlushZone(zone)
+        }
+        NXT_TLV_TABLE_REPLY => {
+            let max_option_space = rd.u32()?;
+            let max_fields = rd.u16()?;
+            rd.skip(10)?;
+            NxMessage::TlvTableReply {
+                max_option_space,
+                max_fields,
+                maps: decode_tlv_maps(rd, max_fields)?,
+            }
+        }
         other => return Err(DecodeError::BadExpType(other)),
     };
     if !rd.is_empty() {
         return Err(DecodeError::BadLength);
     }
     Ok(m)
+}
+
+/// 8-byte maps filling the rest of `rd`.
+fn decode_tlv_maps(rd: &mut Rd<'_>, max_fields: u16) -> Result<Vec<TlvMap>, DecodeError> {
+    if !rd.len().is_multiple_of(8) {
+        return Err(DecodeError::BadLength);
+    }
+    let mut maps = Vec::new();
+    while !rd.is_empty() {
+        let class = rd.u16()?;
+        let type_ = rd.u8()?;
+        let len = rd.u8()?;
+        let index = rd.u16()?;
+        rd.skip(2)?;
+        if len % 4 != 0 || len > TLV_MAX_OPT_SIZE {
+            return Err(DecodeError::Refused(OfError::nx(nx_tlv::BAD_OPT_LEN)));
+        }
+        if index >= max_fields {
+            return Err(DecodeError::Refused(OfError::nx(nx_tlv::BAD_FIELD_IDX)));
+        }
+        maps.push(TlvMap {
+            class,
+            type_,
+            len,
+            index,
+        });
+    }
+    Ok(maps)
+}
+
+/// Properties (type, length, value, padding to 8) filling the rest of `rd`.
+fn decode_packet_in2(rd: &mut Rd<'_>) -> Result<PacketIn2, DecodeError> {
+    let mut p = PacketIn2 {
+        data: Vec::new(),
+        total_len: 0,
+        buffer_id: crate::messages::OFP_NO_BUFFER,
+        table_id: 0,
+        cookie: u64::MAX,
+        reason: 0,
+        metadata: Match::new(),
+        userdata: Vec::new(),
+    };
+    let mut full_len = None;
+    while !rd.is_empty() {
+        let ty = rd.u16()?;
+        let len = usize::from(rd.u16()?);
+        let vlen = len.checked_sub(4).ok_or(DecodeError::BadPropertyLen)?;
+        let mut v = rd.sub(vlen, DecodeError::BadPropertyLen)?;
+        rd.skip(pad8(len) - len)
+            .map_err(|_| DecodeError::BadPropertyLen)?;
+        let want = |n: usize| {
+            if vlen == n {
+                Ok(())
+            } else {
+                Err(DecodeError::BadPropertyLen)
+            }
+        };
+        match ty {
+            pint::PACKET => p.data = v.rest().to_vec(),
+            pint::FULL_LEN => {
+                want(4)?;
+                full_len = Some(v.u32()?);
+            }
+            pint::BUFFER_ID => {
+                want(4)?;
+                p.buffer_id = v.u32()?;
+            }
+            pint::TABLE_ID => {
+                want(1)?;
+                p.table_id = v.u8()?;
+            }
+            pint::COOKIE => {
+                want(12)?;
+                v.skip(4)?;
+                p.cookie = v.u64()?;
+            }
+            pint::REASON => {
+                want(1)?;
+                p.reason = v.u8()?;
+            }
+            pint::METADATA => p.metadata = decode_match_tlvs(&mut v)?,
+            pint::USERDATA => p.userdata = v.rest().to_vec(),
+            _ => return Err(DecodeError::BadPropertyLen),
+        }
+    }
+    p.total_len = full_len.unwrap_or(p.data.len() as u32);
+    Ok(p)
+}
+
+/// Properties in Open vSwitch's order, leaving out the ones that say nothing (full length
+/// of an untruncated packet, no buffer, table 0, no cookie, no user data).
+fn encode_packet_in2(out: &mut Vec<u8>, version: u8, p: &PacketIn2) {
+    let prop = |out: &mut Vec<u8>, ty: u16, body: &dyn Fn(&mut Vec<u8>)| {
+        let start = out.len();
+        out.u16(ty);
+        out.u16(0);
+        body(out);
+        let len = out.len() - start;
+        out.patch_u16(start + 2, len);
+        out.pad8_from(start);
+    };
+    prop(out, pint::PACKET, &|o| o.extend_from_slice(&p.data));
+    if (p.data.len() as u64) < u64::from(p.total_len) {
+        prop(out, pint::FULL_LEN, &|o| o.u32(p.total_len));
+    }
+    if p.buffer_id != crate::messages::OFP_NO_BUFFER {
+        prop(out, pint::BUFFER_ID, &|o| o.u32(p.buffer_id));
+    }
+    if p.table_id != 0 {
+        prop(out, pint::TABLE_ID, &|o| o.u8(p.table_id));
+    }
+    if p.cookie != u64::MAX {
+        prop(out, pint::COOKIE, &|o| {
+            o.zeros(4);
+            o.u64(p.cookie);
+        });
+    }
+    prop(out, pint::REASON, &|o| o.u8(p.reason));
+    let mode = if version >= super::OFP15 {
+        Mode::Oxm15
+    } else {
+        Mode::Oxm
+    };
+    prop(out, pint::METADATA, &|o| encode_tlvs(o, &p.metadata, mode));
+    if !p.userdata.is_empty() {
+        prop(out, pint::USERDATA, &|o| o.extend_from_slice(&p.userdata));
+    }
+}
+
+fn encode_tlv_maps(out: &mut Vec<u8>, maps: &[TlvMap]) {
+    for m in maps {
+        out.u16(m.class);
+        out.u8(m.type_);
+        out.u8(m.len);
+        out.u16(m.index);
+        out.zeros(2);
+    }
 }
 
 fn decode_nx_flow_mod(version: u8, rd: &mut Rd<'_>) -> Result<FlowMod, DecodeError> {
@@ -136,6 +428,27 @@ pub(crate) fn encode_nx(out: &mut Vec<u8>, version: u8, m: &NxMessage) -> Result
         NxMessage::SetControllerId(id) => {
             out.zeros(6);
             out.u16(*id);
+        }
+        NxMessage::TlvTableMod { command, maps } => {
+            out.u16(*command as u16);
+            out.zeros(6);
+            encode_tlv_maps(out, maps);
+        }
+        NxMessage::TlvTableRequest => {}
+        NxMessage::CtFlushZone(zone) => {
+            out.u16(*zone);
+            out.zeros(6);
+        }
+        NxMessage::PacketIn2(p) => encode_packet_in2(out, version, p),
+        NxMessage::TlvTableReply {
+            max_option_space,
+            max_fields,
+            maps,
+        } => {
+            out.u32(*max_option_space);
+            out.u16(*max_fields);
+            out.zeros(10);
+            encode_tlv_maps(out, maps);
         }
         NxMessage::FlowMod(fm) => {
             out.u64(fm.cookie);

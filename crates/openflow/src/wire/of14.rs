@@ -408,7 +408,7 @@ pub(crate) fn encode_flow_stats15(out: &mut Vec<u8>, v: &[FlowStats15]) {
         out.u8(f.table_id);
         out.u8(f.reason);
         out.u16(f.priority);
-        encode_ofp_match(out, &f.match_);
+        encode_ofp_match(out, &f.match_, super::OFP15);
         encode_oxs(out, &f.stats, false);
         let len = out.len() - start;
         out.patch_u16(start, len);

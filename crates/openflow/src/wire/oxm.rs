@@ -21,6 +21,13 @@
 //!   (`vlan_vid=NONE`), and `vlan_tci=0x1000/0x1000` "any tag". A `vlan_pcp` next to
 //!   `vlan_vid=NONE` (which can match no packet) does not survive an NXM round trip.
 //!
+//! Registers: `NXM_NX_REG0`..`15` (class 1, fields 0-15) carry one 32-bit register,
+//! `NXM_NX_XXREG0`..`3` (class 1, fields 111-114) four, and OpenFlow 1.5's packet
+//! registers `OXM_OF_PKT_REG0`..`7` (class 0x8001) two: `xreg i` = `reg 2i` << 32 |
+//! `reg 2i+1`. All decode into the match's 32-bit registers ([`Match`] splits the views).
+//! Over OpenFlow 1.5 ([`Mode::Oxm15`]) the encoder writes a match's registers back as
+//! packet registers, as Open vSwitch does; before 1.5 as `NXM_NX_REG*`.
+//!
 //! Decoding accepts every class in either context (OVS does the same: NXM fields inside
 //! OpenFlow 1.3 OXM matches, OXM basic fields inside NXM matches). Encoding picks per
 //! field: in OXM mode the basic class where the field has one, the Nicira class
@@ -39,11 +46,11 @@
 
 use super::buf::{Rd, W};
 use super::error::{DecodeError, EncodeError};
-use crate::actions::{port_from_of10, port_to_of10};
+use crate::actions::{port_from_of10, port_to_of10, Subfield};
 use crate::matches::{Match, MatchField};
 use crate::oxm::{
     bytes_to_value, ethertype, ipproto, value_to_bytes, Field, OFPVID_PRESENT, OFPXMC_NXM_0,
-    OFPXMC_NXM_1, OFPXMC_OPENFLOW_BASIC,
+    OFPXMC_NXM_1, OFPXMC_OPENFLOW_BASIC, OFPXMC_PACKET_REGS,
 };
 
 /// Experimenter OXM class.
@@ -117,18 +124,197 @@ fn lookup(class: u16, num: u8) -> Option<(Field, Xf, usize)> {
             }
             Field::from_oxm(OFPXMC_NXM_1, num).map(|f| (f, Xf::Plain, f.wire_len()))
         }
-        OFPXMC_OPENFLOW_BASIC => {
-            Field::from_oxm(OFPXMC_OPENFLOW_BASIC, num).map(|f| (f, Xf::Plain, f.wire_len()))
+        OFPXMC_OPENFLOW_BASIC | OFPXMC_PACKET_REGS => {
+            Field::from_oxm(class, num).map(|f| (f, Xf::Plain, f.wire_len()))
         }
         _ => None,
     }
 }
 
+/// The model field a bare 32-bit header (no payload, as `move`, `push`, `pop` and
+/// `reg_load` name fields) stands for, and how many of its low bits the header addresses:
+/// `None` for unknown fields, masked headers, experimenter headers, a length that does not
+/// fit the field, and the VLAN TCI and ToS byte, whose NXM bits are not the model's.
+/// `NXM_OF_IN_PORT` is the 16-bit OpenFlow 1.0 view of `in_port` (width 16; see
+/// [`crate::actions::Subfield`]).
+pub(crate) fn field_from_header(hdr: u32) -> Option<(Field, u32)> {
+    let class = (hdr >> 16) as u16;
+    let num = ((hdr >> 9) & 0x7f) as u8;
+    let len = (hdr & 0xff) as usize;
+    if hdr & 0x100 != 0 {
+        return None;
+    }
+    match lookup(class, num)? {
+        (f, Xf::Plain, l) if l == len => Some((f, f.bits())),
+        (f, Xf::Port16, 2) if len == 2 => Some((f, 16)),
+        _ => None,
+    }
+}
+
+/// The bare header that names `f` in `mode`'s family, avoiding the NXM forms whose
+/// bits differ from the model's (see [`field_from_header`]).
+pub(crate) fn field_header(f: Field, mode: Mode) -> u32 {
+    let (class, num, xf, len) = header_for(f, mode);
+    let (class, num, len) = if xf == Xf::Plain {
+        (class, num, len)
+    } else {
+        let (c, n) = f.oxm();
+        (c, n, f.wire_len())
+    };
+    (u32::from(class) << 16) | (u32::from(num) << 9) | len as u32
+}
+
+/// `NXM_OF_IN_PORT`'s bare header.
+const NXM_OF_IN_PORT: u32 = 2;
+
+/// The bare header for a subfield: as [`field_header`], except that bits of `in_port`
+/// within its low 16 are named by `NXM_OF_IN_PORT` (the 16-bit view), as OVS names them.
+pub(crate) fn subfield_header(sf: &Subfield, mode: Mode) -> u32 {
+    if sf.is_port16() {
+        NXM_OF_IN_PORT
+    } else {
+        field_header(sf.field, mode)
+    }
+}
+
+/// Open vSwitch's name for a header (`NXM_NX_REG0`, `NXM_OF_ETH_DST`, `OXM_OF_METADATA`,
+/// `OXM_OF_PKT_REG0`...), as `move`, `push` and `pop` print their fields.
+fn header_name(class: u16, num: u8) -> Option<String> {
+    const NXM0_NAMES: [&str; 18] = [
+        "IN_PORT",
+        "ETH_DST",
+        "ETH_SRC",
+        "ETH_TYPE",
+        "VLAN_TCI",
+        "IP_TOS",
+        "IP_PROTO",
+        "IP_SRC",
+        "IP_DST",
+        "TCP_SRC",
+        "TCP_DST",
+        "UDP_SRC",
+        "UDP_DST",
+        "ICMP_TYPE",
+        "ICMP_CODE",
+        "ARP_OP",
+        "ARP_SPA",
+        "ARP_TPA",
+    ];
+    const NXM1_NAMES: [(u8, &str); 16] = [
+        (16, "TUN_ID"),
+        (17, "ARP_SHA"),
+        (18, "ARP_THA"),
+        (19, "IPV6_SRC"),
+        (20, "IPV6_DST"),
+        (21, "ICMPV6_TYPE"),
+        (22, "ICMPV6_CODE"),
+        (23, "ND_TARGET"),
+        (24, "ND_SLL"),
+        (25, "ND_TLL"),
+        (26, "IP_FRAG"),
+        (27, "IPV6_LABEL"),
+        (28, "IP_ECN"),
+        (29, "IP_TTL"),
+        (33, "PKT_MARK"),
+        (34, "TCP_FLAGS"),
+    ];
+    const OXM_NAMES: [&str; 43] = [
+        "IN_PORT",
+        "IN_PHY_PORT",
+        "METADATA",
+        "ETH_DST",
+        "ETH_SRC",
+        "ETH_TYPE",
+        "VLAN_VID",
+        "VLAN_PCP",
+        "IP_DSCP",
+        "IP_ECN",
+        "IP_PROTO",
+        "IPV4_SRC",
+        "IPV4_DST",
+        "TCP_SRC",
+        "TCP_DST",
+        "UDP_SRC",
+        "UDP_DST",
+        "SCTP_SRC",
+        "SCTP_DST",
+        "ICMPV4_TYPE",
+        "ICMPV4_CODE",
+        "ARP_OP",
+        "ARP_SPA",
+        "ARP_TPA",
+        "ARP_SHA",
+        "ARP_THA",
+        "IPV6_SRC",
+        "IPV6_DST",
+        "IPV6_FLABEL",
+        "ICMPV6_TYPE",
+        "ICMPV6_CODE",
+        "IPV6_ND_TARGET",
+        "IPV6_ND_SLL",
+        "IPV6_ND_TLL",
+        "MPLS_LABEL",
+        "MPLS_TC",
+        "MPLS_BOS",
+        "PBB_ISID",
+        "TUNNEL_ID",
+        "IPV6_EXTHDR",
+        "",
+        "",
+        "TCP_FLAGS",
+    ];
+    let n = usize::from(num);
+    let name = match class {
+        OFPXMC_NXM_0 => format!("NXM_OF_{}", NXM0_NAMES.get(n)?),
+        OFPXMC_NXM_1 => match num {
+            0..=15 => format!("NXM_NX_REG{num}"),
+            111..=114 => format!("NXM_NX_XXREG{}", num - 111),
+            _ => format!("NXM_NX_{}", NXM1_NAMES.iter().find(|e| e.0 == num)?.1),
+        },
+        OFPXMC_OPENFLOW_BASIC => match OXM_NAMES.get(n)? {
+            &"" => return None,
+            s => format!("OXM_OF_{s}"),
+        },
+        OFPXMC_PACKET_REGS => format!("OXM_OF_PKT_REG{num}"),
+        _ => return None,
+    };
+    Some(name)
+}
+
+/// The name Open vSwitch prints for a subfield's field in `move`, `push`, `pop` and `load`
+/// (the NXM header's name where the field has one, else the OXM one).
+pub fn subfield_name(sf: &Subfield) -> String {
+    let hdr = subfield_header(sf, Mode::Nxm);
+    header_name((hdr >> 16) as u16, ((hdr >> 9) & 0x7f) as u8)
+        .unwrap_or_else(|| sf.field.name().into())
+}
+
+/// The field an NXM/OXM header name (`NXM_NX_REG0`, `OXM_OF_PKT_REG3`, `OXM_OF_ETH_DST`,
+/// `NXM_OF_IN_PORT`...) stands for, in either family, and how many low bits of it the
+/// name addresses.
+pub fn field_from_nxm_name(name: &str) -> Option<(Field, u32)> {
+    if name == "NXM_OF_IN_PORT" {
+        return Some((Field::InPort, 16));
+    }
+    Field::ALL
+        .into_iter()
+        .find(|&f| {
+            [Mode::Nxm, Mode::Oxm].into_iter().any(|mode| {
+                let hdr = field_header(f, mode);
+                header_name((hdr >> 16) as u16, ((hdr >> 9) & 0x7f) as u8).as_deref() == Some(name)
+            })
+        })
+        .map(|f| (f, f.bits()))
+}
+
 /// Which header family the encoder prefers.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Mode {
-    /// OpenFlow 1.2+ OXM: basic class first.
+    /// OpenFlow 1.2-1.4 OXM: basic class first.
     Oxm,
+    /// OpenFlow 1.5 OXM: as [`Mode::Oxm`], and a match's registers travel in pairs as the
+    /// 64-bit packet registers (`OXM_OF_PKT_REG0`..`7`), as Open vSwitch writes them.
+    Oxm15,
     /// Nicira NXM: Nicira classes first.
     Nxm,
 }
@@ -302,7 +488,15 @@ pub(crate) fn encode_field(out: &mut Vec<u8>, f: Field, v: u128, m: Option<u128>
 /// Encode a match's entries as TLVs (no padding).
 pub(crate) fn encode_tlvs(out: &mut Vec<u8>, m: &Match, mode: Mode) {
     let mut tci_done = false;
+    let mut xregs_done = false;
     for e in m.iter() {
+        if mode == Mode::Oxm15 && e.field.is_reg() {
+            if !xregs_done {
+                xregs_done = true;
+                encode_packet_regs(out, m);
+            }
+            continue;
+        }
         let is_vlan = matches!(e.field, Field::VlanVid | Field::VlanPcp);
         if mode == Mode::Nxm && is_vlan {
             if tci_done {
@@ -323,6 +517,28 @@ pub(crate) fn encode_tlvs(out: &mut Vec<u8>, m: &Match, mode: Mode) {
             continue;
         }
         encode_field(out, e.field, e.value, e.mask, mode);
+    }
+}
+
+/// A match's registers as OpenFlow 1.5 packet registers: `xreg i` carries `reg 2i` (high
+/// half) and `reg 2i+1`, with a mask when either half is not matched exactly.
+fn encode_packet_regs(out: &mut Vec<u8>, m: &Match) {
+    let part = |i: usize| {
+        Field::reg(i)
+            .and_then(|f| m.get(f))
+            .map_or((0, 0), |e| (e.value, e.mask_bits()))
+    };
+    for x in 0..8 {
+        let (hv, hm) = part(2 * x);
+        let (lv, lm) = part(2 * x + 1);
+        let mask = (hm << 32) | lm;
+        if mask == 0 {
+            continue;
+        }
+        let value = (hv << 32) | lv;
+        let num = x as u8;
+        let mask = (mask != u128::from(u64::MAX)).then_some(mask);
+        put_tlv(out, OFPXMC_PACKET_REGS, num, 8, value, mask);
     }
 }
 
@@ -349,12 +565,17 @@ pub(crate) fn decode_ofp_match(rd: &mut Rd<'_>) -> Result<Match, DecodeError> {
     decode_match_tlvs(&mut body)
 }
 
-/// Encode an OpenFlow 1.2+ `ofp_match`.
-pub(crate) fn encode_ofp_match(out: &mut Vec<u8>, m: &Match) {
+/// Encode an OpenFlow 1.2+ `ofp_match` as `version` writes it.
+pub(crate) fn encode_ofp_match(out: &mut Vec<u8>, m: &Match, version: u8) {
     let start = out.len();
     out.u16(OFPMT_OXM);
     out.u16(0);
-    encode_tlvs(out, m, Mode::Oxm);
+    let mode = if version >= super::OFP15 {
+        Mode::Oxm15
+    } else {
+        Mode::Oxm
+    };
+    encode_tlvs(out, m, mode);
     let len = out.len() - start;
     out.patch_u16(start + 2, len);
     out.pad8_from(start);

@@ -58,6 +58,8 @@ mod at {
     pub const PUSH_PBB: u16 = 26;
     pub const POP_PBB: u16 = 27;
     /// OpenFlow 1.5 only.
+    pub const COPY_FIELD: u16 = 28;
+    /// OpenFlow 1.5 only.
     pub const METER: u16 = 29;
     pub const EXPERIMENTER: u16 = 0xffff;
 }
@@ -82,7 +84,10 @@ mod nxast {
     pub const RESUBMIT: u16 = 1;
     pub const SET_TUNNEL: u16 = 2;
     pub const SET_QUEUE: u16 = 4;
+    pub const REG_MOVE: u16 = 6;
     pub const REG_LOAD: u16 = 7;
+    pub const STACK_PUSH: u16 = 27;
+    pub const STACK_POP: u16 = 28;
     pub const SET_TUNNEL64: u16 = 9;
     pub const RESUBMIT_TABLE: u16 = 14;
     pub const WRITE_METADATA: u16 = 22;
@@ -138,7 +143,7 @@ fn decode_actions_in(
                 }
                 act => act,
             })
-        } else if ty == at::METER && version < OFP15 {
+        } else if (ty == at::METER || ty == at::COPY_FIELD) && version < OFP15 {
             Err(DecodeError::BadActionType(ty))
         } else {
             of11::decode_of11_action(ty, len, &mut a)

@@ -1,27 +1,28 @@
 //! Nicira vendor/experimenter actions (id 0x00002320).
 //!
 //! Decoded: `resubmit`, `resubmit_table`, `set_queue`, `group` (OpenFlow 1.0's form),
-//! `reg_load`, `reg_load2`, `dec_ttl` (without controller ids), `push_mpls`, `pop_mpls`,
+//! `reg_load`, `reg_load2`, `reg_move`, `stack_push`, `stack_pop`, `dec_ttl` (without controller ids), `push_mpls`, `pop_mpls`,
 //! `set_mpls_ttl`, `dec_mpls_ttl`, `set_mpls_label`, `set_mpls_tc`, `set_tunnel` and
 //! `set_tunnel64`: the ones with a model meaning. Others (`learn`, `ct`, `note`,
-//! `conjunction`, `controller`, `sample`, stack push/pop...) are
+//! `conjunction`, `controller`, `sample`...) are
 //! `BadActionExpType(subtype)`. Each has its exact length (16 bytes, 24 for
 //! `set_tunnel64` and `reg_load`).
 //!
 //! A register load names its field with an NXM header and its bits with an offset and a
-//! width; it becomes a (possibly masked) set-field. Fields whose NXM form is not the
-//! model's bits (16-bit in_port, the VLAN TCI, the ToS byte) cannot be loaded bit-wise
-//! and are `BadActionArgument`, as are loads outside the field. On encode, a write of a
+//! width; it becomes a masked set-field. `NXM_OF_IN_PORT` names `in_port`'s 16-bit view
+//! (see [`crate::actions::Subfield::is_port16`]); fields whose NXM form is not the model's
+//! bits (the VLAN TCI, the ToS byte) cannot be loaded bit-wise and are
+//! `BadActionArgument`, as are loads outside the field. On encode, a write of a
 //! contiguous run of at most 64 bits is a `reg_load`, anything else a `reg_load2` (an
 //! OXM TLV with a mask).
 
 use super::of11::decode_set_field_tlv;
 use super::{at, begin, finish, nxast, want, NX_VENDOR_ID};
-use crate::actions::{port_from_of10, port_to_of10, Action, OFPP_IN_PORT};
+use crate::actions::{port_from_of10, port_to_of10, Action, Subfield, OFPP_IN_PORT};
 use crate::oxm::{ones, Field};
 use crate::wire::buf::{Rd, W};
 use crate::wire::error::DecodeError;
-use crate::wire::oxm::{decode_tlvs, encode_field, Mode};
+use crate::wire::oxm::{encode_field, field_from_header, subfield_header, Mode};
 
 pub(super) fn decode_vendor_action(len: usize, a: &mut Rd<'_>) -> Result<Action, DecodeError> {
     let vendor = a.u32()?;
@@ -113,45 +114,71 @@ pub(super) fn decode_vendor_action(len: usize, a: &mut Rd<'_>) -> Result<Action,
             decode_reg_load(ofs_nbits, hdr, value)?
         }
         nxast::REG_LOAD2 => decode_set_field_tlv(a)?,
+        nxast::REG_MOVE => {
+            want(len, 24)?;
+            let n_bits = a.u16()?;
+            let src_ofs = a.u16()?;
+            let dst_ofs = a.u16()?;
+            let (src, dst) = (a.u32()?, a.u32()?);
+            decode_move(n_bits, src_ofs, dst_ofs, src, dst)?
+        }
+        nxast::STACK_PUSH | nxast::STACK_POP => {
+            want(len, 24)?;
+            let ofs = a.u16()?;
+            let hdr = a.u32()?;
+            let n_bits = a.u16()?;
+            let sf = subfield(hdr, ofs, n_bits)?;
+            if sub == nxast::STACK_PUSH {
+                Action::StackPush(sf)
+            } else {
+                Action::StackPop(sf)
+            }
+        }
         other => return Err(DecodeError::BadActionExpType(other)),
+    })
+}
+
+/// The bits `ofs..ofs+n_bits` of the field a bare header names.
+fn subfield(hdr: u32, ofs: u16, n_bits: u16) -> Result<Subfield, DecodeError> {
+    let (field, width) = field_from_header(hdr).ok_or(DecodeError::BadSetType)?;
+    let sf = Subfield { field, ofs, n_bits };
+    if sf.is_valid() && u32::from(ofs) + u32::from(n_bits) <= width {
+        Ok(sf)
+    } else {
+        Err(DecodeError::BadSetLen)
+    }
+}
+
+/// A register move / copy-field from its wire parts.
+pub(super) fn decode_move(
+    n_bits: u16,
+    src_ofs: u16,
+    dst_ofs: u16,
+    src: u32,
+    dst: u32,
+) -> Result<Action, DecodeError> {
+    Ok(Action::Move {
+        src: subfield(src, src_ofs, n_bits)?,
+        dst: subfield(dst, dst_ofs, n_bits)?,
     })
 }
 
 fn decode_reg_load(ofs_nbits: u16, hdr: u32, value: u64) -> Result<Action, DecodeError> {
     let ofs = u32::from(ofs_nbits >> 6);
     let nbits = u32::from(ofs_nbits & 0x3f) + 1;
-    // Build a fake TLV of the right length to reuse the header lookup.
-    let class = (hdr >> 16) as u16;
-    let num = ((hdr >> 9) & 0x7f) as u8;
-    let plen = (hdr & 0xff) as usize;
-    // Fields whose NXM form is not the model's bits (16-bit in_port, the TCI, the ToS
-    // byte) cannot be loaded bit-wise into the model field.
-    if class == 0 && matches!(num, 0 | 4 | 5) {
-        return Err(DecodeError::BadActionArgument);
-    }
-    if hdr & 0x100 != 0 {
-        return Err(DecodeError::BadActionArgument);
-    }
-    let mut tlv = Vec::with_capacity(4 + plen);
-    tlv.u32(hdr);
-    tlv.zeros(plen);
-    let entries = decode_tlvs(&mut Rd::new(&tlv, DecodeError::BadActionArgument))
-        .map_err(|_| DecodeError::BadActionArgument)?;
-    let field = match entries.as_slice() {
-        [e] => e.field,
-        _ => return Err(DecodeError::BadActionArgument),
-    };
-    if ofs + nbits > field.bits() || nbits > 64 {
+    let (field, width) = field_from_header(hdr).ok_or(DecodeError::BadActionArgument)?;
+    if ofs + nbits > width {
         return Err(DecodeError::BadActionArgument);
     }
     if u128::from(value) >> nbits != 0 {
         return Err(DecodeError::BadActionArgument);
     }
     let mask = ones(nbits) << ofs;
+    // A whole-field load keeps its mask: it goes back out as a load (see `crate::actions`).
     Ok(Action::SetField {
         field,
         value: u128::from(value) << ofs,
-        mask: (mask != field.max()).then_some(mask),
+        mask: Some(mask),
     })
 }
 
@@ -188,10 +215,13 @@ pub(super) fn encode_nx_load(out: &mut Vec<u8>, field: Field, value: u128, mask:
     let m = mask.unwrap_or_else(|| field.max());
     if let Some((ofs, n)) = contiguous(m) {
         if n <= 64 && ofs < 1024 {
-            let mut tlv = Vec::new();
-            encode_field(&mut tlv, field, 0, None, load_mode(field));
-            if tlv.len() >= 4 {
-                let hdr = u32::from_be_bytes([tlv[0], tlv[1], tlv[2], tlv[3]]);
+            let sf = Subfield {
+                field,
+                ofs: ofs as u16,
+                n_bits: n as u16,
+            };
+            let hdr = subfield_header(&sf, load_mode(field));
+            {
                 let s = nx_begin(out, nxast::REG_LOAD);
                 out.u16(((ofs as u16) << 6) | ((n - 1) as u16));
                 out.u32(hdr);
@@ -219,6 +249,26 @@ pub(super) fn encode_nx_common(out: &mut Vec<u8>, a: &Action) -> bool {
                 s = nx_begin(out, nxast::RESUBMIT);
                 out.u16(p);
             }
+        }
+        // OpenFlow 1.5 writes moves as copy-field (see `of11`); earlier versions get here.
+        Action::Move { src, dst } => {
+            s = nx_begin(out, nxast::REG_MOVE);
+            out.u16(dst.n_bits);
+            out.u16(src.ofs);
+            out.u16(dst.ofs);
+            out.u32(subfield_header(&src, Mode::Nxm));
+            out.u32(subfield_header(&dst, Mode::Nxm));
+        }
+        Action::StackPush(sf) | Action::StackPop(sf) => {
+            let sub = if matches!(a, Action::StackPush(_)) {
+                nxast::STACK_PUSH
+            } else {
+                nxast::STACK_POP
+            };
+            s = nx_begin(out, sub);
+            out.u16(sf.ofs);
+            out.u32(subfield_header(&sf, Mode::Nxm));
+            out.u16(sf.n_bits);
         }
         _ => return false,
     }

@@ -186,7 +186,10 @@ pub(super) fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), En
         Action::PushVlan(_) => return Err(un("push_vlan")),
         Action::PushPbb(_) | Action::PopPbb => return Err(un("pbb actions")),
         Action::Meter(_) => return Err(un("meter action")),
-        Action::Resubmit { .. } => return Ok(()),
+        Action::Resubmit { .. }
+        | Action::Move { .. }
+        | Action::StackPush(_)
+        | Action::StackPop(_) => return Ok(()),
     }
     finish(out, s);
     Ok(())

@@ -4,7 +4,8 @@
 //! Fixed-size actions must be exactly 8 bytes (output: 16). `set_field` carries one OXM
 //! TLV padded to 8: an unknown field is `BadSetType`, a wrong payload length
 //! `BadSetLen`, anything else wrong with the TLV (or more than one TLV)
-//! `BadActionArgument`. A masked `set_field` is native in OpenFlow 1.5; earlier it is
+//! `BadActionArgument`. OpenFlow 1.5's `copy_field` (OVS's `move`) names its fields with
+//! bare OXM headers (Nicira's for fields OpenFlow has no OXM for). A masked `set_field` is native in OpenFlow 1.5; earlier it is
 //! written as a Nicira register load ([`super::nicira`]). Experimenter actions are
 //! Nicira's or `BadActionExperimenter`.
 
@@ -13,7 +14,7 @@ use super::{at, begin, finish, want};
 use crate::actions::Action;
 use crate::wire::buf::{Rd, W};
 use crate::wire::error::DecodeError;
-use crate::wire::oxm::{decode_tlvs, encode_field, Mode};
+use crate::wire::oxm::{decode_tlvs, encode_field, subfield_header, Mode};
 use crate::wire::OFP15;
 
 pub(super) fn decode_of11_action(
@@ -48,6 +49,17 @@ pub(super) fn decode_of11_action(
         GROUP => simple(len, Action::Group(a.u32()?))?,
         METER => simple(len, Action::Meter(a.u32()?))?,
         SET_FIELD => decode_set_field_tlv(a)?,
+        COPY_FIELD => {
+            if len < 20 {
+                return Err(DecodeError::BadActionLen);
+            }
+            let n_bits = a.u16()?;
+            let src_ofs = a.u16()?;
+            let dst_ofs = a.u16()?;
+            a.skip(2)?;
+            let (src, dst) = (a.u32()?, a.u32()?);
+            super::nicira::decode_move(n_bits, src_ofs, dst_ofs, src, dst)?
+        }
         EXPERIMENTER => decode_vendor_action(len, a)?,
         other => return Err(DecodeError::BadActionType(other)),
     })
@@ -77,7 +89,8 @@ pub(super) fn decode_set_field_tlv(a: &mut Rd<'_>) -> Result<Action, DecodeError
 
 pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
     use at::*;
-    if encode_nx_common(out, a) {
+    let copy_field = version >= OFP15 && matches!(a, Action::Move { .. });
+    if !copy_field && encode_nx_common(out, a) {
         return;
     }
     let s;
@@ -135,9 +148,23 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
                 return;
             }
             s = begin(out, SET_FIELD);
+            // OpenFlow 1.5 has no load: a whole-field one is a plain set-field.
+            let mask = mask.filter(|m| *m != field.max());
             encode_field(out, field, value, mask, Mode::Oxm);
         }
-        Action::Resubmit { .. } => return,
+        Action::Move { src, dst } if version >= OFP15 => {
+            s = begin(out, COPY_FIELD);
+            out.u16(dst.n_bits);
+            out.u16(src.ofs);
+            out.u16(dst.ofs);
+            out.u16(0);
+            out.u32(subfield_header(&src, Mode::Oxm));
+            out.u32(subfield_header(&dst, Mode::Oxm));
+        }
+        Action::Move { .. }
+        | Action::StackPush(_)
+        | Action::StackPop(_)
+        | Action::Resubmit { .. } => return,
     }
     finish(out, s);
 }

@@ -121,7 +121,7 @@ pub(crate) fn encode_flow_mod(
     out.u32(fm.out_group);
     out.u16(fm.flags.0);
     out.zeros(2);
-    encode_ofp_match(out, &fm.match_);
+    encode_ofp_match(out, &fm.match_, version);
     encode_instructions(out, version, &fm.instructions)
 }
 
@@ -267,7 +267,7 @@ pub(crate) fn encode_flow_removed(
         out.u16(f.idle_timeout);
         out.u16(f.hard_timeout);
         out.u64(f.cookie);
-        encode_ofp_match(out, &f.match_);
+        encode_ofp_match(out, &f.match_, version);
         let st = OxsStats {
             duration_sec: f.duration_sec,
             duration_nsec: f.duration_nsec,
@@ -287,7 +287,7 @@ pub(crate) fn encode_flow_removed(
         out.u16(f.hard_timeout);
         out.u64(f.packet_count);
         out.u64(f.byte_count);
-        encode_ofp_match(out, &f.match_);
+        encode_ofp_match(out, &f.match_, version);
     }
     Ok(())
 }

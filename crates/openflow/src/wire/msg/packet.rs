@@ -87,7 +87,7 @@ pub(crate) fn encode_packet_in(
         out.u8(p.reason);
         out.u8(p.table_id);
         out.u64(p.cookie);
-        encode_ofp_match(out, &p.match_);
+        encode_ofp_match(out, &p.match_, version);
         out.zeros(2);
     }
     out.extend_from_slice(&p.data);
@@ -163,7 +163,7 @@ pub(crate) fn encode_packet_out(
             out.u16(acts.len() as u16);
             out.zeros(2);
             let m = p.match_.clone().with(Field::InPort, u128::from(p.in_port));
-            encode_ofp_match(out, &m);
+            encode_ofp_match(out, &m, version);
         }
         _ => {
             out.u32(p.in_port);

@@ -145,7 +145,7 @@ pub(crate) fn encode_flow_req(
     out.zeros(4);
     out.u64(r.cookie);
     out.u64(r.cookie_mask);
-    encode_ofp_match(out, &r.match_);
+    encode_ofp_match(out, &r.match_, version);
     Ok(())
 }
 
@@ -296,7 +296,7 @@ fn encode_flow_stats(out: &mut Vec<u8>, version: u8, f: &FlowStats) -> Result<()
         if version == OFP10 {
             encode_of10_report(out, &f.instructions)?;
         } else {
-            encode_ofp_match(out, &f.match_);
+            encode_ofp_match(out, &f.match_, version);
             encode_instructions(out, version, &f.instructions)?;
         }
     }
@@ -315,7 +315,7 @@ fn encode_flow_desc15(out: &mut Vec<u8>, f: &FlowStats) -> Result<(), EncodeErro
     out.u16(f.flags);
     out.u16(f.importance);
     out.u64(f.cookie);
-    encode_ofp_match(out, &f.match_);
+    encode_ofp_match(out, &f.match_, OFP15);
     let st = OxsStats {
         duration_sec: f.duration_sec,
         duration_nsec: f.duration_nsec,

@@ -223,7 +223,7 @@ pub(crate) fn encode_mp_request(
             out.u32(*queue_id);
         }
         MpRequest::BundleFeatures(b) => of14::encode_bundle_features_request(out, b),
-        MpRequest::FlowMonitor(v) => monitor::encode_requests(out, v),
+        MpRequest::FlowMonitor(v) => monitor::encode_requests(out, v, version),
         MpRequest::NxFlowMonitor(v) => monitor::encode_nx_requests(out, v, false)?,
         MpRequest::OnfFlowMonitor(v) => monitor::encode_nx_requests(out, v, true)?,
     }

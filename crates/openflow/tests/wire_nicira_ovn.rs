@@ -1,0 +1,180 @@
+//! Exact bytes of the Nicira messages ovn-controller sends first: the TLV-table mod and
+//! request (and the switch's reply) and `NXT_CT_FLUSH_ZONE`, as Debian's `ovs-ofctl`
+//! (`add-tlv-map`, `dump-tlv-map`, `ct-flush-zone`) sends them, and OVS's errors for bad
+//! maps.
+
+use openflow::messages::err::nx_tlv;
+use openflow::messages::OfError;
+use openflow::wire::nicira::{NxMessage, TlvMap, TlvTableCommand};
+use openflow::wire::{
+    decode_frame, encode, error_reply, DecodeError, Message, OFP10, OFP13, OFP15,
+};
+
+fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn round_trip(bytes: &[u8], version: u8, want: NxMessage) {
+    match decode_frame(bytes) {
+        Ok((h, Message::Nx(m), _)) => {
+            assert_eq!(m, want);
+            assert_eq!(encode(&Message::Nx(m), version, h.xid).unwrap(), bytes);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn tlv_table_mod_request_reply() {
+    // add-tlv-map "{class=0x0102,type=0x80,len=4}->tun_metadata0" over OpenFlow 1.5.
+    round_trip(
+        &hex("06040020 00000004 00002320 00000018 0000 000000000000 0102 80 04 0000 0000"),
+        OFP15,
+        NxMessage::TlvTableMod {
+            command: TlvTableCommand::Add,
+            maps: vec![TlvMap {
+                class: 0x0102,
+                type_: 0x80,
+                len: 4,
+                index: 0,
+            }],
+        },
+    );
+    // dump-tlv-map: an empty request; the reply carries OVS's limits and the maps.
+    round_trip(
+        &hex("01040010 00000003 00002320 00000019"),
+        OFP10,
+        NxMessage::TlvTableRequest,
+    );
+    round_trip(
+        &hex(
+            "06040030 00000005 00002320 0000001a 00000100 0040 00000000000000000000 \
+             0102 80 04 0000 0000 ffff 01 7c 003f 0000",
+        ),
+        OFP15,
+        NxMessage::TlvTableReply {
+            max_option_space: 256,
+            max_fields: 64,
+            maps: vec![
+                TlvMap {
+                    class: 0x0102,
+                    type_: 0x80,
+                    len: 4,
+                    index: 0,
+                },
+                TlvMap {
+                    class: 0xffff,
+                    type_: 1,
+                    len: 124,
+                    index: 63,
+                },
+            ],
+        },
+    );
+}
+
+#[test]
+fn bad_tlv_maps_are_refused_with_ovs_errors() {
+    let refused = |code| Err(DecodeError::Refused(OfError::nx(code)));
+    let frame = |body: &str| {
+        let mut b = hex(&format!("06040000 00000009 00002320 00000018 {body}"));
+        let n = b.len() as u16;
+        b[2..4].copy_from_slice(&n.to_be_bytes());
+        b
+    };
+    let decode = |b: &[u8]| decode_frame(b).map(|(_, m, _)| m);
+    assert_eq!(
+        decode(&frame("0003 000000000000")),
+        refused(nx_tlv::BAD_COMMAND)
+    );
+    assert_eq!(
+        decode(&frame("0000 000000000000 ffff 00 06 0000 0000")),
+        refused(nx_tlv::BAD_OPT_LEN)
+    );
+    assert_eq!(
+        decode(&frame("0000 000000000000 ffff 00 80 0000 0000")),
+        refused(nx_tlv::BAD_OPT_LEN)
+    );
+    assert_eq!(
+        decode(&frame("0000 000000000000 ffff 00 04 0040 0000")),
+        refused(nx_tlv::BAD_FIELD_IDX)
+    );
+    assert_eq!(
+        decode(&frame("0000 000000000000 ffff 00 04")),
+        Err(DecodeError::BadLength)
+    );
+}
+
+#[test]
+fn nicira_errors_on_the_wire() {
+    let req = hex("06040010 00000009 00002320 00000019");
+    // OpenFlow 1.2+: an experimenter error, experimenter Nicira, code 20.
+    let e = encode(
+        &error_reply(OfError::nx(nx_tlv::ALREADY_MAPPED), OFP15, &req),
+        OFP15,
+        9,
+    )
+    .unwrap();
+    assert_eq!(&e[..16], &hex("06010020 00000009 ffff 0014 00002320")[..]);
+    // OpenFlow 1.0: NXET_VENDOR / NXVC_VENDOR_ERROR with the vendor, type 1, code 531.
+    let e = encode(
+        &error_reply(OfError::nx(nx_tlv::ALREADY_MAPPED), OFP10, &req),
+        OFP10,
+        9,
+    )
+    .unwrap();
+    assert_eq!(
+        &e[..20],
+        &hex("01010024 00000009 b0c2 0000 00002320 0001 0213")[..]
+    );
+    assert_eq!(
+        OfError::nx(nx_tlv::INVALID_TLV_DEL).to_string(),
+        "NXTTMFC_INVALID_TLV_DEL"
+    );
+}
+
+#[test]
+fn ct_flush_zone() {
+    round_trip(
+        &hex("04040018 00000008 00002320 0000001d 0007 000000000000"),
+        OFP13,
+        NxMessage::CtFlushZone(7),
+    );
+}
+
+#[test]
+fn packet_in2_properties() {
+    use openflow::oxm::Field;
+    use openflow::wire::nicira::PacketIn2;
+    let p = PacketIn2 {
+        data: vec![0xaa; 6],
+        total_len: 60,
+        buffer_id: openflow::messages::OFP_NO_BUFFER,
+        table_id: 3,
+        cookie: 0x1234,
+        reason: 1,
+        metadata: openflow::Match::new()
+            .with(Field::InPort, 5)
+            .with(Field::Reg14, 1)
+            .with(Field::Reg15, 2),
+        userdata: vec![1, 2, 3],
+    };
+    let b = encode(&Message::Nx(NxMessage::PacketIn2(p.clone())), OFP15, 4).unwrap();
+    // packet (6 bytes), full length, table, cookie, reason, metadata, userdata.
+    let want = hex("0000000a aaaaaaaaaaaa 000000000000 \
+         00010008 0000003c \
+         00030005 03 000000 \
+         00040010 00000000 0000000000001234 \
+         00050005 01 000000 \
+         00060018 80000004 00000005 80010e08 0000000100000002 \
+         00070007 010203 00");
+    assert_eq!(&b[16..], &want[..]);
+    match decode_frame(&b) {
+        Ok((_, Message::Nx(NxMessage::PacketIn2(q)), _)) => assert_eq!(q, p),
+        other => panic!("{other:?}"),
+    }
+}
