@@ -7,8 +7,8 @@
 //! 16-bit length. Besides "never panics" it checks: the connection count never exceeds the
 //! maximum; every packet is `+trk`; `+new`, `+est`, `+rel` and `+inv` exclude each other as
 //! OVS's do; a packet that NAT rewrote still parses as trackable (its checksums were kept
-//! right); IPv4 fragments also go through reassembly and a completed datagram is tracked;
-//! dump, stats and both sweeps run on whatever state results.
+//! right); IPv4 and IPv6 fragments also go through reassembly and a completed datagram is
+//! tracked; dump, stats and both sweeps run on whatever state results.
 #![no_main]
 
 use conntrack::ct_state::*;

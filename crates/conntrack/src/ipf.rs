@@ -1,9 +1,10 @@
-//! # IPv4 fragment reassembly before tracking
+//! # IP fragment reassembly before tracking
 //!
 //! ## What
 //! Connection tracking needs the L4 header, which only a datagram's first fragment has,
 //! and the state of every fragment must be that of the whole datagram. [`Ipf`] collects the
-//! fragments of each IPv4 datagram (keyed by zone, addresses, protocol and IP id), and once
+//! fragments of each IPv4 datagram (keyed by zone, addresses, protocol and IP id) and each
+//! IPv6 datagram (zone, addresses and the Fragment header's id), and once
 //! all have arrived hands back the reassembled datagram, to be tracked like any packet,
 //! together with the caller's handles of the fragments in their arrival order, so that the
 //! datapath can give each fragment the datagram's `ct_state` and send them on as they came.
@@ -17,8 +18,10 @@
 //!   [`IpfConfig::max_per_list`] per datagram; beyond that new fragments are dropped.
 //! * A list that is not complete [`IpfConfig::timeout_ms`] after its first fragment is
 //!   dropped by [`Ipf::sweep`], which the control thread calls with the tracker's sweep.
-//! * IPv6 fragments are not reassembled here: they reach the tracker, which marks them
-//!   `+inv`. NAT is not applied to fragments (the datagram's state is, not its rewrite).
+//! * IPv6: the Hop-by-Hop, Routing and Destination Options headers before the Fragment
+//!   header are the unfragmentable part, kept from the first fragment; the reassembled
+//!   datagram has no Fragment header. NAT is not applied to fragments (the datagram's
+//!   state is, not its rewrite).
 //!
 //! ## Threading
 //! One mutex around the lists: only fragments take it (the caller hands over a packet only
@@ -56,7 +59,7 @@ impl Default for IpfConfig {
 /// What became of a packet handed to [`Ipf::add`].
 #[derive(Debug)]
 pub enum IpfVerdict<T> {
-    /// Not an IPv4 fragment: track it as it is.
+    /// Not a fragment: track it as it is.
     NotFragment(T),
     /// Held until its datagram is complete.
     Held,
@@ -81,10 +84,12 @@ pub struct Reassembled<T> {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct FragKey {
     zone: u16,
-    src: [u8; 4],
-    dst: [u8; 4],
+    v6: bool,
+    src: [u8; 16],
+    dst: [u8; 16],
+    /// IPv4 protocol (IPv6 keys by addresses and id only).
     proto: u8,
-    id: u16,
+    id: u32,
 }
 
 struct Piece {
@@ -92,12 +97,20 @@ struct Piece {
     data: Vec<u8>,
 }
 
+/// The first fragment's frame up to its fragmentable part, and how to make it whole.
+struct Head {
+    bytes: Vec<u8>,
+    l3: usize,
+    /// IPv6: where the next-header byte that named the Fragment header is, and what the
+    /// Fragment header said comes next.
+    v6_next: Option<(usize, u8)>,
+}
+
 struct List<T> {
     first_seen: u64,
     pieces: Vec<Piece>,
     handles: Vec<T>,
-    /// The first fragment's frame up to its payload, and where its IP header starts.
-    head: Option<(Vec<u8>, usize)>,
+    head: Option<Head>,
     total: Option<usize>,
 }
 
@@ -107,17 +120,25 @@ pub struct Ipf<T> {
     inner: Mutex<(HashMap<FragKey, List<T>>, usize)>,
 }
 
-/// The parsed IPv4 fragment header fields.
+/// The parsed fragment header fields.
 struct Frag {
     key: FragKey,
     off: usize,
     more: bool,
     l3: usize,
-    hdr_end: usize,
+    /// End of what the reassembled datagram keeps of this fragment's headers (IPv4: the IP
+    /// header; IPv6: up to the Fragment header).
+    head_end: usize,
+    /// Start of the fragment's payload.
+    data: usize,
     end: usize,
+    v6_next: Option<(usize, u8)>,
 }
 
 fn parse(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Frag> {
+    if meta.v6 {
+        return parse6(frame, meta, zone);
+    }
     let l3 = usize::from(meta.l3);
     let h = frame.get(l3..)?.first_chunk::<20>()?;
     if h[0] >> 4 != 4 {
@@ -132,19 +153,78 @@ fn parse(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Frag> {
     if !csum::ipv4_header_ok(frame.get(l3..l3 + ihl)?) {
         return None;
     }
+    let mut src = [0u8; 16];
+    let mut dst = [0u8; 16];
+    src[..4].copy_from_slice(&h[12..16]);
+    dst[..4].copy_from_slice(&h[16..20]);
     Some(Frag {
         key: FragKey {
             zone,
-            src: [h[12], h[13], h[14], h[15]],
-            dst: [h[16], h[17], h[18], h[19]],
+            v6: false,
+            src,
+            dst,
             proto: h[9],
-            id: u16::from_be_bytes([h[4], h[5]]),
+            id: u32::from(u16::from_be_bytes([h[4], h[5]])),
         },
         off: usize::from(fo & 0x1fff) * 8,
         more: fo & 0x2000 != 0,
         l3,
-        hdr_end: l3 + ihl,
+        head_end: l3 + ihl,
+        data: l3 + ihl,
         end: l3 + total,
+        v6_next: None,
+    })
+}
+
+/// An IPv6 fragment: walks Hop-by-Hop, Routing and Destination Options headers to the
+/// Fragment header.
+fn parse6(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Frag> {
+    let l3 = usize::from(meta.l3);
+    let h = frame.get(l3..)?.first_chunk::<40>()?;
+    if h[0] >> 4 != 6 {
+        return None;
+    }
+    let end = l3 + 40 + usize::from(u16::from_be_bytes([h[4], h[5]]));
+    if end > frame.len() {
+        return None;
+    }
+    let mut nh = h[6];
+    let mut nh_at = l3 + 6;
+    let mut at = l3 + 40;
+    while nh != 44 {
+        if !matches!(nh, 0 | 43 | 60) {
+            return None;
+        }
+        let len = (usize::from(*frame.get(at + 1)?) + 1) * 8;
+        nh_at = at;
+        nh = *frame.get(at)?;
+        at += len;
+        if at > end {
+            return None;
+        }
+    }
+    let fh = frame.get(at..end)?.first_chunk::<8>()?;
+    let fo = u16::from_be_bytes([fh[2], fh[3]]);
+    let mut src = [0u8; 16];
+    let mut dst = [0u8; 16];
+    src.copy_from_slice(&h[8..24]);
+    dst.copy_from_slice(&h[24..40]);
+    Some(Frag {
+        key: FragKey {
+            zone,
+            v6: true,
+            src,
+            dst,
+            proto: 0,
+            id: u32::from_be_bytes([fh[4], fh[5], fh[6], fh[7]]),
+        },
+        off: usize::from(fo >> 3) * 8,
+        more: fo & 1 != 0,
+        l3,
+        head_end: at,
+        data: at + 8,
+        end,
+        v6_next: Some((nh_at, fh[0])),
     })
 }
 
@@ -171,13 +251,13 @@ impl<T> Ipf<T> {
         handle: T,
         now: u64,
     ) -> IpfVerdict<T> {
-        if !meta.frag || meta.v6 {
+        if !meta.frag {
             return IpfVerdict::NotFragment(handle);
         }
         let Some(f) = parse(frame, meta, zone) else {
             return IpfVerdict::Dropped(vec![handle]);
         };
-        let len = f.end - f.hdr_end;
+        let len = f.end - f.data;
         let bad_size = f.more && (len % 8 != 0 || len < self.cfg.min_frag);
         if len == 0 || bad_size || f.off + len > 65_535 {
             return IpfVerdict::Dropped(vec![handle]);
@@ -226,11 +306,15 @@ impl<T> Ipf<T> {
             list.total = Some(b);
         }
         if f.off == 0 {
-            list.head = frame.get(..f.hdr_end).map(|h| (h.to_vec(), f.l3));
+            list.head = frame.get(..f.head_end).map(|h| Head {
+                bytes: h.to_vec(),
+                l3: f.l3,
+                v6_next: f.v6_next,
+            });
         }
         list.pieces.push(Piece {
             off: f.off,
-            data: frame.get(f.hdr_end..f.end).unwrap_or_default().to_vec(),
+            data: frame.get(f.data..f.end).unwrap_or_default().to_vec(),
         });
         list.handles.push(handle);
         *held += 1;
@@ -244,38 +328,17 @@ impl<T> Ipf<T> {
         };
         *held -= list.handles.len();
         drop(guard);
-        let Some((mut out, l3)) = list.head.take() else {
+        let Some(head) = list.head.take() else {
             return IpfVerdict::Dropped(list.handles);
         };
-        let ihl = out.len() - l3;
-        list.pieces.sort_by_key(|p| p.off);
-        for p in &list.pieces {
-            out.extend_from_slice(&p.data);
+        match build(head, &mut list.pieces) {
+            Some((frame, meta)) => IpfVerdict::Complete(Reassembled {
+                frame,
+                meta,
+                fragments: list.handles,
+            }),
+            None => IpfVerdict::Dropped(list.handles),
         }
-        let total = out.len() - l3;
-        let Ok(total16) = u16::try_from(total) else {
-            return IpfVerdict::Dropped(list.handles);
-        };
-        out[l3 + 2..l3 + 4].copy_from_slice(&total16.to_be_bytes());
-        // Keep DF, clear MF and the offset.
-        out[l3 + 6] &= 0x40;
-        out[l3 + 7] = 0;
-        out[l3 + 10..l3 + 12].copy_from_slice(&[0, 0]);
-        let c = csum::checksum(&out[l3..l3 + ihl]);
-        out[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
-        let meta = PacketMeta {
-            l3: meta.l3,
-            l4: u16::try_from(l3 + ihl).ok(),
-            nw_proto: f.key.proto,
-            v6: false,
-            frag: false,
-            l4_csum_trusted: false,
-        };
-        IpfVerdict::Complete(Reassembled {
-            frame: out,
-            meta,
-            fragments: list.handles,
-        })
     }
 
     /// Drops the lists that did not complete in time; returns their fragments.
@@ -297,6 +360,46 @@ impl<T> Ipf<T> {
         }
         out
     }
+}
+
+/// The whole datagram from the first fragment's headers and the pieces; `None` if it would
+/// be too long or does not parse as an unfragmented packet.
+fn build(head: Head, pieces: &mut [Piece]) -> Option<(Vec<u8>, PacketMeta)> {
+    let Head {
+        bytes: mut out,
+        l3,
+        v6_next,
+    } = head;
+    pieces.sort_by_key(|p| p.off);
+    for p in pieces.iter() {
+        out.extend_from_slice(&p.data);
+    }
+    match v6_next {
+        None => {
+            let ihl = usize::from(*out.get(l3)? & 0x0f) * 4;
+            let total = u16::try_from(out.len() - l3).ok()?;
+            out.get_mut(l3 + 2..l3 + 4)?
+                .copy_from_slice(&total.to_be_bytes());
+            // Keep DF, clear MF and the offset.
+            *out.get_mut(l3 + 6)? &= 0x40;
+            *out.get_mut(l3 + 7)? = 0;
+            out.get_mut(l3 + 10..l3 + 12)?.copy_from_slice(&[0, 0]);
+            let c = csum::checksum(out.get(l3..l3 + ihl)?);
+            out.get_mut(l3 + 10..l3 + 12)?
+                .copy_from_slice(&c.to_be_bytes());
+        }
+        Some((nh_at, next)) => {
+            // The Fragment header is gone: whoever named it now names what followed it.
+            *out.get_mut(nh_at)? = next;
+            let plen = u16::try_from(out.len().checked_sub(l3 + 40)?).ok()?;
+            out.get_mut(l3 + 4..l3 + 6)?
+                .copy_from_slice(&plen.to_be_bytes());
+        }
+    }
+    let mut k = packet::FlowKey::default();
+    let offs = packet::extract_into(&mut k, &out, 0);
+    let meta = PacketMeta::from_flow(&k, &offs).filter(|m| !m.frag)?;
+    Some((out, meta))
 }
 
 #[cfg(test)]
@@ -441,6 +544,66 @@ mod tests {
         ));
     }
 
+    /// Cuts an IPv6 frame (no extension headers) into fragments with a Fragment header.
+    fn fragment6(frame: &[u8], size: usize, id: u32) -> Vec<Vec<u8>> {
+        let payload = &frame[54..];
+        let mut out = vec![];
+        let mut off = 0;
+        while off < payload.len() {
+            let end = (off + size).min(payload.len());
+            let mut f = frame[..54].to_vec();
+            let next = f[20];
+            f[20] = 44;
+            let more = u16::from(end < payload.len());
+            let fo = ((off / 8) as u16) << 3 | more;
+            f.extend_from_slice(&[next, 0]);
+            f.extend_from_slice(&fo.to_be_bytes());
+            f.extend_from_slice(&id.to_be_bytes());
+            f.extend_from_slice(&payload[off..end]);
+            let plen = (8 + end - off) as u16;
+            f[18..20].copy_from_slice(&plen.to_be_bytes());
+            out.push(f);
+            off = end;
+        }
+        out
+    }
+
+    #[test]
+    fn ipv6_fragments_reassemble_and_track() {
+        use crate::testpkt::{udp6, v6addr};
+        let whole = udp6(v6addr(1), v6addr(2), 4000, 53, &[9u8; 90]);
+        let frags = fragment6(&whole, 40, 0xdead_beef);
+        assert_eq!(frags.len(), 3);
+        let ipf = Ipf::new(small());
+        let mut done = None;
+        for (i, f) in frags.iter().enumerate().rev() {
+            let m = meta(f);
+            assert!(m.frag && m.v6);
+            match ipf.add(f, &m, 0, i, 0) {
+                IpfVerdict::Held => {}
+                IpfVerdict::Complete(r) => done = Some(r),
+                v => panic!("{v:?}"),
+            }
+        }
+        let mut r = done.expect("complete");
+        assert_eq!(r.frame, whole);
+        assert_eq!(r.fragments, vec![2, 1, 0]);
+        let ct = Conntrack::default();
+        let req = CtRequest {
+            commit: true,
+            ..CtRequest::default()
+        };
+        let res = ct.execute_one(&mut r.frame, &r.meta, &req, 0);
+        assert_eq!(res.state, ct_state::TRK | ct_state::NEW);
+        // The same fragments with another id are another datagram.
+        let other = fragment6(&whole, 40, 7);
+        assert!(matches!(
+            ipf.add(&other[0], &meta(&other[0]), 0, 0, 0),
+            IpfVerdict::Held
+        ));
+        assert_eq!(ipf.held(), 1);
+    }
+
     #[test]
     fn truncated_fragments_never_panic() {
         let whole = udp4([10, 0, 0, 1], [10, 0, 0, 2], 5000, 53, &[7u8; 100]);
@@ -449,6 +612,18 @@ mod tests {
         let m = meta(&frags[1]);
         for cut in 0..frags[1].len() {
             let _ = ipf.add(&frags[1][..cut], &m, 0, cut, 0);
+        }
+        let w6 = crate::testpkt::udp6(
+            crate::testpkt::v6addr(1),
+            crate::testpkt::v6addr(2),
+            1,
+            2,
+            &[1u8; 50],
+        );
+        let f6 = fragment6(&w6, 24, 1);
+        let m6 = meta(&f6[0]);
+        for cut in 0..f6[0].len() {
+            let _ = ipf.add(&f6[0][..cut], &m6, 0, cut, 0);
         }
     }
 }

@@ -13,7 +13,7 @@
 //!
 //! ## Shape
 //! * [`key`]: connection keys and the packet parser (offsets from `packet`'s extractor).
-//! * [`ipf`]: IPv4 fragment reassembly before tracking.
+//! * [`ipf`]: IPv4 and IPv6 fragment reassembly before tracking.
 //! * [`tcp`]: the TCP state machine and window tracking.
 //! * [`timeout`]: timeout classes and policies.
 //! * [`table`]: the sharded, read-mostly connection table.
@@ -29,8 +29,7 @@
 //! There is no global lock on the packet path (see [`table`]).
 //!
 //! ## Not here
-//! IPv6 fragment reassembly (IPv6 fragments are `+inv`), NAT of fragments, and the FTP/TFTP
-//! helpers.
+//! NAT of fragmented datagrams, and the FTP/TFTP helpers.
 
 #![forbid(unsafe_code)]
 
