@@ -1,16 +1,22 @@
 """W3: shared-memory virtual ports (memif), one switch core. Driven by bench/w3.sh.
 
-The generator is Debian's dpdk-testpmd in `flowgen` mode on one core, as memif *client* on two
-interfaces: on each port it transmits 64-byte UDP frames as fast as it can and receives (and
-counts) what comes back. The switch runs as memif *server* on the other core and forwards
+The generator is Debian's dpdk-testpmd on one core, as memif *client* on two interfaces. It
+runs a closed loop: `start tx_first 16` puts 16 bursts of 32 64-byte frames on each port, then
+testpmd io-forwards whatever comes back on one port out of the other, so the switch always
+has frames to move and the loop runs at the pace of the slower side. (testpmd's `txonly` does
+not receive, so it cannot count what comes back; `flowgen` spends most of its time building
+frames the rings refuse.) The switch runs as memif *server* on the other core and forwards
 port 1 <-> port 2. Delivered Mpps = the generator's received packets (both ports) per second
-over the measured window, from testpmd's own port counters. Configurations, one after another
-in the same run:
+over the measured window, from testpmd's own port counters. With `--pktgen`, ferrovs-pktgen
+(one thread, memif client on both sockets, transmitting on port 1 as fast as it can and
+counting port 2) is a second generator for the ferrovs-patch configuration.
+Configurations, one after another in the same run:
 
   ferrovs-patch      ferrovsd, patch module (m0 <-> m1)
   ferrovs-l3_4k      ferrovsd, openflow module, the W1 l3_4k rule set (both directions)
   floor              testpmd to testpmd over memif (a server testpmd io-forwarding on the
                      switch core): the generator-to-generator floor
+  ferrovs-patch-pktgen  ferrovs-patch with ferrovs-pktgen as the generator (one direction)
 
 A configuration that cannot be set up or does not forward prints FAILED and why, never a number.
 """
@@ -99,8 +105,8 @@ def client_vdevs(sock_a, sock_b):
 
 
 def measure(gen, secs, warmup):
-    gen.cmd("set fwd flowgen")
-    gen.cmd("start")
+    gen.cmd("set fwd io")
+    gen.cmd("start tx_first 16")
     time.sleep(warmup)
     a, t0 = gen.rx_total()
     time.sleep(secs)
@@ -121,31 +127,23 @@ def l3_rules(path):
 def run_ferrovs(bins, work, module, args):
     rundir = work / f"ferrovs-{module}"
     rundir.mkdir()
-    log = open(rundir / "ferrovsd.log", "w")
-    sw = subprocess.Popen(["taskset", "-c", str(args.sw_core), str(bins / "ferrovsd"),
-                           "--rundir", str(rundir), "--pcap-dir", str(rundir)],
-                          stdout=log, stderr=subprocess.STDOUT)
+    sw, log = start_switch(bins, rundir, args)
     gen = None
     try:
-        deadline = time.time() + 10
-        while not (rundir / "ferrovsd.ctl").exists():
-            if sw.poll() is not None or time.time() > deadline:
-                raise RuntimeError("ferrovsd did not start")
-            time.sleep(0.05)
         f = [str(bins / "ferrovs"), "--rundir", str(rundir)]
-        sh(f + ["add-br", "br0", f"module={'patch' if module == 'patch' else 'openflow'}"])
+        sh(f + ["add-br", "brw3", f"module={'patch' if module == 'patch' else 'openflow'}"])
         socks = [rundir / "a.sock", rundir / "b.sock"]
         for i, s in enumerate(socks):
-            sh(f + ["add-port", "br0", f"m{i}", "type=memif", f"socket={s}", "id=0",
+            sh(f + ["add-port", "brw3", f"m{i}", "type=memif", f"socket={s}", "id=0",
                     f"ofport={i + 1}"])
         if module == "patch":
-            sh(f + ["patch-set", "br0", "m0", "m1"])
-            sh(f + ["patch-set", "br0", "m1", "m0"])
+            sh(f + ["patch-set", "brw3", "m0", "m1"])
+            sh(f + ["patch-set", "brw3", "m1", "m0"])
         else:
             rules = rundir / "l3_4k.flows"
             l3_rules(rules)
-            sh(f + ["del-flows", "br0"])
-            sh(f + ["add-flows", "br0", str(rules)])
+            sh(f + ["del-flows", "brw3"])
+            sh(f + ["add-flows", "brw3", str(rules)])
         gen = Pmd(work, f"gen-{module}", (args.gen_core, args.gen_core), client_vdevs(*socks),
                   ["--txpkts=60"])
         if not gen.links_up():
@@ -154,11 +152,51 @@ def run_ferrovs(bins, work, module, args):
     finally:
         if gen:
             gen.quit()
-        sw.terminate()
-        try:
-            sw.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            sw.kill()
+        stop_switch(sw)
+        log.close()
+
+
+def start_switch(bins, rundir, args):
+    log = open(rundir / "ferrovsd.log", "w")
+    sw = subprocess.Popen(["taskset", "-c", str(args.sw_core), str(bins / "ferrovsd"),
+                           "--rundir", str(rundir), "--pcap-dir", str(rundir)],
+                          stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 10
+    while not (rundir / "ferrovsd.ctl").exists():
+        if sw.poll() is not None or time.time() > deadline:
+            raise RuntimeError("ferrovsd did not start")
+        time.sleep(0.05)
+    return sw, log
+
+
+def stop_switch(sw):
+    sw.terminate()
+    try:
+        sw.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        sw.kill()
+
+
+def run_pktgen(bins, work, args):
+    rundir = work / "ferrovs-pktgen"
+    rundir.mkdir()
+    sw, log = start_switch(bins, rundir, args)
+    try:
+        f = [str(bins / "ferrovs"), "--rundir", str(rundir)]
+        sh(f + ["add-br", "brw3", "module=patch"])
+        socks = [rundir / "a.sock", rundir / "b.sock"]
+        for i, s in enumerate(socks):
+            sh(f + ["add-port", "brw3", f"m{i}", "type=memif", f"socket={s}", "id=0"])
+        sh(f + ["patch-set", "brw3", "m0", "m1"])
+        r = sh(["taskset", "-c", str(args.gen_core), str(bins / "ferrovs-pktgen"), "txrx",
+                "-t", "memif", "-i", "m0", "-o", f"socket={socks[0]}", "-o", "id=0",
+                "-o", "role=client", "--rx-iface", "m1", "--rx-option", f"socket={socks[1]}",
+                "-d", str(args.seconds + args.warmup), "-q", "--json"],
+               timeout=args.seconds + args.warmup + 60)
+        out = json.loads(r.stdout[r.stdout.index("{"):])
+        return out["rx"]["pps"] / 1e6
+    finally:
+        stop_switch(sw)
         log.close()
 
 
@@ -192,6 +230,7 @@ def main():
     p.add_argument("--sw-core", type=int, default=1)
     p.add_argument("--only", default="")
     p.add_argument("--json")
+    p.add_argument("--pktgen", action="store_true")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ferrovs-w3-"))
     only = set(filter(None, args.only.split(",")))
@@ -199,7 +238,10 @@ def main():
     try:
         for name, fn in (("ferrovs-patch", lambda: run_ferrovs(Path(args.bins), work, "patch", args)),
                          ("ferrovs-l3_4k", lambda: run_ferrovs(Path(args.bins), work, "l3_4k", args)),
-                         ("floor", lambda: run_floor(work, args))):
+                         ("floor", lambda: run_floor(work, args)),
+                         ("ferrovs-patch-pktgen", lambda: run_pktgen(Path(args.bins), work, args))):
+            if name.endswith("pktgen") and not args.pktgen:
+                continue
             if only and name not in only:
                 continue
             try:
@@ -215,11 +257,11 @@ def main():
         print(f"\nW3, 64 B, delivered Mpps (generator core {args.gen_core}, switch core "
               f"{args.sw_core}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")
         floor = results.get("floor")
-        for name in ("ferrovs-patch", "ferrovs-l3_4k"):
+        for name in ("ferrovs-patch", "ferrovs-l3_4k", "ferrovs-patch-pktgen"):
             v = results.get(name)
             if name in results:
                 ratio = f"{v / floor:.2f}x floor" if v and floor else "-"
-                print(f"  {name:16} {('%.2f' % v) if v else 'FAILED':>8}   {ratio}")
+                print(f"  {name:20} {('%.2f' % v) if v else 'FAILED':>8}   {ratio}")
         if args.json:
             Path(args.json).write_text(json.dumps({"results": results, "load": load}))
     finally:

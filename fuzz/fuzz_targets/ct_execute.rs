@@ -7,17 +7,19 @@
 //! 16-bit length. Besides "never panics" it checks: the connection count never exceeds the
 //! maximum; every packet is `+trk`; `+new`, `+est`, `+rel` and `+inv` exclude each other as
 //! OVS's do; a packet that NAT rewrote still parses as trackable (its checksums were kept
-//! right); dump, stats and sweep run on whatever state results.
+//! right); IPv4 and IPv6 fragments also go through reassembly and a completed datagram is
+//! tracked; dump, stats and both sweeps run on whatever state results.
 #![no_main]
 
 use conntrack::ct_state::*;
 use conntrack::key::{parse, PacketMeta, Parsed};
-use conntrack::{Config, Conntrack, CtRequest, Flush, Nat, NatRange};
+use conntrack::{Config, Conntrack, CtRequest, Flush, Ipf, IpfConfig, IpfVerdict, Nat, NatRange};
 use libfuzzer_sys::fuzz_target;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 thread_local! {
     static CT: Conntrack = Conntrack::new(Config { shards: 8, max_conns: 64 });
+    static IPF: Ipf<usize> = Ipf::new(IpfConfig { min_frag: 8, max_frags: 16, ..IpfConfig::default() });
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -65,6 +67,15 @@ fuzz_target!(|data: &[u8]| {
                 set_mark: Some((u32::from(mode), u32::MAX)),
                 set_label: None,
             };
+            if meta.frag {
+                // Fragments go through reassembly; a complete datagram is tracked.
+                let verdict = IPF.with(|ipf| ipf.add(&frame, &meta, req.zone, 0, now));
+                if let IpfVerdict::Complete(mut r) = verdict {
+                    assert!(!r.fragments.is_empty());
+                    let res = ct.execute_one(&mut r.frame, &r.meta, &req, now);
+                    assert!(res.state & TRK != 0);
+                }
+            }
             let r = ct.execute_one(&mut frame, &meta, &req, now);
             now += 7;
             assert!(r.state & TRK != 0);
@@ -86,5 +97,6 @@ fuzz_target!(|data: &[u8]| {
         let _ = ct.stats_text(None, true, now);
         let _ = ct.bkts_text(0);
         let _ = ct.sweep(now + 100_000_000, 10);
+        let _ = IPF.with(|ipf| ipf.sweep(now + 100_000_000));
     });
 });

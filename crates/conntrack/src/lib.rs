@@ -13,6 +13,7 @@
 //!
 //! ## Shape
 //! * [`key`]: connection keys and the packet parser (offsets from `packet`'s extractor).
+//! * [`ipf`]: IPv4 and IPv6 fragment reassembly before tracking.
 //! * [`tcp`]: the TCP state machine and window tracking.
 //! * [`timeout`]: timeout classes and policies.
 //! * [`table`]: the sharded, read-mostly connection table.
@@ -28,10 +29,11 @@
 //! There is no global lock on the packet path (see [`table`]).
 //!
 //! ## Not here
-//! IP fragment reassembly (fragments are `+inv`), and the FTP/TFTP helpers.
+//! NAT of fragmented datagrams, and the FTP/TFTP helpers.
 
 #![forbid(unsafe_code)]
 
+pub mod ipf;
 pub mod key;
 pub mod nat;
 pub mod ops;
@@ -42,6 +44,7 @@ pub mod testpkt;
 pub mod timeout;
 pub mod tracker;
 
+pub use ipf::{Ipf, IpfConfig, IpfVerdict, Reassembled};
 pub use key::{ConnKey, PacketMeta};
 pub use nat::{Nat, NatRange};
 pub use ops::{ConnEntry, Flush};

@@ -3,7 +3,9 @@
 //!
 //! ## What
 //! `type=memif options:socket=PATH options:id=N [role=server|client] [secret=S]
-//! [ring-size=1024] [buffer-size=2048] [n_rxq=Q]`. As a *server* (the default: the switch owns
+//! [ring-size=1024] [buffer-size=2048] [n_rxq=Q] [socket-abstract=false]`
+//! (`socket-abstract=true`: the socket is a name in Linux's abstract namespace, DPDK's default,
+//! instead of a file). As a *server* (the default: the switch owns
 //! the socket) the port listens on `PATH`, shared with every other server interface on that
 //! path, and waits for a client to connect with interface id `N`; as a *client* it connects
 //! to a server on `PATH`, retrying every second. Either way the link is up exactly while a
@@ -63,6 +65,7 @@ use std::sync::{Arc, Mutex};
 const KIND: &str = "memif";
 const KNOWN: &[&str] = &[
     "socket",
+    "socket-abstract",
     "id",
     "role",
     "secret",
@@ -82,6 +85,8 @@ pub enum Role {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub socket: PathBuf,
+    /// The socket's name is in the abstract namespace (no file).
+    pub socket_abstract: bool,
     pub id: u32,
     pub role: Role,
     pub secret: [u8; msg::SECRET_SIZE],
@@ -111,6 +116,10 @@ pub fn parse_options(opts: &Options) -> Result<Config, NetdevError> {
             format!("'{socket}' is not an absolute path under 108 bytes"),
         ));
     }
+    let socket_abstract = match opts.get("socket-abstract") {
+        None => false,
+        Some(v) => crate::parse_bool("socket-abstract", v)?,
+    };
     let id = opts.get("id").ok_or(NetdevError::MissingOption {
         kind: KIND,
         key: "id",
@@ -160,6 +169,7 @@ pub fn parse_options(opts: &Options) -> Result<Config, NetdevError> {
     let n_rxq = crate::parse_n_rxq(opts, ctl::MAX_QUEUES)?;
     Ok(Config {
         socket: PathBuf::from(socket),
+        socket_abstract,
         id,
         role,
         secret,
@@ -262,12 +272,12 @@ impl MemifPort {
         });
         match cfg.role {
             Role::Server => {
-                let srv = sock::server_for(&cfg.socket).map_err(|e| {
-                    bad(
-                        "socket",
-                        format!("cannot listen on '{}': {e}", cfg.socket.display()),
-                    )
-                })?;
+                let addr = sock::Addr {
+                    path: cfg.socket.clone(),
+                    abstract_ns: cfg.socket_abstract,
+                };
+                let srv = sock::server_for(&addr)
+                    .map_err(|e| bad("socket", format!("cannot listen on '{addr}': {e}")))?;
                 if !srv.attach(cfg.id, &shared) {
                     return Err(bad(
                         "id",
@@ -282,7 +292,10 @@ impl MemifPort {
             }
             Role::Client => {
                 let c = sock::Client::start(
-                    cfg.socket.clone(),
+                    sock::Addr {
+                        path: cfg.socket.clone(),
+                        abstract_ns: cfg.socket_abstract,
+                    },
                     ctl::ClientCfg {
                         id: cfg.id,
                         secret: cfg.secret,
@@ -419,6 +432,7 @@ impl Port for MemifPort {
         let c = &self.shared.cfg;
         vec![
             ("socket".into(), c.socket.display().to_string()),
+            ("socket-abstract".into(), c.socket_abstract.to_string()),
             ("id".into(), c.id.to_string()),
             (
                 "role".into(),

@@ -32,7 +32,7 @@ use super::Shared;
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
@@ -49,25 +49,43 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn sockaddr(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
+/// A control socket's address: a socket file, or a name in Linux's abstract socket namespace
+/// (DPDK's default; the name is the path string, with no trailing NULs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Addr {
+    pub path: PathBuf,
+    pub abstract_ns: bool,
+}
+
+impl std::fmt::Display for Addr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.abstract_ns { "@" } else { "" };
+        write!(f, "{at}{}", self.path.display())
+    }
+}
+
+fn sockaddr(addr: &Addr) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
     use std::os::unix::ffi::OsStrExt;
     // SAFETY: sockaddr_un is plain data; all-zero is valid.
     let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
     a.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let b = path.as_os_str().as_bytes();
-    if b.is_empty() || b.len() >= a.sun_path.len() || b.contains(&0) {
+    let b = addr.path.as_os_str().as_bytes();
+    let skip = usize::from(addr.abstract_ns);
+    if b.is_empty() || b.len() + skip >= a.sun_path.len() || b.contains(&0) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "socket path too long or empty",
         ));
     }
-    for (d, s) in a.sun_path.iter_mut().zip(b) {
+    for (d, s) in a.sun_path.iter_mut().skip(skip).zip(b) {
         *d = *s as libc::c_char;
     }
-    Ok((
-        a,
-        std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
-    ))
+    let len = if addr.abstract_ns {
+        std::mem::offset_of!(libc::sockaddr_un, sun_path) + 1 + b.len()
+    } else {
+        std::mem::size_of::<libc::sockaddr_un>()
+    };
+    Ok((a, len as libc::socklen_t))
 }
 
 fn seqpacket() -> io::Result<OwnedFd> {
@@ -86,8 +104,8 @@ fn seqpacket() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn connect(path: &Path) -> io::Result<OwnedFd> {
-    let (a, len) = sockaddr(path)?;
+fn connect(addr: &Addr) -> io::Result<OwnedFd> {
+    let (a, len) = sockaddr(addr)?;
     let s = seqpacket()?;
     // SAFETY: connect with a live sockaddr_un of `len` bytes.
     let r = unsafe { libc::connect(s.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len) };
@@ -97,11 +115,12 @@ fn connect(path: &Path) -> io::Result<OwnedFd> {
     Ok(s)
 }
 
-/// Binds and listens on `path`, removing a stale socket file (one nobody answers on).
-fn listen(path: &Path) -> io::Result<OwnedFd> {
-    let (a, len) = sockaddr(path)?;
-    if path.exists() {
-        if connect(path).is_ok() {
+/// Binds and listens on `addr`, removing a stale socket file (one nobody answers on).
+fn listen(addr: &Addr) -> io::Result<OwnedFd> {
+    let (a, len) = sockaddr(addr)?;
+    let path = &addr.path;
+    if !addr.abstract_ns && path.exists() {
+        if connect(addr).is_ok() {
             return Err(io::Error::new(
                 io::ErrorKind::AddrInUse,
                 "another process is listening on it",
@@ -249,7 +268,7 @@ fn poll_in(fds: &[RawFd], timeout: Duration) -> Vec<libc::c_short> {
 }
 
 struct ServerInner {
-    path: PathBuf,
+    addr: Addr,
     ports: Mutex<HashMap<u32, Weak<Shared>>>,
     wake: OwnedFd,
     stop: AtomicBool,
@@ -261,22 +280,22 @@ pub struct Server {
     thread: Option<JoinHandle<()>>,
 }
 
-static SERVERS: Mutex<Vec<(PathBuf, Weak<Server>)>> = Mutex::new(Vec::new());
+static SERVERS: Mutex<Vec<(Addr, Weak<Server>)>> = Mutex::new(Vec::new());
 
 /// The server socket on `path`, created (bound, listening, thread started) if needed.
-pub fn server_for(path: &Path) -> io::Result<Arc<Server>> {
+pub fn server_for(addr: &Addr) -> io::Result<Arc<Server>> {
     let mut reg = lock(&SERVERS);
     reg.retain(|(_, w)| w.strong_count() > 0);
     if let Some(s) = reg
         .iter()
-        .find(|(p, _)| p == path)
+        .find(|(p, _)| p == addr)
         .and_then(|(_, w)| w.upgrade())
     {
         return Ok(s);
     }
-    let listener = listen(path)?;
+    let listener = listen(addr)?;
     let inner = Arc::new(ServerInner {
-        path: path.to_path_buf(),
+        addr: addr.clone(),
         ports: Mutex::new(HashMap::new()),
         wake: eventfd()?,
         stop: AtomicBool::new(false),
@@ -289,7 +308,7 @@ pub fn server_for(path: &Path) -> io::Result<Arc<Server>> {
         inner,
         thread: Some(thread),
     });
-    reg.push((path.to_path_buf(), Arc::downgrade(&s)));
+    reg.push((addr.clone(), Arc::downgrade(&s)));
     Ok(s)
 }
 
@@ -320,7 +339,9 @@ impl Drop for Server {
                 let _ = t.join();
             }
         }
-        let _ = std::fs::remove_file(&self.inner.path);
+        if !self.inner.addr.abstract_ns {
+            let _ = std::fs::remove_file(&self.inner.addr.path);
+        }
     }
 }
 
@@ -490,13 +511,13 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn start(path: PathBuf, cfg: ClientCfg, port: Weak<Shared>) -> io::Result<Client> {
+    pub fn start(addr: Addr, cfg: ClientCfg, port: Weak<Shared>) -> io::Result<Client> {
         let stop = Arc::new(AtomicBool::new(false));
         let wake = Arc::new(eventfd()?);
         let (s2, w2) = (stop.clone(), wake.clone());
         let thread = std::thread::Builder::new()
             .name("memif-client".into())
-            .spawn(move || client_loop(&path, &cfg, &port, &s2, &w2))?;
+            .spawn(move || client_loop(&addr, &cfg, &port, &s2, &w2))?;
         Ok(Client {
             stop,
             wake,
@@ -518,14 +539,14 @@ impl Drop for Client {
 }
 
 fn client_loop(
-    path: &Path,
+    addr: &Addr,
     cfg: &ClientCfg,
     port: &Weak<Shared>,
     stop: &AtomicBool,
     wake: &OwnedFd,
 ) {
     while !stop.load(Ordering::Acquire) {
-        if let Ok(s) = connect(path) {
+        if let Ok(s) = connect(addr) {
             let why = client_session(&s, cfg, port, stop, wake);
             if let Some(p) = port.upgrade() {
                 p.publish(None, &why);

@@ -202,16 +202,23 @@ fn server_and_client_exchange_packets_both_ways() {
 
 #[test]
 fn several_queue_pairs_and_handles() {
+    // Over an abstract-namespace socket (no file).
     let path = sock_path("mq");
     let mut srv = MemifPort::open(
         "s0",
-        &opts(&[("socket", &path), ("id", "0"), ("n_rxq", "2")]),
+        &opts(&[
+            ("socket", &path),
+            ("socket-abstract", "true"),
+            ("id", "0"),
+            ("n_rxq", "2"),
+        ]),
     )
     .expect("server");
     let mut cli = MemifPort::open(
         "c0",
         &opts(&[
             ("socket", &path),
+            ("socket-abstract", "true"),
             ("id", "0"),
             ("role", "client"),
             ("n_rxq", "2"),
@@ -241,5 +248,9 @@ fn several_queue_pairs_and_handles() {
     assert_eq!(srv.rxq_batch(1, &mut pool, &mut inb), 5);
     pool.free_batch(&mut inb);
     assert!(srv.rxq_fd(0).is_some());
+    assert!(
+        !std::path::Path::new(&path).exists(),
+        "an abstract socket has no file"
+    );
     drop(h);
 }
