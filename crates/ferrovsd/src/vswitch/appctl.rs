@@ -130,7 +130,7 @@ fn hex_frame(h: &str) -> Result<Vec<u8>, String> {
             h.chars().take(32).collect::<String>()
         )
     };
-    if h.len() % 2 != 0 || h.len() / 2 > packet::MAX_FRAME || h.len() < 28 {
+    if !h.len().is_multiple_of(2) || h.len() / 2 > packet::MAX_FRAME || h.len() < 28 {
         return Err(bad());
     }
     (0..h.len())
