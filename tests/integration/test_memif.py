@@ -358,14 +358,20 @@ def test_hostile_client_is_contained(rundir):
                    lambda: stats(rundir, "h0")["tx_dropped"] >= before["tx_dropped"] + 5)
         assert stats(rundir, "h0")["tx_packets"] == before["tx_packets"] + 1
 
-        # A head that claims more than the ring holds: refused and counted, nothing read.
+        # A head that claims more than the ring holds: refused and counted, nothing read, and
+        # the switch ends the connection saying why; the link goes down.
         before = stats(rundir, "h0")
         h.head(0, 5 + 1000)
-        wait_until("lying head counted",
-                   lambda: stats(rundir, "h0")["rx_errors"] > before["rx_errors"])
-        assert stats(rundir, "h0")["rx_packets"] == before["rx_packets"]
+        wait_link(rundir, "h0", "down")
+        s = stats(rundir, "h0")
+        assert s["rx_errors"] > before["rx_errors"] and s["rx_packets"] == before["rx_packets"]
+        h.s.settimeout(5)
+        assert b"ring index out of range" in h.s.recv(256)
+        h.close()
 
-        # Garbage on the control channel ends the session; the link goes down.
+        # Garbage on the control channel ends the session too.
+        h = Hostile(sock, 0)
+        wait_link(rundir, "h0", "up")
         h.s.send(b"\x99" * 128)
         wait_link(rundir, "h0", "down")
         h.close()

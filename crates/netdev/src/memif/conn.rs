@@ -32,6 +32,7 @@ use super::ring::{
 };
 use packet::{Batch, Pool};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Empty polls before a receive ring asks for interrupts again.
@@ -78,6 +79,9 @@ pub struct Conn {
     epolls: Vec<(Arc<OwnedFd>, Vec<usize>)>,
     /// The peer's name, from `INIT`/`HELLO`.
     pub peer: String,
+    /// Set by a poll thread that found a ring index the peer could not have written
+    /// honestly; the control thread then ends the connection.
+    broken: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -272,6 +276,7 @@ impl Conn {
             tx,
             epolls: eps,
             peer,
+            broken: AtomicBool::new(false),
         }
     }
 
@@ -336,6 +341,11 @@ impl Conn {
         c
     }
 
+    /// Whether a poll thread found the peer's ring indices corrupt.
+    pub fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+    }
+
     /// Number of queue pairs (receive rings).
     pub fn n_rx_rings(&self) -> usize {
         self.rx.len()
@@ -385,6 +395,9 @@ impl Conn {
             total.bytes += b.bytes;
             total.errors += b.errors;
             total.dropped += b.dropped;
+            if b.broken {
+                self.broken.store(true, Ordering::Relaxed);
+            }
             r += n_rxq.max(1);
         }
         total
@@ -419,6 +432,9 @@ impl Conn {
             bs,
             &off,
         );
+        if b.broken {
+            self.broken.store(true, Ordering::Relaxed);
+        }
         if kick {
             match self.side {
                 Side::Server => signal_peer(st.efd.as_raw_fd()),

@@ -392,6 +392,8 @@ pub struct Burst {
     pub errors: u64,
     /// Packets that could not be placed (no buffer, no slot).
     pub dropped: u64,
+    /// The peer's ring index was impossible: the ring is corrupt.
+    pub broken: bool,
 }
 
 /// Receive cursor: the next slot to read.
@@ -435,6 +437,7 @@ pub fn rx_burst(
         Ok(n) => n,
         Err(_) => {
             b.errors += 1;
+            b.broken = true;
             return b;
         }
     };
@@ -580,6 +583,7 @@ pub fn tx_burst(
         }
     };
     let Ok(free) = free else {
+        b.broken = true;
         b.errors += batch.len() as u64;
         pool.free_batch(batch);
         return (b, false);

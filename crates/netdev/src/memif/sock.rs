@@ -17,7 +17,9 @@
 //! must complete its handshake within [`HANDSHAKE`]; at most [`MAX_SESSIONS`] connections are
 //! held per server socket. A received descriptor is kept only where the protocol expects
 //! one, at most one per message (extra descriptors and truncated control data end the
-//! session); every received descriptor is closed-on-exec.
+//! session); every received descriptor is closed-on-exec. A connection whose ring indices a
+//! poll thread found impossible is ended by its control thread (checked at least every
+//! 250 ms), with that reason.
 //!
 //! ## Threading
 //! Control threads own their sessions and sockets. They meet the port's handles only in
@@ -37,6 +39,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// Why a connection whose ring indices were found corrupt is ended.
+const BROKEN: &str = "ring index out of range (corrupt ring)";
 
 /// Time allowed from accept (or connect) to `CONNECTED`.
 pub const HANDSHAKE: Duration = Duration::from_secs(5);
@@ -351,6 +356,8 @@ struct SrvConn {
     deadline: Option<Instant>,
     /// The interface this connection is connected to.
     port: Option<(u32, Weak<Shared>)>,
+    /// The connection published for it.
+    conn: Weak<Conn>,
 }
 
 fn server_loop(inner: &ServerInner, listener: OwnedFd) {
@@ -381,6 +388,7 @@ fn server_loop(inner: &ServerInner, listener: OwnedFd) {
             let result = result.and_then(|_| match (&c.port, c.deadline) {
                 (Some((id, w)), _) if !attached(inner, *id, w) => Err("interface deleted".into()),
                 (None, Some(d)) if Instant::now() > d => Err("handshake timed out".into()),
+                _ if c.conn.upgrade().is_some_and(|x| x.is_broken()) => Err(BROKEN.into()),
                 _ => Ok(()),
             });
             match result {
@@ -420,6 +428,7 @@ fn server_loop(inner: &ServerInner, listener: OwnedFd) {
                         session: ServerSession::new(),
                         deadline: Some(Instant::now() + HANDSHAKE),
                         port: None,
+                        conn: Weak::new(),
                     });
                 }
             }
@@ -486,7 +495,9 @@ fn serve(inner: &ServerInner, c: &mut SrvConn, others: &[SrvConn]) -> Result<(),
                     None,
                 )
                 .map_err(|e| format!("send: {e}"))?;
-                p.publish(Some(Arc::new(conn)), "");
+                let conn = Arc::new(conn);
+                c.conn = Arc::downgrade(&conn);
+                p.publish(Some(conn), "");
                 c.port = Some((id, Arc::downgrade(&p)));
                 c.deadline = None;
             }
@@ -572,9 +583,14 @@ fn client_session(
     let mut session = ClientSession::new(cfg.clone());
     let deadline = Instant::now() + HANDSHAKE;
     let mut connected = false;
+    let mut conn: Weak<Conn> = Weak::new();
     loop {
         if stop.load(Ordering::Acquire) {
             return "interface deleted".into();
+        }
+        if conn.upgrade().is_some_and(|x| x.is_broken()) {
+            disconnect(s.as_raw_fd(), BROKEN);
+            return BROKEN.into();
         }
         if !connected && Instant::now() > deadline {
             disconnect(s.as_raw_fd(), "handshake timed out");
@@ -616,8 +632,9 @@ fn client_session(
                     let Some(p) = port.upgrade() else {
                         return "interface deleted".into();
                     };
-                    let conn = Conn::client(*mem, &p.epolls, peer);
-                    p.publish(Some(Arc::new(conn)), "");
+                    let c = Arc::new(Conn::client(*mem, &p.epolls, peer));
+                    conn = Arc::downgrade(&c);
+                    p.publish(Some(c), "");
                     connected = true;
                 }
                 Ok(Step::Closed(why)) => return why,
