@@ -20,7 +20,7 @@
 //! peer's eventfds of that queue's rings are registered edge-triggered. The peer writes its
 //! eventfd after a burst when our ring's flags do not mask interrupts; that makes the epoll
 //! descriptor readable and wakes a sleeping poll thread. We mask interrupts while traffic
-//! flows and unmask after a run of empty polls; consuming the readiness is an
+//! flows and unmask once the ring has stayed empty for 1 ms; consuming the readiness is an
 //! `epoll_wait(0)`, which never blocks and never reads the peer's descriptor (whose blocking
 //! mode the peer controls). Signalling the peer on transmit writes its eventfd only if it is
 //! non-blocking (checked just before; see the module documentation of `memif` for the
@@ -35,8 +35,13 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Empty polls before a receive ring asks for interrupts again.
+/// Empty polls between looks at the clock while a receive ring is idle.
 const IDLE_POLLS: u32 = 64;
+/// How long a receive ring must stay empty before it asks the peer for interrupts again.
+/// Well under the poll thread's 20 ms before sleeping, and long enough that a busy peer that
+/// merely paused never starts paying an eventfd write per burst (which would slow it down and
+/// keep the ring empty: a feedback loop that halves a closed-loop benchmark).
+const IDLE_UNMASK: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// A ring announced by the client (`ADD_RING`).
 pub struct RingAnn {
@@ -57,6 +62,8 @@ struct RxRing {
     buf0: u32,
     masked: bool,
     idle: u32,
+    /// When the current run of empty polls was first noticed.
+    idle_since: Option<std::time::Instant>,
 }
 
 struct TxRing {
@@ -220,6 +227,7 @@ impl Conn {
                         buf0: 0,
                         masked: false,
                         idle: 0,
+                        idle_since: None,
                     }));
                 } else {
                     tx.push(Mutex::new(TxRing {
@@ -310,6 +318,7 @@ impl Conn {
                     buf0,
                     masked: false,
                     idle: 0,
+                    idle_since: None,
                 }));
             }
         }
@@ -372,13 +381,23 @@ impl Conn {
             }
             if b.packets > 0 {
                 st.idle = 0;
+                st.idle_since = None;
                 if !st.masked {
                     st.masked = true;
                     st.ring.set_flags(FLAG_MASK_INT);
                 }
             } else {
                 st.idle = st.idle.saturating_add(1);
-                if st.masked && st.idle >= IDLE_POLLS {
+                let long_idle = st.masked
+                    && st.idle.is_multiple_of(IDLE_POLLS)
+                    && match st.idle_since {
+                        None => {
+                            st.idle_since = Some(std::time::Instant::now());
+                            false
+                        }
+                        Some(t) => t.elapsed() >= IDLE_UNMASK,
+                    };
+                if long_idle {
                     // Ask for interrupts, then make sure nothing slipped in before the peer
                     // could see the flag: the next poll re-reads the ring anyway.
                     st.masked = false;
