@@ -41,13 +41,19 @@ def test_ovs_tcpdump_sees_the_traffic_of_a_port(daemon, net):
         except AssertionError:
             dump.kill()
             raise AssertionError("no mirror; ovs-tcpdump said:\n" + dump.communicate()[0])
-        time.sleep(0.5)
-        net.ns(h1, "ping -c 2 -i 0.2 -W 1 10.9.0.2")
-        out, _ = dump.communicate(timeout=20)
+        # tcpdump starts after the mirror exists: ping until it has seen its 4 packets.
+        ping = net.spawn(h1, ["ping", "-c", "150", "-i", "0.2", "10.9.0.2"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            out, _ = dump.communicate(timeout=30)
+        finally:
+            ping.kill()
+            ping.wait()
         assert dump.returncode == 0, out
         lines = [l for l in out.splitlines() if "ICMP echo" in l]
-        assert sum("echo request" in l for l in lines) == 2, out
-        assert sum("echo reply" in l for l in lines) == 2, out
+        assert len(lines) == 4, out
+        assert any("echo request" in l for l in lines), out
+        assert any("echo reply" in l for l in lines), out
         # ovs-tcpdump took its port and mirror away again.
         wait_for(lambda: mi not in daemon.cli("show").stdout, what="the mirror port to go")
         assert run(["ovs-vsctl", f"--db={db}", "list", "Mirror"]).stdout.strip() == ""

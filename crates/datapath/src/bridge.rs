@@ -567,6 +567,7 @@ impl Bridge {
     /// Copies the receive batch (from slot `in_port`) to the mirrors that select it. Returns
     /// false if the batch arrived on a mirror's output port: it was dropped.
     #[cold]
+    #[inline(never)]
     fn mirror_ingress(&mut self, in_port: u16, pool: &mut Pool) -> bool {
         let Bridge {
             slots,
@@ -662,9 +663,20 @@ impl crate::module::Emitter for Fabric<'_> {
 impl Fabric<'_> {
     #[inline(always)]
     fn enqueue(&mut self, o: u16, pkt: packet::Packet, pool: &mut Pool) {
+        if self.mirrors.is_some() {
+            self.enqueue_checked(o, pkt, pool);
+        } else {
+            self.enqueue_raw(o, pkt, pool);
+        }
+    }
+
+    /// [`Fabric::enqueue`] on a bridge with mirrors: a mirror's output port is reserved for
+    /// mirrored copies, as in OVS. Out of line, so the common path stays small.
+    #[cold]
+    #[inline(never)]
+    fn enqueue_checked(&mut self, o: u16, pkt: packet::Packet, pool: &mut Pool) {
         if let Some(m) = self.mirrors.as_deref_mut() {
             if m.is_output(o) {
-                // Reserved for mirrored copies, as in OVS.
                 m.reserved_drops += 1;
                 pool.free(pkt);
                 return;
@@ -713,7 +725,7 @@ impl Fabric<'_> {
         if b.is_empty() {
             return;
         }
-        if self.mirrors.as_deref().is_some_and(|m| m.watches_egress(o)) {
+        if self.mirrors.is_some() {
             self.mirror_egress(o, pool);
         }
         let Some(b) = self.out.get_mut(o as usize) else {
@@ -741,7 +753,11 @@ impl Fabric<'_> {
 
     /// Copies output batch `o`, as it is about to leave, to the mirrors that select it.
     #[cold]
+    #[inline(never)]
     fn mirror_egress(&mut self, o: u16, pool: &mut Pool) {
+        if !self.mirrors.as_deref().is_some_and(|m| m.watches_egress(o)) {
+            return;
+        }
         let Some(m) = self.mirrors.take() else {
             return;
         };

@@ -43,9 +43,9 @@ pub(crate) fn run_transact(
     match st.db.transact(&ops, &ctx) {
         TxnOutcome::Done { result, commit } => {
             if let Some(c) = commit {
-                // The reply goes out first, then the monitor updates, as ovsdb-server does.
-                send(st, sid, reply(&id, result));
-                after_commit(shared, st, c);
+                // The reply goes out first, then the monitor updates, as ovsdb-server does
+                // (the session's own in the same write).
+                after_commit(shared, st, c, Some((sid, reply(&id, result))));
             } else {
                 send(st, sid, reply(&id, result));
             }

@@ -251,7 +251,7 @@ impl Server {
             match st.db.transact(ops, &ctx) {
                 TxnOutcome::Done { result, commit } => {
                     if let Some(c) = commit {
-                        after_commit(&self.shared, &mut st, c);
+                        after_commit(&self.shared, &mut st, c, None);
                     }
                     return result;
                 }
@@ -576,14 +576,23 @@ fn lock_state(shared: &Shared) -> MutexGuard<'_, State> {
 /// Queue a message to a session. A session whose unsent bytes would pass `max_backlog` (or
 /// whose queue is full) is not reading: it is disconnected, with a log line.
 pub(crate) fn send(st: &mut State, id: SessionId, msg: Value) {
+    send_all(st, id, std::slice::from_ref(&msg));
+}
+
+/// Queue messages to a session as one write, in order (see [`send`]).
+pub(crate) fn send_all(st: &mut State, id: SessionId, msgs: &[Value]) {
     let Some(s) = st.sessions.get_mut(&id) else {
         return;
     };
-    if s.dead {
+    if s.dead || msgs.is_empty() {
         return;
     }
-    let mut bytes = msg.to_string().into_bytes();
-    bytes.push(b'\n');
+    let mut bytes = Vec::new();
+    for m in msgs {
+        // Serializing a `Value` into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut bytes, m);
+        bytes.push(b'\n');
+    }
     let len = bytes.len();
     let before = s.backlog.fetch_add(len, Ordering::AcqRel);
     let why = if before > 0 && before + len > s.max_backlog {
@@ -625,7 +634,17 @@ fn end_session(shared: &Shared, st: &mut State, id: SessionId) {
     let _ = shared;
 }
 
-pub(crate) fn after_commit(shared: &Shared, st: &mut State, commit: Arc<Commit>) {
+/// After a commit: monitor updates to every session that asked for them, then blocked
+/// transactions retried. `reply` is the committing session's transact reply: it leaves in the
+/// same write as that session's own updates, reply first (the order ovsdb-server uses), so a
+/// client that reads the reply finds its own changes right behind it — IDL-based tools such
+/// as `ovs-tcpdump` look up the rows they inserted as soon as their commit returns.
+pub(crate) fn after_commit(
+    shared: &Shared,
+    st: &mut State,
+    commit: Arc<Commit>,
+    reply: Option<(SessionId, Value)>,
+) {
     st.last_txn = Uuid::random();
     let last = st.last_txn;
     let mut msgs: Vec<(SessionId, Value)> = Vec::new();
@@ -641,6 +660,17 @@ pub(crate) fn after_commit(shared: &Shared, st: &mut State, commit: Arc<Commit>)
                 msgs.push((*sid, msg));
             }
         }
+    }
+    let mut first = reply;
+    if let Some((rsid, r)) = first.take() {
+        let mut mine = vec![r];
+        mine.extend(
+            msgs.iter()
+                .filter(|(s, _)| *s == rsid)
+                .map(|(_, m)| m.clone()),
+        );
+        msgs.retain(|(s, _)| *s != rsid);
+        send_all(st, rsid, &mine);
     }
     for (sid, m) in msgs {
         send(st, sid, m);

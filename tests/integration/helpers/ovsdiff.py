@@ -5,6 +5,11 @@ injected by packet-out to TABLE from its in_port, followed by a barrier, and wha
 sent is compared byte for byte. A mismatch is reported with the rule set, the packet and both
 switches' ofproto/trace.
 
+A second injection path, `inject="wire"`, hands each packet to the port itself with
+`ovs-appctl netdev-dummy/receive pN HEX` on both switches (OVS's dummy port, ferrovs's fabric),
+so it takes the datapath's caches and upcalls instead of packet-out's direct translation; the
+outputs are read once both switches have been quiet for a moment.
+
 Used by tests/integration/test_differential.py (fixed seeds) and runnable by hand for long
 runs: `.venv/bin/python tests/integration/helpers/ovsdiff.py --seeds 200 --packets 50`."""
 
@@ -176,6 +181,10 @@ class Ovs:
         wait_path(self.mgmt)
         self.pcaps = {p: PcapTail(d / f"p{p}.pcap") for p in PORTS}
 
+    def receive(self, in_port, frame):
+        run(["ovs-appctl", "-t", f"{self.d}/vswitchd.ctl", "netdev-dummy/receive",
+             f"p{in_port}", frame.hex()])
+
     def trace(self, in_port, frame):
         r = run(["ovs-appctl", "-t", f"{self.d}/vswitchd.ctl", "ofproto/trace", "br0",
                  f"in_port={in_port}", frame.hex()], check=False)
@@ -218,6 +227,10 @@ class Ferrovs:
         self.mgmt = f"{d}/br0.mgmt"
         wait_path(self.mgmt)
         self.pcaps = {p: PcapTail(d / f"p{p}.pcap") for p in PORTS}
+
+    def receive(self, in_port, frame):
+        run(["ovs-appctl", "-t", f"{self.d}/ferrovsd.ctl", "netdev-dummy/receive",
+             f"p{in_port}", frame.hex()])
 
     def trace(self, in_port, frame):
         r = run([str(self.bin / "ferrovs"), "--rundir", str(self.d), "trace", "br0",
@@ -408,7 +421,24 @@ def outputs(sw):
     return {p: t.new_frames() for p, t in sw.pcaps.items()}
 
 
-def compare(seed, n_packets, switches, work, log=print):
+def settled_outputs(switches, quiet=0.05, least=0.08, most=1.0):
+    """What each switch sent after a wire injection: read until nothing new arrived for
+    `quiet` seconds (and at least `least` seconds passed), at most `most` seconds."""
+    got = [{p: [] for p in PORTS} for _ in switches]
+    t0 = last = time.time()
+    while True:
+        now = time.time()
+        for g, sw in zip(got, switches):
+            for p, fs in outputs(sw).items():
+                if fs:
+                    g[p] += fs
+                    last = now
+        if now - t0 >= most or (now - t0 >= least and now - last >= quiet):
+            return got
+        time.sleep(0.01)
+
+
+def compare(seed, n_packets, switches, work, log=print, inject="packet-out"):
     """One rule set, n_packets packets; returns a list of mismatch reports."""
     rng = random.Random(seed)
     rules = rule_set(rng)
@@ -431,9 +461,14 @@ def compare(seed, n_packets, switches, work, log=print):
     try:
         for i, (port, frame) in enumerate(packets(rng, n_packets)):
             got = []
-            for sw, c in zip(switches, clients):
-                c.packet_out(port, frame)
-                got.append(outputs(sw))
+            if inject == "wire":
+                for sw in switches:
+                    sw.receive(port, frame)
+                got = settled_outputs(switches)
+            else:
+                for sw, c in zip(switches, clients):
+                    c.packet_out(port, frame)
+                    got.append(outputs(sw))
             STATS["packets"] += 1
             STATS["forwarded"] += any(got[0].values())
             STATS["frames"] += sum(len(v) for v in got[0].values())
@@ -442,7 +477,7 @@ def compare(seed, n_packets, switches, work, log=print):
                     return "; ".join(f"port {p}: {[f.hex() for f in fs]}"
                                      for p, fs in o.items() if fs) or "nothing"
                 bad.append(
-                    f"seed {seed} packet {i}: in_port={port} packet={frame.hex()}\n"
+                    f"seed {seed} packet {i} ({inject}): in_port={port} packet={frame.hex()}\n"
                     f"  rules:\n    " + "\n    ".join(rules) + "\n"
                     f"  {switches[0].name}: {show(got[0])}\n"
                     f"  {switches[1].name}: {show(got[1])}\n"
@@ -454,14 +489,14 @@ def compare(seed, n_packets, switches, work, log=print):
     return bad
 
 
-def session(bindir, seeds, n_packets, log=print):
+def session(bindir, seeds, n_packets, log=print, inject="packet-out"):
     work = tempfile.mkdtemp(prefix="ovsdiff-")
     switches = []
     try:
         switches = [Ovs(work), Ferrovs(work, bindir)]
         reports, checked = [], 0
         for seed in seeds:
-            r = compare(seed, n_packets, switches, work, log)
+            r = compare(seed, n_packets, switches, work, log, inject)
             checked += 1
             reports += r
         return checked, reports
@@ -478,8 +513,10 @@ if __name__ == "__main__":
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--packets", type=int, default=50)
     ap.add_argument("--bin", default=os.environ.get("FERROVS_BIN_DIR", "target/release"))
+    ap.add_argument("--inject", choices=["packet-out", "wire"], default="packet-out")
     a = ap.parse_args()
-    n, reports = session(a.bin, range(a.first_seed, a.first_seed + a.seeds), a.packets)
+    n, reports = session(a.bin, range(a.first_seed, a.first_seed + a.seeds), a.packets,
+                         inject=a.inject)
     for r in reports:
         print(r, "\n")
     print(f"{n} rule sets x {a.packets} packets: {len(reports)} mismatches; "

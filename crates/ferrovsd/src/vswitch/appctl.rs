@@ -11,7 +11,9 @@
 //! Counters are atomics behind a registration mutex taken only when a name is first seen.
 //!
 //! Every command reads the switch through one [`datapath::Datapath::call`]; none changes
-//! forwarding state.
+//! forwarding state. `netdev-dummy/receive PORT HEX...` (OVS's name for the same) hands frames
+//! to the fabric as if PORT had received them: the wire path (caches, upcalls) without a
+//! network, for tests that compare it with ovs-vswitchd's dummy ports.
 
 use super::vlog;
 use datapath::udpif::Udpif;
@@ -29,7 +31,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("dpif-netdev/pmd-rxq-rebalance", ""),
     ("coverage/show", ""),
     ("memory/show", ""),
+    ("netdev-dummy/receive", "PORT HEX-FRAME..."),
 ];
+
+/// Frames one `netdev-dummy/receive` may carry.
+const RECEIVE_MAX_FRAMES: usize = 256;
 
 type Registry = Mutex<BTreeMap<&'static str, Arc<AtomicU64>>>;
 
@@ -74,6 +80,7 @@ pub fn run(
         "dpif-netdev/pmd-rxq-rebalance" => rxq_rebalance(pmd),
         "coverage/show" => coverage_show(pmd, ofs),
         "memory/show" => memory_show(pmd, ofs),
+        "netdev-dummy/receive" => receive(pmd, args),
         _ => Err(format!("\"{method}\" is not a valid command")),
     }
 }
@@ -113,6 +120,51 @@ fn dpif_show(pmd: &Datapath, ofs: &BTreeMap<String, Arc<Udpif>>) -> Result<Strin
         }
         s
     })
+}
+
+/// Decodes one frame in hex (an even number of hex digits, at most a frame's worth).
+fn hex_frame(h: &str) -> Result<Vec<u8>, String> {
+    let bad = || {
+        format!(
+            "'{}' is not a frame in hex",
+            h.chars().take(32).collect::<String>()
+        )
+    };
+    if !h.len().is_multiple_of(2) || h.len() / 2 > packet::MAX_FRAME || h.len() < 28 {
+        return Err(bad());
+    }
+    (0..h.len())
+        .step_by(2)
+        .map(|i| {
+            h.get(i..i + 2)
+                .and_then(|b| u8::from_str_radix(b, 16).ok())
+                .ok_or_else(bad)
+        })
+        .collect()
+}
+
+fn receive(pmd: &Datapath, args: &[String]) -> Result<String, String> {
+    let usage = || "usage: netdev-dummy/receive PORT HEX-FRAME...".to_string();
+    let (port, hex) = args.split_first().ok_or_else(usage)?;
+    if hex.is_empty() {
+        return Err(usage());
+    }
+    if hex.len() > RECEIVE_MAX_FRAMES {
+        return Err(format!("at most {RECEIVE_MAX_FRAMES} frames at a time"));
+    }
+    let frames = hex
+        .iter()
+        .map(|h| hex_frame(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let port = port.clone();
+    pmd.call(move |sw| {
+        let br = sw
+            .port_owner(&port)
+            .map(str::to_string)
+            .ok_or_else(|| format!("no such port '{port}'"))?;
+        sw.inject(&br, &port, &frames)
+    })??;
+    Ok(String::new())
 }
 
 fn rxq_rebalance(pmd: &Datapath) -> Result<String, String> {
@@ -195,4 +247,26 @@ fn memory_show(pmd: &Datapath, ofs: &BTreeMap<String, Arc<Udpif>>) -> Result<Str
             sw.pool.available()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_in_hex_are_checked() {
+        let f = "ffffffffffff0200000000010800";
+        assert_eq!(hex_frame(f).map(|v| v.len()), Ok(14));
+        let long = "00".repeat(10_000);
+        for bad in [
+            "",
+            "abc",
+            "zz",
+            "ffffffffffff020000000001080",
+            long.as_str(),
+        ] {
+            assert!(hex_frame(bad).is_err(), "{bad:.20}");
+        }
+        assert!(hex_frame("gg".repeat(14).as_str()).is_err());
+    }
 }
