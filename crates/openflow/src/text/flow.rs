@@ -411,6 +411,10 @@ pub fn parse_flow(text: &str, command: FlowModCommand) -> Result<FlowMod, TextEr
                 };
                 fm.cookie_mask = mask.unwrap_or(0);
             }
+            // As ovs-ofctl: an addition selects no flows, so it takes neither.
+            "out_port" | "out_group" if command == FlowModCommand::Add => {
+                return Err(TextError::new(format!("unknown keyword {}", tok.key)));
+            }
             "out_port" => {
                 let v = need_value(&tok)?;
                 fm.out_port = parse_port(v).ok_or_else(|| {

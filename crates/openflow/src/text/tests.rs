@@ -260,6 +260,22 @@ fn delete_cookie_is_masked() {
     assert_eq!(parse_flow(&format_flow(&fm), C::DeleteStrict), Ok(fm));
 }
 
+/// An addition takes no `out_port`/`out_group`, as ovs-ofctl says ("unknown keyword"): the
+/// dump-flows line of such a flow dropped it and parsed back as another flow_mod (found by
+/// the ofctl_text fuzz target). Deletes keep both.
+#[test]
+fn additions_refuse_out_port_and_out_group() {
+    for f in [
+        "out_port=1,ip,actions=output:2",
+        "out_group=1,ip,actions=output:2",
+    ] {
+        let e = parse_flow(f, C::Add).expect_err(f);
+        assert!(e.to_string().contains("unknown keyword out_"), "{e}");
+    }
+    let fm = parse_flow("out_port=1,out_group=2,ip", C::Delete).unwrap();
+    assert_eq!((fm.out_port, fm.out_group), (1, 2));
+}
+
 #[test]
 fn parsed_values() {
     let fm = parse_flow("tcp,nw_dst=10.0.0.0/8,tp_dst=80,actions=output:2", C::Add).unwrap();
