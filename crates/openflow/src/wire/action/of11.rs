@@ -78,10 +78,12 @@ pub(super) fn decode_set_field_tlv(a: &mut Rd<'_>) -> Result<Action, DecodeError
         _ => DecodeError::BadActionArgument,
     })?;
     match entries.as_slice() {
+        // A mask of all ones is no mask: the field is written whole, as an unmasked
+        // set-field (which is also how this encoder writes it back over OpenFlow 1.5).
         [e] => Ok(Action::SetField {
             field: e.field,
             value: e.value,
-            mask: e.mask,
+            mask: e.mask.filter(|m| *m != e.field.max()),
         }),
         _ => Err(DecodeError::BadActionArgument),
     }
