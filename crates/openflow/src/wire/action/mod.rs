@@ -160,6 +160,17 @@ fn decode_actions_in(
             })
         } else if (ty == at::METER || ty == at::COPY_FIELD) && version < OFP15 {
             Err(DecodeError::BadActionType(ty))
+        } else if version >= OFP15 {
+            // OpenFlow 1.5 has only set-field (a whole-field reg_load goes back out as one,
+            // as OVS does), so a whole-field load in a 1.5 message is an unmasked set-field.
+            Ok(match of11::decode_of11_action(ty, len, &mut a)? {
+                Action::SetField { field, value, mask } => Action::SetField {
+                    field,
+                    value,
+                    mask: mask.filter(|m| *m != field.max()),
+                },
+                act => act,
+            })
         } else {
             of11::decode_of11_action(ty, len, &mut a)
         }
