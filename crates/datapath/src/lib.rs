@@ -32,6 +32,7 @@
 
 pub mod bridge;
 pub mod capabilities;
+pub mod ct;
 pub mod clock;
 pub mod cycles;
 pub mod dpcls;

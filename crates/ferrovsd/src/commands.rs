@@ -149,6 +149,7 @@ impl Daemon {
         if !COMMANDS.iter().any(|c| c.0 == method)
             && !ofconn::cli::is_verb(method)
             && !appctl::has(method)
+            && !crate::dpctl_ct::has(method)
         {
             return Err(format!(
                 "\"{method}\" is not a valid command (use list-commands to see them)\n"
@@ -163,6 +164,9 @@ impl Daemon {
     fn run(&self, method: &str, args: &[String], json: bool) -> Result<String, String> {
         if appctl::has(method) {
             return appctl::run(&self.pmd, &self.ofconn.udpifs(), method, args, json);
+        }
+        if crate::dpctl_ct::has(method) {
+            return crate::dpctl_ct::run(method, args, datapath::clock::now_ms());
         }
         if let Some(verb) = module_verb(method) {
             return self.module_cmd(method, verb, args, json);
@@ -407,6 +411,7 @@ fn list_commands() -> String {
         .iter()
         .chain(ofconn::cli::VERBS)
         .chain(appctl::COMMANDS)
+        .chain(crate::dpctl_ct::COMMANDS)
         .collect();
     cmds.sort_by_key(|c| c.0);
     for (name, usage) in cmds {

@@ -17,6 +17,7 @@ mod args;
 mod commands;
 mod config;
 mod daemonize;
+mod dpctl_ct;
 mod metrics;
 mod ofconn;
 mod policy;
