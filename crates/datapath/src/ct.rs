@@ -52,7 +52,12 @@ pub fn track(ct: &CtAction, pkt: &mut Packet, now_ms: u64) -> CtResult {
 /// The key `pkt` is re-injected with under `recirc_id`, after the `ct` verdict `res`
 /// (`None`: no `ct` ran in this pass, the fields stay zero). `first` is the key of the pass
 /// that recirculates.
-pub fn recirc_key(pkt: &Packet, first: &FlowKey, recirc_id: u32, res: Option<&CtResult>) -> FlowKey {
+pub fn recirc_key(
+    pkt: &Packet,
+    first: &FlowKey,
+    recirc_id: u32,
+    res: Option<&CtResult>,
+) -> FlowKey {
     let mut k = FlowKey::ZERO;
     flow::extract_into(&mut k, pkt.data(), first.in_port);
     k.recirc_id = recirc_id;

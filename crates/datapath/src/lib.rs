@@ -32,8 +32,8 @@
 
 pub mod bridge;
 pub mod capabilities;
-pub mod ct;
 pub mod clock;
+pub mod ct;
 pub mod cycles;
 pub mod dpcls;
 pub mod dpif;

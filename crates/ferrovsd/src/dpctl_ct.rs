@@ -30,7 +30,10 @@ pub fn has(method: &str) -> bool {
 /// Drops a leading datapath name (`type@name` or a bare name without `=`).
 fn skip_dp(args: &[String]) -> &[String] {
     match args.first() {
-        Some(a) if a.contains('@') || (!a.contains('=') && !a.starts_with('-') && a.parse::<u64>().is_err()) => {
+        Some(a)
+            if a.contains('@')
+                || (!a.contains('=') && !a.starts_with('-') && a.parse::<u64>().is_err()) =>
+        {
             &args[1..]
         }
         _ => args,
@@ -186,10 +189,16 @@ mod tests {
             3,
         )
         .unwrap();
-        assert_eq!((k.sport, k.dport, k.zone, k.proto, k.v6), (2222, 1111, 3, 17, false));
+        assert_eq!(
+            (k.sport, k.dport, k.zone, k.proto, k.v6),
+            (2222, 1111, 3, 17, false)
+        );
         assert_eq!(&k.src[..4], &[10, 1, 1, 2]);
-        let i = parse_tuple("ct_nw_src=1.1.1.1,ct_nw_dst=2.2.2.2,ct_nw_proto=1,icmp_id=7", 0)
-            .unwrap();
+        let i = parse_tuple(
+            "ct_nw_src=1.1.1.1,ct_nw_dst=2.2.2.2,ct_nw_proto=1,icmp_id=7",
+            0,
+        )
+        .unwrap();
         assert_eq!((i.sport, i.icmp_type), (7, 8));
         assert!(parse_tuple("ct_nw_src=1.1.1.1,ct_nw_proto=6", 0).is_err());
         assert!(parse_tuple("ct_nw_src=1.1.1.1,ct_ipv6_dst=::1,ct_nw_proto=6", 0).is_err());

@@ -48,8 +48,7 @@ impl CtAction {
 /// addresses (only established translations apply), as a range cannot be made up.
 pub fn nat_of(n: &openflow::ct::Nat) -> Option<Nat> {
     use openflow::ct::{
-        NX_NAT_F_DST, NX_NAT_F_PERSISTENT, NX_NAT_F_PROTO_HASH, NX_NAT_F_PROTO_RANDOM,
-        NX_NAT_F_SRC,
+        NX_NAT_F_DST, NX_NAT_F_PERSISTENT, NX_NAT_F_PROTO_HASH, NX_NAT_F_PROTO_RANDOM, NX_NAT_F_SRC,
     };
     let src = n.flags & NX_NAT_F_SRC != 0;
     let dst = n.flags & NX_NAT_F_DST != 0;

@@ -98,9 +98,7 @@ impl Ctx<'_> {
                 match self.of.recirc.id(&frozen) {
                     Some(id) => {
                         self.out.push(DpAction::Recirc(id));
-                        self.note(|| {
-                            format!("{text}, recirc({id:#x}): resumes in table {table}")
-                        });
+                        self.note(|| format!("{text}, recirc({id:#x}): resumes in table {table}"));
                     }
                     None => {
                         self.fail(|| "ct: no recirculation id left".into());
