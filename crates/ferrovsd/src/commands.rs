@@ -15,6 +15,10 @@ use datapath::udpif::Udpif;
 use datapath::Datapath;
 use std::sync::{Arc, Mutex};
 
+// The `dpctl/*` conntrack commands live beside this file.
+#[path = "dpctl_ct.rs"]
+mod dpctl_ct;
+
 /// Every command: (name, usage).
 const COMMANDS: &[(&str, &str)] = &[
     (
@@ -149,7 +153,7 @@ impl Daemon {
         if !COMMANDS.iter().any(|c| c.0 == method)
             && !ofconn::cli::is_verb(method)
             && !appctl::has(method)
-            && !crate::dpctl_ct::has(method)
+            && !dpctl_ct::has(method)
         {
             return Err(format!(
                 "\"{method}\" is not a valid command (use list-commands to see them)\n"
@@ -165,8 +169,8 @@ impl Daemon {
         if appctl::has(method) {
             return appctl::run(&self.pmd, &self.ofconn.udpifs(), method, args, json);
         }
-        if crate::dpctl_ct::has(method) {
-            return crate::dpctl_ct::run(method, args, datapath::clock::now_ms());
+        if dpctl_ct::has(method) {
+            return dpctl_ct::run(method, args, datapath::clock::now_ms());
         }
         if let Some(verb) = module_verb(method) {
             return self.module_cmd(method, verb, args, json);
@@ -411,7 +415,7 @@ fn list_commands() -> String {
         .iter()
         .chain(ofconn::cli::VERBS)
         .chain(appctl::COMMANDS)
-        .chain(crate::dpctl_ct::COMMANDS)
+        .chain(dpctl_ct::COMMANDS)
         .collect();
     cmds.sort_by_key(|c| c.0);
     for (name, usage) in cmds {

@@ -17,7 +17,6 @@ mod args;
 mod commands;
 mod config;
 mod daemonize;
-mod dpctl_ct;
 mod metrics;
 mod ofconn;
 mod policy;
