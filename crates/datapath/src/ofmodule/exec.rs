@@ -139,13 +139,19 @@ impl Exec {
             return;
         }
         // The last action that sends the packet somewhere may take it without a copy.
-        let last_send = actions.iter().rposition(|a| {
-            matches!(
-                a,
-                DpAction::Output(_) | DpAction::Normal | DpAction::Recirc(_)
-            )
-        });
+        let last_send = actions
+            .iter()
+            .rposition(|a| matches!(a, DpAction::Output(_) | DpAction::Normal));
         let mut offs = None;
+        // A `recirc` after that action needs the packet: the recirc takes it, the
+        // output before it copies.
+        let last_send = match actions
+            .iter()
+            .rposition(|a| matches!(a, DpAction::Recirc(_)))
+        {
+            Some(r) if last_send.is_none_or(|s| r > s) => Some(r),
+            _ => last_send,
+        };
         // The verdict of the last `ct` of this pass, for a `recirc` after it.
         let mut ct_res = None;
         for (i, a) in actions.iter().enumerate() {
