@@ -604,8 +604,9 @@ impl Bridge {
             pool.free_batch(rxb);
             return false;
         }
+        // The port's VLAN mode only matters to VLAN-selecting mirrors (a clone may allocate).
         let vlan = match slots.get(usize::from(in_port)) {
-            Some(Some(s)) => s.vlan.clone(),
+            Some(Some(s)) if m.selects_vlans() => s.vlan.clone(),
             _ => VlanMode::Trunk(None),
         };
         let mut fab = Fabric {
@@ -780,7 +781,7 @@ impl Fabric<'_> {
             return;
         };
         let vlan = match self.slots.get(usize::from(o)) {
-            Some(Some(s)) => s.vlan.clone(),
+            Some(Some(s)) if m.selects_vlans() => s.vlan.clone(),
             _ => VlanMode::Trunk(None),
         };
         let n = self.out.get(usize::from(o)).map_or(0, Batch::len);
