@@ -6,6 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use netdev::vhost::mem::Guest;
 use netdev::vhost::vring::{rx_burst, tx_burst, Vring, HDR_LEGACY, HDR_MRG};
 use packet::{Batch, Pool, MAX_FRAME};
 use std::sync::{Arc, OnceLock};
@@ -19,10 +20,12 @@ const DESC: u64 = BASE;
 const AVAIL: u64 = BASE + 0x4000;
 const USED: u64 = BASE + 0x6000;
 
-fn mem() -> Arc<GuestMemoryMmap> {
-    static M: OnceLock<Arc<GuestMemoryMmap>> = OnceLock::new();
+fn mem() -> Arc<Guest> {
+    static M: OnceLock<Arc<Guest>> = OnceLock::new();
     M.get_or_init(|| {
-        Arc::new(GuestMemoryMmap::from_ranges(&[(GuestAddress(BASE), SIZE)]).expect("anon memory"))
+        Arc::new(Guest::new(
+            GuestMemoryMmap::from_ranges(&[(GuestAddress(BASE), SIZE)]).expect("anon memory"),
+        ))
     })
     .clone()
 }
@@ -44,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
     q.set_next_used(u16::from_le_bytes([data[1], data[2]]));
     q.set_event_idx(data[3] & 1 != 0);
     q.set_ready(true);
-    assert!(q.is_valid(&*m));
+    assert!(q.is_valid(&m.mem));
     v.mrg = data[3] & 2 != 0;
     v.hdr_len = if data[3] & 4 != 0 { HDR_LEGACY } else { HDR_MRG };
     v.mem = Some(m.clone());
@@ -53,10 +56,10 @@ fuzz_target!(|data: &[u8]| {
     // Descriptor table, then the available ring, straight from the input.
     let rest = &data[4..];
     let nd = (16 * size as usize).min(rest.len());
-    m.write_slice(&rest[..nd], GuestAddress(DESC)).expect("in memory");
+    m.mem.write_slice(&rest[..nd], GuestAddress(DESC)).expect("in memory");
     let rest = &rest[nd..];
     let na = (4 + 2 * size as usize + 2).min(rest.len());
-    m.write_slice(&rest[..na], GuestAddress(AVAIL)).expect("in memory");
+    m.mem.write_slice(&rest[..na], GuestAddress(AVAIL)).expect("in memory");
     let avail_before = v.q.next_avail();
 
     let mut pool = Pool::new(600);

@@ -181,7 +181,7 @@ impl Dev {
         q.set_next_used(c.base);
         q.set_event_idx(event_idx);
         q.set_ready(true);
-        if !q.is_valid(&*mem) {
+        if !q.is_valid(&mem.mem) {
             q.set_ready(false);
             return Err(refuse(
                 &format!("ring {i}: not inside guest memory"),
@@ -192,7 +192,7 @@ impl Dev {
         // virtio-user does): the used index in guest memory says where the device stopped,
         // and resuming there neither resends old transmissions nor reuses filled buffers.
         // DPDK's vhost library, and so OVS, does the same.
-        if let Ok(u) = q.used_idx(&*mem, Ordering::Acquire) {
+        if let Ok(u) = q.used_idx(&mem.mem, Ordering::Acquire) {
             if u.0 != c.base {
                 q.set_next_avail(u.0);
                 q.set_next_used(u.0);
