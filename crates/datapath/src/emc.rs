@@ -8,23 +8,52 @@
 //! is busy gets in soon, a flood of short flows mostly does not. `insert_inv_prob = 0`
 //! disables the cache.
 //!
+//! The hash and the comparison cover the key's connection-tracking words only for
+//! recirculated keys (`recirc_id != 0`): for every other key they are zero, so pipelines
+//! without `ct` pay nothing for them.
+//!
 //! Entries hold the megaflow's `Arc`; a megaflow that the revalidator kills is dead at
 //! once (see [`crate::dpcls`]), and a dead entry reads as a miss.
 
 use crate::dpcls::{Megaflow, Words};
+use packet::flow::{FlowKey, CT_WORDS_START, FLOW_KEY_WORDS};
 use std::sync::Arc;
 
 /// Slots in the cache (a power of two).
 pub const EMC_ENTRIES: usize = 8192;
 const MASK: usize = EMC_ENTRIES - 1;
 
-/// Three cache lines: the hash and the megaflow first, then the key.
-#[derive(Default)]
+/// Five cache lines: the hash and the megaflow first, then the key, whose
+/// connection-tracking words (the last line) are read only for recirculated keys.
 #[repr(C, align(64))]
 struct Entry {
     hash: u32,
     flow: Option<Arc<Megaflow>>,
     key: Words,
+}
+
+impl Default for Entry {
+    fn default() -> Entry {
+        Entry {
+            hash: 0,
+            flow: None,
+            key: [0; FLOW_KEY_WORDS],
+        }
+    }
+}
+
+/// The words of `k` that can differ between keys like it: all of them for a recirculated
+/// key, those before the connection-tracking block otherwise (a key whose `recirc_id` is 0
+/// has an all-zero block; see `packet::flow`).
+#[inline(always)]
+fn live_words(k: &Words) -> &[u64] {
+    // `recirc_id` is the second u32 of word 0.
+    let recirc = FlowKey::from_words_ref(k).recirc_id;
+    if recirc == 0 {
+        &k[..CT_WORDS_START]
+    } else {
+        &k[..]
+    }
 }
 
 /// See the module documentation.
@@ -50,7 +79,7 @@ pub fn key_hash(k: &Words) -> u32 {
         0xa409_3822_299f_31d0,
         0x082e_fa98_ec4e_6c89,
     ];
-    for (i, w) in k.iter().enumerate() {
+    for (i, w) in live_words(k).iter().enumerate() {
         let lane = &mut l[i & 3];
         *lane = lane.wrapping_add(*w).rotate_left(23);
     }
@@ -80,7 +109,10 @@ impl Emc {
         }
         for slot in [hash as usize & MASK, (hash >> 13) as usize & MASK] {
             let e = &self.entries[slot];
-            if e.hash == hash && e.key.iter().zip(key.iter()).all(|(a, b)| a == b) {
+            // Equal live words imply equal keys: word 0 holds `recirc_id`, so both keys
+            // are recirculated (all words compared) or neither (ct blocks both zero).
+            let live = live_words(key);
+            if e.hash == hash && e.key.iter().zip(live).all(|(a, b)| a == b) {
                 if let Some(f) = &e.flow {
                     if !f.is_dead() {
                         return Some(f);
@@ -96,7 +128,8 @@ impl Emc {
     pub fn prefetch(&self, hash: u32) {
         if let Some(e) = self.entries.get(hash as usize & MASK) {
             let p = (e as *const Entry).cast::<u8>();
-            for line in 0..std::mem::size_of::<Entry>() / 64 {
+            // The connection-tracking line is left out: most keys never read it.
+            for line in 0..(std::mem::size_of::<Entry>() / 64).min(4) {
                 crate::flowtable::prefetch(p.wrapping_add(line * 64));
             }
         }

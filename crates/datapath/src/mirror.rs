@@ -271,6 +271,11 @@ impl Mirrors {
         self.list.get(i as usize).map_or(u16::MAX, |c| c.output)
     }
 
+    /// True if some mirror selects by VLAN (so the port's VLAN mode matters).
+    pub fn selects_vlans(&self) -> bool {
+        self.list.iter().any(|c| !c.spec.vlans.is_empty())
+    }
+
     /// True if some mirror selects packets leaving by `slot`.
     #[inline]
     pub fn watches_egress(&self, slot: u16) -> bool {

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{parse_mac, require_root, rx_matching, sh, sysfs, uniq, Cleanup};
+use common::{parse_mac, require_root, rx_matching, sh, sysfs, uniq, Cleanup, RawSock};
 use etherparse::{Icmpv4Type, NetHeaders, PacketBuilder, PacketHeaders, TransportHeader};
 use netdev::{LinkState, Options, Port};
 use packet::{Batch, Pool};
@@ -168,4 +168,63 @@ fn dropping_the_port_removes_the_device() {
     assert!(Path::new(&format!("/sys/class/net/{name}")).exists());
     drop(port);
     assert!(gone_soon(&name), "tap device still there after drop");
+}
+
+/// An idle port backs off (it does not read on every call), but a frame that arrives is read
+/// within `MAX_IDLE_SKIP + 1` calls, and a port with traffic is read on every call.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it with --include-ignored"]
+fn idle_back_off_is_bounded_and_traffic_resets_it() {
+    require_root("idle_back_off_is_bounded_and_traffic_resets_it");
+    let name = uniq("ti");
+    let mut g = Cleanup::default();
+    let mut port = netdev::open(&name, "internal", &Options::new()).expect("open");
+    g.on_drop(&["ip", "link", "del", &name]);
+    sh(&[
+        "sysctl",
+        "-qw",
+        &format!("net.ipv6.conf.{name}.disable_ipv6=1"),
+    ]);
+    let host = RawSock::bind(&name);
+    let mut pool = Pool::new(64);
+    let mut b = Batch::new();
+    let frame = |seq: u8| {
+        let mut f = vec![0xffu8; 6];
+        f.extend_from_slice(&FAKE_MAC);
+        f.extend_from_slice(&[0x88, 0xb5, seq]);
+        f.resize(60, 0);
+        f
+    };
+    let calls_until_frame = |port: &mut Box<dyn Port>, pool: &mut Pool, b: &mut Batch| {
+        for call in 1..=1000u32 {
+            let n = port.rx_batch(pool, b);
+            let hit = b.packets().iter().any(|p| p.data()[12..14] == [0x88, 0xb5]);
+            pool.free_batch(b);
+            if n > 0 && hit {
+                return call;
+            }
+        }
+        panic!("frame not received in 1000 calls");
+    };
+    for _round in 0..3 {
+        // Long idle: the back-off reaches its maximum. (The host may still send a router
+        // solicitation from before IPv6 was disabled: drop whatever comes.)
+        for _ in 0..500 {
+            port.rx_batch(&mut pool, &mut b);
+            pool.free_batch(&mut b);
+        }
+        host.send(&frame(1));
+        std::thread::sleep(Duration::from_millis(20));
+        let calls = calls_until_frame(&mut port, &mut pool, &mut b);
+        assert!(
+            calls <= netdev::tap::MAX_IDLE_SKIP + 1,
+            "an idle port took {calls} calls to read a waiting frame"
+        );
+        // Right after traffic the next frame is read on the next call.
+        host.send(&frame(2));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(calls_until_frame(&mut port, &mut pool, &mut b), 1);
+    }
+    assert_eq!(pool.outstanding(), 0);
+    assert_eq!(port.stats().rx_errors, 0);
 }

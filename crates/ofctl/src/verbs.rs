@@ -523,7 +523,7 @@ fn dump_meters(m: &Udpif, json: bool, now: u64) -> String {
 
 /// A packet given to `trace` in hex, as OVS's `ofproto/trace BR FLOW PACKET` takes it: an
 /// even number of hex digits, at least an Ethernet header.
-fn hex_packet(s: &str) -> Option<Vec<u8>> {
+pub fn hex_packet(s: &str) -> Option<Vec<u8>> {
     let s = s.trim();
     if s.len() < 28 || !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;

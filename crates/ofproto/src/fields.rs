@@ -12,6 +12,10 @@
 //! leaves the VID alone). Because the mapping is bit-for-bit, the same functions build a
 //! rule's mask key: set the mask's value into an all-zero key.
 //!
+//! The connection-tracking original tuple shares `ct_src`/`ct_dst` between families: an
+//! IPv4 `ct_nw_src` is the first four bytes (the flow key's module documentation says
+//! why that is never ambiguous).
+//!
 //! The register views read and write the 32-bit registers they cover: `xreg N` is
 //! `regs[2N] << 32 | regs[2N+1]`, `xxreg N` is `regs[4N..4N+4]`, most significant first.
 
@@ -88,6 +92,19 @@ pub fn get(k: &FlowKey, f: Field) -> u128 {
         Field::NwTtl => u128::from(k.nw_ttl),
         Field::IpFrag => u128::from(k.nw_frag & 3),
         Field::PktMark => u128::from(k.pkt_mark),
+        Field::RecircId => u128::from(k.recirc_id),
+        Field::DpHash => u128::from(k.dp_hash),
+        Field::CtState => u128::from(k.ct_state),
+        Field::CtZone => u128::from(k.ct_zone),
+        Field::CtMark => u128::from(k.ct_mark),
+        Field::CtLabel => be_bytes_u128(&k.ct_label),
+        Field::CtNwSrc => be_bytes_u128(&k.ct_src[..4]),
+        Field::CtNwDst => be_bytes_u128(&k.ct_dst[..4]),
+        Field::CtIpv6Src => be_bytes_u128(&k.ct_src),
+        Field::CtIpv6Dst => be_bytes_u128(&k.ct_dst),
+        Field::CtNwProto => u128::from(k.ct_nw_proto),
+        Field::CtTpSrc => u128::from(k.ct_tp_src),
+        Field::CtTpDst => u128::from(k.ct_tp_dst),
         Field::Reg0
         | Field::Reg1
         | Field::Reg2
@@ -163,6 +180,19 @@ pub fn set(k: &mut FlowKey, f: Field, value: u128, mask: u128) {
         Field::NwTtl => upd(&mut k.nw_ttl, v, m & 0xff),
         Field::IpFrag => upd(&mut k.nw_frag, v, m & 3),
         Field::PktMark => upd(&mut k.pkt_mark, v, m),
+        Field::RecircId => upd(&mut k.recirc_id, v, m),
+        Field::DpHash => upd(&mut k.dp_hash, v, m),
+        Field::CtState => upd(&mut k.ct_state, v, m & 0xff),
+        Field::CtZone => upd(&mut k.ct_zone, v, m),
+        Field::CtMark => upd(&mut k.ct_mark, v, m),
+        Field::CtLabel => write_be(&mut k.ct_label, v, m),
+        Field::CtNwSrc => write_be(&mut k.ct_src[..4], v, m),
+        Field::CtNwDst => write_be(&mut k.ct_dst[..4], v, m),
+        Field::CtIpv6Src => write_be(&mut k.ct_src, v, m),
+        Field::CtIpv6Dst => write_be(&mut k.ct_dst, v, m),
+        Field::CtNwProto => upd(&mut k.ct_nw_proto, v, m & 0xff),
+        Field::CtTpSrc => upd(&mut k.ct_tp_src, v, m),
+        Field::CtTpDst => upd(&mut k.ct_tp_dst, v, m),
         Field::Reg0
         | Field::Reg1
         | Field::Reg2

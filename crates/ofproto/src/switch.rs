@@ -513,6 +513,7 @@ impl Ofproto {
                 {
                     return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
                 }
+                Action::Ct(ref ct) if prereqs => ct.validate_with(&m)?,
                 Action::SetField { field, value, .. } => {
                     if prereqs && !m.prereqs_met_deep(field) {
                         return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));

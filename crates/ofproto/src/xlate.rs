@@ -19,6 +19,9 @@
 //! With a trace buffer, every table visited, the rule matched and its actions are recorded
 //! in the style of `ovs-appctl ofproto/trace`.
 
+mod ct;
+
+use self::ct::CT_VALID;
 use crate::fields;
 use crate::group::{pick_weighted, select_hash, SELECT_FIELDS};
 use crate::odp::{apply_all, DpAction, PacketInReason};
@@ -29,7 +32,7 @@ use openflow::actions::{
     port_from_of10, port_to_of10, Subfield, OFPCML_NO_BUFFER, OFPP_ALL, OFPP_CONTROLLER,
     OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL, OFPP_NORMAL, OFPP_TABLE,
 };
-use openflow::oxm::{ones, Field};
+use openflow::oxm::{ones, Field, CS_TRACKED};
 use openflow::{Action, GroupType, Instruction};
 use packet::flow::{self, FlowKey, VLAN_PRESENT};
 use std::sync::Arc;
@@ -78,6 +81,7 @@ fn set_slot(a: &Action) -> (u8, u32) {
         Action::Resubmit { .. } => (11, 0),
         // Refused in write_actions by the openflow crate's validation; never in a set.
         Action::Move { .. } | Action::StackPush(_) | Action::StackPop(_) => (12, 0),
+        Action::Ct(_) | Action::Nat(_) | Action::CtClear => (12, 1),
     }
 }
 
@@ -250,6 +254,10 @@ impl Ctx<'_> {
             return;
         }
         match *a {
+            Action::Ct(ref ct) => self.conntrack(ct),
+            // Only inside `ct`, which interprets it.
+            Action::Nat(_) => {}
+            Action::CtClear => self.ct_clear(),
             Action::Output { port, max_len } => self.output(port, max_len),
             Action::Group(g) => self.group(g),
             Action::SetQueue(q) => self.out.push(DpAction::SetQueue(q)),
@@ -455,6 +463,12 @@ impl Ctx<'_> {
                 self.unwild(Field::IpProto);
                 self.is_ip() && self.flow.nw_proto == p
             }
+            Prereq::Ct(types) => {
+                self.unwild(Field::EthType);
+                self.wc.ct_state = 0xff;
+                let st = self.flow.ct_state;
+                st & CT_VALID != 0 && st & CS_TRACKED != 0 && types.contains(&self.flow.dl_type)
+            }
             Prereq::Icmpv6Type(types) => {
                 self.unwild(Field::Icmpv6Type);
                 self.flow_has(Field::Icmpv6Type)
@@ -565,8 +579,22 @@ impl Ctx<'_> {
             },
             Field::PbbIsid => DpAction::SetPbbIsid(v as u32),
             Field::TunnelId => DpAction::SetTunnelId(v as u64),
-            // Pipeline state only: nothing to write into the packet.
-            Field::Metadata
+            // Pipeline state only: nothing to write into the packet (ct_mark and
+            // ct_label are written by `ct(commit,exec(..))`, never by a set_field here).
+            Field::RecircId
+            | Field::DpHash
+            | Field::CtState
+            | Field::CtZone
+            | Field::CtMark
+            | Field::CtLabel
+            | Field::CtNwSrc
+            | Field::CtNwDst
+            | Field::CtIpv6Src
+            | Field::CtIpv6Dst
+            | Field::CtNwProto
+            | Field::CtTpSrc
+            | Field::CtTpDst
+            | Field::Metadata
             | Field::InPort
             | Field::InPhyPort
             | Field::Ipv6Exthdr
@@ -676,7 +704,7 @@ impl Ctx<'_> {
         for a in acts {
             let slot = set_slot(a);
             self.action_set.retain(|x| set_slot(x) != slot);
-            self.action_set.push(*a);
+            self.action_set.push(a.clone());
         }
     }
 

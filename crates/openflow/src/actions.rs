@@ -136,7 +136,7 @@ impl Subfield {
 }
 
 /// One action.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Action {
     /// Output to a port; `max_len` matters for [`OFPP_CONTROLLER`] only.
     Output {
@@ -205,6 +205,12 @@ pub enum Action {
         /// Table to look up.
         table: Option<u8>,
     },
+    /// Nicira `ct(...)`: send the packet through the connection tracker (see [`crate::ct`]).
+    Ct(Box<crate::ct::Ct>),
+    /// Nicira `nat(...)`, only inside `ct(...)`.
+    Nat(Box<crate::ct::Nat>),
+    /// Nicira `ct_clear`: forget the packet's connection-tracking state.
+    CtClear,
 }
 
 impl Action {
@@ -233,6 +239,10 @@ impl Action {
     pub fn validate(&self) -> Result<(), OfError> {
         let bad = |c| Err(OfError::bad_action(c));
         match *self {
+            Action::Ct(ref ct) => ct.validate()?,
+            // A NAT is only meaningful nested in a `ct` (whose validation checks it).
+            Action::Nat(_) => return bad(bad_action::BAD_ARGUMENT),
+            Action::CtClear => {}
             Action::Output { port, .. } => {
                 if port == 0 || port == OFPP_ANY || (port > OFPP_MAX && port < OFPP_IN_PORT) {
                     return bad(bad_action::BAD_OUT_PORT);
@@ -261,6 +271,10 @@ impl Action {
             Action::SetField { field, value, mask } => {
                 if !field_writable(field) {
                     return bad(bad_action::BAD_SET_TYPE);
+                }
+                // ct_mark / ct_label: only inside ct(exec(..)), which checks its own list.
+                if matches!(field, Field::CtMark | Field::CtLabel) {
+                    return bad(bad_action::BAD_SET_ARGUMENT);
                 }
                 let max = field.max();
                 if value & !max != 0 || mask.is_some_and(|m| m & !max != 0 || value & !m != 0) {
@@ -343,7 +357,16 @@ pub fn field_writable(f: Field) -> bool {
     !matches!(
         f,
         Field::InPhyPort | Field::Ipv6Exthdr | Field::IpFrag | Field::TcpFlags
-    )
+    ) && !is_ct_only_or_read_only(f)
+}
+
+/// The connection-tracking and recirculation fields are read-only, except `ct_mark` and
+/// `ct_label`, which only a `ct(commit,exec(...))` may write: a top-level write of those is
+/// refused by [`validate_actions`] (as ovs-ofctl: "cannot set CT fields outside of ct
+/// action").
+fn is_ct_only_or_read_only(f: Field) -> bool {
+    (f.is_ct() && !matches!(f, Field::CtMark | Field::CtLabel))
+        || matches!(f, Field::RecircId | Field::DpHash)
 }
 
 /// Validate each action of a list.

@@ -15,6 +15,7 @@
 //!   per-family codecs (flow/group/meter mods, multiparts, bundles, monitors, Nicira).
 
 pub mod actions;
+pub mod ct;
 pub mod matches;
 pub mod messages;
 pub mod oxm;

@@ -246,7 +246,32 @@ impl Match {
             Prereq::Icmpv6Type(types) => self
                 .exact(Field::Icmpv6Type)
                 .is_some_and(|t| types.iter().any(|x| u128::from(*x) == t)),
+            Prereq::Ct(types) => {
+                self.ct_valid()
+                    && self
+                        .exact(Field::EthType)
+                        .is_some_and(|t| types.iter().any(|x| u128::from(*x) == t))
+            }
         }
+    }
+
+    /// Whether the match says the packet has a valid connection (OVS's test for the
+    /// original-tuple fields): one of new, est, rel, rpl, snat, dnat matched set, or
+    /// `+trk` matched with `inv` in the mask.
+    pub fn ct_valid(&self) -> bool {
+        use crate::oxm::{
+            CS_DST_NAT, CS_ESTABLISHED, CS_INVALID, CS_NEW, CS_RELATED, CS_REPLY_DIR, CS_SRC_NAT,
+            CS_TRACKED,
+        };
+        let Some(e) = self.get(Field::CtState) else {
+            return false;
+        };
+        let (v, m) = (e.value, e.mask_bits());
+        let valid = u128::from(
+            CS_NEW | CS_ESTABLISHED | CS_RELATED | CS_REPLY_DIR | CS_SRC_NAT | CS_DST_NAT,
+        );
+        v & m & valid != 0
+            || (v & m & u128::from(CS_TRACKED) != 0 && m & u128::from(CS_INVALID) != 0)
     }
 
     /// Whether `f` and, recursively, everything its prerequisite depends on are met.
@@ -255,7 +280,7 @@ impl Match {
             return false;
         }
         match f.prereq() {
-            Prereq::None | Prereq::InPort | Prereq::EthType(_) => true,
+            Prereq::None | Prereq::InPort | Prereq::EthType(_) | Prereq::Ct(_) => true,
             Prereq::VlanPresent => true,
             Prereq::IpProto(_) => self.prereqs_met_deep(Field::IpProto),
             Prereq::Icmpv6Type(_) => self.prereqs_met_deep(Field::Icmpv6Type),

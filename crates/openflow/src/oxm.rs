@@ -3,7 +3,9 @@
 //! [`Field`] names every field a flow can match on or a `set_field` action can write: all
 //! OpenFlow 1.3 OXM basic fields, OpenFlow 1.5's `tcp_flags`, and the few Nicira extension
 //! fields ovs-ofctl users reach for every day (`reg0`..`reg15` and their 64- and 128-bit views
-//! `xreg0`..`xreg7` and `xxreg0`..`xxreg3`, `nw_ttl`, `ip_frag`, `pkt_mark`).
+//! `xreg0`..`xreg7` and `xxreg0`..`xxreg3`, `nw_ttl`, `ip_frag`, `pkt_mark`), and the
+//! connection-tracking and recirculation fields (`ct_state`, `ct_zone`, `ct_mark`,
+//! `ct_label`, the original tuple `ct_nw_src`.. `ct_tp_dst`, `recirc_id`, `dp_hash`).
 //!
 //! Everything static about a field lives in one table, [`Field::info`]: its OXM class and
 //! field number (what a codec writes in an OXM/NXM header), its width in bits, whether the
@@ -45,7 +47,7 @@ pub const OFPXMC_NXM_1: u16 = 0x0001;
 pub const OFPXMC_PACKET_REGS: u16 = 0x8001;
 
 /// Number of [`Field`]s.
-pub const N_FIELDS: usize = 72;
+pub const N_FIELDS: usize = 85;
 
 /// `vlan_vid` bit meaning "a VLAN tag is present".
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -102,6 +104,12 @@ pub const ICMPV6_ND_NA: u8 = 136;
 /// a [`crate::Match`] (roughly metadata, L2, L3, L4, as OXM numbers them).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Field {
+    /// Datapath hash (Nicira, 32 bits, maskable). First, with `recirc_id`, as OVS encodes
+    /// them.
+    DpHash,
+    /// Recirculation id (Nicira, 32 bits): 0 on a packet's first pass, the datapath's id
+    /// of the continuation after a `ct(table=..)`.
+    RecircId,
     /// Ingress port (32 bits).
     InPort,
     /// Physical ingress port (32 bits).
@@ -246,7 +254,57 @@ pub enum Field {
     Xxreg2,
     /// 128-bit view `xxreg3` = `reg12`..`reg15`, most significant first.
     Xxreg3,
+    /// Connection tracking state ([`CT_STATE_NAMES`] bits; 8 bits, sent in 32 on the wire).
+    CtState,
+    /// Conntrack zone (16 bits).
+    CtZone,
+    /// Connection mark (32 bits, maskable; writable inside `ct(exec(..))`).
+    CtMark,
+    /// Connection label (128 bits, maskable; writable inside `ct(exec(..))`).
+    CtLabel,
+    /// Original-direction IPv4 source of the connection (maskable).
+    CtNwSrc,
+    /// Original-direction IPv4 destination (maskable).
+    CtNwDst,
+    /// Original-direction IPv6 source (maskable).
+    CtIpv6Src,
+    /// Original-direction IPv6 destination (maskable).
+    CtIpv6Dst,
+    /// Original-direction IP protocol.
+    CtNwProto,
+    /// Original-direction transport source port (maskable).
+    CtTpSrc,
+    /// Original-direction transport destination port (maskable).
+    CtTpDst,
 }
+
+/// `ct_state` bits, lowest first, with their ovs-ofctl names.
+pub const CT_STATE_NAMES: [(u8, &str); 8] = [
+    (0x01, "new"),
+    (0x02, "est"),
+    (0x04, "rel"),
+    (0x08, "rpl"),
+    (0x10, "inv"),
+    (0x20, "trk"),
+    (0x40, "snat"),
+    (0x80, "dnat"),
+];
+/// `ct_state` bit: a new connection (or one not yet committed).
+pub const CS_NEW: u8 = 0x01;
+/// `ct_state` bit: part of an established connection.
+pub const CS_ESTABLISHED: u8 = 0x02;
+/// `ct_state` bit: related to an existing connection (e.g. an ICMP error).
+pub const CS_RELATED: u8 = 0x04;
+/// `ct_state` bit: in the reply direction.
+pub const CS_REPLY_DIR: u8 = 0x08;
+/// `ct_state` bit: invalid.
+pub const CS_INVALID: u8 = 0x10;
+/// `ct_state` bit: tracked (went through `ct`).
+pub const CS_TRACKED: u8 = 0x20;
+/// `ct_state` bit: source NAT applied.
+pub const CS_SRC_NAT: u8 = 0x40;
+/// `ct_state` bit: destination NAT applied.
+pub const CS_DST_NAT: u8 = 0x80;
 
 /// A field's prerequisite, in terms of the one field it depends on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -263,6 +321,10 @@ pub enum Prereq {
     IpProto(u8),
     /// `icmpv6_type` must be matched exactly to one of these.
     Icmpv6Type(&'static [u8]),
+    /// The original-tuple fields (OVS's "CT" prerequisite): `ct_state` must say the packet
+    /// has a valid connection (one of new, est, rel, rpl, snat, dnat matched set, or `+trk`
+    /// with `inv` in the mask), and `eth_type` must be one of these.
+    Ct(&'static [u16]),
 }
 
 /// How a field's value is written in ovs-ofctl text.
@@ -284,6 +346,8 @@ pub enum ValueFormat {
     Frag,
     /// `tcp_flags` `+syn-ack` notation.
     TcpFlags,
+    /// `ct_state` flags: `+trk-inv` notation, or `new|trk` when exact.
+    CtState,
 }
 
 /// Static facts about a [`Field`].
@@ -339,6 +403,8 @@ const NX: u16 = OFPXMC_NXM_1;
 /// The field table, indexed by `Field as usize`.
 #[rustfmt::skip]
 static FIELDS: [FieldInfo; N_FIELDS] = [
+    fi!(DpHash, "dp_hash", [], NX, 35, 32, true, Prereq::None, Hex),
+    fi!(RecircId, "recirc_id", [], NX, 36, 32, false, Prereq::None, Hex),
     fi!(InPort, "in_port", [], B, 0, 32, false, Prereq::None, Port),
     fi!(InPhyPort, "in_phy_port", [], B, 1, 32, false, Prereq::InPort, Port),
     fi!(Metadata, "metadata", [], B, 2, 64, true, Prereq::None, Hex),
@@ -411,11 +477,24 @@ static FIELDS: [FieldInfo; N_FIELDS] = [
     fi!(Xxreg1, "xxreg1", [], NX, 112, 128, true, Prereq::None, Hex),
     fi!(Xxreg2, "xxreg2", [], NX, 113, 128, true, Prereq::None, Hex),
     fi!(Xxreg3, "xxreg3", [], NX, 114, 128, true, Prereq::None, Hex),
+    fi!(CtState, "ct_state", [], NX, 105, 8, true, Prereq::None, CtState),
+    fi!(CtZone, "ct_zone", [], NX, 106, 16, false, Prereq::None, Decimal),
+    fi!(CtMark, "ct_mark", [], NX, 107, 32, true, Prereq::None, Hex),
+    fi!(CtLabel, "ct_label", [], NX, 108, 128, true, Prereq::None, Hex),
+    fi!(CtNwSrc, "ct_nw_src", [], NX, 120, 32, true, Prereq::Ct(IPV4), Ipv4),
+    fi!(CtNwDst, "ct_nw_dst", [], NX, 121, 32, true, Prereq::Ct(IPV4), Ipv4),
+    fi!(CtIpv6Src, "ct_ipv6_src", [], NX, 122, 128, true, Prereq::Ct(IPV6), Ipv6),
+    fi!(CtIpv6Dst, "ct_ipv6_dst", [], NX, 123, 128, true, Prereq::Ct(IPV6), Ipv6),
+    fi!(CtNwProto, "ct_nw_proto", [], NX, 119, 8, false, Prereq::Ct(IP), Decimal),
+    fi!(CtTpSrc, "ct_tp_src", [], NX, 124, 16, true, Prereq::Ct(IP), Decimal),
+    fi!(CtTpDst, "ct_tp_dst", [], NX, 125, 16, true, Prereq::Ct(IP), Decimal),
 ];
 
 impl Field {
     /// Every field, in canonical order.
     pub const ALL: [Field; N_FIELDS] = [
+        Field::DpHash,
+        Field::RecircId,
         Field::InPort,
         Field::InPhyPort,
         Field::Metadata,
@@ -488,6 +567,17 @@ impl Field {
         Field::Xxreg1,
         Field::Xxreg2,
         Field::Xxreg3,
+        Field::CtState,
+        Field::CtZone,
+        Field::CtMark,
+        Field::CtLabel,
+        Field::CtNwSrc,
+        Field::CtNwDst,
+        Field::CtIpv6Src,
+        Field::CtIpv6Dst,
+        Field::CtNwProto,
+        Field::CtTpSrc,
+        Field::CtTpDst,
     ];
 
     /// Static facts about this field.
@@ -509,7 +599,7 @@ impl Field {
     pub fn wire_len(self) -> usize {
         match self {
             // 20-bit fields travel in 32 bits.
-            Field::Ipv6Flabel | Field::MplsLabel => 4,
+            Field::Ipv6Flabel | Field::MplsLabel | Field::CtState => 4,
             _ => (self.bits() as usize).div_ceil(8),
         }
     }
@@ -537,6 +627,11 @@ impl Field {
                     | Field::Ipv6NdSll
                     | Field::Ipv6NdTll
             )
+    }
+
+    /// Whether this is one of the connection-tracking fields (`ct_state`..`ct_tp_dst`).
+    pub fn is_ct(self) -> bool {
+        (Field::CtState..=Field::CtTpDst).contains(&self)
     }
 
     /// The field's prerequisite.

@@ -15,21 +15,13 @@ use std::process::Command;
 
 /// Vectors we deliberately don't decode, with the error they yield and why.
 const UNSUPPORTED: &[(&str, &str)] = &[
-    // Nicira actions without a model meaning (learn, ct, note, sample, controller...).
+    // Nicira actions without a model meaning (learn, note, sample, controller...).
     ("ovs-ofctl-of13-action_conjunction", "BadField(1, 31)"),
     (
         "ovs-ofctl-of13-action_controller.packet",
         "BadActionExpType(20)",
     ),
     ("ovs-ofctl-of13-action_controller2", "BadActionExpType(37)"),
-    ("ovs-ofctl-of13-action_ct.packet", "BadField(1, 105)"),
-    ("ovs-ofctl-of13-action_ct_clear", "BadField(1, 105)"),
-    ("ovs-ofctl-of13-action_ct_exec", "BadField(1, 105)"),
-    (
-        "ovs-ofctl-of13-action_ct_nat.packet",
-        "BadActionExpType(35)",
-    ),
-    ("ovs-ofctl-of13-action_ct_nat_v6", "BadActionExpType(35)"),
     (
         "ovs-ofctl-of13-action_dec_ttl_cnt_ids",
         "BadActionExpType(21)",

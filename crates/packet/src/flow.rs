@@ -10,8 +10,8 @@
 //! hashes the result; OpenFlow rules are compiled into (key, mask) pairs of the same shape.
 //!
 //! ## Layout
-//! The struct is `#[repr(C)]`, 240 bytes, 8-byte aligned and free of compiler padding (the
-//! explicit `pad_*` fields fill every gap and are always zero). It is split into four
+//! The struct is `#[repr(C)]`, 304 bytes, 8-byte aligned and free of compiler padding (the
+//! explicit `pad_*` fields fill every gap and are always zero). It is split into five
 //! *stages*, each a whole number of 64-bit words, in the order a staged lookup consults them:
 //!
 //! | stage    | words   | fields                                                         |
@@ -20,6 +20,16 @@
 //! | L2       | 12..18  | MACs, VLAN TPIDs and TCIs, `dl_type`, MPLS LSEs, PBB I-SID      |
 //! | L3       | 18..25  | IPv4 and IPv6 addresses, flow label, proto, TOS, TTL, frag, ext |
 //! | L4       | 25..30  | ports / ICMP, TCP flags, ND target, ARP/ND hardware addresses  |
+//! | ct       | 30..38  | `ct_state`, `ct_zone`, `ct_mark`, `ct_label`, the original tuple |
+//!
+//! The connection-tracking block comes last on purpose. Only the datapath's `ct` action
+//! fills it, and that action ends a pass: the packet continues under a fresh non-zero
+//! `recirc_id`. So a key whose `recirc_id` is 0 has an all-zero ct block
+//! ([`CT_WORDS_START`]..), and the exact-match cache hashes and compares only the words
+//! before it for such keys: pipelines without `ct` pay nothing for it but the extractor's
+//! reset of the extra 64 bytes. The original tuple keeps an IPv4 address in the first four
+//! bytes of `ct_src`/`ct_dst` (OpenFlow's `ct_nw_src` needs IPv4, `ct_ipv6_src` IPv6, so a
+//! packet never has both).
 //!
 //! [`STAGE_END_WORDS`] records these boundaries and a unit test pins every field offset, so a
 //! change to the struct that moves a field across a stage or introduces padding fails the
@@ -77,7 +87,7 @@
 //! ## Cost
 //! No allocation, no loops except over VLAN tags (two at most), MPLS entries (four at most),
 //! IPv6 extension headers and ND options (bounded by the frame length). The key is reset
-//! with one 240-byte store. A key is `Copy` and `Send + Sync`; extraction is a pure function.
+//! with one 304-byte store. A key is `Copy` and `Send + Sync`; extraction is a pure function.
 
 use core::fmt;
 use core::mem::{offset_of, size_of};
@@ -85,13 +95,16 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Size of a [`FlowKey`] in bytes.
-pub const FLOW_KEY_SIZE: usize = 240;
+pub const FLOW_KEY_SIZE: usize = 304;
 /// Size of a [`FlowKey`] in 64-bit words.
 pub const FLOW_KEY_WORDS: usize = FLOW_KEY_SIZE / 8;
 /// Number of pipeline registers (`reg0`..`reg15`).
 pub const N_REGS: usize = 16;
 /// Exclusive end, in words, of each lookup stage: metadata, L2, L3, L4.
-pub const STAGE_END_WORDS: [usize; 4] = [12, 18, 25, 30];
+pub const STAGE_END_WORDS: [usize; 5] = [12, 18, 25, 30, 38];
+/// First word of the connection-tracking block; words from here on are zero for every
+/// packet whose `recirc_id` is 0 (see the module documentation).
+pub const CT_WORDS_START: usize = 30;
 
 /// `vlan_tci` bit that marks a tag as present (the DEI/CFI position, as OpenFlow does).
 pub const VLAN_PRESENT: u16 = 0x1000;
@@ -258,6 +271,29 @@ pub struct FlowKey {
     pub arp_tha: [u8; 6],
     /// Always zero.
     pub pad_tail: [u8; 4],
+
+    // ---- stage 4: connection tracking (words 30..38) ----
+    /// Connection tracking state bits (`CS_*`), set by the datapath's `ct` action.
+    pub ct_state: u8,
+    /// IP protocol of the connection's original direction.
+    pub ct_nw_proto: u8,
+    /// Conntrack zone the packet was last tracked in.
+    pub ct_zone: u16,
+    /// The connection's mark.
+    pub ct_mark: u32,
+    /// Transport source of the connection's original direction (ICMP: type).
+    pub ct_tp_src: u16,
+    /// Transport destination of the connection's original direction (ICMP: code).
+    pub ct_tp_dst: u16,
+    /// Always zero.
+    pub pad_ct: u32,
+    /// The connection's 128-bit label, big-endian (wire order).
+    pub ct_label: [u8; 16],
+    /// Original-direction source address: an IPv4 address in the first 4 bytes (the rest
+    /// zero), or an IPv6 address.
+    pub ct_src: [u8; 16],
+    /// Original-direction destination address, as `ct_src`.
+    pub ct_dst: [u8; 16],
 }
 
 const _: () = assert!(size_of::<FlowKey>() == FLOW_KEY_SIZE);
@@ -266,7 +302,9 @@ const _: () = assert!(core::mem::align_of::<FlowKey>() == 8);
 const _: () = assert!(offset_of!(FlowKey, dl_dst) == STAGE_END_WORDS[0] * 8);
 const _: () = assert!(offset_of!(FlowKey, nw_src) == STAGE_END_WORDS[1] * 8);
 const _: () = assert!(offset_of!(FlowKey, tp_src) == STAGE_END_WORDS[2] * 8);
-const _: () = assert!(STAGE_END_WORDS[3] == FLOW_KEY_WORDS);
+const _: () = assert!(offset_of!(FlowKey, ct_state) == STAGE_END_WORDS[3] * 8);
+const _: () = assert!(STAGE_END_WORDS[3] == CT_WORDS_START);
+const _: () = assert!(STAGE_END_WORDS[4] == FLOW_KEY_WORDS);
 
 /// Where the headers of an extracted frame start (byte offsets into the frame), for actions
 /// that rewrite fields and for checksum completion. `None` when the layer was not reached.
@@ -354,6 +392,16 @@ impl FlowKey {
         arp_sha: [0; 6],
         arp_tha: [0; 6],
         pad_tail: [0; 4],
+        ct_state: 0,
+        ct_nw_proto: 0,
+        ct_zone: 0,
+        ct_mark: 0,
+        ct_tp_src: 0,
+        ct_tp_dst: 0,
+        pad_ct: 0,
+        ct_label: [0; 16],
+        ct_src: [0; 16],
+        ct_dst: [0; 16],
     };
 
     /// The native-endian byte image of the key, identical to its in-memory representation.
@@ -397,6 +445,16 @@ impl FlowKey {
             arp_sha,
             arp_tha,
             pad_tail,
+            ct_state,
+            ct_nw_proto,
+            ct_zone,
+            ct_mark,
+            ct_tp_src,
+            ct_tp_dst,
+            pad_ct,
+            ct_label,
+            ct_src,
+            ct_dst,
         } = *self;
         let mut b = [0u8; FLOW_KEY_SIZE];
         macro_rules! o {
@@ -444,6 +502,16 @@ impl FlowKey {
         put(&mut b, o!(arp_sha), arp_sha);
         put(&mut b, o!(arp_tha), arp_tha);
         put(&mut b, o!(pad_tail), pad_tail);
+        put(&mut b, o!(ct_state), [ct_state]);
+        put(&mut b, o!(ct_nw_proto), [ct_nw_proto]);
+        put(&mut b, o!(ct_zone), ct_zone.to_ne_bytes());
+        put(&mut b, o!(ct_mark), ct_mark.to_ne_bytes());
+        put(&mut b, o!(ct_tp_src), ct_tp_src.to_ne_bytes());
+        put(&mut b, o!(ct_tp_dst), ct_tp_dst.to_ne_bytes());
+        put(&mut b, o!(pad_ct), pad_ct.to_ne_bytes());
+        put(&mut b, o!(ct_label), ct_label);
+        put(&mut b, o!(ct_src), ct_src);
+        put(&mut b, o!(ct_dst), ct_dst);
         b
     }
 
@@ -463,6 +531,8 @@ impl FlowKey {
         let [nw_tos] = g!(nw_tos);
         let [nw_ttl] = g!(nw_ttl);
         let [nw_frag] = g!(nw_frag);
+        let [ct_state] = g!(ct_state);
+        let [ct_nw_proto] = g!(ct_nw_proto);
         FlowKey {
             in_port: u32::from_ne_bytes(g!(in_port)),
             recirc_id: u32::from_ne_bytes(g!(recirc_id)),
@@ -500,6 +570,16 @@ impl FlowKey {
             arp_sha: g!(arp_sha),
             arp_tha: g!(arp_tha),
             pad_tail: g!(pad_tail),
+            ct_state,
+            ct_nw_proto,
+            ct_zone: u16::from_ne_bytes(g!(ct_zone)),
+            ct_mark: u32::from_ne_bytes(g!(ct_mark)),
+            ct_tp_src: u16::from_ne_bytes(g!(ct_tp_src)),
+            ct_tp_dst: u16::from_ne_bytes(g!(ct_tp_dst)),
+            pad_ct: u32::from_ne_bytes(g!(pad_ct)),
+            ct_label: g!(ct_label),
+            ct_src: g!(ct_src),
+            ct_dst: g!(ct_dst),
         }
     }
 
@@ -515,6 +595,12 @@ impl FlowKey {
     #[inline(always)]
     pub fn as_words(&self) -> &[u64; FLOW_KEY_WORDS] {
         bytemuck::cast_ref(self)
+    }
+
+    /// A word image viewed as a key, without copying (inverse of [`FlowKey::as_words`]).
+    #[inline(always)]
+    pub fn from_words_ref(w: &[u64; FLOW_KEY_WORDS]) -> &FlowKey {
+        bytemuck::cast_ref(w)
     }
 
     /// Inverse of [`FlowKey::to_words`].
@@ -1014,6 +1100,16 @@ impl fmt::Display for FlowKey {
         if k.tunnel_id != 0 {
             write!(f, ",tun_id={:#x}", k.tunnel_id)?;
         }
+        if k.ct_state != 0 {
+            write!(f, ",ct_state={:#x},ct_zone={}", k.ct_state, k.ct_zone)?;
+            if k.ct_mark != 0 {
+                write!(f, ",ct_mark={:#x}", k.ct_mark)?;
+            }
+            let label = u128::from_be_bytes(k.ct_label);
+            if label != 0 {
+                write!(f, ",ct_label={label:#x}")?;
+            }
+        }
         for (i, r) in k.regs.iter().enumerate() {
             if *r != 0 {
                 write!(f, ",reg{i}={r:#x}")?;
@@ -1189,6 +1285,16 @@ mod tests {
             (offset_of!(FlowKey, arp_sha), 224),
             (offset_of!(FlowKey, arp_tha), 230),
             (offset_of!(FlowKey, pad_tail), 236),
+            (offset_of!(FlowKey, ct_state), 240),
+            (offset_of!(FlowKey, ct_nw_proto), 241),
+            (offset_of!(FlowKey, ct_zone), 242),
+            (offset_of!(FlowKey, ct_mark), 244),
+            (offset_of!(FlowKey, ct_tp_src), 248),
+            (offset_of!(FlowKey, ct_tp_dst), 250),
+            (offset_of!(FlowKey, pad_ct), 252),
+            (offset_of!(FlowKey, ct_label), 256),
+            (offset_of!(FlowKey, ct_src), 272),
+            (offset_of!(FlowKey, ct_dst), 288),
         ];
         for (i, (got, want)) in expect.iter().enumerate() {
             assert_eq!(got, want, "field #{i}");
@@ -1233,6 +1339,16 @@ mod tests {
             arp_sha: [0xa; 6],
             arp_tha: [0xb; 6],
             pad_tail: [0; 4],
+            ct_state: 0x22,
+            ct_nw_proto: 6,
+            ct_zone: 9,
+            ct_mark: 0x55,
+            ct_tp_src: 1000,
+            ct_tp_dst: 80,
+            pad_ct: 0,
+            ct_label: [0x66; 16],
+            ct_src: [0x77; 16],
+            ct_dst: [0x88; 16],
         }
     }
 
@@ -1325,6 +1441,7 @@ mod tests {
         k.pbb_isid = 0;
         k.in_port = 1;
         k.nw_frag = 0;
+        k.ct_state = 0;
         assert_eq!(
             k.to_string(),
             "in_port=1,reg2=0x2a,dl_src=07:08:09:0a:0b:0c,dl_dst=01:02:03:04:05:06,dl_type=0x0800,\

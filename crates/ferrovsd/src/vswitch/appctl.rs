@@ -122,25 +122,16 @@ fn dpif_show(pmd: &Datapath, ofs: &BTreeMap<String, Arc<Udpif>>) -> Result<Strin
     })
 }
 
-/// Decodes one frame in hex (an even number of hex digits, at most a frame's worth).
+/// Decodes one frame in hex (as `trace` takes it), at most a frame's worth.
 fn hex_frame(h: &str) -> Result<Vec<u8>, String> {
-    let bad = || {
-        format!(
-            "'{}' is not a frame in hex",
-            h.chars().take(32).collect::<String>()
-        )
-    };
-    if !h.len().is_multiple_of(2) || h.len() / 2 > packet::MAX_FRAME || h.len() < 28 {
-        return Err(bad());
-    }
-    (0..h.len())
-        .step_by(2)
-        .map(|i| {
-            h.get(i..i + 2)
-                .and_then(|b| u8::from_str_radix(b, 16).ok())
-                .ok_or_else(bad)
+    ofctl::verbs::hex_packet(h)
+        .filter(|f| f.len() <= packet::MAX_FRAME)
+        .ok_or_else(|| {
+            format!(
+                "'{}' is not a frame in hex",
+                h.chars().take(32).collect::<String>()
+            )
         })
-        .collect()
 }
 
 fn receive(pmd: &Datapath, args: &[String]) -> Result<String, String> {

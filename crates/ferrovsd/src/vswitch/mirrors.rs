@@ -105,10 +105,10 @@ pub fn status_ops(snap: &Tables, d: &Desired, pmd: &Datapath) -> Vec<Value> {
                 "map",
                 [["tx_bytes", s.tx_bytes], ["tx_packets", s.tx_packets]]
             ]);
-            if row.get("statistics") != Some(&want) {
-                ops.push(json!({"op": "update", "table": "Mirror",
-                    "where": [["_uuid", "==", ["uuid", mu]]],
-                    "row": {"statistics": want}}));
+            let mut changed = Map::new();
+            super::status::diff(&mut changed, Some(row), "statistics", want);
+            if !changed.is_empty() {
+                ops.push(super::status::update("Mirror", &mu, changed));
             }
         }
     }

@@ -112,14 +112,19 @@ fn stats_map(s: &PortStats) -> Value {
 }
 
 /// Adds `col: want` to `row` if the snapshot's value differs.
-fn diff(row: &mut Map<String, Value>, have: Option<&Map<String, Value>>, col: &str, want: Value) {
+pub(super) fn diff(
+    row: &mut Map<String, Value>,
+    have: Option<&Map<String, Value>>,
+    col: &str,
+    want: Value,
+) {
     let cur = have.and_then(|h| h.get(col)).map(norm);
     if cur.as_ref() != Some(&norm(&want)) {
         row.insert(col.to_string(), want);
     }
 }
 
-fn update(table: &str, uuid: &str, row: Map<String, Value>) -> Value {
+pub(super) fn update(table: &str, uuid: &str, row: Map<String, Value>) -> Value {
     json!({"op": "update", "table": table, "where": [["_uuid", "==", ["uuid", uuid]]],
            "row": Value::Object(row)})
 }

@@ -187,10 +187,50 @@ fn value_for(tok: &Token<'_>, f: Field, v: &str) -> Result<u128, TextError> {
 
 /// Parse one plain action.
 fn parse_action(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action, TextError> {
+    let a = parse_action_unchecked(tok, ctx)?;
+    if matches!(a.written_field(), Some(Field::CtMark | Field::CtLabel)) {
+        return Err(TextError::new(format!(
+            "{}: cannot set CT fields outside of ct action",
+            tok.text()
+        )));
+    }
+    a.validate()
+        .map_err(|e| TextError::new(format!("{}: invalid action ({e})", tok.text())))?;
+    Ok(a)
+}
+
+/// The actions of `ct(exec(...))`: checked as a whole by the `ct` they end up in.
+pub(crate) fn parse_ct_exec(text: &str, ctx: Option<&Match>) -> Result<Vec<Action>, TextError> {
+    let mut out = Vec::new();
+    let mut toks = Tokens::new(text);
+    while let Some(tok) = toks.next_token() {
+        let tok = tok?;
+        // OVS prints a NAT that is not first in the nested list inside `exec(...)`.
+        if tok.key == "nat" {
+            out.push(Action::Nat(Box::new(super::ct::parse_nat(&tok)?)));
+        } else {
+            out.push(parse_action_unchecked(&tok, ctx)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Parse one plain action without [`Action::validate`].
+fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action, TextError> {
     let key = tok.key;
     let text = tok.text();
     let lower = key.to_ascii_lowercase();
     let a = match lower.as_str() {
+        "ct" => return super::ct::parse_ct(tok, ctx),
+        "ct_clear" => {
+            no_value(tok)?;
+            Action::CtClear
+        }
+        "nat" => {
+            return Err(TextError::new(format!(
+                "{text}: nat is only allowed inside ct(...)"
+            )))
+        }
         "output" => {
             let v = need_value(tok)?;
             Action::output(port_arg(tok, v)?)
@@ -384,8 +424,6 @@ fn parse_action(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action, TextErro
         }
         _ => return Err(TextError::new(format!("unknown action '{key}'"))),
     };
-    a.validate()
-        .map_err(|e| TextError::new(format!("{text}: invalid action ({e})")))?;
     Ok(a)
 }
 
@@ -502,6 +540,9 @@ pub fn parse_instructions(text: &str, ctx: Option<&Match>) -> Result<Vec<Instruc
 /// Format one action as ovs-ofctl does (OpenFlow names; see the module documentation).
 pub fn format_action(a: &Action) -> String {
     match *a {
+        Action::Ct(ref ct) => super::ct::format_ct(ct),
+        Action::Nat(ref n) => super::ct::format_nat(n),
+        Action::CtClear => "ct_clear".into(),
         Action::Output { port, max_len } => {
             if port == OFPP_CONTROLLER {
                 format!("CONTROLLER:{max_len}")

@@ -189,6 +189,88 @@ fn format_tcp_flags(v: u128, mask: Option<u128>) -> String {
     }
 }
 
+/// `ct_state`: `+trk-inv` (value and mask), `new|trk` or a number (exact, or `V/M`).
+/// Bits other than the eight named ones are refused, as ovs-ofctl does; a mask covering
+/// all eight is the exact match.
+fn parse_ct_state(s: &str) -> Result<(u128, Option<u128>), String> {
+    let unknown = || format!("{s}: unknown ct_state flag(s)");
+    let name_bit = |name: &str| {
+        crate::oxm::CT_STATE_NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(b, _)| *b)
+    };
+    let (value, mask) = if s.starts_with('+') || s.starts_with('-') {
+        let (mut value, mut mask) = (0u8, 0u8);
+        let mut rest = s;
+        while let Some(sign) = rest.chars().next() {
+            let body = rest.get(1..).unwrap_or("");
+            let end = body.find(['+', '-']).unwrap_or(body.len());
+            let name = body.get(..end).unwrap_or("");
+            let bit = name_bit(name).ok_or_else(unknown)?;
+            if mask & bit != 0 {
+                return Err(format!("ct_state flag '{name}' given twice"));
+            }
+            mask |= bit;
+            if sign == '+' {
+                value |= bit;
+            }
+            rest = body.get(end..).unwrap_or("");
+        }
+        (u128::from(value), Some(u128::from(mask)))
+    } else if s.bytes().next().is_some_and(|b| b.is_ascii_digit()) {
+        let (v, m) = parse_int_masked(s, 32).map_err(|_| unknown())?;
+        if v > 0xff || m.is_some_and(|m| m > 0xff) {
+            return Err(unknown());
+        }
+        (v, m)
+    } else {
+        let mut v = 0u8;
+        for name in s.split('|') {
+            v |= name_bit(name).ok_or_else(unknown)?;
+        }
+        (u128::from(v), None)
+    };
+    Ok(match mask {
+        Some(0xff) => (value, None),
+        m => (value, m),
+    })
+}
+
+/// `ct_state` as ovs-ofctl prints it: exact as `new|trk` (`0` for none), masked as
+/// `+trk-inv` with the bits in ascending order.
+fn format_ct_state(v: u128, mask: Option<u128>) -> String {
+    match mask.filter(|m| m & 0xff != 0xff) {
+        None => {
+            let names: Vec<&str> = crate::oxm::CT_STATE_NAMES
+                .iter()
+                .filter(|(b, _)| v & u128::from(*b) != 0)
+                .map(|(_, n)| *n)
+                .collect();
+            if names.is_empty() {
+                "0".into()
+            } else {
+                names.join("|")
+            }
+        }
+        Some(m) => {
+            let mut s = String::new();
+            for (bit, name) in crate::oxm::CT_STATE_NAMES {
+                let bit = u128::from(bit);
+                if m & bit != 0 {
+                    s.push(if v & bit != 0 { '+' } else { '-' });
+                    s.push_str(name);
+                }
+            }
+            if s.is_empty() {
+                "0/0".into()
+            } else {
+                s
+            }
+        }
+    }
+}
+
 /// Parse a value (and optional mask) of `f` in ovs-ofctl text. The mask is returned as
 /// typed; whether `f` accepts masks is the caller's check.
 pub fn parse_value(f: Field, s: &str) -> Result<(u128, Option<u128>), TextError> {
@@ -212,6 +294,7 @@ pub(crate) fn parse_value_raw(f: Field, s: &str) -> Result<(u128, Option<u128>),
             }),
         },
         ValueFormat::TcpFlags => parse_tcp_flags(s),
+        ValueFormat::CtState => parse_ct_state(s),
     }
 }
 
@@ -275,6 +358,7 @@ pub fn format_value(f: Field, value: u128, mask: Option<u128>) -> String {
             }
         }
         (ValueFormat::TcpFlags, m) => format_tcp_flags(value, m),
+        (ValueFormat::CtState, m) => format_ct_state(value, m),
     }
 }
 
@@ -312,6 +396,21 @@ mod tests {
             Ok((2, Some(0x12)))
         );
         assert_eq!(format_value(Field::TcpFlags, 2, Some(0x12)), "+syn-ack");
+        // ct_state, as ovs-ofctl 3.1 parses and prints it.
+        assert_eq!(
+            parse_value(Field::CtState, "+trk-inv"),
+            Ok((0x20, Some(0x30)))
+        );
+        assert_eq!(format_value(Field::CtState, 0x20, Some(0x30)), "-inv+trk");
+        assert_eq!(parse_value(Field::CtState, "0x21/0xff"), Ok((0x21, None)));
+        assert_eq!(parse_value(Field::CtState, "new|trk"), Ok((0x21, None)));
+        assert_eq!(format_value(Field::CtState, 0x21, None), "new|trk");
+        assert_eq!(format_value(Field::CtState, 0, None), "0");
+        assert_eq!(format_value(Field::CtState, 1, Some(3)), "+new-est");
+        assert!(parse_value(Field::CtState, "0x100").is_err());
+        assert!(parse_value(Field::CtState, "+bogus").is_err());
+        assert_eq!(format_value(Field::CtMark, 0, Some(1)), "0/0x1");
+        assert_eq!(format_value(Field::CtTpSrc, 5, Some(0xff)), "0x5/0xff");
         assert_eq!(parse_value(Field::IpFrag, "later"), Ok((3, None)));
         assert_eq!(format_value(Field::IpFrag, 0, Some(2)), "not_later");
         assert!(parse_value(Field::TcpDst, "65536").is_err());

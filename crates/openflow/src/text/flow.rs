@@ -205,6 +205,8 @@ impl MatchBuilder {
             return Ok(true);
         }
         match key {
+            // OVS's packet_type shorthand for Ethernet: what every match here means.
+            "eth" if tok.value.is_none() => return Ok(true),
             "dl_vlan" => {
                 let v = need_value(tok)?;
                 let n = parse_uint(v, 16).ok_or_else(|| {
@@ -456,9 +458,26 @@ pub fn parse_flow(text: &str, command: FlowModCommand) -> Result<FlowMod, TextEr
     Ok(fm)
 }
 
-/// Order and names in which fields are printed (see the module documentation).
-const FORMAT_ORDER: [Field; 60] = [
+/// Fields printed before the protocol shorthand, in OVS's order.
+const PRE_SHORTHAND: [Field; 14] = [
     Field::PktMark,
+    Field::RecircId,
+    Field::DpHash,
+    Field::CtState,
+    Field::CtZone,
+    Field::CtMark,
+    Field::CtLabel,
+    Field::CtNwSrc,
+    Field::CtNwDst,
+    Field::CtIpv6Src,
+    Field::CtIpv6Dst,
+    Field::CtNwProto,
+    Field::CtTpSrc,
+    Field::CtTpDst,
+];
+
+/// Order and names in which the other fields are printed (see the module documentation).
+const FORMAT_ORDER: [Field; 59] = [
     Field::Reg0,
     Field::Reg1,
     Field::Reg2,
@@ -543,7 +562,17 @@ pub fn format_match(m: &Match, priority: Option<u16>) -> String {
     if let Some(p) = priority.filter(|p| *p != OFP_DEFAULT_PRIORITY) {
         items.push(format!("priority={p}"));
     }
+    // OVS prints the pipeline metadata and conntrack fields before the protocol, and
+    // `eth` before it once `recirc_id` is matched.
+    for f in PRE_SHORTHAND {
+        if let Some(e) = m.get(f) {
+            items.push(format!("{}={}", f.name(), format_value(f, e.value, e.mask)));
+        }
+    }
     let sh = shorthand(m);
+    if m.contains(Field::RecircId) && m.contains(Field::EthType) {
+        items.push("eth".into());
+    }
     if let Some((name, _)) = sh {
         items.push(name.to_string());
     }

@@ -21,6 +21,7 @@
 //! prerequisites: `tcp_dst=80` without `tcp` is an error, but items may come in any order.
 
 mod actions;
+mod ct;
 mod fields;
 mod flow;
 mod group;
@@ -296,6 +297,14 @@ pub(crate) fn prereq_text(f: Field) -> String {
         Prereq::Icmpv6Type(t) => {
             let names: Vec<String> = t.iter().map(|x| x.to_string()).collect();
             format!("icmpv6_type={}", names.join(" or "))
+        }
+        Prereq::Ct(t) => {
+            let fam = match t {
+                [0x0800] => "ip",
+                [0x86dd] => "ipv6",
+                _ => "ip or ipv6",
+            };
+            format!("a valid connection (ct_state +new, +est, +rel, +rpl, +snat, +dnat or +trk-inv) and {fam}")
         }
     }
 }

@@ -656,6 +656,9 @@ fn prerequisites_satisfied_per_field() {
         "tun_id=1,reg0=1,reg1=1,reg2=1,reg3=1,reg4=1,reg5=1,reg6=1,reg7=1",
         "reg8=1,reg9=1,reg10=1,reg11=1,reg12=1,reg13=1,reg14=1,reg15=1",
         "pkt_mark=0x1/0xff",
+        "recirc_id=1,dp_hash=1/3,ct_state=+trk,ct_zone=1,ct_mark=1,ct_label=1",
+        "ct_state=+est,ip,ct_nw_src=1.1.1.1,ct_nw_dst=2.2.2.2,ct_nw_proto=6,ct_tp_src=1,ct_tp_dst=2",
+        "ct_state=+trk-inv,ipv6,ct_ipv6_src=::1,ct_ipv6_dst=::2",
     ];
     let mut seen = std::collections::BTreeSet::new();
     for m in ok {

@@ -200,7 +200,7 @@ fn header_name(class: u16, num: u8) -> Option<String> {
         "ARP_SPA",
         "ARP_TPA",
     ];
-    const NXM1_NAMES: [(u8, &str); 16] = [
+    const NXM1_NAMES: [(u8, &str); 29] = [
         (16, "TUN_ID"),
         (17, "ARP_SHA"),
         (18, "ARP_THA"),
@@ -217,6 +217,19 @@ fn header_name(class: u16, num: u8) -> Option<String> {
         (29, "IP_TTL"),
         (33, "PKT_MARK"),
         (34, "TCP_FLAGS"),
+        (35, "DP_HASH"),
+        (36, "RECIRC_ID"),
+        (105, "CT_STATE"),
+        (106, "CT_ZONE"),
+        (107, "CT_MARK"),
+        (108, "CT_LABEL"),
+        (119, "CT_NW_PROTO"),
+        (120, "CT_NW_SRC"),
+        (121, "CT_NW_DST"),
+        (122, "CT_IPV6_SRC"),
+        (123, "CT_IPV6_DST"),
+        (124, "CT_TP_SRC"),
+        (125, "CT_TP_DST"),
     ];
     const OXM_NAMES: [&str; 43] = [
         "IN_PORT",
@@ -516,7 +529,12 @@ pub(crate) fn encode_tlvs(out: &mut Vec<u8>, m: &Match, mode: Mode) {
             put_tlv(out, OFPXMC_NXM_0, 4, 2, v, mask);
             continue;
         }
-        encode_field(out, e.field, e.value, e.mask, mode);
+        // OVS sends ct_state masked to its 8 defined bits even when exact.
+        let mask = match (e.field, e.mask) {
+            (Field::CtState, None) => Some(0xff),
+            (_, m) => m,
+        };
+        encode_field(out, e.field, e.value, mask, mode);
     }
 }
 

@@ -7,7 +7,9 @@
 //!   become the model's [`Action::SetField`];
 //! * `of11`: OpenFlow 1.1+ actions, with `set_field` carrying one OXM TLV;
 //! * `nicira`: Nicira vendor/experimenter actions (id 0x00002320), the ones with a
-//!   model meaning; 1.0 reaches everything else the model says through them.
+//!   model meaning; 1.0 reaches everything else the model says through them;
+//! * `ct`: Nicira's connection-tracking actions (`ct`, `nat`, `ct_clear`), the same in
+//!   every version except for the nested actions, which are the version's own.
 //!
 //! `instruction` holds the OpenFlow 1.1+ instructions, which carry action lists. This
 //! file walks action lists (decode and encode), knows the type numbers and writes the
@@ -20,6 +22,7 @@
 //! Actions are decoded one at a time: a bad action stops the walk before a later bad
 //! length is seen.
 
+mod ct;
 mod instruction;
 mod nicira;
 mod of10;
@@ -103,6 +106,13 @@ mod nxast {
     pub const GROUP: u16 = 40;
 }
 
+/// Nicira's connection-tracking subtypes (see `ct`).
+mod nxast_ct {
+    pub const CT: u16 = 35;
+    pub const NAT: u16 = 36;
+    pub const CT_CLEAR: u16 = 43;
+}
+
 /// Decode an action list filling all of `rd`.
 pub(crate) fn decode_actions(version: u8, rd: &mut Rd<'_>) -> Result<Vec<Action>, DecodeError> {
     decode_actions_in(version, rd, None)
@@ -130,6 +140,11 @@ fn decode_actions_in(
         let len = a.len();
         let ty = a.u16()?;
         a.skip(2)?;
+        if ty == at::EXPERIMENTER {
+            if let Some(sub) = ct::ct_subtype(a.peek()) {
+                return ct::decode_ct_action(version, sub, len, &mut a);
+            }
+        }
         if version == OFP10 {
             Ok(match of10::decode_of10_action(ty, len, &mut a)? {
                 Action::SetField { field, value, mask }
@@ -145,6 +160,17 @@ fn decode_actions_in(
             })
         } else if (ty == at::METER || ty == at::COPY_FIELD) && version < OFP15 {
             Err(DecodeError::BadActionType(ty))
+        } else if version >= OFP15 {
+            // OpenFlow 1.5 has only set-field (a whole-field reg_load goes back out as one,
+            // as OVS does), so a whole-field load in a 1.5 message is an unmasked set-field.
+            Ok(match of11::decode_of11_action(ty, len, &mut a)? {
+                Action::SetField { field, value, mask } => Action::SetField {
+                    field,
+                    value,
+                    mask: mask.filter(|m| *m != field.max()),
+                },
+                act => act,
+            })
         } else {
             of11::decode_of11_action(ty, len, &mut a)
         }
@@ -175,7 +201,9 @@ fn finish(out: &mut Vec<u8>, start: usize) {
 
 /// Encode one action for `version`.
 pub(crate) fn encode_action(out: &mut Vec<u8>, version: u8, a: &Action) -> Result<(), EncodeError> {
-    if version == OFP10 {
+    if let Some(r) = ct::encode_ct_action(out, version, a) {
+        r
+    } else if version == OFP10 {
         of10::encode_of10_action(out, a)
     } else if matches!(a, Action::Meter(_)) && version < OFP15 {
         Err(EncodeError::Unrepresentable("meter action (OpenFlow 1.5+)"))
