@@ -211,6 +211,10 @@ def test_client_ports_reconnect_across_switch_restart(rundir):
         d = start_switch(rundir, "dpdkvhostuserclient", paths)
         wait_link(rundir, "v0", "up")
         wait_link(rundir, "v1", "up")
+        # The database still holds the old process's counters until the new one writes its
+        # own (every few seconds): wait for those before counting.
+        wait_until("fresh counters", lambda: all(
+            stats(rundir, f"v{i}").get("rx_packets", -1) == 0 for i in (0, 1)))
         k = burst(pmd, rundir, 1, [0, 0])
         assert stats(rundir, "v0")["rx_packets"] == k
         assert stats(rundir, "v1")["tx_packets"] == k
