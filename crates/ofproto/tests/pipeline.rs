@@ -248,6 +248,17 @@ fn instructions_metadata_goto_and_the_action_set_order() {
     );
     assert_eq!(x.final_flow.vlan_tci[0], VLAN_PRESENT | 7);
     assert_eq!(x.final_flow.metadata, 5);
+    // A value with bits outside its mask is accepted, as OVS does; only masked bits land.
+    add(
+        &mut of,
+        "table=0,priority=2,udp,actions=write_metadata:0x1ff/0xf0,goto_table:1",
+    );
+    add(&mut of, "table=1,priority=2,metadata=0xf0,actions=output:3");
+    let mut u = tcp(1, [1, 1, 1, 1], 1);
+    u.nw_proto = 17;
+    let x = xlate(&of, &u, None, None);
+    assert_eq!(x.final_flow.metadata, 0xf0);
+    assert_eq!(x.actions, vec![DpAction::Output(3)]);
     // clear_actions empties the set.
     add(
         &mut of,

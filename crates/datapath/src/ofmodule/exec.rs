@@ -129,10 +129,22 @@ impl Exec {
             }
             return;
         }
-        // The last action that sends the packet somewhere may take it without a copy.
+        // The last action that sends the packet somewhere may take it without a copy, if
+        // nothing after it needs the packet (a clone or a packet-in after the last output
+        // still runs: only rewrites and meters, which change nothing that is sent, may
+        // follow).
         let last_send = actions
             .iter()
-            .rposition(|a| matches!(a, DpAction::Output(_) | DpAction::Normal));
+            .rposition(|a| matches!(a, DpAction::Output(_) | DpAction::Normal))
+            .filter(|&i| {
+                actions[i + 1..].iter().all(|a| {
+                    a.is_rewrite()
+                        || matches!(
+                            a,
+                            DpAction::Meter(_) | DpAction::SetQueue(_) | DpAction::SetTunnelId(_)
+                        )
+                })
+            });
         let mut offs = None;
         for (i, a) in actions.iter().enumerate() {
             match a {
