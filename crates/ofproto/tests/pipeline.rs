@@ -552,3 +552,39 @@ fn meters_and_their_flows() {
         "flows using a deleted meter go too"
     );
 }
+
+/// A TTL exception ends the action list of the table it happens in, not the pipeline: after
+/// `resubmit` into a table whose `dec_ttl` expires, the resubmitting table goes on (OVS 3.1
+/// sends this packet to port 2; found by the differential harness).
+#[test]
+fn ttl_expiry_in_a_resubmitted_table_ends_only_that_table() {
+    let mut of = with_ports(3);
+    add(
+        &mut of,
+        "table=0,priority=1,ip,actions=resubmit(,2),output:2",
+    );
+    add(&mut of, "table=2,priority=1,ip,actions=dec_ttl,output:1");
+    let mut k = tcp(3, [1, 1, 1, 1], 1);
+    k.nw_ttl = 1;
+    let x = xlate(&of, &k, None, None);
+    assert_eq!(x.actions, vec![DpAction::Output(2)]);
+    // In the first table it ends that table's actions: nothing is sent.
+    add(&mut of, "table=0,priority=2,ip,actions=dec_ttl,output:2");
+    let x = xlate(&of, &k, None, None);
+    assert!(x.actions.is_empty(), "{:?}", x.actions);
+    // With TTL to spare, both outputs happen.
+    k.nw_ttl = 64;
+    add(
+        &mut of,
+        "table=0,priority=3,ip,actions=resubmit(,2),output:2",
+    );
+    let x = xlate(&of, &k, None, None);
+    assert_eq!(
+        x.actions,
+        vec![
+            DpAction::SetIpTtl(63),
+            DpAction::Output(1),
+            DpAction::Output(2)
+        ]
+    );
+}
