@@ -24,6 +24,8 @@ FERROVS_PACKAGES=(
     qemu-system-x86_64:qemu-system-x86
     busybox:busybox-static
     tmux:tmux
+    nfcapd:nfdump
+    sfcapd:nfdump-sflow
 )
 
 ensure_packages() {

@@ -19,9 +19,12 @@
 //! ## Mirrors
 //! Port mirroring ([`crate::mirror`]) copies received batches before the module sees them and
 //! output batches just before they are sent; a bridge without mirrors pays one test per batch.
+//! Packet sampling ([`crate::sample`], for sFlow) sees each received batch after the mirror
+//! check; a bridge without a sampler pays one test per batch too.
 
 use crate::mirror::{MirrorSpec, MirrorStats, Mirrors};
 use crate::module::{Ctx, Dest, PortInfo, PortLookup, SwitchLogic, VlanMode};
+use crate::sample::Sampler;
 use netdev::{Port, PortStats};
 use packet::{Batch, Pool, MAX_BATCH};
 
@@ -94,6 +97,8 @@ pub struct Bridge {
     rxb: Batch,
     pub stats: BridgeStats,
     mirrors: Option<Box<Mirrors>>,
+    /// Packet samplers by owner (sFlow, IPFIX), usually none.
+    samplers: Vec<(&'static str, Sampler)>,
 }
 
 struct SlotsView<'a>(&'a [Option<PortSlot>]);
@@ -139,6 +144,16 @@ impl Bridge {
             rxb: Batch::new(),
             stats: BridgeStats::default(),
             mirrors: None,
+            samplers: Vec::new(),
+        }
+    }
+
+    /// Sets or (with `None`) removes the bridge's packet sampler for `owner`
+    /// ([`crate::sample`]).
+    pub fn set_sampler(&mut self, owner: &'static str, s: Option<Sampler>) {
+        self.samplers.retain(|(o, _)| *o != owner);
+        if let Some(s) = s {
+            self.samplers.push((owner, s));
         }
     }
 
@@ -500,6 +515,9 @@ impl Bridge {
         }
         if self.mirrors.is_some() && !self.mirror_ingress(in_port, pool) {
             return;
+        }
+        for (_, s) in self.samplers.iter_mut() {
+            s.observe(in_port, &self.rxb);
         }
         if self.module.custom_process() {
             self.with_emitter(pool, |m, rxb, pool, out| {

@@ -46,6 +46,7 @@ pub mod ofmodule;
 pub mod patch;
 pub mod pmd;
 pub mod registry;
+pub mod sample;
 pub mod switch;
 pub mod tuple3;
 pub mod udpif;

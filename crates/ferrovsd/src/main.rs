@@ -14,13 +14,16 @@
 //! conventions (`--detach`, `--monitor`, pidfile, log file): see [`daemonize`].
 
 mod args;
+mod collector;
 mod commands;
 mod config;
 mod daemonize;
+mod ipfix;
 mod metrics;
 mod ofconn;
 mod policy;
 mod privdrop;
+mod sflow;
 mod vswitch;
 
 use datapath::Datapath;

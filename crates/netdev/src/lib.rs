@@ -271,6 +271,15 @@ pub fn parse_bool(key: &str, v: &str) -> Result<bool, NetdevError> {
     }
 }
 
+/// The IPv4 address of host interface `name` (for agents that name an interface, such as
+/// sFlow's `agent` column), or why there is none.
+pub fn interface_ipv4(name: &str) -> Result<std::net::Ipv4Addr, String> {
+    use std::os::fd::AsRawFd;
+    sys::ifreq(name).ok_or_else(|| format!("'{name}' is not a valid interface name"))?;
+    let ctl = sys::ctl_socket().map_err(|e| format!("socket(AF_INET): {e}"))?;
+    sys::if_ipv4(ctl.as_raw_fd(), name).map_err(|e| format!("interface {name}: {e}"))
+}
+
 /// Opens a port of type `kind` named `name` with `opts`.
 pub fn open(name: &str, kind: &str, opts: &Options) -> Result<Box<dyn Port>, NetdevError> {
     match kind {

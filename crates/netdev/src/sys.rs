@@ -119,6 +119,16 @@ pub(crate) fn if_hwaddr(fd: RawFd, name: &str) -> io::Result<[u8; 6]> {
     Ok(mac)
 }
 
+/// The (primary) IPv4 address of `name`.
+pub(crate) fn if_ipv4(fd: RawFd, name: &str) -> io::Result<std::net::Ipv4Addr> {
+    let mut r = ifreq(name).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+    ioctl_ifr(fd, libc::SIOCGIFADDR, &mut r)?;
+    // SAFETY: SIOCGIFADDR filled the `ifru_addr` sockaddr member with an AF_INET address,
+    // whose layout `sockaddr_in` is and which fits in `sockaddr`.
+    let sin: libc::sockaddr_in = unsafe { std::mem::transmute_copy(&r.ifr_ifru.ifru_addr) };
+    Ok(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
+}
+
 /// The MTU of `name`.
 pub(crate) fn if_mtu(fd: RawFd, name: &str) -> io::Result<u32> {
     let mut r = ifreq(name).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;

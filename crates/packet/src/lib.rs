@@ -7,6 +7,8 @@
 //!   forwarding allocates nothing: buffers are taken from and returned to the pool.
 //! * [`flow`]: the fixed-layout flow key and its one-pass extractor, which reads every header
 //!   ferrovs can match on and never panics or reads out of bounds, whatever the bytes.
+//! * [`sampled`]: the flow identity (addresses, protocol, ports) of a sampled frame's first
+//!   bytes, for flow export (IPFIX).
 //! * [`csum`]: Internet checksums (RFC 1071) and incremental updates (RFC 1624).
 //! * [`wire`]: zero-copy header views (Ethernet, IPv4, L4 ports) with checked constructors,
 //!   for code that reads a few fields of one header.
@@ -18,6 +20,7 @@
 pub mod buf;
 pub mod csum;
 pub mod flow;
+pub mod sampled;
 pub mod wire;
 
 pub use buf::{Batch, Packet, Pool, BUF_SIZE, HEADROOM, MAX_BATCH, MAX_FRAME};

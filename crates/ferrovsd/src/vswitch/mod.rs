@@ -72,6 +72,10 @@ pub struct Vswitch {
     pub db: Db,
     /// The OpenMetrics endpoint (`other_config:metrics-address`).
     pub metrics: crate::metrics::Exporter,
+    /// sFlow export (the `sFlow` table).
+    pub sflow: crate::sflow::Sflow,
+    /// Per-bridge IPFIX export (the `IPFIX` table).
+    pub ipfix: crate::ipfix::Ipfix,
     pub pmd: Arc<Datapath>,
     pub stash: Arc<Stash>,
     applied: Mutex<Option<i64>>,
@@ -96,6 +100,8 @@ impl Vswitch {
         let vs = Arc::new(Vswitch {
             db,
             metrics: crate::metrics::Exporter::default(),
+            sflow: crate::sflow::Sflow::default(),
+            ipfix: crate::ipfix::Ipfix::default(),
             pmd: pmd.clone(),
             stash: Arc::new(Stash::default()),
             applied: Mutex::new(None),
@@ -206,6 +212,12 @@ fn pass(vs: &Vswitch, rec: &mut Reconfigurer, of: &dyn OfConfigSink, stats_due: 
     let out = rec.apply(&d);
     if out.changed {
         appctl::inc("bridge_reconfigure");
+    }
+    for w in vs.sflow.configure(&vs.pmd, &snap, out.changed) {
+        vlog::warn("sflow", &w);
+    }
+    for w in vs.ipfix.configure(&vs.pmd, &snap, out.changed) {
+        vlog::warn("ipfix", &w);
     }
     let dp = status::read_datapath(&vs.pmd);
     let mut ops = status::ops(&snap, &d, &out, &dp, stats_due, of);

@@ -43,6 +43,8 @@ pub const TABLES: &[&str] = &[
     "SSL",
     "Datapath",
     "Mirror",
+    "sFlow",
+    "IPFIX",
 ];
 
 /// Bridge `other_config` keys that are not module settings.
@@ -243,6 +245,8 @@ fn known_columns(table: &str) -> &'static [&'static str] {
             "fail_mode",
             "protocols",
             "mirrors",
+            "sflow",
+            "ipfix",
             "datapath_id",
             "datapath_type",
             "datapath_version",

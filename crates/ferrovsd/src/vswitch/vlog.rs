@@ -51,11 +51,13 @@ const FILE: usize = 2;
 pub const MODULES: &[&str] = &[
     "bridge",
     "datapath",
+    "ipfix",
     "metrics",
     "netdev",
     "ofconn",
     "ovsdb",
     "reconfigure",
+    "sflow",
     "unixctl",
     "vswitchd",
 ];
@@ -73,9 +75,8 @@ const ENTRY: Entry = Entry {
     ],
 };
 
-static REGISTRY: [Entry; 9] = [
-    ENTRY, ENTRY, ENTRY, ENTRY, ENTRY, ENTRY, ENTRY, ENTRY, ENTRY,
-];
+// One entry per module, however many `MODULES` lists.
+static REGISTRY: [Entry; MODULES.len()] = [ENTRY; MODULES.len()];
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
 struct Sinks {

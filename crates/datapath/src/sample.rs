@@ -1,0 +1,365 @@
+//! Packet sampling in the fabric, for sFlow (and any exporter that wants 1-in-N packet headers).
+//!
+//! What: a bridge with a sampler picks, on average, one received packet in `rate`, copies the
+//! first `header_bytes` of its frame with the frame's length and input port, and hands that
+//! [`Sample`] to an exporter through a bounded channel ([`SampleSink`]). It also counts, per
+//! input port, how many packets it could have sampled (sFlow's *sample pool*): each sample
+//! carries the pool growth of its port since that port's previous sample on this thread, so
+//! the exporter gets exact pools by adding them up, however many threads serve the bridge.
+//!
+//! How: sampling is on ingress, after the mirror check (a mirror's reserved output port is not
+//! sampled), before the module, so it works the same for every switching-logic module; the
+//! output port is therefore not known (sFlow's "unknown", 0). The gap to the next sample is
+//! drawn uniformly from `1..=2*rate-1` (mean `rate`), as sFlow asks, so periodic traffic is not
+//! aliased. A full channel drops the sample and counts it (sFlow's `drops`); the poll thread
+//! never waits for the exporter.
+//!
+//! Cost: a bridge without a sampler pays one empty-list test per received batch. With one, a
+//! batch that holds no sample costs an add and a compare; a sample costs one allocation of at
+//! most `header_bytes` and a channel send.
+//!
+//! Threads: a [`Sampler`] lives in one poll thread's bridge; the sink's sender is cloned into
+//! every thread that serves the bridge, the receiver belongs to the exporter.
+
+use crate::Switch;
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use packet::Batch;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Samples the channel holds before new ones are dropped.
+pub const SINK_DEPTH: usize = 4096;
+/// The most header bytes a sample may copy (sFlow's `header` column allows up to 256).
+pub const MAX_HEADER: u16 = 256;
+
+/// One sampled packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// The sampler that took it (the exporter's key for the bridge).
+    pub sampler: u32,
+    /// The input port's interface index (see [`SamplerConfig::ifindex`]).
+    pub input: u32,
+    /// The frame's length on the wire, without FCS.
+    pub frame_len: u32,
+    /// The sampling rate in force (1 in `rate`).
+    pub rate: u32,
+    /// Packets the input port received on this thread since its previous sample here,
+    /// this one included.
+    pub pool_delta: u64,
+    /// The first bytes of the frame.
+    pub header: Vec<u8>,
+}
+
+/// Where samples go: a bounded channel and the count of samples it had no room for.
+pub struct SampleSink {
+    tx: Sender<Sample>,
+    rx: Receiver<Sample>,
+    dropped: AtomicU64,
+}
+
+impl SampleSink {
+    /// A sink holding up to `depth` samples.
+    pub fn new(depth: usize) -> Arc<SampleSink> {
+        let (tx, rx) = crossbeam_channel::bounded(depth.max(1));
+        Arc::new(SampleSink {
+            tx,
+            rx,
+            dropped: AtomicU64::new(0),
+        })
+    }
+
+    /// The exporter's end.
+    pub fn receiver(&self) -> &Receiver<Sample> {
+        &self.rx
+    }
+
+    /// Samples dropped because the channel was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// A bridge's sampling as the configuration sets it.
+#[derive(Clone)]
+pub struct SamplerConfig {
+    /// The exporter's identifier for this bridge, copied into every sample.
+    pub id: u32,
+    /// One packet in `rate` (at least 1).
+    pub rate: u32,
+    /// Bytes of each sampled frame to copy (at most [`MAX_HEADER`]).
+    pub header_bytes: u16,
+    pub sink: Arc<SampleSink>,
+}
+
+impl std::fmt::Debug for SamplerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SamplerConfig")
+            .field("id", &self.id)
+            .field("rate", &self.rate)
+            .field("header_bytes", &self.header_bytes)
+            .finish()
+    }
+}
+
+impl SamplerConfig {
+    /// The interface index a sample reports for a port: the kernel's, for ports that have
+    /// one, else the OpenFlow port number.
+    pub fn ifindex(kernel: Option<u32>, ofport: u32) -> u32 {
+        kernel.unwrap_or(ofport)
+    }
+}
+
+/// A bridge's sampler on one poll thread.
+pub struct Sampler {
+    cfg: SamplerConfig,
+    /// Packets until the next sample (1 = the next packet).
+    skip: u32,
+    /// Per slot: packets received since that slot's previous sample.
+    pool: Vec<u64>,
+    /// Per slot: the interface index samples report.
+    ifindex: Vec<u32>,
+    rng: u64,
+}
+
+impl Sampler {
+    /// A sampler for ports whose interface indexes are `ifindex` (by slot).
+    pub fn new(cfg: SamplerConfig, ifindex: Vec<u32>, seed: u64) -> Sampler {
+        let mut s = Sampler {
+            pool: vec![0; ifindex.len()],
+            ifindex,
+            skip: 1,
+            rng: seed | 1,
+            cfg,
+        };
+        s.cfg.rate = s.cfg.rate.max(1);
+        s.cfg.header_bytes = s.cfg.header_bytes.min(MAX_HEADER);
+        s.skip = s.next_gap();
+        s
+    }
+
+    fn next_gap(&mut self) -> u32 {
+        let r = self.cfg.rate;
+        if r == 1 {
+            return 1;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        // Uniform in 1..=2r-1: mean r.
+        let span = u64::from(r) * 2 - 1;
+        (self.rng % span) as u32 + 1
+    }
+
+    /// Accounts a received batch from slot `slot` and samples from it.
+    #[inline]
+    pub fn observe(&mut self, slot: u16, rxb: &Batch) {
+        let n = rxb.len() as u32;
+        if let Some(p) = self.pool.get_mut(usize::from(slot)) {
+            *p += u64::from(n);
+        }
+        if n < self.skip {
+            self.skip -= n;
+            return;
+        }
+        self.take(slot, rxb);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn take(&mut self, slot: u16, rxb: &Batch) {
+        let pkts = rxb.packets();
+        let n = pkts.len() as u32;
+        // Packets of this batch after the last sample go into the next sample's pool.
+        let mut i = self.skip - 1;
+        let mut taken_upto = 0u32;
+        while i < n {
+            let p = &pkts[i as usize];
+            let data = p.data();
+            let h = data.len().min(usize::from(self.cfg.header_bytes));
+            let slot_pool = self.pool.get_mut(usize::from(slot));
+            // The pool was credited with the whole batch; the part after this sample
+            // belongs to the next one.
+            let delta = match slot_pool {
+                Some(pool) => {
+                    let after = u64::from(n - 1 - i);
+                    let d = pool.saturating_sub(after);
+                    *pool = after;
+                    d
+                }
+                None => u64::from(i + 1 - taken_upto),
+            };
+            taken_upto = i + 1;
+            let s = Sample {
+                sampler: self.cfg.id,
+                input: self.ifindex.get(usize::from(slot)).copied().unwrap_or(0),
+                frame_len: data.len() as u32,
+                rate: self.cfg.rate,
+                pool_delta: delta,
+                header: data[..h].to_vec(),
+            };
+            match self.cfg.sink.tx.try_send(s) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                    self.cfg.sink.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            let gap = self.next_gap();
+            i += gap;
+        }
+        self.skip = i - n + 1;
+    }
+}
+
+impl Switch {
+    /// Sets (or with `None` removes) bridge `br`'s sampler for `owner` on this thread.
+    pub fn set_sampler(
+        &mut self,
+        br: &str,
+        owner: &'static str,
+        cfg: Option<SamplerConfig>,
+    ) -> Result<(), String> {
+        let seed = self as *const Switch as u64 ^ 0x9e37_79b9_7f4a_7c15;
+        let b = self
+            .bridge_mut(br)
+            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+        let s = cfg.map(|c| {
+            let mut ifindex = Vec::new();
+            for (i, s) in b.ports() {
+                let i = usize::from(i);
+                if ifindex.len() <= i {
+                    ifindex.resize(i + 1, 0);
+                }
+                ifindex[i] = SamplerConfig::ifindex(s.port.ifindex(), s.ofport);
+            }
+            Sampler::new(c, ifindex, seed)
+        });
+        b.set_sampler(owner, s);
+        Ok(())
+    }
+}
+
+impl crate::Datapath {
+    /// Sets bridge `br`'s sampler for `owner` on every poll thread that serves it (each owner,
+    /// such as sFlow or IPFIX, has its own). Call again after the bridge's ports change
+    /// (interface indexes are resolved when it is set).
+    pub fn set_sampler(
+        &self,
+        br: &str,
+        owner: &'static str,
+        cfg: Option<SamplerConfig>,
+    ) -> Result<(), String> {
+        let st = self.lock();
+        let (b, c) = (br.to_string(), cfg.clone());
+        st.call(move |sw| sw.set_sampler(&b, owner, c))??;
+        if st.is_replicated(br) {
+            for i in 1..st.n_pmds() {
+                let (b, c) = (br.to_string(), cfg.clone());
+                st.call_on(i, move |sw| sw.set_sampler(&b, owner, c))??;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packet::Pool;
+
+    fn batch(pool: &mut Pool, n: usize, len: usize) -> Batch {
+        let mut b = Batch::new();
+        for i in 0..n {
+            let mut p = pool.alloc().expect("buffer");
+            let mut f = vec![0u8; len];
+            f[0] = i as u8;
+            assert!(p.set_frame(&f));
+            b.push(p).map_err(|_| ()).expect("room");
+        }
+        b
+    }
+
+    fn cfg(rate: u32, header: u16, sink: &Arc<SampleSink>) -> SamplerConfig {
+        SamplerConfig {
+            id: 7,
+            rate,
+            header_bytes: header,
+            sink: sink.clone(),
+        }
+    }
+
+    #[test]
+    fn rate_one_samples_every_packet_with_exact_pools() {
+        let sink = SampleSink::new(1024);
+        let mut s = Sampler::new(cfg(1, 16, &sink), vec![10, 11], 1);
+        let mut pool = Pool::new(64);
+        let mut b = batch(&mut pool, 5, 60);
+        s.observe(1, &b);
+        let got: Vec<Sample> = sink.receiver().try_iter().collect();
+        assert_eq!(got.len(), 5);
+        for (i, g) in got.iter().enumerate() {
+            assert_eq!(g.input, 11);
+            assert_eq!(g.frame_len, 60);
+            assert_eq!(g.header.len(), 16);
+            assert_eq!(g.header[0], i as u8);
+            assert_eq!(g.pool_delta, 1);
+            assert_eq!(g.sampler, 7);
+        }
+        pool.free_batch(&mut b);
+    }
+
+    #[test]
+    fn pools_add_up_and_the_rate_holds_on_average() {
+        let sink = SampleSink::new(100_000);
+        let mut s = Sampler::new(cfg(50, 128, &sink), vec![1, 2, 3], 42);
+        let mut pool = Pool::new(64);
+        let mut b = batch(&mut pool, 32, 40);
+        let mut sent = [0u64; 3];
+        for round in 0..20_000u32 {
+            let slot = (round % 3) as u16;
+            s.observe(slot, &b);
+            sent[slot as usize] += 32;
+        }
+        let got: Vec<Sample> = sink.receiver().try_iter().collect();
+        // 640,000 packets at 1 in 50: 12,800 expected; the gap's spread keeps it near.
+        assert!((12_000..13_600).contains(&got.len()), "{}", got.len());
+        for (slot, want) in sent.iter().enumerate() {
+            let summed: u64 = got
+                .iter()
+                .filter(|g| g.input == slot as u32 + 1)
+                .map(|g| g.pool_delta)
+                .sum();
+            // What follows a port's last sample is not reported yet.
+            let left = s.pool[slot];
+            assert_eq!(summed + left, *want, "slot {slot}");
+            assert!(left < 2_000, "{left}");
+        }
+        assert!(got.iter().all(|g| g.header.len() == 40 && g.rate == 50));
+        pool.free_batch(&mut b);
+    }
+
+    #[test]
+    fn a_full_sink_drops_and_counts() {
+        let sink = SampleSink::new(3);
+        let mut s = Sampler::new(cfg(1, 8, &sink), vec![1], 3);
+        let mut pool = Pool::new(64);
+        let mut b = batch(&mut pool, 10, 20);
+        s.observe(0, &b);
+        assert_eq!(sink.receiver().len(), 3);
+        assert_eq!(sink.dropped(), 7);
+        pool.free_batch(&mut b);
+    }
+
+    #[test]
+    fn gaps_stay_in_range() {
+        let sink = SampleSink::new(1);
+        let mut s = Sampler::new(cfg(400, 8, &sink), vec![], 9);
+        let mut sum = 0u64;
+        for _ in 0..100_000 {
+            let g = s.next_gap();
+            assert!((1..=799).contains(&g));
+            sum += u64::from(g);
+        }
+        let mean = sum / 100_000;
+        assert!((390..=410).contains(&mean), "{mean}");
+    }
+}

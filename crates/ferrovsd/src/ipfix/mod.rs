@@ -1,0 +1,428 @@
+//! Per-bridge IPFIX export: OVSDB's `IPFIX` table onto the datapath's packet sampler, and an
+//! exporter thread that turns samples into IPFIX flow records (RFC 7011).
+//!
+//! What: a bridge whose `ipfix` column names a row samples one received packet in `sampling`
+//! (400 by default) and sends flow records to every `targets` collector (`IP[:PORT]`, port
+//! 4739 by default) in observation domain `obs_domain_id` (0 by default). As in OVS, records
+//! are aggregated in a flow cache only when both `cache_active_timeout` (seconds) and
+//! `cache_max_flows` are above 0: a record then goes out when it has been in the cache for the
+//! active timeout, or when the cache is full (all records, end reason "lack of resources").
+//! Otherwise every sample is a one-packet record. Counts are of sampled packets (not scaled
+//! by the rate), as OVS exports them. [`packet::sampled`] says what a record is keyed on,
+//! [`wire`] what the records and templates hold.
+//!
+//! Not here: flow-based IPFIX (`Flow_Sample_Collector_Set` and the OpenFlow `sample` action),
+//! `obs_point_id`, the `other_config` sampling switches, and egress interfaces (sampling is on
+//! ingress, so egress is 0, unknown). A row that sets them is used for the rest.
+//!
+//! Threads: [`Ipfix::configure`] runs on the reconfiguration thread; one exporter thread,
+//! started with the first configured bridge and stopped with the last, owns the caches,
+//! sockets and sequence numbers. Samples reach it through the bounded channel of
+//! [`datapath::sample`] (dropped and counted by the poll threads when it is full).
+
+pub mod wire;
+
+use crate::collector::Applied;
+use crate::collector::Sockets;
+use crate::vswitch::model::Tables;
+use crossbeam_channel::{select, unbounded, Receiver, Sender};
+use datapath::sample::{Sample, SampleSink, SamplerConfig, SINK_DEPTH};
+use datapath::Datapath;
+use packet::sampled::{self, SampledKey};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use wire::{Message, Record};
+
+/// IPFIX's collector port.
+pub const DEFAULT_PORT: u16 = 4739;
+const OWNER: &str = "ipfix";
+/// Bytes of each sampled frame the key is read from.
+const HEADER_BYTES: u16 = 128;
+/// How long a message with records waits for more before it is sent.
+const FLUSH_AFTER: Duration = Duration::from_millis(100);
+/// How often templates are sent again (collectors that start later learn them).
+const TEMPLATE_EVERY: Duration = Duration::from_secs(10);
+
+/// One bridge's IPFIX settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IpfixConfig {
+    pub targets: Vec<SocketAddr>,
+    pub sampling: u32,
+    pub domain: u32,
+    pub active_timeout: u32,
+    pub max_flows: u32,
+}
+
+impl IpfixConfig {
+    fn caching(&self) -> bool {
+        self.active_timeout > 0 && self.max_flows > 0
+    }
+}
+
+/// Each bridge's IPFIX row, by bridge name, and warnings naming what was refused.
+pub fn from_tables(t: &Tables) -> (Vec<(String, IpfixConfig)>, Vec<String>) {
+    crate::collector::export_rows(t, "ipfix", "IPFIX", "IPFIX", |r| {
+        let max = i64::from(u32::MAX);
+        let sampling = r.int("sampling", 1, max, 400) as u32;
+        let domain = r.int("obs_domain_id", 0, max, 0) as u32;
+        let active_timeout = r.int("cache_active_timeout", 0, max, 0) as u32;
+        let max_flows = r.int("cache_max_flows", 0, max, 0) as u32;
+        let targets = r.targets(DEFAULT_PORT);
+        (!targets.is_empty()).then_some(IpfixConfig {
+            targets,
+            sampling,
+            domain,
+            active_timeout,
+            max_flows,
+        })
+    })
+}
+
+struct Running {
+    tx: Sender<Vec<(u32, IpfixConfig)>>,
+    thread: Option<JoinHandle<()>>,
+    sink: Arc<SampleSink>,
+}
+
+#[derive(Default)]
+struct Inner {
+    running: Option<Running>,
+    applied: Applied<IpfixConfig>,
+}
+
+/// The daemon's IPFIX exporter. See the module documentation.
+#[derive(Default)]
+pub struct Ipfix {
+    inner: Mutex<Inner>,
+}
+
+impl Ipfix {
+    /// Applies the database's IPFIX rows (see [`crate::sflow::Sflow::configure`], which this
+    /// mirrors). Returns warnings when it changed something.
+    pub fn configure(&self, pmd: &Arc<Datapath>, t: &Tables, ports_changed: bool) -> Vec<String> {
+        let (wanted, mut warnings) = from_tables(t);
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let inner = &mut *g;
+        let Some(gone) = inner.applied.changes(&wanted, ports_changed) else {
+            return Vec::new();
+        };
+        for b in gone {
+            let _ = pmd.set_sampler(&b, OWNER, None);
+        }
+        if wanted.is_empty() {
+            stop(inner.running.take());
+            return warnings;
+        }
+        let running = inner.running.get_or_insert_with(start);
+        let mut list = Vec::new();
+        for (bridge, cfg) in wanted {
+            let id = inner.applied.id(&bridge);
+            let sc = SamplerConfig {
+                id,
+                rate: cfg.sampling,
+                header_bytes: HEADER_BYTES,
+                sink: running.sink.clone(),
+            };
+            if let Err(e) = pmd.set_sampler(&bridge, OWNER, Some(sc)) {
+                warnings.push(format!("bridge {bridge}: IPFIX: {e}"));
+                continue;
+            }
+            list.push((id, cfg.clone()));
+            inner.applied.insert(bridge, cfg, id);
+        }
+        let _ = running.tx.send(list);
+        warnings
+    }
+}
+
+impl Drop for Ipfix {
+    fn drop(&mut self) {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        stop(g.running.take());
+    }
+}
+
+fn start() -> Running {
+    let (tx, rx) = unbounded();
+    let sink = SampleSink::new(SINK_DEPTH);
+    let s = sink.clone();
+    let thread = std::thread::Builder::new()
+        .name("ipfix".into())
+        .spawn(move || Exporter::new(s).run(&rx))
+        .map_err(|e| {
+            crate::vswitch::vlog::err("ipfix", &format!("cannot start the IPFIX exporter: {e}"))
+        })
+        .ok();
+    Running { tx, thread, sink }
+}
+
+fn stop(r: Option<Running>) {
+    if let Some(mut r) = r {
+        drop(r.tx);
+        if let Some(t) = r.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One bridge on the exporter thread.
+struct BridgeState {
+    cfg: IpfixConfig,
+    cache: HashMap<SampledKey, Record>,
+    /// Records waiting to be sent, and since when.
+    out: Vec<Record>,
+    out_since: Option<Instant>,
+}
+
+struct Exporter {
+    sink: Arc<SampleSink>,
+    bridges: HashMap<u32, BridgeState>,
+    /// Per observation domain: data records sent, and when templates last went out.
+    domains: HashMap<u32, (u32, Option<Instant>)>,
+    socks: Sockets,
+}
+
+impl Exporter {
+    fn new(sink: Arc<SampleSink>) -> Exporter {
+        Exporter {
+            sink,
+            bridges: HashMap::new(),
+            domains: HashMap::new(),
+            socks: Sockets::new(),
+        }
+    }
+
+    fn run(mut self, cfg: &Receiver<Vec<(u32, IpfixConfig)>>) {
+        let samples = self.sink.receiver().clone();
+        loop {
+            let wait = self
+                .next_deadline()
+                .saturating_duration_since(Instant::now());
+            select! {
+                recv(cfg) -> m => match m {
+                    Ok(list) => self.reconfigure(list),
+                    Err(_) => {
+                        self.flush_all(wire::END_FORCED);
+                        return;
+                    }
+                },
+                recv(samples) -> s => if let Ok(s) = s { self.add_sample(&s) },
+                default(wait) => {}
+            }
+            for s in samples.try_iter().take(SINK_DEPTH) {
+                self.add_sample(&s);
+            }
+            self.timers();
+        }
+    }
+
+    fn reconfigure(&mut self, list: Vec<(u32, IpfixConfig)>) {
+        let mut next = HashMap::new();
+        for (id, cfg) in list {
+            let st = match self.bridges.remove(&id) {
+                Some(mut st) if st.cfg.targets == cfg.targets && st.cfg.domain == cfg.domain => {
+                    st.cfg = cfg;
+                    st
+                }
+                old => {
+                    if let Some(mut st) = old {
+                        evict_all(&mut st, wire::END_FORCED);
+                        self.send(&mut st);
+                    }
+                    // New collectors or domain: they learn the templates first.
+                    self.domains.entry(cfg.domain).or_default().1 = None;
+                    BridgeState {
+                        cfg,
+                        cache: HashMap::new(),
+                        out: Vec::new(),
+                        out_since: None,
+                    }
+                }
+            };
+            next.insert(id, st);
+        }
+        let old: Vec<u32> = self.bridges.keys().copied().collect();
+        for id in old {
+            if let Some(mut st) = self.bridges.remove(&id) {
+                evict_all(&mut st, wire::END_FORCED);
+                self.send(&mut st);
+            }
+        }
+        self.bridges = next;
+    }
+
+    fn add_sample(&mut self, s: &Sample) {
+        let Some(st) = self.bridges.get_mut(&s.sampler) else {
+            return;
+        };
+        let Some((key, ip_len)) = sampled::parse(s.input, &s.header) else {
+            return;
+        };
+        let now = now_ms();
+        let octets = if key.ip.is_some() {
+            u64::from(ip_len)
+        } else {
+            0
+        };
+        if !st.cfg.caching() {
+            st.out.push(Record {
+                key,
+                start_ms: now,
+                end_ms: now,
+                packets: 1,
+                octets,
+                l2_octets: u64::from(s.frame_len),
+                reason: wire::END_ACTIVE,
+            });
+            st.out_since.get_or_insert_with(Instant::now);
+            return;
+        }
+        if !st.cache.contains_key(&key) && st.cache.len() >= st.cfg.max_flows as usize {
+            evict_all(st, wire::END_RESOURCES);
+        }
+        let r = st.cache.entry(key.clone()).or_insert_with(|| Record {
+            key,
+            start_ms: now,
+            end_ms: now,
+            packets: 0,
+            octets: 0,
+            l2_octets: 0,
+            reason: wire::END_ACTIVE,
+        });
+        r.end_ms = now;
+        r.packets += 1;
+        r.octets += octets;
+        r.l2_octets += u64::from(s.frame_len);
+    }
+
+    fn next_deadline(&self) -> Instant {
+        let far = Instant::now() + Duration::from_millis(500);
+        self.bridges
+            .values()
+            .filter_map(|st| st.out_since.map(|t| t + FLUSH_AFTER))
+            .min()
+            .unwrap_or(far)
+            .min(far)
+    }
+
+    fn timers(&mut self) {
+        let now = now_ms();
+        let ids: Vec<u32> = self.bridges.keys().copied().collect();
+        for id in ids {
+            let Some(mut st) = self.bridges.remove(&id) else {
+                continue;
+            };
+            if st.cfg.caching() {
+                let timeout = u64::from(st.cfg.active_timeout) * 1000;
+                let due: Vec<SampledKey> = st
+                    .cache
+                    .iter()
+                    .filter(|(_, r)| now.saturating_sub(r.start_ms) >= timeout)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in due {
+                    if let Some(r) = st.cache.remove(&k) {
+                        st.out.push(r);
+                        st.out_since.get_or_insert_with(Instant::now);
+                    }
+                }
+            }
+            if st.out_since.is_some_and(|t| t.elapsed() >= FLUSH_AFTER) {
+                self.send(&mut st);
+            }
+            self.bridges.insert(id, st);
+        }
+    }
+
+    fn flush_all(&mut self, reason: u8) {
+        let ids: Vec<u32> = self.bridges.keys().copied().collect();
+        for id in ids {
+            if let Some(mut st) = self.bridges.remove(&id) {
+                evict_all(&mut st, reason);
+                self.send(&mut st);
+            }
+        }
+    }
+
+    /// Sends `st`'s waiting records in as many messages as they need.
+    fn send(&mut self, st: &mut BridgeState) {
+        st.out_since = None;
+        let mut rest = std::mem::take(&mut st.out).into_iter().peekable();
+        while rest.peek().is_some() {
+            let (seq, last_t) = self.domains.entry(st.cfg.domain).or_default();
+            let templates = last_t.is_none_or(|t| t.elapsed() >= TEMPLATE_EVERY);
+            let mut m = Message::new(templates);
+            while let Some(r) = rest.peek() {
+                if !m.add(r) {
+                    break;
+                }
+                rest.next();
+            }
+            if m.records() == 0 {
+                // A record that cannot fit even alone: impossible with these templates.
+                rest.next();
+                continue;
+            }
+            let n = m.records();
+            let secs = (now_ms() / 1000) as u32;
+            let bytes = m.finish(secs, *seq, st.cfg.domain);
+            *seq = seq.wrapping_add(n);
+            if templates {
+                *last_t = Some(Instant::now());
+            }
+            self.socks.send(&st.cfg.targets, &bytes);
+        }
+    }
+}
+
+/// Moves every cached record of `st` to its send queue with end reason `reason`.
+fn evict_all(st: &mut BridgeState, reason: u8) {
+    for (_, mut r) in st.cache.drain() {
+        r.reason = reason;
+        st.out.push(r);
+    }
+    if !st.out.is_empty() {
+        st.out_since.get_or_insert_with(Instant::now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rows_and_defaults() {
+        let mut t = Tables::new();
+        let row = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+        t.entry("Bridge".into()).or_default().insert(
+            "b".into(),
+            row(json!({"name": "br0", "ipfix": ["uuid", "i"]})),
+        );
+        t.entry("IPFIX".into()).or_default().insert(
+            "i".into(),
+            row(
+                json!({"targets": ["set", ["127.0.0.1", "x"]], "obs_domain_id": 7,
+                       "cache_active_timeout": 5, "cache_max_flows": -1}),
+            ),
+        );
+        let (c, w) = from_tables(&t);
+        let c = &c[0].1;
+        assert_eq!(c.targets, vec!["127.0.0.1:4739".parse().expect("addr")]);
+        assert_eq!(
+            (c.sampling, c.domain, c.active_timeout, c.max_flows),
+            (400, 7, 5, 0)
+        );
+        assert!(!c.caching());
+        assert_eq!(w.len(), 2, "{w:?}");
+    }
+}
