@@ -31,7 +31,7 @@ use std::net::IpAddr;
 pub const MAX_PROBES: usize = 16_384;
 
 /// An address and port range for NAT.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct NatRange {
     /// First address.
     pub addr_min: IpAddr,
@@ -83,7 +83,7 @@ impl NatRange {
 }
 
 /// The NAT part of a `ct` action.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Nat {
     /// `nat` without a range: translate packets of connections that have NAT.
     Apply,

@@ -12,16 +12,19 @@
 
 /// Boolean capabilities, by OVS's key names, with whether this datapath has them.
 const FLAGS: &[(&str, bool)] = &[
-    // Connection tracking and recirculation: not implemented yet.
-    ("recirc", false),
-    ("ct_state", false),
-    ("ct_zone", false),
-    ("ct_mark", false),
-    ("ct_label", false),
-    ("ct_state_nat", false),
-    ("ct_orig_tuple", false),
-    ("ct_orig_tuple6", false),
-    ("ct_clear", false),
+    // Connection tracking (`crate::ct`) and recirculation: the ct action, its fields, NAT
+    // state bits, the original tuple (IPv4 and IPv6), ct_clear.
+    ("recirc", true),
+    ("ct_state", true),
+    ("ct_zone", true),
+    ("ct_mark", true),
+    ("ct_label", true),
+    ("ct_state_nat", true),
+    ("ct_orig_tuple", true),
+    ("ct_orig_tuple6", true),
+    ("ct_clear", true),
+    // Not yet: conntrack events, NXT_CT_FLUSH, timeout policies from the database, and
+    // the zero-SNAT behaviour.
     ("ct_eventmask", false),
     ("ct_flush", false),
     ("ct_timeout", false),
@@ -75,6 +78,7 @@ mod tests {
             );
         }
         assert!(c.iter().any(|(k, v)| *k == "ct_zero_snat" && v == "false"));
+        assert!(c.iter().any(|(k, v)| *k == "recirc" && v == "true"));
     }
 
     #[test]

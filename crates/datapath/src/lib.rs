@@ -33,6 +33,7 @@
 pub mod bridge;
 pub mod capabilities;
 pub mod clock;
+pub mod ct;
 pub mod cycles;
 pub mod dpcls;
 pub mod dpif;

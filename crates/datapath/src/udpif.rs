@@ -674,6 +674,8 @@ fn revalidator_main(u: &Udpif) {
             if u.of().expire(clock::now_ms()) > 0 {
                 round(u);
             }
+            // Expired connections: off the poll threads, bounded work per round.
+            crate::ct::sweep(clock::now_ms(), 100_000);
         }
         let mut d = lock(&u.reval_done);
         *d = (*d).max(target);

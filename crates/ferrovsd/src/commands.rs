@@ -15,6 +15,10 @@ use datapath::udpif::Udpif;
 use datapath::Datapath;
 use std::sync::{Arc, Mutex};
 
+// The `dpctl/*` conntrack commands live beside this file.
+#[path = "dpctl_ct.rs"]
+mod dpctl_ct;
+
 /// Every command: (name, usage).
 const COMMANDS: &[(&str, &str)] = &[
     (
@@ -149,6 +153,7 @@ impl Daemon {
         if !COMMANDS.iter().any(|c| c.0 == method)
             && !ofconn::cli::is_verb(method)
             && !appctl::has(method)
+            && !dpctl_ct::has(method)
         {
             return Err(format!(
                 "\"{method}\" is not a valid command (use list-commands to see them)\n"
@@ -163,6 +168,9 @@ impl Daemon {
     fn run(&self, method: &str, args: &[String], json: bool) -> Result<String, String> {
         if appctl::has(method) {
             return appctl::run(&self.pmd, &self.ofconn.udpifs(), method, args, json);
+        }
+        if dpctl_ct::has(method) {
+            return dpctl_ct::run(method, args, datapath::clock::now_ms());
         }
         if let Some(verb) = module_verb(method) {
             return self.module_cmd(method, verb, args, json);
@@ -407,6 +415,7 @@ fn list_commands() -> String {
         .iter()
         .chain(ofconn::cli::VERBS)
         .chain(appctl::COMMANDS)
+        .chain(dpctl_ct::COMMANDS)
         .collect();
     cmds.sort_by_key(|c| c.0);
     for (name, usage) in cmds {

@@ -581,7 +581,65 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
     out.push_str(&format!(
         "\nFinal flow: {final_flow}\nMegaflow: {mega}\nDatapath actions: {dp}\n"
     ));
+    // Follow recirculations as OVS's trace does: the tracked packet resumes as a new
+    // connection (`ct_state=new|trk`) in the zone the `ct` named.
+    let mut next = recirculation(&x);
+    let mut rounds = 0;
+    while let Some((id, zone, flow)) = next.take() {
+        rounds += 1;
+        if rounds > 6 {
+            out.push_str("\nrecirculation too deep, not followed\n");
+            break;
+        }
+        let mut k = flow;
+        k.recirc_id = id;
+        k.ct_state = 0x21;
+        k.ct_zone = zone;
+        k.regs = [0; packet::flow::N_REGS];
+        k.metadata = 0;
+        let rule = "=".repeat(79);
+        out.push_str(&format!(
+            "\n{rule}\nrecirc({id:#x}) - resume conntrack with default ct_state=trk|new\n{rule}\n\n"
+        ));
+        let mut lines = Vec::new();
+        let x = ofproto::xlate(&m.of(), &k, None, Some(&mut lines));
+        out.push_str(&format!("Flow: {k}\n\nbridge\n------\n"));
+        for l in lines {
+            out.push_str(&format!(" {l}\n"));
+        }
+        let acts: Vec<String> = x.actions.iter().map(|a| a.to_string()).collect();
+        let dp = if acts.is_empty() {
+            "drop".to_string()
+        } else {
+            acts.join(",")
+        };
+        out.push_str(&format!(
+            "\nFinal flow: {}\nMegaflow: {}\nDatapath actions: {dp}\n",
+            if x.final_flow == k {
+                "unchanged".to_string()
+            } else {
+                x.final_flow.to_string()
+            },
+            ofproto::text::megaflow_text(&k, &x.wc)
+        ));
+        next = recirculation(&x);
+    }
     Ok(out)
+}
+
+/// The first `recirc` of a translation: its id, the zone of the `ct` before it, and the
+/// flow the packet leaves that pass with.
+fn recirculation(x: &ofproto::xlate::XlateOut) -> Option<(u32, u16, packet::flow::FlowKey)> {
+    use ofproto::odp::DpAction;
+    let mut zone = 0;
+    for a in &x.actions {
+        match a {
+            DpAction::Ct(c) => zone = c.zone,
+            DpAction::Recirc(id) => return Some((*id, zone, x.final_flow)),
+            _ => {}
+        }
+    }
+    None
 }
 
 fn dump_megaflows(m: &Udpif, json: bool, now: u64) -> String {

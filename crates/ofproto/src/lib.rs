@@ -19,6 +19,8 @@ pub mod fields;
 pub mod group;
 pub mod meter;
 pub mod odp;
+pub mod odp_ct;
+pub mod recirc;
 pub mod rule;
 pub mod switch;
 pub mod table;

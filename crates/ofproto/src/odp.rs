@@ -116,6 +116,12 @@ pub enum DpAction {
     SetNdSll([u8; 6]),
     SetNdTll([u8; 6]),
     SetTunnelId(u64),
+    /// Send the packet through the connection tracker (boxed: rare, and large).
+    Ct(Box<crate::odp_ct::CtAction>),
+    /// Re-inject the packet into the pipeline under this recirculation id, with the
+    /// connection-tracking fields the last `Ct` gave it (a copy unless it is the last
+    /// action).
+    Recirc(u32),
 }
 
 impl DpAction {
@@ -130,6 +136,8 @@ impl DpAction {
                 | DpAction::Meter(_)
                 | DpAction::SetQueue(_)
                 | DpAction::SetTunnelId(_)
+                | DpAction::Ct(_)
+                | DpAction::Recirc(_)
         )
     }
 }
@@ -472,7 +480,9 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::Clone(_)
         | DpAction::Meter(_)
         | DpAction::SetQueue(_)
-        | DpAction::SetTunnelId(_) => false,
+        | DpAction::SetTunnelId(_)
+        | DpAction::Ct(_)
+        | DpAction::Recirc(_) => false,
     }
 }
 
@@ -893,6 +903,8 @@ impl std::fmt::Display for DpAction {
             DpAction::SetNdSll(m) => write!(f, "set(nd(sll={}))", mac(m)),
             DpAction::SetNdTll(m) => write!(f, "set(nd(tll={}))", mac(m)),
             DpAction::SetTunnelId(t) => write!(f, "set(tunnel(tun_id={t:#x}))"),
+            DpAction::Ct(c) => write!(f, "{c}"),
+            DpAction::Recirc(id) => write!(f, "recirc({id:#x})"),
         }
     }
 }

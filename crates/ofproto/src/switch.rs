@@ -134,6 +134,8 @@ pub struct Ofproto {
     fail_open: bool,
     /// The TLV table (`tun_metadata` maps), edited by Nicira TLV-table mods.
     pub tlv: crate::tlv::TlvTable,
+    /// Recirculation ids and the pipeline state they resume with (shared by copies).
+    pub recirc: Arc<crate::recirc::RecircIds>,
 }
 
 impl Default for Ofproto {
@@ -168,6 +170,7 @@ impl Ofproto {
             miss_send_len: 128,
             fail_open: false,
             tlv: crate::tlv::TlvTable::default(),
+            recirc: Arc::default(),
         }
     }
 

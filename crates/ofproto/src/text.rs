@@ -27,6 +27,11 @@ fn applies(f: Field, k: &FlowKey) -> bool {
     match f {
         Field::InPort | Field::Metadata | Field::EthDst | Field::EthSrc | Field::EthType => true,
         Field::TunnelId | Field::PktMark => true,
+        Field::RecircId | Field::DpHash => true,
+        Field::CtState | Field::CtZone | Field::CtMark | Field::CtLabel => true,
+        Field::CtNwSrc | Field::CtNwDst => ip4,
+        Field::CtIpv6Src | Field::CtIpv6Dst => ip6,
+        Field::CtNwProto | Field::CtTpSrc | Field::CtTpDst => ip,
         Field::VlanVid | Field::VlanPcp => true,
         Field::InPhyPort => false,
         Field::IpDscp | Field::IpEcn | Field::IpProto | Field::NwTtl | Field::IpFrag => ip,

@@ -874,7 +874,9 @@ pub fn xlate(
     trace: Option<&mut Vec<String>>,
 ) -> XlateOut {
     run(of, key, pkt, trace, |ctx| {
-        if of.fail_open() {
+        if key.recirc_id != 0 {
+            ctx.resume(key.recirc_id);
+        } else if of.fail_open() {
             // Standalone fail-mode without a controller: a learning switch (OVS's hidden
             // fail-open flow).
             ctx.note(|| "fail-open: NORMAL".into());
@@ -948,8 +950,10 @@ fn run(
         trace,
         indent: 0,
     };
-    // The ingress port is always part of the decision (outputs exclude it).
+    // The ingress port is always part of the decision (outputs exclude it), and so is
+    // the pass: a megaflow of the first pass must not match a recirculated packet.
     ctx.unwild(Field::InPort);
+    ctx.unwild(Field::RecircId);
     body(&mut ctx);
     // A TTL expiry stops processing: what was already output stays output (as in OVS),
     // nothing after it runs, the action set included.

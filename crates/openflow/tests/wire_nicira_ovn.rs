@@ -140,9 +140,15 @@ fn nicira_errors_on_the_wire() {
 #[test]
 fn ct_flush_zone() {
     round_trip(
-        &hex("04040018 00000008 00002320 0000001d 0007 000000000000"),
+        &hex("04040018 00000008 00002320 0000001d 000000000000 0007"),
         OFP13,
         NxMessage::CtFlushZone(7),
+    );
+    // What `ovs-ofctl ct-flush-zone BR 9` sends (OpenFlow 1.0, captured): the zone last.
+    round_trip(
+        &hex("01040018 00000002 00002320 0000001d 000000000000 0009"),
+        openflow::wire::OFP10,
+        NxMessage::CtFlushZone(9),
     );
 }
 
@@ -190,7 +196,7 @@ fn mutations_never_panic() {
             "06040030 00000005 00002320 0000001a 00000100 0040 00000000000000000000 \
              0102 80 04 0000 0000 ffff 01 7c 003f 0000",
         ),
-        hex("04040018 00000008 00002320 0000001d 0007 000000000000"),
+        hex("04040018 00000008 00002320 0000001d 000000000000 0007"),
     ];
     let pin = PacketIn2Sample::bytes();
     msgs.push(pin);

@@ -29,7 +29,16 @@ pub(super) struct Exec {
     pub(super) of_slot: Vec<u16>,
     pub(super) of_slot_big: HashMap<u32, u16>,
     pub(super) stats: OpenFlowStats,
+    /// Packets to re-inject (`DpAction::Recirc`): key, ingress slot, packet. Drained by the
+    /// module after each batch (see `OpenFlow::drain_recirc`).
+    pub(super) recirc: Vec<(FlowKey, u16, Packet)>,
+    /// Recirculations the packets being executed went through (0 on their first pass).
+    pub(super) depth: u8,
 }
+
+/// Most recirculations a packet may go through (OVS's limit too); beyond, it is dropped
+/// and counted.
+pub(super) const MAX_RECIRC_DEPTH: u8 = 6;
 
 pub(super) const NO_SLOT: u16 = u16::MAX;
 pub(super) const SMALL_PORTS: u32 = 4096;
@@ -146,8 +155,40 @@ impl Exec {
                 })
             });
         let mut offs = None;
+        // A `recirc` after that action needs the packet: the recirc takes it, the
+        // output before it copies.
+        let last_send = match actions
+            .iter()
+            .rposition(|a| matches!(a, DpAction::Recirc(_)))
+        {
+            Some(r) if last_send.is_none_or(|s| r > s) => Some(r),
+            _ => last_send,
+        };
+        // The verdict of the last `ct` of this pass, for a `recirc` after it.
+        let mut ct_res = None;
         for (i, a) in actions.iter().enumerate() {
             match a {
+                DpAction::Ct(c) => {
+                    ct_res = Some(crate::ct::track(c, &mut pkt, now_ms));
+                    self.stats.ct_executions += 1;
+                    offs = None;
+                }
+                DpAction::Recirc(id) => {
+                    if self.depth >= MAX_RECIRC_DEPTH {
+                        self.stats.recirc_too_deep += 1;
+                        continue;
+                    }
+                    let k = crate::ct::recirc_key(&pkt, key, *id, ct_res.as_ref());
+                    self.stats.recirculations += 1;
+                    if Some(i) == last_send {
+                        self.recirc.push((k, in_slot, pkt));
+                        return;
+                    }
+                    match pool.clone_packet(&pkt) {
+                        Some(c) => self.recirc.push((k, in_slot, c)),
+                        None => self.stats.copy_failures += 1,
+                    }
+                }
                 DpAction::Output(p) => {
                     let Some(slot) = self.slot(*p) else {
                         self.stats.unknown_port += 1;

@@ -138,6 +138,40 @@ impl OpenFlow {
         }
     }
 
+    /// Re-injects the packets `recirc` actions queued, round after round (a round's
+    /// packets may recirculate again, up to `MAX_RECIRC_DEPTH`), through the same caches
+    /// and slow path as received packets; consecutive packets of one ingress port form
+    /// one batch.
+    pub(super) fn drain_recirc(&mut self, now: u64, pool: &mut Pool, out: &mut dyn Emitter) {
+        let mut depth = 0u8;
+        while !self.exec.recirc.is_empty() {
+            depth = depth.saturating_add(1);
+            self.exec.depth = depth;
+            let queued = std::mem::take(&mut self.exec.recirc);
+            let mut it = queued.into_iter().peekable();
+            while let Some((k, slot, p)) = it.next() {
+                let mut pkts = vec![p];
+                self.keys[0] = k;
+                while let Some((_, s, _)) = it.peek() {
+                    if *s != slot || pkts.len() >= self.keys.len() {
+                        break;
+                    }
+                    if let Some((k, _, p)) = it.next() {
+                        self.keys[pkts.len()] = k;
+                        pkts.push(p);
+                    }
+                }
+                let n = pkts.len();
+                if self.slow.is_some() {
+                    self.process_cached(now, slot, n, pkts.into_iter(), pool, out);
+                } else {
+                    self.process_uncached(now, slot, pkts.into_iter(), pool, out);
+                }
+            }
+        }
+        self.exec.depth = 0;
+    }
+
     /// The uncached pipeline over one received batch whose keys are in `self.keys`.
     pub(super) fn process_uncached(
         &mut self,

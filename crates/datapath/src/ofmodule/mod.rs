@@ -78,6 +78,12 @@ pub struct OpenFlowStats {
     /// Uncached pipeline: packets dropped because too many waited for the OpenFlow state.
     pub uncached_deferred_drops: u64,
     pub unknown_port: u64,
+    /// `ct` actions run (packets tracked).
+    pub ct_executions: u64,
+    /// Packets re-injected by `recirc`.
+    pub recirculations: u64,
+    /// Packets dropped for recirculating more than `MAX_RECIRC_DEPTH` times.
+    pub recirc_too_deep: u64,
 }
 
 /// The OpenFlow number of a bridge ofport.
@@ -171,6 +177,8 @@ impl OpenFlow {
                 of_slot: Vec::new(),
                 of_slot_big: HashMap::new(),
                 stats: OpenFlowStats::default(),
+                recirc: Vec::new(),
+                depth: 0,
             },
             emc: Emc::new(emc_insert_inv_prob),
             dpcls: Dpcls::new(),
@@ -281,6 +289,9 @@ impl SwitchLogic for OpenFlow {
         } else {
             self.process_uncached(ctx.now_ms, in_slot, pkts, pool, out);
         }
+        if !self.exec.recirc.is_empty() {
+            self.drain_recirc(ctx.now_ms, pool, out);
+        }
     }
 
     fn poll_pending(&mut self, ctx: &Ctx, pool: &mut Pool, out: &mut dyn Emitter) -> usize {
@@ -312,6 +323,9 @@ impl SwitchLogic for OpenFlow {
                 }
             }
         }
+        if !self.exec.recirc.is_empty() {
+            self.drain_recirc(ctx.now_ms, pool, out);
+        }
         n
     }
 
@@ -336,6 +350,9 @@ impl SwitchLogic for OpenFlow {
         pkt.in_port = in_slot;
         self.exec
             .execute(ctx.now_ms, in_slot, &key, actions, pkt, pool, out);
+        if !self.exec.recirc.is_empty() {
+            self.drain_recirc(ctx.now_ms, pool, out);
+        }
         Ok(())
     }
 

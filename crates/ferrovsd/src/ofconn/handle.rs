@@ -287,9 +287,10 @@ fn nicira(b: &BridgeOf, c: &Conn, xid: u32, nx: NxMessage) -> Result<(), OfError
             };
             c.send(&Message::Nx(reply), xid);
         }
-        // The datapath has no connection tracker yet, so no zone holds any entry: the
-        // flush succeeds with nothing to do (OVN sends it for every zone it allocates).
-        NxMessage::CtFlushZone(_) => {}
+        // Every connection of the zone goes (OVN sends it for each zone it allocates).
+        NxMessage::CtFlushZone(zone) => {
+            datapath::ct::tracker().flush(conntrack::Flush::Zone(zone));
+        }
         // Replies and packet-ins are the switch's to send.
         NxMessage::TlvTableReply { .. } | NxMessage::PacketIn2(_) => {
             return Err(OfError::bad_request(bad_request::BAD_TYPE));

@@ -1,16 +1,27 @@
-//! Translation of the connection-tracking actions (`ct`, `ct_clear`).
+//! Translation of the connection-tracking actions (`ct`, `ct_clear`) and of a
+//! recirculated packet's resumption.
 //!
-//! `ct_clear` forgets the packet's connection-tracking state: the flow's ct fields become
-//! zero for the rest of the pass (the datapath carries ct state only across a
-//! recirculation, so there is nothing to write into the packet).
+//! `ct(...)` becomes a datapath `ct` action (zone resolved, NAT in the tracker's form,
+//! mark and label writes folded into one masked write each) and, with `table=N`, a
+//! `recirc(ID)` whose id stands for table N plus the registers and `metadata` of this
+//! moment ([`crate::recirc`]). As in OVS the pipeline forks there: the datapath re-injects
+//! the tracked packet under the new id, and the current actions go on with the packet as
+//! the tracker left it (translated by NAT) but without connection-tracking state, which
+//! exists only in the recirculated pass. A `ct` whose zone comes from a register pins those
+//! register bits in the megaflow.
 //!
-//! `ct(...)` is accepted, validated and printed; this translation does not yet hand the
-//! packet to a connection tracker, so a flow that reaches a `ct` action fails its
-//! translation and the packet is dropped (counted as a failed translation, and said so in
-//! traces) rather than continuing as if it had been tracked.
+//! A recirculated packet's translation ([`Ctx::resume`]) restores the frozen registers and
+//! `metadata` and starts in the frozen table; an unknown id fails the translation.
+//!
+//! `ct_clear` forgets the packet's connection-tracking state for the rest of the pass.
 
 use super::Ctx;
-use openflow::ct::Ct;
+use crate::odp::DpAction;
+use crate::odp_ct::{nat_of, CtAction};
+use crate::recirc::Frozen;
+use openflow::ct::{Ct, CtZone};
+use openflow::oxm::Field;
+use openflow::Action;
 
 /// `ct_state` bits that mean the packet has a connection (OVS's `CS_*` valid set).
 pub(super) const CT_VALID: u8 = openflow::oxm::CS_NEW
@@ -20,13 +31,93 @@ pub(super) const CT_VALID: u8 = openflow::oxm::CS_NEW
     | openflow::oxm::CS_SRC_NAT
     | openflow::oxm::CS_DST_NAT;
 
+/// Folds a masked write into an accumulated (value, mask).
+fn fold<T>(acc: Option<(T, T)>, v: T, m: T) -> Option<(T, T)>
+where
+    T: Copy
+        + std::ops::BitAnd<Output = T>
+        + std::ops::BitOr<Output = T>
+        + std::ops::Not<Output = T>,
+{
+    Some(match acc {
+        None => (v & m, m),
+        Some((av, am)) => ((av & !m) | (v & m), am | m),
+    })
+}
+
 impl Ctx<'_> {
     pub(super) fn conntrack(&mut self, ct: &Ct) {
-        let text = openflow::text::format_action(&openflow::Action::Ct(Box::new(ct.clone())));
-        self.fail(|| format!("{text}: connection tracking is not available in this datapath"));
+        let zone = match ct.zone {
+            CtZone::Imm(z) => z,
+            CtZone::Field(sf) => self.read_bits(&sf) as u16,
+        };
+        let mut a = CtAction {
+            zone,
+            commit: ct.commit(),
+            force: ct.force(),
+            nat: None,
+            set_mark: None,
+            set_label: None,
+        };
+        for n in &ct.actions {
+            match n {
+                Action::Nat(n) => match nat_of(n) {
+                    Some(x) => a.nat = Some(x),
+                    None => {
+                        self.fail(|| "ct: the NAT range is not usable".into());
+                        return;
+                    }
+                },
+                Action::SetField {
+                    field: Field::CtMark,
+                    value,
+                    mask,
+                } => {
+                    let m = mask.unwrap_or(u128::from(u32::MAX)) as u32;
+                    a.set_mark = fold(a.set_mark, *value as u32, m);
+                }
+                Action::SetField {
+                    field: Field::CtLabel,
+                    value,
+                    mask,
+                } => {
+                    a.set_label = fold(a.set_label, *value, mask.unwrap_or(u128::MAX));
+                }
+                _ => {}
+            }
+        }
+        let text = a.to_string();
+        self.out.push(DpAction::Ct(Box::new(a)));
+        match ct.table {
+            Some(table) => {
+                let frozen = Frozen {
+                    table,
+                    regs: self.flow.regs,
+                    metadata: self.flow.metadata,
+                };
+                match self.of.recirc.id(&frozen) {
+                    Some(id) => {
+                        self.out.push(DpAction::Recirc(id));
+                        self.note(|| format!("{text}, recirc({id:#x}): resumes in table {table}"));
+                    }
+                    None => {
+                        self.fail(|| "ct: no recirculation id left".into());
+                        return;
+                    }
+                }
+            }
+            None => self.note(|| text),
+        }
+        // The connection-tracking fields exist only in the recirculated pass.
+        self.clear_ct_fields();
     }
 
     pub(super) fn ct_clear(&mut self) {
+        self.clear_ct_fields();
+        self.note(|| "ct_clear".into());
+    }
+
+    fn clear_ct_fields(&mut self) {
         let k = &mut self.flow;
         k.ct_state = 0;
         k.ct_zone = 0;
@@ -37,6 +128,18 @@ impl Ctx<'_> {
         k.ct_tp_dst = 0;
         k.ct_src = [0; 16];
         k.ct_dst = [0; 16];
-        self.note(|| "ct_clear".into());
+    }
+
+    /// Starts the translation of a packet recirculated under `id`.
+    pub(super) fn resume(&mut self, id: u32) {
+        match self.of.recirc.get(id) {
+            Some(f) => {
+                self.flow.regs = f.regs;
+                self.flow.metadata = f.metadata;
+                self.note(|| format!("recirc({id:#x}): resuming in table {}", f.table));
+                self.run_tables(f.table);
+            }
+            None => self.fail(|| format!("recirc({id:#x}): unknown recirculation id")),
+        }
     }
 }

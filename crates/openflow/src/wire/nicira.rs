@@ -24,7 +24,8 @@
 //! reason, the pipeline fields as OXM TLVs (OpenFlow 1.5's packet registers over 1.5) and
 //! the controller action's user data; the encoder leaves out what OVS leaves out.
 //!
-//! `NXT_CT_FLUSH_ZONE` names a connection-tracking zone (16 bits, then 6 bytes of padding).
+//! `NXT_CT_FLUSH_ZONE` names a connection-tracking zone: 6 zero bytes, then the 16-bit zone
+//! (OVS's `nx_zone_id`; checked against `ovs-ofctl ct-flush-zone`'s bytes).
 //!
 //! `NXT_FLOW_MOD`'s 16-bit command carries the table id in its high byte when table ids
 //! are enabled; the codec always puts that byte in `FlowMod::table_id` and leaves it to
@@ -224,9 +225,8 @@ pub(crate) fn decode_nx(version: u8, sub: u32, rd: &mut Rd<'_>) -> Result<NxMess
         NXT_TLV_TABLE_REQUEST => NxMessage::TlvTableRequest,
         NXT_PACKET_IN2 => NxMessage::PacketIn2(decode_packet_in2(rd)?),
         NXT_CT_FLUSH_ZONE => {
-            let zone = rd.u16()?;
             rd.skip(6)?;
-            NxMessage::CtFlushZone(zone)
+            NxMessage::CtFlushZone(rd.u16()?)
         }
         NXT_TLV_TABLE_REPLY => {
             let max_option_space = rd.u32()?;
@@ -436,8 +436,8 @@ pub(crate) fn encode_nx(out: &mut Vec<u8>, version: u8, m: &NxMessage) -> Result
         }
         NxMessage::TlvTableRequest => {}
         NxMessage::CtFlushZone(zone) => {
-            out.u16(*zone);
             out.zeros(6);
+            out.u16(*zone);
         }
         NxMessage::PacketIn2(p) => encode_packet_in2(out, version, p),
         NxMessage::TlvTableReply {

@@ -1,0 +1,139 @@
+//! Translation of `ct`, `ct_clear` and recirculated packets: the datapath actions, the
+//! frozen pipeline state a recirculation id stands for, and the megaflow wildcards.
+
+use ofproto::odp::DpAction;
+use ofproto::switch::OfPort;
+use ofproto::{xlate, Ofproto};
+use openflow::text::parse_flow;
+use openflow::FlowModCommand;
+use packet::flow::{FlowKey, ETH_TYPE_IPV4};
+
+fn switch(rules: &[&str]) -> Ofproto {
+    let mut of = Ofproto::new();
+    for p in 1..=3 {
+        of.set_port(OfPort {
+            ofport: p,
+            name: format!("p{p}"),
+            live: true,
+            no_flood: false,
+            admin_down: false,
+        });
+    }
+    for r in rules {
+        let fm = parse_flow(r, FlowModCommand::Add).unwrap_or_else(|e| panic!("{r}: {e}"));
+        of.flow_mod(&fm, 0).unwrap_or_else(|e| panic!("{r}: {e:?}"));
+    }
+    of
+}
+
+fn tcp_key(in_port: u32) -> FlowKey {
+    FlowKey {
+        in_port,
+        dl_type: ETH_TYPE_IPV4,
+        nw_proto: 6,
+        nw_src: [10, 0, 0, 1],
+        nw_dst: [10, 0, 0, 2],
+        nw_ttl: 64,
+        tp_src: 1000,
+        tp_dst: 80,
+        ..FlowKey::ZERO
+    }
+}
+
+const FIREWALL: &[&str] = &[
+    "table=0,priority=90,ip,ct_state=-trk,actions=load:0x7->NXM_NX_REG3[],ct(table=1,zone=NXM_NX_REG3[0..15])",
+    "table=1,priority=100,ip,ct_state=+trk+new,reg3=7,actions=ct(commit,zone=7,exec(set_field:0x1->ct_mark)),output:2",
+    "table=1,priority=100,ip,ct_state=+trk+est,actions=output:3",
+    "table=1,priority=10,actions=drop",
+];
+
+#[test]
+fn ct_with_table_recirculates_with_the_frozen_registers() {
+    let of = switch(FIREWALL);
+    let k = tcp_key(1);
+    let x = xlate(&of, &k, None, None);
+    let [DpAction::Ct(ct), DpAction::Recirc(id)] = x.actions.as_slice() else {
+        panic!("{:?}", x.actions)
+    };
+    assert_eq!(ct.zone, 7);
+    assert!(!ct.commit && ct.nat.is_none());
+    assert_ne!(*id, 0);
+    // Every megaflow pins the pass, and this one the untracked state it matched.
+    assert_eq!(x.wc.recirc_id, u32::MAX);
+    assert_eq!(x.wc.ct_state & 0x20, 0x20);
+    // The ct fields are gone after the ct in this pass.
+    assert_eq!(x.final_flow.ct_state, 0);
+
+    // The recirculated packet: a new connection in zone 7 resumes in table 1 with reg3=7.
+    let mut r = k;
+    r.recirc_id = *id;
+    r.ct_state = 0x21;
+    r.ct_zone = 7;
+    let y = xlate(&of, &r, None, None);
+    let [DpAction::Ct(c2), DpAction::Output(2)] = y.actions.as_slice() else {
+        panic!("{:?}", y.actions)
+    };
+    assert!(c2.commit);
+    assert_eq!(c2.zone, 7);
+    assert_eq!(c2.set_mark, Some((1, u32::MAX)));
+    assert_eq!(y.wc.recirc_id, u32::MAX);
+    // Established: the other flow.
+    r.ct_state = 0x22;
+    let z = xlate(&of, &r, None, None);
+    assert_eq!(z.actions, vec![DpAction::Output(3)]);
+    // Same frozen state, same id.
+    let again = xlate(&of, &k, None, None);
+    assert_eq!(again.actions, x.actions);
+    // A first-pass megaflow cannot serve a recirculated packet and the other way round.
+    assert_ne!(k.recirc_id & x.wc.recirc_id, r.recirc_id & x.wc.recirc_id);
+}
+
+#[test]
+fn unknown_recirculation_id_drops() {
+    let of = switch(FIREWALL);
+    let mut k = tcp_key(1);
+    k.recirc_id = 0x999;
+    let x = xlate(&of, &k, None, None);
+    assert!(x.actions.is_empty(), "{:?}", x.actions);
+}
+
+#[test]
+fn nat_and_label_writes_fold_into_the_action() {
+    let of = switch(&[
+        "table=0,ip,actions=ct(commit,nat(src=10.9.0.1-10.9.0.3:2000-2999,random),\
+         exec(set_field:0x5/0xf->ct_label,set_field:0x30/0xf0->ct_label,set_field:2->ct_mark))",
+    ]);
+    let x = xlate(&of, &tcp_key(1), None, None);
+    let [DpAction::Ct(ct)] = x.actions.as_slice() else {
+        panic!("{:?}", x.actions)
+    };
+    assert_eq!(ct.set_label, Some((0x35, 0xff)));
+    assert_eq!(ct.set_mark, Some((2, u32::MAX)));
+    match ct.nat {
+        Some(conntrack::Nat::Src(r)) => {
+            assert_eq!(r.addr_min.to_string(), "10.9.0.1");
+            assert_eq!(r.addr_max.to_string(), "10.9.0.3");
+            assert_eq!((r.port_min, r.port_max), (2000, 2999));
+            assert!(r.random);
+        }
+        ref other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        x.actions[0].to_string(),
+        "ct(commit,mark=0x2/0xffffffff,label=0x35/0xff,nat(src=10.9.0.1-10.9.0.3:2000-2999,random))"
+    );
+}
+
+#[test]
+fn ct_clear_forgets_the_state() {
+    let of = switch(&[
+        "table=0,priority=10,ip,ct_state=+trk+est,actions=ct_clear,resubmit(,1)",
+        "table=1,priority=10,ip,ct_state=-trk,actions=output:2",
+        "table=1,priority=5,actions=drop",
+    ]);
+    let mut k = tcp_key(1);
+    k.recirc_id = 0;
+    k.ct_state = 0x22;
+    let x = xlate(&of, &k, None, None);
+    assert_eq!(x.actions, vec![DpAction::Output(2)]);
+}
