@@ -14,6 +14,7 @@ fuzz_max_len() {
         ofctl_text) echo 16384 ;;    # one flow, group or meter line
         memif_msg) echo 4096 ;;      # a handshake: 32 control records of 128 bytes
         memif_ring) echo 8192 ;;     # a ring header and up to 256 descriptors
+        vhost_vring) echo 8192 ;;    # a descriptor table and available ring of up to 256 slots
         ct_execute) echo 8192 ;;     # a few frames, each at most MAX_FRAME
         sampled_key) echo 512 ;;     # a sample keeps at most 256 bytes of a frame
         *) echo 65536 ;;

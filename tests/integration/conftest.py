@@ -154,6 +154,22 @@ def scapy_helper(net, ns, script, *args, timeout=30, check=True):
                   timeout=timeout, check=check)
 
 
+def two_hosts(daemon, net, br, name, subnet):
+    """Hosts NAME1 and NAME2 (10.SUBNET.0.1 and .2, MACs 02:00:00:00:SUBNET:01/02, as
+    decimal digits) on bridge `br` as ofports 1 and 2, each knowing the other's MAC (no ARP).
+    Returns [(namespace, switch-side interface)] for both."""
+    hs = []
+    for i in (1, 2):
+        ns, sw_if = net.host(f"{name}{i}", ip=f"10.{subnet}.0.{i}/24",
+                             mac=f"02:00:00:00:{subnet:02d}:0{i}")
+        daemon.cli("add-port", br, sw_if, f"ofport={i}")
+        hs.append((ns, sw_if))
+    for (ns, _), j in zip(hs, (2, 1)):
+        net.ns(ns, f"ip neigh replace 10.{subnet}.0.{j} lladdr 02:00:00:00:{subnet:02d}:0{j} "
+                   "dev eth0 nud permanent")
+    return hs
+
+
 def wait_for(pred, timeout=10.0, interval=0.1, what="condition"):
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -11,18 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from conftest import require, run
-
-
-def two_hosts(daemon, net, br):
-    hs = []
-    for i in (1, 2):
-        ns, sw_if = net.host(f"x{i}", ip=f"10.13.0.{i}/24", mac=f"02:00:00:00:13:0{i}")
-        daemon.cli("add-port", br, sw_if, f"ofport={i}")
-        hs.append((ns, sw_if))
-    for (ns, _), j in zip(hs, (2, 1)):
-        net.ns(ns, f"ip neigh replace 10.13.0.{j} lladdr 02:00:00:00:13:0{j} dev eth0 nud permanent")
-    return hs
+from conftest import require, run, two_hosts
 
 
 def collect(daemon, net, h1, br, settings, pings, linger):
@@ -61,7 +50,7 @@ def test_ipfix_to_nfcapd(daemon, net):
     require("nfcapd", "nfdump", "ovs-vsctl")
     br = f"ix{net.tag}"[:15]
     daemon.cli("add-br", br)
-    (h1, p1), (h2, p2) = two_hosts(daemon, net, br)
+    (h1, p1), (h2, p2) = two_hosts(daemon, net, br, "x", 13)
     idx = {p: int(Path(f"/sys/class/net/{p}/ifindex").read_text()) for p in (p1, p2)}
 
     # With a cache: 20 echo requests (84 IP bytes each) in a record or two per direction,

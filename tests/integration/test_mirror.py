@@ -9,25 +9,14 @@ import re
 import subprocess
 import time
 
-from conftest import PY, require, run, wait_for
-
-
-def two_hosts(daemon, net, br):
-    hs = []
-    for i in (1, 2):
-        ns, sw_if = net.host(f"m{i}", ip=f"10.9.0.{i}/24", mac=f"02:00:00:00:09:0{i}")
-        daemon.cli("add-port", br, sw_if, f"ofport={i}")
-        hs.append((ns, sw_if))
-    for (ns, _), j in zip(hs, (2, 1)):
-        net.ns(ns, f"ip neigh replace 10.9.0.{j} lladdr 02:00:00:00:09:0{j} dev eth0 nud permanent")
-    return hs
+from conftest import PY, require, run, two_hosts, wait_for
 
 
 def test_ovs_tcpdump_sees_the_traffic_of_a_port(daemon, net):
     require("ovs-tcpdump", "tcpdump")
     br = f"mb{net.tag}"[:15]
     daemon.cli("add-br", br)
-    (h1, p1), (h2, p2) = two_hosts(daemon, net, br)
+    (h1, p1), (h2, p2) = two_hosts(daemon, net, br, "m", 9)
     mi = f"mi{p1}"[:15]
     db = f"unix:{daemon.rundir}/db.sock"
     # The venv's Python has the `ovs` package ovs-tcpdump imports.
@@ -66,7 +55,7 @@ def test_ovs_tcpdump_sees_the_traffic_of_a_port(daemon, net):
 def test_vsctl_mirror_copies_one_side_and_counts(daemon, net):
     br = f"mc{net.tag}"[:15]
     daemon.cli("add-br", br)
-    (h1, p1), (h2, p2) = two_hosts(daemon, net, br)
+    (h1, p1), (h2, p2) = two_hosts(daemon, net, br, "m", 9)
     # The output: a null port counts what it is given.
     out = f"mo{net.tag}"[:15]
     daemon.cli("add-port", br, out, "type=null", "ofport=9")

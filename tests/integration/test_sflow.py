@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import require, run, wait_for
+from conftest import require, run, two_hosts, wait_for
 
 
 class Collector:
@@ -100,17 +100,6 @@ def ifindex(name):
     return int(Path(f"/sys/class/net/{name}/ifindex").read_text())
 
 
-def two_hosts(daemon, net, br):
-    hs = []
-    for i in (1, 2):
-        ns, sw_if = net.host(f"s{i}", ip=f"10.12.0.{i}/24", mac=f"02:00:00:00:12:0{i}")
-        daemon.cli("add-port", br, sw_if, f"ofport={i}")
-        hs.append((ns, sw_if))
-    for (ns, _), j in zip(hs, (2, 1)):
-        net.ns(ns, f"ip neigh replace 10.12.0.{j} lladdr 02:00:00:00:12:0{j} dev eth0 nud permanent")
-    return hs
-
-
 def icmp_echo(header, src, dst):
     """Whether an Ethernet header sample is an IPv4 ICMP echo request (from 10.12.0.1) or
     reply (from 10.12.0.2) src -> dst."""
@@ -124,7 +113,7 @@ def test_sflow_to_sfcapd_and_a_decoder(daemon, net):
     require("sfcapd", "nfdump", "ovs-vsctl")
     br = f"sf{net.tag}"[:15]
     daemon.cli("add-br", br)
-    (h1, p1), (h2, p2) = two_hosts(daemon, net, br)
+    (h1, p1), (h2, p2) = two_hosts(daemon, net, br, "s", 12)
     col = Collector()
     flows = Path(tempfile.mkdtemp(prefix="ferrovs-sfcapd-"))
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:

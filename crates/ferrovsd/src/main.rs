@@ -68,6 +68,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Ports that own a socket (dpdkvhostuser) put it in the run directory, as OVS does.
+    netdev::set_rundir(&args.rundir);
     for (what, dir) in [("rundir", &args.rundir), ("dbdir", &args.dbdir)] {
         if let Err(e) = std::fs::create_dir_all(dir) {
             log(&format!(

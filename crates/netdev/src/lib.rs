@@ -12,6 +12,8 @@
 //! | `internal` | a TAP device: the host stack's port on the bridge |
 //! | `afxdp` | any Linux interface through AF_XDP sockets and an XDP redirect program |
 //! | `memif` | a shared-memory packet interface (memif protocol) to another process |
+//! | `dpdkvhostuser` | a VM's virtio-net NIC over vhost-user; the switch listens on `<rundir>/NAME` |
+//! | `dpdkvhostuserclient` | the same, connecting to `vhost-server-path` and reconnecting |
 //!
 //! ## Contract
 //! * `rx_batch` appends at most `batch.room()` packets, taking buffers from the caller's pool;
@@ -41,6 +43,7 @@ mod rtnl;
 mod sys;
 pub mod system;
 pub mod tap;
+pub mod vhost;
 mod xsk;
 
 use packet::{Batch, Pool};
@@ -131,7 +134,34 @@ impl fmt::Display for NetdevError {
 impl std::error::Error for NetdevError {}
 
 /// The port types this build knows.
-pub const PORT_TYPES: &[&str] = &["system", "internal", "afxdp", "memif", "pcap", "null"];
+pub const PORT_TYPES: &[&str] = &[
+    "system",
+    "internal",
+    "afxdp",
+    "memif",
+    "dpdkvhostuser",
+    "dpdkvhostuserclient",
+    "pcap",
+    "null",
+];
+
+static RUNDIR: std::sync::RwLock<Option<std::path::PathBuf>> = std::sync::RwLock::new(None);
+
+/// Sets the directory where ports put the sockets they own (`dpdkvhostuser`); the daemon
+/// calls it with its `--rundir` before opening ports.
+pub fn set_rundir(dir: &std::path::Path) {
+    *RUNDIR.write().unwrap_or_else(|e| e.into_inner()) = Some(dir.to_path_buf());
+}
+
+/// The run directory set by [`set_rundir`], else `$FERROVS_RUNDIR`, else `/run/ferrovs`.
+pub fn rundir() -> std::path::PathBuf {
+    if let Some(d) = RUNDIR.read().unwrap_or_else(|e| e.into_inner()).clone() {
+        return d;
+    }
+    std::env::var_os("FERROVS_RUNDIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("/run/ferrovs"))
+}
 
 /// A port provider. See the module documentation for the contract.
 pub trait Port: Send {
@@ -289,6 +319,9 @@ pub fn open(name: &str, kind: &str, opts: &Options) -> Result<Box<dyn Port>, Net
         "internal" => Ok(Box::new(tap::TapPort::open(name, opts)?)),
         "afxdp" => Ok(Box::new(afxdp::AfxdpPort::open(name, opts)?)),
         "memif" => Ok(Box::new(memif::MemifPort::open(name, opts)?)),
+        vhost::KIND_SERVER | vhost::KIND_CLIENT => {
+            Ok(Box::new(vhost::VhostPort::open(name, kind, opts)?))
+        }
         _ => Err(NetdevError::UnknownType(kind.to_string())),
     }
 }

@@ -102,6 +102,9 @@ struct Ctx<'a> {
     cookie: u64,
     depth: u32,
     stopped: bool,
+    /// `stopped` was set by a TTL exception, which (as in OVS) ends only the action list of
+    /// the table it happened in: a `resubmit` that ran into one carries on after it.
+    ttl_stop: bool,
     uncacheable: bool,
     /// The packet as the actions so far have made it, when xlate was given one.
     /// Borrowed until a reparse has to rewrite it (most translations never copy it).
@@ -235,7 +238,8 @@ impl Ctx<'_> {
     }
 
     fn ttl_expired(&mut self) {
-        self.note(|| "TTL expired: packet dropped".into());
+        self.note(|| "TTL expired: this table's remaining actions are skipped".into());
+        self.ttl_stop = true;
         if self.of.invalid_ttl_to_controller {
             let meta = self.pipeline_meta();
             self.out.push(DpAction::Controller {
@@ -441,6 +445,11 @@ impl Ctx<'_> {
                 self.depth -= 1;
                 self.table_id = saved_table;
                 self.flow.in_port = saved;
+                // A TTL exception in the resubmitted table ended that table's actions only.
+                if self.ttl_stop && !self.failed {
+                    self.ttl_stop = false;
+                    self.stopped = false;
+                }
             }
         }
     }
@@ -638,6 +647,7 @@ impl Ctx<'_> {
         let saved_flow = self.flow;
         let saved_out = std::mem::take(&mut self.out);
         let saved_stop = self.stopped;
+        let saved_ttl_stop = self.ttl_stop;
         let saved_set = std::mem::take(&mut self.action_set);
         // A bucket works on a copy of the register stack, as OVS's do.
         let saved_stack = self.stack.clone();
@@ -655,6 +665,7 @@ impl Ctx<'_> {
         }
         self.flow = saved_flow;
         self.stopped = saved_stop || self.failed;
+        self.ttl_stop = saved_ttl_stop;
         self.action_set = saved_set;
         self.stack = saved_stack;
     }
@@ -814,6 +825,9 @@ impl Ctx<'_> {
                             }
                             Instruction::ApplyActions(acts) => {
                                 for a in acts {
+                                    if self.stopped {
+                                        break;
+                                    }
                                     self.note(|| crate::text::action_text(a));
                                     self.action(a);
                                 }
@@ -929,6 +943,7 @@ fn run(
         cookie: 0,
         depth: 0,
         stopped: false,
+        ttl_stop: false,
         uncacheable: false,
         pkt: pkt.map(std::borrow::Cow::Borrowed),
         applied: 0,

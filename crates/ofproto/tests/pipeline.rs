@@ -248,6 +248,17 @@ fn instructions_metadata_goto_and_the_action_set_order() {
     );
     assert_eq!(x.final_flow.vlan_tci[0], VLAN_PRESENT | 7);
     assert_eq!(x.final_flow.metadata, 5);
+    // A value with bits outside its mask is accepted, as OVS does; only masked bits land.
+    add(
+        &mut of,
+        "table=0,priority=2,udp,actions=write_metadata:0x1ff/0xf0,goto_table:1",
+    );
+    add(&mut of, "table=1,priority=2,metadata=0xf0,actions=output:3");
+    let mut u = tcp(1, [1, 1, 1, 1], 1);
+    u.nw_proto = 17;
+    let x = xlate(&of, &u, None, None);
+    assert_eq!(x.final_flow.metadata, 0xf0);
+    assert_eq!(x.actions, vec![DpAction::Output(3)]);
     // clear_actions empties the set.
     add(
         &mut of,
@@ -539,5 +550,41 @@ fn meters_and_their_flows() {
         of.table(0).map(|t| t.len()),
         Some(0),
         "flows using a deleted meter go too"
+    );
+}
+
+/// A TTL exception ends the action list of the table it happens in, not the pipeline: after
+/// `resubmit` into a table whose `dec_ttl` expires, the resubmitting table goes on (OVS 3.1
+/// sends this packet to port 2; found by the differential harness).
+#[test]
+fn ttl_expiry_in_a_resubmitted_table_ends_only_that_table() {
+    let mut of = with_ports(3);
+    add(
+        &mut of,
+        "table=0,priority=1,ip,actions=resubmit(,2),output:2",
+    );
+    add(&mut of, "table=2,priority=1,ip,actions=dec_ttl,output:1");
+    let mut k = tcp(3, [1, 1, 1, 1], 1);
+    k.nw_ttl = 1;
+    let x = xlate(&of, &k, None, None);
+    assert_eq!(x.actions, vec![DpAction::Output(2)]);
+    // In the first table it ends that table's actions: nothing is sent.
+    add(&mut of, "table=0,priority=2,ip,actions=dec_ttl,output:2");
+    let x = xlate(&of, &k, None, None);
+    assert!(x.actions.is_empty(), "{:?}", x.actions);
+    // With TTL to spare, both outputs happen.
+    k.nw_ttl = 64;
+    add(
+        &mut of,
+        "table=0,priority=3,ip,actions=resubmit(,2),output:2",
+    );
+    let x = xlate(&of, &k, None, None);
+    assert_eq!(
+        x.actions,
+        vec![
+            DpAction::SetIpTtl(63),
+            DpAction::Output(1),
+            DpAction::Output(2)
+        ]
     );
 }

@@ -429,8 +429,7 @@ pub fn sort_instructions(insts: &mut [Instruction]) {
 
 /// Static checks of a flow's instructions in table `table_id`: each kind at most once and
 /// in execution order (`UNSUP_INST` otherwise), `goto_table` only forward (`BAD_TABLE_ID`),
-/// write-metadata value within its mask (`UNSUP_METADATA`), meter id in range, actions
-/// valid.
+/// meter id in range, actions valid.
 pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), OfError> {
     let mut last: Option<u8> = None;
     for i in insts {
@@ -445,11 +444,9 @@ pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), 
                     return Err(OfError::bad_instruction(bad_instruction::BAD_TABLE_ID));
                 }
             }
-            Instruction::WriteMetadata { value, mask } => {
-                if value & !mask != 0 {
-                    return Err(OfError::bad_instruction(bad_instruction::UNSUP_METADATA));
-                }
-            }
+            // A value with bits outside its mask is taken as OVS takes it: only the masked
+            // bits are written (see `xlate`), the value is kept as given for dumps.
+            Instruction::WriteMetadata { .. } => {}
             Instruction::Meter(m) => {
                 if *m == 0 || *m > crate::messages::OFPM_MAX && *m < crate::messages::OFPM_SLOWPATH
                 {
@@ -511,7 +508,8 @@ mod tests {
         assert!(validate_instructions(&ok, 3).is_err());
         let bad = [Instruction::GotoTable(3), Instruction::ClearActions];
         assert!(validate_instructions(&bad, 0).is_err());
-        let bad = [Instruction::WriteMetadata { value: 3, mask: 1 }];
-        assert!(validate_instructions(&bad, 0).is_err());
+        // OVS takes a value with bits outside its mask (only the masked bits are written).
+        let ok = [Instruction::WriteMetadata { value: 3, mask: 1 }];
+        assert!(validate_instructions(&ok, 0).is_ok());
     }
 }

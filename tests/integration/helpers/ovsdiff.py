@@ -5,6 +5,11 @@ injected by packet-out to TABLE from its in_port, followed by a barrier, and wha
 sent is compared byte for byte. A mismatch is reported with the rule set, the packet and both
 switches' ofproto/trace.
 
+Rule sets span up to three tables and use VLAN, L2/L3 rewrites, `dec_ttl`, groups (all,
+indirect, fast failover, one-bucket select), a meter that never drops, registers (`load`,
+`set_field`, `move`, `regN` matches), `metadata` (`write_metadata`, matches), `resubmit`
+and `goto_table`.
+
 A second injection path, `inject="wire"`, hands each packet to the port itself with
 `ovs-appctl netdev-dummy/receive pN HEX` on both switches (OVS's dummy port, ferrovs's fabric),
 so it takes the datapath's caches and upcalls instead of packet-out's direct translation; the
@@ -264,11 +269,32 @@ IP6 = ["2001:db8::1", "2001:db8::2", "fe80::1"]
 VIDS = [0, 10, 20]
 
 
+REGS = [0, 1, 5, 15]
+# Groups every rule set may use (installed with the rules): all, indirect with a rewrite,
+# fast failover (every port is live, so its first bucket) and select with one bucket (a
+# select group with several buckets picks by a hash that is each switch's own business).
+GROUPS = [
+    "group_id=1,type=all,bucket=output:2,bucket=output:3",
+    "group_id=2,type=indirect,bucket=mod_dl_src:02:00:00:00:00:09,output:4",
+    "group_id=3,type=ff,bucket=watch_port:1,output:1,bucket=watch_port:2,output:2",
+    "group_id=4,type=select,bucket=set_field:7->reg3,output:3",
+]
+# A meter no test traffic can exceed: metering must not change what is forwarded.
+METER = "meter=1,kbps,band=type=drop,rate=100000000"
+
+
 def rand_match(rng, table):
     m = []
     kind_vlan = False
     if rng.random() < 0.5:
         m.append(f"in_port={rng.choice(PORTS)}")
+    # Later tables see what earlier ones wrote: registers and metadata.
+    if table > 0 and rng.random() < 0.3:
+        r = rng.choice(REGS)
+        m.append(rng.choice([f"reg{r}={rng.choice([0, 1, 7])}",
+                             f"reg{r}={rng.choice([0, 1, 0x10]):#x}/{rng.choice([1, 0xff]):#x}"]))
+    if table > 0 and rng.random() < 0.2:
+        m.append(f"metadata={rng.choice([0, 1, 0x100]):#x}/{rng.choice([0xff, 0xffff]):#x}")
     if rng.random() < 0.25:
         m.append(f"dl_dst={rng.choice(MACS)}")
     if rng.random() < 0.2:
@@ -312,9 +338,12 @@ def rand_actions(rng, table, n_tables, kind):
         choices += ["nw", "tos", "ttl", "dscp"]
     elif kind == "ipv6":
         choices += ["tos", "ttl"]
+    choices += ["load", "setreg", "move", "resubmit", "group"]
     acts = []
     for _ in range(rng.randint(0, 4)):
         a = rng.choice(choices)
+        if a == "resubmit" and table + 1 >= n_tables:
+            a = "out"
         if a == "vid" and depth == 0:
             a = "push"
         if a == "pop" and depth == 0:
@@ -347,8 +376,26 @@ def rand_actions(rng, table, n_tables, kind):
             acts.append(f"set_field:{rng.choice([0, 10, 46])}->ip_dscp")
         elif a == "ttl":
             acts.append("dec_ttl")
+        elif a == "load":
+            lo = rng.choice([0, 4, 8])
+            acts.append(f"load:{rng.randint(0, 15)}->NXM_NX_REG{rng.choice(REGS)}[{lo}..{lo + 3}]")
+        elif a == "setreg":
+            acts.append(f"set_field:{rng.choice([0, 1, 7, 0x10])}->reg{rng.choice(REGS)}")
+        elif a == "move":
+            src = rng.choice(["NXM_OF_ETH_SRC[0..15]", "NXM_OF_IN_PORT[]", "NXM_NX_REG0[0..15]",
+                              "OXM_OF_METADATA[0..15]"])
+            acts.append(f"move:{src}->NXM_NX_REG{rng.choice(REGS[1:])}[0..15]")
+        elif a == "resubmit":
+            acts.append(f"resubmit(,{rng.randint(table + 1, n_tables - 1)})")
+        elif a == "group":
+            acts.append(f"group:{rng.randint(1, len(GROUPS))}")
         else:
             acts.append(f"output:{rng.choice(PORTS)}")
+    # Instructions go in OpenFlow's order: meter first, write_metadata before goto_table.
+    if rng.random() < 0.15:
+        acts.insert(0, "meter:1")
+    if table + 1 < n_tables and rng.random() < 0.25:
+        acts.append(f"write_metadata:{rng.choice([1, 0x100, 0x101]):#x}/{rng.choice([0xff, 0xffff]):#x}")
     if table + 1 < n_tables and rng.random() < 0.5:
         acts.append(f"goto_table:{rng.randint(table + 1, n_tables - 1)}")
     if not acts:
@@ -412,6 +459,12 @@ def install(sw, rules, work):
     f = Path(work) / f"rules-{sw.name}.txt"
     f.write_text("\n".join(rules) + "\n")
     run(["ovs-ofctl", "-O", "OpenFlow13", "del-flows", f"unix:{sw.mgmt}"])
+    if not getattr(sw, "groups_installed", False):
+        g = Path(work) / f"groups-{sw.name}.txt"
+        g.write_text("\n".join(GROUPS) + "\n")
+        run(["ovs-ofctl", "-O", "OpenFlow13", "add-groups", f"unix:{sw.mgmt}", str(g)])
+        run(["ovs-ofctl", "-O", "OpenFlow13", "add-meter", f"unix:{sw.mgmt}", METER])
+        sw.groups_installed = True
     r = run(["ovs-ofctl", "-O", "OpenFlow13", "add-flows", f"unix:{sw.mgmt}", str(f)],
             check=False)
     return r.returncode == 0, r.stderr.strip()

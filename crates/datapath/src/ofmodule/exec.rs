@@ -138,20 +138,28 @@ impl Exec {
             }
             return;
         }
-        // The last action that sends the packet somewhere may take it without a copy.
+        // The last action that sends the packet somewhere (an output, NORMAL, or a `recirc`
+        // into the next pass) may take it without a copy, if nothing after it needs the
+        // packet: a clone, a packet-in, a `ct` or another send after it still runs, so only
+        // rewrites and meters, which change nothing that is sent, may follow.
         let last_send = actions
             .iter()
-            .rposition(|a| matches!(a, DpAction::Output(_) | DpAction::Normal));
+            .rposition(|a| {
+                matches!(
+                    a,
+                    DpAction::Output(_) | DpAction::Normal | DpAction::Recirc(_)
+                )
+            })
+            .filter(|&i| {
+                actions[i + 1..].iter().all(|a| {
+                    a.is_rewrite()
+                        || matches!(
+                            a,
+                            DpAction::Meter(_) | DpAction::SetQueue(_) | DpAction::SetTunnelId(_)
+                        )
+                })
+            });
         let mut offs = None;
-        // A `recirc` after that action needs the packet: the recirc takes it, the
-        // output before it copies.
-        let last_send = match actions
-            .iter()
-            .rposition(|a| matches!(a, DpAction::Recirc(_)))
-        {
-            Some(r) if last_send.is_none_or(|s| r > s) => Some(r),
-            _ => last_send,
-        };
         // The verdict of the last `ct` of this pass, for a `recirc` after it.
         let mut ct_res = None;
         for (i, a) in actions.iter().enumerate() {

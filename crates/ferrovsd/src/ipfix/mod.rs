@@ -22,8 +22,9 @@
 
 pub mod wire;
 
+use crate::collector::Applied;
 use crate::collector::Sockets;
-use crate::vswitch::model::{int_of, set_items, string_of, uuids, Tables};
+use crate::vswitch::model::Tables;
 use crossbeam_channel::{select, unbounded, Receiver, Sender};
 use datapath::sample::{Sample, SampleSink, SamplerConfig, SINK_DEPTH};
 use datapath::Datapath;
@@ -63,58 +64,21 @@ impl IpfixConfig {
 
 /// Each bridge's IPFIX row, by bridge name, and warnings naming what was refused.
 pub fn from_tables(t: &Tables) -> (Vec<(String, IpfixConfig)>, Vec<String>) {
-    let mut out = Vec::new();
-    let mut warnings = Vec::new();
-    let (Some(bridges), Some(rows)) = (t.get("Bridge"), t.get("IPFIX")) else {
-        return (out, warnings);
-    };
-    for br in bridges.values() {
-        let Some(name) = string_of(br.get("name")) else {
-            continue;
-        };
-        let Some(row) = uuids(br.get("ipfix")).first().and_then(|u| rows.get(u)) else {
-            continue;
-        };
-        let mut warn = |m: String| warnings.push(format!("bridge {name}: IPFIX: {m}"));
-        let mut num = |col: &str, min: i64, def: i64| match int_of(row.get(col)) {
-            None => def,
-            Some(v) if (min..=i64::from(u32::MAX)).contains(&v) => v,
-            Some(v) => {
-                warn(format!("{col}={v} is out of range; using {def}"));
-                def
-            }
-        };
-        let sampling = num("sampling", 1, 400) as u32;
-        let domain = num("obs_domain_id", 0, 0) as u32;
-        let active_timeout = num("cache_active_timeout", 0, 0) as u32;
-        let max_flows = num("cache_max_flows", 0, 0) as u32;
-        let mut targets = Vec::new();
-        for v in set_items(row.get("targets")) {
-            let Some(s) = v.as_str() else { continue };
-            match crate::collector::parse_target(s, DEFAULT_PORT) {
-                Ok(a) => targets.push(a),
-                Err(e) => warn(format!("target {e}; ignored")),
-            }
-        }
-        targets.sort();
-        targets.dedup();
-        if targets.is_empty() {
-            warn("no usable target; nothing is exported".into());
-            continue;
-        }
-        out.push((
-            name,
-            IpfixConfig {
-                targets,
-                sampling,
-                domain,
-                active_timeout,
-                max_flows,
-            },
-        ));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    (out, warnings)
+    crate::collector::export_rows(t, "ipfix", "IPFIX", "IPFIX", |r| {
+        let max = i64::from(u32::MAX);
+        let sampling = r.int("sampling", 1, max, 400) as u32;
+        let domain = r.int("obs_domain_id", 0, max, 0) as u32;
+        let active_timeout = r.int("cache_active_timeout", 0, max, 0) as u32;
+        let max_flows = r.int("cache_max_flows", 0, max, 0) as u32;
+        let targets = r.targets(DEFAULT_PORT);
+        (!targets.is_empty()).then_some(IpfixConfig {
+            targets,
+            sampling,
+            domain,
+            active_timeout,
+            max_flows,
+        })
+    })
 }
 
 struct Running {
@@ -126,8 +90,7 @@ struct Running {
 #[derive(Default)]
 struct Inner {
     running: Option<Running>,
-    applied: HashMap<String, (IpfixConfig, u32)>,
-    next_id: u32,
+    applied: Applied<IpfixConfig>,
 }
 
 /// The daemon's IPFIX exporter. See the module documentation.
@@ -143,22 +106,10 @@ impl Ipfix {
         let (wanted, mut warnings) = from_tables(t);
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let inner = &mut *g;
-        let unchanged = !ports_changed
-            && wanted.len() == inner.applied.len()
-            && wanted
-                .iter()
-                .all(|(b, c)| inner.applied.get(b).is_some_and(|(a, _)| a == c));
-        if unchanged {
+        let Some(gone) = inner.applied.changes(&wanted, ports_changed) else {
             return Vec::new();
-        }
-        let gone: Vec<String> = inner
-            .applied
-            .keys()
-            .filter(|b| !wanted.iter().any(|(w, _)| w == *b))
-            .cloned()
-            .collect();
+        };
         for b in gone {
-            inner.applied.remove(&b);
             let _ = pmd.set_sampler(&b, OWNER, None);
         }
         if wanted.is_empty() {
@@ -168,13 +119,7 @@ impl Ipfix {
         let running = inner.running.get_or_insert_with(start);
         let mut list = Vec::new();
         for (bridge, cfg) in wanted {
-            let id = match inner.applied.get(&bridge) {
-                Some((_, id)) => *id,
-                None => {
-                    inner.next_id += 1;
-                    inner.next_id
-                }
-            };
+            let id = inner.applied.id(&bridge);
             let sc = SamplerConfig {
                 id,
                 rate: cfg.sampling,
@@ -186,7 +131,7 @@ impl Ipfix {
                 continue;
             }
             list.push((id, cfg.clone()));
-            inner.applied.insert(bridge, (cfg, id));
+            inner.applied.insert(bridge, cfg, id);
         }
         let _ = running.tx.send(list);
         warnings

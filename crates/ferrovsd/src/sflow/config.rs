@@ -10,7 +10,7 @@
 //! Bad values are refused with a warning that names the column; a row without one usable
 //! target exports nothing. Parsing is pure except for the agent, resolved by [`resolve`].
 
-use crate::vswitch::model::{int_of, set_items, string_of, uuids, Tables};
+use crate::vswitch::model::Tables;
 use std::net::{IpAddr, SocketAddr};
 
 /// sFlow's collector port.
@@ -31,74 +31,20 @@ pub struct SflowConfig {
 
 /// Each bridge's sFlow row, by bridge name (bridges without one are left out), and warnings.
 pub fn from_tables(t: &Tables) -> (Vec<(String, SflowConfig)>, Vec<String>) {
-    let mut out = Vec::new();
-    let mut warnings = Vec::new();
-    let (Some(bridges), Some(rows)) = (t.get("Bridge"), t.get("sFlow")) else {
-        return (out, warnings);
-    };
-    for br in bridges.values() {
-        let Some(name) = string_of(br.get("name")) else {
-            continue;
-        };
-        let Some(row) = uuids(br.get("sflow")).first().and_then(|u| rows.get(u)) else {
-            continue;
-        };
-        let mut warn = |m: String| warnings.push(format!("bridge {name}: sFlow: {m}"));
-        let num =
-            |col: &str, min: i64, max: i64, def: i64, warn: &mut dyn FnMut(String)| match int_of(
-                row.get(col),
-            ) {
-                None => def,
-                Some(v) if (min..=max).contains(&v) => v,
-                Some(v) => {
-                    warn(format!(
-                        "{col}={v} is out of range {min}..{max}; using {def}"
-                    ));
-                    def
-                }
-            };
-        let sampling = num(
-            "sampling",
-            1,
-            i64::from(u32::MAX),
-            DEFAULT_SAMPLING.into(),
-            &mut warn,
-        );
-        let header = num(
-            "header",
-            1,
-            i64::from(datapath::sample::MAX_HEADER),
-            DEFAULT_HEADER.into(),
-            &mut warn,
-        );
-        let polling = num("polling", 0, 86_400, DEFAULT_POLLING.into(), &mut warn);
-        let mut targets = Vec::new();
-        for v in set_items(row.get("targets")) {
-            let Some(s) = v.as_str() else { continue };
-            match crate::collector::parse_target(s, DEFAULT_PORT) {
-                Ok(a) => targets.push(a),
-                Err(e) => warn(format!("target {e}; ignored")),
-            }
-        }
-        targets.sort();
-        targets.dedup();
-        if targets.is_empty() {
-            warn("no usable target; nothing is exported".into());
-            continue;
-        }
-        out.push((
-            name.clone(),
-            SflowConfig {
-                agent: string_of(row.get("agent")).filter(|a| !a.is_empty()),
-                sampling: sampling as u32,
-                header: header as u16,
-                polling: polling as u32,
-                targets,
-            },
-        ));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    (out, warnings)
+    crate::collector::export_rows(t, "sflow", "sFlow", "sFlow", |r| {
+        let max_header = i64::from(datapath::sample::MAX_HEADER);
+        let sampling = r.int("sampling", 1, u32::MAX.into(), DEFAULT_SAMPLING.into());
+        let header = r.int("header", 1, max_header, DEFAULT_HEADER.into());
+        let polling = r.int("polling", 0, 86_400, DEFAULT_POLLING.into());
+        let targets = r.targets(DEFAULT_PORT);
+        (!targets.is_empty()).then(|| SflowConfig {
+            agent: r.string("agent"),
+            sampling: sampling as u32,
+            header: header as u16,
+            polling: polling as u32,
+            targets,
+        })
+    })
 }
 
 /// The agent address of `cfg` (see the module documentation), or why the configured agent

@@ -25,7 +25,7 @@
 pub mod config;
 pub mod wire;
 
-use crate::collector::Sockets;
+use crate::collector::{Applied, Sockets};
 use crate::vswitch::{model::Tables, vlog};
 use config::SflowConfig;
 use crossbeam_channel::{select, unbounded, Receiver, Sender};
@@ -62,9 +62,7 @@ struct Running {
 #[derive(Default)]
 struct Inner {
     running: Option<Running>,
-    /// Per bridge: the settings applied and the sampler id given to it.
-    applied: HashMap<String, (SflowConfig, u32)>,
-    next_id: u32,
+    applied: Applied<SflowConfig>,
 }
 
 /// The daemon's sFlow exporter. See the module documentation.
@@ -82,23 +80,10 @@ impl Sflow {
         let (wanted, mut warnings) = config::from_tables(t);
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let inner = &mut *g;
-        let unchanged = !ports_changed
-            && wanted.len() == inner.applied.len()
-            && wanted
-                .iter()
-                .all(|(b, c)| inner.applied.get(b).is_some_and(|(a, _)| a == c));
-        if unchanged {
+        let Some(gone) = inner.applied.changes(&wanted, ports_changed) else {
             return Vec::new();
-        }
-        // Bridges that no longer export.
-        let gone: Vec<String> = inner
-            .applied
-            .keys()
-            .filter(|b| !wanted.iter().any(|(w, _)| w == *b))
-            .cloned()
-            .collect();
+        };
         for b in gone {
-            inner.applied.remove(&b);
             // The bridge may be gone too: nothing to remove then.
             let _ = pmd.set_sampler(&b, OWNER, None);
         }
@@ -111,13 +96,7 @@ impl Sflow {
             .get_or_insert_with(|| start(Arc::downgrade(pmd)));
         let mut exports = Vec::new();
         for (bridge, cfg) in wanted {
-            let id = match inner.applied.get(&bridge) {
-                Some((_, id)) => *id,
-                None => {
-                    inner.next_id += 1;
-                    inner.next_id
-                }
-            };
+            let id = inner.applied.id(&bridge);
             let (agent, why) = config::resolve(&cfg);
             if let Some(w) = why {
                 warnings.push(format!(
@@ -141,7 +120,7 @@ impl Sflow {
                 targets: cfg.targets.clone(),
                 polling: cfg.polling,
             });
-            inner.applied.insert(bridge, (cfg, id));
+            inner.applied.insert(bridge, cfg, id);
         }
         let _ = running.tx.send(exports);
         warnings

@@ -1,0 +1,577 @@
+//! One virtqueue of a vhost-user connection and the burst loops that move packets through
+//! it: the guest's transmit queues are our receive path, its receive queues our transmit path.
+//!
+//! ## How
+//! Split rings. `virtio-queue`'s [`Queue`] holds each ring's configuration (size, addresses,
+//! next indices, `EVENT_IDX`) and checks at start that the rings lie in guest memory. The
+//! per-packet work is ours ([`Ring`]): W6 showed that going through `vm-memory`'s generic
+//! accessors for every ring index, descriptor and used element (a dozen accesses per
+//! packet) took more than half of the switch's cycles (see `docs/vhost.md`). A burst
+//! translates the three ring areas to host pointers once, reads the available index once,
+//! walks each chain ([`walk`]: direct and indirect descriptors), copies frames with
+//! `memcpy` through [`Guest::host`], writes the used elements and stores the used index
+//! once. [`gather`] copies a guest frame (after its virtio-net header) into one of our pool
+//! buffers; [`scatter`] writes our frame (with a header) into the guest's buffers, several
+//! chains per packet when `VIRTIO_NET_F_MRG_RXBUF` was negotiated.
+//!
+//! ## Containment
+//! The guest writes the rings and descriptors and may rewrite them at any moment. So:
+//! * every index it writes is reduced modulo the ring size or checked against the table it
+//!   indexes, every address range is translated with checked arithmetic and must lie in
+//!   guest memory, and each descriptor is copied once before use;
+//! * an available index more than a ring's size ahead of ours marks the ring *broken*
+//!   (counted once, then left alone until the frontend restarts the ring);
+//! * a chain longer than its table (a loop), a `next` past the table, nested or malformed
+//!   indirect tables are refused (`DescError::Chain`); a buffer outside guest memory
+//!   (`DescError::Memory`), one with the wrong direction (`DescError::Direction`), a frame
+//!   longer than our buffers (`DescError::Length`, never copied past them) likewise;
+//! * every refused chain is still returned to the guest (used, length 0) and counted, so a
+//!   bad descriptor costs one packet, never the queue;
+//! * a guest that never gives us receive buffers costs `tx_dropped`, never a wait (at most
+//!   `tx-retries-max` extra looks at its available index per burst, as OVS does).
+//!
+//! ## Threading
+//! A [`Vring`] sits behind its own mutex in the port's shared state. The control thread
+//! configures it (size, addresses, base, fds, memory); a poll thread takes the mutex with
+//! `try_lock` for one burst and skips the ring if the control thread holds it.
+
+use super::mem::Guest;
+use packet::{Batch, Packet, Pool, MAX_FRAME};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{fence, AtomicU16, Ordering};
+use std::sync::Arc;
+use virtio_queue::{Queue, QueueT};
+use vm_memory::{Bytes, GuestAddress};
+
+/// Largest ring the frontend may ask for (the virtio maximum for split rings).
+pub const MAX_RING: u16 = 32768;
+/// The virtio-net header with `num_buffers` (VERSION_1 or MRG_RXBUF), and without.
+pub const HDR_MRG: usize = 12;
+pub const HDR_LEGACY: usize = 10;
+/// Chains one packet may use with MRG_RXBUF (a frame of MAX_FRAME in 64-byte buffers).
+const MAX_CHAINS_PER_PKT: usize = 64;
+
+const DESC_NEXT: u16 = 1;
+const DESC_WRITE: u16 = 2;
+const DESC_INDIRECT: u16 = 4;
+const AVAIL_NO_INTERRUPT: u16 = 1;
+
+/// Why a descriptor chain was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DescError {
+    /// A descriptor points outside guest memory.
+    Memory,
+    /// A device-writable descriptor where the device reads, or the reverse.
+    Direction,
+    /// The frame is longer than a packet buffer, or shorter than the header.
+    Length,
+    /// The chain does not end (loop, index past the table) or is otherwise malformed.
+    Chain,
+}
+
+/// What one burst did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Burst {
+    pub packets: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub dropped: u64,
+    /// The ring's indices are impossible; it was marked broken.
+    pub broken: bool,
+}
+
+/// One virtqueue and what the control thread configured for it.
+pub struct Vring {
+    pub q: Queue,
+    pub mem: Option<Arc<Guest>>,
+    pub call: Option<File>,
+    pub kick: Option<File>,
+    /// Started by SET_VRING_KICK, stopped by GET_VRING_BASE.
+    pub started: bool,
+    /// SET_VRING_ENABLE (or implicitly on start without protocol features).
+    pub enabled: bool,
+    /// The guest corrupted the ring; not polled until restarted.
+    pub broken: bool,
+    /// Length of the virtio-net header on this ring's buffers.
+    pub hdr_len: usize,
+    /// MRG_RXBUF negotiated: a packet may span several chains.
+    pub mrg: bool,
+}
+
+impl Default for Vring {
+    fn default() -> Self {
+        Vring {
+            q: Queue::new(MAX_RING).expect("virtio-queue accepts its maximum size"),
+            mem: None,
+            call: None,
+            kick: None,
+            started: false,
+            enabled: false,
+            broken: false,
+            hdr_len: HDR_MRG,
+            mrg: false,
+        }
+    }
+}
+
+impl Vring {
+    /// Whether poll threads should move packets through this ring.
+    pub fn live(&self) -> bool {
+        self.started && self.enabled && !self.broken && self.mem.is_some() && self.q.ready()
+    }
+}
+
+/// A descriptor, copied out of guest memory.
+#[derive(Clone, Copy, Debug)]
+struct Desc {
+    addr: u64,
+    len: u32,
+    flags: u16,
+    next: u16,
+}
+
+/// The three areas of a split ring, translated to host pointers for one burst.
+struct Ring<'a> {
+    g: &'a Guest,
+    desc: *const u8,
+    avail: *const u8,
+    used: *mut u8,
+    size: u16,
+    event_idx: bool,
+}
+
+impl<'a> Ring<'a> {
+    /// Translates `q`'s areas; `None` if one does not lie whole in one region.
+    fn new(q: &Queue, g: &'a Guest) -> Option<Ring<'a>> {
+        let size = q.size();
+        let n = u64::from(size);
+        let extra = if q.event_idx_enabled() { 2 } else { 0 };
+        let avail = g.host(q.avail_ring(), 4 + 2 * n + extra)?;
+        let used = g.host(q.used_ring(), 4 + 8 * n + extra)?;
+        // The atomic and element accesses need natural alignment in *our* address space too
+        // (a region whose guest start is not page-aligned could shift it).
+        if !(avail as usize).is_multiple_of(2) || !(used as usize).is_multiple_of(4) || size == 0 {
+            return None;
+        }
+        Some(Ring {
+            g,
+            desc: g.host(q.desc_table(), 16 * n)?,
+            avail,
+            used,
+            size,
+            event_idx: q.event_idx_enabled(),
+        })
+    }
+
+    fn avail_idx(&self) -> u16 {
+        // SAFETY: `avail + 2` lies in the translated area (4 + 2n bytes) and is 2-aligned
+        // (checked in `Ring::new`).
+        u16::from_le(
+            unsafe { AtomicU16::from_ptr(self.avail.add(2) as *mut u16) }.load(Ordering::Acquire),
+        )
+    }
+
+    fn avail_flags(&self) -> u16 {
+        // SAFETY: as in `avail_idx`, at offset 0.
+        u16::from_le(unsafe { AtomicU16::from_ptr(self.avail as *mut u16) }.load(Ordering::Relaxed))
+    }
+
+    /// The head of available entry `i` (any u16: reduced modulo the size).
+    fn avail_entry(&self, i: u16) -> u16 {
+        let off = 4 + 2 * usize::from(i % self.size);
+        // SAFETY: `off + 2 <= 4 + 2 * size`, inside the translated area, 2-aligned.
+        u16::from_le(unsafe { std::ptr::read_volatile(self.avail.add(off) as *const u16) })
+    }
+
+    /// `used_event` (EVENT_IDX), after the available ring's entries.
+    fn used_event(&self) -> u16 {
+        let off = 4 + 2 * usize::from(self.size);
+        // SAFETY: the area was translated with 2 extra bytes when EVENT_IDX is on (the only
+        // case this is called), 2-aligned.
+        u16::from_le(unsafe { std::ptr::read_volatile(self.avail.add(off) as *const u16) })
+    }
+
+    /// Writes used element `k` (reduced modulo the size).
+    fn put_used(&self, k: u16, id: u16, len: u32) {
+        let off = 4 + 8 * usize::from(k % self.size);
+        // SAFETY: `off + 8 <= 4 + 8 * size`, inside the translated used area, 4-aligned
+        // (checked in `Ring::new`).
+        unsafe {
+            std::ptr::write_volatile(self.used.add(off) as *mut u32, u32::from(id).to_le());
+            std::ptr::write_volatile(self.used.add(off + 4) as *mut u32, len.to_le());
+        }
+    }
+
+    fn set_used_idx(&self, v: u16) {
+        // SAFETY: `used + 2` is inside the translated area and 2-aligned.
+        unsafe { AtomicU16::from_ptr(self.used.add(2) as *mut u16) }
+            .store(v.to_le(), Ordering::Release);
+    }
+
+    /// Whether the guest wants an interrupt after the used index moved from `old` to `new`.
+    fn needs_notification(&self, old: u16, new: u16) -> bool {
+        // The used index store must be visible before we read what the guest asked for.
+        fence(Ordering::SeqCst);
+        if self.event_idx {
+            let e = self.used_event();
+            new.wrapping_sub(e).wrapping_sub(1) < new.wrapping_sub(old)
+        } else {
+            self.avail_flags() & AVAIL_NO_INTERRUPT == 0
+        }
+    }
+}
+
+/// Reads descriptor `i` of a table at `table` (the caller checked `i` < its length).
+fn read_desc(table: *const u8, i: u16) -> Desc {
+    let mut b = [0u8; 16];
+    // SAFETY: `table` holds at least `i + 1` 16-byte descriptors (checked by the caller);
+    // the guest may write them concurrently, so they are copied out once, volatile.
+    unsafe {
+        let p = table.add(16 * usize::from(i));
+        for (k, x) in b.iter_mut().enumerate() {
+            *x = std::ptr::read_volatile(p.add(k));
+        }
+    }
+    Desc {
+        addr: u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        len: u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
+        flags: u16::from_le_bytes([b[12], b[13]]),
+        next: u16::from_le_bytes([b[14], b[15]]),
+    }
+}
+
+/// Walks the chain starting at `head`, handing each data descriptor to `f` (which may stop
+/// the walk with an error). At most as many descriptors as the table holds; one level of
+/// indirection, not combined with `next`.
+fn walk(
+    r: &Ring<'_>,
+    head: u16,
+    mut f: impl FnMut(Desc) -> Result<(), DescError>,
+) -> Result<(), DescError> {
+    if head >= r.size {
+        return Err(DescError::Chain);
+    }
+    let mut table = r.desc;
+    let mut len = r.size;
+    let mut idx = head;
+    let mut budget = r.size;
+    let mut indirect = false;
+    loop {
+        if budget == 0 {
+            return Err(DescError::Chain);
+        }
+        budget -= 1;
+        let d = read_desc(table, idx);
+        if d.flags & DESC_INDIRECT != 0 {
+            if indirect
+                || d.flags & DESC_NEXT != 0
+                || d.len == 0
+                || !d.len.is_multiple_of(16)
+                || d.len / 16 > 65535
+            {
+                return Err(DescError::Chain);
+            }
+            table =
+                r.g.host(d.addr, u64::from(d.len))
+                    .ok_or(DescError::Memory)?;
+            len = (d.len / 16) as u16;
+            budget = len;
+            idx = 0;
+            indirect = true;
+            continue;
+        }
+        f(d)?;
+        if d.flags & DESC_NEXT == 0 {
+            return Ok(());
+        }
+        idx = d.next;
+        if idx >= len {
+            return Err(DescError::Chain);
+        }
+    }
+}
+
+/// Copies `n` guest bytes at `gpa` into `dst` (fast path, else vm-memory across regions).
+fn copy_in(g: &Guest, gpa: u64, dst: &mut [u8]) -> Result<(), DescError> {
+    match g.host(gpa, dst.len() as u64) {
+        // SAFETY: `p` points at `dst.len()` bytes inside a live mapping of `g`; `dst` is ours.
+        // The guest may write the source concurrently: we copy bytes, never interpret them.
+        Some(p) => unsafe { std::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) },
+        None => g
+            .mem
+            .read_slice(dst, GuestAddress(gpa))
+            .map_err(|_| DescError::Memory)?,
+    }
+    Ok(())
+}
+
+/// Copies `src` into guest memory at `gpa`.
+fn copy_out(g: &Guest, gpa: u64, src: &[u8]) -> Result<(), DescError> {
+    match g.host(gpa, src.len() as u64) {
+        // SAFETY: `p` points at `src.len()` bytes inside a live, writable mapping of `g`.
+        Some(p) => unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) },
+        None => g
+            .mem
+            .write_slice(src, GuestAddress(gpa))
+            .map_err(|_| DescError::Memory)?,
+    }
+    Ok(())
+}
+
+/// Signals the guest through the call eventfd.
+fn signal(call: &Option<File>) {
+    if let Some(call) = call {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to an eventfd we own a duplicate of; it
+        // was made non-blocking when received, so a full counter returns EAGAIN.
+        unsafe {
+            libc::write(call.as_raw_fd(), (&one as *const u64).cast(), 8);
+        }
+    }
+}
+
+/// Receives up to `batch.room()` frames the guest transmitted on `v`.
+pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
+    let mut b = Burst::default();
+    let Some(g) = v.mem.clone() else { return b };
+    let Some(r) = Ring::new(&v.q, &g) else {
+        v.broken = true;
+        b.broken = true;
+        b.errors += 1;
+        return b;
+    };
+    let next = v.q.next_avail();
+    let n = r.avail_idx().wrapping_sub(next);
+    if n > r.size {
+        v.broken = true;
+        b.errors += 1;
+        b.broken = true;
+        return b;
+    }
+    let hdr = v.hdr_len;
+    let old_used = v.q.next_used();
+    let mut used = old_used;
+    let mut i = 0u16;
+    while i < n && !batch.is_full() {
+        let Some(mut pkt) = pool.alloc() else { break };
+        let head = r.avail_entry(next.wrapping_add(i));
+        i += 1;
+        match gather(&r, head, hdr, &mut pkt) {
+            Ok(len) => {
+                b.packets += 1;
+                b.bytes += len as u64;
+                if let Err(p) = batch.push(pkt) {
+                    pool.free(p);
+                }
+            }
+            Err(_) => {
+                b.errors += 1;
+                pool.free(pkt);
+            }
+        }
+        r.put_used(used, head, 0);
+        used = used.wrapping_add(1);
+    }
+    if i > 0 {
+        r.set_used_idx(used);
+        v.q.set_next_avail(next.wrapping_add(i));
+        v.q.set_next_used(used);
+        if r.needs_notification(old_used, used) {
+            signal(&v.call);
+        }
+    }
+    b
+}
+
+/// Copies the frame of guest transmit chain `head` (after its `hdr`-byte virtio-net header)
+/// into `pkt`; returns the frame length.
+fn gather(r: &Ring<'_>, head: u16, hdr: usize, pkt: &mut Packet) -> Result<usize, DescError> {
+    let Some(buf) = pkt.reset_for_rx(MAX_FRAME) else {
+        return Err(DescError::Length);
+    };
+    let mut skip = hdr; // header bytes still to skip
+    let mut len = 0usize;
+    walk(r, head, |d| {
+        if d.flags & DESC_WRITE != 0 {
+            return Err(DescError::Direction);
+        }
+        let dlen = d.len as usize;
+        let h = skip.min(dlen);
+        skip -= h;
+        let n = dlen - h;
+        if n == 0 {
+            return Ok(());
+        }
+        if n > buf.len() - len {
+            return Err(DescError::Length);
+        }
+        let addr = d.addr.checked_add(h as u64).ok_or(DescError::Memory)?;
+        copy_in(r.g, addr, &mut buf[len..len + n])?;
+        len += n;
+        Ok(())
+    })?;
+    if skip > 0 || len == 0 {
+        return Err(DescError::Length);
+    }
+    pkt.truncate(len);
+    Ok(len)
+}
+
+/// Transmits every packet of `batch` into the guest's receive queue `v`; packets that find
+/// no buffers are dropped and counted. `retries` extra looks at the available index are
+/// allowed per burst when the guest's buffers run out.
+pub fn tx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch, retries: u32) -> Burst {
+    let mut b = Burst::default();
+    let g = v.mem.clone();
+    let r = g.as_deref().and_then(|g| Ring::new(&v.q, g));
+    let Some(r) = r else {
+        b.dropped += batch.len() as u64;
+        pool.free_batch(batch);
+        return b;
+    };
+    let mut next = v.q.next_avail();
+    let mut avail = r.avail_idx().wrapping_sub(next);
+    if avail > r.size {
+        v.broken = true;
+        b.broken = true;
+        b.errors += batch.len() as u64;
+        pool.free_batch(batch);
+        return b;
+    }
+    let mut retries = retries;
+    let old_used = v.q.next_used();
+    let mut used_idx = old_used;
+    let mut used: [(u16, u32); MAX_CHAINS_PER_PKT] = [(0, 0); MAX_CHAINS_PER_PKT];
+    let hdr = v.hdr_len;
+    let mrg = v.mrg;
+    for pkt in batch.drain() {
+        let frame = pkt.data();
+        loop {
+            match scatter(&r, hdr, mrg, frame, next, avail, &mut used) {
+                Ok(k) => {
+                    for &(head, len) in &used[..k] {
+                        r.put_used(used_idx, head, len);
+                        used_idx = used_idx.wrapping_add(1);
+                    }
+                    next = next.wrapping_add(k as u16);
+                    avail -= k as u16;
+                    b.packets += 1;
+                    b.bytes += frame.len() as u64;
+                }
+                Err(Scatter::NoBuffers) => {
+                    // Nothing consumed; look again, a bounded number of times.
+                    if retries > 0 && !b.broken {
+                        retries -= 1;
+                        let n = r.avail_idx().wrapping_sub(next);
+                        if n > r.size {
+                            v.broken = true;
+                            b.broken = true;
+                        } else if n > avail {
+                            avail = n;
+                            continue;
+                        }
+                    }
+                    b.dropped += 1;
+                }
+                Err(Scatter::Bad(k)) => {
+                    // Refused chains go back to the guest as used with length 0.
+                    for &(head, _) in &used[..k] {
+                        r.put_used(used_idx, head, 0);
+                        used_idx = used_idx.wrapping_add(1);
+                    }
+                    next = next.wrapping_add(k as u16);
+                    avail -= k as u16;
+                    b.errors += 1;
+                }
+            }
+            break;
+        }
+        pool.free(pkt);
+    }
+    if used_idx != old_used {
+        r.set_used_idx(used_idx);
+        v.q.set_next_avail(next);
+        v.q.set_next_used(used_idx);
+        if r.needs_notification(old_used, used_idx) {
+            signal(&v.call);
+        }
+    }
+    b
+}
+
+enum Scatter {
+    /// Not enough available chains; nothing was consumed.
+    NoBuffers,
+    /// The first `k` chains in `used` were consumed and must be returned.
+    Bad(usize),
+}
+
+/// Writes the virtio-net header and `frame` into as many available chains (from entry
+/// `next`, at most `avail`) as it takes (one unless MRG_RXBUF); fills `used` with
+/// `(head, bytes written)` and returns how many chains it used.
+fn scatter(
+    r: &Ring<'_>,
+    hdr: usize,
+    mrg: bool,
+    frame: &[u8],
+    next: u16,
+    avail: u16,
+    used: &mut [(u16, u32); MAX_CHAINS_PER_PKT],
+) -> Result<usize, Scatter> {
+    let mut k = 0usize;
+    let mut off = 0usize; // bytes of frame written
+    let mut hdr_at: Option<u64> = None;
+    while off < frame.len() || hdr_at.is_none() {
+        if k == MAX_CHAINS_PER_PKT || (k > 0 && !mrg) {
+            // One chain without MRG_RXBUF: the frame does not fit the guest's buffer.
+            return Err(Scatter::Bad(k));
+        }
+        if k == usize::from(avail) {
+            return Err(Scatter::NoBuffers);
+        }
+        let head = r.avail_entry(next.wrapping_add(k as u16));
+        used[k] = (head, 0);
+        k += 1;
+        let mut written = 0u32;
+        let mut descs = 0;
+        let walked = walk(r, head, |d| {
+            descs += 1;
+            if d.flags & DESC_WRITE == 0 {
+                return Err(DescError::Direction);
+            }
+            let mut addr = d.addr;
+            let mut room = d.len as usize;
+            if hdr_at.is_none() {
+                // The header must sit whole in the first descriptor (Linux and DPDK drivers
+                // always give at least that much).
+                if room < hdr || r.g.host(addr, hdr as u64).is_none() {
+                    return Err(DescError::Length);
+                }
+                hdr_at = Some(addr);
+                addr += hdr as u64;
+                room -= hdr;
+                written += hdr as u32;
+            }
+            let n = room.min(frame.len() - off);
+            if n > 0 {
+                copy_out(r.g, addr, &frame[off..off + n])?;
+                off += n;
+                written += n as u32;
+            }
+            Ok(())
+        });
+        if walked.is_err() || descs == 0 {
+            return Err(Scatter::Bad(k));
+        }
+        used[k - 1].1 = written;
+    }
+    let mut h = [0u8; HDR_MRG];
+    h[10..12].copy_from_slice(&(k as u16).to_le_bytes());
+    if let Some(at) = hdr_at {
+        if copy_out(r.g, at, &h[..hdr]).is_err() {
+            return Err(Scatter::Bad(k));
+        }
+    }
+    Ok(k)
+}
