@@ -8,56 +8,13 @@ use datapath::module::VlanMode;
 use datapath::ofmodule::OpenFlow;
 use datapath::udpif::Udpif;
 use datapath::Switch;
-use netdev::{Port, PortStats};
-use packet::{Batch, Pool};
 use proptest::prelude::*;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-type Log = Arc<Mutex<Vec<Vec<u8>>>>;
+mod common;
 
-struct Sink {
-    name: String,
-    log: Log,
-    stats: PortStats,
-}
-
-impl Port for Sink {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn kind(&self) -> &'static str {
-        "test"
-    }
-    fn rx_batch(&mut self, _pool: &mut Pool, _batch: &mut Batch) -> usize {
-        0
-    }
-    fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) {
-        if let Ok(mut l) = self.log.lock() {
-            for p in batch.packets() {
-                l.push(p.data().to_vec());
-            }
-        }
-        self.stats.tx_packets += batch.len() as u64;
-        pool.free_batch(batch);
-    }
-    fn stats(&self) -> PortStats {
-        self.stats
-    }
-}
-
-/// An OpenFlow verb, from the thread that runs the switch's loop.
-fn of(u: &Udpif, verb: &str, arg: Option<&str>) -> Result<String, String> {
-    let a: Vec<String> = arg.iter().map(|s| s.to_string()).collect();
-    ofctl::run_as(
-        u,
-        verb,
-        &a,
-        false,
-        datapath::clock::now_ms(),
-        ofctl::Caller::PollThread,
-    )
-}
+use common::{of, Log, Sink};
 
 fn switch(cache: bool) -> (Switch, Vec<Log>, Arc<Udpif>) {
     let mut sw = Switch::new(8192);
@@ -68,12 +25,7 @@ fn switch(cache: bool) -> (Switch, Vec<Log>, Arc<Udpif>) {
         .expect("cache");
     let mut logs = Vec::new();
     for p in 1..=4u32 {
-        let log: Log = Arc::new(Mutex::new(Vec::new()));
-        let port = Sink {
-            name: format!("p{p}"),
-            log: Arc::clone(&log),
-            stats: PortStats::default(),
-        };
+        let (port, log) = Sink::new(&format!("p{p}"));
         sw.add_port("br", Box::new(port), Some(p), VlanMode::Trunk(None))
             .expect("port");
         logs.push(log);

@@ -8,53 +8,15 @@ use datapath::module::VlanMode;
 use datapath::ofmodule::OpenFlow;
 use datapath::udpif::Udpif;
 use datapath::Switch;
-use netdev::{Port, PortStats};
-use packet::{Batch, Pool};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-type Log = Arc<Mutex<Vec<Vec<u8>>>>;
+mod common;
 
-struct Sink {
-    name: String,
-    log: Log,
-    stats: PortStats,
-}
-
-impl Port for Sink {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn kind(&self) -> &'static str {
-        "test"
-    }
-    fn rx_batch(&mut self, _pool: &mut Pool, _batch: &mut Batch) -> usize {
-        0
-    }
-    fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) {
-        if let Ok(mut l) = self.log.lock() {
-            for p in batch.packets() {
-                l.push(p.data().to_vec());
-            }
-        }
-        self.stats.tx_packets += batch.len() as u64;
-        pool.free_batch(batch);
-    }
-    fn stats(&self) -> PortStats {
-        self.stats
-    }
-}
+use common::{Log, Sink};
 
 fn of(u: &Udpif, verb: &str, arg: &str) {
-    ofctl::run_as(
-        u,
-        verb,
-        &[arg.to_string()],
-        false,
-        datapath::clock::now_ms(),
-        ofctl::Caller::PollThread,
-    )
-    .unwrap_or_else(|e| panic!("{verb} {arg}: {e}"));
+    common::of(u, verb, Some(arg)).unwrap_or_else(|e| panic!("{verb} {arg}: {e}"));
 }
 
 fn switch(cache: bool) -> (Switch, Vec<Log>, Arc<Udpif>) {
@@ -66,12 +28,7 @@ fn switch(cache: bool) -> (Switch, Vec<Log>, Arc<Udpif>) {
         .expect("cache");
     let mut logs = Vec::new();
     for p in 1..=3u32 {
-        let log: Log = Arc::new(Mutex::new(Vec::new()));
-        let port = Sink {
-            name: format!("p{p}"),
-            log: Arc::clone(&log),
-            stats: PortStats::default(),
-        };
+        let (port, log) = Sink::new(&format!("p{p}"));
         sw.add_port("br", Box::new(port), Some(p), VlanMode::Trunk(None))
             .expect("port");
         logs.push(log);
