@@ -145,9 +145,10 @@ def burst(pmd, rundir, n_bursts, before, queues=1):
                lambda: all(stats(rundir, f"v{i}").get("tx_packets", 0) >= before[i] + n
                            for i in (0, 1)))
     time.sleep(0.3)
+    # Counted before `stop`: testpmd may print the new block before we look.
+    seen = pmd.text().count("Forward statistics for port 1")
     pmd.cmd("stop")
-    pmd.wait_text(r"Forward statistics for port 1", count=pmd.text().count(
-        "Forward statistics for port 1") + 1)
+    pmd.wait_text(r"Forward statistics for port 1", count=seen + 1)
     return n
 
 
