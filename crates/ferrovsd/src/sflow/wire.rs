@@ -1,5 +1,5 @@
 //! sFlow version 5 datagrams (sflow.org's "sFlow Version 5" specification), as collectors
-//! such as `sfcapd` and `sflowtool` read them.
+//! such as nfdump's `sfcapd` read them (the one the tests use).
 //!
 //! What: [`Datagram`] collects flow samples (a raw packet header record each) and counter
 //! samples (a generic interface counters record each) behind one datagram header that names
