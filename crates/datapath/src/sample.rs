@@ -32,6 +32,15 @@ pub const SINK_DEPTH: usize = 4096;
 /// The most header bytes a sample may copy (sFlow's `header` column allows up to 256).
 pub const MAX_HEADER: u16 = 256;
 
+/// What a `sample` action adds to its sample: the IPFIX collector set and the observation
+/// domain and point the action names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowTag {
+    pub collector_set_id: u32,
+    pub obs_domain_id: u32,
+    pub obs_point_id: u32,
+}
+
 /// One sampled packet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sample {
@@ -48,6 +57,9 @@ pub struct Sample {
     pub pool_delta: u64,
     /// The first bytes of the frame.
     pub header: Vec<u8>,
+    /// Set for a sample a flow's `sample` action took (see [`FlowSampleTap`]); `None` for
+    /// the bridge-wide samplers.
+    pub flow: Option<FlowTag>,
 }
 
 /// Where samples go: a bounded channel and the count of samples it had no room for.
@@ -196,6 +208,7 @@ impl Sampler {
                 rate: self.cfg.rate,
                 pool_delta: delta,
                 header: data[..h].to_vec(),
+                flow: None,
             };
             match self.cfg.sink.tx.try_send(s) {
                 Ok(()) => {}
@@ -207,6 +220,46 @@ impl Sampler {
             i += gap;
         }
         self.skip = i - n + 1;
+    }
+}
+
+/// Where an OpenFlow bridge's `sample` actions send their samples: the flow-based IPFIX
+/// exporter's sink and the id it knows the bridge by, or nothing (then a `sample` action
+/// that wins its coin toss is counted as unexported and costs nothing more). Read by the poll
+/// threads without a lock, set by the configuration.
+#[derive(Default)]
+pub struct FlowSampleTap {
+    cur: arc_swap::ArcSwapOption<(u32, Arc<SampleSink>)>,
+}
+
+impl FlowSampleTap {
+    /// Sends this bridge's flow samples to `sink` under id `sampler`, or nowhere.
+    pub fn set(&self, to: Option<(u32, Arc<SampleSink>)>) {
+        self.cur.store(to.map(Arc::new));
+    }
+
+    /// Hands one packet a `sample` action chose to the exporter; false if there is none.
+    /// `input` is the OpenFlow input port, `rate` the action's 1-in-N.
+    pub fn send(&self, tag: FlowTag, input: u32, rate: u32, frame: &[u8]) -> bool {
+        let g = self.cur.load();
+        let Some(cur) = g.as_deref() else {
+            return false;
+        };
+        let (sampler, sink) = (cur.0, &cur.1);
+        let h = frame.len().min(usize::from(MAX_HEADER));
+        let s = Sample {
+            sampler,
+            input,
+            frame_len: frame.len() as u32,
+            rate,
+            pool_delta: 1,
+            header: frame[..h].to_vec(),
+            flow: Some(tag),
+        };
+        if sink.tx.try_send(s).is_err() {
+            sink.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        true
     }
 }
 

@@ -230,6 +230,8 @@ pub struct Udpif {
     /// True while a revalidator thread runs (otherwise [`Udpif::sync`] has nothing to wait
     /// for: the uncached pipeline reads the tables for every packet).
     revalidating: AtomicBool,
+    /// Where the bridge's `sample` actions send their samples.
+    pub flow_samples: crate::sample::FlowSampleTap,
 }
 
 /// The handler and revalidator threads of one udpif and the upcall queue into them; shared
@@ -327,6 +329,7 @@ impl Udpif {
             done_cv: Condvar::new(),
             stop: AtomicBool::new(false),
             revalidating: AtomicBool::new(false),
+            flow_samples: Default::default(),
         }
     }
 

@@ -4,8 +4,6 @@
 //! revalidation-correctness test: a stale megaflow used after a rule change was acknowledged
 //! would deliver a frame the uncached pipeline does not.
 
-use datapath::module::VlanMode;
-use datapath::ofmodule::OpenFlow;
 use datapath::udpif::Udpif;
 use datapath::Switch;
 use proptest::prelude::*;
@@ -14,23 +12,10 @@ use std::time::Duration;
 
 mod common;
 
-use common::{of, Log, Sink};
+use common::{of, Log};
 
 fn switch(cache: bool) -> (Switch, Vec<Log>, Arc<Udpif>) {
-    let mut sw = Switch::new(8192);
-    let m = OpenFlow::new(true).expect("module");
-    let u = Arc::clone(m.udpif());
-    sw.add_bridge("br", Box::new(m), None).expect("bridge");
-    sw.configure_bridge("br", "cache", if cache { "true" } else { "false" })
-        .expect("cache");
-    let mut logs = Vec::new();
-    for p in 1..=4u32 {
-        let (port, log) = Sink::new(&format!("p{p}"));
-        sw.add_port("br", Box::new(port), Some(p), VlanMode::Trunk(None))
-            .expect("port");
-        logs.push(log);
-    }
-    of(&u, "del-flows", None).expect("del");
+    let (sw, logs, u) = common::switch(cache, 8192, 4);
     of(
         &u,
         "add-group",

@@ -4,8 +4,6 @@
 //! executor once let the last plain output take the packet and stop, dropping a later clone
 //! (group bucket) or packet-in. Found by the differential harness against OVS 3.1.
 
-use datapath::module::VlanMode;
-use datapath::ofmodule::OpenFlow;
 use datapath::udpif::Udpif;
 use datapath::Switch;
 use std::sync::Arc;
@@ -13,28 +11,14 @@ use std::time::Duration;
 
 mod common;
 
-use common::{Log, Sink};
+use common::Log;
 
 fn of(u: &Udpif, verb: &str, arg: &str) {
     common::of(u, verb, Some(arg)).unwrap_or_else(|e| panic!("{verb} {arg}: {e}"));
 }
 
 fn switch(cache: bool) -> (Switch, Vec<Log>, Arc<Udpif>) {
-    let mut sw = Switch::new(1024);
-    let m = OpenFlow::new(true).expect("module");
-    let u = Arc::clone(m.udpif());
-    sw.add_bridge("br", Box::new(m), None).expect("bridge");
-    sw.configure_bridge("br", "cache", if cache { "true" } else { "false" })
-        .expect("cache");
-    let mut logs = Vec::new();
-    for p in 1..=3u32 {
-        let (port, log) = Sink::new(&format!("p{p}"));
-        sw.add_port("br", Box::new(port), Some(p), VlanMode::Trunk(None))
-            .expect("port");
-        logs.push(log);
-    }
-    of(&u, "del-flows", "");
-    (sw, logs, u)
+    common::switch(cache, 1024, 3)
 }
 
 fn frame(dst_last: u8) -> Vec<u8> {

@@ -72,7 +72,22 @@ pub struct ExportRow<'a> {
     warnings: &'a mut Vec<String>,
 }
 
-impl ExportRow<'_> {
+impl<'a> ExportRow<'a> {
+    /// Row `row` of the exporter `what`, read for bridge `bridge`.
+    pub fn new(
+        bridge: String,
+        row: &'a Map<String, Value>,
+        what: &'static str,
+        warnings: &'a mut Vec<String>,
+    ) -> ExportRow<'a> {
+        ExportRow {
+            bridge,
+            row,
+            what,
+            warnings,
+        }
+    }
+
     /// Logs `msg` about this row ("bridge BR: WHAT: msg").
     pub fn warn(&mut self, msg: String) {
         self.warnings

@@ -32,6 +32,7 @@ pub use odp::DpAction;
 /// OpenFlow numbers that go with ofproto's types: the `LOCAL` port, and `max_len` meaning
 /// "the whole packet" in a CONTROLLER action.
 pub use openflow::actions::{OFPCML_NO_BUFFER, OFPP_LOCAL};
+pub use openflow::sample::Sample as SampleAction;
 pub use rule::Rule;
 pub use switch::{FlowModResult, OfPort, Ofproto};
 pub use xlate::{xlate, xlate_actions, XlateOut};

@@ -122,6 +122,9 @@ pub enum DpAction {
     /// connection-tracking fields the last `Ct` gave it (a copy unless it is the last
     /// action).
     Recirc(u32),
+    /// The `sample` action: with probability `probability / 65535`, a copy of the packet's
+    /// headers to the bridge's flow-sample exporter; the packet goes on unchanged.
+    Sample(openflow::sample::Sample),
 }
 
 impl DpAction {
@@ -138,6 +141,7 @@ impl DpAction {
                 | DpAction::SetTunnelId(_)
                 | DpAction::Ct(_)
                 | DpAction::Recirc(_)
+                | DpAction::Sample(_)
         )
     }
 }
@@ -482,7 +486,8 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::SetQueue(_)
         | DpAction::SetTunnelId(_)
         | DpAction::Ct(_)
-        | DpAction::Recirc(_) => false,
+        | DpAction::Recirc(_)
+        | DpAction::Sample(_) => false,
     }
 }
 
@@ -905,6 +910,16 @@ impl std::fmt::Display for DpAction {
             DpAction::SetTunnelId(t) => write!(f, "set(tunnel(tun_id={t:#x}))"),
             DpAction::Ct(c) => write!(f, "{c}"),
             DpAction::Recirc(id) => write!(f, "recirc({id:#x})"),
+            DpAction::Sample(s) => write!(
+                f,
+                "sample(sample={:.1}%,actions(userspace(flow_sample(probability={},\
+                 collector_set_id={},obs_domain_id={},obs_point_id={}))))",
+                f64::from(s.probability) * 100.0 / 65535.0,
+                s.probability,
+                s.collector_set_id,
+                s.obs_domain_id,
+                s.obs_point_id
+            ),
         }
     }
 }

@@ -82,6 +82,8 @@ fn set_slot(a: &Action) -> (u8, u32) {
         // Refused in write_actions by the openflow crate's validation; never in a set.
         Action::Move { .. } | Action::StackPush(_) | Action::StackPop(_) => (12, 0),
         Action::Ct(_) | Action::Nat(_) | Action::CtClear => (12, 1),
+        // Refused in write_actions by the openflow crate's validation; never in a set.
+        Action::Sample(_) => (12, 2),
     }
 }
 
@@ -262,6 +264,8 @@ impl Ctx<'_> {
             // Only inside `ct`, which interprets it.
             Action::Nat(_) => {}
             Action::CtClear => self.ct_clear(),
+            // The datapath draws the coin per packet; nothing here depends on the flow.
+            Action::Sample(s) => self.out.push(DpAction::Sample(s)),
             Action::Output { port, max_len } => self.output(port, max_len),
             Action::Group(g) => self.group(g),
             Action::SetQueue(q) => self.out.push(DpAction::SetQueue(q)),

@@ -211,6 +211,9 @@ pub enum Action {
     Nat(Box<crate::ct::Nat>),
     /// Nicira `ct_clear`: forget the packet's connection-tracking state.
     CtClear,
+    /// Nicira `sample(...)`: a copy of some packets to an IPFIX collector set (see
+    /// [`crate::sample`]).
+    Sample(crate::sample::Sample),
 }
 
 impl Action {
@@ -243,6 +246,7 @@ impl Action {
             // A NAT is only meaningful nested in a `ct` (whose validation checks it).
             Action::Nat(_) => return bad(bad_action::BAD_ARGUMENT),
             Action::CtClear => {}
+            Action::Sample(ref smp) => smp.validate()?,
             Action::Output { port, .. } => {
                 if port == 0 || port == OFPP_ANY || (port > OFPP_MAX && port < OFPP_IN_PORT) {
                     return bad(bad_action::BAD_OUT_PORT);
@@ -458,6 +462,11 @@ pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), 
             Instruction::ApplyActions(a) => validate_actions(a)?,
             Instruction::WriteActions(a) => {
                 validate_actions(a)?;
+                // The action set has no slot for a sample (OVS: "disallowed action in
+                // action set", OFPBAC_BAD_TYPE).
+                if a.iter().any(|x| matches!(x, Action::Sample(_))) {
+                    return Err(OfError::bad_action(bad_action::BAD_TYPE));
+                }
                 // The action set has no slot for bit moves and the register stack.
                 if a.iter().any(|x| {
                     matches!(

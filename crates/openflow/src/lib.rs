@@ -19,6 +19,7 @@ pub mod ct;
 pub mod matches;
 pub mod messages;
 pub mod oxm;
+pub mod sample;
 pub mod text;
 pub mod wire;
 

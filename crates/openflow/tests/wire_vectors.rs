@@ -15,7 +15,7 @@ use std::process::Command;
 
 /// Vectors we deliberately don't decode, with the error they yield and why.
 const UNSUPPORTED: &[(&str, &str)] = &[
-    // Nicira actions without a model meaning (learn, note, sample, controller...).
+    // Nicira actions without a model meaning (learn, note, controller...).
     ("ovs-ofctl-of13-action_conjunction", "BadField(1, 31)"),
     (
         "ovs-ofctl-of13-action_controller.packet",
@@ -30,11 +30,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("ovs-ofctl-of13-action_learn", "BadField(1, 31)"),
     ("ovs-ofctl-of13-action_note", "BadActionExpType(8)"),
     ("ovs-ofctl-of13-action_output_trunc", "BadActionExpType(39)"),
-    (
-        "ovs-ofctl-of13-action_sample.packet",
-        "BadActionExpType(29)",
-    ),
-    ("ovs-ofctl-of13-action_sample2", "BadActionExpType(38)"),
     // Nicira match field the model lacks (conj_id).
     ("ovs-ofctl-of13-match_conj", "BadField(1, 37)"),
     ("libofproto-OFP13-flow_mod_match_conj", "BadField(1, 37)"),

@@ -5,6 +5,7 @@
 use super::lock;
 use crate::learning::Learning;
 use crate::module::{Dest, Emitter};
+use crate::sample::FlowTag;
 use crate::udpif::Udpif;
 use ofproto::meter::{remark_dscp, Verdict};
 use ofproto::odp::{self, DpAction};
@@ -34,6 +35,8 @@ pub(super) struct Exec {
     pub(super) recirc: Vec<(FlowKey, u16, Packet)>,
     /// Recirculations the packets being executed went through (0 on their first pass).
     pub(super) depth: u8,
+    /// The `sample` action's coin (xorshift; never 0).
+    pub(super) rng: u64,
 }
 
 /// Most recirculations a packet may go through (OVS's limit too); beyond, it is dropped
@@ -265,11 +268,40 @@ impl Exec {
                         }
                     }
                 }
+                DpAction::Sample(s) => self.sample(s, in_slot, &pkt),
                 DpAction::SetQueue(_) | DpAction::SetTunnelId(_) => {}
                 rewrite => odp::apply(&mut pkt, rewrite, &mut offs),
             }
         }
         out.drop_packet(pkt, pool);
+    }
+
+    /// The `sample` action: with probability `probability / 65535`, the packet's headers to
+    /// the bridge's flow-sample exporter.
+    fn sample(&mut self, s: &ofproto::SampleAction, in_slot: u16, pkt: &Packet) {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        // Uniform in 0..65535: 65535 takes every packet, 1 one in 65535.
+        let coin = ((self.rng >> 32) * 65535) >> 32;
+        if coin >= u64::from(s.probability) {
+            return;
+        }
+        let tag = FlowTag {
+            collector_set_id: s.collector_set_id,
+            obs_domain_id: s.obs_domain_id,
+            obs_point_id: s.obs_point_id,
+        };
+        let rate = (65535 / u32::from(s.probability)).max(1);
+        if self
+            .udpif
+            .flow_samples
+            .send(tag, self.of_port(in_slot), rate, pkt.data())
+        {
+            self.stats.flow_samples += 1;
+        } else {
+            self.stats.flow_samples_unexported += 1;
+        }
     }
 
     fn normal_deliver(

@@ -84,6 +84,10 @@ pub struct OpenFlowStats {
     pub recirculations: u64,
     /// Packets dropped for recirculating more than `MAX_RECIRC_DEPTH` times.
     pub recirc_too_deep: u64,
+    /// Packets `sample` actions chose and handed to the flow-sample exporter.
+    pub flow_samples: u64,
+    /// Packets `sample` actions chose while no flow-sample exporter was configured.
+    pub flow_samples_unexported: u64,
 }
 
 /// The OpenFlow number of a bridge ofport.
@@ -179,6 +183,8 @@ impl OpenFlow {
                 stats: OpenFlowStats::default(),
                 recirc: Vec::new(),
                 depth: 0,
+                // Each replica its own sequence: seeded from its loop counter's address.
+                rng: (Arc::as_ptr(&epoch) as u64).rotate_left(29) ^ 0x2545_f491_4f6c_dd1d | 1,
             },
             emc: Emc::new(emc_insert_inv_prob),
             dpcls: Dpcls::new(),

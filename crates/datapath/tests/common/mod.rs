@@ -3,7 +3,10 @@
 
 #![allow(dead_code)]
 
+use datapath::module::VlanMode;
+use datapath::ofmodule::OpenFlow;
 use datapath::udpif::Udpif;
+use datapath::Switch;
 use netdev::{Port, PortStats};
 use packet::{Batch, Pool};
 use std::sync::{Arc, Mutex};
@@ -68,4 +71,24 @@ pub fn of(u: &Udpif, verb: &str, arg: Option<&str>) -> Result<String, String> {
         datapath::clock::now_ms(),
         ofctl::Caller::PollThread,
     )
+}
+
+/// A switch with one OpenFlow bridge `br` (the megaflow cache on or off), `ports` recording
+/// ports `p1..` as ofports 1.., and no flows; with the logs and the bridge's OpenFlow state.
+pub fn switch(cache: bool, pool: usize, ports: u32) -> (Switch, Vec<Log>, Arc<Udpif>) {
+    let mut sw = Switch::new(pool);
+    let m = OpenFlow::new(true).expect("module");
+    let u = Arc::clone(m.udpif());
+    sw.add_bridge("br", Box::new(m), None).expect("bridge");
+    sw.configure_bridge("br", "cache", if cache { "true" } else { "false" })
+        .expect("cache");
+    let mut logs = Vec::new();
+    for p in 1..=ports {
+        let (port, log) = Sink::new(&format!("p{p}"));
+        sw.add_port("br", Box::new(port), Some(p), VlanMode::Trunk(None))
+            .expect("port");
+        logs.push(log);
+    }
+    of(&u, "del-flows", None).expect("del-flows");
+    (sw, logs, u)
 }

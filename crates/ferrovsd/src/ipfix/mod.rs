@@ -11,25 +11,33 @@
 //! by the rate), as OVS exports them. [`packet::sampled`] says what a record is keyed on,
 //! [`wire`] what the records and templates hold.
 //!
-//! Not here: flow-based IPFIX (`Flow_Sample_Collector_Set` and the OpenFlow `sample` action),
-//! `obs_point_id`, the `other_config` sampling switches, and egress interfaces (sampling is on
-//! ingress, so egress is 0, unknown). A row that sets them is used for the rest.
+//! Flow-based IPFIX: an OpenFlow `sample` action on a bridge sends the packets it picks to
+//! the collector set it names ([`flowsets`] reads the `Flow_Sample_Collector_Set` rows); their
+//! records go to that set's `IPFIX` row's targets, in the observation domain the action names,
+//! cached under the row's cache settings like the bridge's own. Each bridge's datapath tap
+//! ([`datapath::sample::FlowSampleTap`]) is pointed at this exporter while the bridge has a
+//! collector set.
+//!
+//! Not here: `obs_point_id` in the records, the `other_config` sampling switches, and egress
+//! interfaces (egress is 0, unknown). A row that sets them is used for the rest.
 //!
 //! Threads: [`Ipfix::configure`] runs on the reconfiguration thread; one exporter thread,
 //! started with the first configured bridge and stopped with the last, owns the caches,
 //! sockets and sequence numbers. Samples reach it through the bounded channel of
 //! [`datapath::sample`] (dropped and counted by the poll threads when it is full).
 
+pub mod flowsets;
 pub mod wire;
 
-use crate::collector::Applied;
 use crate::collector::Sockets;
+use crate::collector::{Applied, ExportRow};
 use crate::vswitch::model::Tables;
 use crossbeam_channel::{select, unbounded, Receiver, Sender};
 use datapath::sample::{Sample, SampleSink, SamplerConfig, SINK_DEPTH};
+use datapath::udpif::Udpif;
 use datapath::Datapath;
 use packet::sampled::{self, SampledKey};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -64,25 +72,39 @@ impl IpfixConfig {
 
 /// Each bridge's IPFIX row, by bridge name, and warnings naming what was refused.
 pub fn from_tables(t: &Tables) -> (Vec<(String, IpfixConfig)>, Vec<String>) {
-    crate::collector::export_rows(t, "ipfix", "IPFIX", "IPFIX", |r| {
-        let max = i64::from(u32::MAX);
-        let sampling = r.int("sampling", 1, max, 400) as u32;
-        let domain = r.int("obs_domain_id", 0, max, 0) as u32;
-        let active_timeout = r.int("cache_active_timeout", 0, max, 0) as u32;
-        let max_flows = r.int("cache_max_flows", 0, max, 0) as u32;
-        let targets = r.targets(DEFAULT_PORT);
-        (!targets.is_empty()).then_some(IpfixConfig {
-            targets,
-            sampling,
-            domain,
-            active_timeout,
-            max_flows,
-        })
+    crate::collector::export_rows(t, "ipfix", "IPFIX", "IPFIX", read_row)
+}
+
+/// An `IPFIX` row's settings; `None` without a usable target.
+pub(crate) fn read_row(r: &mut ExportRow<'_>) -> Option<IpfixConfig> {
+    let max = i64::from(u32::MAX);
+    let sampling = r.int("sampling", 1, max, 400) as u32;
+    let domain = r.int("obs_domain_id", 0, max, 0) as u32;
+    let active_timeout = r.int("cache_active_timeout", 0, max, 0) as u32;
+    let max_flows = r.int("cache_max_flows", 0, max, 0) as u32;
+    let targets = r.targets(DEFAULT_PORT);
+    (!targets.is_empty()).then_some(IpfixConfig {
+        targets,
+        sampling,
+        domain,
+        active_timeout,
+        max_flows,
     })
 }
 
+/// Marks the exporter ids of flow-sample taps, apart from the bridges' sampler ids.
+const FLOW_TAP: u32 = 0x8000_0000;
+
+/// What the exporter is told on every change: the bridges' samplers by id, and the
+/// collector sets by (flow tap id, set id).
+#[derive(Default)]
+struct Plan {
+    bridges: Vec<(u32, IpfixConfig)>,
+    sets: HashMap<(u32, u32), IpfixConfig>,
+}
+
 struct Running {
-    tx: Sender<Vec<(u32, IpfixConfig)>>,
+    tx: Sender<Plan>,
     thread: Option<JoinHandle<()>>,
     sink: Arc<SampleSink>,
 }
@@ -91,6 +113,7 @@ struct Running {
 struct Inner {
     running: Option<Running>,
     applied: Applied<IpfixConfig>,
+    flow_applied: Applied<BTreeMap<u32, IpfixConfig>>,
 }
 
 /// The daemon's IPFIX exporter. See the module documentation.
@@ -101,23 +124,50 @@ pub struct Ipfix {
 
 impl Ipfix {
     /// Applies the database's IPFIX rows (see [`crate::sflow::Sflow::configure`], which this
-    /// mirrors). Returns warnings when it changed something.
-    pub fn configure(&self, pmd: &Arc<Datapath>, t: &Tables, ports_changed: bool) -> Vec<String> {
+    /// mirrors) and its collector sets, whose samples come from the OpenFlow bridges in
+    /// `udpifs`. Returns warnings when it changed something.
+    pub fn configure(
+        &self,
+        pmd: &Arc<Datapath>,
+        t: &Tables,
+        ports_changed: bool,
+        udpifs: &BTreeMap<String, Arc<Udpif>>,
+    ) -> Vec<String> {
         let (wanted, mut warnings) = from_tables(t);
+        let (sets, w) = flowsets::from_tables(t);
+        warnings.extend(w);
+        let wanted_sets: Vec<(String, BTreeMap<u32, IpfixConfig>)> = sets
+            .into_iter()
+            .filter(|(b, _)| udpifs.contains_key(b))
+            .collect();
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let inner = &mut *g;
-        let Some(gone) = inner.applied.changes(&wanted, ports_changed) else {
+        let a = inner.applied.changes(&wanted, ports_changed);
+        let b = inner.flow_applied.changes(&wanted_sets, ports_changed);
+        if a.is_none() && b.is_none() {
             return Vec::new();
-        };
+        }
+        // Either changed: the exporter gets the whole plan again.
+        let gone = a
+            .or_else(|| inner.applied.changes(&wanted, true))
+            .unwrap_or_default();
+        let gone_sets = b
+            .or_else(|| inner.flow_applied.changes(&wanted_sets, true))
+            .unwrap_or_default();
         for b in gone {
             let _ = pmd.set_sampler(&b, OWNER, None);
         }
-        if wanted.is_empty() {
+        for b in gone_sets {
+            if let Some(u) = udpifs.get(&b) {
+                u.flow_samples.set(None);
+            }
+        }
+        if wanted.is_empty() && wanted_sets.is_empty() {
             stop(inner.running.take());
             return warnings;
         }
         let running = inner.running.get_or_insert_with(start);
-        let mut list = Vec::new();
+        let mut plan = Plan::default();
         for (bridge, cfg) in wanted {
             let id = inner.applied.id(&bridge);
             let sc = SamplerConfig {
@@ -130,10 +180,21 @@ impl Ipfix {
                 warnings.push(format!("bridge {bridge}: IPFIX: {e}"));
                 continue;
             }
-            list.push((id, cfg.clone()));
+            plan.bridges.push((id, cfg.clone()));
             inner.applied.insert(bridge, cfg, id);
         }
-        let _ = running.tx.send(list);
+        for (bridge, sets) in wanted_sets {
+            let id = inner.flow_applied.id(&bridge);
+            if let Some(u) = udpifs.get(&bridge) {
+                u.flow_samples
+                    .set(Some((id | FLOW_TAP, running.sink.clone())));
+            }
+            for (set, cfg) in &sets {
+                plan.sets.insert((id | FLOW_TAP, *set), cfg.clone());
+            }
+            inner.flow_applied.insert(bridge, sets, id);
+        }
+        let _ = running.tx.send(plan);
         warnings
     }
 }
@@ -183,9 +244,15 @@ struct BridgeState {
     out_since: Option<Instant>,
 }
 
+/// A record stream's key: a bridge's sampler `(id, 0, 0)`, or a flow tap's collector set in
+/// one observation domain `(tap id, set id, domain)`.
+type StreamKey = (u32, u32, u32);
+
 struct Exporter {
     sink: Arc<SampleSink>,
-    bridges: HashMap<u32, BridgeState>,
+    bridges: HashMap<StreamKey, BridgeState>,
+    /// The collector sets, by (flow tap id, set id).
+    sets: HashMap<(u32, u32), IpfixConfig>,
     /// Per observation domain: data records sent, and when templates last went out.
     domains: HashMap<u32, (u32, Option<Instant>)>,
     socks: Sockets,
@@ -196,12 +263,13 @@ impl Exporter {
         Exporter {
             sink,
             bridges: HashMap::new(),
+            sets: HashMap::new(),
             domains: HashMap::new(),
             socks: Sockets::new(),
         }
     }
 
-    fn run(mut self, cfg: &Receiver<Vec<(u32, IpfixConfig)>>) {
+    fn run(mut self, cfg: &Receiver<Plan>) {
         let samples = self.sink.receiver().clone();
         loop {
             let wait = self
@@ -209,7 +277,7 @@ impl Exporter {
                 .saturating_duration_since(Instant::now());
             select! {
                 recv(cfg) -> m => match m {
-                    Ok(list) => self.reconfigure(list),
+                    Ok(plan) => self.reconfigure(plan),
                     Err(_) => {
                         self.flush_all(wire::END_FORCED);
                         return;
@@ -225,10 +293,11 @@ impl Exporter {
         }
     }
 
-    fn reconfigure(&mut self, list: Vec<(u32, IpfixConfig)>) {
+    fn reconfigure(&mut self, plan: Plan) {
         let mut next = HashMap::new();
-        for (id, cfg) in list {
-            let st = match self.bridges.remove(&id) {
+        for (id, cfg) in plan.bridges {
+            let key = (id, 0, 0);
+            let st = match self.bridges.remove(&key) {
                 Some(mut st) if st.cfg.targets == cfg.targets && st.cfg.domain == cfg.domain => {
                     st.cfg = cfg;
                     st
@@ -238,30 +307,73 @@ impl Exporter {
                         evict_all(&mut st, wire::END_FORCED);
                         self.send(&mut st);
                     }
-                    // New collectors or domain: they learn the templates first.
-                    self.domains.entry(cfg.domain).or_default().1 = None;
-                    BridgeState {
-                        cfg,
-                        cache: HashMap::new(),
-                        out: Vec::new(),
-                        out_since: None,
-                    }
+                    self.fresh(cfg)
                 }
             };
-            next.insert(id, st);
+            next.insert(key, st);
         }
-        let old: Vec<u32> = self.bridges.keys().copied().collect();
-        for id in old {
-            if let Some(mut st) = self.bridges.remove(&id) {
+        // A collector set's streams live on while the set keeps its settings.
+        let flow_keys: Vec<StreamKey> = self
+            .bridges
+            .keys()
+            .filter(|k| k.0 & FLOW_TAP != 0)
+            .copied()
+            .collect();
+        for key in flow_keys {
+            let keep = match (
+                self.sets.get(&(key.0, key.1)),
+                plan.sets.get(&(key.0, key.1)),
+            ) {
+                (Some(a), Some(b)) => a == b,
+                _ => false,
+            };
+            if keep {
+                if let Some(st) = self.bridges.remove(&key) {
+                    next.insert(key, st);
+                }
+            }
+        }
+        let old: Vec<StreamKey> = self.bridges.keys().copied().collect();
+        for key in old {
+            if let Some(mut st) = self.bridges.remove(&key) {
                 evict_all(&mut st, wire::END_FORCED);
                 self.send(&mut st);
             }
         }
         self.bridges = next;
+        self.sets = plan.sets;
+    }
+
+    /// A new record stream; its collectors learn the templates first.
+    fn fresh(&mut self, cfg: IpfixConfig) -> BridgeState {
+        self.domains.entry(cfg.domain).or_default().1 = None;
+        BridgeState {
+            cfg,
+            cache: HashMap::new(),
+            out: Vec::new(),
+            out_since: None,
+        }
+    }
+
+    /// The stream a sample belongs to; a flow sample's is made on its first sample, none if
+    /// its collector set does not exist.
+    fn stream(&mut self, s: &Sample) -> Option<&mut BridgeState> {
+        let key = match s.flow {
+            None => (s.sampler, 0, 0),
+            Some(tag) => (s.sampler, tag.collector_set_id, tag.obs_domain_id),
+        };
+        if !self.bridges.contains_key(&key) {
+            let tag = s.flow?;
+            let mut cfg = self.sets.get(&(key.0, key.1))?.clone();
+            cfg.domain = tag.obs_domain_id;
+            let st = self.fresh(cfg);
+            self.bridges.insert(key, st);
+        }
+        self.bridges.get_mut(&key)
     }
 
     fn add_sample(&mut self, s: &Sample) {
-        let Some(st) = self.bridges.get_mut(&s.sampler) else {
+        let Some(st) = self.stream(s) else {
             return;
         };
         let Some((key, ip_len)) = sampled::parse(s.input, &s.header) else {
@@ -316,7 +428,7 @@ impl Exporter {
 
     fn timers(&mut self) {
         let now = now_ms();
-        let ids: Vec<u32> = self.bridges.keys().copied().collect();
+        let ids: Vec<StreamKey> = self.bridges.keys().copied().collect();
         for id in ids {
             let Some(mut st) = self.bridges.remove(&id) else {
                 continue;
@@ -344,7 +456,7 @@ impl Exporter {
     }
 
     fn flush_all(&mut self, reason: u8) {
-        let ids: Vec<u32> = self.bridges.keys().copied().collect();
+        let ids: Vec<StreamKey> = self.bridges.keys().copied().collect();
         for id in ids {
             if let Some(mut st) = self.bridges.remove(&id) {
                 evict_all(&mut st, reason);

@@ -216,7 +216,10 @@ fn pass(vs: &Vswitch, rec: &mut Reconfigurer, of: &dyn OfConfigSink, stats_due: 
     for w in vs.sflow.configure(&vs.pmd, &snap, out.changed) {
         vlog::warn("sflow", &w);
     }
-    for w in vs.ipfix.configure(&vs.pmd, &snap, out.changed) {
+    for w in vs
+        .ipfix
+        .configure(&vs.pmd, &snap, out.changed, &of.udpifs())
+    {
         vlog::warn("ipfix", &w);
     }
     let dp = status::read_datapath(&vs.pmd);

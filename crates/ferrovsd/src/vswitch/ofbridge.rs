@@ -67,6 +67,10 @@ impl OfConfigSink for ConnMgrSink {
         self.0.bridge_removed(bridge);
     }
 
+    fn udpifs(&self) -> std::collections::BTreeMap<String, Arc<Udpif>> {
+        self.0.udpifs()
+    }
+
     fn controller_status(&self, bridge: &str) -> Vec<ControllerStatus> {
         self.0
             .get_controllers(bridge)

@@ -64,6 +64,10 @@ pub trait OfConfigSink: Send + Sync {
     /// The key, certificate and CA certificate files of the `SSL` row (`None` without one),
     /// for `ssl:` and `pssl:` targets. Called on every pass, before `apply`.
     fn set_ssl(&self, _files: Option<tls::TlsFiles>) {}
+    /// The OpenFlow state of every bridge running the `openflow` module, by name.
+    fn udpifs(&self) -> std::collections::BTreeMap<String, Arc<Udpif>> {
+        Default::default()
+    }
     /// Connection states, for the `Controller` rows of `bridge` (empty if unknown).
     fn controller_status(&self, _bridge: &str) -> Vec<ControllerStatus> {
         Vec::new()

@@ -222,6 +222,7 @@ fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action
     let lower = key.to_ascii_lowercase();
     let a = match lower.as_str() {
         "ct" => return super::ct::parse_ct(tok, ctx),
+        "sample" => return super::sample::parse_sample(tok),
         "ct_clear" => {
             no_value(tok)?;
             Action::CtClear
@@ -485,7 +486,14 @@ pub fn parse_instructions(text: &str, ctx: Option<&Match>) -> Result<Vec<Instruc
                 Instruction::ClearActions
             }
             "write_actions" => {
-                Instruction::WriteActions(parse_actions(tok.value.unwrap_or(""), ctx)?)
+                let acts = parse_actions(tok.value.unwrap_or(""), ctx)?;
+                if acts.iter().any(|a| matches!(a, Action::Sample(_))) {
+                    return Err(TextError::new(format!(
+                        "{}: sample is not allowed in the action set",
+                        tok.text()
+                    )));
+                }
+                Instruction::WriteActions(acts)
             }
             "write_metadata" => {
                 let v = need_value(&tok)?;
@@ -543,6 +551,7 @@ pub fn format_action(a: &Action) -> String {
         Action::Ct(ref ct) => super::ct::format_ct(ct),
         Action::Nat(ref n) => super::ct::format_nat(n),
         Action::CtClear => "ct_clear".into(),
+        Action::Sample(ref s) => super::sample::format_sample(s),
         Action::Output { port, max_len } => {
             if port == OFPP_CONTROLLER {
                 format!("CONTROLLER:{max_len}")

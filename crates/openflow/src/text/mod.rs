@@ -12,7 +12,8 @@
 //!   [`format_flow_stats`], [`format_match`]);
 //! * `actions` — actions and instructions ([`parse_instructions`], [`parse_actions`],
 //!   [`format_instructions`], [`format_action`]);
-//! * `group` and `meter` — group and meter mods.
+//! * `group` and `meter` — group and meter mods;
+//! * `ct` and `sample` — the Nicira actions with their own argument lists.
 //!
 //! Contract: the parsers never panic, whatever the input (a property test feeds them
 //! arbitrary strings), and every error message names the offending token. Formatting then
@@ -26,6 +27,7 @@ mod fields;
 mod flow;
 mod group;
 mod meter;
+mod sample;
 
 pub use actions::{
     format_action, format_actions, format_instructions, parse_actions, parse_instructions,

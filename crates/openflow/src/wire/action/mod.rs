@@ -9,7 +9,8 @@
 //! * `nicira`: Nicira vendor/experimenter actions (id 0x00002320), the ones with a
 //!   model meaning; 1.0 reaches everything else the model says through them;
 //! * `ct`: Nicira's connection-tracking actions (`ct`, `nat`, `ct_clear`), the same in
-//!   every version except for the nested actions, which are the version's own.
+//!   every version except for the nested actions, which are the version's own;
+//! * `sample`: Nicira's `sample` action in its three forms, the same in every version.
 //!
 //! `instruction` holds the OpenFlow 1.1+ instructions, which carry action lists. This
 //! file walks action lists (decode and encode), knows the type numbers and writes the
@@ -27,6 +28,7 @@ mod instruction;
 mod nicira;
 mod of10;
 mod of11;
+mod sample;
 
 pub(crate) use instruction::{decode_instructions, encode_instructions};
 pub(crate) use of10::encode_of10_report;
@@ -144,6 +146,9 @@ fn decode_actions_in(
             if let Some(sub) = ct::ct_subtype(a.peek()) {
                 return ct::decode_ct_action(version, sub, len, &mut a);
             }
+            if let Some(sub) = sample::sample_subtype(a.peek()) {
+                return sample::decode_sample(sub, len, &mut a);
+            }
         }
         if version == OFP10 {
             Ok(match of10::decode_of10_action(ty, len, &mut a)? {
@@ -203,6 +208,8 @@ fn finish(out: &mut Vec<u8>, start: usize) {
 pub(crate) fn encode_action(out: &mut Vec<u8>, version: u8, a: &Action) -> Result<(), EncodeError> {
     if let Some(r) = ct::encode_ct_action(out, version, a) {
         r
+    } else if sample::encode_sample(out, a) {
+        Ok(())
     } else if version == OFP10 {
         of10::encode_of10_action(out, a)
     } else if matches!(a, Action::Meter(_)) && version < OFP15 {

@@ -168,7 +168,7 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
         | Action::StackPop(_)
         | Action::Resubmit { .. } => return,
         // Written by `ct` before this encoder is reached.
-        Action::Ct(_) | Action::Nat(_) | Action::CtClear => return,
+        Action::Ct(_) | Action::Nat(_) | Action::CtClear | Action::Sample(_) => return,
     }
     finish(out, s);
 }
