@@ -45,6 +45,7 @@ pub const TABLES: &[&str] = &[
     "Mirror",
     "sFlow",
     "IPFIX",
+    "Flow_Sample_Collector_Set",
 ];
 
 /// Bridge `other_config` keys that are not module settings.
