@@ -162,6 +162,8 @@ class Report:
             xs = [j + (i - (n - 1) / 2) * w for j in range(len(labels))]
             fl = (flags or [[None] * len(vals)] * len(series))[i]
             color = "C%d" % i
+            if all(v is None for v in vals):
+                legend += " (not measured)"
             ax.bar([x for x, v in zip(xs, vals) if v is not None],
                    [v for v in vals if v is not None], w, label=legend, color=color)
             for x, v, f in zip(xs, vals, fl):
@@ -170,6 +172,7 @@ class Report:
                 text = "n/m" if v is None else "%.2f" % v + (" (%s)" % f if f else "")
                 ax.annotate(text, (x, v or 0), ha="center", va="bottom", fontsize=7)
         ax.set_ylim(0, (top or 1) * 1.3)
+        ax.set_xlim(-0.5, len(labels) - 0.5)
         if goal is not None:
             ax.axhline(goal, color="red", linestyle="--", linewidth=1.2, label=goal_label)
         ax.set_xticks(range(len(labels)))
@@ -318,7 +321,10 @@ class Report:
             if c.get("status", "ok") != "ok":
                 return "FAILED"
             cpp = c.get("cycles_per_packet")
-            return "%.2f (%s)" % (c["mpps"], "-" if cpp is None else "%.0f" % cpp)
+            share = c.get("cpu_share")
+            return "%.2f (%s)%s" % (c["mpps"], "-" if cpp is None else "%.0f" % cpp,
+                                    " *%.0f%%" % (100 * share)
+                                    if isinstance(share, float) and share < 0.95 else "")
 
         def mpps(c):
             return c.get("mpps") if c and c.get("status", "ok") == "ok" else None
@@ -338,6 +344,9 @@ class Report:
                 if pc and pc.get("status") == "failed":
                     self.fail("W1", "%s at %s flows: %s" % (h, f, pc.get("reason", "?")))
         if p:
+            self.md += ["`*N%`: the peer's forwarding thread was on a CPU only N% of the window "
+                        "(other processes took its core; its rate is depressed by about as "
+                        "much)." if "*" in "".join(sum(rows, [])) else ""]
             self.md += ["Peers: OVS %s, DPDK %s, memory %s%s, %s s windows after %s s warm-up." % (
                 p.get("versions", {}).get("ovs") or "-", p.get("versions", {}).get("dpdk") or "-",
                 p.get("memory", "?"), " (not comparable with hugepage runs)"

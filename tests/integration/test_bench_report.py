@@ -1,12 +1,12 @@
 """bench/report.py: the benchmark report built from the JSON files the bench scripts write.
 
-The fixtures (fixtures/bench_report/) are JSON files real runs of the scripts wrote on this
-machine kind (`bench/w1.sh --smoke --json`, `w1-peers.sh --only testpmd --json`,
-`w2.sh --json`, `w2.sh --rate 200000 --json`, `w3.sh`/`w6.sh --json`, `w5.sh --flows 10000
---w1 --json`, and report.sh's runs.json, facts.json and load.tsv). Cases that need a shape
-the runs did not produce (an OVS-DPDK peer cell, a load both switches carried, a failed
-cell) are made by changing values in those files, keeping their keys. The expected numbers
-are computed here from the fixture values, not copied from the report.
+The fixtures (fixtures/bench_report/) are the files a real `bench/report.sh --quick` run wrote
+on this machine kind (w1.json, w1-peers.json with testpmd and OVS-DPDK, w2.json,
+w2-fixed.json, w3.json, w5.json, w6.json, runs.json, facts.json, load.tsv) and the JSON of a
+real `bench/w1.sh --smoke --json` (w1-smoke.json). Cases that need a shape the run did not
+produce (a load both switches carried, a failed cell) are made by changing values in those
+files, keeping their keys. The expected numbers are computed here from the fixture values,
+not copied from the report.
 """
 
 import json
@@ -36,7 +36,7 @@ def build(src, *args, timeout=120):
 def data(tmp_path):
     d = tmp_path / "data"
     shutil.copytree(FIX, d)
-    (d / "runs-w3-w6.json").unlink()
+    (d / "w1-smoke.json").unlink()
     return d
 
 
@@ -104,48 +104,65 @@ def test_report_from_real_json(data):
     assert list(summary) == ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"]
     for b in ("W4", "W7", "W8"):
         assert summary[b]["status"] == "not measured (no script yet)"
+        assert summary[b]["headline ratio (goal)"] == "-"
     for b in ("W1", "W2", "W3", "W5", "W6"):
         assert summary[b]["status"] == "measured", summary[b]
 
-    # W1: ferrovs's cells and the testpmd floor, the ratio patch / floor per flow count.
-    w1, peers = load(data, "w1.json"), load(data, "w1-peers.json")
+    # W1: ferrovs's cells and the peers' (with their CPU-share marks), the ratios per flow
+    # count, the no-cliff check.
+    w1, peers = load(data, "w1.json")["ferrovs"], load(data, "w1-peers.json")["results"]
     t = rows_by_key(table_with(md, "flows")[0])
-    for f, cells in w1["ferrovs"].items():
+    assert list(t) == [format(int(f), ",") for f in sorted(w1, key=int)]
+    for f, cells in w1.items():
         row = t[format(int(f), ",")]
         c = cells["openflow:l3_4k"]
         assert row["ferrovs OF l3_4k"] == "%.2f (%.0f)" % (c["mpps"], c["cycles_per_packet"])
-        tp = peers["results"][f]["testpmd_io"]
-        assert row["testpmd io"].startswith("%.2f" % tp["mpps"])
-        assert row["OVS-DPDK l3_4k"] == "-"
+        o = peers[f]["ovs_l3_4k"]
+        mark = " *%.0f%%" % (100 * o["cpu_share"]) if o["cpu_share"] < 0.95 else ""
+        assert row["OVS-DPDK l3_4k"] == "%.2f (%.0f)%s" % (o["mpps"], o["cycles_per_packet"], mark)
     ratios = rows_by_key(table_with(md, "flows")[1])
-    for f, cells in w1["ferrovs"].items():
+    l3 = []
+    for f, cells in w1.items():
         row = ratios[format(int(f), ",")]
-        want = cells["patch"]["mpps"] / peers["results"][f]["testpmd_io"]["mpps"]
-        assert row["patch / testpmd io floor"] == "%.2fx" % want
-        assert row["OF l3_4k / OVS-DPDK l3_4k (goal >= 2x)"] == "-"
-    assert summary["W1"]["headline ratio (goal)"] == "no OVS-DPDK peer measured"
+        v = cells["openflow:l3_4k"]["mpps"] / peers[f]["ovs_l3_4k"]["mpps"]
+        l3.append(v)
+        assert row["OF l3_4k / OVS-DPDK l3_4k (goal >= 2x)"] == "%.2fx" % v + (
+            " ✓" if v >= 2 else "")
+        assert row["patch / testpmd io floor"] == "%.2fx" % (
+            cells["patch"]["mpps"] / peers[f]["testpmd_io"]["mpps"])
+    assert summary["W1"]["headline ratio (goal)"] == "OF l3_4k / OVS-DPDK l3_4k: %s (goal >= 2x)" \
+        % ", ".join("%.2fx" % v for v in l3)
+    cliff = w1["100000"]["openflow:l3_4k"]["mpps"] / w1["1"]["openflow:l3_4k"]["mpps"]
+    assert "OF l3_4k at 100K flows / at 1 flow = %.2f (goal >= 0.5)" % cliff in md
 
-    # W2: both tables, the CPU per packet columns, and the fixed load not carried.
+    # W2: both tables with the CPU per packet columns; the fixed load that was not carried.
     w2 = load(data, "w2.json")
     flood = table_with(md, "switch")[0]
     assert [r[0] for r in flood[1]] == [r["switch"] for r in w2["results"]]
     fa = next(r for r in w2["results"] if r["switch"] == "ferrovs-afxdp")
     oa = next(r for r in w2["results"] if r["switch"] == "ovs-afxdp")
     row = rows_by_key(flood)["ferrovs-afxdp"]
+    assert row["delivered Mpps"] == "%.3f" % fa["delivered_mpps"]
     assert row["sw CPU ns/pkt"] == "%.0f" % fa["switch_cpu_ns_per_pkt"]
+    assert row["core busy ns/pkt"] == "%.0f" % fa["switch_core_busy_ns_per_pkt"]
     gen = rows_by_key(table_with(md, "generator")[0])["trafgen"]
     assert gen["ferrovs afxdp / OVS afxdp delivered (goal >= 1.5x)"] == "%.2fx" % (
         fa["delivered_mpps"] / oa["delivered_mpps"])
+    fx = load(data, "w2-fixed.json")
     fixed = rows_by_key(table_with(md, "ports")[0])
+    fxa = next(r for r in fx["results"] if r["switch"] == "ferrovs-afxdp")
+    assert fixed["afxdp"]["ferrovs sw CPU ns/pkt"] == "%.0f" % fxa["switch_cpu_ns_per_pkt"]
     assert fixed["afxdp"]["OVS / ferrovs sw CPU"] == "not comparable"
-    assert "of the offered load" in fixed["afxdp"]["load carried"]
+    assert "ferrovs-afxdp delivered %.0f%% of the offered load" % (
+        100 * fxa["delivered_mpps"] * 1e6 / fx["rate_pps"]) in fixed["afxdp"]["load carried"]
 
     # W3 and W6: delivered Mpps and the ratio to the floor.
-    for name in ("w3.json", "w6.json"):
+    confs = table_with(md, "configuration")
+    assert len(confs) == 2
+    for t, name in zip(confs, ("w3.json", "w6.json")):
         res = load(data, name)["results"]
-        t = [t for t in table_with(md, "configuration") if t[1][0][1] == "%.2f" % res["ferrovs-patch"]]
-        assert t, name
-        rows = rows_by_key(t[0])
+        rows = rows_by_key(t)
+        assert rows["ferrovs-patch"]["delivered Mpps"] == "%.2f" % res["ferrovs-patch"]
         assert rows["ferrovs-l3_4k"]["/ floor"] == "%.2fx" % (res["ferrovs-l3_4k"] / res["floor"])
 
     # W5: seconds, flows/s and OVS / ferrovs per step; the W1-during-add table.
@@ -157,58 +174,52 @@ def test_report_from_real_json(data):
     assert steps["add"]["OVS time / ferrovs time"] == "%.2fx" % (add["ovs"] / add["ferrovs"])
     assert steps["add"]["goal"] == ">= 2x" and steps["incr"]["goal"] == "-"
     during = rows_by_key(table_with(md, "add")[0])
-    assert during["bundle"]["during Mpps"] == "-"  # no sample inside a 0.16 s add
-    assert during["plain"]["during / before"] == "%.1f%%" % w5["w1_during_add"][0]["during_pct"]
+    plain = next(w for w in w5["w1_during_add"] if w["mode"] == "plain")
+    assert during["plain"]["during / before"] == "%.1f%%" % plain["during_pct"]
+    bundle = next(w for w in w5["w1_during_add"] if w["mode"] == "bundle")
+    assert bundle["during_mpps"] is None and during["bundle"]["during Mpps"] == "-"
 
-    # Machine facts and load.
+    # Machine facts, load, and the command behind every number with its exit status.
     facts = rows_by_key(table_with(md, "fact")[0])
     assert facts["cores"]["value"] == str(load(data, "facts.json")["cores"])
-    loads = rows_by_key(table_with(md, "JSON")[0])
-    assert loads["w3.json"]["load (1/5/15)"] == " ".join(
-        "%.2f" % x for x in load(data, "w3.json")["load"])
-    assert "Commands: not recorded" in md
+    runs = load(data, "runs.json")["runs"]
+    loads = rows_by_key(table_with(md, "run")[0])
+    assert list(loads) == [r["name"] for r in runs]
+    for run in runs:
+        assert "    %s    # exit %d" % (run["cmd"], run["rc"]) in md
+        assert loads[run["name"]]["load before (1/5/15)"] == " ".join(
+            "%.2f" % x for x in run["load_before"])
 
     # Every plot the report shows exists and is a valid PNG, and nothing else was written.
     pngs = images(md)
     assert set(pngs) == {p.name for p in out.glob("*.png")}
-    assert {"w1-ratios.png", "w2-flood-ratios.png", "w2-fixed-ratios.png", "w3-mpps.png",
-            "w5-ratios.png", "w6-mpps.png", "load.png"} <= set(pngs)
+    assert set(pngs) == {"w1-ratios.png", "w2-flood-ratios.png", "w2-fixed-ratios.png",
+                         "w3-mpps.png", "w5-ratios.png", "w6-mpps.png", "load.png"}
     for p in pngs:
         check_png(out / p)
 
 
-def test_ovs_dpdk_peer_and_fixed_load_ratios(data):
-    # An OVS-DPDK l3_4k cell (the keys w1-peers.sh writes for OVS) beside the testpmd one.
-    peers = load(data, "w1-peers.json")
-    ovs = {"1": 12.0, "1000": 5.0}
-    for f, mpps in ovs.items():
-        peers["results"][f]["ovs_l3_4k"] = {
-            "status": "ok", "mpps": mpps, "cycles_per_packet": 200.0, "cpu_share": 0.99,
-            "packets": 1000, "emc_hits": 0, "megaflow_hits": 1000, "simple_match_hits": 0,
-            "avg_subtable_lookups": 1.0, "upcalls_ok": 0, "upcalls_failed": 0, "tx_mpps": mpps}
-    peers["columns"].append("ovs_l3_4k")
-    save(data, "w1-peers.json", peers)
-    # The fixed load carried by all four switches.
+def test_fixed_load_carried_gives_ratios(data):
     fx = load(data, "w2-fixed.json")
     for r in fx["results"]:
         r["delivered_mpps"] = r["sent_mpps"] = fx["rate_pps"] / 1e6
     save(data, "w2-fixed.json", fx)
-    r, out, md = build(data, "--only", "W1,W2")
+    r, out, md = build(data, "--only", "W2")
     assert r.returncode == 0, r.stdout + r.stderr
-    w1 = load(data, "w1.json")["ferrovs"]
-    ratios = rows_by_key(table_with(md, "flows")[1])
-    col = "OF l3_4k / OVS-DPDK l3_4k (goal >= 2x)"
-    for f, mpps in ovs.items():
-        v = w1[f]["openflow:l3_4k"]["mpps"] / mpps
-        assert ratios[format(int(f), ",")][col] == "%.2fx" % v + (" ✓" if v >= 2 else "")
-    fa = next(x for x in fx["results"] if x["switch"] == "ferrovs-afxdp")
-    oa = next(x for x in fx["results"] if x["switch"] == "ovs-afxdp")
-    row = rows_by_key(table_with(md, "ports")[0])["afxdp"]
-    assert row["OVS / ferrovs sw CPU"] == "%.2fx" % (
-        oa["switch_cpu_ns_per_pkt"] / fa["switch_cpu_ns_per_pkt"])
-    assert row["load carried"] == "both carried the load"
+    cell = {x["switch"]: x for x in fx["results"]}
+    rows = rows_by_key(table_with(md, "ports")[0])
+    for label, f, o in (("afxdp", "ferrovs-afxdp", "ovs-afxdp"),
+                        ("system / AF_PACKET", "ferrovs-system", "ovs-afpacket")):
+        assert rows[label]["OVS / ferrovs sw CPU"] == "%.2fx" % (
+            cell[o]["switch_cpu_ns_per_pkt"] / cell[f]["switch_cpu_ns_per_pkt"])
+        assert rows[label]["OVS / ferrovs core busy"] == "%.2fx" % (
+            cell[o]["switch_core_busy_ns_per_pkt"] / cell[f]["switch_core_busy_ns_per_pkt"])
+        assert rows[label]["load carried"] == "both carried the load"
     summary = rows_by_key(table_with(md, "benchmark")[0])
-    assert list(summary) == ["W1", "W2"]
+    assert list(summary) == ["W2"]
+    assert "fixed load: OVS/ferrovs CPU per packet %.2fx" % (
+        cell["ovs-afxdp"]["switch_cpu_ns_per_pkt"]
+        / cell["ferrovs-afxdp"]["switch_cpu_ns_per_pkt"]) in summary["W2"]["headline ratio (goal)"]
     for p in images(md):
         check_png(out / p)
 
@@ -217,23 +228,43 @@ def test_failures_exit_3_and_still_write(data):
     w3 = load(data, "w3.json")
     w3["results"]["ferrovs-l3_4k"] = None  # what w3_run.py stores for a FAILED configuration
     save(data, "w3.json", w3)
-    runs = load(FIX, "runs-w3-w6.json")
-    runs["runs"][1]["rc"] = 3
+    runs = load(data, "runs.json")
+    w6 = next(r for r in runs["runs"] if r["name"] == "w6")
+    w6["rc"] = 3
     save(data, "runs.json", runs)
+    (data / "w5.json").unlink()  # run, but left no JSON
     r, out, md = build(data)
     assert r.returncode == 3, r.stdout + r.stderr
-    assert "FAILED: W3, W6" in r.stdout
+    assert "FAILED: W3, W5, W6" in r.stdout
     summary = rows_by_key(table_with(md, "benchmark")[0])
-    assert list(summary) == runs["requested"]
-    assert summary["W3"]["status"] == "FAILED" and summary["W6"]["status"] == "FAILED"
-    assert summary["W4"]["status"] == "not measured (no script yet)"
-    rows = [rows_by_key(t) for t in table_with(md, "configuration")]
-    assert rows[0]["ferrovs-l3_4k"]["delivered Mpps"] == "FAILED"
-    # The commands of the run, with their exit status.
-    for run in runs["runs"]:
-        assert "    %s    # exit %d" % (run["cmd"], run["rc"]) in md
-    assert (out / "w3-mpps.png").exists() and (out / "load.png").exists()
-    check_png(out / "load.png")
+    for b in ("W3", "W5", "W6"):
+        assert summary[b]["status"] == "FAILED", summary[b]
+    assert summary["W1"]["status"] == "measured"
+    assert rows_by_key(table_with(md, "configuration")[0])["ferrovs-l3_4k"]["delivered Mpps"] \
+        == "FAILED"
+    assert "No `w5.json` in the directory: not measured (the run left no JSON)." in md
+    assert "**FAILED**: `w6` exited 3" in md
+    for p in images(md):
+        check_png(out / p)
+
+
+def test_without_runs_json_and_smoke_w1(data):
+    (data / "runs.json").unlink()
+    shutil.copy(FIX / "w1-smoke.json", data / "w1.json")
+    (data / "w1-peers.json").unlink()
+    r, out, md = build(data)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert md.count("Commands: not recorded") == 5
+    smoke = load(data, "w1.json")
+    assert "(smoke run: %s s windows)" % smoke["seconds"] in md
+    assert "Peers: not measured in this run (no `w1-peers.json`): no ratio." in md
+    t = rows_by_key(table_with(md, "flows")[0])
+    assert t["1"]["OVS-DPDK l3_4k"] == "not measured"
+    assert "w1-mpps.png" in images(md) and "w1-ratios.png" not in images(md)
+    assert rows_by_key(table_with(md, "benchmark")[0])["W1"]["headline ratio (goal)"] == \
+        "no OVS-DPDK peer measured"
+    for p in images(md):
+        check_png(out / p)
 
 
 def test_requested_but_missing(tmp_path):
