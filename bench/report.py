@@ -355,17 +355,32 @@ class Report:
         elif not peers:
             self.md += ["Peers: not measured in this run (no `w1-peers.json`): no ratio.", ""]
         self.md += ["### W1 ratios", ""]
-        rrows, l3, simple, floor = [], [], [], []
+        rrows, l3, simple, floor, contended = [], [], [], [], False
+
+        def starved(c):
+            """' (peer *N%)' when the peer's thread had less than 95% of its core."""
+            share = (c or {}).get("cpu_share")
+            return " (peer *%.0f%%)" % (100 * share) if isinstance(share, float) \
+                and share < 0.95 else ""
         for f in flows:
             pe = peers.get(f, {})
             a = ratio(mpps(fv[f].get("openflow:l3_4k")), mpps(pe.get("ovs_l3_4k")))
             b = ratio(mpps(fv[f].get("openflow:simple")), mpps(pe.get("ovs_simple")))
             c = ratio(mpps(fv[f].get("patch")), mpps(pe.get("testpmd_io")))
             l3.append(a), simple.append(b), floor.append(c)
-            rrows.append([format(int(f), ","), rx(a) + (" ✓" if a and a >= GOAL_W1 else ""),
-                          rx(b), rx(c)])
+            marks = [starved(pe.get(k)) if v else "" for k, v in
+                     (("ovs_l3_4k", a), ("ovs_simple", b), ("testpmd_io", c))]
+            contended = contended or any(marks[:1])
+            rrows.append([format(int(f), ","),
+                          rx(a) + (" ✓" if a and a >= GOAL_W1 and not marks[0] else "")
+                          + marks[0],
+                          rx(b) + marks[1], rx(c) + marks[2]])
         self.md += table(["flows", "OF l3_4k / OVS-DPDK l3_4k (goal >= %.0fx)" % GOAL_W1,
                           "OF simple / OVS-DPDK simple", "patch / testpmd io floor"], rrows)
+        if any("(peer *" in c for r in rrows for c in r):
+            self.md += ["`(peer *N%)`: the peer ran on only N% of its core in that window, so "
+                        "the ratio overstates ferrovs (ferrovs-bench does not report its own "
+                        "share): re-run on a quiet machine, or with `w1-peers.sh --rt`.", ""]
         one = mpps(fv.get("1", {}).get("openflow:l3_4k"))
         big = mpps(fv.get("100000", {}).get("openflow:l3_4k"))
         if one and big:
@@ -385,8 +400,9 @@ class Report:
             self.bars("w1-mpps.png", "W1: ferrovs Mpps (no peer measured: no ratio)", labels,
                       [(m, [mpps(fv[f].get(m)) for f in flows]) for m in mods], "Mpps")
         if l3 and all(v is not None for v in l3):
-            head = "OF l3_4k / OVS-DPDK l3_4k: %s (goal >= %.0fx)" % (
-                ", ".join("%.2fx" % v for v in l3), GOAL_W1)
+            head = "OF l3_4k / OVS-DPDK l3_4k: %s (goal >= %.0fx)%s" % (
+                ", ".join("%.2fx" % v for v in l3), GOAL_W1,
+                "; the peer did not have its whole core" if contended else "")
         else:
             head = "no OVS-DPDK peer measured"
         return head
