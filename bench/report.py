@@ -47,6 +47,14 @@ TITLES = {
     "W8": "connection tracking",
 }
 NO_SCRIPT = {"W4", "W7", "W8"}
+# What exists short of a bench script, so a reader knows where ferrovs-only numbers are.
+NO_SCRIPT_NOTE = {
+    "W4": "`ferrovs-bench w4` measures ferrovs alone (docs/benchmarks.md, W4); no script runs "
+          "it against OVS or writes JSON for this report yet.",
+    "W7": "",
+    "W8": "`ferrovs-bench-w8` measures the connection tracker alone, without the pipeline "
+          "(docs/benchmarks.md, \"W8 (tracker alone)\"); W8 proper has no script yet.",
+}
 FILES = {"W1": ["w1.json", "w1-peers.json"], "W2": ["w2.json", "w2-fixed.json"],
          "W3": ["w3.json"], "W5": ["w5.json"], "W6": ["w6.json"]}
 # Goals of BENCHMARKS.md, as ratios ferrovs / peer (or the unit given).
@@ -169,8 +177,8 @@ class Report:
             for x, v, f in zip(xs, vals, fl):
                 if v is not None and f:
                     ax.bar([x], [v], w, color="white", edgecolor=color, hatch="//")
-                text = "n/m" if v is None else "%.2f" % v + (" (%s)" % f if f else "")
-                ax.annotate(text, (x, v or 0), ha="center", va="bottom", fontsize=7)
+                text = "n/m" if v is None else "%.2f" % v + ("\n%s" % f if f else "")
+                ax.annotate(text, (x, v or 0), ha="center", va="bottom", fontsize=6.5)
         ax.set_ylim(0, (top or 1) * 1.3)
         ax.set_xlim(-0.5, len(labels) - 0.5)
         if goal is not None:
@@ -356,6 +364,7 @@ class Report:
             self.md += ["Peers: not measured in this run (no `w1-peers.json`): no ratio.", ""]
         self.md += ["### W1 ratios", ""]
         rrows, l3, simple, floor, contended = [], [], [], [], False
+        flags = [[], [], []]
 
         def starved(c):
             """' (peer *N%)' when the peer's thread had less than 95% of its core."""
@@ -371,6 +380,8 @@ class Report:
             marks = [starved(pe.get(k)) if v else "" for k, v in
                      (("ovs_l3_4k", a), ("ovs_simple", b), ("testpmd_io", c))]
             contended = contended or any(marks[:1])
+            for fl, m in zip(flags, marks):
+                fl.append(m.strip(" ()").replace("peer ", "") or None)
             rrows.append([format(int(f), ","),
                           rx(a) + (" ✓" if a and a >= GOAL_W1 and not marks[0] else "")
                           + marks[0],
@@ -395,7 +406,10 @@ class Report:
                       labels, [("OF l3_4k / OVS-DPDK l3_4k", l3),
                                ("OF simple / OVS-DPDK simple", simple),
                                ("patch / testpmd io", floor)],
-                      "ratio", GOAL_W1, "goal: l3_4k >= %.0fx OVS-DPDK" % GOAL_W1)
+                      "ratio", GOAL_W1, "goal: l3_4k >= %.0fx OVS-DPDK" % GOAL_W1,
+                      flags=flags)
+            if contended:
+                self.md += ["Hatched bars, `*N%`: the peer had N% of its core.", ""]
         else:
             self.bars("w1-mpps.png", "W1: ferrovs Mpps (no peer measured: no ratio)", labels,
                       [(m, [mpps(fv[f].get(m)) for f in flows]) for m in mods], "Mpps")
@@ -631,7 +645,7 @@ class Report:
                 continue
             self.md += ["## %s — %s" % (b, TITLES[b]), ""]
             if b in NO_SCRIPT:
-                self.md += ["Not measured (no script yet).", ""]
+                self.md += ["Not measured (no script yet). " + NO_SCRIPT_NOTE[b], ""]
                 summary.append([b, "not measured (no script yet)", "-"])
                 continue
             head = {"W1": self.w1, "W2": self.w2,
