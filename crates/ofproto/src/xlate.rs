@@ -21,6 +21,7 @@
 
 mod actset;
 mod ct;
+mod mpls;
 mod select;
 
 use self::ct::CT_VALID;
@@ -60,6 +61,9 @@ pub struct XlateOut {
     pub final_flow: FlowKey,
     /// The result depends on more than the flow key (see the module documentation).
     pub uncacheable: bool,
+    /// The translation failed (see `Ctx::fail`): the packet is dropped, a packet-out
+    /// answered with an error.
+    pub failed: bool,
 }
 
 struct Ctx<'a> {
@@ -344,40 +348,8 @@ impl Ctx<'_> {
                     self.out.push(DpAction::PopVlan);
                 }
             }
-            Action::PushMpls(ethertype) => {
-                let mpls = self.is_mpls();
-                let lse = if mpls {
-                    self.wc.mpls_lse[0] = u32::MAX;
-                    self.flow.mpls_lse[0] & !0x100
-                } else {
-                    let ttl = if self.is_ip() {
-                        self.unwild(Field::NwTtl);
-                        u32::from(self.flow.nw_ttl)
-                    } else {
-                        0
-                    };
-                    0x100 | ttl
-                };
-                let l = &mut self.flow.mpls_lse;
-                *l = [lse, l[0], l[1], l[2]];
-                self.flow.mpls_n = self.flow.mpls_n.saturating_add(1).min(4);
-                self.flow.dl_type = ethertype;
-                self.out.push(DpAction::PushMpls { ethertype, lse });
-            }
-            Action::PopMpls(ethertype) => {
-                if self.is_mpls() {
-                    self.wc.mpls_lse[0] |= 0x100;
-                    let bos = self.flow.mpls_lse[0] & 0x100 != 0;
-                    self.out.push(DpAction::PopMpls(ethertype));
-                    let l = self.flow.mpls_lse;
-                    self.flow.mpls_lse = [l[1], l[2], l[3], 0];
-                    self.flow.mpls_n = self.flow.mpls_n.saturating_sub(1);
-                    self.flow.dl_type = ethertype;
-                    if bos {
-                        self.reparse();
-                    }
-                }
-            }
+            Action::PushMpls(ethertype) => self.push_mpls(ethertype),
+            Action::PopMpls(ethertype) => self.pop_mpls(ethertype),
             Action::PushPbb(_) => {
                 self.unwild(Field::PbbIsid);
                 let isid = self.flow.pbb_isid;
@@ -919,21 +891,30 @@ pub fn xlate_actions(
 /// A packet-out's datapath actions: `frame` as if received on `in_port`, through the
 /// OpenFlow `actions` (an output to `TABLE` runs the pipeline, whose rules are credited with
 /// the packet at `now_ms`). What the control plane hands the datapath, so the poll thread
-/// never translates under the `Ofproto` lock.
+/// never translates under the `Ofproto` lock. A translation that failed (a stack
+/// underflow, too many MPLS labels, ...) is an error: OVS answers such a packet-out with
+/// `OFPFMFC_UNKNOWN` and sends nothing.
 pub fn packet_out(
     of: &Ofproto,
     in_port: u32,
     frame: &[u8],
     actions: &[Action],
     now_ms: u64,
-) -> Vec<DpAction> {
+) -> Result<Vec<DpAction>, XlateFailed> {
     let key = packet::flow::extract(frame, in_port);
     let x = xlate_actions(of, &key, actions, Some(frame), None);
     for r in &x.rules {
         r.credit(1, frame.len() as u64, now_ms);
     }
-    x.actions
+    if x.failed {
+        return Err(XlateFailed);
+    }
+    Ok(x.actions)
 }
+
+/// A packet-out's translation failed (see [`packet_out`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XlateFailed;
 
 fn run(
     of: &Ofproto,
@@ -983,5 +964,6 @@ fn run(
         buckets: ctx.buckets,
         final_flow: ctx.flow,
         uncacheable: ctx.uncacheable,
+        failed: ctx.failed,
     }
 }

@@ -33,7 +33,7 @@ PORTS = [1, 2, 3, 4]
 # What a session compared: rule sets both switches took (and refused), packets, packets that
 # left on at least one port, frames sent in all.
 STATS = {"rule_sets": 0, "refused": 0, "packets": 0, "forwarded": 0, "frames": 0,
-         "known": 0, "refusals": []}
+         "known": 0, "errors": 0, "refusals": []}
 
 
 def later_fragment_l4_quirk(a, b):
@@ -118,7 +118,15 @@ class OfClient:
         self.s.sendall(struct.pack("!BBHI", OFP13, 13, 8 + len(body), self.xid) + body)
         self.xid += 1
         self.s.sendall(struct.pack("!BBHI", OFP13, 20, 8, self.xid))
-        self.recv_type(21, self.xid)
+        # An error before the barrier's reply is the packet-out's answer (OVS sends one
+        # when the translation fails); returned so both switches' answers are compared.
+        err = None
+        while True:
+            try:
+                self.recv_type(21, self.xid)
+                return err
+            except RuntimeError as e:
+                err = str(e)
 
     def close(self):
         self.s.close()
@@ -290,6 +298,8 @@ GROUPS = [
 # the action set is larger than the actions left to run: a rule set either writes action
 # sets or uses select groups, never both.
 SELECT_GROUPS = (4, 5, 6)
+# MPLS rules and packets in the mix (`--no-mpls` leaves them out).
+MPLS = True
 # A meter no test traffic can exceed: metering must not change what is forwarded.
 METER = "meter=1,kbps,band=type=drop,rate=100000000"
 
@@ -409,6 +419,14 @@ def rand_actions(rng, table, n_tables, kind, ext, sets):
             acts.append(f"group:{g}")
         else:
             acts.append(f"output:{rng.choice(PORTS)}")
+    # An IP packet may leave the apply actions under an MPLS label.
+    if MPLS and kind in ("ip", "udp", "tcp", "icmp") and ext.random() < 0.12:
+        acts.append("push_mpls:0x8847")
+        if ext.random() < 0.5:
+            acts.append(f"set_field:{ext.choice([16, 100, 1000])}->mpls_label")
+        if ext.random() < 0.5:
+            acts.append(f"output:{ext.choice(PORTS)}")
+        kind = "mpls"
     # Instructions go in OpenFlow's order: meter, apply, clear, write, metadata, goto.
     if rng.random() < 0.15:
         acts.insert(0, "meter:1")
@@ -460,6 +478,62 @@ def rand_set(rng, kind, depth):
     return acts
 
 
+def mpls_rule(ext, t, n_tables):
+    """A rule for MPLS packets: label, TC and TTL writes, another label pushed, the label
+    popped (to IPv4; nothing but outputs and table changes after it)."""
+    m = [f"table={t}", f"priority={ext.randint(1, 100)}", "mpls"]
+    if ext.random() < 0.5:
+        m.append(f"mpls_label={ext.choice([16, 100])}")
+    if ext.random() < 0.3:
+        m.append(f"in_port={ext.choice(PORTS)}")
+    acts = []
+    popped = False
+    for _ in range(ext.randint(1, 4)):
+        a = ext.choice(["pop", "label", "tc", "ttl", "dec", "push", "out", "out"])
+        if popped and a not in ("out",):
+            a = "out"
+        if a == "pop":
+            acts.append("pop_mpls:0x0800")
+            popped = True
+        elif a == "label":
+            acts.append(f"set_field:{ext.choice([16, 100, 1000])}->mpls_label")
+        elif a == "tc":
+            acts.append(f"set_field:{ext.randint(0, 7)}->mpls_tc")
+        elif a == "ttl":
+            acts.append(f"set_mpls_ttl:{ext.choice([0, 1, 64])}")
+        elif a == "dec":
+            acts.append("dec_mpls_ttl")
+        elif a == "push":
+            acts.append("push_mpls:0x8847")
+        else:
+            acts.append(f"output:{ext.choice(PORTS)}")
+    if t + 1 < n_tables and ext.random() < 0.5:
+        acts.append(f"goto_table:{ext.randint(t + 1, n_tables - 1)}")
+    return f"{','.join(m)},actions={','.join(acts)}"
+
+
+def mpls_packets(ext, pkts):
+    """Some of the packets replaced by MPLS ones (one or two labels, maybe a VLAN tag,
+    IPv4/UDP inside), drawn from `ext` so the other packets stay as they were."""
+    from scapy.all import Dot1Q, Ether, IP, UDP, Raw, raw
+    from scapy.contrib.mpls import MPLS
+    out = []
+    for port, frame in pkts:
+        if ext.random() < 0.15:
+            p = Ether(src=ext.choice(MACS[:3]), dst=ext.choice(MACS))
+            if ext.random() < 0.3:
+                p = p / Dot1Q(vlan=ext.choice(VIDS), prio=ext.randint(0, 7))
+            n = ext.choice([1, 1, 2])
+            for i in range(n):
+                p = p / MPLS(label=ext.choice([16, 100, 1000]), cos=ext.randint(0, 7),
+                             s=1 if i + 1 == n else 0, ttl=ext.choice([0, 1, 2, 64]))
+            p = p / IP(src=ext.choice(IP4), dst=ext.choice(IP4), ttl=ext.choice([1, 64])) / \
+                UDP(sport=1234, dport=53) / Raw(b"ferrovs-diff")
+            frame = raw(p)
+        out.append((port, frame))
+    return out
+
+
 def rule_set(rng, ext):
     sets = ext.random() < 0.5
     n_tables = rng.randint(1, 3)
@@ -469,6 +543,9 @@ def rule_set(rng, ext):
             match, kind = rand_match(rng, t)
             m = ",".join([f"table={t}", f"priority={rng.randint(1, 100)}"] + match)
             rules.append(f"{m},actions={','.join(rand_actions(rng, t, n_tables, kind, ext, sets))}")
+        if MPLS:
+            for _ in range(ext.choice([0, 1, 2])):
+                rules.append(mpls_rule(ext, t, n_tables))
         rules.append(f"table={t},priority=0,actions="
                      + ",".join(rand_actions(rng, t, n_tables, "any", ext, sets)))
     return rules
@@ -552,7 +629,8 @@ def settled_outputs(switches, quiet=0.05, least=0.08, most=1.0):
 def compare(seed, n_packets, switches, work, log=print, inject="packet-out"):
     """One rule set, n_packets packets; returns a list of mismatch reports."""
     rng = random.Random(seed)
-    rules = rule_set(rng, random.Random(f"ext{seed}"))
+    ext = random.Random(f"ext{seed}")
+    rules = rule_set(rng, ext)
     results = [install(sw, rules, work) for sw in switches]
     if results[0][0] != results[1][0]:
         return [f"seed {seed}: rules accepted by one switch only: "
@@ -570,7 +648,10 @@ def compare(seed, n_packets, switches, work, log=print, inject="packet-out"):
         outputs(sw)  # skip anything sent before
     bad = []
     try:
-        for i, (port, frame) in enumerate(packets(rng, n_packets)):
+        pkts = packets(rng, n_packets)
+        if MPLS:
+            pkts = mpls_packets(ext, pkts)
+        for i, (port, frame) in enumerate(pkts):
             got = []
             if inject == "wire":
                 for sw in switches:
@@ -578,11 +659,16 @@ def compare(seed, n_packets, switches, work, log=print, inject="packet-out"):
                 got = settled_outputs(switches)
             else:
                 for sw, c in zip(switches, clients):
-                    c.packet_out(port, frame)
-                    got.append(outputs(sw))
+                    err = c.packet_out(port, frame)
+                    o = outputs(sw)
+                    if err:
+                        o["error"] = [err.encode()]
+                    got.append(o)
             STATS["packets"] += 1
-            STATS["forwarded"] += any(got[0].values())
-            STATS["frames"] += sum(len(v) for v in got[0].values())
+            sent = {k: v for k, v in got[0].items() if k != "error"}
+            STATS["forwarded"] += any(sent.values())
+            STATS["frames"] += sum(len(v) for v in sent.values())
+            STATS["errors"] += "error" in got[0]
             if not same_output(got[0], got[1]):
                 def show(o):
                     return "; ".join(f"port {p}: {[f.hex() for f in fs]}"
@@ -636,7 +722,9 @@ if __name__ == "__main__":
     ap.add_argument("--packets", type=int, default=50)
     ap.add_argument("--bin", default=os.environ.get("FERROVS_BIN_DIR", "target/release"))
     ap.add_argument("--inject", choices=["packet-out", "wire"], default="packet-out")
+    ap.add_argument("--no-mpls", action="store_true", help="no MPLS rules or packets")
     a = ap.parse_args()
+    MPLS = not a.no_mpls
     n, reports = session(a.bin, range(a.first_seed, a.first_seed + a.seeds), a.packets,
                          inject=a.inject)
     for r in reports:

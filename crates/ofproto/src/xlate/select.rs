@@ -237,7 +237,7 @@ pub(super) fn hash_slots(buckets: &[Bucket]) -> Vec<usize> {
 }
 
 /// Forgets every header after the EtherType: what the parser leaves when it stops there.
-fn clear_after_l2(k: &mut flow::FlowKey) {
+pub(super) fn clear_after_l2(k: &mut flow::FlowKey) {
     k.mpls_n = 0;
     k.mpls_lse = [0; 4];
     k.pbb_isid = 0;
