@@ -6,9 +6,11 @@ sent is compared byte for byte. A mismatch is reported with the rule set, the pa
 switches' ofproto/trace.
 
 Rule sets span up to three tables and use VLAN, L2/L3 rewrites, `dec_ttl`, groups (all,
-indirect, fast failover, one-bucket select), a meter that never drops, registers (`load`,
-`set_field`, `move`, `regN` matches), `metadata` (`write_metadata`, matches), `resubmit`
-and `goto_table`.
+indirect, fast failover, select with one, four or weighted buckets, buckets with several
+actions), a meter that never drops, registers (`load`, `set_field`, `move`, `regN`
+matches), `metadata` (`write_metadata`, matches), `resubmit`, `goto_table`, write_actions
+and clear_actions, and MPLS (push, pop, label/TC/TTL writes; MPLS packets). A packet-out
+that a switch answers with an error is compared too.
 
 A second injection path, `inject="wire"`, hands each packet to the port itself with
 `ovs-appctl netdev-dummy/receive pN HEX` on both switches (OVS's dummy port, ferrovs's fabric),
