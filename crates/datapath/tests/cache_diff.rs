@@ -118,7 +118,7 @@ fn frame(w: u64, id: u32) -> Vec<u8> {
     let cs = if tcp { 16 } else { 6 };
     packet::csum::set_l4_checksum(&mut f, l3, l4o, cs, if tcp { 6 } else { 17 }, true);
     // One packet in four carries an 802.1Q tag (VID 1 or 2).
-    if (w >> 44) % 4 == 0 {
+    if (w >> 44).is_multiple_of(4) {
         let vid = 1 + ((w >> 46) & 1) as u8;
         f.splice(12..12, [0x81, 0x00, 0, vid]);
     }

@@ -143,7 +143,7 @@ mod tests {
             vec![Action::Group(1)]
         );
         assert_eq!(as_list(&[out(2), resubmit.clone()]), vec![out(2)]);
-        assert_eq!(as_list(&[resubmit.clone()]), vec![resubmit]);
+        assert_eq!(as_list(std::slice::from_ref(&resubmit)), vec![resubmit]);
     }
 
     #[test]
