@@ -17,6 +17,7 @@ fuzz_max_len() {
         vhost_vring) echo 8192 ;;    # a descriptor table and available ring of up to 256 slots
         ct_execute) echo 8192 ;;     # a few frames, each at most MAX_FRAME
         sampled_key) echo 512 ;;     # a sample keeps at most 256 bytes of a frame
+        tunnel_decap) echo 4096 ;;   # one outer frame; packet::MAX_FRAME is 2,048
         *) echo 65536 ;;
     esac
 }

@@ -18,6 +18,8 @@ use std::sync::{Arc, Mutex};
 // The `dpctl/*` conntrack commands live beside this file.
 #[path = "dpctl_ct.rs"]
 mod dpctl_ct;
+#[path = "tnlctl.rs"]
+mod tnlctl;
 
 /// Every command: (name, usage).
 const COMMANDS: &[(&str, &str)] = &[
@@ -154,6 +156,7 @@ impl Daemon {
             && !ofconn::cli::is_verb(method)
             && !appctl::has(method)
             && !dpctl_ct::has(method)
+            && !tnlctl::has(method)
         {
             return Err(format!(
                 "\"{method}\" is not a valid command (use list-commands to see them)\n"
@@ -171,6 +174,9 @@ impl Daemon {
         }
         if dpctl_ct::has(method) {
             return dpctl_ct::run(method, args, datapath::clock::now_ms());
+        }
+        if tnlctl::has(method) {
+            return tnlctl::run(method, args);
         }
         if let Some(verb) = module_verb(method) {
             return self.module_cmd(method, verb, args, json);
@@ -416,6 +422,7 @@ fn list_commands() -> String {
         .chain(ofconn::cli::VERBS)
         .chain(appctl::COMMANDS)
         .chain(dpctl_ct::COMMANDS)
+        .chain(tnlctl::COMMANDS)
         .collect();
     cmds.sort_by_key(|c| c.0);
     for (name, usage) in cmds {

@@ -14,6 +14,7 @@
 //! | `memif` | a shared-memory packet interface (memif protocol) to another process |
 //! | `dpdkvhostuser` | a VM's virtio-net NIC over vhost-user; the switch listens on `<rundir>/NAME` |
 //! | `dpdkvhostuserclient` | the same, connecting to `vhost-server-path` and reconnecting |
+//! | `vxlan`, `geneve`, `gre` | tunnel ports over an internal port's address (see [`tunnel`]) |
 //!
 //! ## Contract
 //! * `rx_batch` appends at most `batch.room()` packets, taking buffers from the caller's pool;
@@ -43,6 +44,7 @@ mod rtnl;
 mod sys;
 pub mod system;
 pub mod tap;
+pub mod tunnel;
 pub mod vhost;
 mod xsk;
 
@@ -143,6 +145,9 @@ pub const PORT_TYPES: &[&str] = &[
     "dpdkvhostuserclient",
     "pcap",
     "null",
+    "vxlan",
+    "geneve",
+    "gre",
 ];
 
 static RUNDIR: std::sync::RwLock<Option<std::path::PathBuf>> = std::sync::RwLock::new(None);
@@ -316,12 +321,17 @@ pub fn open(name: &str, kind: &str, opts: &Options) -> Result<Box<dyn Port>, Net
         "null" => Ok(Box::new(null::NullPort::open(name, opts)?)),
         "pcap" => Ok(Box::new(pcap::PcapPort::open(name, opts)?)),
         "system" => Ok(Box::new(system::SystemPort::open(name, opts)?)),
-        "internal" => Ok(Box::new(tap::TapPort::open(name, opts)?)),
+        "internal" => Ok(Box::new(tunnel::underlay::UnderlayPort::wrap(Box::new(
+            tap::TapPort::open(name, opts)?,
+        )))),
         "afxdp" => Ok(Box::new(afxdp::AfxdpPort::open(name, opts)?)),
         "memif" => Ok(Box::new(memif::MemifPort::open(name, opts)?)),
         vhost::KIND_SERVER | vhost::KIND_CLIENT => {
             Ok(Box::new(vhost::VhostPort::open(name, kind, opts)?))
         }
-        _ => Err(NetdevError::UnknownType(kind.to_string())),
+        _ => match tunnel::proto_of(kind) {
+            Some(p) => Ok(Box::new(tunnel::TunnelPort::open(name, p, opts)?)),
+            None => Err(NetdevError::UnknownType(kind.to_string())),
+        },
     }
 }

@@ -14,6 +14,13 @@
 //!
 //! A [`Batch`] holds up to [`MAX_BATCH`] packets in storage reserved once; pushing never grows it.
 //!
+//! ## Tunnel metadata
+//! A packet that arrived through a tunnel (or whose pipeline set a tunnel field for a tunnel
+//! port to use) carries a [`TunMeta`]: the outer header's key and addresses. It rides in the
+//! first [`TUN_META_LEN`] bytes of the buffer, inside the headroom, behind one flag in the
+//! packet's padding, so packets without it pay nothing and `Packet` keeps its size. Every
+//! push that would reach into that area fails while the flag is set.
+//!
 //! ## Ownership rules
 //! * Whoever holds a `Packet` must eventually give it back with [`Pool::free`] (or hand it on).
 //!   A `Packet` dropped on the floor releases its memory to the allocator, which is safe but
@@ -54,9 +61,83 @@ pub struct Packet {
     pub meta: u16,
     /// A hash of the packet's flow (0 until someone computes it; ports may fill it from NIC RSS).
     pub hash: u32,
+    /// Whether the buffer's first [`TUN_META_LEN`] bytes hold a [`TunMeta`].
+    tun: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<Packet>() == 24);
+
+/// Bytes at the start of a buffer that hold a packet's [`TunMeta`].
+pub const TUN_META_LEN: usize = 32;
+
+/// Tunnel metadata of a packet (OVS's `flow_tnl`, the part this switch carries).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TunMeta {
+    /// Tunnel key (VXLAN/Geneve VNI, GRE key).
+    pub id: u64,
+    /// Outer IPv4 source and destination.
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
+    /// OVS's `FLOW_TNL_F_*` bits: 1 don't-fragment, 2 checksum, 4 OAM, 8 key present.
+    pub flags: u16,
+    /// Outer TOS and TTL.
+    pub tos: u8,
+    pub ttl: u8,
+}
+
+impl TunMeta {
+    fn write(&self, b: &mut [u8]) {
+        b[0..8].copy_from_slice(&self.id.to_ne_bytes());
+        b[8..12].copy_from_slice(&self.src);
+        b[12..16].copy_from_slice(&self.dst);
+        b[16..18].copy_from_slice(&self.flags.to_ne_bytes());
+        b[18] = self.tos;
+        b[19] = self.ttl;
+    }
+
+    fn read(b: &[u8]) -> TunMeta {
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&b[0..8]);
+        TunMeta {
+            id: u64::from_ne_bytes(id),
+            src: [b[8], b[9], b[10], b[11]],
+            dst: [b[12], b[13], b[14], b[15]],
+            flags: u16::from_ne_bytes([b[16], b[17]]),
+            tos: b[18],
+            ttl: b[19],
+        }
+    }
 }
 
 impl Packet {
+    /// The packet's tunnel metadata, if it has any.
+    #[inline(always)]
+    pub fn tun(&self) -> Option<TunMeta> {
+        if self.tun {
+            Some(TunMeta::read(&self.buf.0[..TUN_META_LEN]))
+        } else {
+            None
+        }
+    }
+
+    /// Sets the packet's tunnel metadata; `false` (nothing set) if the frame starts inside
+    /// the metadata area.
+    #[inline]
+    pub fn set_tun(&mut self, m: &TunMeta) -> bool {
+        if (self.off as usize) < TUN_META_LEN {
+            return false;
+        }
+        m.write(&mut self.buf.0[..TUN_META_LEN]);
+        self.tun = true;
+        true
+    }
+
+    /// Forgets the packet's tunnel metadata.
+    #[inline(always)]
+    pub fn clear_tun(&mut self) {
+        self.tun = false;
+    }
+
     /// The frame's bytes.
     #[inline(always)]
     pub fn data(&self) -> &[u8] {
@@ -126,6 +207,7 @@ impl Packet {
     /// virtio-net header) in front of the frame. Use [`Packet::set_bounds`] afterwards.
     #[inline]
     pub fn raw_mut(&mut self) -> &mut [u8; BUF_SIZE] {
+        self.tun = false;
         &mut self.buf.0
     }
 
@@ -137,6 +219,9 @@ impl Packet {
             Some(end) if end <= BUF_SIZE => {
                 self.off = off as u16;
                 self.len = len as u16;
+                if off < TUN_META_LEN {
+                    self.tun = false;
+                }
                 true
             }
             _ => false,
@@ -147,13 +232,25 @@ impl Packet {
     /// `None` if the headroom is too small.
     #[inline]
     pub fn push_front(&mut self, n: usize) -> Option<&mut [u8]> {
-        if n > self.off as usize {
+        if n > self.free_front() {
             return None;
         }
         self.off -= n as u16;
         self.len += n as u16;
         let off = self.off as usize;
         Some(&mut self.buf.0[off..off + n])
+    }
+
+    /// Headroom that pushes may use: all of it, less the tunnel metadata area while the
+    /// packet carries metadata.
+    #[inline(always)]
+    fn free_front(&self) -> usize {
+        let off = self.off as usize;
+        if self.tun {
+            off.saturating_sub(TUN_META_LEN)
+        } else {
+            off
+        }
     }
 
     /// Removes `n` bytes from the front of the frame. Returns `false` if the frame is shorter.
@@ -190,7 +287,7 @@ impl Packet {
     /// into the headroom (cheap for header inserts near the front, e.g. a VLAN tag at 12).
     /// Returns the inserted bytes, or `None` if `at` is past the end or headroom is short.
     pub fn insert_at(&mut self, at: usize, n: usize) -> Option<&mut [u8]> {
-        if at > self.len as usize || n > self.off as usize {
+        if at > self.len as usize || n > self.free_front() {
             return None;
         }
         let old = self.off as usize;
@@ -251,6 +348,7 @@ impl Pool {
                 in_port: 0,
                 meta: 0,
                 hash: 0,
+                tun: false,
             }),
             None => {
                 self.alloc_failures += 1;
@@ -290,6 +388,10 @@ impl Pool {
         n.in_port = pkt.in_port;
         n.meta = pkt.meta;
         n.hash = pkt.hash;
+        if pkt.tun {
+            n.buf.0[..TUN_META_LEN].copy_from_slice(&pkt.buf.0[..TUN_META_LEN]);
+            n.tun = true;
+        }
         Some(n)
     }
 
@@ -474,5 +576,39 @@ mod tests {
         pool.free_batch(&mut b);
         assert!(b.is_empty());
         assert_eq!(pool.outstanding(), 0);
+    }
+}
+
+#[cfg(test)]
+mod tun_tests {
+    use super::*;
+
+    #[test]
+    fn tunnel_metadata_rides_in_the_headroom_and_guards_it() {
+        let mut pool = Pool::new(2);
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&[1u8; 60]));
+        assert_eq!(p.tun(), None);
+        let m = TunMeta {
+            id: 0x1234_5678,
+            src: [10, 0, 0, 1],
+            dst: [10, 0, 0, 2],
+            flags: 8,
+            tos: 3,
+            ttl: 64,
+        };
+        assert!(p.set_tun(&m));
+        assert_eq!(p.tun(), Some(m));
+        // Pushes may not reach into the metadata area.
+        assert!(p.push_front(HEADROOM - TUN_META_LEN + 1).is_none());
+        assert!(p.push_front(HEADROOM - TUN_META_LEN).is_some());
+        assert_eq!(p.tun(), Some(m));
+        let c = pool.clone_packet(&p).expect("copy");
+        assert_eq!(c.tun(), Some(m));
+        p.clear_tun();
+        assert_eq!(p.tun(), None);
+        pool.free(p);
+        let again = pool.alloc().expect("buffer");
+        assert_eq!(again.tun(), None, "a recycled buffer carries no metadata");
     }
 }

@@ -23,5 +23,7 @@ pub mod flow;
 pub mod sampled;
 pub mod wire;
 
-pub use buf::{Batch, Packet, Pool, BUF_SIZE, HEADROOM, MAX_BATCH, MAX_FRAME};
+pub use buf::{
+    Batch, Packet, Pool, TunMeta, BUF_SIZE, HEADROOM, MAX_BATCH, MAX_FRAME, TUN_META_LEN,
+};
 pub use flow::{extract, extract_into, FlowKey, Offsets, FLOW_KEY_SIZE, FLOW_KEY_WORDS};

@@ -265,7 +265,8 @@ impl Exec {
                         }
                     }
                 }
-                DpAction::SetQueue(_) | DpAction::SetTunnelId(_) => {}
+                DpAction::SetQueue(_) => {}
+                DpAction::SetTunnelId(id) => set_tunnel_id(&mut pkt, *id),
                 rewrite => odp::apply(&mut pkt, rewrite, &mut offs),
             }
         }
@@ -301,4 +302,15 @@ impl Exec {
             }
         }
     }
+}
+
+/// `set(tunnel(tun_id=..))`: the key a tunnel port with `key=flow` sends with, kept in the
+/// packet's tunnel metadata with the other tunnel fields it already has.
+fn set_tunnel_id(pkt: &mut Packet, id: u64) {
+    let mut m = pkt.tun().unwrap_or_default();
+    m.id = id;
+    m.flags |= 8;
+    // Fails only if the frame reaches into the metadata area (a packet with 160 bytes of
+    // pushed headers): the key is then lost, as on a port without `key=flow`.
+    let _ = pkt.set_tun(&m);
 }

@@ -281,6 +281,10 @@ impl SwitchLogic for OpenFlow {
         // stalling on store-to-load forwarding.
         for (k, p) in self.keys.iter_mut().zip(batch.packets()) {
             flow::extract_into(k, p.data(), in_port);
+            // Packets a tunnel port received carry the outer header's fields.
+            if let Some(t) = p.tun() {
+                k.tunnel_id = t.id;
+            }
         }
         let total = batch.len().min(self.keys.len());
         let pkts = batch.drain();

@@ -1,0 +1,33 @@
+//! OVS's unixctl commands for native tunnelling: `ovs/route/show`, `ovs/route/lookup`,
+//! `tnl/neigh/show`, `tnl/neigh/flush`, `tnl/ports/show`. They read (and, for the flush,
+//! clear) the process-wide tunnel tables of `netdev::tunnel`; none touches a poll thread.
+
+/// The commands this module serves: (name, usage).
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("ovs/route/show", ""),
+    ("ovs/route/lookup", "IP"),
+    ("tnl/neigh/show", ""),
+    ("tnl/neigh/flush", ""),
+    ("tnl/ports/show", ""),
+];
+
+/// Whether `method` is one of ours.
+pub fn has(method: &str) -> bool {
+    COMMANDS.iter().any(|c| c.0 == method)
+}
+
+/// Runs one of [`COMMANDS`].
+pub fn run(method: &str, args: &[String]) -> Result<String, String> {
+    use netdev::tunnel;
+    match (method, args) {
+        ("ovs/route/show", []) => Ok(tunnel::route_show()),
+        ("ovs/route/lookup", [ip]) => tunnel::route_lookup(ip),
+        ("tnl/neigh/show", []) => Ok(tunnel::neigh_show()),
+        ("tnl/neigh/flush", []) => Ok(tunnel::neigh_flush()),
+        ("tnl/ports/show", []) => Ok(tunnel::ports_show()),
+        _ => Err(format!(
+            "usage: {method} {}",
+            COMMANDS.iter().find(|c| c.0 == method).map_or("", |c| c.1)
+        )),
+    }
+}

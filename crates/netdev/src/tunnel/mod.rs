@@ -1,0 +1,448 @@
+//! # Tunnel ports: `vxlan`, `geneve`, `gre` with native tunnelling
+//!
+//! ## What
+//! A tunnel port sits on a bridge like any port (usually the integration bridge) and is
+//! configured as in OVS: `type=vxlan|geneve|gre`, `options:remote_ip=IP|flow`,
+//! `local_ip=IP`, `key`/`in_key`/`out_key=N|flow`, `dst_port`, `csum`, `tos`, `ttl`,
+//! `df_default`, `packet_type=legacy_l2`. It owns no socket and no kernel device: its outer
+//! packets travel over an *underlay*, the bridge whose internal port owns the local address
+//! (OVS's "native tunnelling" in the userspace datapath).
+//!
+//! ## How
+//! * **Receive.** Every `internal` port is wrapped ([`underlay::UnderlayPort`]). When the
+//!   underlay bridge forwards a packet to its internal port (the host's address), the wrapper
+//!   looks at it before the host does: an IPv4 UDP packet to a tunnel's port (or GRE) for a
+//!   tunnel whose remote address, local address and key fit is decapsulated right there (the
+//!   outer headers popped; key, outer addresses, TOS, TTL and flags kept as the packet's
+//!   [`packet::TunMeta`]) and queued to that tunnel port, which the poll thread then receives
+//!   like any port: the tunnel port is the packet's `in_port` and the OpenFlow module puts
+//!   the key in the flow key (`tun_id`). ARP packets seen there teach the neighbour cache.
+//! * **Send.** Packets the bridge sends to the tunnel port get the outer headers of the
+//!   tunnel's resolved next hop ([`wire::Template`]: MACs from the neighbour cache, addresses,
+//!   UDP source port from the inner flow's hash, key from the configuration or, with
+//!   `key=flow`, from the packet's metadata as the pipeline set it) and are queued to the
+//!   underlay's internal port, which hands them to its bridge as if the host had sent them,
+//!   so the underlay bridge's flows (`NORMAL` by default) carry them out.
+//! * **Resolution** runs off the poll threads ([`table`]): route to the remote address from
+//!   the kernel's table, the internal port it names, the next hop's MAC from ARP snooping or
+//!   the switch's own ARP request.
+//!
+//! ## Invariants
+//! A bridge without tunnel ports pays nothing: the wrapper tests one flag per burst; the
+//! OpenFlow module tests one bit per packet. No allocation per packet anywhere here; queues
+//! are bounded (full: drop and count).
+//!
+//! ## Threads
+//! Port handles belong to one poll thread at a time (the [`crate::Port`] contract); the
+//! shared halves ([`table::Tunnel`], [`table::Underlay`]) are `Sync` and read without locks
+//! on the fast path.
+
+pub mod route;
+pub mod table;
+pub mod underlay;
+pub mod wire;
+
+use crate::{check_options, parse_bool, NetdevError, Options, Port, PortStats};
+use packet::{Batch, Pool};
+use std::net::Ipv4Addr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use wire::Proto;
+
+pub use table::{neigh_flush, neigh_show, ports_show, route_lookup, route_show};
+
+/// An address option: a fixed address or `flow` (taken from the packet's metadata).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Addr {
+    Fixed(Ipv4Addr),
+    Flow,
+}
+
+/// A key option: a fixed key or `flow`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    Fixed(u64),
+    Flow,
+}
+
+/// A tunnel port's configuration, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub proto: Proto,
+    pub remote: Addr,
+    pub local: Option<Addr>,
+    pub in_key: Key,
+    pub out_key: Key,
+    pub dst_port: u16,
+    pub csum: bool,
+    /// `None`: inherit from the inner packet.
+    pub tos: Option<u8>,
+    pub ttl: u8,
+    pub df_default: bool,
+}
+
+const KNOWN: &[&str] = &[
+    "remote_ip",
+    "local_ip",
+    "key",
+    "in_key",
+    "out_key",
+    "dst_port",
+    "csum",
+    "tos",
+    "ttl",
+    "df_default",
+    "packet_type",
+];
+
+fn bad(key: &str, why: String) -> NetdevError {
+    NetdevError::BadOption {
+        key: key.to_string(),
+        why,
+    }
+}
+
+fn parse_addr(key: &str, v: &str) -> Result<Addr, NetdevError> {
+    if v == "flow" {
+        return Ok(Addr::Flow);
+    }
+    match v.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(a)) if !a.is_unspecified() && !a.is_multicast() => {
+            Ok(Addr::Fixed(a))
+        }
+        Ok(std::net::IpAddr::V4(_)) => Err(bad(key, format!("'{v}' is not a unicast address"))),
+        Ok(std::net::IpAddr::V6(_)) => {
+            Err(bad(key, format!("'{v}': IPv6 underlays are not supported")))
+        }
+        Err(_) => Err(bad(key, format!("'{v}' is not an IP address or 'flow'"))),
+    }
+}
+
+fn parse_key(proto: Proto, key: &str, v: &str) -> Result<Key, NetdevError> {
+    if v == "flow" {
+        return Ok(Key::Flow);
+    }
+    let n = if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16)
+    } else {
+        v.parse::<u64>()
+    }
+    .map_err(|_| bad(key, format!("'{v}' is not a number or 'flow'")))?;
+    let max: u64 = if proto == Proto::Gre {
+        u64::from(u32::MAX)
+    } else {
+        0x00ff_ffff
+    };
+    if n > max {
+        return Err(bad(
+            key,
+            format!(
+                "{n} does not fit the {}'s {}-bit key",
+                proto.kind(),
+                if max == 0x00ff_ffff { 24 } else { 32 }
+            ),
+        ));
+    }
+    Ok(Key::Fixed(n))
+}
+
+/// Validates a tunnel port's options (every one; the first bad one is named).
+pub fn parse_config(proto: Proto, opts: &Options) -> Result<Config, NetdevError> {
+    check_options(proto.kind(), opts, KNOWN)?;
+    let remote = match opts.get("remote_ip") {
+        Some(v) => parse_addr("remote_ip", v)?,
+        None => {
+            return Err(NetdevError::MissingOption {
+                kind: proto.kind(),
+                key: "remote_ip",
+            })
+        }
+    };
+    let local = opts
+        .get("local_ip")
+        .map(|v| parse_addr("local_ip", v))
+        .transpose()?;
+    if local == Some(Addr::Flow) {
+        return Err(bad("local_ip", "'flow' is not supported".into()));
+    }
+    let key = opts
+        .get("key")
+        .map(|v| parse_key(proto, "key", v))
+        .transpose()?;
+    let in_key = match opts.get("in_key") {
+        Some(v) => parse_key(proto, "in_key", v)?,
+        None => key.unwrap_or(Key::Fixed(0)),
+    };
+    let out_key = match opts.get("out_key") {
+        Some(v) => parse_key(proto, "out_key", v)?,
+        None => key.unwrap_or(Key::Fixed(0)),
+    };
+    let dst_port = match opts.get("dst_port") {
+        Some(_) if proto == Proto::Gre => {
+            return Err(bad("dst_port", "GRE has no UDP port".into()))
+        }
+        Some(v) => v
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| bad("dst_port", format!("'{v}' is not a UDP port (1-65535)")))?,
+        None => proto.default_port(),
+    };
+    let csum = match opts.get("csum") {
+        Some(v) => parse_bool("csum", v)?,
+        None => false,
+    };
+    let df_default = match opts.get("df_default") {
+        Some(v) => parse_bool("df_default", v)?,
+        None => true,
+    };
+    let tos = match opts.get("tos").map(String::as_str) {
+        None => Some(0),
+        Some("inherit") => None,
+        Some(v) => Some(
+            v.parse::<u8>()
+                .ok()
+                .ok_or_else(|| bad("tos", format!("'{v}' is not a TOS (0-255) or 'inherit'")))?,
+        ),
+    };
+    let ttl = match opts.get("ttl").map(String::as_str) {
+        None => 64,
+        Some("inherit") => {
+            return Err(bad("ttl", "'inherit' is not supported".into()));
+        }
+        Some(v) => v
+            .parse::<u8>()
+            .ok()
+            .filter(|&t| t != 0)
+            .ok_or_else(|| bad("ttl", format!("'{v}' is not a TTL (1-255)")))?,
+    };
+    match opts.get("packet_type").map(String::as_str) {
+        None | Some("legacy_l2") => {}
+        Some(v) => {
+            return Err(bad(
+                "packet_type",
+                format!("'{v}' is not supported (only legacy_l2)"),
+            ))
+        }
+    }
+    Ok(Config {
+        proto,
+        remote,
+        local,
+        in_key,
+        out_key,
+        dst_port,
+        csum,
+        tos,
+        ttl,
+        df_default,
+    })
+}
+
+/// The protocol a port type names, if it is a tunnel type.
+pub fn proto_of(kind: &str) -> Option<Proto> {
+    match kind {
+        "vxlan" => Some(Proto::Vxlan),
+        "geneve" => Some(Proto::Geneve),
+        "gre" => Some(Proto::Gre),
+        _ => None,
+    }
+}
+
+/// A tunnel port (see the module documentation).
+pub struct TunnelPort {
+    t: Arc<table::Tunnel>,
+    opts: Vec<(String, String)>,
+    stats: PortStats,
+}
+
+impl TunnelPort {
+    /// Opens a tunnel port of protocol `proto`.
+    pub fn open(name: &str, proto: Proto, opts: &Options) -> Result<TunnelPort, NetdevError> {
+        let cfg = parse_config(proto, opts)?;
+        Ok(TunnelPort {
+            t: table::add_tunnel(name, cfg),
+            opts: opts.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            stats: PortStats::default(),
+        })
+    }
+
+    /// Resolved outer headers for a `remote_ip=flow` packet going to `ip`, asking the
+    /// manager for them if they are not known yet.
+    fn flow_target(&self, ip: [u8; 4]) -> Option<Arc<table::Resolved>> {
+        let ip = Ipv4Addr::from(ip);
+        let found = self
+            .t
+            .flow_out
+            .load()
+            .iter()
+            .find(|r| r.remote == ip)
+            .cloned();
+        if found.is_none() && !ip.is_unspecified() {
+            if let Ok(mut w) = self.t.wanted.try_lock() {
+                if w.len() < 64 && !w.contains(&ip) {
+                    w.push(ip);
+                }
+            }
+        }
+        found
+    }
+}
+
+impl Port for TunnelPort {
+    fn name(&self) -> &str {
+        &self.t.name
+    }
+
+    fn kind(&self) -> &'static str {
+        self.t.cfg.proto.kind()
+    }
+
+    fn rx_batch(&mut self, _pool: &mut Pool, batch: &mut Batch) -> usize {
+        let mut n = 0;
+        while batch.room() > 0 {
+            let Ok(p) = self.t.rx_out.try_recv() else {
+                break;
+            };
+            self.stats.rx_packets += 1;
+            self.stats.rx_bytes += p.len() as u64;
+            if batch.push(p).is_err() {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
+    fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) {
+        let fixed = self.t.out.load_full();
+        for mut p in batch.drain() {
+            let meta = p.tun();
+            let target = match self.t.cfg.remote {
+                Addr::Fixed(_) => fixed.clone(),
+                Addr::Flow => meta.and_then(|m| self.flow_target(m.dst)),
+            };
+            let Some(r) = target else {
+                self.stats.tx_dropped += 1;
+                pool.free(p);
+                continue;
+            };
+            let key = match self.t.cfg.out_key {
+                Key::Fixed(k) => k,
+                Key::Flow => meta.map_or(0, |m| m.id),
+            };
+            p.clear_tun();
+            let len = p.len() as u64;
+            if !r.tmpl.push(&mut p, key) {
+                self.stats.tx_errors += 1;
+                pool.free(p);
+                continue;
+            }
+            match r.underlay.inject_in.try_send(p) {
+                Ok(()) => {
+                    self.stats.tx_packets += 1;
+                    self.stats.tx_bytes += len;
+                }
+                Err(e) => {
+                    self.stats.tx_dropped += 1;
+                    pool.free(e.into_inner());
+                }
+            }
+        }
+    }
+
+    fn stats(&self) -> PortStats {
+        let mut s = self.stats;
+        s.rx_dropped += self.t.rx_dropped.load(Ordering::Relaxed);
+        s
+    }
+
+    fn options(&self) -> Vec<(String, String)> {
+        self.opts.clone()
+    }
+
+    fn close(&mut self) {
+        table::remove_tunnel(&self.t);
+        while self.t.rx_out.try_recv().is_ok() {}
+    }
+}
+
+impl Drop for TunnelPort {
+    fn drop(&mut self) {
+        table::remove_tunnel(&self.t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn o(kv: &[(&str, &str)]) -> Options {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn options_are_validated_and_bad_ones_named() {
+        let c = parse_config(
+            Proto::Vxlan,
+            &o(&[
+                ("remote_ip", "10.0.0.1"),
+                ("key", "flow"),
+                ("dst_port", "8472"),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(c.remote, Addr::Fixed(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(
+            (c.in_key, c.out_key, c.dst_port),
+            (Key::Flow, Key::Flow, 8472)
+        );
+        let c = parse_config(
+            Proto::Geneve,
+            &o(&[("remote_ip", "flow"), ("in_key", "5"), ("out_key", "0x6")]),
+        )
+        .expect("valid");
+        assert_eq!(
+            (c.remote, c.in_key, c.out_key),
+            (Addr::Flow, Key::Fixed(5), Key::Fixed(6))
+        );
+        assert_eq!(c.dst_port, 6081);
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (&[], "remote_ip"),
+            (&[("remote_ip", "10.0.0")], "remote_ip"),
+            (&[("remote_ip", "fe80::1")], "remote_ip"),
+            (&[("remote_ip", "1.1.1.1"), ("key", "16777216")], "key"),
+            (&[("remote_ip", "1.1.1.1"), ("in_key", "x")], "in_key"),
+            (&[("remote_ip", "1.1.1.1"), ("dst_port", "0")], "dst_port"),
+            (
+                &[("remote_ip", "1.1.1.1"), ("dst_port", "70000")],
+                "dst_port",
+            ),
+            (&[("remote_ip", "1.1.1.1"), ("csum", "maybe")], "csum"),
+            (&[("remote_ip", "1.1.1.1"), ("ttl", "0")], "ttl"),
+            (&[("remote_ip", "1.1.1.1"), ("tos", "300")], "tos"),
+            (&[("remote_ip", "1.1.1.1"), ("local_ip", "x")], "local_ip"),
+            (
+                &[("remote_ip", "1.1.1.1"), ("packet_type", "ptap")],
+                "packet_type",
+            ),
+            (&[("remote_ip", "1.1.1.1"), ("colour", "red")], "colour"),
+        ];
+        for (kv, key) in cases {
+            let e = parse_config(Proto::Vxlan, &o(kv)).expect_err("refused");
+            assert!(e.to_string().contains(key), "{kv:?}: {e}");
+        }
+        assert!(parse_config(
+            Proto::Gre,
+            &o(&[("remote_ip", "1.1.1.1"), ("dst_port", "1")])
+        )
+        .is_err());
+        assert!(parse_config(
+            Proto::Gre,
+            &o(&[("remote_ip", "1.1.1.1"), ("key", "4294967295")])
+        )
+        .is_ok());
+    }
+}

@@ -1,0 +1,443 @@
+//! The process-wide tunnel state: which tunnel ports exist, which internal ports can carry
+//! their outer packets (underlays), the neighbour (ARP) cache, and the manager thread that
+//! resolves each tunnel's next hop.
+//!
+//! ## Who touches what
+//! * Poll threads read [`decap_snapshot`] (an `arc-swap` snapshot of the receiving tunnels,
+//!   no lock) on each burst an underlay port sends towards the host, and a tunnel's
+//!   resolved outer headers ([`Tunnel::out`], also `arc-swap`) on each burst a tunnel port
+//!   sends. They snoop ARP into the neighbour cache with `try_lock` only: a busy cache
+//!   loses one snoop, never stalls a poll thread.
+//! * The manager thread (started with the first tunnel) wakes every 100 ms: it re-reads the
+//!   routes, resolves every tunnel's remote address to (underlay, source, next hop, MAC),
+//!   publishes the outer header template, and sends an ARP request (at most one a second per
+//!   next hop) for next hops whose MAC is unknown, through the underlay as if the host had
+//!   sent it. Until the MAC is known the tunnel drops what it is given (and counts it), as
+//!   OVS does.
+//! * The control plane reads and flushes the tables for `ovs-appctl`.
+
+use super::route::{self, Route};
+use super::wire::{Outer, Proto, Template};
+use super::{Addr, Config};
+use arc_swap::{ArcSwap, ArcSwapOption};
+use crossbeam_channel::{bounded, Receiver, Sender};
+use packet::Packet;
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+/// Packets a tunnel or underlay queue holds between two polls.
+const QUEUE: usize = 1024;
+/// How long a snooped neighbour stays (OVS's default: 15 minutes).
+const NEIGH_IDLE: Duration = Duration::from_secs(15 * 60);
+const TICK: Duration = Duration::from_millis(100);
+const PROBE_EVERY: Duration = Duration::from_secs(1);
+
+/// Outer headers of a tunnel towards one remote address.
+pub struct Resolved {
+    pub underlay: Arc<Underlay>,
+    pub tmpl: Template,
+    pub remote: Ipv4Addr,
+}
+
+/// A tunnel port's shared half.
+pub struct Tunnel {
+    pub name: String,
+    pub cfg: Config,
+    /// Decapsulated packets waiting for the tunnel port's receive poll.
+    pub rx_in: Sender<Packet>,
+    pub rx_out: Receiver<Packet>,
+    /// Fixed remote: its resolution, once known.
+    pub out: ArcSwapOption<Resolved>,
+    /// `remote_ip=flow`: resolutions by remote address.
+    pub flow_out: ArcSwap<Vec<Arc<Resolved>>>,
+    /// `remote_ip=flow`: remote addresses packets asked for that are not resolved yet.
+    pub wanted: Mutex<Vec<Ipv4Addr>>,
+    /// Decapsulated packets dropped because the receive queue was full.
+    pub rx_dropped: AtomicU64,
+}
+
+/// An internal port that carries tunnel traffic: its outer packets leave through it as if
+/// the host had sent them, and packets it would hand to the host are checked for tunnels.
+pub struct Underlay {
+    pub name: String,
+    pub mac: [u8; 6],
+    /// Its IPv4 address (0 if none), refreshed by the manager.
+    pub ip: AtomicU32,
+    /// Outer packets (and ARP probes) waiting to be received "from the host".
+    pub inject_in: Sender<Packet>,
+    pub inject_out: Receiver<Packet>,
+    /// Packets dropped because the inject queue was full.
+    pub inject_dropped: AtomicU64,
+}
+
+struct Neigh {
+    mac: [u8; 6],
+    bridge: String,
+    seen: Instant,
+}
+
+#[derive(Default)]
+struct State {
+    tunnels: Vec<Weak<Tunnel>>,
+    underlays: Vec<Weak<Underlay>>,
+    routes: Vec<Route>,
+    probed: BTreeMap<Ipv4Addr, Instant>,
+}
+
+struct Table {
+    state: Mutex<State>,
+    neigh: Mutex<BTreeMap<Ipv4Addr, Neigh>>,
+    decap: ArcSwap<Vec<Arc<Tunnel>>>,
+    any: AtomicBool,
+    /// Decapsulated packets no tunnel port accepted (dropped, as OVS does).
+    unmatched: AtomicU64,
+}
+
+fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(|| Table {
+        state: Mutex::new(State::default()),
+        neigh: Mutex::new(BTreeMap::new()),
+        decap: ArcSwap::from_pointee(Vec::new()),
+        any: AtomicBool::new(false),
+        unmatched: AtomicU64::new(0),
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// True once any tunnel port exists: underlay ports check for tunnel packets only then.
+#[inline(always)]
+pub fn active() -> bool {
+    table().any.load(Ordering::Relaxed)
+}
+
+/// The receiving tunnels, for decapsulation.
+#[inline]
+pub fn decap_snapshot() -> arc_swap::Guard<Arc<Vec<Arc<Tunnel>>>> {
+    table().decap.load()
+}
+
+/// Counts a decapsulated packet that no tunnel port accepted.
+pub fn count_unmatched() {
+    table().unmatched.fetch_add(1, Ordering::Relaxed);
+}
+
+fn publish(st: &mut State) {
+    st.tunnels.retain(|w| w.strong_count() > 0);
+    let live: Vec<Arc<Tunnel>> = st.tunnels.iter().filter_map(Weak::upgrade).collect();
+    let t = table();
+    t.any.store(!live.is_empty(), Ordering::Relaxed);
+    t.decap.store(Arc::new(live));
+}
+
+/// Registers a new tunnel port's shared half and starts the manager if needed.
+pub fn add_tunnel(name: &str, cfg: Config) -> Arc<Tunnel> {
+    let (rx_in, rx_out) = bounded(QUEUE);
+    let t = Arc::new(Tunnel {
+        name: name.to_string(),
+        cfg,
+        rx_in,
+        rx_out,
+        out: ArcSwapOption::empty(),
+        flow_out: ArcSwap::from_pointee(Vec::new()),
+        wanted: Mutex::new(Vec::new()),
+        rx_dropped: AtomicU64::new(0),
+    });
+    let mut st = lock(&table().state);
+    st.tunnels.push(Arc::downgrade(&t));
+    publish(&mut st);
+    drop(st);
+    start_manager();
+    t
+}
+
+/// Forgets a tunnel port (called when its port is closed).
+pub fn remove_tunnel(t: &Arc<Tunnel>) {
+    let mut st = lock(&table().state);
+    st.tunnels
+        .retain(|w| !std::ptr::eq(w.as_ptr(), Arc::as_ptr(t)));
+    publish(&mut st);
+}
+
+/// Registers an internal port as a possible underlay.
+pub fn add_underlay(name: &str, mac: [u8; 6]) -> Arc<Underlay> {
+    let (inject_in, inject_out) = bounded(QUEUE);
+    let u = Arc::new(Underlay {
+        name: name.to_string(),
+        mac,
+        ip: AtomicU32::new(crate::interface_ipv4(name).map_or(0, u32::from)),
+        inject_in,
+        inject_out,
+        inject_dropped: AtomicU64::new(0),
+    });
+    let mut st = lock(&table().state);
+    st.underlays.retain(|w| w.strong_count() > 0);
+    st.underlays.push(Arc::downgrade(&u));
+    u
+}
+
+/// Learns `ip` -> `mac` from an ARP packet seen on underlay `bridge` (skipped if the cache
+/// is busy).
+pub fn snoop(ip: Ipv4Addr, mac: [u8; 6], bridge: &str) {
+    if ip.is_unspecified() || mac == [0; 6] || mac[0] & 1 != 0 {
+        return;
+    }
+    if let Ok(mut n) = table().neigh.try_lock() {
+        match n.get_mut(&ip) {
+            Some(e) if e.mac == mac => e.seen = Instant::now(),
+            _ => {
+                n.insert(
+                    ip,
+                    Neigh {
+                        mac,
+                        bridge: bridge.to_string(),
+                        seen: Instant::now(),
+                    },
+                );
+            }
+        }
+    }
+}
+
+fn start_manager() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let r = std::thread::Builder::new()
+            .name("tnl-manager".into())
+            .spawn(|| loop {
+                std::thread::sleep(TICK);
+                manage();
+            });
+        if let Err(e) = r {
+            eprintln!("tunnel: cannot start the manager thread: {e}");
+        }
+    });
+}
+
+/// One round of the manager (see the module documentation).
+fn manage() {
+    let t = table();
+    let (tunnels, underlays, routes) = {
+        let mut st = lock(&t.state);
+        st.underlays.retain(|w| w.strong_count() > 0);
+        let u: Vec<Arc<Underlay>> = st.underlays.iter().filter_map(Weak::upgrade).collect();
+        for x in &u {
+            x.ip.store(
+                crate::interface_ipv4(&x.name).map_or(0, u32::from),
+                Ordering::Relaxed,
+            );
+        }
+        let mut routes = route::kernel_routes();
+        for x in &u {
+            let ip = Ipv4Addr::from(x.ip.load(Ordering::Relaxed));
+            if !ip.is_unspecified() {
+                routes.push(Route {
+                    dst: ip,
+                    plen: 32,
+                    dev: x.name.clone(),
+                    gw: None,
+                    metric: 0,
+                    local: true,
+                    src: Some(ip),
+                });
+            }
+        }
+        st.routes = routes.clone();
+        let tun: Vec<Arc<Tunnel>> = st.tunnels.iter().filter_map(Weak::upgrade).collect();
+        (tun, u, routes)
+    };
+    lock(&t.neigh).retain(|_, n| n.seen.elapsed() < NEIGH_IDLE);
+    for tun in &tunnels {
+        match tun.cfg.remote {
+            Addr::Fixed(ip) => {
+                let r = resolve(&tun.cfg, ip, &underlays, &routes).map(Arc::new);
+                let same = match (tun.out.load().as_deref(), r.as_deref()) {
+                    (Some(a), Some(b)) => a.tmpl == b.tmpl && Arc::ptr_eq(&a.underlay, &b.underlay),
+                    (None, None) => true,
+                    _ => false,
+                };
+                if !same {
+                    tun.out.store(r);
+                }
+            }
+            Addr::Flow => {
+                let mut want: Vec<Ipv4Addr> = std::mem::take(&mut *lock(&tun.wanted));
+                want.extend(tun.flow_out.load().iter().map(|r| r.remote));
+                want.sort_unstable();
+                want.dedup();
+                want.truncate(256);
+                let v: Vec<Arc<Resolved>> = want
+                    .into_iter()
+                    .filter_map(|ip| resolve(&tun.cfg, ip, &underlays, &routes).map(Arc::new))
+                    .collect();
+                tun.flow_out.store(Arc::new(v));
+            }
+        }
+    }
+}
+
+/// Outer headers for `cfg` towards `remote`, or `None` (with an ARP probe sent) if the next
+/// hop's MAC is not known yet, or no underlay carries the route.
+fn resolve(
+    cfg: &Config,
+    remote: Ipv4Addr,
+    underlays: &[Arc<Underlay>],
+    routes: &[Route],
+) -> Option<Resolved> {
+    let r = route::lookup(routes, remote)?;
+    let u = underlays.iter().find(|u| u.name == r.dev)?;
+    let uip = Ipv4Addr::from(u.ip.load(Ordering::Relaxed));
+    let src = match cfg.local {
+        Some(Addr::Fixed(ip)) => ip,
+        _ => uip,
+    };
+    if src.is_unspecified() {
+        return None;
+    }
+    let nexthop = r.gw.unwrap_or(remote);
+    let mac = lock(&table().neigh).get(&nexthop).map(|n| n.mac);
+    let Some(dst_mac) = mac else {
+        probe(u, uip, nexthop);
+        return None;
+    };
+    let tmpl = Template::new(&Outer {
+        proto: cfg.proto,
+        src_mac: u.mac,
+        dst_mac,
+        src,
+        dst: remote,
+        dst_port: cfg.dst_port,
+        tos: cfg.tos,
+        ttl: cfg.ttl,
+        df: cfg.df_default,
+        csum: cfg.csum,
+        gre_key: cfg.proto == Proto::Gre && cfg.out_key != super::Key::Fixed(0),
+    });
+    Some(Resolved {
+        underlay: Arc::clone(u),
+        tmpl,
+        remote,
+    })
+}
+
+/// Sends an ARP request for `target` out of underlay `u` (at most once a second per target).
+fn probe(u: &Underlay, src: Ipv4Addr, target: Ipv4Addr) {
+    if src.is_unspecified() {
+        return;
+    }
+    {
+        let mut st = lock(&table().state);
+        if st
+            .probed
+            .get(&target)
+            .is_some_and(|t| t.elapsed() < PROBE_EVERY)
+        {
+            return;
+        }
+        st.probed.insert(target, Instant::now());
+    }
+    let mut f = [0u8; 42];
+    f[0..6].copy_from_slice(&[0xff; 6]);
+    f[6..12].copy_from_slice(&u.mac);
+    f[12..14].copy_from_slice(&[0x08, 0x06]);
+    f[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+    f[22..28].copy_from_slice(&u.mac);
+    f[28..32].copy_from_slice(&src.octets());
+    f[38..42].copy_from_slice(&target.octets());
+    let mut pool = packet::Pool::new(1);
+    if let Some(mut p) = pool.alloc() {
+        if p.set_frame(&f) && u.inject_in.try_send(p).is_err() {
+            u.inject_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// `ovs-appctl ovs/route/show`.
+pub fn route_show() -> String {
+    let routes = lock(&table().state).routes.clone();
+    let routes = if routes.is_empty() {
+        route::kernel_routes()
+    } else {
+        routes
+    };
+    route::show(&routes)
+}
+
+/// `ovs-appctl ovs/route/lookup IP`.
+pub fn route_lookup(ip: &str) -> Result<String, String> {
+    let ip: Ipv4Addr = ip
+        .parse()
+        .map_err(|_| format!("{ip} is not a valid IPv4 address"))?;
+    let routes = lock(&table().state).routes.clone();
+    let routes = if routes.is_empty() {
+        route::kernel_routes()
+    } else {
+        routes
+    };
+    match route::lookup(&routes, ip) {
+        Some(r) => Ok(format!(
+            "src {}\ngateway {}\ndev {}\n",
+            r.src.unwrap_or(Ipv4Addr::UNSPECIFIED),
+            r.gw.unwrap_or(Ipv4Addr::UNSPECIFIED),
+            r.dev
+        )),
+        None => Err("Not found".into()),
+    }
+}
+
+/// `ovs-appctl tnl/neigh/show`.
+pub fn neigh_show() -> String {
+    let mut s = format!("{:<46}{:<20}Bridge\n", "IP", "MAC");
+    s.push_str(&"=".repeat(90));
+    s.push('\n');
+    for (ip, n) in lock(&table().neigh).iter() {
+        let m = n.mac;
+        s.push_str(&format!(
+            "{:<46}{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}   {}\n",
+            ip.to_string(),
+            m[0],
+            m[1],
+            m[2],
+            m[3],
+            m[4],
+            m[5],
+            n.bridge
+        ));
+    }
+    s
+}
+
+/// `ovs-appctl tnl/neigh/flush`.
+pub fn neigh_flush() -> String {
+    lock(&table().neigh).clear();
+    "OK\n".into()
+}
+
+/// `ovs-appctl tnl/ports/show`: the UDP ports (and GRE) tunnels listen on, with how many
+/// tunnel ports use each.
+pub fn ports_show() -> String {
+    let mut by: BTreeMap<(Proto, u16), usize> = BTreeMap::new();
+    for t in decap_snapshot().iter() {
+        *by.entry((t.cfg.proto, t.cfg.dst_port)).or_default() += 1;
+    }
+    let mut s = String::from("Listening ports:\n");
+    for ((p, port), n) in by {
+        if p == Proto::Gre {
+            s.push_str(&format!("{} ref_cnt={n}\n", p.sys_name(port)));
+        } else {
+            s.push_str(&format!("{} ({port}) ref_cnt={n}\n", p.sys_name(port)));
+        }
+    }
+    s
+}
+
+/// Decapsulated packets no tunnel port accepted.
+pub fn unmatched() -> u64 {
+    table().unmatched.load(Ordering::Relaxed)
+}

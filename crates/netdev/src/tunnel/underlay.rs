@@ -1,0 +1,219 @@
+//! The underlay side of native tunnelling: an `internal` port wrapped so that it
+//!
+//! * takes the tunnel packets its bridge forwards to the host out of each burst, pops their
+//!   outer headers and queues them to the tunnel port they belong to (OVS's `tnl_pop`,
+//!   done where OVS does it: at the output to the bridge's own port), and learns next-hop
+//!   MACs from the ARP packets in the burst;
+//! * receives, besides what the host sends, the outer packets tunnel ports queued for it, so
+//!   the underlay bridge forwards them as it would the host's own packets (on receive queue
+//!   0, whichever poll thread holds it).
+//!
+//! While no tunnel port exists both additions cost one relaxed load per burst. Everything
+//! else is the wrapped port's (see [`crate::tap`]).
+
+use super::table::{self, Underlay};
+use super::wire::{self, Proto};
+use crate::{LinkState, Port, PortStats, RxqState};
+use packet::{Batch, Pool};
+use std::net::Ipv4Addr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// An internal port that can carry tunnels (see the module documentation).
+pub struct UnderlayPort {
+    inner: Box<dyn Port>,
+    u: Arc<Underlay>,
+    /// Packets of a burst that go on to the host (allocated once).
+    keep: Batch,
+}
+
+impl UnderlayPort {
+    /// Wraps `inner`, an internal port, registering it as a possible underlay.
+    pub fn wrap(inner: Box<dyn Port>) -> UnderlayPort {
+        let u = table::add_underlay(inner.name(), inner.mac().unwrap_or([0; 6]));
+        UnderlayPort {
+            inner,
+            u,
+            keep: Batch::new(),
+        }
+    }
+
+    fn drain_inject(&mut self, batch: &mut Batch) -> usize {
+        if !table::active() {
+            return 0;
+        }
+        let mut n = 0;
+        while batch.room() > 0 {
+            let Ok(p) = self.u.inject_out.try_recv() else {
+                break;
+            };
+            if batch.push(p).is_err() {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Splits tunnel packets (decapsulated and queued) and ARP (snooped) out of a burst for
+    /// the host; what is left stays in `batch`.
+    #[cold]
+    #[inline(never)]
+    fn intercept(&mut self, pool: &mut Pool, batch: &mut Batch) {
+        let tunnels = table::decap_snapshot();
+        let port_kind = |p: u16| {
+            tunnels
+                .iter()
+                .find(|t| t.cfg.proto != Proto::Gre && t.cfg.dst_port == p)
+                .map(|t| t.cfg.proto)
+        };
+        let any_gre = tunnels.iter().any(|t| t.cfg.proto == Proto::Gre);
+        for mut p in batch.drain() {
+            let d = p.data();
+            if d.len() >= 42
+                && d[12..14] == [0x08, 0x06]
+                && d[14..22] == [0, 1, 8, 0, 6, 4, 0, d[21]]
+            {
+                let ip = Ipv4Addr::new(d[28], d[29], d[30], d[31]);
+                let mut mac = [0u8; 6];
+                mac.copy_from_slice(&d[22..28]);
+                table::snoop(ip, mac, &self.u.name);
+            }
+            let parsed = wire::parse(d, port_kind).filter(|r| r.proto != Proto::Gre || any_gre);
+            let Some(r) = parsed else {
+                // `keep` holds a whole batch, so this push cannot fail.
+                if let Err(p) = self.keep.push(p) {
+                    pool.free(p);
+                }
+                continue;
+            };
+            let outer_dst = Ipv4Addr::from(r.meta.dst);
+            let outer_src = Ipv4Addr::from(r.meta.src);
+            let best = tunnels
+                .iter()
+                .filter(|t| {
+                    t.cfg.proto == r.proto
+                        && (r.proto == Proto::Gre || t.cfg.dst_port == r.dst_port)
+                        && match t.cfg.local {
+                            Some(super::Addr::Fixed(a)) => a == outer_dst,
+                            _ => true,
+                        }
+                        && match t.cfg.remote {
+                            super::Addr::Fixed(a) => a == outer_src,
+                            super::Addr::Flow => true,
+                        }
+                        && match t.cfg.in_key {
+                            super::Key::Fixed(k) => k == r.meta.id,
+                            super::Key::Flow => true,
+                        }
+                })
+                // OVS prefers the most specific port: a fixed remote, then a fixed key.
+                .min_by_key(|t| {
+                    (
+                        matches!(t.cfg.remote, super::Addr::Flow),
+                        matches!(t.cfg.in_key, super::Key::Flow),
+                    )
+                });
+            let Some(t) = best else {
+                table::count_unmatched();
+                pool.free(p);
+                continue;
+            };
+            if !p.pull_front(r.hdr_len) || !p.set_tun(&r.meta) {
+                pool.free(p);
+                continue;
+            }
+            if let Err(e) = t.rx_in.try_send(p) {
+                t.rx_dropped.fetch_add(1, Ordering::Relaxed);
+                pool.free(e.into_inner());
+            }
+        }
+        std::mem::swap(batch, &mut self.keep);
+    }
+}
+
+impl Port for UnderlayPort {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+
+    fn rx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) -> usize {
+        let n = self.inner.rx_batch(pool, batch);
+        n + self.drain_inject(batch)
+    }
+
+    fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) {
+        if table::active() {
+            self.intercept(pool, batch);
+        }
+        if !batch.is_empty() {
+            self.inner.tx_batch(pool, batch);
+        }
+    }
+
+    fn stats(&self) -> PortStats {
+        self.inner.stats()
+    }
+
+    fn link_state(&self) -> LinkState {
+        self.inner.link_state()
+    }
+
+    fn has_rx(&self) -> bool {
+        self.inner.has_rx()
+    }
+
+    fn mac(&self) -> Option<[u8; 6]> {
+        self.inner.mac()
+    }
+
+    fn ifindex(&self) -> Option<u32> {
+        self.inner.ifindex()
+    }
+
+    fn options(&self) -> Vec<(String, String)> {
+        self.inner.options()
+    }
+
+    fn n_rxq(&self) -> usize {
+        self.inner.n_rxq()
+    }
+
+    fn rxq_batch(&mut self, q: usize, pool: &mut Pool, batch: &mut Batch) -> usize {
+        let n = self.inner.rxq_batch(q, pool, batch);
+        if q == 0 {
+            n + self.drain_inject(batch)
+        } else {
+            n
+        }
+    }
+
+    fn rxq_fd(&self, q: usize) -> Option<std::os::fd::RawFd> {
+        self.inner.rxq_fd(q)
+    }
+
+    fn share(&mut self) -> Option<Box<dyn Port>> {
+        let h = self.inner.share()?;
+        Some(Box::new(UnderlayPort {
+            inner: h,
+            u: Arc::clone(&self.u),
+            keep: Batch::new(),
+        }))
+    }
+
+    fn take_rxq(&mut self, q: usize) -> Option<RxqState> {
+        self.inner.take_rxq(q)
+    }
+
+    fn put_rxq(&mut self, q: usize, s: RxqState) -> Result<(), RxqState> {
+        self.inner.put_rxq(q, s)
+    }
+
+    fn close(&mut self) {
+        self.inner.close();
+    }
+}

@@ -1,0 +1,507 @@
+//! Tunnel headers on the wire: building the outer headers a tunnel port pushes, and reading
+//! the ones it pops.
+//!
+//! ## What
+//! * VXLAN (RFC 7348): outer Ethernet / IPv4 / UDP (port 4789 by default) and an 8-byte header
+//!   whose flags word must be exactly "VNI present" (0x08000000), then the 24-bit VNI.
+//! * Geneve (RFC 8926): outer Ethernet / IPv4 / UDP (6081) and an 8-byte header (version 0,
+//!   option length in 4-byte words, the O bit, protocol 0x6558 = Ethernet) with options after it.
+//! * GRE (RFC 2784/2890): outer Ethernet / IPv4 (protocol 47) and a 4-byte header, then the
+//!   optional checksum, key and sequence words; protocol 0x6558 (Ethernet in GRE).
+//!
+//! ## How
+//! The outer headers of a tunnel port depend on its configuration and its resolved next hop
+//! only, so they are built once into a [`Template`] (by the control side, when the next hop
+//! changes). Encapsulating a packet copies the template in front of the frame and patches the
+//! per-packet words: IP total length and checksum, UDP length and source port (from the inner
+//! flow's hash, in OVS's 32768-61000 range), the key when it comes from the flow, and the
+//! optional checksums. No allocation, no lookups.
+//!
+//! [`parse`] reads an outer frame without trusting it: every length is checked against the
+//! bytes present, fragments and unknown versions are refused (the frame then goes on to the
+//! host stack untouched), and the result names how many bytes to pop.
+
+use packet::csum;
+use packet::TunMeta;
+use std::net::Ipv4Addr;
+
+/// The tunnel protocols.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Proto {
+    Vxlan,
+    Geneve,
+    Gre,
+}
+
+impl Proto {
+    /// The port type name (`vxlan`, `geneve`, `gre`).
+    pub fn kind(self) -> &'static str {
+        match self {
+            Proto::Vxlan => "vxlan",
+            Proto::Geneve => "geneve",
+            Proto::Gre => "gre",
+        }
+    }
+
+    /// The UDP destination port used when `dst_port` is not set (none for GRE).
+    pub fn default_port(self) -> u16 {
+        match self {
+            Proto::Vxlan => 4789,
+            Proto::Geneve => 6081,
+            Proto::Gre => 0,
+        }
+    }
+
+    /// The name OVS gives the datapath port listening for this protocol
+    /// (`tnl/ports/show`).
+    pub fn sys_name(self, port: u16) -> String {
+        match self {
+            Proto::Vxlan => format!("vxlan_sys_{port}"),
+            Proto::Geneve => format!("genev_sys_{port}"),
+            Proto::Gre => "gre_sys".to_string(),
+        }
+    }
+}
+
+const ETH_LEN: usize = 14;
+const IP_LEN: usize = 20;
+const UDP_LEN: usize = 8;
+const ETH_P_IP: u16 = 0x0800;
+const ETH_P_TEB: u16 = 0x6558;
+const IPPROTO_UDP: u8 = 17;
+const IPPROTO_GRE: u8 = 47;
+const VXLAN_FLAGS: u32 = 0x0800_0000;
+const GRE_CSUM: u16 = 0x8000;
+const GRE_KEY: u16 = 0x2000;
+const GRE_SEQ: u16 = 0x1000;
+/// OVS's range of UDP source ports for tunnels.
+const SRC_PORT_MIN: u32 = 32768;
+const SRC_PORT_MAX: u32 = 61000;
+/// `TunMeta::flags` bits (OVS's `FLOW_TNL_F_*`).
+pub const F_DONT_FRAGMENT: u16 = 1;
+pub const F_CSUM: u16 = 2;
+pub const F_OAM: u16 = 4;
+pub const F_KEY: u16 = 8;
+
+/// The most bytes outer headers take (Ethernet, IPv4, GRE with checksum and key).
+pub const MAX_HDR: usize = 64;
+
+/// Outer headers of one tunnel port towards one next hop, ready to be copied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Template {
+    pub proto: Proto,
+    hdr: [u8; MAX_HDR],
+    len: usize,
+    /// Whether to fill the UDP checksum (or add a GRE checksum).
+    csum: bool,
+    /// Whether the TOS is copied from the inner IPv4/IPv6 header.
+    tos_inherit: bool,
+}
+
+/// What a template is made of.
+#[derive(Clone, Copy, Debug)]
+pub struct Outer {
+    pub proto: Proto,
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub dst_port: u16,
+    pub tos: Option<u8>,
+    pub ttl: u8,
+    pub df: bool,
+    pub csum: bool,
+    /// GRE: whether the header carries a key word.
+    pub gre_key: bool,
+}
+
+impl Template {
+    /// Builds the outer headers for `o` (the key, lengths and checksums are per packet).
+    pub fn new(o: &Outer) -> Template {
+        let mut h = [0u8; MAX_HDR];
+        h[0..6].copy_from_slice(&o.dst_mac);
+        h[6..12].copy_from_slice(&o.src_mac);
+        h[12..14].copy_from_slice(&ETH_P_IP.to_be_bytes());
+        let ip = &mut h[ETH_LEN..ETH_LEN + IP_LEN];
+        ip[0] = 0x45;
+        ip[1] = o.tos.unwrap_or(0);
+        if o.df {
+            ip[6] = 0x40;
+        }
+        ip[8] = o.ttl;
+        ip[9] = if o.proto == Proto::Gre {
+            IPPROTO_GRE
+        } else {
+            IPPROTO_UDP
+        };
+        ip[12..16].copy_from_slice(&o.src.octets());
+        ip[16..20].copy_from_slice(&o.dst.octets());
+        let l4 = ETH_LEN + IP_LEN;
+        let len = match o.proto {
+            Proto::Vxlan => {
+                h[l4 + 2..l4 + 4].copy_from_slice(&o.dst_port.to_be_bytes());
+                h[l4 + UDP_LEN..l4 + UDP_LEN + 4].copy_from_slice(&VXLAN_FLAGS.to_be_bytes());
+                l4 + UDP_LEN + 8
+            }
+            Proto::Geneve => {
+                h[l4 + 2..l4 + 4].copy_from_slice(&o.dst_port.to_be_bytes());
+                let g = l4 + UDP_LEN;
+                h[g + 2..g + 4].copy_from_slice(&ETH_P_TEB.to_be_bytes());
+                g + 8
+            }
+            Proto::Gre => {
+                let mut flags = 0u16;
+                let mut n = 4;
+                if o.csum {
+                    flags |= GRE_CSUM;
+                    n += 4;
+                }
+                if o.gre_key {
+                    flags |= GRE_KEY;
+                    n += 4;
+                }
+                h[l4..l4 + 2].copy_from_slice(&flags.to_be_bytes());
+                h[l4 + 2..l4 + 4].copy_from_slice(&ETH_P_TEB.to_be_bytes());
+                l4 + n
+            }
+        };
+        Template {
+            proto: o.proto,
+            hdr: h,
+            len,
+            csum: o.csum,
+            tos_inherit: o.tos.is_none(),
+        }
+    }
+
+    /// Bytes of outer headers.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never true: a template holds at least Ethernet and IPv4.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The outer headers as built (per-packet words zero).
+    pub fn bytes(&self) -> &[u8] {
+        &self.hdr[..self.len]
+    }
+
+    /// Encapsulates `pkt` with key `key`; `false` if the headroom is short (nothing changed).
+    #[inline]
+    pub fn push(&self, pkt: &mut packet::Packet, key: u64) -> bool {
+        let inner_len = pkt.len();
+        let hash = inner_hash(pkt.data());
+        let inner_tos = inner_tos(pkt.data());
+        let total = inner_len + self.len;
+        if total - ETH_LEN > usize::from(u16::MAX) {
+            return false;
+        }
+        let Some(h) = pkt.push_front(self.len) else {
+            return false;
+        };
+        h.copy_from_slice(&self.hdr[..self.len]);
+        let ip_total = (total - ETH_LEN) as u16;
+        h[ETH_LEN + 2..ETH_LEN + 4].copy_from_slice(&ip_total.to_be_bytes());
+        if self.tos_inherit {
+            h[ETH_LEN + 1] = inner_tos;
+        }
+        let l4 = ETH_LEN + IP_LEN;
+        match self.proto {
+            Proto::Vxlan | Proto::Geneve => {
+                let sport = SRC_PORT_MIN
+                    + ((u64::from(hash) * u64::from(SRC_PORT_MAX - SRC_PORT_MIN)) >> 32) as u32;
+                h[l4..l4 + 2].copy_from_slice(&(sport as u16).to_be_bytes());
+                let udp_len = (total - l4) as u16;
+                h[l4 + 4..l4 + 6].copy_from_slice(&udp_len.to_be_bytes());
+                let vni = ((key as u32) & 0x00ff_ffff) << 8;
+                h[l4 + UDP_LEN + 4..l4 + UDP_LEN + 8].copy_from_slice(&vni.to_be_bytes());
+            }
+            Proto::Gre => {
+                let flags = u16::from_be_bytes([h[l4], h[l4 + 1]]);
+                if flags & GRE_KEY != 0 {
+                    let at = if flags & GRE_CSUM != 0 {
+                        l4 + 8
+                    } else {
+                        l4 + 4
+                    };
+                    h[at..at + 4].copy_from_slice(&(key as u32).to_be_bytes());
+                }
+            }
+        }
+        let ipc = csum::checksum(&h[ETH_LEN..ETH_LEN + IP_LEN]);
+        h[ETH_LEN + 10..ETH_LEN + 12].copy_from_slice(&ipc.to_be_bytes());
+        if self.csum {
+            let d = pkt.data_mut();
+            match self.proto {
+                Proto::Vxlan | Proto::Geneve => {
+                    let s = csum::add(
+                        u32::from(IPPROTO_UDP) + (total - l4) as u32,
+                        &d[ETH_LEN + 12..ETH_LEN + 20],
+                    );
+                    let c = !csum::fold(csum::add(s, &d[l4..]));
+                    let c = if c == 0 { 0xffff } else { c };
+                    d[l4 + 6..l4 + 8].copy_from_slice(&c.to_be_bytes());
+                }
+                Proto::Gre => {
+                    let c = csum::checksum(&d[l4..]);
+                    d[l4 + 4..l4 + 6].copy_from_slice(&c.to_be_bytes());
+                }
+            }
+        }
+        true
+    }
+}
+
+/// A hash of the inner flow (addresses, protocol, ports) for the UDP source port, so one
+/// flow keeps one outer port and the receiver's RSS keeps it in order.
+#[inline]
+fn inner_hash(f: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    let mut mix = |b: &[u8]| {
+        for &x in b {
+            h = (h ^ u32::from(x)).wrapping_mul(0x0100_0193);
+        }
+    };
+    if f.len() >= 34 && f[12..14] == [0x08, 0x00] && f[14] >> 4 == 4 {
+        let ihl = usize::from(f[14] & 0x0f) * 4;
+        mix(&f[26..34]);
+        mix(&f[23..24]);
+        let l4 = 14 + ihl;
+        if matches!(f[23], 6 | 17 | 132) && f.len() >= l4 + 4 {
+            mix(&f[l4..l4 + 4]);
+        }
+    } else if f.len() >= 12 {
+        mix(&f[0..12]);
+    }
+    // Spread the low bits over the high ones the port formula uses.
+    h ^ (h >> 16).wrapping_mul(0x045d_9f3b)
+}
+
+/// The inner IPv4 TOS or IPv6 traffic class, for `tos=inherit`.
+fn inner_tos(f: &[u8]) -> u8 {
+    if f.len() >= 16 && f[12..14] == [0x08, 0x00] {
+        f[15]
+    } else if f.len() >= 16 && f[12..14] == [0x86, 0xdd] {
+        (f[14] << 4) | (f[15] >> 4)
+    } else {
+        0
+    }
+}
+
+/// What [`parse`] found in an outer frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    pub proto: Proto,
+    /// UDP destination port (0 for GRE).
+    pub dst_port: u16,
+    /// Bytes of outer headers (including Geneve options) to pop.
+    pub hdr_len: usize,
+    pub meta: TunMeta,
+}
+
+/// Reads the outer headers of a frame that may be a tunnel packet for this switch. `None` if
+/// it is not one (not IPv4, a fragment, not UDP/GRE, malformed, an unknown version).
+/// `udp_port_known` says whether a UDP destination port belongs to a tunnel, and as which
+/// protocol.
+pub fn parse(f: &[u8], udp_port_known: impl Fn(u16) -> Option<Proto>) -> Option<Parsed> {
+    if f.len() < ETH_LEN + IP_LEN || f[12..14] != ETH_P_IP.to_be_bytes() {
+        return None;
+    }
+    let ip = &f[ETH_LEN..];
+    if ip[0] >> 4 != 4 {
+        return None;
+    }
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    if ihl < IP_LEN || total < ihl || ip.len() < total {
+        return None;
+    }
+    // Fragments go to the host stack (OVS reassembles first; not done here).
+    if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+        return None;
+    }
+    let mut meta = TunMeta {
+        id: 0,
+        src: [ip[12], ip[13], ip[14], ip[15]],
+        dst: [ip[16], ip[17], ip[18], ip[19]],
+        flags: 0,
+        tos: ip[1],
+        ttl: ip[8],
+    };
+    if ip[6] & 0x40 != 0 {
+        meta.flags |= F_DONT_FRAGMENT;
+    }
+    let l4 = &ip[ihl..total];
+    let base = ETH_LEN + ihl;
+    match ip[9] {
+        IPPROTO_UDP => {
+            if l4.len() < UDP_LEN + 8 {
+                return None;
+            }
+            let dport = u16::from_be_bytes([l4[2], l4[3]]);
+            let proto = udp_port_known(dport)?;
+            if u16::from_be_bytes([l4[6], l4[7]]) != 0 {
+                meta.flags |= F_CSUM;
+            }
+            let t = &l4[UDP_LEN..];
+            let hlen = match proto {
+                Proto::Vxlan => {
+                    if u32::from_be_bytes([t[0], t[1], t[2], t[3]]) != VXLAN_FLAGS {
+                        return None;
+                    }
+                    8
+                }
+                Proto::Geneve => {
+                    if t[0] >> 6 != 0 || u16::from_be_bytes([t[2], t[3]]) != ETH_P_TEB {
+                        return None;
+                    }
+                    if t[1] & 0x80 != 0 {
+                        meta.flags |= F_OAM;
+                    }
+                    8 + usize::from(t[0] & 0x3f) * 4
+                }
+                Proto::Gre => return None,
+            };
+            meta.id = u64::from(u32::from_be_bytes([t[4], t[5], t[6], 0]) >> 8);
+            meta.flags |= F_KEY;
+            if t.len() < hlen + ETH_LEN {
+                return None;
+            }
+            Some(Parsed {
+                proto,
+                dst_port: dport,
+                hdr_len: base + UDP_LEN + hlen,
+                meta,
+            })
+        }
+        IPPROTO_GRE => {
+            if l4.len() < 4 {
+                return None;
+            }
+            let flags = u16::from_be_bytes([l4[0], l4[1]]);
+            // Version 0, no routing, no recursion or reserved bits.
+            if flags & !(GRE_CSUM | GRE_KEY | GRE_SEQ) != 0
+                || u16::from_be_bytes([l4[2], l4[3]]) != ETH_P_TEB
+            {
+                return None;
+            }
+            let mut n = 4;
+            if flags & GRE_CSUM != 0 {
+                meta.flags |= F_CSUM;
+                n += 4;
+            }
+            if flags & GRE_KEY != 0 {
+                if l4.len() < n + 4 {
+                    return None;
+                }
+                meta.id = u64::from(u32::from_be_bytes([l4[n], l4[n + 1], l4[n + 2], l4[n + 3]]));
+                meta.flags |= F_KEY;
+                n += 4;
+            }
+            if flags & GRE_SEQ != 0 {
+                n += 4;
+            }
+            if l4.len() < n + ETH_LEN {
+                return None;
+            }
+            Some(Parsed {
+                proto: Proto::Gre,
+                dst_port: 0,
+                hdr_len: base + n,
+                meta,
+            })
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outer(proto: Proto, csum: bool) -> Outer {
+        Outer {
+            proto,
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 0, 0, 2),
+            dst_port: proto.default_port(),
+            tos: Some(0),
+            ttl: 64,
+            df: true,
+            csum,
+            gre_key: true,
+        }
+    }
+
+    fn inner() -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[0..6].copy_from_slice(&[0xaa; 6]);
+        f[6..12].copy_from_slice(&[0xbb; 6]);
+        f[12] = 0x08;
+        f[14] = 0x45;
+        f[23] = 17;
+        f
+    }
+
+    fn known(p: u16) -> Option<Proto> {
+        match p {
+            4789 => Some(Proto::Vxlan),
+            6081 => Some(Proto::Geneve),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn push_then_parse_gives_back_the_key_addresses_and_inner_frame() {
+        for proto in [Proto::Vxlan, Proto::Geneve, Proto::Gre] {
+            for csum in [false, true] {
+                let t = Template::new(&outer(proto, csum));
+                let mut pool = packet::Pool::new(1);
+                let mut p = pool.alloc().expect("buffer");
+                assert!(p.set_frame(&inner()));
+                assert!(t.push(&mut p, 0x12_3456));
+                let f = p.data().to_vec();
+                // The outer IPv4 checksum verifies.
+                assert!(csum::ipv4_header_ok(&f[14..34]), "{proto:?}");
+                let r = parse(&f, known).expect("a tunnel packet");
+                assert_eq!(r.proto, proto);
+                assert_eq!(r.meta.id, 0x12_3456);
+                assert_eq!(r.meta.src, [10, 0, 0, 1]);
+                assert_eq!(r.meta.dst, [10, 0, 0, 2]);
+                assert_eq!(&f[r.hdr_len..], &inner()[..]);
+                if csum && proto != Proto::Gre {
+                    let s = csum::add(17 + (f.len() - 34) as u32, &f[26..34]);
+                    assert_eq!(csum::fold(csum::add(s, &f[34..])), 0xffff);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn truncations_and_junk_never_parse_out_of_bounds() {
+        let t = Template::new(&outer(Proto::Geneve, false));
+        let mut pool = packet::Pool::new(1);
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&inner()));
+        assert!(t.push(&mut p, 7));
+        let f = p.data().to_vec();
+        for n in 0..f.len() {
+            let _ = parse(&f[..n], known);
+        }
+        let mut g = f.clone();
+        // Geneve option length pointing past the end.
+        g[42] = 0x3f;
+        assert_eq!(parse(&g, known), None);
+        // A fragment is left to the host.
+        let mut h = f.clone();
+        h[20] = 0x20;
+        assert_eq!(parse(&h, known), None);
+        // Unknown UDP port.
+        assert_eq!(parse(&f, |_| None), None);
+    }
+}

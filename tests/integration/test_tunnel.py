@@ -1,0 +1,232 @@
+"""Native tunnelling against the Linux kernel's own tunnel devices.
+
+(This machine's kernel has `vxlan` but neither `geneve` nor `gretap`, so Geneve is tested
+against Open vSwitch instead, in test_tunnel_ovs.py.)
+
+The switch runs in a namespace of its own ("sw") with the configuration OVS users write: an
+underlay bridge whose internal port holds the host's underlay address and whose physical port
+is a veth to a peer namespace, and an integration bridge with a tunnel port and an internal
+port holding an overlay address. The peer namespace has a kernel `vxlan` (or `geneve`) device
+towards the switch. Traffic crosses the overlay both ways (ping, then iperf3), which only
+works if the switch resolves the next hop itself (route + its own ARP probe), encapsulates
+what the integration bridge sends to the tunnel port and decapsulates what arrives for it.
+"""
+
+import itertools
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, need_root, require, run, wait_for
+
+_ids = itertools.count()
+
+
+class Site:
+    """A switch namespace and a peer namespace joined by a veth underlay."""
+
+    def __init__(self):
+        need_root()
+        t = f"{os.getpid() % 10000}{next(_ids)}"
+        self.t = t
+        self.sw = f"fvtsw{t}"
+        self.peer = f"fvtpe{t}"
+        self.phy = f"fvp{t}"[:15]
+        self.int = f"fvi{t}"[:15]
+        self.up = f"fvu{t}"[:15]
+        n = int(t) % 200 + 20
+        self.under = (f"172.30.{n}.1", f"172.30.{n}.2")
+        self.over = (f"192.168.{n}.1", f"192.168.{n}.2")
+        self.tmp = Path(tempfile.mkdtemp(prefix="ferrovs-tnl-"))
+        self.proc = None
+        self.log = None
+        for ns in (self.sw, self.peer):
+            run(["ip", "netns", "add", ns])
+            self.ns(ns, "ip link set lo up")
+        run(["ip", "link", "add", self.up, "netns", self.sw, "type", "veth",
+             "peer", "name", "eth0", "netns", self.peer])
+        self.ns(self.sw, f"ip link set {self.up} up")
+        self.ns(self.peer, f"ip addr add {self.under[0]}/24 dev eth0")
+        self.ns(self.peer, "ip link set eth0 up")
+
+    def ns(self, ns, cmd, check=True, timeout=30):
+        return run(f"ip netns exec {ns} {cmd}", check=check, timeout=timeout)
+
+    def start(self):
+        self.log = open(self.tmp / "ferrovsd.log", "w+")
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", self.sw, str(BIN / "ferrovsd"), "--rundir", str(self.tmp)],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(lambda: (self.tmp / "db.sock").exists() and (self.tmp / "ferrovsd.ctl").exists(),
+                 what="ferrovsd to start")
+
+    def vsctl(self, *args, check=True):
+        return run(["ovs-vsctl", f"--db=unix:{self.tmp}/db.sock", "--timeout=20", *args],
+                   check=check)
+
+    def appctl(self, *args, check=True):
+        return run(["ovs-appctl", "-t", str(self.tmp / "ferrovsd.ctl"), *args], check=check)
+
+    def logtext(self):
+        self.log.flush()
+        return (self.tmp / "ferrovsd.log").read_text()
+
+    def underlay(self):
+        """The underlay bridge with the host's address on its internal port."""
+        self.vsctl("add-br", self.phy, "--", "add-port", self.phy, self.up)
+        self.ns(self.sw, f"ip addr add {self.under[1]}/24 dev {self.phy}")
+        self.ns(self.sw, f"ip link set {self.phy} up")
+
+    def overlay(self, kind, options):
+        """The integration bridge with a tunnel port and the overlay address (MTU left for
+        the outer headers, as with OVS)."""
+        opts = [f"options:{k}={v}" for k, v in options.items()]
+        self.vsctl("add-br", self.int, "--", "add-port", self.int, f"t{self.t}"[:15], "--",
+                   "set", "Interface", f"t{self.t}"[:15], f"type={kind}", *opts)
+        self.ns(self.sw, f"ip link set {self.int} mtu 1400")
+        self.ns(self.sw, f"ip addr add {self.over[1]}/24 dev {self.int}")
+        self.ns(self.sw, f"ip link set {self.int} up")
+
+    def peer_device(self, kind, vni):
+        if kind == "vxlan":
+            dev = (f"ip link add vx type vxlan id {vni} remote {self.under[1]} "
+                   f"local {self.under[0]} dstport 4789 dev eth0")
+        else:
+            dev = f"ip link add vx type geneve id {vni} remote {self.under[1]}"
+        self.ns(self.peer, dev)
+        self.ns(self.peer, "ip link set vx mtu 1400")
+        self.ns(self.peer, "ethtool -K eth0 tso off gso off", check=False)
+        self.ns(self.peer, f"ip addr add {self.over[0]}/24 dev vx")
+        self.ns(self.peer, "ip link set vx up")
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            run(["ovs-appctl", "-t", str(self.tmp / "ferrovsd.ctl"), "exit"], check=False,
+                timeout=10)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self.log:
+            self.log.close()
+        for ns in (self.sw, self.peer):
+            run(["ip", "netns", "del", ns], check=False)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def site():
+    require("ovs-vsctl", "ovs-appctl", "ping", "iperf3")
+    s = Site()
+    yield s
+    s.close()
+
+
+def ping_ok(site, ns, dst):
+    return site.ns(ns, f"ping -c 1 -W 1 {dst}", check=False).returncode == 0
+
+
+def overlay_traffic(site):
+    """Pings both ways, then iperf3 from the peer to the switch's host."""
+    wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=15,
+             what=f"ping over the tunnel\n{site.appctl('tnl/neigh/show', check=False).stdout}"
+                  f"\n{site.logtext()}")
+    site.ns(site.sw, f"ping -c 3 -i 0.2 -W 2 {site.over[0]}")
+    site.ns(site.peer, f"ping -c 3 -i 0.2 -W 2 {site.over[1]}")
+    srv = subprocess.Popen(["ip", "netns", "exec", site.sw, "iperf3", "-s", "-1", "-p", "5221",
+                            "-B", site.over[1]],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        r = site.ns(site.peer, f"iperf3 -c {site.over[1]} -p 5221 -t 2 -f m", check=False,
+                    timeout=40)
+        assert r.returncode == 0, r.stdout + r.stderr
+        line = [x for x in r.stdout.splitlines() if "receiver" in x]
+        assert line, r.stdout
+        mbits = float(line[-1].split("Mbits/sec")[0].split()[-1])
+        assert mbits > 1.0, r.stdout
+        print(f"iperf3 through the overlay: {mbits} Mbit/s")
+    finally:
+        srv.kill()
+        srv.wait(timeout=10)
+
+
+@pytest.mark.parametrize("kind", ["vxlan"])
+def test_kernel_tunnel_device_interoperates(site, kind):
+    site.start()
+    site.underlay()
+    site.overlay(kind, {"remote_ip": site.under[0], "key": 5001})
+    site.peer_device(kind, 5001)
+    overlay_traffic(site)
+    # The switch learned the peer's MAC from its own ARP probe's reply.
+    neigh = site.appctl("tnl/neigh/show").stdout
+    assert site.under[0] in neigh and site.phy in neigh, neigh
+    ports = site.appctl("tnl/ports/show").stdout
+    want = "vxlan_sys_4789 (4789) ref_cnt=1" if kind == "vxlan" else \
+        "genev_sys_6081 (6081) ref_cnt=1"
+    assert want in ports, ports
+    look = site.appctl("ovs/route/lookup", site.under[0]).stdout
+    assert look == f"src {site.under[1]}\ngateway 0.0.0.0\ndev {site.phy}\n", look
+    routes = site.appctl("ovs/route/show").stdout
+    assert f"Cached: {site.under[1]}/32 dev {site.phy} SRC {site.under[1]} local" in routes, routes
+    assert site.appctl("tnl/neigh/flush").stdout.strip() == "OK"
+    assert site.under[0] not in site.appctl("tnl/neigh/show").stdout
+
+
+def test_key_flow_with_flows_that_set_tun_id(site):
+    """key=flow: the VNI sent comes from the flow (set_field tun_id), and a received VNI is
+    matched by tun_id."""
+    site.start()
+    site.underlay()
+    site.overlay("vxlan", {"remote_ip": site.under[0], "key": "flow"})
+    site.peer_device("vxlan", 7007)
+    br = site.int
+    of = ["ovs-ofctl", "-O", "OpenFlow13"]
+    mgmt = f"unix:{site.tmp}/{br}.mgmt"
+    tport = f"t{site.t}"[:15]
+    run([*of, "del-flows", mgmt])
+    run([*of, "add-flow", mgmt, f"in_port=LOCAL,actions=set_field:7007->tun_id,output:{tport}"])
+    run([*of, "add-flow", mgmt, f"in_port={tport},tun_id=7007,actions=LOCAL"])
+    wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=15,
+             what=f"ping over the tunnel\n{site.logtext()}")
+    # A VNI the flows do not accept is dropped.
+    run([*of, "del-flows", mgmt, f"in_port={tport},tun_id=7007"])
+    run([*of, "add-flow", mgmt, f"in_port={tport},tun_id=7008,actions=LOCAL"])
+    assert not ping_ok(site, site.sw, site.over[0])
+    dump = run([*of, "dump-flows", mgmt]).stdout
+    assert "tun_id=0x1b60" in dump and "set_field:0x1b5f->tun_id" in dump, dump
+
+
+def test_bad_tunnel_options_are_reported_in_the_error_column(site):
+    site.start()
+    cases = {
+        "remote_ip=10.1.2": "remote_ip",
+        "key=99999999": "key",
+        "dst_port=0": "dst_port",
+        "csum=perhaps": "csum",
+        "ttl=0": "ttl",
+    }
+    for i, (opt, name) in enumerate(cases.items()):
+        br = f"fvb{site.t}{i}"[:15]
+        port = f"fvx{site.t}{i}"[:15]
+        k, v = opt.split("=")
+        extra = [] if k == "remote_ip" else ["options:remote_ip=10.9.9.9"]
+        site.vsctl("add-br", br, "--", "add-port", br, port, "--", "set", "Interface", port,
+                   "type=vxlan", f"options:{k}={v}", *extra)
+        err = wait_for(lambda: site.vsctl("get", "Interface", port, "error").stdout.strip()
+                       not in ("[]", ""), what=f"error for {opt}")
+        text = site.vsctl("get", "Interface", port, "error").stdout
+        assert name in text, text
+    # The daemon is alive and a good port next to them opens.
+    site.vsctl("add-br", f"fvg{site.t}"[:15], "--", "add-port", f"fvg{site.t}"[:15],
+               f"fvy{site.t}"[:15], "--", "set", "Interface", f"fvy{site.t}"[:15],
+               "type=geneve", "options:remote_ip=10.9.9.9")
+    wait_for(lambda: site.vsctl("get", "Interface", f"fvy{site.t}"[:15], "ofport")
+             .stdout.strip() not in ("[]", "-1", ""), what="geneve port ofport")
+    assert site.vsctl("get", "Interface", f"fvy{site.t}"[:15], "error").stdout.strip() == "[]"

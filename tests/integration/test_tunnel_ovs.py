@@ -1,0 +1,109 @@
+"""Native tunnelling against Open vSwitch: ferrovs and Debian's ovs-vswitchd (userspace
+datapath, private rundir, in the peer namespace) joined by Geneve and by VXLAN.
+
+Each side has the same configuration: an underlay bridge holding the host's underlay address
+on its internal port, with the veth to the other side as its physical port, and an
+integration bridge with the tunnel port and the overlay address on its internal port. Each
+resolves the other's MAC by its own ARP request; traffic crosses both ways (ping, iperf3).
+"""
+
+import subprocess
+import time
+
+import pytest
+
+from conftest import need_root, require, run, wait_for
+from test_tunnel import Site, ping_ok
+
+
+class OvsPeer:
+    """ovs-vswitchd and ovsdb-server for the peer namespace of `site`."""
+
+    def __init__(self, site):
+        self.site = site
+        self.d = site.tmp / "ovs"
+        self.d.mkdir()
+        d = self.d
+        run(["ovsdb-tool", "create", f"{d}/conf.db", "/usr/share/openvswitch/vswitch.ovsschema"])
+        run(["ovsdb-server", f"{d}/conf.db", f"--remote=punix:{d}/db.sock",
+             f"--pidfile={d}/ovsdb-server.pid", f"--unixctl={d}/ovsdb-server.ctl", "--detach",
+             f"--log-file={d}/ovsdb-server.log"])
+        self.vsctl("--no-wait", "init")
+        run(["ip", "netns", "exec", site.peer, "ovs-vswitchd", f"unix:{d}/db.sock",
+             f"--pidfile={d}/vswitchd.pid", f"--unixctl={d}/vswitchd.ctl", "--detach",
+             f"--log-file={d}/vswitchd.log", "--disable-system"])
+
+    def vsctl(self, *args):
+        return run(["ovs-vsctl", f"--db=unix:{self.d}/db.sock", "--timeout=20", *args])
+
+    def appctl(self, *args):
+        return run(["ovs-appctl", "-t", f"{self.d}/vswitchd.ctl", *args], check=False)
+
+    def configure(self, kind, vni):
+        s = self.site
+        self.vsctl("add-br", "brphy", "--", "set", "Bridge", "brphy", "datapath_type=netdev",
+                   "--", "add-port", "brphy", "eth0")
+        s.ns(s.peer, f"ip addr del {s.under[0]}/24 dev eth0")
+        s.ns(s.peer, f"ip addr add {s.under[0]}/24 dev brphy")
+        s.ns(s.peer, "ip link set brphy up")
+        self.vsctl("add-br", "brint", "--", "set", "Bridge", "brint", "datapath_type=netdev",
+                   "--", "add-port", "brint", "tun0", "--", "set", "Interface", "tun0",
+                   f"type={kind}", f"options:remote_ip={s.under[1]}", f"options:key={vni}")
+        s.ns(s.peer, "ip link set brint mtu 1400")
+        s.ns(s.peer, f"ip addr add {s.over[0]}/24 dev brint")
+        s.ns(s.peer, "ip link set brint up")
+
+    def stop(self):
+        for f in ["vswitchd.pid", "ovsdb-server.pid"]:
+            p = self.d / f
+            if p.exists():
+                subprocess.run(["kill", p.read_text().strip()], check=False)
+
+
+@pytest.fixture
+def site_ovs():
+    need_root()
+    require("ovs-vsctl", "ovs-appctl", "ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ping",
+            "iperf3", "ethtool")
+    s = Site()
+    o = OvsPeer(s)
+    yield s, o
+    o.stop()
+    s.close()
+
+
+@pytest.mark.parametrize("kind", ["geneve", "vxlan"])
+def test_ovs_userspace_tunnel_interoperates(site_ovs, kind):
+    site, ovs = site_ovs
+    site.start()
+    site.underlay()
+    site.overlay(kind, {"remote_ip": site.under[0], "key": 4242})
+    ovs.configure(kind, 4242)
+    # The veth cannot carry UDP-tunnel GSO super-packets to an AF_PACKET reader on either side.
+    site.ns(site.peer, "ethtool -K eth0 tso off gso off", check=False)
+    site.ns(site.sw, f"ethtool -K {site.up} tso off gso off", check=False)
+    wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=20,
+             what=f"ping to OVS over {kind}\nOVS: {ovs.appctl('tnl/neigh/show').stdout}"
+                  f"{ovs.appctl('dpctl/dump-flows').stdout}\nferrovs:"
+                  f"{site.appctl('tnl/neigh/show', check=False).stdout}\n{site.logtext()}")
+    site.ns(site.peer, f"ping -c 3 -i 0.2 -W 2 {site.over[1]}")
+    # OVS decapsulated ferrovs's packets in its datapath and learned ferrovs's MAC.
+    flows = ovs.appctl("dpctl/dump-flows").stdout
+    assert "tnl_pop" in flows and "tnl_push" in flows, flows
+    assert site.under[1] in ovs.appctl("tnl/neigh/show").stdout
+    srv = subprocess.Popen(["ip", "netns", "exec", site.peer, "iperf3", "-s", "-1", "-p", "5222",
+                            "-B", site.over[0]],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        r = site.ns(site.sw, f"iperf3 -c {site.over[0]} -p 5222 -t 2 -f m", check=False,
+                    timeout=40)
+        assert r.returncode == 0, r.stdout + r.stderr
+        line = [x for x in r.stdout.splitlines() if "receiver" in x]
+        assert line, r.stdout
+        mbits = float(line[-1].split("Mbits/sec")[0].split()[-1])
+        assert mbits > 1.0, r.stdout
+        print(f"iperf3 ferrovs -> OVS over {kind}: {mbits} Mbit/s")
+    finally:
+        srv.kill()
+        srv.wait(timeout=10)
