@@ -632,16 +632,20 @@ impl Ctx<'_> {
         let saved_set = std::mem::take(&mut self.action_set);
         // A bucket works on a copy of the register stack, as OVS's do.
         let saved_stack = self.stack.clone();
-        self.indent += 4;
         self.note(|| format!("bucket {idx}"));
+        self.indent += 8;
         self.depth += 1;
         // A bucket is an action set, run as OVS runs one (see `actset`).
-        for a in &actset::as_list(actions) {
+        let list = actset::as_list(actions);
+        if list.is_empty() {
+            self.note(|| "drop".into());
+        }
+        for a in &list {
             self.note(|| crate::text::action_text(a));
             self.action(a);
         }
         self.depth -= 1;
-        self.indent -= 4;
+        self.indent -= 8;
         let sub = std::mem::replace(&mut self.out, saved_out);
         if !sub.is_empty() {
             self.out.push(DpAction::Clone(sub));
@@ -654,6 +658,12 @@ impl Ctx<'_> {
         self.stack = saved_stack;
     }
 
+    /// The one bucket a select or fast-failover group runs.
+    fn chosen_bucket(&mut self, g: u32, idx: usize, actions: &[Action]) {
+        self.note(|| format!(" -> using bucket {idx}"));
+        self.bucket(g, idx, actions);
+    }
+
     fn group(&mut self, g: u32) {
         if self.depth >= MAX_DEPTH {
             self.stopped = true;
@@ -664,7 +674,6 @@ impl Ctx<'_> {
             self.note(|| format!("group:{g}: no such group, dropped"));
             return;
         };
-        self.note(|| format!("group:{g} ({})", grp.kind.name()));
         match grp.kind {
             GroupType::All => {
                 for (i, b) in grp.buckets.iter().enumerate() {
@@ -689,8 +698,8 @@ impl Ctx<'_> {
                         .map(|i| slots[(first + i) & (n - 1)])
                         .find(|b| live[*b]);
                     match pick {
-                        Some(i) => self.bucket(g, i, &grp.buckets[i].actions),
-                        None => self.note(|| "no live bucket: dropped".into()),
+                        Some(i) => self.chosen_bucket(g, i, &grp.buckets[i].actions),
+                        None => self.note(|| " -> no live bucket".into()),
                     }
                     return;
                 }
@@ -698,14 +707,14 @@ impl Ctx<'_> {
                     self.unwild(*f);
                 }
                 match pick_weighted(&grp.buckets, &live, select_hash(&self.flow)) {
-                    Some(i) => self.bucket(g, i, &grp.buckets[i].actions),
-                    None => self.note(|| "no live bucket: dropped".into()),
+                    Some(i) => self.chosen_bucket(g, i, &grp.buckets[i].actions),
+                    None => self.note(|| " -> no live bucket".into()),
                 }
             }
             GroupType::FastFailover => {
                 match grp.buckets.iter().position(|b| of.bucket_live(b, 0)) {
-                    Some(i) => self.bucket(g, i, &grp.buckets[i].actions),
-                    None => self.note(|| "no live bucket: dropped".into()),
+                    Some(i) => self.chosen_bucket(g, i, &grp.buckets[i].actions),
+                    None => self.note(|| " -> no live bucket".into()),
                 }
             }
         }

@@ -368,3 +368,38 @@ fn the_trace_reads_like_ovs() {
         ]
     );
 }
+
+#[test]
+fn the_trace_of_a_group_reads_like_ovs() {
+    // OVS 3.1's lines for the harness's group 7 (an `all` group whose buckets are action
+    // sets): each bucket at the group's column, its actions in set order below it, an
+    // empty set as `drop`.
+    let of = switch(
+        &[
+            "group_id=7,type=all,bucket=output:2,mod_dl_src:02:00:00:00:00:0b,output:3,\
+           bucket=push_vlan:0x8100,set_field:4116->vlan_vid,output:4,\
+           bucket=mod_dl_dst:02:00:00:00:00:0c",
+        ],
+        &["table=0,priority=0,actions=group:7"],
+    );
+    let f = udp(&[]);
+    let key = flow::extract(&f, 1);
+    let mut lines = Vec::new();
+    xlate(&of, &key, Some(&f), Some(&mut lines));
+    assert_eq!(
+        lines,
+        vec![
+            " 0. priority 0",
+            "    group:7",
+            "    bucket 0",
+            "            set_field:02:00:00:00:00:0b->eth_src",
+            "            output:3",
+            "    bucket 1",
+            "            push_vlan:0x8100",
+            "            set_field:4116->vlan_vid",
+            "            output:4",
+            "    bucket 2",
+            "            drop",
+        ]
+    );
+}
