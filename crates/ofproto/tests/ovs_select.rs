@@ -403,3 +403,21 @@ fn the_trace_of_a_group_reads_like_ovs() {
         ]
     );
 }
+
+#[test]
+fn a_label_pushed_after_a_select_group_goes_in_front_of_the_hidden_tag() {
+    // Harness seed 2025: one tag in, one pushed, a select group (re-parse: the inner tag is
+    // payload), then push_mpls. OVS's datapath puts the label where the parse ended, after
+    // the outer tag: the hidden tag's TPID becomes 0x8847 and its TCI follows the label.
+    let of = switch(
+        &[SELECT],
+        &["table=0,priority=10,in_port=1,actions=push_vlan:0x8100,set_field:4106->vlan_vid,group:4,push_mpls:0x8847,output:2"],
+    );
+    let (out, x) = sent(&of, &udp(&[0xc000]));
+    let (_, f) = out.iter().find(|(p, _)| *p == 2).expect("port 2");
+    assert_eq!(&f[12..16], &[0x81, 0, 0, 10], "{:?}", x.actions);
+    assert_eq!(&f[16..18], &[0x88, 0x47]);
+    // Label 0, TC 0, bottom of stack, TTL 64: the parse saw no IP header.
+    assert_eq!(&f[18..22], &[0, 0, 0x01, 64]);
+    assert_eq!(&f[22..26], &[0xc0, 0, 0x08, 0x00]);
+}
