@@ -11,11 +11,10 @@ socket namespace while ferrovs binds a socket file, as OVS-DPDK and VPP do.
 
 import mmap
 import os
-import re
 import shutil
 import socket
 import struct
-import subprocess
+import sys
 import tempfile
 import time
 import fcntl
@@ -23,7 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Daemon, need_root, require, run
+from conftest import Daemon, need_root, require
+
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+from testpmd import Pmd, iface, stats, vsctl, wait_link, wait_until  # noqa: E402
 
 VERSION = 0x0200
 COOKIE = 0x3E31F20
@@ -42,83 +44,10 @@ def rundir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def vsctl(rundir, *args, check=True):
-    return run(["ovs-vsctl", f"--db=unix:{rundir}/db.sock", "--timeout=20", *map(str, args)],
-               check=check)
-
-
-def iface(rundir, name, col):
-    return vsctl(rundir, "get", "Interface", name, col).stdout.strip().strip('"')
-
-
-def stats(rundir, name):
-    s = vsctl(rundir, "get", "Interface", name, "statistics").stdout
-    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", s)}
-
-
-def wait_until(what, cond, timeout=15.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def wait_link(rundir, name, state, timeout=15.0):
-    wait_until(f"{name} link {state}", lambda: iface(rundir, name, "link_state") == state,
-               timeout)
-
-
-class Pmd:
-    """An interactive dpdk-testpmd with memif client ports on `sock` (ids 0..n-1)."""
-
-    n = 0
-
-    def __init__(self, rundir, sock, ids=(0, 1)):
-        Pmd.n += 1
-        self.out = open(rundir / f"testpmd{Pmd.n}.log", "w+")
-        vdevs = []
-        for i in ids:
-            vdevs += ["--vdev",
-                      f"net_memif{i},role=client,socket={sock},id={i},socket-abstract=no"]
-        self.proc = subprocess.Popen(
-            ["stdbuf", "-oL", "dpdk-testpmd", "-l", "0-1", "--no-huge", "-m", "512", "--no-pci", "--no-shconf",
-             f"--file-prefix=fvmemif{os.getpid()}x{Pmd.n}", *vdevs,
-             "--", "-i", "--total-num-mbufs=16384"],
-            stdin=subprocess.PIPE, stdout=self.out, stderr=subprocess.STDOUT, text=True)
-
-    def cmd(self, line):
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def text(self):
-        self.out.flush()
-        self.out.seek(0)
-        return self.out.read()
-
-    def wait_text(self, pattern, count=1, timeout=15.0):
-        wait_until(f"testpmd output {pattern!r}",
-                   lambda: len(re.findall(pattern, self.text())) >= count, timeout)
-
-    def quit(self):
-        if self.proc.poll() is None:
-            try:
-                self.cmd("quit")
-                self.proc.wait(timeout=10)
-            except (BrokenPipeError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self.out.close()
-
-    def forward_stats(self):
-        """(RX, TX) per port from the last `stop`."""
-        blocks = re.findall(r"Forward statistics for port (\d+).*?\n\s*RX-packets: (\d+).*?\n"
-                            r"\s*TX-packets: (\d+)", self.text())
-        last = {}
-        for port, rx, tx in blocks:
-            last[int(port)] = (int(rx), int(tx))
-        return last
+def memif_pmd(rundir, sock, ids=(0, 1)):
+    """testpmd with memif client ports on `sock` (ids 0..n-1)."""
+    return Pmd(rundir, "memif", [
+        f"net_memif{i},role=client,socket={sock},id={i},socket-abstract=no" for i in ids])
 
 
 def cpu_seconds(pid):
@@ -139,30 +68,16 @@ def start_switch(rundir, sock):
     return d
 
 
-def burst(pmd, rundir, n_bursts, before):
-    """testpmd sends n_bursts x 32 packets out of each port and counts what comes back."""
-    pmd.cmd("set fwd rxonly")
-    pmd.cmd(f"start tx_first {n_bursts}")
-    n = 32 * n_bursts
-    wait_until("ferrovs forwarding both ways",
-               lambda: all(stats(rundir, f"m{i}").get("tx_packets", 0) >= before[i] + n
-                           for i in (0, 1)))
-    time.sleep(0.3)
-    pmd.cmd("stop")
-    pmd.wait_text(r"Forward statistics for port 1", count=1)
-    return n
-
-
 def test_testpmd_both_ways_and_restarts(rundir):
     sock = rundir / "memif.sock"
     d = start_switch(rundir, sock)
     pmd = None
     try:
         assert iface(rundir, "m0", "link_state") == "down"
-        pmd = Pmd(rundir, sock)
+        pmd = memif_pmd(rundir, sock)
         wait_link(rundir, "m0", "up")
         wait_link(rundir, "m1", "up")
-        n = burst(pmd, rundir, 4, [0, 0])
+        n = pmd.burst(rundir, ("m0", "m1"), 4, [0, 0])
         fs = pmd.forward_stats()
         assert fs[0] == (n, n) and fs[1] == (n, n), fs
         for i in (0, 1):
@@ -179,10 +94,10 @@ def test_testpmd_both_ways_and_restarts(rundir):
         # testpmd restarts: the links go down, then up with the new process.
         pmd.quit()
         wait_link(rundir, "m0", "down")
-        pmd = Pmd(rundir, sock)
+        pmd = memif_pmd(rundir, sock)
         wait_link(rundir, "m0", "up")
         wait_link(rundir, "m1", "up")
-        m = burst(pmd, rundir, 2, [n, n])
+        m = pmd.burst(rundir, ("m0", "m1"), 2, [n, n])
         assert pmd.forward_stats()[0] == (m, m)
         assert stats(rundir, "m0")["rx_packets"] == n + m
 
@@ -194,7 +109,7 @@ def test_testpmd_both_ways_and_restarts(rundir):
         pmd.cmd("port start all")
         wait_link(rundir, "m0", "up")
         wait_link(rundir, "m1", "up")
-        k = burst(pmd, rundir, 1, [0, 0])
+        k = pmd.burst(rundir, ("m0", "m1"), 1, [0, 0])
         assert stats(rundir, "m0")["rx_packets"] == k
         assert stats(rundir, "m1")["tx_packets"] == k
     finally:

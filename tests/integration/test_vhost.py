@@ -10,11 +10,8 @@ testpmd runs without hugepages or PCI (`--no-huge --no-pci --no-shconf`, a priva
 `--file-prefix`): its memory is then a memfd, which it passes to the switch like QEMU does.
 """
 
-import os
-import re
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Daemon, need_root, require, run
+from conftest import Daemon, need_root, require
 
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 import vhostfront as vf  # noqa: E402
+from testpmd import Pmd, iface, stats, vsctl, wait_link, wait_until  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -41,83 +39,11 @@ def rundir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def vsctl(rundir, *args, check=True):
-    return run(["ovs-vsctl", f"--db=unix:{rundir}/db.sock", "--timeout=20", *map(str, args)],
-               check=check)
-
-
-def iface(rundir, name, col):
-    return vsctl(rundir, "get", "Interface", name, col).stdout.strip().strip('"')
-
-
-def stats(rundir, name):
-    s = vsctl(rundir, "get", "Interface", name, "statistics").stdout
-    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", s)}
-
-
-def wait_until(what, cond, timeout=20.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def wait_link(rundir, name, state, timeout=20.0):
-    wait_until(f"{name} link {state}", lambda: iface(rundir, name, "link_state") == state,
-               timeout)
-
-
-class Pmd:
-    """An interactive dpdk-testpmd with one net_virtio_user port per socket path."""
-
-    n = 0
-
-    def __init__(self, rundir, paths, server=False, queues=1):
-        Pmd.n += 1
-        self.out = open(rundir / f"testpmd{Pmd.n}.log", "w+")
-        vdevs = []
-        for i, p in enumerate(paths):
-            vdevs += ["--vdev", f"net_virtio_user{i},path={p},server={int(server)},"
-                                f"queues={queues}"]
-        self.proc = subprocess.Popen(
-            ["stdbuf", "-oL", "dpdk-testpmd", "-l", "0-1", "--no-huge", "-m", "512",
-             "--no-pci", "--no-shconf", f"--file-prefix=fvvhost{os.getpid()}x{Pmd.n}", *vdevs,
-             "--", "-i", "--total-num-mbufs=16384", f"--rxq={queues}", f"--txq={queues}"],
-            stdin=subprocess.PIPE, stdout=self.out, stderr=subprocess.STDOUT, text=True)
-
-    def cmd(self, line):
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def text(self):
-        self.out.flush()
-        self.out.seek(0)
-        return self.out.read()
-
-    def wait_text(self, pattern, count=1, timeout=20.0):
-        wait_until(f"testpmd output {pattern!r}",
-                   lambda: len(re.findall(pattern, self.text())) >= count, timeout)
-
-    def quit(self):
-        if self.proc.poll() is None:
-            try:
-                self.cmd("quit")
-                self.proc.wait(timeout=10)
-            except (BrokenPipeError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self.out.close()
-
-    def forward_stats(self):
-        """(RX, TX) per port from the last `stop`."""
-        blocks = re.findall(r"Forward statistics for port (\d+).*?\n\s*RX-packets: (\d+).*?\n"
-                            r"\s*TX-packets: (\d+)", self.text())
-        last = {}
-        for port, rx, tx in blocks:
-            last[int(port)] = (int(rx), int(tx))
-        return last
+def virtio_pmd(rundir, paths, server=False, queues=1):
+    """testpmd with one net_virtio_user port per socket path."""
+    vdevs = [f"net_virtio_user{i},path={p},server={int(server)},queues={queues}"
+             for i, p in enumerate(paths)]
+    return Pmd(rundir, "vhost", vdevs, [f"--rxq={queues}", f"--txq={queues}"])
 
 
 def start_switch(rundir, kind, paths=None):
@@ -135,23 +61,6 @@ def start_switch(rundir, kind, paths=None):
     return d
 
 
-def burst(pmd, rundir, n_bursts, before, queues=1):
-    """testpmd sends n_bursts x 32 packets per queue out of each port and counts what comes
-    back; returns how many each port sent."""
-    pmd.cmd("set fwd rxonly")
-    pmd.cmd(f"start tx_first {n_bursts}")
-    n = 32 * n_bursts * queues
-    wait_until("ferrovs forwarding both ways",
-               lambda: all(stats(rundir, f"v{i}").get("tx_packets", 0) >= before[i] + n
-                           for i in (0, 1)))
-    time.sleep(0.3)
-    # Counted before `stop`: testpmd may print the new block before we look.
-    seen = pmd.text().count("Forward statistics for port 1")
-    pmd.cmd("stop")
-    pmd.wait_text(r"Forward statistics for port 1", count=seen + 1)
-    return n
-
-
 def test_server_ports_testpmd_both_ways_multiqueue(rundir):
     d = start_switch(rundir, "dpdkvhostuser")
     pmd = None
@@ -160,10 +69,10 @@ def test_server_ports_testpmd_both_ways_multiqueue(rundir):
         for s in socks:
             wait_until(f"{s} exists", s.exists)
         assert iface(rundir, "v0", "link_state") == "down"
-        pmd = Pmd(rundir, socks, server=False, queues=2)
+        pmd = virtio_pmd(rundir, socks, server=False, queues=2)
         wait_link(rundir, "v0", "up")
         wait_link(rundir, "v1", "up")
-        n = burst(pmd, rundir, 4, [0, 0], queues=2)
+        n = pmd.burst(rundir, ("v0", "v1"), 4, [0, 0], queues=2)
         fs = pmd.forward_stats()
         assert fs[0] == (n, n) and fs[1] == (n, n), fs
         for i in (0, 1):
@@ -175,10 +84,10 @@ def test_server_ports_testpmd_both_ways_multiqueue(rundir):
         # testpmd goes away: links go down; a new one connects and traffic flows again.
         pmd.quit()
         wait_link(rundir, "v0", "down")
-        pmd = Pmd(rundir, socks, server=False, queues=1)
+        pmd = virtio_pmd(rundir, socks, server=False, queues=1)
         wait_link(rundir, "v0", "up")
         wait_link(rundir, "v1", "up")
-        m = burst(pmd, rundir, 2, [n, n])
+        m = pmd.burst(rundir, ("v0", "v1"), 2, [n, n])
         assert pmd.forward_stats()[0] == (m, m)
         assert stats(rundir, "v0")["rx_packets"] == n + m
     finally:
@@ -190,7 +99,7 @@ def test_server_ports_testpmd_both_ways_multiqueue(rundir):
 
 def test_client_ports_reconnect_across_switch_restart(rundir):
     paths = [rundir / "vm0.sock", rundir / "vm1.sock"]
-    pmd = Pmd(rundir, paths, server=True)
+    pmd = virtio_pmd(rundir, paths, server=True)
     d = None
     try:
         # testpmd's server-mode ports wait for their backend one after the other while
@@ -199,7 +108,7 @@ def test_client_ports_reconnect_across_switch_restart(rundir):
         wait_link(rundir, "v0", "up")
         wait_link(rundir, "v1", "up")
         pmd.wait_text(r"testpmd> ")
-        n = burst(pmd, rundir, 4, [0, 0])
+        n = pmd.burst(rundir, ("v0", "v1"), 4, [0, 0])
         fs = pmd.forward_stats()
         assert fs[0] == (n, n) and fs[1] == (n, n), fs
         for i in (0, 1):
@@ -216,7 +125,7 @@ def test_client_ports_reconnect_across_switch_restart(rundir):
         # own (every few seconds): wait for those before counting.
         wait_until("fresh counters", lambda: all(
             stats(rundir, f"v{i}").get("rx_packets", -1) == 0 for i in (0, 1)))
-        k = burst(pmd, rundir, 1, [0, 0])
+        k = pmd.burst(rundir, ("v0", "v1"), 1, [0, 0])
         assert stats(rundir, "v0")["rx_packets"] == k
         assert stats(rundir, "v1")["tx_packets"] == k
         assert pmd.forward_stats()[1] == (k, k)

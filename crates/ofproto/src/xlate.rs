@@ -20,6 +20,7 @@
 //! in the style of `ovs-appctl ofproto/trace`.
 
 mod ct;
+mod select;
 
 use self::ct::CT_VALID;
 use crate::fields;
@@ -106,6 +107,9 @@ struct Ctx<'a> {
     /// the table it happened in: a `resubmit` that ran into one carries on after it.
     ttl_stop: bool,
     uncacheable: bool,
+    /// A select group already re-parsed the packet in this pass, as OVS's hash and
+    /// recirculation do (see `select`): later select groups use that hash.
+    dp_hashed: bool,
     /// The packet as the actions so far have made it, when xlate was given one.
     /// Borrowed until a reparse has to rewrite it (most translations never copy it).
     pkt: Option<std::borrow::Cow<'a, [u8]>>,
@@ -182,12 +186,24 @@ impl Ctx<'_> {
         self.applied = self.out.len();
         *bytes = std::borrow::Cow::Owned(p.data().to_vec());
         let mut k = flow::extract(bytes, self.flow.in_port);
+        // The pipeline state is not in the bytes: it carries over.
         k.metadata = self.flow.metadata;
         k.tunnel_id = self.flow.tunnel_id;
         k.tun_src = self.flow.tun_src;
         k.tun_dst = self.flow.tun_dst;
         k.recirc_id = self.flow.recirc_id;
         k.pkt_mark = self.flow.pkt_mark;
+        k.dp_hash = self.flow.dp_hash;
+        k.regs = self.flow.regs;
+        k.ct_state = self.flow.ct_state;
+        k.ct_zone = self.flow.ct_zone;
+        k.ct_mark = self.flow.ct_mark;
+        k.ct_label = self.flow.ct_label;
+        k.ct_nw_proto = self.flow.ct_nw_proto;
+        k.ct_src = self.flow.ct_src;
+        k.ct_dst = self.flow.ct_dst;
+        k.ct_tp_src = self.flow.ct_tp_src;
+        k.ct_tp_dst = self.flow.ct_tp_dst;
         self.flow = k;
         pool.free(p);
     }
@@ -652,6 +668,7 @@ impl Ctx<'_> {
         let saved_out = std::mem::take(&mut self.out);
         let saved_stop = self.stopped;
         let saved_ttl_stop = self.ttl_stop;
+        let saved_hashed = self.dp_hashed;
         let saved_set = std::mem::take(&mut self.action_set);
         // A bucket works on a copy of the register stack, as OVS's do.
         let saved_stack = self.stack.clone();
@@ -670,6 +687,7 @@ impl Ctx<'_> {
         self.flow = saved_flow;
         self.stopped = saved_stop || self.failed;
         self.ttl_stop = saved_ttl_stop;
+        self.dp_hashed = saved_hashed;
         self.action_set = saved_set;
         self.stack = saved_stack;
     }
@@ -697,6 +715,9 @@ impl Ctx<'_> {
                 }
             }
             GroupType::Select => {
+                if !self.dp_hashed && select::selects_by_dp_hash(&grp.buckets) {
+                    self.select_reparse();
+                }
                 for f in SELECT_FIELDS {
                     self.unwild(*f);
                 }
@@ -949,6 +970,7 @@ fn run(
         stopped: false,
         ttl_stop: false,
         uncacheable: false,
+        dp_hashed: key.dp_hash != 0,
         pkt: pkt.map(std::borrow::Cow::Borrowed),
         applied: 0,
         trace,

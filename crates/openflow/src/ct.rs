@@ -212,6 +212,24 @@ impl Nat {
         })
     }
 
+    /// This NAT as ovs-ofctl's text carries it: a range end equal to its start dropped (the
+    /// range is that one value either way), and without addresses no `persistent`, `hash`
+    /// or `random` (they steer only the choice within a range). Printing then parsing gives
+    /// back this value.
+    pub fn as_printed(&self) -> Nat {
+        let mut n = *self;
+        match &mut n.addrs {
+            NatAddrs::None => n.flags &= NX_NAT_F_SRC | NX_NAT_F_DST,
+            NatAddrs::V4 { min, max } if *max == *min => *max = 0,
+            NatAddrs::V6 { min, max } if *max == *min => *max = 0,
+            _ => {}
+        }
+        if n.proto_max == n.proto_min {
+            n.proto_max = 0;
+        }
+        n
+    }
+
     /// Static checks: known flags, not both src and dst, not both hash and random, ranges
     /// in order, ports only with addresses.
     pub fn validate(&self) -> Result<(), OfError> {

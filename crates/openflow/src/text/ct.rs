@@ -5,13 +5,15 @@
 //! `nat` and the `exec` actions go into one nested list in the order written, as OVS keeps
 //! them. Inside `nat(...)`: `src` or `dst`, optionally `=ADDR[-ADDR][:PORT[-PORT]]` (IPv6
 //! addresses in brackets when a port follows), and the flags `persistent`, `hash`,
-//! `random`.
+//! `random`, all kept as written so the flow_mod carries what ovs-ofctl's would; anything
+//! after a bracketed address other than `:PORTS` is an error.
 //!
 //! Formatting is ovs-ofctl's: `ct(commit,force,table=N,zone=...,nat(...),exec(...),alg=..)`
 //! with a NAT that comes first in the nested list printed outside `exec(...)`, `table`
 //! before `zone`, zone 0 and no table omitted; `nat(src=..)` prints the flags only with an
 //! address range, ranges whose end equals their start print once, and IPv6 addresses take
-//! brackets only when a port follows.
+//! brackets only when a port follows. Those two rules lose what the parser kept, exactly as
+//! ovs-ofctl's printing does: [`Nat::as_printed`] is the value that survives.
 
 use super::actions::{format_actions, format_subfield, parse_ct_exec, parse_subfield};
 use super::{need_value, uint_for, TextError, Token, Tokens};
@@ -120,13 +122,18 @@ pub(crate) fn parse_nat(tok: &Token<'_>) -> Result<Nat, TextError> {
 
 /// `ADDR[-ADDR][:PORT[-PORT]]`, IPv6 addresses bracketed when ports follow.
 fn parse_range(s: &str, nat: &mut Nat) -> Result<(), String> {
-    let (addrs, ports) = split_ports(s);
+    let (addrs, ports) = split_ports(s)?;
     let (lo, hi) = match addrs.split_once('-') {
         Some((a, b)) => (a, Some(b)),
         None => (addrs, None),
     };
-    let unbracket = |a: &str| a.trim_start_matches('[').trim_end_matches(']').to_string();
-    let (lo, hi) = (unbracket(lo), hi.map(unbracket));
+    let unbracket = |a: &str| match (a.strip_prefix('['), a.strip_suffix(']')) {
+        (Some(_), Some(_)) if a.len() >= 2 => Ok(a[1..a.len() - 1].to_string()),
+        (None, None) => Ok(a.to_string()),
+        _ => Err(format!("unbalanced brackets in '{a}'")),
+    };
+    let lo = unbracket(lo)?;
+    let hi = hi.map(unbracket).transpose()?;
     if let Ok(a) = lo.parse::<Ipv4Addr>() {
         let max = match &hi {
             Some(h) => u32::from(
@@ -170,19 +177,25 @@ fn parse_range(s: &str, nat: &mut Nat) -> Result<(), String> {
     Ok(())
 }
 
-/// Splits `ADDRS[:PORTS]`: the port part follows the last `:` after a `]`, or the only
-/// `:` of an IPv4 range.
-fn split_ports(s: &str) -> (&str, Option<&str>) {
+/// Splits `ADDRS[:PORTS]`: the port part follows the `:` right after the last `]`, or the
+/// only `:` of an IPv4 range; anything else after a `]` is an error.
+fn split_ports(s: &str) -> Result<(&str, Option<&str>), String> {
     if let Some(close) = s.rfind(']') {
         let (a, rest) = s.split_at(close + 1);
-        return (a, rest.strip_prefix(':'));
+        if rest.is_empty() {
+            return Ok((a, None));
+        }
+        return match rest.strip_prefix(':') {
+            Some(p) => Ok((a, Some(p))),
+            None => Err(format!("garbage ({rest}) after nat range \"{s}\"")),
+        };
     }
     if s.matches(':').count() == 1 {
         if let Some((a, p)) = s.split_once(':') {
-            return (a, Some(p));
+            return Ok((a, Some(p)));
         }
     }
-    (s, None)
+    Ok((s, None))
 }
 
 /// `ct(...)` as ovs-ofctl prints it.
