@@ -61,9 +61,15 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     // Their tun_src (1/31) match decodes; their learn (16) and conjunction (34) actions
     // do not.
     ("libofproto-OFP13-flow_mod.packet", "BadActionExpType(16)"),
-    ("libofproto-OFP13-flow_mod_conjunction", "BadActionExpType(34)"),
+    (
+        "libofproto-OFP13-flow_mod_conjunction",
+        "BadActionExpType(34)",
+    ),
     ("libofproto-OFP15-flow_mod.packet", "BadActionExpType(16)"),
-    ("libofproto-OFP15-flow_mod_conjunction", "BadActionExpType(34)"),
+    (
+        "libofproto-OFP15-flow_mod_conjunction",
+        "BadActionExpType(34)",
+    ),
     // os-ken's ONF flow monitor request uses its own layout (match_len 0 followed by
     // match bytes); the codec speaks the layout Open vSwitch's ovs-ofctl sends.
     ("4-63-onf_flow_monitor_request", "BadMatchLen"),
