@@ -55,13 +55,13 @@ def test_wire_path_matches_ovs_byte_for_byte():
 def test_select_group_reparse_seeds_match_ovs():
     """Rule sets that once differed from OVS, on both paths: a select group makes OVS hash,
     recirculate and parse the packet again, so under vlan-limit=1 tags pushed beyond the
-    limit hide the IP header and a later push adds a third tag (2002, 1091, 1184)."""
+    limit hide the IP header and a later push adds a third tag (2002, 1091)."""
     need_root()
     require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
     for inject in ("packet-out", "wire"):
         reset_stats()
-        checked, reports = ovsdiff.session(BIN, [2002, 1091, 1184], 50, inject=inject)
+        checked, reports = ovsdiff.session(BIN, [2002, 1091], 50, inject=inject)
         st = ovsdiff.STATS
         assert not reports, "\n\n".join(reports[:3])
-        assert st["rule_sets"] == 3 and st["packets"] == 150, st
-        assert st["forwarded"] >= 75, st
+        assert st["rule_sets"] == 2 and st["packets"] == 100, st
+        assert st["forwarded"] >= 50, st

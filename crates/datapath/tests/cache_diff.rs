@@ -17,6 +17,8 @@ mod common;
 use common::{of, Log, Sink};
 
 fn switch(cache: bool) -> (Switch, Vec<Log>, Arc<Udpif>) {
+    // The daemon's default, OVS's: one tag parsed (this file is its own process).
+    packet::flow::set_vlan_limit(1);
     let mut sw = Switch::new(8192);
     let m = OpenFlow::new(true).expect("module");
     let u = Arc::clone(m.udpif());
@@ -42,7 +44,7 @@ fn switch(cache: bool) -> (Switch, Vec<Log>, Arc<Udpif>) {
 
 fn rule(kind: u8, p: u16, a: u8, port: u16) -> String {
     let out = a % 4 + 1;
-    match kind % 10 {
+    match kind % 12 {
         0 => format!("priority={p},ip,nw_dst=10.{a}.0.0/16,actions=output:{out}"),
         1 => format!("priority={p},tcp,tp_dst={port},actions=mod_tp_dst:9999,output:{out}"),
         2 => format!("priority={p},in_port={out},actions=output:{}", out % 4 + 1),
@@ -56,6 +58,10 @@ fn rule(kind: u8, p: u16, a: u8, port: u16) -> String {
         8 => format!(
             "priority={p},ip,nw_dst=10.{a}.1.0/24,actions=write_metadata:0x1/0x1,goto_table:1"
         ),
+        // A select group re-parses the packet as OVS's recirculation does: under
+        // vlan-limit 1 a tagged frame with a pushed tag loses its IP header for table 1.
+        10 => format!("priority={p},actions=push_vlan:0x8100,group:1,goto_table:1"),
+        11 => format!("table=1,priority={p},ip,nw_dst=10.{a}.0.0/16,actions=output:{out}"),
         _ => format!(
             "table=1,priority={p},metadata=0x1,actions=output:{out},output:{}",
             (out % 4) + 1
@@ -111,6 +117,11 @@ fn frame(w: u64, id: u32) -> Vec<u8> {
     let l4o = 34;
     let cs = if tcp { 16 } else { 6 };
     packet::csum::set_l4_checksum(&mut f, l3, l4o, cs, if tcp { 6 } else { 17 }, true);
+    // One packet in four carries an 802.1Q tag (VID 1 or 2).
+    if (w >> 44).is_multiple_of(4) {
+        let vid = 1 + ((w >> 46) & 1) as u8;
+        f.splice(12..12, [0x81, 0x00, 0, vid]);
+    }
     f
 }
 

@@ -19,7 +19,9 @@
 //! With a trace buffer, every table visited, the rule matched and its actions are recorded
 //! in the style of `ovs-appctl ofproto/trace`.
 
+mod actset;
 mod ct;
+mod mpls;
 mod select;
 
 use self::ct::CT_VALID;
@@ -59,31 +61,9 @@ pub struct XlateOut {
     pub final_flow: FlowKey,
     /// The result depends on more than the flow key (see the module documentation).
     pub uncacheable: bool,
-}
-
-/// One entry of the action set, in execution order (OpenFlow 1.3 §5.10).
-fn set_slot(a: &Action) -> (u8, u32) {
-    match a {
-        Action::CopyTtlIn => (0, 0),
-        Action::PopVlan | Action::PopMpls(_) | Action::PopPbb => (1, 0),
-        Action::PushMpls(_) => (2, 0),
-        Action::PushPbb(_) => (3, 0),
-        Action::PushVlan(_) => (4, 0),
-        Action::CopyTtlOut => (5, 0),
-        Action::DecMplsTtl | Action::DecNwTtl => (6, 0),
-        Action::SetField { field, .. } => (7, *field as u32 + 10),
-        Action::SetMplsTtl(_) => (7, 1),
-        Action::SetNwTtl(_) => (7, 2),
-        Action::SetQueue(_) => (8, 0),
-        // OpenFlow 1.5 puts meters with the QoS actions, before group and output.
-        Action::Meter(_) => (8, 1),
-        Action::Group(_) => (9, 0),
-        Action::Output { .. } => (10, 0),
-        Action::Resubmit { .. } => (11, 0),
-        // Refused in write_actions by the openflow crate's validation; never in a set.
-        Action::Move { .. } | Action::StackPush(_) | Action::StackPop(_) => (12, 0),
-        Action::Ct(_) | Action::Nat(_) | Action::CtClear => (12, 1),
-    }
+    /// The translation failed (see `Ctx::fail`): the packet is dropped, a packet-out
+    /// answered with an error.
+    pub failed: bool,
 }
 
 struct Ctx<'a> {
@@ -370,40 +350,8 @@ impl Ctx<'_> {
                     self.out.push(DpAction::PopVlan);
                 }
             }
-            Action::PushMpls(ethertype) => {
-                let mpls = self.is_mpls();
-                let lse = if mpls {
-                    self.wc.mpls_lse[0] = u32::MAX;
-                    self.flow.mpls_lse[0] & !0x100
-                } else {
-                    let ttl = if self.is_ip() {
-                        self.unwild(Field::NwTtl);
-                        u32::from(self.flow.nw_ttl)
-                    } else {
-                        0
-                    };
-                    0x100 | ttl
-                };
-                let l = &mut self.flow.mpls_lse;
-                *l = [lse, l[0], l[1], l[2]];
-                self.flow.mpls_n = self.flow.mpls_n.saturating_add(1).min(4);
-                self.flow.dl_type = ethertype;
-                self.out.push(DpAction::PushMpls { ethertype, lse });
-            }
-            Action::PopMpls(ethertype) => {
-                if self.is_mpls() {
-                    self.wc.mpls_lse[0] |= 0x100;
-                    let bos = self.flow.mpls_lse[0] & 0x100 != 0;
-                    self.out.push(DpAction::PopMpls(ethertype));
-                    let l = self.flow.mpls_lse;
-                    self.flow.mpls_lse = [l[1], l[2], l[3], 0];
-                    self.flow.mpls_n = self.flow.mpls_n.saturating_sub(1);
-                    self.flow.dl_type = ethertype;
-                    if bos {
-                        self.reparse();
-                    }
-                }
-            }
+            Action::PushMpls(ethertype) => self.push_mpls(ethertype),
+            Action::PopMpls(ethertype) => self.pop_mpls(ethertype),
             Action::PushPbb(_) => {
                 self.unwild(Field::PbbIsid);
                 let isid = self.flow.pbb_isid;
@@ -675,7 +623,9 @@ impl Ctx<'_> {
         self.indent += 4;
         self.note(|| format!("bucket {idx}"));
         self.depth += 1;
-        for a in actions {
+        // A bucket is an action set, run as OVS runs one (see `actset`).
+        for a in &actset::as_list(actions) {
+            self.note(|| crate::text::action_text(a));
             self.action(a);
         }
         self.depth -= 1;
@@ -715,13 +665,26 @@ impl Ctx<'_> {
                 }
             }
             GroupType::Select => {
-                if !self.dp_hashed && select::selects_by_dp_hash(&grp.buckets) {
-                    self.select_reparse();
+                let live: Vec<bool> = grp.buckets.iter().map(|b| of.bucket_live(b, 0)).collect();
+                if select::selects_by_dp_hash(&grp.buckets) {
+                    if !self.dp_hashed {
+                        self.select_reparse();
+                    }
+                    let slots = select::hash_slots(&grp.buckets);
+                    let n = slots.len();
+                    let first = self.flow.dp_hash as usize;
+                    let pick = (0..n)
+                        .map(|i| slots[(first + i) & (n - 1)])
+                        .find(|b| live[*b]);
+                    match pick {
+                        Some(i) => self.bucket(g, i, &grp.buckets[i].actions),
+                        None => self.note(|| "no live bucket: dropped".into()),
+                    }
+                    return;
                 }
                 for f in SELECT_FIELDS {
                     self.unwild(*f);
                 }
-                let live: Vec<bool> = grp.buckets.iter().map(|b| of.bucket_live(b, 0)).collect();
                 match pick_weighted(&grp.buckets, &live, select_hash(&self.flow)) {
                     Some(i) => self.bucket(g, i, &grp.buckets[i].actions),
                     None => self.note(|| "no live bucket: dropped".into()),
@@ -737,26 +700,28 @@ impl Ctx<'_> {
     }
 
     fn write_actions(&mut self, acts: &[Action]) {
-        for a in acts {
-            let slot = set_slot(a);
-            self.action_set.retain(|x| set_slot(x) != slot);
-            self.action_set.push(a.clone());
-        }
+        // Kept as written; `actset::as_list` decides what runs at the end.
+        self.action_set.extend_from_slice(acts);
     }
 
     fn run_action_set(&mut self) {
-        if self.action_set.is_empty() || self.stopped {
+        if self.action_set.is_empty() {
             return;
         }
-        let mut set = std::mem::take(&mut self.action_set);
-        set.sort_by_key(set_slot);
-        let has_group = set.iter().any(|a| matches!(a, Action::Group(_)));
-        self.note(|| "action set:".into());
-        for a in &set {
-            if has_group && matches!(a, Action::Output { .. }) {
-                continue;
+        if self.stopped {
+            // A TTL exception ends the action list it happened in, not the pipeline: as in
+            // OVS, the action set still runs. Anything else that stopped it (a failed
+            // translation, too deep a recursion) drops the set too.
+            if !self.ttl_stop || self.failed {
+                return;
             }
-            self.note(|| format!("    {a:?}"));
+            self.stopped = false;
+            self.ttl_stop = false;
+        }
+        let set = std::mem::take(&mut self.action_set);
+        self.note(|| "action set:".into());
+        for a in &actset::as_list(&set) {
+            self.note(|| format!("    {}", crate::text::action_text(a)));
             self.action(a);
         }
     }
@@ -930,21 +895,30 @@ pub fn xlate_actions(
 /// A packet-out's datapath actions: `frame` as if received on `in_port`, through the
 /// OpenFlow `actions` (an output to `TABLE` runs the pipeline, whose rules are credited with
 /// the packet at `now_ms`). What the control plane hands the datapath, so the poll thread
-/// never translates under the `Ofproto` lock.
+/// never translates under the `Ofproto` lock. A translation that failed (a stack
+/// underflow, too many MPLS labels, ...) is an error: OVS answers such a packet-out with
+/// `OFPFMFC_UNKNOWN` and sends nothing.
 pub fn packet_out(
     of: &Ofproto,
     in_port: u32,
     frame: &[u8],
     actions: &[Action],
     now_ms: u64,
-) -> Vec<DpAction> {
+) -> Result<Vec<DpAction>, XlateFailed> {
     let key = packet::flow::extract(frame, in_port);
     let x = xlate_actions(of, &key, actions, Some(frame), None);
     for r in &x.rules {
         r.credit(1, frame.len() as u64, now_ms);
     }
-    x.actions
+    if x.failed {
+        return Err(XlateFailed);
+    }
+    Ok(x.actions)
 }
+
+/// A packet-out's translation failed (see [`packet_out`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XlateFailed;
 
 fn run(
     of: &Ofproto,
@@ -981,8 +955,8 @@ fn run(
     ctx.unwild(Field::InPort);
     ctx.unwild(Field::RecircId);
     body(&mut ctx);
-    // A TTL expiry stops processing: what was already output stays output (as in OVS),
-    // nothing after it runs, the action set included.
+    // A TTL expiry ends the action list it happened in: what was already output stays
+    // output and the action set still runs (as in OVS).
     ctx.run_action_set();
     if ctx.failed {
         ctx.out.clear();
@@ -994,5 +968,6 @@ fn run(
         buckets: ctx.buckets,
         final_flow: ctx.flow,
         uncacheable: ctx.uncacheable,
+        failed: ctx.failed,
     }
 }

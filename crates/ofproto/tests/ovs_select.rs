@@ -195,3 +195,141 @@ fn only_the_first_select_group_reparses_and_a_bucket_keeps_its_own() {
     let ports: Vec<u32> = out.iter().map(|(p, _)| *p).collect();
     assert_eq!(ports, vec![4, 2], "{:?}", x.actions);
 }
+
+/// Packets (in_port, group, frame) and the bucket OVS 3.1 chose for each, captured from
+/// Debian's ovs-vswitchd (packet-out to TABLE through `actions=group:N`, under the harness's
+/// groups 5 and 6): TCP and UDP over IPv4, TCP over IPv6, ARP, and double-tagged frames
+/// (hashed on their L2 fields, the inner tag being payload under vlan-limit 1).
+const OVS_PICKS: &[(u32, u32, &str, usize)] = &[
+    (2, 5, "00000000000200000000000108004500002900010000400666c50a0000010a00000903e80050000000000000000050022000ff9f000078", 3),
+    (2, 5, "00000000000200000000000108004500002900010000400666c40a0000020a00000903e90050000000000000000050022000ff9d000078", 1),
+    (2, 5, "00000000000200000000000108004500002900010000400666c30a0000030a00000903ea0050000000000000000050022000ff9b000078", 0),
+    (2, 5, "00000000000200000000000108004500002900010000400666c20a0000040a00000903eb0050000000000000000050022000ff99000078", 2),
+    (2, 5, "00000000000200000000000108004500002900010000400666c10a0000050a00000903ec0050000000000000000050022000ff97000078", 0),
+    (2, 5, "00000000000200000000000108004500002900010000400666c00a0000060a00000903ed0050000000000000000050022000ff95000078", 1),
+    (2, 5, "00000000000200000000000108004500001d00010000401166c60a0000010a00000903e8003500096fb578", 0),
+    (2, 5, "00000000000200000000000108004500001d00010000401166c50a0000020a00000903e9003500096fb378", 2),
+    (2, 5, "00000000000200000000000108004500001d00010000401166c40a0000030a00000903ea003500096fb178", 2),
+    (2, 5, "00000000000200000000000186dd600000000015064020010db800000000000000000000000120010db800000000000000000000009903e80050000000000000000050022000b79d000078", 2),
+    (2, 5, "00000000000200000000000186dd600000000015064020010db800000000000000000000000220010db800000000000000000000009903e90050000000000000000050022000b79b000078", 2),
+    (2, 5, "00000000000200000000000186dd600000000015064020010db800000000000000000000000320010db800000000000000000000009903ea0050000000000000000050022000b799000078", 3),
+    (2, 5, "ffffffffffff0000000000010806000108000604000102fc000000010a0000010000000000000a00000278", 0),
+    (2, 5, "ffffffffffff0000000000020806000108000604000102fc000000010a0000010000000000000a00000278", 1),
+    (2, 5, "ffffffffffff0000000000030806000108000604000102fc000000010a0000010000000000000a00000278", 0),
+    (2, 5, "0000000000020000000000018100000a8100001408004500001d00010000401166cd0a0000010a000002003500350009736f78", 3),
+    (2, 5, "0000000000020000000000028100000b8100001408004500001d00010000401166cd0a0000010a000002003500350009736f78", 0),
+    (1, 6, "00000000000200000000000108004500002900010000400666c50a0000010a00000903e80050000000000000000050022000ff9f000078", 0),
+    (1, 6, "00000000000200000000000108004500002900010000400666c40a0000020a00000903e90050000000000000000050022000ff9d000078", 0),
+    (1, 6, "00000000000200000000000108004500002900010000400666c30a0000030a00000903ea0050000000000000000050022000ff9b000078", 0),
+    (1, 6, "00000000000200000000000108004500002900010000400666c20a0000040a00000903eb0050000000000000000050022000ff99000078", 1),
+    (1, 6, "00000000000200000000000108004500002900010000400666c10a0000050a00000903ec0050000000000000000050022000ff97000078", 0),
+    (1, 6, "00000000000200000000000108004500002900010000400666c00a0000060a00000903ed0050000000000000000050022000ff95000078", 0),
+];
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+#[test]
+fn select_groups_pick_the_bucket_ovs_picks() {
+    let of = switch(
+        &[
+            "group_id=5,type=select,bucket=output:1,bucket=output:2,bucket=output:3,bucket=output:4",
+            "group_id=6,type=select,bucket=weight:3,output:2,bucket=weight:1,output:3",
+        ],
+        &[
+            "table=0,priority=10,in_port=2,actions=group:5",
+            "table=0,priority=10,in_port=1,actions=group:6",
+        ],
+    );
+    for (in_port, group, hex, want) in OVS_PICKS {
+        let f = unhex(hex);
+        let key = flow::extract(&f, *in_port);
+        let x = xlate(&of, &key, Some(&f), None);
+        assert_eq!(x.buckets, vec![(*group, *want)], "{hex}");
+        assert!(!x.uncacheable);
+        // The megaflow holds what the hash read: a packet differing in a hashed field
+        // must not share it.
+        assert_eq!(x.wc.nw_frag, 0xff);
+    }
+}
+
+#[test]
+fn buckets_and_write_actions_run_as_ovs_action_sets() {
+    let of = switch(
+        &[
+            // Two outputs and a rewrite between them: OVS runs the rewrite, then the last
+            // output only.
+            "group_id=7,type=all,bucket=output:2,mod_dl_src:02:00:00:00:00:0b,output:3,bucket=mod_dl_dst:02:00:00:00:00:0c",
+        ],
+        &[
+            "table=0,priority=10,in_port=1,udp,actions=group:7",
+            // write_actions: an output and a resubmit, the output wins; set order as written.
+            "table=0,priority=10,in_port=1,ip,nw_proto=1,actions=write_actions(resubmit(,1),output:3,set_field:7->reg0,set_field:1->reg0)",
+            "table=0,priority=10,in_port=2,actions=write_actions(output:3,group:7)",
+            "table=0,priority=10,in_port=3,actions=write_actions(mod_dl_src:02:00:00:00:00:0d),goto_table:1",
+            "table=1,priority=10,actions=output:4",
+        ],
+    );
+    let (out, x) = sent(&of, &udp(&[]));
+    assert_eq!(out.len(), 1, "{:?}", x.actions);
+    assert_eq!(out[0].0, 3);
+    assert_eq!(&out[0].1[6..12], &[2, 0, 0, 0, 0, 0x0b]);
+    // A bucket without an output runs nothing.
+    assert!(!x
+        .actions
+        .iter()
+        .any(|a| matches!(a, DpAction::SetEthDst(_))));
+    // The group wins over the output in a write_actions set.
+    let mut f = udp(&[]);
+    let key = flow::extract(&f, 2);
+    let x = xlate(&of, &key, Some(&f), None);
+    assert_eq!(
+        x.buckets.iter().map(|b| b.0).collect::<Vec<_>>(),
+        vec![7, 7]
+    );
+    // Only the output of a set that also resubmits.
+    f[23] = 1;
+    let key = flow::extract(&f, 1);
+    let x = xlate(&of, &key, Some(&f), None);
+    let outs: Vec<&DpAction> = x
+        .actions
+        .iter()
+        .filter(|a| matches!(a, DpAction::Output(_)))
+        .collect();
+    assert_eq!(outs, vec![&DpAction::Output(3)], "{:?}", x.actions);
+    assert_eq!(
+        x.final_flow.regs[0], 1,
+        "both writes ran, in the order written"
+    );
+}
+
+#[test]
+fn the_action_set_runs_after_a_ttl_exception() {
+    // Found by the harness (seed 3016): dec_ttl on TTL 1 ends table 1's actions (its output
+    // after the exception does not happen), but OVS still executes the action set written
+    // in table 0.
+    let of = switch(
+        &["group_id=3,type=ff,bucket=watch_port:1,output:1"],
+        &[
+            "table=0,priority=10,in_port=4,actions=write_actions(group:3,set_field:7->reg15),goto_table:1",
+            "table=1,priority=10,ip,actions=output:2,dec_ttl,output:3",
+        ],
+    );
+    let mut f = udp(&[]);
+    f[22] = 1; // TTL 1
+    let key = flow::extract(&f, 4);
+    let x = xlate(&of, &key, Some(&f), None);
+    let mut pool = Pool::new(4);
+    let mut p = pool.alloc().expect("buffer");
+    p.set_frame(&f);
+    let mut out = Vec::new();
+    run(&mut pool, &mut p, &x.actions, &mut out);
+    pool.free(p);
+    let ports: Vec<u32> = out.iter().map(|(p, _)| *p).collect();
+    assert_eq!(ports, vec![2, 1], "{:?}", x.actions);
+    assert_eq!(x.final_flow.regs[15], 7);
+}

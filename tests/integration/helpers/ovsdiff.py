@@ -6,9 +6,11 @@ sent is compared byte for byte. A mismatch is reported with the rule set, the pa
 switches' ofproto/trace.
 
 Rule sets span up to three tables and use VLAN, L2/L3 rewrites, `dec_ttl`, groups (all,
-indirect, fast failover, one-bucket select), a meter that never drops, registers (`load`,
-`set_field`, `move`, `regN` matches), `metadata` (`write_metadata`, matches), `resubmit`
-and `goto_table`.
+indirect, fast failover, select with one, four or weighted buckets, buckets with several
+actions), a meter that never drops, registers (`load`, `set_field`, `move`, `regN`
+matches), `metadata` (`write_metadata`, matches), `resubmit`, `goto_table`, write_actions
+and clear_actions, and MPLS (push, pop, label/TC/TTL writes; MPLS packets). A packet-out
+that a switch answers with an error is compared too.
 
 A second injection path, `inject="wire"`, hands each packet to the port itself with
 `ovs-appctl netdev-dummy/receive pN HEX` on both switches (OVS's dummy port, ferrovs's fabric),
@@ -33,7 +35,7 @@ PORTS = [1, 2, 3, 4]
 # What a session compared: rule sets both switches took (and refused), packets, packets that
 # left on at least one port, frames sent in all.
 STATS = {"rule_sets": 0, "refused": 0, "packets": 0, "forwarded": 0, "frames": 0,
-         "known": 0, "refusals": []}
+         "known": 0, "errors": 0, "refusals": []}
 
 
 def later_fragment_l4_quirk(a, b):
@@ -118,7 +120,15 @@ class OfClient:
         self.s.sendall(struct.pack("!BBHI", OFP13, 13, 8 + len(body), self.xid) + body)
         self.xid += 1
         self.s.sendall(struct.pack("!BBHI", OFP13, 20, 8, self.xid))
-        self.recv_type(21, self.xid)
+        # An error before the barrier's reply is the packet-out's answer (OVS sends one
+        # when the translation fails); returned so both switches' answers are compared.
+        err = None
+        while True:
+            try:
+                self.recv_type(21, self.xid)
+                return err
+            except RuntimeError as e:
+                err = str(e)
 
     def close(self):
         self.s.close()
@@ -271,14 +281,27 @@ VIDS = [0, 10, 20]
 
 REGS = [0, 1, 5, 15]
 # Groups every rule set may use (installed with the rules): all, indirect with a rewrite,
-# fast failover (every port is live, so its first bucket) and select with one bucket (a
-# select group with several buckets picks by a hash that is each switch's own business).
+# fast failover (every port is live, so its first bucket), select with one bucket, select
+# with four equal and with two weighted buckets (ferrovs picks the bucket as OVS does:
+# OVS's symmetric L4 hash of the packet into weighted hash slots), and buckets with
+# several actions, which OVS runs as an action set (headers, then writes, then one output).
 GROUPS = [
     "group_id=1,type=all,bucket=output:2,bucket=output:3",
     "group_id=2,type=indirect,bucket=mod_dl_src:02:00:00:00:00:09,output:4",
     "group_id=3,type=ff,bucket=watch_port:1,output:1,bucket=watch_port:2,output:2",
     "group_id=4,type=select,bucket=set_field:7->reg3,output:3",
+    "group_id=5,type=select,bucket=output:1,bucket=output:2,"
+    "bucket=mod_dl_dst:02:00:00:00:00:0a,output:3,bucket=output:4",
+    "group_id=6,type=select,bucket=weight:3,output:2,bucket=weight:1,mod_vlan_pcp:2,output:3",
+    "group_id=7,type=all,bucket=output:2,mod_dl_src:02:00:00:00:00:0b,output:3,"
+    "bucket=push_vlan:0x8100,set_field:4116->vlan_vid,output:4,bucket=mod_dl_dst:02:00:00:00:00:0c",
 ]
+# OVS 3.1 aborts (an assertion in recirc_alloc_id__) when a select group recirculates while
+# the action set is larger than the actions left to run: a rule set either writes action
+# sets or uses select groups, never both.
+SELECT_GROUPS = (4, 5, 6)
+# MPLS rules and packets in the mix (`--no-mpls` leaves them out).
+MPLS = True
 # A meter no test traffic can exceed: metering must not change what is forwarded.
 METER = "meter=1,kbps,band=type=drop,rate=100000000"
 
@@ -326,9 +349,11 @@ def rand_match(rng, table):
     return m, (kind, kind_vlan)
 
 
-def rand_actions(rng, table, n_tables, kind):
+def rand_actions(rng, table, n_tables, kind, ext, sets):
     """Actions whose prerequisites the match meets (as OpenFlow and OVS require: an IPv4
-    rewrite needs a match on IPv4, a set_field on vlan_vid a tag, matched or pushed)."""
+    rewrite needs a match on IPv4, a set_field on vlan_vid a tag, matched or pushed).
+    `ext` draws what later generator versions added (groups 5-7, write_actions), so `rng`'s
+    stream, and every seed's older rules and packets, stay as they were."""
     kind, vlan = kind if isinstance(kind, tuple) else (kind, False)
     # Tags the packet is known to carry at this point: OVS refuses pop_vlan and a set_field
     # on vlan_vid without one, and more than two.
@@ -388,12 +413,29 @@ def rand_actions(rng, table, n_tables, kind):
         elif a == "resubmit":
             acts.append(f"resubmit(,{rng.randint(table + 1, n_tables - 1)})")
         elif a == "group":
-            acts.append(f"group:{rng.randint(1, len(GROUPS))}")
+            g = rng.randint(1, 4)
+            if ext.random() < 0.5:
+                g = ext.randint(5, len(GROUPS))
+            if sets and g in SELECT_GROUPS:
+                g = 7
+            acts.append(f"group:{g}")
         else:
             acts.append(f"output:{rng.choice(PORTS)}")
-    # Instructions go in OpenFlow's order: meter first, write_metadata before goto_table.
+    # An IP packet may leave the apply actions under an MPLS label.
+    if MPLS and kind in ("ip", "udp", "tcp", "icmp") and ext.random() < 0.12:
+        acts.append("push_mpls:0x8847")
+        if ext.random() < 0.5:
+            acts.append(f"set_field:{ext.choice([16, 100, 1000])}->mpls_label")
+        if ext.random() < 0.5:
+            acts.append(f"output:{ext.choice(PORTS)}")
+        kind = "mpls"
+    # Instructions go in OpenFlow's order: meter, apply, clear, write, metadata, goto.
     if rng.random() < 0.15:
         acts.insert(0, "meter:1")
+    if sets and ext.random() < 0.1:
+        acts.append("clear_actions")
+    if sets and ext.random() < 0.3:
+        acts.append(f"write_actions({','.join(rand_set(ext, kind, depth))})")
     if table + 1 < n_tables and rng.random() < 0.25:
         acts.append(f"write_metadata:{rng.choice([1, 0x100, 0x101]):#x}/{rng.choice([0xff, 0xffff]):#x}")
     if table + 1 < n_tables and rng.random() < 0.5:
@@ -403,16 +445,111 @@ def rand_actions(rng, table, n_tables, kind):
     return acts
 
 
-def rule_set(rng):
+def rand_set(rng, kind, depth):
+    """The contents of a write_actions: the action set runs when the pipeline ends, headers
+    first, then writes in order, then one final action (a group over an output)."""
+    acts = []
+    for _ in range(rng.randint(1, 4)):
+        a = rng.choice(["out", "out", "group", "dl", "push", "pop", "vid", "reg", "ip"])
+        if a == "pop" and depth == 0:
+            a = "push"
+        if a == "push" and depth >= 2:
+            a = "pop"
+        if a == "vid" and depth == 0:
+            a = "dl"
+        if a == "ip" and kind not in ("ip", "udp", "tcp", "icmp"):
+            a = "reg"
+        if a == "out":
+            acts.append(f"output:{rng.choice(PORTS)}")
+        elif a == "group":
+            acts.append(f"group:{rng.choice([1, 2, 3, 7])}")
+        elif a == "dl":
+            acts.append(f"mod_dl_{rng.choice(['src', 'dst'])}:{rng.choice(MACS)}")
+        elif a == "push":
+            acts.append("push_vlan:0x8100")
+            depth += 1
+        elif a == "pop":
+            acts.append("pop_vlan")
+            depth -= 1
+        elif a == "vid":
+            acts.append(f"set_field:{4096 + rng.choice(VIDS[1:])}->vlan_vid")
+        elif a == "reg":
+            acts.append(f"set_field:{rng.choice([1, 7])}->reg{rng.choice(REGS)}")
+        else:
+            acts.append(rng.choice(["dec_ttl", "mod_nw_tos:32", f"mod_nw_dst:{rng.choice(IP4)}"]))
+    return acts
+
+
+def mpls_rule(ext, t, n_tables):
+    """A rule for MPLS packets: label, TC and TTL writes, another label pushed, the label
+    popped (to IPv4; nothing but outputs and table changes after it)."""
+    m = [f"table={t}", f"priority={ext.randint(1, 100)}", "mpls"]
+    if ext.random() < 0.5:
+        m.append(f"mpls_label={ext.choice([16, 100])}")
+    if ext.random() < 0.3:
+        m.append(f"in_port={ext.choice(PORTS)}")
+    acts = []
+    popped = False
+    for _ in range(ext.randint(1, 4)):
+        a = ext.choice(["pop", "label", "tc", "ttl", "dec", "push", "out", "out"])
+        if popped and a not in ("out",):
+            a = "out"
+        if a == "pop":
+            acts.append("pop_mpls:0x0800")
+            popped = True
+        elif a == "label":
+            acts.append(f"set_field:{ext.choice([16, 100, 1000])}->mpls_label")
+        elif a == "tc":
+            acts.append(f"set_field:{ext.randint(0, 7)}->mpls_tc")
+        elif a == "ttl":
+            acts.append(f"set_mpls_ttl:{ext.choice([0, 1, 64])}")
+        elif a == "dec":
+            acts.append("dec_mpls_ttl")
+        elif a == "push":
+            acts.append("push_mpls:0x8847")
+        else:
+            acts.append(f"output:{ext.choice(PORTS)}")
+    if t + 1 < n_tables and ext.random() < 0.5:
+        acts.append(f"goto_table:{ext.randint(t + 1, n_tables - 1)}")
+    return f"{','.join(m)},actions={','.join(acts)}"
+
+
+def mpls_packets(ext, pkts):
+    """Some of the packets replaced by MPLS ones (one or two labels, maybe a VLAN tag,
+    IPv4/UDP inside), drawn from `ext` so the other packets stay as they were."""
+    from scapy.all import Dot1Q, Ether, IP, UDP, Raw, raw
+    from scapy.contrib.mpls import MPLS
+    out = []
+    for port, frame in pkts:
+        if ext.random() < 0.15:
+            p = Ether(src=ext.choice(MACS[:3]), dst=ext.choice(MACS))
+            if ext.random() < 0.3:
+                p = p / Dot1Q(vlan=ext.choice(VIDS), prio=ext.randint(0, 7))
+            n = ext.choice([1, 1, 2])
+            for i in range(n):
+                p = p / MPLS(label=ext.choice([16, 100, 1000]), cos=ext.randint(0, 7),
+                             s=1 if i + 1 == n else 0, ttl=ext.choice([0, 1, 2, 64]))
+            p = p / IP(src=ext.choice(IP4), dst=ext.choice(IP4), ttl=ext.choice([1, 64])) / \
+                UDP(sport=1234, dport=53) / Raw(b"ferrovs-diff")
+            frame = raw(p)
+        out.append((port, frame))
+    return out
+
+
+def rule_set(rng, ext):
+    sets = ext.random() < 0.5
     n_tables = rng.randint(1, 3)
     rules = []
     for t in range(n_tables):
         for _ in range(rng.randint(4, 9)):
             match, kind = rand_match(rng, t)
             m = ",".join([f"table={t}", f"priority={rng.randint(1, 100)}"] + match)
-            rules.append(f"{m},actions={','.join(rand_actions(rng, t, n_tables, kind))}")
+            rules.append(f"{m},actions={','.join(rand_actions(rng, t, n_tables, kind, ext, sets))}")
+        if MPLS:
+            for _ in range(ext.choice([0, 1, 2])):
+                rules.append(mpls_rule(ext, t, n_tables))
         rules.append(f"table={t},priority=0,actions="
-                     + ",".join(rand_actions(rng, t, n_tables, "any")))
+                     + ",".join(rand_actions(rng, t, n_tables, "any", ext, sets)))
     return rules
 
 
@@ -494,7 +631,8 @@ def settled_outputs(switches, quiet=0.05, least=0.08, most=1.0):
 def compare(seed, n_packets, switches, work, log=print, inject="packet-out"):
     """One rule set, n_packets packets; returns a list of mismatch reports."""
     rng = random.Random(seed)
-    rules = rule_set(rng)
+    ext = random.Random(f"ext{seed}")
+    rules = rule_set(rng, ext)
     results = [install(sw, rules, work) for sw in switches]
     if results[0][0] != results[1][0]:
         return [f"seed {seed}: rules accepted by one switch only: "
@@ -512,7 +650,10 @@ def compare(seed, n_packets, switches, work, log=print, inject="packet-out"):
         outputs(sw)  # skip anything sent before
     bad = []
     try:
-        for i, (port, frame) in enumerate(packets(rng, n_packets)):
+        pkts = packets(rng, n_packets)
+        if MPLS:
+            pkts = mpls_packets(ext, pkts)
+        for i, (port, frame) in enumerate(pkts):
             got = []
             if inject == "wire":
                 for sw in switches:
@@ -520,11 +661,16 @@ def compare(seed, n_packets, switches, work, log=print, inject="packet-out"):
                 got = settled_outputs(switches)
             else:
                 for sw, c in zip(switches, clients):
-                    c.packet_out(port, frame)
-                    got.append(outputs(sw))
+                    err = c.packet_out(port, frame)
+                    o = outputs(sw)
+                    if err:
+                        o["error"] = [err.encode()]
+                    got.append(o)
             STATS["packets"] += 1
-            STATS["forwarded"] += any(got[0].values())
-            STATS["frames"] += sum(len(v) for v in got[0].values())
+            sent = {k: v for k, v in got[0].items() if k != "error"}
+            STATS["forwarded"] += any(sent.values())
+            STATS["frames"] += sum(len(v) for v in sent.values())
+            STATS["errors"] += "error" in got[0]
             if not same_output(got[0], got[1]):
                 def show(o):
                     return "; ".join(f"port {p}: {[f.hex() for f in fs]}"
@@ -549,7 +695,18 @@ def session(bindir, seeds, n_packets, log=print, inject="packet-out"):
         switches = [Ovs(work), Ferrovs(work, bindir)]
         reports, checked = [], 0
         for seed in seeds:
-            r = compare(seed, n_packets, switches, work, log, inject)
+            try:
+                r = compare(seed, n_packets, switches, work, log, inject)
+            except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+                # A switch that fails (closes its connection, dies) is the worst mismatch:
+                # report the seed and both logs' ends, and stop (the session is unusable).
+                tails = []
+                for f in [Path(work) / "ferrovs" / "log", Path(work) / "ovs" / "vswitchd.log"]:
+                    if f.exists():
+                        tails.append(f"--- {f.name} ---\n"
+                                     + "\n".join(f.read_text().splitlines()[-20:]))
+                reports.append(f"seed {seed}: a switch failed: {e!r}\n" + "\n".join(tails))
+                break
             checked += 1
             reports += r
         return checked, reports
@@ -567,7 +724,9 @@ if __name__ == "__main__":
     ap.add_argument("--packets", type=int, default=50)
     ap.add_argument("--bin", default=os.environ.get("FERROVS_BIN_DIR", "target/release"))
     ap.add_argument("--inject", choices=["packet-out", "wire"], default="packet-out")
+    ap.add_argument("--no-mpls", action="store_true", help="no MPLS rules or packets")
     a = ap.parse_args()
+    MPLS = not a.no_mpls
     n, reports = session(a.bin, range(a.first_seed, a.first_seed + a.seeds), a.packets,
                          inject=a.inject)
     for r in reports:

@@ -15,7 +15,7 @@
 use super::conn::{reply_error, Conn};
 use super::BridgeOf;
 use openflow::actions::{OFPP_ANY, OFPP_CONTROLLER, OFPP_LOCAL, OFPP_MAX};
-use openflow::messages::err::bad_request;
+use openflow::messages::err::{bad_request, flow_mod_failed};
 use openflow::messages::OFP_NO_BUFFER;
 use openflow::oxm::Field;
 use openflow::wire;
@@ -72,17 +72,33 @@ impl OutBatch {
         }
         // Translated here, on the connection's thread, under the OpenFlow state's lock: the
         // poll thread only runs the datapath actions.
+        let mut failed = Vec::new();
         let (jobs, reqs): (Vec<_>, Vec<_>) = {
             let of = b.udpif.of();
             let now = datapath::clock::now_ms();
             std::mem::take(&mut self.items)
                 .into_iter()
-                .map(|q| {
-                    let acts = ofproto::xlate::packet_out(&of, q.in_port, &q.data, &q.actions, now);
-                    ((q.in_port, q.data, acts), q.req)
+                .filter_map(|q| {
+                    match ofproto::xlate::packet_out(&of, q.in_port, &q.data, &q.actions, now) {
+                        Ok(acts) => Some(((q.in_port, q.data, acts), q.req)),
+                        Err(_) => {
+                            failed.push(q.req);
+                            None
+                        }
+                    }
                 })
                 .unzip()
         };
+        // A translation that failed sends nothing; OVS answers it with OFPFMFC_UNKNOWN.
+        // (Answered before the others: their order among errors is all a peer can see.)
+        for req in failed {
+            reply_error(
+                c,
+                c.version(),
+                OfError::flow_mod_failed(flow_mod_failed::UNKNOWN),
+                &req,
+            );
+        }
         let n = jobs.len();
         let br = b.name.clone();
         let done = b.pmd.call(move |sw| {
