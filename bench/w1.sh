@@ -4,8 +4,10 @@
 # sets, at 1, 1K, 10K and 100K flows; with --peers, also testpmd's io floor and OVS-DPDK run
 # in the same session (bench/w1-peers.sh), and the ratios.
 #
-#   bench/w1.sh [--seconds S] [--flows "1 1000 10000 100000"] [--peers] [--json FILE]
+#   bench/w1.sh [--seconds S] [--flows "1 1000 10000 100000"] [--peers] [--json FILE] [--no-build]
 #   bench/w1.sh --smoke        # short run that only checks the runner works (CI)
+# --no-build uses the ferrovs-bench already in $FERROVS_BIN_DIR (default
+# $CARGO_TARGET_DIR/release, or target/release). --json also works with --smoke.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER=5
@@ -13,6 +15,7 @@ FLOWS="1 1000 10000 100000"
 PEERS=0
 SMOKE=0
 JSON_OUT=""
+BUILD=1
 while (($#)); do
     case $1 in
         --seconds) SECONDS_PER=$2; shift 2 ;;
@@ -20,13 +23,17 @@ while (($#)); do
         --peers) PEERS=1; shift ;;
         --json) JSON_OUT=$2; shift 2 ;;
         --smoke) SMOKE=1; SECONDS_PER=0.5; FLOWS="1 1000"; shift ;;
-        *) echo "usage: $0 [--seconds S] [--flows LIST] [--peers] [--json FILE] [--smoke]" >&2; exit 2 ;;
+        --no-build) BUILD=0; shift ;;
+        *) echo "usage: $0 [--seconds S] [--flows LIST] [--peers] [--json FILE] [--smoke] [--no-build]" >&2; exit 2 ;;
     esac
 done
 OUT=bench/out
 mkdir -p "$OUT"
-cargo build --release -q -p ferrovs-bench
-B=${CARGO_TARGET_DIR:-target}/release/ferrovs-bench
+BIN_DIR=${FERROVS_BIN_DIR:-${CARGO_TARGET_DIR:-target}/release}
+if ((BUILD)); then cargo build --release -q -p ferrovs-bench; fi
+B=$(realpath -m "$BIN_DIR/ferrovs-bench")
+[ -x "$B" ] || { echo "w1.sh: $B missing (cargo build --release -p ferrovs-bench)" >&2; exit 1; }
+STARTED=$(date -u +%FT%TZ)
 # Pin to the last core so the measurement does not share a core with the shell.
 CORE=$(( $(nproc) - 1 ))
 PIN=(taskset -c "$CORE")
@@ -46,17 +53,21 @@ for f in $FLOWS; do
 done
 
 if ((PEERS)); then
-    bench/w1-peers.sh --flows "$FLOWS" --json "$OUT/peers.json" --pcap-dir "$OUT" || \
+    FERROVS_BENCH=$B bench/w1-peers.sh --flows "$FLOWS" --json "$OUT/peers.json" --pcap-dir "$OUT" || \
         echo "w1-peers.sh failed; printing ferrovs alone" >&2
 fi
 
-python3 - "$OUT" "$SMOKE" "$JSON_OUT" <<'PY'
+python3 - "$OUT" "$SMOKE" "$JSON_OUT" "$STARTED" "$SECONDS_PER" "$CORE" <<'PY'
 import json, os, sys
 out, smoke, json_out = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
 rows = [json.loads(l) for l in open(os.path.join(out, "ferrovs.jsonl"))]
 fv = {}
 for r in rows:
     fv.setdefault(str(r["flows"]), {})[r.get("name", r["r"]["module"])] = r["r"]
+meta = {"benchmark": "W1", "started": sys.argv[4], "seconds": float(sys.argv[5]),
+        "core": int(sys.argv[6]), "smoke": smoke, "load": list(os.getloadavg())}
+if smoke and json_out:
+    json.dump(dict(meta, ferrovs=fv, peers={}), open(json_out, "w"), indent=2)
 if smoke:
     # Every packet is delivered, except that the openflow module may have a few upcalls in
     # flight when the window closes.
@@ -101,5 +112,5 @@ for f, d in fv.items():
         row.append("%.2fx" % (d["openflow:l3_4k"]["mpps"] / ol["mpps"]) if ok(ol) and d.get("openflow:l3_4k") else "-")
     print("| " + " | ".join(row) + " |")
 if json_out:
-    json.dump({"ferrovs": fv, "peers": peers}, open(json_out, "w"), indent=2)
+    json.dump(dict(meta, ferrovs=fv, peers=peers), open(json_out, "w"), indent=2)
 PY

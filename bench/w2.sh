@@ -18,9 +18,16 @@
 # pcap) on one poll thread (--sw-core) and on two (--gen-core and --sw-core), through the
 # daemon's multi-thread datapath; --no-w1 skips it.
 #
+# Every cell also gives the switch's CPU time per delivered packet: the switch process's
+# utime+stime (all threads, /proc/PID/stat) and the switch core's non-idle time (/proc/stat)
+# over the window, divided by the packets h2 received. With --rate PPS the generator is
+# ferrovs-pktgen offering a fixed PPS (its token bucket), so every switch gets the same load
+# and, if all of it is delivered, the CPU time per packet compares the switches' cost.
+#
 # Usage: sudo bench/w2.sh [--seconds N] [--warmup N] [--only NAME[,NAME...]] [--json FILE]
 #                         [--gen trafgen|pktgen|both] [--gen-core C] [--sw-core C]
 #                         [--nice N] [--no-build] [--no-install] [--keep-tmp] [--no-w1]
+#                         [--rate PPS]
 # A switch that cannot be set up or does not forward prints FAILED and the reason, never a
 # number. Everything (namespaces, daemons, XDP programs, temp files) goes away on exit, also
 # on failure or Ctrl-C.
@@ -40,10 +47,11 @@ INSTALL=1
 KEEP_TMP=0
 NICE=0
 W1SCALE=1
+RATE=0
 ALL_SWITCHES="ferrovs-system ferrovs-afxdp ovs-afpacket ovs-afxdp linux-bridge"
 
 usage() {
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 while (($#)); do
@@ -63,12 +71,14 @@ while (($#)); do
         --keep-tmp) KEEP_TMP=1; shift ;;
         --nice) NICE=$2; shift 2 ;;
         --no-w1) W1SCALE=0; shift ;;
+        --rate) RATE=$2; GENS="pktgen"; shift 2 ;;
         -h|--help) usage ;;
         *) echo "w2.sh: unknown argument $1" >&2; usage ;;
     esac
 done
 [[ $SECS =~ ^[0-9]+$ && $SECS -gt 0 ]] || { echo "w2.sh: --seconds must be a positive integer" >&2; exit 2; }
 [[ $WARMUP =~ ^[0-9]+$ ]] || { echo "w2.sh: --warmup must be an integer" >&2; exit 2; }
+[[ $RATE =~ ^[0-9]+$ ]] || { echo "w2.sh: --rate must be packets per second (an integer)" >&2; exit 2; }
 [[ $NICE =~ ^-?[0-9]+$ && $NICE -ge -20 && $NICE -le 19 ]] || { echo "w2.sh: --nice must be -20..19" >&2; exit 2; }
 # Generator and switch run under `nice -n $NICE`: a negative value keeps other work on the
 # machine (builds) from taking their cores as easily.
@@ -103,7 +113,7 @@ if ((${#need_pkgs[@]})); then
     fi
 fi
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN=$CARGO_TARGET_DIR/release
+BIN=${FERROVS_BIN_DIR:-$CARGO_TARGET_DIR/release}
 if ((BUILD)); then
     pkgs=(-p ferrovsd -p ferrovs)
     [[ " $GENS " == *" pktgen "* ]] && pkgs+=(-p ferrovs-pktgen)
@@ -342,7 +352,7 @@ start_gen() {
             ip netns exec "$H1" timeout -s TERM "$limit" "${PIN_GEN[@]}" "$GEN_CORE" \
                 "$BIN/ferrovs-pktgen" tx -i eth0 -t system --dst-mac "$H2_MAC" \
                 --src-ip 10.10.0.1 --dst-ip 10.10.0.2 --sport 1024 --dport 9 --size 64 \
-                --duration 0 -q >"$TMP/gen.log" 2>&1 &
+                --duration 0 --rate "$RATE" -q >"$TMP/gen.log" 2>&1 &
             ;;
     esac
     GEN_PID=$!
@@ -364,16 +374,20 @@ proc_ticks() {
 # The switch core's line of /proc/stat: user nice system idle iowait irq softirq steal.
 core_ticks() { awk -v c="cpu$SW_CORE" '$1 == c {print $2, $3, $4, $5, $6, $7, $8, $9}' /proc/stat; }
 
-record() { # switch gen status sent delivered h1_tx_dropped reason [sw_cpu core_busy core_softirq]
-    python3 - "$@" >> "$RESULTS" <<'PY'
+record() { # switch gen status sent delivered h1_tx_dropped reason [sw_cpu core_busy core_softirq sw_ns core_ns]
+    python3 - "$RATE" "$@" >> "$RESULTS" <<'PY'
 import json, sys
-sw, gen, status, sent, deliv, drop, reason = sys.argv[1:8]
-r = {"switch": sw, "generator": gen, "status": status}
+rate = int(sys.argv[1])
+sw, gen, status, sent, deliv, drop, reason = sys.argv[2:9]
+r = {"switch": sw, "generator": gen, "status": status,
+     "offered_pps": rate if gen == "pktgen" and rate else None}
 if status == "ok":
     r.update(sent_mpps=float(sent), delivered_mpps=float(deliv), h1_tx_dropped_mpps=float(drop))
-    swcpu, busy, soft = (float(v) for v in sys.argv[8:11])
+    swcpu, busy, soft, swns, corens = (float(v) for v in sys.argv[9:14])
     r.update(switch_process_cpu_pct=None if swcpu < 0 else swcpu,
-             switch_core_busy_pct=busy, switch_core_softirq_pct=soft)
+             switch_core_busy_pct=busy, switch_core_softirq_pct=soft,
+             switch_cpu_ns_per_pkt=None if swns < 0 else swns,
+             switch_core_busy_ns_per_pkt=None if corens < 0 else corens)
 else:
     r["reason"] = reason
 print(json.dumps(r))
@@ -422,14 +436,25 @@ def busy(k0, k1):  # share of the switch core not idle, and in softirq, in %
     d = [int(j) - int(i) for i, j in zip(k0.split(), k1.split())]
     tot = sum(d) or 1
     return 100 * (tot - d[3] - d[4]) / tot, 100 * d[6] / tot
+import os
+TICK_NS = 1e9 / os.sysconf('SC_CLK_TCK')
+def delivered(b0, b1):
+    return int(b1.split()[1]) - int(b0.split()[1])
+def per_pkt(ticks, n):  # ns of CPU per delivered packet, -1 when not known
+    return -1.0 if ticks is None or n <= 0 else ticks * TICK_NS / n
 a = sys.argv
+n = delivered(a[3], a[4])
+sw_ticks = None if a[7] == '-' or a[8] == '-' else int(a[8]) - int(a[7])
+d = [int(j) - int(i) for i, j in zip(a[9].split(), a[10].split())]
+core_ticks = sum(d) - d[3] - d[4]
 print(*('%.4f' % rate(a[i], a[i + 1]) for i in (1, 3, 5)),
-      '%.1f %.1f %.1f' % ((cpu(a[7], a[8], a[9], a[10]),) + busy(a[9], a[10])))
+      '%.1f %.1f %.1f' % ((cpu(a[7], a[8], a[9], a[10]),) + busy(a[9], a[10])),
+      '%.1f %.1f' % (per_pkt(sw_ticks, n), per_pkt(core_ticks, n)))
 " "$a0" "$a1" "$b0" "$b1" "$c0" "$c1" "$p0" "$p1" "$k0" "$k1")
-    read -r sent deliv drop swcpu corebusy coresoft <<<"$rates"
+    read -r sent deliv drop swcpu corebusy coresoft swns corens <<<"$rates"
     if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$sent"; then
-        record "$sw" "$gen" ok "$sent" "$deliv" "$drop" "" "$swcpu" "$corebusy" "$coresoft"
-        log "$sw / $gen: sent $sent Mpps, delivered $deliv Mpps; switch process ${swcpu}% of a core, switch core busy ${corebusy}% (softirq ${coresoft}%)"
+        record "$sw" "$gen" ok "$sent" "$deliv" "$drop" "" "$swcpu" "$corebusy" "$coresoft" "$swns" "$corens"
+        log "$sw / $gen: sent $sent Mpps, delivered $deliv Mpps; switch process ${swcpu}% of a core (${swns} ns/pkt), switch core busy ${corebusy}% (${corens} ns/pkt, softirq ${coresoft}%)"
     else
         record "$sw" "$gen" FAILED 0 0 0 "the generator sent nothing"
     fi
@@ -479,9 +504,9 @@ log "$(date -u +%FT%TZ), kernel $(uname -r), $(nproc) cores; generator core $GEN
 for sw in $SWITCHES; do run_switch "$sw"; done
 ELAPSED=$(( $(date +%s) - START ))
 
-python3 - "$RESULTS" "$JSON_OUT" "$SECS" "$WARMUP" "$ELAPSED" "$GEN_CORE" "$SW_CORE" "$NICE" <<'PY'
-import json, sys, time, platform
-res_file, json_out, secs, warm, elapsed, gcore, score, nice = sys.argv[1:9]
+python3 - "$RESULTS" "$JSON_OUT" "$SECS" "$WARMUP" "$ELAPSED" "$GEN_CORE" "$SW_CORE" "$NICE" "$RATE" <<'PY'
+import json, os, sys, time, platform
+res_file, json_out, secs, warm, elapsed, gcore, score, nice, rate = sys.argv[1:10]
 rows = [json.loads(l) for l in open(res_file) if l.strip()]
 gens = []
 for r in rows:
@@ -502,9 +527,10 @@ print("W2  %s  (%ss per cell after %ss warm-up, nice %s; Mpps: sent = h1 eth0 tx
 print("    sw cpu = the switch process's share of its core, core busy = the switch core's non-idle share)")
 for g in gens:
     print()
-    print("generator: %s" % g)
-    print("| %-15s | %8s | %9s | %6s | %8s | %9s |" % ("switch", "sent", "delivered", "ratio", "sw cpu", "core busy"))
-    print("|%s|%s|%s|%s|%s|%s|" % ("-" * 17, "-" * 10, "-" * 11, "-" * 8, "-" * 10, "-" * 11))
+    print("generator: %s%s" % (g, ", offered %s pps" % rate if g == "pktgen" and int(rate) else ""))
+    print("| %-15s | %8s | %9s | %6s | %8s | %9s | %10s | %11s |" % (
+        "switch", "sent", "delivered", "ratio", "sw cpu", "core busy", "sw ns/pkt", "core ns/pkt"))
+    print("|%s|%s|%s|%s|%s|%s|%s|%s|" % ("-" * 17, "-" * 10, "-" * 11, "-" * 8, "-" * 10, "-" * 11, "-" * 12, "-" * 13))
     for sw in switches:
         r = cell(sw, g)
         if r is None:
@@ -512,9 +538,12 @@ for g in gens:
         if r["status"] == "ok":
             ratio = r["delivered_mpps"] / r["sent_mpps"] if r["sent_mpps"] else 0.0
             cpu = r.get("switch_process_cpu_pct")
-            print("| %-15s | %8.3f | %9.3f | %5.0f%% | %8s | %8.0f%% |" % (
+            ns = r.get("switch_cpu_ns_per_pkt")
+            cns = r.get("switch_core_busy_ns_per_pkt")
+            print("| %-15s | %8.3f | %9.3f | %5.0f%% | %8s | %8.0f%% | %10s | %11s |" % (
                 sw, r["sent_mpps"], r["delivered_mpps"], 100 * ratio,
-                "-" if cpu is None else "%.0f%%" % cpu, r["switch_core_busy_pct"]))
+                "-" if cpu is None else "%.0f%%" % cpu, r["switch_core_busy_pct"],
+                "-" if ns is None else "%.0f" % ns, "-" if cns is None else "%.0f" % cns))
         else:
             print("| %-15s | FAILED: %s" % (sw, r.get("reason", "")))
 ratios = {}
@@ -533,6 +562,7 @@ if json_out:
         "kernel": platform.release(),
         "seconds": int(secs), "warmup": int(warm), "elapsed_s": int(elapsed),
         "gen_core": int(gcore), "sw_core": int(score), "nice": int(nice),
+        "rate_pps": int(rate) or None, "load": list(os.getloadavg()),
         "results": rows,
         "ferrovs_afxdp_over_ovs_afxdp": ratios,
     }

@@ -23,6 +23,6 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || { echo "w3.sh: run as root" >&2; exit 2; }
 command -v dpdk-testpmd >/dev/null || { echo "w3.sh: dpdk-testpmd missing (apt-get install dpdk-dev)" >&2; exit 2; }
-BINS=${CARGO_TARGET_DIR:-target}/release
+BINS=${FERROVS_BIN_DIR:-${CARGO_TARGET_DIR:-target}/release}
 if [ "$BUILD" = 1 ]; then cargo build --release -q -p ferrovsd -p ferrovs -p ferrovs-pktgen; fi
 exec python3 bench/w3_run.py --bins "$BINS" "${ARGS[@]}"

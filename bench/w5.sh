@@ -3,7 +3,7 @@
 # subtable, as OVN's and Faucet's big tables look) on ferrovs and on OVS 3.1 (userspace
 # datapath) in the same run, and prints both times and the ratio.
 #
-# Usage: sudo bench/w5.sh [--flows 100000] [--only ferrovs|ovs] [--w1] [--keep-tmp]
+# Usage: sudo bench/w5.sh [--flows 100000] [--only ferrovs|ovs] [--w1] [--json FILE] [--keep-tmp]
 # Needs a release build (cargo build --release -p ferrovsd); FERROVS_BIN_DIR overrides where
 # ferrovsd is looked for (default target/release, or $CARGO_TARGET_DIR/release).
 # Measures, per switch: `add-flows` (one flow_mod per flow, then a barrier), `add-flows
@@ -13,6 +13,8 @@
 # call pays connection set-up and a bundle commit against N flows). Every number printed was
 # measured; a step that fails prints FAILED and the script exits 3. With --w1, also W1
 # forwarding on ferrovs while the N flows are added (bench/w5_w1.py; plain and --bundle).
+# --json FILE also writes every number (seconds per step and switch, or "FAILED"; the W1
+# lines of w5_w1.py) with the date and load average.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,13 +23,15 @@ FLOWS=100000
 ONLY=""
 KEEP_TMP=0
 W1=0
+JSON_OUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --flows) FLOWS=$2; shift 2 ;;
         --only) ONLY=$2; shift 2 ;;
         --keep-tmp) KEEP_TMP=1; shift ;;
         --w1) W1=1; shift ;;
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --json) JSON_OUT=$2; shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "w5: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -166,10 +170,32 @@ if [ "$W1" -eq 1 ] && [ "$ONLY" != ovs ]; then
     printf '%-8s %8s %10s %10s %10s %10s %8s\n' mode add_s base_Mpps during min after during%
     for m in plain bundle; do
         if line=$(python3 "$SCRIPT_DIR/w5_w1.py" "$BIN" "$WORK/w1.pcap" "$FLOWS" "$m"); then
-            python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("%-8s %8.2f %10.2f %10.2f %10.2f %10.2f %7.1f%%" % (r["mode"], r["add_s"], r["baseline_mpps"], r["during_mpps"], r["during_min_mpps"] or 0, r["after_mpps"], r["during_pct"] or 0))' "$line"
+            echo "$line" >> "$WORK/w1.jsonl"
+            python3 -c 'import json,sys; r=json.loads(sys.argv[1]); f = lambda v, s="%10.2f": (s % v) if v is not None else "%10s" % "-"; print("%-8s %8.2f %10.2f %s %s %10.2f %8s" % (r["mode"], r["add_s"], r["baseline_mpps"], f(r["during_mpps"]), f(r["during_min_mpps"]), r["after_mpps"], "-" if r["during_pct"] is None else "%.1f%%" % r["during_pct"]))' "$line"
         else
             echo "$m FAILED"; FAILED=1
+            echo "{\"mode\": \"$m\", \"status\": \"FAILED\"}" >> "$WORK/w1.jsonl"
         fi
     done
+fi
+if [ -n "$JSON_OUT" ]; then
+    for k in "${!RES[@]}"; do printf '%s %s\n' "$k" "${RES[$k]}"; done > "$WORK/res.txt"
+    [ -f "$WORK/w1.jsonl" ] || : > "$WORK/w1.jsonl"
+    python3 - "$WORK/res.txt" "$WORK/w1.jsonl" "$FLOWS" "$JSON_OUT" "$ONLY" \
+        "$(ovs-vswitchd --version | head -1 | awk '{print $NF}')" <<'EOF'
+import json, os, sys, time
+res, w1, flows, out, only, ovs = sys.argv[1:7]
+steps = {}
+for line in open(res):
+    key, val = line.split()
+    sw, step = key.split(".", 1)
+    steps.setdefault(step, {})[sw] = val if val == "FAILED" else float(val)
+doc = {"benchmark": "W5", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "flows": int(flows),
+       "only": only or None, "ovs_version": ovs, "load": list(os.getloadavg()),
+       "steps": steps, "w1_during_add": [json.loads(l) for l in open(w1) if l.strip()]}
+with open(out, "w") as f:
+    json.dump(doc, f, indent=1)
+    f.write("\n")
+EOF
 fi
 [ "$FAILED" -eq 0 ] || exit 3

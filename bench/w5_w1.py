@@ -96,12 +96,14 @@ def main():
 
         def avg(v):
             return sum(v) / len(v) if v else 0.0
+        # An add shorter than one sample has no sample inside it: "during" is then unknown
+        # (None), not zero.
         res = {"mode": mode, "flows": n, "add_s": round(t1 - t0, 3),
                "baseline_mpps": round(avg(base) / 1e6, 3),
-               "during_mpps": round(avg(during) / 1e6, 3),
+               "during_mpps": round(avg(during) / 1e6, 3) if during else None,
                "during_min_mpps": round(min(during) / 1e6, 3) if during else None,
                "after_mpps": round(avg(after) / 1e6, 3)}
-        res["during_pct"] = round(100 * avg(during) / avg(base), 1) if base else None
+        res["during_pct"] = round(100 * avg(during) / avg(base), 1) if base and during else None
         print(json.dumps(res))
     finally:
         p.terminate()

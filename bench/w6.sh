@@ -22,6 +22,6 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || { echo "w6.sh: run as root" >&2; exit 2; }
 command -v dpdk-testpmd >/dev/null || { echo "w6.sh: dpdk-testpmd missing (apt-get install dpdk-dev)" >&2; exit 2; }
-BINS=${CARGO_TARGET_DIR:-target}/release
+BINS=${FERROVS_BIN_DIR:-${CARGO_TARGET_DIR:-target}/release}
 if [ "$BUILD" = 1 ]; then cargo build --release -q -p ferrovsd -p ferrovs; fi
 exec python3 bench/w6_run.py --bins "$BINS" "${ARGS[@]}"

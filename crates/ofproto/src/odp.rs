@@ -120,6 +120,10 @@ pub enum DpAction {
     SetNdSll([u8; 6]),
     SetNdTll([u8; 6]),
     SetTunnelId(u64),
+    /// Sets the outer IPv4 source / destination a tunnel port with `remote_ip=flow` (or
+    /// `local_ip=flow`) sends with.
+    SetTunnelSrc([u8; 4]),
+    SetTunnelDst([u8; 4]),
     /// Send the packet through the connection tracker (boxed: rare, and large).
     Ct(Box<crate::odp_ct::CtAction>),
     /// Re-inject the packet into the pipeline under this recirculation id, with the
@@ -140,6 +144,8 @@ impl DpAction {
                 | DpAction::Meter(_)
                 | DpAction::SetQueue(_)
                 | DpAction::SetTunnelId(_)
+                | DpAction::SetTunnelSrc(_)
+                | DpAction::SetTunnelDst(_)
                 | DpAction::Ct(_)
                 | DpAction::Recirc(_)
         )
@@ -494,6 +500,8 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::Meter(_)
         | DpAction::SetQueue(_)
         | DpAction::SetTunnelId(_)
+        | DpAction::SetTunnelSrc(_)
+        | DpAction::SetTunnelDst(_)
         | DpAction::Ct(_)
         | DpAction::Recirc(_) => false,
     }
@@ -916,6 +924,8 @@ impl std::fmt::Display for DpAction {
             DpAction::SetNdSll(m) => write!(f, "set(nd(sll={}))", mac(m)),
             DpAction::SetNdTll(m) => write!(f, "set(nd(tll={}))", mac(m)),
             DpAction::SetTunnelId(t) => write!(f, "set(tunnel(tun_id={t:#x}))"),
+            DpAction::SetTunnelSrc(a) => write!(f, "set(tunnel(src={}))", Ipv4Addr::from(*a)),
+            DpAction::SetTunnelDst(a) => write!(f, "set(tunnel(dst={}))", Ipv4Addr::from(*a)),
             DpAction::Ct(c) => write!(f, "{c}"),
             DpAction::Recirc(id) => write!(f, "recirc({id:#x})"),
         }

@@ -178,6 +178,8 @@ impl Ctx<'_> {
         // The pipeline state is not in the bytes: it carries over.
         k.metadata = self.flow.metadata;
         k.tunnel_id = self.flow.tunnel_id;
+        k.tun_src = self.flow.tun_src;
+        k.tun_dst = self.flow.tun_dst;
         k.recirc_id = self.flow.recirc_id;
         k.pkt_mark = self.flow.pkt_mark;
         k.dp_hash = self.flow.dp_hash;
@@ -568,6 +570,8 @@ impl Ctx<'_> {
             },
             Field::PbbIsid => DpAction::SetPbbIsid(v as u32),
             Field::TunnelId => DpAction::SetTunnelId(v as u64),
+            Field::TunSrc => DpAction::SetTunnelSrc(k.tun_src),
+            Field::TunDst => DpAction::SetTunnelDst(k.tun_dst),
             // Pipeline state only: nothing to write into the packet (ct_mark and
             // ct_label are written by `ct(commit,exec(..))`, never by a set_field here).
             Field::RecircId
