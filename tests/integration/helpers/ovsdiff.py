@@ -35,7 +35,7 @@ PORTS = [1, 2, 3, 4]
 # What a session compared: rule sets both switches took (and refused), packets, packets that
 # left on at least one port, frames sent in all.
 STATS = {"rule_sets": 0, "refused": 0, "packets": 0, "forwarded": 0, "frames": 0,
-         "known": 0, "errors": 0, "refusals": []}
+         "known": 0, "errors": 0, "ovs_cache": 0, "refusals": [], "ovs_cache_cases": []}
 
 
 def later_fragment_l4_quirk(a, b):
@@ -639,6 +639,18 @@ def settled_outputs(switches, quiet=0.05, least=0.08, most=1.0):
         time.sleep(0.01)
 
 
+def ovs_cache_disagrees(client, ovs, port, frame, got):
+    """After a wire mismatch: what OVS's own translation of the packet sends (a packet-out
+    to TABLE, no cache), compared with what its datapath sent and what ferrovs sent. True
+    when ferrovs agrees with OVS's translation and OVS's datapath does not."""
+    outputs(ovs)  # nothing should be pending; skip it if it is
+    err = client.packet_out(port, frame)
+    direct = outputs(ovs)
+    if err:
+        return False
+    return same_output(direct, got[1]) and not same_output(direct, got[0])
+
+
 def compare(seed, n_packets, switches, work, log=print, inject="packet-out"):
     """One rule set, n_packets packets; returns a list of mismatch reports."""
     rng = random.Random(seed)
@@ -682,6 +694,16 @@ def compare(seed, n_packets, switches, work, log=print, inject="packet-out"):
             STATS["forwarded"] += any(sent.values())
             STATS["frames"] += sum(len(v) for v in sent.values())
             STATS["errors"] += "error" in got[0]
+            if (not same_output(got[0], got[1]) and inject == "wire"
+                    and ovs_cache_disagrees(clients[0], switches[0], port, frame, got)):
+                # OVS's datapath cache sent what OVS's own translation of this packet
+                # does not: an OVS megaflow fault (seen: a megaflow that matches only the
+                # label but rewrites the whole MPLS label stack entry, and one that
+                # outlived its rules' decision). ferrovs agreeing with OVS's translation
+                # is not a mismatch; the case is counted and listed.
+                STATS["ovs_cache"] += 1
+                STATS["ovs_cache_cases"].append(f"seed {seed} packet {i}")
+                continue
             if not same_output(got[0], got[1]):
                 def show(o):
                     return "; ".join(f"port {p}: {[f.hex() for f in fs]}"
@@ -743,7 +765,10 @@ if __name__ == "__main__":
     for r in reports:
         print(r, "\n")
     print(f"{n} rule sets x {a.packets} packets: {len(reports)} mismatches; "
-          f"{ {k: v for k, v in STATS.items() if k != 'refusals'} }")
+          f"{ {k: v for k, v in STATS.items() if k not in ('refusals', 'ovs_cache_cases')} }")
     for r in STATS["refusals"][:5]:
         print("refused:", r)
+    for c in STATS["ovs_cache_cases"]:
+        print("OVS's datapath disagreed with its own translation (ferrovs agreed with the "
+              "translation):", c)
     sys.exit(1 if reports else 0)
