@@ -230,3 +230,33 @@ def test_bad_tunnel_options_are_reported_in_the_error_column(site):
     wait_for(lambda: site.vsctl("get", "Interface", f"fvy{site.t}"[:15], "ofport")
              .stdout.strip() not in ("[]", "-1", ""), what="geneve port ofport")
     assert site.vsctl("get", "Interface", f"fvy{site.t}"[:15], "error").stdout.strip() == "[]"
+
+
+def test_remote_ip_flow_with_tun_src_and_tun_dst(site):
+    """remote_ip=flow: flows choose the outer destination with set_field:IP->tun_dst and
+    match received packets on tun_src/tun_dst; dump-flows shows them as OVS does."""
+    site.start()
+    site.underlay()
+    site.overlay("vxlan", {"remote_ip": "flow", "key": 5003})
+    site.peer_device("vxlan", 5003)
+    br = site.int
+    of = ["ovs-ofctl", "-O", "OpenFlow13"]
+    mgmt = f"unix:{site.tmp}/{br}.mgmt"
+    tport = f"t{site.t}"[:15]
+    peer, me = site.under
+    run([*of, "del-flows", mgmt])
+    run([*of, "add-flow", mgmt,
+         f"in_port=LOCAL,actions=set_field:{peer}->tun_dst,output:{tport}"])
+    run([*of, "add-flow", mgmt,
+         f"in_port={tport},tun_src={peer},tun_dst={me},actions=LOCAL"])
+    wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=15,
+             what=f"ping over remote_ip=flow\n{site.logtext()}")
+    site.ns(site.peer, f"ping -c 2 -i 0.2 -W 2 {site.over[1]}")
+    dump = run([*of, "dump-flows", mgmt, "--no-stats"]).stdout
+    assert f"tun_src={peer},tun_dst={me},in_port={tport}" in dump or \
+        f"tun_src={peer},tun_dst={me},in_port=1" in dump, dump
+    assert f"set_field:{peer}->tun_dst" in dump, dump
+    # A flow for another outer source does not take the peer's packets.
+    run([*of, "del-flows", mgmt, f"in_port={tport}"])
+    run([*of, "add-flow", mgmt, f"in_port={tport},tun_src=10.255.0.1,actions=LOCAL"])
+    assert not ping_ok(site, site.sw, site.over[0])

@@ -64,6 +64,8 @@ pub fn recirc_key(
     k.pkt_mark = first.pkt_mark;
     k.dp_hash = first.dp_hash;
     k.tunnel_id = first.tunnel_id;
+    k.tun_src = first.tun_src;
+    k.tun_dst = first.tun_dst;
     if let Some(r) = res {
         k.ct_state = r.state as u8;
         k.ct_zone = r.zone;

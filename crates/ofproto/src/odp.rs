@@ -71,9 +71,13 @@ pub enum DpAction {
         tci: u16,
         mask: u16,
     },
+    /// Inserts a label stack entry after at most `tags` VLAN tags (the ones the flow
+    /// parsed: behind a tag beyond `vlan-limit` the label goes in front of it, its TPID
+    /// becoming the MPLS EtherType, as OVS's datapath does).
     PushMpls {
         ethertype: u16,
         lse: u32,
+        tags: u8,
     },
     PopMpls(u16),
     /// Sets the top label stack entry's bits under `mask`.
@@ -116,6 +120,10 @@ pub enum DpAction {
     SetNdSll([u8; 6]),
     SetNdTll([u8; 6]),
     SetTunnelId(u64),
+    /// Sets the outer IPv4 source / destination a tunnel port with `remote_ip=flow` (or
+    /// `local_ip=flow`) sends with.
+    SetTunnelSrc([u8; 4]),
+    SetTunnelDst([u8; 4]),
     /// Send the packet through the connection tracker (boxed: rare, and large).
     Ct(Box<crate::odp_ct::CtAction>),
     /// Re-inject the packet into the pipeline under this recirculation id, with the
@@ -139,6 +147,8 @@ impl DpAction {
                 | DpAction::Meter(_)
                 | DpAction::SetQueue(_)
                 | DpAction::SetTunnelId(_)
+                | DpAction::SetTunnelSrc(_)
+                | DpAction::SetTunnelDst(_)
                 | DpAction::Ct(_)
                 | DpAction::Recirc(_)
                 | DpAction::Sample(_)
@@ -162,8 +172,13 @@ fn wr16(b: &mut [u8], at: usize, v: u16) -> bool {
 
 /// Offset of the last EtherType field (after VLAN tags), or None for a runt.
 fn ethertype_at(d: &[u8]) -> Option<usize> {
+    ethertype_after(d, 2)
+}
+
+/// Offset of the EtherType field after at most `tags` VLAN tags, or None for a runt.
+fn ethertype_after(d: &[u8], tags: u8) -> Option<usize> {
     let mut at = 12;
-    for _ in 0..2 {
+    for _ in 0..tags.min(2) {
         match rd16(d, at)? {
             flow::ETH_TYPE_VLAN | flow::ETH_TYPE_VLAN_8021AD => at += 4,
             _ => break,
@@ -249,8 +264,12 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
             }
             false
         }
-        DpAction::PushMpls { ethertype, lse } => {
-            let Some(et) = ethertype_at(pkt.data()) else {
+        DpAction::PushMpls {
+            ethertype,
+            lse,
+            tags,
+        } => {
+            let Some(et) = ethertype_after(pkt.data(), *tags) else {
                 return false;
             };
             if let Some(l) = pkt.insert_at(et + 2, 4) {
@@ -485,6 +504,8 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::Meter(_)
         | DpAction::SetQueue(_)
         | DpAction::SetTunnelId(_)
+        | DpAction::SetTunnelSrc(_)
+        | DpAction::SetTunnelDst(_)
         | DpAction::Ct(_)
         | DpAction::Recirc(_)
         | DpAction::Sample(_) => false,
@@ -872,7 +893,7 @@ impl std::fmt::Display for DpAction {
             DpAction::SetVlanTci { tci, mask } => {
                 write!(f, "set(vlan(tci={tci:#06x}/{mask:#06x}))")
             }
-            DpAction::PushMpls { ethertype, lse } => write!(
+            DpAction::PushMpls { ethertype, lse, .. } => write!(
                 f,
                 "push_mpls(label={},tc={},ttl={},bos={},eth_type={ethertype:#06x})",
                 lse >> 12,
@@ -908,6 +929,8 @@ impl std::fmt::Display for DpAction {
             DpAction::SetNdSll(m) => write!(f, "set(nd(sll={}))", mac(m)),
             DpAction::SetNdTll(m) => write!(f, "set(nd(tll={}))", mac(m)),
             DpAction::SetTunnelId(t) => write!(f, "set(tunnel(tun_id={t:#x}))"),
+            DpAction::SetTunnelSrc(a) => write!(f, "set(tunnel(src={}))", Ipv4Addr::from(*a)),
+            DpAction::SetTunnelDst(a) => write!(f, "set(tunnel(dst={}))", Ipv4Addr::from(*a)),
             DpAction::Ct(c) => write!(f, "{c}"),
             DpAction::Recirc(id) => write!(f, "recirc({id:#x})"),
             DpAction::Sample(s) => write!(

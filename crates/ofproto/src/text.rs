@@ -26,7 +26,7 @@ fn applies(f: Field, k: &FlowKey) -> bool {
     let p = k.nw_proto;
     match f {
         Field::InPort | Field::Metadata | Field::EthDst | Field::EthSrc | Field::EthType => true,
-        Field::TunnelId | Field::PktMark => true,
+        Field::TunnelId | Field::TunSrc | Field::TunDst | Field::PktMark => true,
         Field::RecircId | Field::DpHash => true,
         Field::CtState | Field::CtZone | Field::CtMark | Field::CtLabel => true,
         Field::CtNwSrc | Field::CtNwDst => ip4,

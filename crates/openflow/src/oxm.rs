@@ -47,7 +47,7 @@ pub const OFPXMC_NXM_1: u16 = 0x0001;
 pub const OFPXMC_PACKET_REGS: u16 = 0x8001;
 
 /// Number of [`Field`]s.
-pub const N_FIELDS: usize = 85;
+pub const N_FIELDS: usize = 87;
 
 /// `vlan_vid` bit meaning "a VLAN tag is present".
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -276,6 +276,10 @@ pub enum Field {
     CtTpSrc,
     /// Original-direction transport destination port (maskable).
     CtTpDst,
+    /// Outer IPv4 source of a tunnelled packet (maskable; `NXM_NX_TUN_IPV4_SRC`).
+    TunSrc,
+    /// Outer IPv4 destination of a tunnelled packet (maskable; `NXM_NX_TUN_IPV4_DST`).
+    TunDst,
 }
 
 /// `ct_state` bits, lowest first, with their ovs-ofctl names.
@@ -488,6 +492,8 @@ static FIELDS: [FieldInfo; N_FIELDS] = [
     fi!(CtNwProto, "ct_nw_proto", [], NX, 119, 8, false, Prereq::Ct(IP), Decimal),
     fi!(CtTpSrc, "ct_tp_src", [], NX, 124, 16, true, Prereq::Ct(IP), Decimal),
     fi!(CtTpDst, "ct_tp_dst", [], NX, 125, 16, true, Prereq::Ct(IP), Decimal),
+    fi!(TunSrc, "tun_src", [], NX, 31, 32, true, Prereq::None, Ipv4),
+    fi!(TunDst, "tun_dst", [], NX, 32, 32, true, Prereq::None, Ipv4),
 ];
 
 impl Field {
@@ -578,6 +584,8 @@ impl Field {
         Field::CtNwProto,
         Field::CtTpSrc,
         Field::CtTpDst,
+        Field::TunSrc,
+        Field::TunDst,
     ];
 
     /// Static facts about this field.

@@ -17,9 +17,9 @@
 //! | stage    | words   | fields                                                         |
 //! |----------|---------|----------------------------------------------------------------|
 //! | metadata | 0..12   | `in_port`, `recirc_id`, `pkt_mark`, `dp_hash`, `metadata`, `tunnel_id`, `regs` |
-//! | L2       | 12..18  | MACs, VLAN TPIDs and TCIs, `dl_type`, MPLS LSEs, PBB I-SID      |
+//! | L2       | 12..18  | MACs, VLAN TPIDs and TCIs, `dl_type`, MPLS LSEs, PBB I-SID, `tun_src` |
 //! | L3       | 18..25  | IPv4 and IPv6 addresses, flow label, proto, TOS, TTL, frag, ext |
-//! | L4       | 25..30  | ports / ICMP, TCP flags, ND target, ARP/ND hardware addresses  |
+//! | L4       | 25..30  | ports / ICMP, TCP flags, ND target, ARP/ND hardware addresses, `tun_dst` |
 //! | ct       | 30..38  | `ct_state`, `ct_zone`, `ct_mark`, `ct_label`, the original tuple |
 //!
 //! The connection-tracking block comes last on purpose. Only the datapath's `ct` action
@@ -55,6 +55,10 @@
 //!   Solicitation/Advertisement put the target in `nd_target` and the source/target
 //!   link-layer address options in `arp_sha`/`arp_tha` (the fields ARP uses, since a packet
 //!   is never both).
+//! * `tun_src`/`tun_dst` are the outer IPv4 addresses of a packet a tunnel port received
+//!   (the OpenFlow module sets them from the packet's tunnel metadata; the extractor never
+//!   does). They sit in what were spare words of the L2 and L4 stages, so the key did not
+//!   grow and bridges without tunnels pay nothing for them.
 //! * `nw_tos` is the whole IPv4 TOS / IPv6 traffic class byte: DSCP in the top six bits, ECN
 //!   in the bottom two.
 //! * `nw_frag` is [`NW_FRAG_ANY`] for any fragment (IPv4 MF or non-zero offset; IPv6 any
@@ -227,8 +231,9 @@ pub struct FlowKey {
     pub mpls_lse: [u32; 4],
     /// PBB I-SID (24 bits) of an 802.1ah frame (`dl_type` 0x88e7).
     pub pbb_isid: u32,
-    /// Always zero.
-    pub pad_pbb: u32,
+    /// Outer IPv4 source of a tunnelled packet (`tun_src`); zero otherwise. Kept in the L2
+    /// stage's spare word so the key keeps its size.
+    pub tun_src: [u8; 4],
 
     // ---- stage 2: L3 (words 18..25) ----
     /// IPv4 source, or ARP sender protocol address.
@@ -269,8 +274,9 @@ pub struct FlowKey {
     pub arp_sha: [u8; 6],
     /// ARP target hardware address, or ND target link-layer address option.
     pub arp_tha: [u8; 6],
-    /// Always zero.
-    pub pad_tail: [u8; 4],
+    /// Outer IPv4 destination of a tunnelled packet (`tun_dst`); zero otherwise. Kept in the
+    /// L4 stage's spare word so the key keeps its size.
+    pub tun_dst: [u8; 4],
 
     // ---- stage 4: connection tracking (words 30..38) ----
     /// Connection tracking state bits (`CS_*`), set by the datapath's `ct` action.
@@ -372,7 +378,7 @@ impl FlowKey {
         pad_l2: 0,
         mpls_lse: [0; 4],
         pbb_isid: 0,
-        pad_pbb: 0,
+        tun_src: [0; 4],
         nw_src: [0; 4],
         nw_dst: [0; 4],
         ipv6_src: [0; 16],
@@ -391,7 +397,7 @@ impl FlowKey {
         nd_target: [0; 16],
         arp_sha: [0; 6],
         arp_tha: [0; 6],
-        pad_tail: [0; 4],
+        tun_dst: [0; 4],
         ct_state: 0,
         ct_nw_proto: 0,
         ct_zone: 0,
@@ -425,7 +431,7 @@ impl FlowKey {
             pad_l2,
             mpls_lse,
             pbb_isid,
-            pad_pbb,
+            tun_src,
             nw_src,
             nw_dst,
             ipv6_src,
@@ -444,7 +450,7 @@ impl FlowKey {
             nd_target,
             arp_sha,
             arp_tha,
-            pad_tail,
+            tun_dst,
             ct_state,
             ct_nw_proto,
             ct_zone,
@@ -482,7 +488,7 @@ impl FlowKey {
             put(&mut b, o!(mpls_lse) + 4 * i, lse.to_ne_bytes());
         }
         put(&mut b, o!(pbb_isid), pbb_isid.to_ne_bytes());
-        put(&mut b, o!(pad_pbb), pad_pbb.to_ne_bytes());
+        put(&mut b, o!(tun_src), tun_src);
         put(&mut b, o!(nw_src), nw_src);
         put(&mut b, o!(nw_dst), nw_dst);
         put(&mut b, o!(ipv6_src), ipv6_src);
@@ -501,7 +507,7 @@ impl FlowKey {
         put(&mut b, o!(nd_target), nd_target);
         put(&mut b, o!(arp_sha), arp_sha);
         put(&mut b, o!(arp_tha), arp_tha);
-        put(&mut b, o!(pad_tail), pad_tail);
+        put(&mut b, o!(tun_dst), tun_dst);
         put(&mut b, o!(ct_state), [ct_state]);
         put(&mut b, o!(ct_nw_proto), [ct_nw_proto]);
         put(&mut b, o!(ct_zone), ct_zone.to_ne_bytes());
@@ -550,7 +556,7 @@ impl FlowKey {
             pad_l2,
             mpls_lse: [lse(0), lse(1), lse(2), lse(3)],
             pbb_isid: u32::from_ne_bytes(g!(pbb_isid)),
-            pad_pbb: u32::from_ne_bytes(g!(pad_pbb)),
+            tun_src: g!(tun_src),
             nw_src: g!(nw_src),
             nw_dst: g!(nw_dst),
             ipv6_src: g!(ipv6_src),
@@ -569,7 +575,7 @@ impl FlowKey {
             nd_target: g!(nd_target),
             arp_sha: g!(arp_sha),
             arp_tha: g!(arp_tha),
-            pad_tail: g!(pad_tail),
+            tun_dst: g!(tun_dst),
             ct_state,
             ct_nw_proto,
             ct_zone: u16::from_ne_bytes(g!(ct_zone)),
@@ -1108,6 +1114,12 @@ impl fmt::Display for FlowKey {
         if k.tunnel_id != 0 {
             write!(f, ",tun_id={:#x}", k.tunnel_id)?;
         }
+        if k.tun_src != [0; 4] {
+            write!(f, ",tun_src={}", std::net::Ipv4Addr::from(k.tun_src))?;
+        }
+        if k.tun_dst != [0; 4] {
+            write!(f, ",tun_dst={}", std::net::Ipv4Addr::from(k.tun_dst))?;
+        }
         if k.ct_state != 0 {
             write!(f, ",ct_state={:#x},ct_zone={}", k.ct_state, k.ct_zone)?;
             if k.ct_mark != 0 {
@@ -1273,7 +1285,7 @@ mod tests {
             (offset_of!(FlowKey, pad_l2), 119),
             (offset_of!(FlowKey, mpls_lse), 120),
             (offset_of!(FlowKey, pbb_isid), 136),
-            (offset_of!(FlowKey, pad_pbb), 140),
+            (offset_of!(FlowKey, tun_src), 140),
             (offset_of!(FlowKey, nw_src), 144),
             (offset_of!(FlowKey, nw_dst), 148),
             (offset_of!(FlowKey, ipv6_src), 152),
@@ -1292,7 +1304,7 @@ mod tests {
             (offset_of!(FlowKey, nd_target), 208),
             (offset_of!(FlowKey, arp_sha), 224),
             (offset_of!(FlowKey, arp_tha), 230),
-            (offset_of!(FlowKey, pad_tail), 236),
+            (offset_of!(FlowKey, tun_dst), 236),
             (offset_of!(FlowKey, ct_state), 240),
             (offset_of!(FlowKey, ct_nw_proto), 241),
             (offset_of!(FlowKey, ct_zone), 242),
@@ -1327,7 +1339,7 @@ mod tests {
             pad_l2: 0,
             mpls_lse: [0xaaaa_aaaa, 0xbbbb_bbbb, 0xcccc_cccc, 0xdddd_dddd],
             pbb_isid: 0x00ab_cdef,
-            pad_pbb: 0,
+            tun_src: [0; 4],
             nw_src: [10, 0, 0, 1],
             nw_dst: [10, 0, 0, 2],
             ipv6_src: [0x20; 16],
@@ -1346,7 +1358,7 @@ mod tests {
             nd_target: [0x40; 16],
             arp_sha: [0xa; 6],
             arp_tha: [0xb; 6],
-            pad_tail: [0; 4],
+            tun_dst: [0; 4],
             ct_state: 0x22,
             ct_nw_proto: 6,
             ct_zone: 9,

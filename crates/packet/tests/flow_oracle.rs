@@ -628,7 +628,8 @@ proptest! {
         prop_assert_eq!(k.pad_l2, 0);
         prop_assert_eq!(k.pad_l3, [0; 6]);
         prop_assert_eq!(k.pad_l4, 0);
-        prop_assert_eq!(k.pad_tail, [0; 4]);
+        prop_assert_eq!(k.tun_dst, [0; 4]);
+        prop_assert_eq!(k.tun_src, [0; 4]);
         prop_assert!(k.mpls_n <= 4);
         let _ = k.to_string();
         let _ = k.hash(1);

@@ -158,7 +158,11 @@ impl Exec {
                     a.is_rewrite()
                         || matches!(
                             a,
-                            DpAction::Meter(_) | DpAction::SetQueue(_) | DpAction::SetTunnelId(_)
+                            DpAction::Meter(_)
+                                | DpAction::SetQueue(_)
+                                | DpAction::SetTunnelId(_)
+                                | DpAction::SetTunnelSrc(_)
+                                | DpAction::SetTunnelDst(_)
                         )
                 })
             });
@@ -270,7 +274,12 @@ impl Exec {
                 }
                 DpAction::Sample(s) => self.sample(s, in_slot, &pkt),
                 DpAction::SetQueue(_) => {}
-                DpAction::SetTunnelId(id) => set_tunnel_id(&mut pkt, *id),
+                DpAction::SetTunnelId(id) => set_tunnel(&mut pkt, |m| {
+                    m.id = *id;
+                    m.flags |= 8;
+                }),
+                DpAction::SetTunnelSrc(a) => set_tunnel(&mut pkt, |m| m.src = *a),
+                DpAction::SetTunnelDst(a) => set_tunnel(&mut pkt, |m| m.dst = *a),
                 rewrite => odp::apply(&mut pkt, rewrite, &mut offs),
             }
         }
@@ -336,12 +345,11 @@ impl Exec {
     }
 }
 
-/// `set(tunnel(tun_id=..))`: the key a tunnel port with `key=flow` sends with, kept in the
-/// packet's tunnel metadata with the other tunnel fields it already has.
-fn set_tunnel_id(pkt: &mut Packet, id: u64) {
+/// `set(tunnel(..))`: what a tunnel port with `key=flow` or `remote_ip=flow` sends with,
+/// kept in the packet's tunnel metadata with the other tunnel fields it already has.
+fn set_tunnel(pkt: &mut Packet, f: impl FnOnce(&mut packet::TunMeta)) {
     let mut m = pkt.tun().unwrap_or_default();
-    m.id = id;
-    m.flags |= 8;
+    f(&mut m);
     // Fails only if the frame reaches into the metadata area (a packet with 160 bytes of
     // pushed headers): the key is then lost, as on a port without `key=flow`.
     let _ = pkt.set_tun(&m);

@@ -290,6 +290,8 @@ impl SwitchLogic for OpenFlow {
             // Packets a tunnel port received carry the outer header's fields.
             if let Some(t) = p.tun() {
                 k.tunnel_id = t.id;
+                k.tun_src = t.src;
+                k.tun_dst = t.dst;
             }
         }
         let total = batch.len().min(self.keys.len());

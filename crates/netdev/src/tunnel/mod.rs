@@ -16,11 +16,13 @@
 //!   outer headers popped; key, outer addresses, TOS, TTL and flags kept as the packet's
 //!   [`packet::TunMeta`]) and queued to that tunnel port, which the poll thread then receives
 //!   like any port: the tunnel port is the packet's `in_port` and the OpenFlow module puts
-//!   the key in the flow key (`tun_id`). ARP packets seen there teach the neighbour cache.
+//!   the key and outer addresses in the flow key (`tun_id`, `tun_src`, `tun_dst`). ARP
+//!   packets seen there teach the neighbour cache.
 //! * **Send.** Packets the bridge sends to the tunnel port get the outer headers of the
 //!   tunnel's resolved next hop ([`wire::Template`]: MACs from the neighbour cache, addresses,
 //!   UDP source port from the inner flow's hash, key from the configuration or, with
-//!   `key=flow`, from the packet's metadata as the pipeline set it) and are queued to the
+//!   `key=flow`, from the packet's metadata as the pipeline set it; with `remote_ip=flow`
+//!   the remote is the `tun_dst` the pipeline set) and are queued to the
 //!   underlay's internal port, which hands them to its bridge as if the host had sent them,
 //!   so the underlay bridge's flows (`NORMAL` by default) carry them out.
 //! * **Resolution** runs off the poll threads ([`table`]): route to the remote address from

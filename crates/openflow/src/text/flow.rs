@@ -477,7 +477,7 @@ const PRE_SHORTHAND: [Field; 14] = [
 ];
 
 /// Order and names in which the other fields are printed (see the module documentation).
-const FORMAT_ORDER: [Field; 59] = [
+const FORMAT_ORDER: [Field; 61] = [
     Field::Reg0,
     Field::Reg1,
     Field::Reg2,
@@ -495,6 +495,8 @@ const FORMAT_ORDER: [Field; 59] = [
     Field::Reg14,
     Field::Reg15,
     Field::TunnelId,
+    Field::TunSrc,
+    Field::TunDst,
     Field::Metadata,
     Field::InPort,
     Field::InPhyPort,

@@ -329,7 +329,10 @@ fn decode_packet_in2(rd: &mut Rd<'_>) -> Result<PacketIn2, DecodeError> {
             _ => return Err(DecodeError::BadPropertyLen),
         }
     }
-    p.total_len = full_len.unwrap_or(p.data.len() as u32);
+    // A full length below the bytes carried means nothing (and would not survive a
+    // re-encoding, which leaves the property out then): the packet is at least what came.
+    let carried = u32::try_from(p.data.len()).unwrap_or(u32::MAX);
+    p.total_len = full_len.map_or(carried, |f| f.max(carried));
     Ok(p)
 }
 

@@ -200,7 +200,7 @@ fn header_name(class: u16, num: u8) -> Option<String> {
         "ARP_SPA",
         "ARP_TPA",
     ];
-    const NXM1_NAMES: [(u8, &str); 29] = [
+    const NXM1_NAMES: [(u8, &str); 31] = [
         (16, "TUN_ID"),
         (17, "ARP_SHA"),
         (18, "ARP_THA"),
@@ -215,6 +215,8 @@ fn header_name(class: u16, num: u8) -> Option<String> {
         (27, "IPV6_LABEL"),
         (28, "IP_ECN"),
         (29, "IP_TTL"),
+        (31, "TUN_IPV4_SRC"),
+        (32, "TUN_IPV4_DST"),
         (33, "PKT_MARK"),
         (34, "TCP_FLAGS"),
         (35, "DP_HASH"),

@@ -80,9 +80,12 @@ pub(super) fn decode_set_field_tlv(a: &mut Rd<'_>) -> Result<Action, DecodeError
     match entries.as_slice() {
         // A mask of all ones is no mask: the field is written whole, as an unmasked
         // set-field (which is also how this encoder writes it back over OpenFlow 1.5).
+        // Value bits outside the mask are never written, so they are dropped here (a
+        // masked set-field goes back out as a `reg_load` before 1.5, which has no room
+        // for them).
         [e] => Ok(Action::SetField {
             field: e.field,
-            value: e.value,
+            value: e.mask.map_or(e.value, |m| e.value & m),
             mask: e.mask.filter(|m| *m != e.field.max()),
         }),
         _ => Err(DecodeError::BadActionArgument),
