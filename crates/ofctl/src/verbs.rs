@@ -576,7 +576,7 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
     }
     let mut out = format!("Flow: {key}\n\nbridge\n------\n");
     for l in lines {
-        out.push_str(&format!(" {l}\n"));
+        out.push_str(&format!("{l}\n"));
     }
     out.push_str(&format!(
         "\nFinal flow: {final_flow}\nMegaflow: {mega}\nDatapath actions: {dp}\n"
@@ -605,7 +605,7 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
         let x = ofproto::xlate(&m.of(), &k, None, Some(&mut lines));
         out.push_str(&format!("Flow: {k}\n\nbridge\n------\n"));
         for l in lines {
-            out.push_str(&format!(" {l}\n"));
+            out.push_str(&format!("{l}\n"));
         }
         let acts: Vec<String> = x.actions.iter().map(|a| a.to_string()).collect();
         let dp = if acts.is_empty() {

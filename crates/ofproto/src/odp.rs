@@ -71,9 +71,13 @@ pub enum DpAction {
         tci: u16,
         mask: u16,
     },
+    /// Inserts a label stack entry after at most `tags` VLAN tags (the ones the flow
+    /// parsed: behind a tag beyond `vlan-limit` the label goes in front of it, its TPID
+    /// becoming the MPLS EtherType, as OVS's datapath does).
     PushMpls {
         ethertype: u16,
         lse: u32,
+        tags: u8,
     },
     PopMpls(u16),
     /// Sets the top label stack entry's bits under `mask`.
@@ -164,8 +168,13 @@ fn wr16(b: &mut [u8], at: usize, v: u16) -> bool {
 
 /// Offset of the last EtherType field (after VLAN tags), or None for a runt.
 fn ethertype_at(d: &[u8]) -> Option<usize> {
+    ethertype_after(d, 2)
+}
+
+/// Offset of the EtherType field after at most `tags` VLAN tags, or None for a runt.
+fn ethertype_after(d: &[u8], tags: u8) -> Option<usize> {
     let mut at = 12;
-    for _ in 0..2 {
+    for _ in 0..tags.min(2) {
         match rd16(d, at)? {
             flow::ETH_TYPE_VLAN | flow::ETH_TYPE_VLAN_8021AD => at += 4,
             _ => break,
@@ -251,8 +260,12 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
             }
             false
         }
-        DpAction::PushMpls { ethertype, lse } => {
-            let Some(et) = ethertype_at(pkt.data()) else {
+        DpAction::PushMpls {
+            ethertype,
+            lse,
+            tags,
+        } => {
+            let Some(et) = ethertype_after(pkt.data(), *tags) else {
                 return false;
             };
             if let Some(l) = pkt.insert_at(et + 2, 4) {
@@ -875,7 +888,7 @@ impl std::fmt::Display for DpAction {
             DpAction::SetVlanTci { tci, mask } => {
                 write!(f, "set(vlan(tci={tci:#06x}/{mask:#06x}))")
             }
-            DpAction::PushMpls { ethertype, lse } => write!(
+            DpAction::PushMpls { ethertype, lse, .. } => write!(
                 f,
                 "push_mpls(label={},tc={},ttl={},bos={},eth_type={ethertype:#06x})",
                 lse >> 12,

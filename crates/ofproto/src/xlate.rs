@@ -107,6 +107,15 @@ impl Ctx<'_> {
         }
     }
 
+    /// A table's line, placed as `ofproto/trace` places it: nested lookups (whose actions
+    /// are indented twice as deep as their level) are four columns in per level.
+    fn note_table(&mut self, s: impl FnOnce() -> String) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            let pad = " ".repeat(self.indent / 2);
+            t.push(format!("{pad}{}", s()));
+        }
+    }
+
     /// The pipeline fields a packet-in sent now reports. The registers were zero when the
     /// packet came in, so their values follow from the matched flow; `metadata` likewise.
     fn pipeline_meta(&self) -> Box<crate::odp::PipelineMeta> {
@@ -220,23 +229,30 @@ impl Ctx<'_> {
             }
             OFPP_LOCAL => {
                 if self.in_port == OFPP_LOCAL {
-                    self.note(|| "skipping output to input port".into());
+                    self.note(|| " >> skipping output to input port".into());
                 } else {
                     self.out.push(DpAction::Output(OFPP_LOCAL));
                 }
             }
             p if p == self.in_port => {
-                self.note(|| "skipping output to input port".into());
+                self.note(|| " >> skipping output to input port".into());
             }
             p if self.of.ports().get(&p).is_some_and(|x| x.admin_down) => {
-                self.note(|| format!("skipping output to port {p}: administratively down"));
+                self.note(|| format!(" >> skipping output to port {p}: administratively down"));
             }
             p => self.out.push(DpAction::Output(p)),
         }
     }
 
     fn ttl_expired(&mut self) {
-        self.note(|| "TTL expired: this table's remaining actions are skipped".into());
+        let v = if self.flow.dl_type == flow::ETH_TYPE_IPV6 {
+            "IPv6"
+        } else if self.is_mpls() {
+            "MPLS"
+        } else {
+            "IPv4"
+        };
+        self.note(|| format!(" >> {v} decrement TTL exception"));
         self.ttl_stop = true;
         if self.of.invalid_ttl_to_controller {
             let meta = self.pipeline_meta();
@@ -620,16 +636,20 @@ impl Ctx<'_> {
         let saved_set = std::mem::take(&mut self.action_set);
         // A bucket works on a copy of the register stack, as OVS's do.
         let saved_stack = self.stack.clone();
-        self.indent += 4;
         self.note(|| format!("bucket {idx}"));
+        self.indent += 8;
         self.depth += 1;
         // A bucket is an action set, run as OVS runs one (see `actset`).
-        for a in &actset::as_list(actions) {
+        let list = actset::as_list(actions);
+        if list.is_empty() {
+            self.note(|| "drop".into());
+        }
+        for a in &list {
             self.note(|| crate::text::action_text(a));
             self.action(a);
         }
         self.depth -= 1;
-        self.indent -= 4;
+        self.indent -= 8;
         let sub = std::mem::replace(&mut self.out, saved_out);
         if !sub.is_empty() {
             self.out.push(DpAction::Clone(sub));
@@ -642,6 +662,12 @@ impl Ctx<'_> {
         self.stack = saved_stack;
     }
 
+    /// The one bucket a select or fast-failover group runs.
+    fn chosen_bucket(&mut self, g: u32, idx: usize, actions: &[Action]) {
+        self.note(|| format!(" -> using bucket {idx}"));
+        self.bucket(g, idx, actions);
+    }
+
     fn group(&mut self, g: u32) {
         if self.depth >= MAX_DEPTH {
             self.stopped = true;
@@ -652,7 +678,6 @@ impl Ctx<'_> {
             self.note(|| format!("group:{g}: no such group, dropped"));
             return;
         };
-        self.note(|| format!("group:{g} ({})", grp.kind.name()));
         match grp.kind {
             GroupType::All => {
                 for (i, b) in grp.buckets.iter().enumerate() {
@@ -677,8 +702,8 @@ impl Ctx<'_> {
                         .map(|i| slots[(first + i) & (n - 1)])
                         .find(|b| live[*b]);
                     match pick {
-                        Some(i) => self.bucket(g, i, &grp.buckets[i].actions),
-                        None => self.note(|| "no live bucket: dropped".into()),
+                        Some(i) => self.chosen_bucket(g, i, &grp.buckets[i].actions),
+                        None => self.note(|| " -> no live bucket".into()),
                     }
                     return;
                 }
@@ -686,14 +711,14 @@ impl Ctx<'_> {
                     self.unwild(*f);
                 }
                 match pick_weighted(&grp.buckets, &live, select_hash(&self.flow)) {
-                    Some(i) => self.bucket(g, i, &grp.buckets[i].actions),
-                    None => self.note(|| "no live bucket: dropped".into()),
+                    Some(i) => self.chosen_bucket(g, i, &grp.buckets[i].actions),
+                    None => self.note(|| " -> no live bucket".into()),
                 }
             }
             GroupType::FastFailover => {
                 match grp.buckets.iter().position(|b| of.bucket_live(b, 0)) {
-                    Some(i) => self.bucket(g, i, &grp.buckets[i].actions),
-                    None => self.note(|| "no live bucket: dropped".into()),
+                    Some(i) => self.chosen_bucket(g, i, &grp.buckets[i].actions),
+                    None => self.note(|| " -> no live bucket".into()),
                 }
             }
         }
@@ -702,6 +727,22 @@ impl Ctx<'_> {
     fn write_actions(&mut self, acts: &[Action]) {
         // Kept as written; `actset::as_list` decides what runs at the end.
         self.action_set.extend_from_slice(acts);
+    }
+
+    /// `-> action set is: ...` in the trace, what the set would run now, as OVS notes it.
+    fn note_action_set(&mut self, verb: &str) {
+        if self.trace.is_none() {
+            return;
+        }
+        let list = actset::as_list(&self.action_set);
+        let text: Vec<String> = list.iter().map(crate::text::action_text).collect();
+        self.note(|| {
+            if text.is_empty() {
+                format!(" -> action set {verb} empty")
+            } else {
+                format!(" -> action set {verb}: {}", text.join(","))
+            }
+        });
     }
 
     fn run_action_set(&mut self) {
@@ -719,11 +760,14 @@ impl Ctx<'_> {
             self.ttl_stop = false;
         }
         let set = std::mem::take(&mut self.action_set);
-        self.note(|| "action set:".into());
+        let saved = std::mem::replace(&mut self.indent, 0);
+        self.note(|| "--. Executing action set:".into());
+        self.indent = 4;
         for a in &actset::as_list(&set) {
-            self.note(|| format!("    {}", crate::text::action_text(a)));
+            self.note(|| crate::text::action_text(a));
             self.action(a);
         }
+        self.indent = saved;
     }
 
     /// Looks `table` up as OVS does with its default fragment handling ("normal"): a
@@ -760,7 +804,7 @@ impl Ctx<'_> {
             let rule = self.lookup(table);
             match rule {
                 None => {
-                    self.note(|| format!("{tid:>2}. No match."));
+                    self.note_table(|| format!("{tid:>2}. No match."));
                     match table.miss {
                         TableMiss::Drop => {
                             self.note(|| "    drop".into());
@@ -789,14 +833,18 @@ impl Ctx<'_> {
                 Some(r) => {
                     self.cookie = r.cookie;
                     let (prio, cookie) = (r.priority, r.cookie);
-                    self.note(|| {
+                    self.note_table(|| {
+                        // As OVS: the match when there is one, the cookie when not zero.
                         let text = crate::text::match_text(&r.match_);
-                        let m = if text.is_empty() {
-                            "*".to_string()
+                        let mut line = if text.is_empty() {
+                            format!("{tid:>2}. priority {prio}")
                         } else {
-                            text
+                            format!("{tid:>2}. {text}, priority {prio}")
                         };
-                        format!("{tid:>2}. {m}, priority {prio}, cookie {cookie:#x}")
+                        if cookie != 0 {
+                            line.push_str(&format!(", cookie {cookie:#x}"));
+                        }
+                        line
                     });
                     self.rules.push(Arc::clone(&r));
                     let mut next = None;
@@ -824,6 +872,7 @@ impl Ctx<'_> {
                             }
                             Instruction::ClearActions => {
                                 self.note(|| "clear_actions".into());
+                                self.note_action_set("was");
                                 self.action_set.clear();
                             }
                             Instruction::WriteActions(acts) => {
@@ -833,6 +882,7 @@ impl Ctx<'_> {
                                     format!("write_actions({})", v.join(","))
                                 });
                                 self.write_actions(acts);
+                                self.note_action_set("is");
                             }
                             Instruction::WriteMetadata { value, mask } => {
                                 self.note(|| format!("write_metadata:{value:#x}/{mask:#x}"));

@@ -137,6 +137,7 @@ fn vlan_and_mpls_push_pop_round_trip() {
         &[DpAction::PushMpls {
             ethertype: 0x8847,
             lse,
+            tags: 1,
         }],
     );
     let k = extract(&mpls, 0);
@@ -284,6 +285,7 @@ fn rewrites_on_missing_headers_change_nothing() {
                 DpAction::PushMpls {
                     ethertype: 0x8847,
                     lse: 1,
+                    tags: 2,
                 },
                 DpAction::SetIpv4Src([1, 2, 3, 4]),
                 DpAction::PopPbb,

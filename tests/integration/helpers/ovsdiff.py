@@ -35,7 +35,7 @@ PORTS = [1, 2, 3, 4]
 # What a session compared: rule sets both switches took (and refused), packets, packets that
 # left on at least one port, frames sent in all.
 STATS = {"rule_sets": 0, "refused": 0, "packets": 0, "forwarded": 0, "frames": 0,
-         "known": 0, "errors": 0, "refusals": []}
+         "known": 0, "errors": 0, "ovs_cache": 0, "refusals": [], "ovs_cache_cases": []}
 
 
 def later_fragment_l4_quirk(a, b):
@@ -49,9 +49,16 @@ def later_fragment_l4_quirk(a, b):
     at = 12
     while a[at:at + 2] in (b"\x81\x00", b"\x88\xa8"):
         at += 4
-    if a[at:at + 2] != b"\x08\x00":
-        return False
     ip = at + 2
+    if a[at:at + 2] in (b"\x88\x47", b"\x88\x48"):
+        # Under MPLS labels: IPv4 after the bottom of stack.
+        while ip + 4 <= len(a) and not a[ip + 2] & 1:
+            ip += 4
+        ip += 4
+        if ip >= len(a) or a[ip] >> 4 != 4:
+            return False
+    elif a[at:at + 2] != b"\x08\x00":
+        return False
     frag_off = int.from_bytes(a[ip + 6:ip + 8], "big") & 0x1FFF
     proto = a[ip + 9]
     if frag_off == 0 or proto not in (6, 17):
@@ -296,9 +303,9 @@ GROUPS = [
     "group_id=7,type=all,bucket=output:2,mod_dl_src:02:00:00:00:00:0b,output:3,"
     "bucket=push_vlan:0x8100,set_field:4116->vlan_vid,output:4,bucket=mod_dl_dst:02:00:00:00:00:0c",
 ]
-# OVS 3.1 aborts (an assertion in recirc_alloc_id__) when a select group recirculates while
-# the action set is larger than the actions left to run: a rule set either writes action
-# sets or uses select groups, never both.
+# OVS 3.1 aborts (an assertion in recirc_alloc_id__) when a select group, or a lookup after
+# an MPLS pop, recirculates while the action set is larger than the actions left to run: a
+# rule set either writes action sets or uses select groups and MPLS pops, never both.
 SELECT_GROUPS = (4, 5, 6)
 # MPLS rules and packets in the mix (`--no-mpls` leaves them out).
 MPLS = True
@@ -480,10 +487,12 @@ def rand_set(rng, kind, depth):
     return acts
 
 
-def mpls_rule(ext, t, n_tables):
+def mpls_rule(ext, t, n_tables, prio):
     """A rule for MPLS packets: label, TC and TTL writes, another label pushed, the label
-    popped (to IPv4; nothing but outputs and table changes after it)."""
-    m = [f"table={t}", f"priority={ext.randint(1, 100)}", "mpls"]
+    popped (to IPv4; nothing but outputs and table changes after it). Its priority is
+    the caller's, above the other rules' and unique in the table: which of two
+    overlapping rules of one priority matches is each switch's own business."""
+    m = [f"table={t}", f"priority={prio}", "mpls"]
     if ext.random() < 0.5:
         m.append(f"mpls_label={ext.choice([16, 100])}")
     if ext.random() < 0.3:
@@ -545,9 +554,11 @@ def rule_set(rng, ext):
             match, kind = rand_match(rng, t)
             m = ",".join([f"table={t}", f"priority={rng.randint(1, 100)}"] + match)
             rules.append(f"{m},actions={','.join(rand_actions(rng, t, n_tables, kind, ext, sets))}")
-        if MPLS:
-            for _ in range(ext.choice([0, 1, 2])):
-                rules.append(mpls_rule(ext, t, n_tables))
+        # Not with action sets: OVS aborts when the recirculation after an MPLS pop
+        # freezes a larger action set (see SELECT_GROUPS).
+        if MPLS and not sets:
+            for prio in ext.sample(range(101, 200), ext.choice([0, 1, 2])):
+                rules.append(mpls_rule(ext, t, n_tables, prio))
         rules.append(f"table={t},priority=0,actions="
                      + ",".join(rand_actions(rng, t, n_tables, "any", ext, sets)))
     return rules
@@ -628,6 +639,18 @@ def settled_outputs(switches, quiet=0.05, least=0.08, most=1.0):
         time.sleep(0.01)
 
 
+def ovs_cache_disagrees(client, ovs, port, frame, got):
+    """After a wire mismatch: what OVS's own translation of the packet sends (a packet-out
+    to TABLE, no cache), compared with what its datapath sent and what ferrovs sent. True
+    when ferrovs agrees with OVS's translation and OVS's datapath does not."""
+    outputs(ovs)  # nothing should be pending; skip it if it is
+    err = client.packet_out(port, frame)
+    direct = outputs(ovs)
+    if err:
+        return False
+    return same_output(direct, got[1]) and not same_output(direct, got[0])
+
+
 def compare(seed, n_packets, switches, work, log=print, inject="packet-out"):
     """One rule set, n_packets packets; returns a list of mismatch reports."""
     rng = random.Random(seed)
@@ -671,6 +694,16 @@ def compare(seed, n_packets, switches, work, log=print, inject="packet-out"):
             STATS["forwarded"] += any(sent.values())
             STATS["frames"] += sum(len(v) for v in sent.values())
             STATS["errors"] += "error" in got[0]
+            if (not same_output(got[0], got[1]) and inject == "wire"
+                    and ovs_cache_disagrees(clients[0], switches[0], port, frame, got)):
+                # OVS's datapath cache sent what OVS's own translation of this packet
+                # does not: an OVS megaflow fault (seen: a megaflow that matches only the
+                # label but rewrites the whole MPLS label stack entry, and one that
+                # outlived its rules' decision). ferrovs agreeing with OVS's translation
+                # is not a mismatch; the case is counted and listed.
+                STATS["ovs_cache"] += 1
+                STATS["ovs_cache_cases"].append(f"seed {seed} packet {i}")
+                continue
             if not same_output(got[0], got[1]):
                 def show(o):
                     return "; ".join(f"port {p}: {[f.hex() for f in fs]}"
@@ -732,7 +765,10 @@ if __name__ == "__main__":
     for r in reports:
         print(r, "\n")
     print(f"{n} rule sets x {a.packets} packets: {len(reports)} mismatches; "
-          f"{ {k: v for k, v in STATS.items() if k != 'refusals'} }")
+          f"{ {k: v for k, v in STATS.items() if k not in ('refusals', 'ovs_cache_cases')} }")
     for r in STATS["refusals"][:5]:
         print("refused:", r)
+    for c in STATS["ovs_cache_cases"]:
+        print("OVS's datapath disagreed with its own translation (ferrovs agreed with the "
+              "translation):", c)
     sys.exit(1 if reports else 0)

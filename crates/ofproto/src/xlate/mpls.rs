@@ -75,7 +75,19 @@ impl Ctx<'_> {
         *l = [lse, l[0], l[1], l[2]];
         self.flow.mpls_n = self.flow.mpls_n.saturating_add(1).min(4);
         self.flow.dl_type = ethertype;
-        self.out.push(DpAction::PushMpls { ethertype, lse });
+        // The label goes after the tags the flow holds: a tag hidden beyond vlan-limit
+        // (the EtherType still a VLAN TPID) ends up behind it.
+        let tags = self
+            .flow
+            .vlan_tci
+            .iter()
+            .take_while(|t| **t & flow::VLAN_PRESENT != 0)
+            .count() as u8;
+        self.out.push(DpAction::PushMpls {
+            ethertype,
+            lse,
+            tags,
+        });
     }
 
     pub(super) fn pop_mpls(&mut self, ethertype: u16) {
