@@ -120,6 +120,12 @@ impl Packet {
         }
     }
 
+    /// Whether the packet carries tunnel metadata.
+    #[inline(always)]
+    pub fn has_tun(&self) -> bool {
+        self.tun
+    }
+
     /// Sets the packet's tunnel metadata; `false` (nothing set) if the frame starts inside
     /// the metadata area.
     #[inline]

@@ -287,11 +287,16 @@ impl SwitchLogic for OpenFlow {
         // stalling on store-to-load forwarding.
         for (k, p) in self.keys.iter_mut().zip(batch.packets()) {
             flow::extract_into(k, p.data(), in_port);
-            // Packets a tunnel port received carry the outer header's fields.
-            if let Some(t) = p.tun() {
-                k.tunnel_id = t.id;
-                k.tun_src = t.src;
-                k.tun_dst = t.dst;
+        }
+        // A batch comes from one port, and only a tunnel port's packets carry tunnel
+        // metadata (it sets it on every one): one test per batch for every other port.
+        if batch.packets().first().is_some_and(|p| p.has_tun()) {
+            for (k, p) in self.keys.iter_mut().zip(batch.packets()) {
+                if let Some(t) = p.tun() {
+                    k.tunnel_id = t.id;
+                    k.tun_src = t.src;
+                    k.tun_dst = t.dst;
+                }
             }
         }
         let total = batch.len().min(self.keys.len());

@@ -31,7 +31,8 @@
 //!
 //! ## Invariants
 //! A bridge without tunnel ports pays nothing: the wrapper tests one flag per burst; the
-//! OpenFlow module tests one bit per packet. No allocation per packet anywhere here; queues
+//! OpenFlow module tests one flag per received batch (a batch comes from one port, and a
+//! tunnel port sets the metadata on every packet it receives). No allocation per packet anywhere here; queues
 //! are bounded (full: drop and count).
 //!
 //! ## Threads
