@@ -118,18 +118,24 @@ def test_vlan_pop_and_match_on_vlan(daemon, tmp_path):
 
 
 def test_select_group_spreads_flows_and_keeps_each_flow_on_one_bucket(daemon, tmp_path):
+    # OVS's select hash (symmetric L3/L4) covers TCP ports but not UDP ports: TCP flows that
+    # differ only in their source port spread over the buckets, UDP ones all take one.
     frames = [Ether(src=MAC1, dst=MAC2) / IP(src="10.0.0.1", dst="10.0.0.2") /
-              UDP(sport=2000 + (i % 64), dport=9) for i in range(256)]
+              TCP(sport=2000 + (i % 64), dport=9) for i in range(256)]
+    frames += [Ether(src=MAC1, dst=MAC2) / IP(src="10.0.0.1", dst="10.0.0.2") /
+               UDP(sport=2000 + i, dport=9) for i in range(64)]
     out = replay(daemon, tmp_path, "brs", frames, {"a": 2, "b": 3},
                  ["in_port=1,actions=group:1"],
                  groups=["group_id=1,type=select,bucket=output:2,bucket=output:3"])
-    a = {p[UDP].sport for p in out["a"]}
-    b = {p[UDP].sport for p in out["b"]}
-    assert len(out["a"]) + len(out["b"]) == 256
+    a = {p[TCP].sport for p in out["a"] if TCP in p}
+    b = {p[TCP].sport for p in out["b"] if TCP in p}
+    assert len(out["a"]) + len(out["b"]) == 256 + 64
     assert a and b, "both buckets are used"
     assert not (a & b), "a flow always takes the same bucket"
+    udp = [n for n in ("a", "b") if any(UDP in p for p in out[n])]
+    assert len(udp) == 1, "UDP ports are not hashed: every UDP flow takes one bucket"
     groups = daemon.json("dump-groups", "brs")
-    assert groups[0]["packet_count"] == 256
+    assert groups[0]["packet_count"] == 256 + 64
 
 
 def test_meter_drops_above_the_rate(daemon, tmp_path):
