@@ -35,25 +35,34 @@ const FLOW_COMMANDS: [FlowModCommand; 5] = [
 fn canonical(mut fm: FlowMod, version: u8) -> FlowMod {
     for i in &mut fm.instructions {
         if let Instruction::ApplyActions(acts) | Instruction::WriteActions(acts) = i {
-            for a in acts.iter_mut() {
-                if let Action::SetField { field, mask, .. } = a {
-                    let whole = Some(Field::max(*field));
-                    if version >= wire::OFP15 && *mask == whole {
-                        *mask = None;
-                    }
-                }
-                if let Action::SetField {
-                    field: Field::NwTtl,
-                    value,
-                    mask: None,
-                } = *a
-                {
-                    *a = Action::SetNwTtl(value as u8);
-                }
-            }
+            fold_aliases(acts, version);
         }
     }
     fm
+}
+
+/// [`canonical`]'s folding for one action list, nested `clone` lists included (they are
+/// the message version's own actions).
+fn fold_aliases(acts: &mut [Action], version: u8) {
+    for a in acts.iter_mut() {
+        if let Action::Clone(inner) = a {
+            fold_aliases(inner, version);
+        }
+        if let Action::SetField { field, mask, .. } = a {
+            let whole = Some(Field::max(*field));
+            if version >= wire::OFP15 && *mask == whole {
+                *mask = None;
+            }
+        }
+        if let Action::SetField {
+            field: Field::NwTtl,
+            value,
+            mask: None,
+        } = *a
+        {
+            *a = Action::SetNwTtl(value as u8);
+        }
+    }
 }
 
 /// `acts` as ovs-ofctl's text carries them: every NAT, nested in `ct` or not, as
@@ -64,6 +73,7 @@ fn printed(mut acts: Vec<Action>) -> Vec<Action> {
         match a {
             Action::Nat(n) => **n = n.as_printed(),
             Action::Ct(ct) => ct.actions = printed(std::mem::take(&mut ct.actions)),
+            Action::Clone(inner) => *inner = printed(std::mem::take(inner)),
             _ => {}
         }
     }

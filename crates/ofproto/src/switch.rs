@@ -517,6 +517,14 @@ impl Ofproto {
                     return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
                 }
                 Action::Ct(ref ct) if prereqs => ct.validate_with(&m)?,
+                Action::OutputReg { src, .. } if prereqs && !m.prereqs_met_deep(src.field) => {
+                    return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
+                }
+                // What a clone does stays inside it: its actions see the match as it is
+                // here, and nothing they change is seen after.
+                Action::Clone(ref inner) => {
+                    self.check_actions_inner(&m, inner, packet_out, prereqs)?
+                }
                 Action::SetField { field, value, .. } => {
                     if prereqs && !m.prereqs_met_deep(field) {
                         return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));

@@ -244,7 +244,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn ttl_expired(&mut self) {
+    fn ttl_expired(&mut self, notify: bool) {
         let v = if self.flow.dl_type == flow::ETH_TYPE_IPV6 {
             "IPv6"
         } else if self.is_mpls() {
@@ -254,7 +254,7 @@ impl Ctx<'_> {
         };
         self.note(|| format!(" >> {v} decrement TTL exception"));
         self.ttl_stop = true;
-        if self.of.invalid_ttl_to_controller {
+        if notify && self.of.invalid_ttl_to_controller {
             let meta = self.pipeline_meta();
             self.out.push(DpAction::Controller {
                 max_len: OFPCML_NO_BUFFER,
@@ -297,7 +297,7 @@ impl Ctx<'_> {
                     self.wc.mpls_lse[0] |= 0xff;
                     let ttl = self.flow.mpls_lse[0] & 0xff;
                     if ttl <= 1 {
-                        self.ttl_expired();
+                        self.ttl_expired(true);
                     } else {
                         self.flow.mpls_lse[0] = (self.flow.mpls_lse[0] & !0xff) | (ttl - 1);
                         self.out.push(DpAction::SetMplsLse {
@@ -313,18 +313,13 @@ impl Ctx<'_> {
                     self.out.push(DpAction::SetIpTtl(t));
                 }
             }
-            Action::DecNwTtl => {
-                if self.is_ip() {
-                    self.unwild(Field::NwTtl);
-                    let ttl = self.flow.nw_ttl;
-                    if ttl <= 1 {
-                        self.ttl_expired();
-                    } else {
-                        self.flow.nw_ttl = ttl - 1;
-                        self.out.push(DpAction::SetIpTtl(ttl - 1));
-                    }
-                }
-            }
+            Action::DecNwTtl => self.dec_nw_ttl(true),
+            // Controller ids are not told apart yet: an expiry sends the one invalid-TTL
+            // packet-in plain `dec_ttl` sends, unless the list is empty.
+            Action::DecTtlIds(ref ids) => self.dec_nw_ttl(!ids.is_empty()),
+            Action::Note(_) => {}
+            Action::OutputReg { src, max_len } => self.output_reg(&src, max_len),
+            Action::Clone(ref acts) => self.clone_actions(acts),
             Action::CopyTtlOut => {
                 if self.is_mpls() {
                     self.out.push(DpAction::CopyTtlOut);
@@ -436,6 +431,66 @@ impl Ctx<'_> {
                 }
             }
         }
+    }
+
+    fn dec_nw_ttl(&mut self, notify: bool) {
+        if self.is_ip() {
+            self.unwild(Field::NwTtl);
+            let ttl = self.flow.nw_ttl;
+            if ttl <= 1 {
+                self.ttl_expired(notify);
+            } else {
+                self.flow.nw_ttl = ttl - 1;
+                self.out.push(DpAction::SetIpTtl(ttl - 1));
+            }
+        }
+    }
+
+    /// `output:SRC`: the port is the bits' value as an OpenFlow 1.0 port number (as OVS:
+    /// a value above 16 bits outputs nothing). The bits are part of the decision.
+    fn output_reg(&mut self, src: &Subfield, max_len: u16) {
+        let v = self.read_bits(src);
+        match u16::try_from(v) {
+            Ok(0) => self.note(|| " >> output port 0 does not exist, dropped".into()),
+            Ok(p) => {
+                let port = port_from_of10(p);
+                self.note(|| format!("output port is {p}"));
+                self.output(port, max_len);
+            }
+            Err(_) => self.note(|| format!(" >> output port {v} is out of range")),
+        }
+    }
+
+    /// `clone(...)`: the actions run on a copy of the flow, the register stack and the
+    /// action set, and their datapath actions on a copy of the packet (a datapath
+    /// `clone`); nothing they change is seen afterwards, as in OVS.
+    fn clone_actions(&mut self, acts: &[Action]) {
+        let saved_flow = self.flow;
+        let saved_out = std::mem::take(&mut self.out);
+        let saved_stop = self.stopped;
+        let saved_ttl_stop = self.ttl_stop;
+        let saved_set = self.action_set.clone();
+        let saved_stack = self.stack.clone();
+        let saved_table = self.table_id;
+        self.indent += 4;
+        for a in acts {
+            if self.stopped {
+                break;
+            }
+            self.note(|| crate::text::action_text(a));
+            self.action(a);
+        }
+        self.indent -= 4;
+        let sub = std::mem::replace(&mut self.out, saved_out);
+        if !sub.is_empty() {
+            self.out.push(DpAction::Clone(sub));
+        }
+        self.flow = saved_flow;
+        self.stopped = saved_stop || self.failed;
+        self.ttl_stop = saved_ttl_stop;
+        self.action_set = saved_set;
+        self.stack = saved_stack;
+        self.table_id = saved_table;
     }
 
     /// True if the flow has the headers `f` lives in (the prerequisite chain, checked on

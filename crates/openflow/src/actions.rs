@@ -214,6 +214,40 @@ pub enum Action {
     /// Nicira `sample(...)`: a copy of some packets to an IPFIX collector set (see
     /// [`crate::sample`]).
     Sample(crate::sample::Sample),
+    /// Nicira `note:HEX`: bytes a controller stores with the flow; does nothing. Kept as
+    /// they travel (the action is padded to 8 bytes with zeros, which are part of the note,
+    /// as OVS prints them).
+    Note(Vec<u8>),
+    /// Nicira `output:SRC`: output to the port whose OpenFlow 1.0 number the bits hold
+    /// (a value above 16 bits outputs nothing); `max_len` as for [`Action::Output`].
+    OutputReg {
+        /// Bits holding the port.
+        src: Subfield,
+        /// Bytes to send if the port is the controller.
+        max_len: u16,
+    },
+    /// Nicira `clone(...)`: run the actions on a copy of the packet and its pipeline state;
+    /// nothing they change is seen after the clone.
+    Clone(Vec<Action>),
+    /// Nicira `dec_ttl(ID,...)`: `dec_ttl` whose TTL expiry sends a packet-in to each
+    /// listed controller id (plain [`Action::DecNwTtl`] is the ids list `[0]`).
+    DecTtlIds(Vec<u16>),
+}
+
+/// The deepest nesting of `clone` actions (and of action lists inside actions) that the
+/// codecs accept: ovs-ofctl refuses text nested 100 deep ("Action nested too deeply").
+pub const MAX_NESTING: usize = 99;
+
+/// How deeply `clone` actions nest in `acts` (0 for a list without one).
+pub fn nesting(acts: &[Action]) -> usize {
+    acts.iter()
+        .map(|a| match a {
+            Action::Clone(inner) => 1 + nesting(inner),
+            Action::Ct(ct) => nesting(&ct.actions),
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 impl Action {
@@ -245,8 +279,22 @@ impl Action {
             Action::Ct(ref ct) => ct.validate()?,
             // A NAT is only meaningful nested in a `ct` (whose validation checks it).
             Action::Nat(_) => return bad(bad_action::BAD_ARGUMENT),
-            Action::CtClear => {}
+            Action::CtClear | Action::Note(_) => {}
             Action::Sample(ref smp) => smp.validate()?,
+            Action::OutputReg { src, .. } => {
+                if !src.is_valid() {
+                    return bad(bad_action::BAD_SET_LEN);
+                }
+            }
+            Action::Clone(ref inner) => {
+                if nesting(inner) >= MAX_NESTING {
+                    return bad(bad_action::BAD_ARGUMENT);
+                }
+                validate_actions(inner)?;
+            }
+            // An empty list is valid (OVS decodes and prints it as `dec_ttl()`): a TTL
+            // expiry then notifies no controller.
+            Action::DecTtlIds(_) => {}
             Action::Output { port, .. } => {
                 if port == 0 || port == OFPP_ANY || (port > OFPP_MAX && port < OFPP_IN_PORT) {
                     return bad(bad_action::BAD_OUT_PORT);
@@ -349,7 +397,9 @@ impl Action {
     /// The field a `move` or `push` reads, whose prerequisites the packet must meet.
     pub fn read_field(&self) -> Option<Field> {
         match self {
-            Action::Move { src, .. } | Action::StackPush(src) => Some(src.field),
+            Action::Move { src, .. } | Action::StackPush(src) | Action::OutputReg { src, .. } => {
+                Some(src.field)
+            }
             _ => None,
         }
     }
@@ -462,9 +512,17 @@ pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), 
             Instruction::ApplyActions(a) => validate_actions(a)?,
             Instruction::WriteActions(a) => {
                 validate_actions(a)?;
-                // The action set has no slot for a sample (OVS: "disallowed action in
-                // action set", OFPBAC_BAD_TYPE).
-                if a.iter().any(|x| matches!(x, Action::Sample(_))) {
+                // The action set has no slot for a sample, a note, a clone or an output
+                // to a register (OVS: "disallowed action in action set", OFPBAC_BAD_TYPE).
+                if a.iter().any(|x| {
+                    matches!(
+                        x,
+                        Action::Sample(_)
+                            | Action::Note(_)
+                            | Action::Clone(_)
+                            | Action::OutputReg { .. }
+                    )
+                }) {
                     return Err(OfError::bad_action(bad_action::BAD_TYPE));
                 }
                 // The action set has no slot for bit moves and the register stack.

@@ -31,7 +31,7 @@ fn header_slot(a: &Action) -> Option<usize> {
         Action::PushPbb(_) => 5,
         Action::PushVlan(_) => 6,
         Action::CopyTtlOut => 7,
-        Action::DecNwTtl => 8,
+        Action::DecNwTtl | Action::DecTtlIds(_) => 8,
         Action::DecMplsTtl => 9,
         _ => return None,
     })

@@ -23,7 +23,9 @@
 
 use super::fields::{format_port, format_value, parse_port, parse_value_raw};
 use super::{need_value, parse_uint, uint_for, TextError, Token, Tokens};
-use crate::actions::{Action, Instruction, Subfield, OFPCML_NO_BUFFER, OFPP_CONTROLLER, OFPP_MAX};
+use crate::actions::{
+    Action, Instruction, Subfield, MAX_NESTING, OFPCML_NO_BUFFER, OFPP_CONTROLLER, OFPP_MAX,
+};
 use crate::matches::Match;
 use crate::oxm::{ipproto, Field, OFPVID_PRESENT};
 use crate::wire::oxm::{field_from_nxm_name, subfield_name};
@@ -234,8 +236,20 @@ fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action
         }
         "output" => {
             let v = need_value(tok)?;
-            Action::output(port_arg(tok, v)?)
+            // A port, else ovs-ofctl's subfield syntax (`output:reg0[0..15]`).
+            match parse_port(v) {
+                Some(p) => Action::output(p),
+                None => match parse_subfield(v) {
+                    Ok(src) => Action::OutputReg {
+                        src,
+                        max_len: OFPCML_NO_BUFFER,
+                    },
+                    Err(_) => port_arg(tok, v).map(Action::output)?,
+                },
+            }
         }
+        "note" => Action::Note(parse_note(tok)?),
+        "clone" => Action::Clone(parse_nested(tok, ctx)?),
         "controller" => {
             let max_len = match tok.value {
                 None => OFPCML_NO_BUFFER,
@@ -287,10 +301,21 @@ fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action
             no_value(tok)?;
             Action::DecMplsTtl
         }
-        "dec_ttl" => {
-            no_value(tok)?;
-            Action::DecNwTtl
-        }
+        "dec_ttl" => match tok.value {
+            // `dec_ttl()` is plain `dec_ttl`, as ovs-ofctl reads it.
+            None | Some("") => Action::DecNwTtl,
+            Some(v) => {
+                let ids = v
+                    .split(',')
+                    .map(|x| {
+                        parse_uint(x.trim(), 16).map(|n| n as u16).ok_or_else(|| {
+                            TextError::new(format!("{text}: '{x}' is not a controller id"))
+                        })
+                    })
+                    .collect::<Result<Vec<u16>, TextError>>()?;
+                Action::DecTtlIds(ids)
+            }
+        },
         "mod_nw_ttl" => Action::SetNwTtl(uint_for(tok, 8)? as u8),
         "copy_ttl_in" => {
             no_value(tok)?;
@@ -428,6 +453,68 @@ fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action
     Ok(a)
 }
 
+/// `note:HEX`: hex byte pairs, optionally separated by dots, zero-padded as the action is
+/// on the wire (a note of `n` bytes fills `10 + n` rounded up to 8, at least 16).
+fn parse_note(tok: &Token<'_>) -> Result<Vec<u8>, TextError> {
+    let v = tok.value.unwrap_or("");
+    let digits: Vec<u8> = v.bytes().filter(|b| *b != b'.').collect();
+    if !digits.len().is_multiple_of(2) {
+        return Err(TextError::new(format!(
+            "{}: a note is whole hex bytes",
+            tok.text()
+        )));
+    }
+    let mut out = digits
+        .chunks(2)
+        .map(|p| {
+            std::str::from_utf8(p)
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| TextError::new(format!("{}: bad hex digit in note", tok.text())))
+        })
+        .collect::<Result<Vec<u8>, TextError>>()?;
+    let total = (10 + out.len()).div_ceil(8).max(2) * 8;
+    out.resize(total - 10, 0);
+    Ok(out)
+}
+
+thread_local! {
+    /// Nested action lists being parsed on this thread (`clone(...)` inside `clone(...)`).
+    static NESTING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The actions inside `clone(...)`, at most [`MAX_NESTING`] deep (ovs-ofctl: "Action
+/// nested too deeply"); each is checked when the outermost action is.
+fn parse_nested(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Vec<Action>, TextError> {
+    let depth = NESTING.with(|d| d.get());
+    if depth >= MAX_NESTING {
+        return Err(TextError::new(format!(
+            "{}: Action nested too deeply",
+            tok.key
+        )));
+    }
+    NESTING.with(|d| d.set(depth + 1));
+    let r = (|| {
+        let mut out = Vec::new();
+        let mut toks = Tokens::new(tok.value.unwrap_or(""));
+        while let Some(t) = toks.next_token() {
+            let t = t?;
+            if is_instruction(t.key) || t.key == "drop" {
+                return Err(TextError::new(format!(
+                    "{}: '{}' is not allowed inside {}",
+                    t.text(),
+                    t.key,
+                    tok.key
+                )));
+            }
+            out.push(parse_action_unchecked(&t, ctx)?);
+        }
+        Ok(out)
+    })();
+    NESTING.with(|d| d.set(depth));
+    r
+}
+
 /// Parse a plain action list (a group bucket's, or the inside of `write_actions(...)`).
 /// `ctx` is the flow's match when there is one (it resolves `mod_tp_src`, `tp_src`...).
 pub fn parse_actions(text: &str, ctx: Option<&Match>) -> Result<Vec<Action>, TextError> {
@@ -552,6 +639,19 @@ pub fn format_action(a: &Action) -> String {
         Action::Nat(ref n) => super::ct::format_nat(n),
         Action::CtClear => "ct_clear".into(),
         Action::Sample(ref s) => super::sample::format_sample(s),
+        Action::Note(ref b) => {
+            let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+            format!("note:{}", hex.join("."))
+        }
+        Action::OutputReg { ref src, .. } => format!("output:{}", format_subfield(src)),
+        Action::Clone(ref inner) => {
+            let v: Vec<String> = inner.iter().map(format_action).collect();
+            format!("clone({})", v.join(","))
+        }
+        Action::DecTtlIds(ref ids) => {
+            let v: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+            format!("dec_ttl({})", v.join(","))
+        }
         Action::Output { port, max_len } => {
             if port == OFPP_CONTROLLER {
                 format!("CONTROLLER:{max_len}")

@@ -10,7 +10,9 @@
 //!   model meaning; 1.0 reaches everything else the model says through them;
 //! * `ct`: Nicira's connection-tracking actions (`ct`, `nat`, `ct_clear`), the same in
 //!   every version except for the nested actions, which are the version's own;
-//! * `sample`: Nicira's `sample` action in its three forms, the same in every version.
+//! * `sample`: Nicira's `sample` action in its three forms, the same in every version;
+//! * `nxext`: Nicira's `note`, `output_reg`, `clone` and `dec_ttl_cnt_ids`, the same in
+//!   every version except for `clone`'s nested actions.
 //!
 //! `instruction` holds the OpenFlow 1.1+ instructions, which carry action lists. This
 //! file walks action lists (decode and encode), knows the type numbers and writes the
@@ -26,6 +28,7 @@
 mod ct;
 mod instruction;
 mod nicira;
+mod nxext;
 mod of10;
 mod of11;
 mod sample;
@@ -149,6 +152,9 @@ fn decode_actions_in(
             if let Some(sub) = sample::sample_subtype(a.peek()) {
                 return sample::decode_sample(sub, len, &mut a);
             }
+            if let Some(sub) = nxext::nxext_subtype(a.peek()) {
+                return nxext::decode_nxext(version, sub, len, &mut a);
+            }
         }
         if version == OFP10 {
             Ok(match of10::decode_of10_action(ty, len, &mut a)? {
@@ -210,6 +216,8 @@ pub(crate) fn encode_action(out: &mut Vec<u8>, version: u8, a: &Action) -> Resul
         r
     } else if sample::encode_sample(out, a) {
         Ok(())
+    } else if let Some(r) = nxext::encode_nxext(out, version, a) {
+        r
     } else if version == OFP10 {
         of10::encode_of10_action(out, a)
     } else if matches!(a, Action::Meter(_)) && version < OFP15 {

@@ -139,7 +139,7 @@ pub(super) fn decode_vendor_action(len: usize, a: &mut Rd<'_>) -> Result<Action,
 }
 
 /// The bits `ofs..ofs+n_bits` of the field a bare header names.
-fn subfield(hdr: u32, ofs: u16, n_bits: u16) -> Result<Subfield, DecodeError> {
+pub(super) fn subfield(hdr: u32, ofs: u16, n_bits: u16) -> Result<Subfield, DecodeError> {
     let (field, width) = field_from_header(hdr).ok_or(DecodeError::BadSetType)?;
     let sf = Subfield { field, ofs, n_bits };
     if sf.is_valid() && u32::from(ofs) + u32::from(n_bits) <= width {

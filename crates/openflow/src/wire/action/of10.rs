@@ -191,7 +191,14 @@ pub(super) fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), En
         | Action::StackPush(_)
         | Action::StackPop(_) => return Ok(()),
         // Written by `ct` before this encoder is reached.
-        Action::Ct(_) | Action::Nat(_) | Action::CtClear | Action::Sample(_) => return Ok(()),
+        Action::Ct(_)
+        | Action::Nat(_)
+        | Action::CtClear
+        | Action::Sample(_)
+        | Action::Note(_)
+        | Action::OutputReg { .. }
+        | Action::Clone(_)
+        | Action::DecTtlIds(_) => return Ok(()),
     }
     finish(out, s);
     Ok(())

@@ -171,7 +171,14 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
         | Action::StackPop(_)
         | Action::Resubmit { .. } => return,
         // Written by `ct` before this encoder is reached.
-        Action::Ct(_) | Action::Nat(_) | Action::CtClear | Action::Sample(_) => return,
+        Action::Ct(_)
+        | Action::Nat(_)
+        | Action::CtClear
+        | Action::Sample(_)
+        | Action::Note(_)
+        | Action::OutputReg { .. }
+        | Action::Clone(_)
+        | Action::DecTtlIds(_) => return,
     }
     finish(out, s);
 }
