@@ -144,32 +144,47 @@ impl OpenFlow {
     /// one batch.
     pub(super) fn drain_recirc(&mut self, now: u64, pool: &mut Pool, out: &mut dyn Emitter) {
         let mut depth = 0u8;
+        // The two queues trade places each round and keep their capacity; packets of one
+        // ingress slot in a row go through the pipeline as one batch, their keys copied
+        // once, into `self.keys`.
+        let mut queued = std::mem::take(&mut self.recirc_spare);
+        let mut pkts = Vec::with_capacity(self.keys.len());
         while !self.exec.recirc.is_empty() {
             depth = depth.saturating_add(1);
             self.exec.depth = depth;
-            let queued = std::mem::take(&mut self.exec.recirc);
-            let mut it = queued.into_iter().peekable();
-            while let Some((k, slot, p)) = it.next() {
-                let mut pkts = vec![p];
-                self.keys[0] = k;
-                while let Some((_, s, _)) = it.peek() {
-                    if *s != slot || pkts.len() >= self.keys.len() {
-                        break;
-                    }
-                    if let Some((k, _, p)) = it.next() {
-                        self.keys[pkts.len()] = k;
-                        pkts.push(p);
-                    }
+            std::mem::swap(&mut queued, &mut self.exec.recirc);
+            let mut group = None;
+            for (k, slot, p) in queued.drain(..) {
+                if let Some(g) = group.filter(|g| *g != slot || pkts.len() >= self.keys.len()) {
+                    self.run_recirculated(now, g, &mut pkts, pool, out);
                 }
-                let n = pkts.len();
-                if self.slow.is_some() {
-                    self.process_cached(now, slot, n, pkts.into_iter(), pool, out);
-                } else {
-                    self.process_uncached(now, slot, pkts.into_iter(), pool, out);
-                }
+                group = Some(slot);
+                self.keys[pkts.len()] = k;
+                pkts.push(p);
+            }
+            if let Some(g) = group {
+                self.run_recirculated(now, g, &mut pkts, pool, out);
             }
         }
+        self.recirc_spare = queued;
         self.exec.depth = 0;
+    }
+
+    /// One batch of recirculated packets from `slot` (keys in `self.keys`); empties `pkts`.
+    fn run_recirculated(
+        &mut self,
+        now: u64,
+        slot: u16,
+        pkts: &mut Vec<Packet>,
+        pool: &mut Pool,
+        out: &mut dyn Emitter,
+    ) {
+        let n = pkts.len();
+        if self.slow.is_some() {
+            self.process_cached(now, slot, n, pkts.drain(..), pool, out);
+        } else {
+            self.process_uncached(now, slot, pkts.drain(..), pool, out);
+        }
     }
 
     /// The uncached pipeline over one received batch whose keys are in `self.keys`.

@@ -121,6 +121,9 @@ pub struct OpenFlow {
     sample: (u64, u64),
     /// Flow keys of the batch being processed (allocated once).
     keys: Vec<FlowKey>,
+    /// The recirculation queue of the previous round, empty, kept for its capacity (see
+    /// `drain_recirc`).
+    recirc_spare: Vec<(FlowKey, u16, Packet)>,
     /// Consecutive packets going to one port, handed to the fabric in one call.
     run_out: Batch,
     /// The megaflow the last batch ended on (the first candidate for the next batch).
@@ -197,6 +200,7 @@ impl OpenFlow {
             sample_mark: 0,
             sample: (0, 0),
             keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
+            recirc_spare: Vec::new(),
             run_out: Batch::new(),
             last: None,
             offers: Vec::with_capacity(packet::MAX_BATCH),
