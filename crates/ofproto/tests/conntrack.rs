@@ -2,29 +2,11 @@
 //! frozen pipeline state a recirculation id stands for, and the megaflow wildcards.
 
 use ofproto::odp::DpAction;
-use ofproto::switch::OfPort;
-use ofproto::{xlate, Ofproto};
-use openflow::text::parse_flow;
-use openflow::FlowModCommand;
+use ofproto::xlate;
 use packet::flow::{FlowKey, ETH_TYPE_IPV4};
 
-fn switch(rules: &[&str]) -> Ofproto {
-    let mut of = Ofproto::new();
-    for p in 1..=3 {
-        of.set_port(OfPort {
-            ofport: p,
-            name: format!("p{p}"),
-            live: true,
-            no_flood: false,
-            admin_down: false,
-        });
-    }
-    for r in rules {
-        let fm = parse_flow(r, FlowModCommand::Add).unwrap_or_else(|e| panic!("{r}: {e}"));
-        of.flow_mod(&fm, 0).unwrap_or_else(|e| panic!("{r}: {e:?}"));
-    }
-    of
-}
+mod common;
+use common::switch;
 
 fn tcp_key(in_port: u32) -> FlowKey {
     FlowKey {
