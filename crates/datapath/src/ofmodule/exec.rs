@@ -87,7 +87,7 @@ impl Exec {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn uncached(
         &mut self,
-        of: &mut Ofproto,
+        of: &Ofproto,
         now_ms: u64,
         in_slot: u16,
         key: &FlowKey,
@@ -102,15 +102,8 @@ impl Exec {
             r.credit(1, len, now_ms);
         }
         for &(g, b) in &x.buckets {
-            if let Some(grp) = of.group_mut(g) {
-                grp.packet_count += 1;
-                grp.byte_count += len;
-                if let Some(p) = grp.bucket_packets.get_mut(b) {
-                    *p += 1;
-                }
-                if let Some(p) = grp.bucket_bytes.get_mut(b) {
-                    *p += len;
-                }
+            if let Some(grp) = of.groups().get(&g) {
+                grp.stats.credit(b, 1, len);
             }
         }
         self.execute(now_ms, in_slot, key, &x.actions, pkt, pool, out);

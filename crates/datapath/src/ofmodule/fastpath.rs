@@ -3,9 +3,9 @@
 //! translates every packet and keeps packets while the OpenFlow state is busy.
 
 use super::lookup::{Lookup, Tally};
-use super::{OpenFlow, DEFER_MAX};
+use super::OpenFlow;
 use crate::dpcls::{Megaflow, LOOKUP_CHUNK};
-use crate::module::{Ctx, Emitter};
+use crate::module::Emitter;
 use packet::{Packet, Pool};
 use std::sync::Arc;
 
@@ -187,7 +187,9 @@ impl OpenFlow {
         }
     }
 
-    /// The uncached pipeline over one received batch whose keys are in `self.keys`.
+    /// The uncached pipeline over one received batch whose keys are in `self.keys`: each
+    /// packet translated against the published OpenFlow state (a snapshot, which never
+    /// waits for the control plane).
     pub(super) fn process_uncached(
         &mut self,
         now: u64,
@@ -196,49 +198,13 @@ impl OpenFlow {
         pool: &mut Pool,
         out: &mut dyn Emitter,
     ) {
-        // Packets kept for later go first: nothing overtakes them.
         let udpif = Arc::clone(&self.exec.udpif);
-        let mut of = if self.deferred.is_empty() {
-            udpif.try_of()
-        } else {
-            None
-        };
+        let of = udpif.snapshot();
         for (key, pkt) in self.keys.iter().zip(pkts.by_ref()) {
-            match of.as_deref_mut() {
-                Some(of) => self.exec.uncached(of, now, in_slot, key, pkt, pool, out),
-                None if self.deferred.len() < DEFER_MAX => {
-                    self.deferred.push_back((*key, in_slot, pkt));
-                }
-                None => {
-                    self.exec.stats.uncached_deferred_drops += 1;
-                    out.drop_packet(pkt, pool);
-                }
-            }
+            self.exec.uncached(&of, now, in_slot, key, pkt, pool, out);
         }
         for pkt in pkts {
             out.drop_packet(pkt, pool);
         }
-    }
-
-    /// The uncached pipeline's kept packets, in order, if the OpenFlow state is free now.
-    pub(super) fn run_deferred(
-        &mut self,
-        ctx: &Ctx,
-        pool: &mut Pool,
-        out: &mut dyn Emitter,
-    ) -> usize {
-        if self.deferred.is_empty() {
-            return 0;
-        }
-        let udpif = Arc::clone(&self.exec.udpif);
-        let Some(mut of) = udpif.try_of() else {
-            return 0;
-        };
-        let n = self.deferred.len();
-        for (key, in_slot, pkt) in self.deferred.drain(..) {
-            self.exec
-                .uncached(&mut of, ctx.now_ms, in_slot, &key, pkt, pool, out);
-        }
-        n
     }
 }
