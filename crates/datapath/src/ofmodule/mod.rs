@@ -121,7 +121,7 @@ pub struct OpenFlow {
     keys: Vec<FlowKey>,
     /// The recirculation queue of the previous round, empty, kept for its capacity (see
     /// `drain_recirc`).
-    recirc_spare: Vec<(FlowKey, u16, Packet)>,
+    recirc_spare: Vec<(FlowKey, u16, packet::Packet)>,
     /// Consecutive packets going to one port, handed to the fabric in one call.
     run_out: Batch,
     /// The megaflow the last batch ended on (the first candidate for the next batch).
