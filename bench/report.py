@@ -46,17 +46,15 @@ TITLES = {
     "W7": "tunnels (VXLAN/Geneve encap and decap)",
     "W8": "connection tracking",
 }
-NO_SCRIPT = {"W4", "W7", "W8"}
+NO_SCRIPT = {"W4", "W7"}
 # What exists short of a bench script, so a reader knows where ferrovs-only numbers are.
 NO_SCRIPT_NOTE = {
     "W4": "`ferrovs-bench w4` measures ferrovs alone (docs/benchmarks.md, W4); no script runs "
           "it against OVS or writes JSON for this report yet.",
     "W7": "",
-    "W8": "`ferrovs-bench-w8` measures the connection tracker alone, without the pipeline "
-          "(docs/benchmarks.md, \"W8 (tracker alone)\"); W8 proper has no script yet.",
 }
 FILES = {"W1": ["w1.json", "w1-peers.json"], "W2": ["w2.json", "w2-fixed.json"],
-         "W3": ["w3.json"], "W5": ["w5.json"], "W6": ["w6.json"]}
+         "W3": ["w3.json"], "W5": ["w5.json"], "W6": ["w6.json"], "W8": ["w8.json"]}
 # Goals of BENCHMARKS.md, as ratios ferrovs / peer (or the unit given).
 GOAL_W1 = 2.0          # OF l3_4k / OVS-DPDK l3_4k, every row
 GOAL_W1_CLIFF = 0.5    # 100K flows / 1 flow
@@ -66,6 +64,7 @@ GOAL_W3_OF = 1.5       # x OVS-DPDK with openflow/l3_4k
 GOAL_W5 = 2.0          # x OVS on add, bundle, dump, del
 GOAL_W5_W1 = 90.0      # % of W1 kept while flows are added
 GOAL_W6 = 1.5          # x OVS-DPDK at 64 B with openflow/l3_4k
+GOAL_W8 = 3.0          # x OVS-DPDK, established connections through ct
 CARRIED = 0.95         # share of the offered load a switch must deliver to be compared
 
 
@@ -636,6 +635,39 @@ class Report:
         got = [("%s %.2fx" % (s, v)) for s, v in zip(labels, vals) if v and s in goal_steps]
         return ", ".join(got) + " (goal >= %.0fx)" % GOAL_W5 if got else None
 
+    def w8(self):
+        d = self.json("w8.json")
+        if d is None:
+            self.missing("W8", "w8.json")
+            self.md += [""]
+            return None
+        fv, peers = d.get("ferrovs", {}), d.get("peers", {})
+        rows, labels, vals = [], [], []
+        for c in sorted(fv, key=int):
+            f, o = fv[c], (peers.get(c) or {}).get("ovs_ct_est")
+            if o and o.get("status") != "ok":
+                self.fail("W8", "OVS-DPDK at %s connections FAILED" % c)
+            om = o.get("mpps") if o and o.get("status") == "ok" else None
+            r = ratio(f.get("mpps"), om)
+            rows.append(["{:,}".format(int(c)), "%.2f (%.0f)" % (f["mpps"], f["cycles_per_packet"]),
+                         "-" if o is None else ("FAILED" if om is None else "%.2f (%.0f)" % (
+                             om, o.get("cycles_per_packet") or 0)), rx(r)])
+            labels.append("{:,}".format(int(c)))
+            vals.append(r)
+        self.md += ["(a) established connections through `ct(table=1)` and `ct_state=+trk+est`"
+                    " (`bench/w8.sh --print-rules`), one core, pcap -> null; Mpps (cycles per "
+                    "packet); load %s. (b) and (c), new connections with and without SNAT, "
+                    "are measured for the tracker alone by `ferrovs-bench-w8` (docs/benchmarks.md)"
+                    "." % " ".join("%.2f" % x for x in d.get("load", [])), ""]
+        self.md += table(["connections", "ferrovs", "OVS-DPDK", "ferrovs / OVS-DPDK"], rows)
+        self.md += ["Goal: >= %.0fx OVS-DPDK." % GOAL_W8, ""]
+        if labels:
+            self.bars("w8-ratios.png", "W8 (a): ferrovs / OVS-DPDK, established connections",
+                      labels, [("ferrovs / OVS-DPDK", vals)], "ratio", GOAL_W8,
+                      "goal >= %.0fx OVS-DPDK" % GOAL_W8)
+        got = ["%s conns %.2fx" % (l, v) for l, v in zip(labels, vals) if v]
+        return ", ".join(got) + " (goal >= %.0fx)" % GOAL_W8 if got else None
+
     def build(self):
         self.out.mkdir(parents=True, exist_ok=True)
         self.header()
@@ -656,6 +688,7 @@ class Report:
                             GOAL_W3_PATCH, GOAL_W3_OF), GOAL_W3_PATCH,
                         "goal: patch >= %.0f Mpps" % GOAL_W3_PATCH),
                     "W5": self.w5,
+                    "W8": self.w8,
                     "W6": lambda: self.mem_ports(
                         "W6", "w6.json", "Goal: >= %.1fx OVS-DPDK at 64 B with `openflow`/"
                         "l3_4k: not measurable, w6.sh has no OVS-DPDK configuration (Debian's "

@@ -5,9 +5,11 @@
 # bench/README.md.
 #
 # Usage: bench/w1-peers.sh [--flows "1 1000 10000 100000"] [--seconds 10] [--warmup 3]
-#                          [--pcap-dir DIR] [--only testpmd|ovs] [--json FILE]
+#                          [--pcap-dir DIR] [--only testpmd|ovs] [--json FILE] [--workload w1|w8]
 #                          [--no-huge] [--no-install] [--keep-hugepages] [--keep-tmp]
 #                          [--main-core 0] [--fwd-core 1] [--rt] [--repeat N]
+# --workload w8: the W8 input (each flow a connection, both directions; `gen-w8`) through the
+# connection-tracking rules of bench/w8.sh (rule set ct_est) instead of W1's two rule sets.
 # Runs as root.  Never prints a number that was not measured: a failed cell reads FAILED.
 # Exit status: 0 all cells measured, 3 some cell FAILED (table and JSON are written anyway),
 # 1 setup error (nothing measured).
@@ -30,6 +32,7 @@ RT=0
 REPEAT=1
 MAIN_CORE=0
 FWD_CORE=1
+WORKLOAD=w1
 HUGEPAGES_WANT=1024       # 2 MiB pages: 2 GiB
 HUGEPAGES_NEED=640        # free pages below which we fall back to --no-huge
 OVS_SOCKET_MEM=1024       # MiB (OVS's shared mempool holds 256K mbufs, and the whole pcap)
@@ -62,12 +65,14 @@ while [ $# -gt 0 ]; do
         --repeat) REPEAT=$2; shift 2 ;;
         --main-core) MAIN_CORE=$2; shift 2 ;;
         --fwd-core) FWD_CORE=$2; shift 2 ;;
+        --workload) WORKLOAD=$2; shift 2 ;;
         -h|--help) usage 0 ;;
         *) log "unknown option: $1"; usage 2 ;;
     esac
 done
 
 case "$ONLY" in ""|testpmd|ovs) ;; *) die "--only must be testpmd or ovs" ;; esac
+case "$WORKLOAD" in w1|w8) ;; *) die "--workload must be w1 or w8" ;; esac
 for f in $FLOWS; do [[ $f =~ ^[0-9]+$ && $f -gt 0 ]] || die "--flows: '$f' is not a positive integer"; done
 [[ $SECONDS_MEASURE =~ ^[0-9]+$ && $SECONDS_MEASURE -gt 0 ]] || die "--seconds must be a positive integer"
 [[ $WARMUP =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer"
@@ -276,7 +281,7 @@ fi
 # Inputs: pcaps and rule files
 [ -n "$PCAP_DIR" ] || PCAP_DIR="$WORK/pcaps"
 mkdir -p "$PCAP_DIR"
-pcap_for() { echo "$PCAP_DIR/w1-$1.pcap"; }
+pcap_for() { echo "$PCAP_DIR/$WORKLOAD-$1.pcap"; }
 BENCH_BIN=${FERROVS_BENCH:-$REPO/target/release/ferrovs-bench}
 for f in $FLOWS; do
     p=$(pcap_for "$f")
@@ -287,20 +292,29 @@ for f in $FLOWS; do
         (cd "$REPO" && cargo build --release -q -p ferrovs-bench) || die "cargo build -p ferrovs-bench failed"
     fi
     log "generating $p"
-    "$BENCH_BIN" gen-w1 --flows "$f" --out "$p" || die "ferrovs-bench gen-w1 --flows $f failed"
+    "$BENCH_BIN" "gen-$WORKLOAD" --flows "$f" --out "$p" || die "ferrovs-bench gen-$WORKLOAD --flows $f failed"
 done
 
-RULES_SIMPLE="$WORK/simple.flows"
-RULES_L3="$WORK/l3_4k.flows"
-echo "in_port=1,actions=output:2" > "$RULES_SIMPLE"
-{
-    for x in $(seq 0 15); do
-        for y in $(seq 0 255); do
-            echo "priority=100,ip,in_port=1,nw_dst=10.0.$x.$y,actions=output:2"
+# The rule sets OVS-DPDK runs, by name (a cell's column is ovs_NAME).
+declare -A RULEFILE=()
+if [ "$WORKLOAD" = w8 ]; then
+    RULESETS="ct_est"
+    RULEFILE[ct_est]="$WORK/ct_est.flows"
+    "$SCRIPT_DIR/w8.sh" --print-rules > "${RULEFILE[ct_est]}" || die "bench/w8.sh --print-rules failed"
+else
+    RULESETS="simple l3_4k"
+    RULEFILE[simple]="$WORK/simple.flows"
+    RULEFILE[l3_4k]="$WORK/l3_4k.flows"
+    echo "in_port=1,actions=output:2" > "${RULEFILE[simple]}"
+    {
+        for x in $(seq 0 15); do
+            for y in $(seq 0 255); do
+                echo "priority=100,ip,in_port=1,nw_dst=10.0.$x.$y,actions=output:2"
+            done
         done
-    done
-    echo "priority=1,in_port=1,actions=output:2"
-} > "$RULES_L3"
+        echo "priority=1,in_port=1,actions=output:2"
+    } > "${RULEFILE[l3_4k]}"
+fi
 
 # --in-memory keeps DPDK from leaving files behind; it cannot go with --no-huge (which
 # implies --legacy-mem), where --no-shconf does that job instead.
@@ -456,7 +470,8 @@ ovs_start() {
     while [ "$("${VSCTL[@]}" get Open_vSwitch . dpdk_initialized 2>/dev/null)" != true ]; do
         t=$((t - 1)); [ "$t" -gt 0 ] || return 1; sleep 0.1
     done
-    "${VSCTL[@]}" add-br br0 -- set bridge br0 datapath_type=netdev || return 1
+    "${VSCTL[@]}" add-br br0 -- set bridge br0 datapath_type=netdev \
+        protocols=OpenFlow10,OpenFlow13 || return 1
     "${VSCTL[@]}" add-port br0 p1 -- set Interface p1 type=dpdk \
         options:dpdk-devargs=net_null1,no-rx=1 ofport_request=2 || return 1
 }
@@ -495,11 +510,12 @@ run_ovs_one() {
     # datapath flow cache empty, then the pcap port attached.  Loading 4K rules while 100K
     # flows run makes OVS revalidate for tens of seconds, hence the detach.
     "${VSCTL[@]}" --if-exists del-port br0 p0 >/dev/null 2>&1 || reason="ovs-vsctl del-port p0 failed"
-    if [ -z "$reason" ] && ! ofctl replace-flows br0 "$rulefile" 2>"$WORK/ofctl.err"; then
+    # OpenFlow 1.3: W8's multi-table conntrack rules need it (1.0 has no table ids).
+    if [ -z "$reason" ] && ! ofctl -O OpenFlow13 replace-flows br0 "$rulefile" 2>"$WORK/ofctl.err"; then
         reason="ovs-ofctl replace-flows: $(head -2 "$WORK/ofctl.err" | tr '\n' ' ')"
     fi
     local nrules
-    nrules=$(ofctl dump-aggregate br0 2>/dev/null | sed -n 's/.*flow_count=\([0-9]*\).*/\1/p')
+    nrules=$(ofctl -O OpenFlow13 dump-aggregate br0 2>/dev/null | sed -n 's/.*flow_count=\([0-9]*\).*/\1/p')
     if [ -z "$reason" ] && [ "${nrules:-0}" -ne "$(wc -l < "$rulefile")" ]; then
         reason="bridge holds ${nrules:-?} rules, expected $(wc -l < "$rulefile")"
     fi
@@ -596,14 +612,12 @@ run_ovs() {
         msg="OVS-DPDK did not start: $(tail -3 "$WORK/ovs-start.log" | tr '\n' ' ') $(grep -E '\|(ERR|EMER)\|' "$OVS_DIR/log/ovs-vswitchd.log" 2>/dev/null | tail -2 | tr '\n' ' ')"
         log "FAILED: $msg"
         for f in $FLOWS; do
-            record "$f" ovs_simple status=failed "reason=$msg"
-            record "$f" ovs_l3_4k status=failed "reason=$msg"
+            for r in $RULESETS; do record "$f" "ovs_$r" status=failed "reason=$msg"; done
         done
         return 0
     fi
     for f in $FLOWS; do
-        run_ovs_one "$f" simple "$RULES_SIMPLE"
-        run_ovs_one "$f" l3_4k "$RULES_L3"
+        for r in $RULESETS; do run_ovs_one "$f" "$r" "${RULEFILE[$r]}"; done
     done
     stop_daemon ovs-vswitchd "$OVS_DIR/run/ovs-vswitchd.pid" "$OVS_DIR/run/ovs-vswitchd.ctl"
     stop_daemon ovsdb-server "$OVS_DIR/run/ovsdb-server.pid" "$OVS_DIR/run/ovsdb-server.ctl"
@@ -625,7 +639,8 @@ export W1_RESULTS="$RESULTS" W1_JSON="$JSON_OUT" W1_STARTED="$STARTED" \
     W1_MEM_MODE="$MEM_MODE" W1_MEM_NOTE="$MEM_NOTE" W1_FLOWS="$FLOWS" W1_ONLY="$ONLY" \
     W1_OVS_VERSION="$OVS_VERSION" W1_DPDK_VERSION="$DPDK_VERSION" W1_HOST="$(hostname)" \
     W1_CPU="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
-    W1_CORES="main=$MAIN_CORE fwd=$FWD_CORE" W1_RT="$RT" W1_RT_CAP="$RT_CAP" W1_REPEAT="$REPEAT"
+    W1_CORES="main=$MAIN_CORE fwd=$FWD_CORE" W1_RT="$RT" W1_RT_CAP="$RT_CAP" W1_REPEAT="$REPEAT" \
+    W1_WORKLOAD="$WORKLOAD" W1_RULESETS="$RULESETS"
 python3 - <<'PY'
 import json, os
 
@@ -671,7 +686,7 @@ cols = []
 if only in ("", "testpmd"):
     cols.append(("testpmd_io", "testpmd io"))
 if only in ("", "ovs"):
-    cols += [("ovs_simple", "OVS-DPDK simple"), ("ovs_l3_4k", "OVS-DPDK l3_4k")]
+    cols += [("ovs_" + r, "OVS-DPDK " + r) for r in os.environ["W1_RULESETS"].split()]
 
 def cell(d):
     if d is None:
@@ -695,7 +710,8 @@ SHARE_OK = (RT_CAP - 0.02) if RT else 0.95
 
 mem = os.environ["W1_MEM_MODE"]
 print()
-print("W1 peers, %s, host %s (%s), cores %s%s" % (os.environ["W1_STARTED"], os.environ["W1_HOST"],
+print("%s peers, %s, host %s (%s), cores %s%s" % (os.environ["W1_WORKLOAD"].upper(),
+      os.environ["W1_STARTED"], os.environ["W1_HOST"],
       os.environ["W1_CPU"], os.environ["W1_CORES"],
       ", forwarding thread SCHED_FIFO (--rt; RT throttling caps it at %.0f%% of its core)"
       % (100 * RT_CAP) if RT else ""))
@@ -759,7 +775,7 @@ print("run took %s s" % os.environ["W1_DURATION"])
 out = os.environ.get("W1_JSON")
 if out:
     doc = {
-        "benchmark": "W1",
+        "benchmark": os.environ["W1_WORKLOAD"].upper(),
         "kind": "peers",
         "started": os.environ["W1_STARTED"],
         "duration_s": int(os.environ["W1_DURATION"]),

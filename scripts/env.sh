@@ -26,6 +26,8 @@ FERROVS_PACKAGES=(
     tmux:tmux
     nfcapd:nfdump
     sfcapd:nfdump-sflow
+    ovn-northd:ovn-central
+    ovn-controller:ovn-host
 )
 
 ensure_packages() {

@@ -102,11 +102,21 @@ def test_report_from_real_json(data):
     assert r.returncode == 0, r.stdout + r.stderr
     summary = rows_by_key(table_with(md, "benchmark")[0])
     assert list(summary) == ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"]
-    for b in ("W4", "W7", "W8"):
+    for b in ("W4", "W7"):
         assert summary[b]["status"] == "not measured (no script yet)"
         assert summary[b]["headline ratio (goal)"] == "-"
-    for b in ("W1", "W2", "W3", "W5", "W6"):
+    for b in ("W1", "W2", "W3", "W5", "W6", "W8"):
         assert summary[b]["status"] == "measured", summary[b]
+
+    # W8: ferrovs and OVS-DPDK per connection count, and their ratio.
+    w8 = load(data, "w8.json")
+    t = rows_by_key(table_with(md, "connections")[0])
+    assert list(t) == [format(int(c), ",") for c in sorted(w8["ferrovs"], key=int)]
+    for c, f in w8["ferrovs"].items():
+        row, o = t[format(int(c), ",")], w8["peers"][c]["ovs_ct_est"]
+        assert row["ferrovs"] == "%.2f (%.0f)" % (f["mpps"], f["cycles_per_packet"])
+        assert row["OVS-DPDK"] == "%.2f (%.0f)" % (o["mpps"], o["cycles_per_packet"])
+        assert row["ferrovs / OVS-DPDK"] == "%.2fx" % (f["mpps"] / o["mpps"])
 
     # W1: ferrovs's cells and the peers' (with their CPU-share marks), the ratios per flow
     # count, the no-cliff check.
@@ -200,7 +210,8 @@ def test_report_from_real_json(data):
     pngs = images(md)
     assert set(pngs) == {p.name for p in out.glob("*.png")}
     assert set(pngs) == {"w1-ratios.png", "w2-flood-ratios.png", "w2-fixed-ratios.png",
-                         "w3-mpps.png", "w5-ratios.png", "w6-mpps.png", "load.png"}
+                         "w3-mpps.png", "w5-ratios.png", "w6-mpps.png", "w8-ratios.png",
+                         "load.png"}
     for p in pngs:
         check_png(out / p)
 
@@ -260,7 +271,7 @@ def test_without_runs_json_and_smoke_w1(data):
     (data / "w1-peers.json").unlink()
     r, out, md = build(data)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert md.count("Commands: not recorded") == 5
+    assert md.count("Commands: not recorded") == 6
     smoke = load(data, "w1.json")
     assert "(smoke run: %s s windows)" % smoke["seconds"] in md
     assert "Peers: not measured in this run (no `w1-peers.json`): no ratio." in md

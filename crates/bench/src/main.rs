@@ -1,7 +1,8 @@
 //! `ferrovs-bench`: benchmark inputs and in-memory datapath runs.
 //!
-//! * `ferrovs-bench gen-w1 --flows N --out FILE` writes the W1 input pcap.
-//! * `ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k]
+//! * `ferrovs-bench gen-w1 --flows N --out FILE` writes the W1 input pcap; `gen-w8` the W8
+//!   one (N connections, both directions).
+//! * `ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k|@FILE]
 //!   [--seconds S] [--json]` runs W1 on the calling thread and prints Mpps and cycles per
 //!   packet; with `--cores C0,C1,...` it runs on one poll thread per listed core instead,
 //!   through the daemon's multi-thread datapath (the pcap port gets one queue per thread).
@@ -14,7 +15,7 @@ mod w4run;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: ferrovs-bench gen-w1 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k] [--set KEY=VALUE] [--seconds S] [--cores C0,C1,...] [--json]\n       ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]";
+const USAGE: &str = "usage: ferrovs-bench gen-w1|gen-w8 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k|@FILE] [--set KEY=VALUE] [--seconds S] [--cores C0,C1,...] [--json]\n       ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]";
 
 fn usage() -> ExitCode {
     eprintln!("{USAGE}");
@@ -75,19 +76,25 @@ fn main() -> ExitCode {
         }
     }
     match args.first().map(String::as_str) {
-        Some("gen-w1") => {
+        Some(g @ ("gen-w1" | "gen-w8")) => {
             let (Some(flows), Some(out)) = (flows, out) else {
                 return usage();
             };
             let f = match std::fs::File::create(&out) {
                 Ok(f) => f,
                 Err(e) => {
-                    eprintln!("gen-w1: {out}: {e}");
+                    eprintln!("{g}: {out}: {e}");
                     return ExitCode::FAILURE;
                 }
             };
-            if let Err(e) = w1gen::write_w1(std::io::BufWriter::new(f), flows) {
-                eprintln!("gen-w1: {out}: {e}");
+            let out_file = std::io::BufWriter::new(f);
+            let written = if g == "gen-w8" {
+                w1gen::write_w8(out_file, flows)
+            } else {
+                w1gen::write_w1(out_file, flows)
+            };
+            if let Err(e) = written {
+                eprintln!("{g}: {out}: {e}");
                 return ExitCode::FAILURE;
             }
             ExitCode::SUCCESS

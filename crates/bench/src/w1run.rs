@@ -25,8 +25,18 @@ pub struct W1Result {
 }
 
 /// The W1 OpenFlow rule sets: `simple` is `in_port=1,actions=output:2`; `l3_4k` is 4096
-/// `/32` destination rules plus a low-priority default, all to port 2.
+/// `/32` destination rules plus a low-priority default, all to port 2. `@FILE` reads the
+/// flows from FILE, one per line as `ovs-ofctl add-flows` takes them (W7, W8).
 pub fn rules(set: &str) -> Result<Vec<String>, String> {
+    if let Some(path) = set.strip_prefix('@') {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+        return Ok(text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(String::from)
+            .collect());
+    }
     match set {
         "simple" => Ok(vec!["in_port=1,actions=output:2".into()]),
         "l3_4k" => {
@@ -42,7 +52,7 @@ pub fn rules(set: &str) -> Result<Vec<String>, String> {
             v.push("priority=1,in_port=1,actions=output:2".into());
             Ok(v)
         }
-        _ => Err(format!("unknown rule set '{set}' (simple, l3_4k)")),
+        _ => Err(format!("unknown rule set '{set}' (simple, l3_4k, @FILE)")),
     }
 }
 

@@ -14,7 +14,7 @@
 //! packet's first pass and the connection-tracking fields of the verdict.
 //!
 //! Invariant: a key with `recirc_id != 0` is the only kind with connection-tracking fields
-//! (see `packet::flow`); [`recirc_key`] never returns id 0 for a tracked packet because
+//! (see `packet::flow`); [`recirc_key`] never writes id 0 for a tracked packet because
 //! recirculation ids start at 1.
 
 use conntrack::{Config, Conntrack, CtInput, CtResult, PacketMeta};
@@ -49,17 +49,19 @@ pub fn track(ct: &CtAction, pkt: &mut Packet, now_ms: u64) -> CtResult {
     out[0]
 }
 
-/// The key `pkt` is re-injected with under `recirc_id`, after the `ct` verdict `res`
-/// (`None`: no `ct` ran in this pass, the fields stay zero). `first` is the key of the pass
-/// that recirculates.
+/// Writes into `k` the key `pkt` is re-injected with under `recirc_id`, after the `ct`
+/// verdict `res` (`None`: no `ct` ran in this pass, the fields stay zero). `first` is the
+/// key of the pass that recirculates. In place: the caller's slot in the recirculation
+/// queue, so the 304-byte key is not copied on its way there.
 pub fn recirc_key(
+    k: &mut FlowKey,
     pkt: &Packet,
     first: &FlowKey,
     recirc_id: u32,
     res: Option<&CtResult>,
-) -> FlowKey {
-    let mut k = FlowKey::ZERO;
-    flow::extract_into(&mut k, pkt.data(), first.in_port);
+) {
+    *k = FlowKey::ZERO;
+    flow::extract_into(k, pkt.data(), first.in_port);
     k.recirc_id = recirc_id;
     k.pkt_mark = first.pkt_mark;
     k.dp_hash = first.dp_hash;
@@ -83,5 +85,4 @@ pub fn recirc_key(
             };
         }
     }
-    k
 }

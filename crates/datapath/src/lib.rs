@@ -26,9 +26,11 @@
 //! ## Thread-safety contract
 //! A [`switch::Switch`] and everything in it belongs to one poll thread. The control plane
 //! talks to it only through [`pmd::PmdHandle::call`], whose closures run between two polls.
-//! A poll thread never waits for a lock the control plane can hold: the `openflow` module's
-//! shared state is built for that (see [`udpif`] for how each per-packet path avoids the
-//! OpenFlow state's lock, and `tests/writer_held.rs`, which holds that lock during traffic).
+//! No datapath thread (poll thread, upcall handler, revalidator) waits for a lock the control
+//! plane can hold: the `openflow` module's shared state is built for that. The OpenFlow
+//! state is versioned (`ofproto::Versions`): the control plane writes one copy and
+//! publishes it, the datapath reads the published one (see [`udpif`] for each path, and
+//! `tests/writer_held.rs`, which holds the writer and runs a long bundle during traffic).
 
 pub mod bridge;
 pub mod capabilities;

@@ -19,16 +19,25 @@
 //!   also removes the OpenFlow rules whose idle or hard timeout has passed (scanning only the
 //!   rules that have one), right after pushing the counters their idle time depends on.
 //!
-//! [`Udpif`] is what they share: the `Ofproto` (behind a mutex: the control plane, the
-//! handler and the revalidator take it; a poll thread never waits for it, see below), the
-//! meters as the datapath runs them, the packet-in queue, the megaflow index (handler and
-//! revalidator), counters, and the request/completion sequence numbers of revalidation
+//! [`Udpif`] is what they share: the OpenFlow state as [`ofproto::Versions`] (two copies:
+//! the control plane changes one in a write session, [`Udpif::of`], whose end publishes it;
+//! the datapath reads the published one through [`Udpif::snapshot`], which never waits),
+//! the meters as the datapath runs them, the packet-in queue, the megaflow index (handler
+//! and revalidator), counters, and the request/completion sequence numbers of revalidation
 //! rounds.
 //!
-//! ## What a poll thread may wait for: nothing the control plane holds
-//! A bundle commit holds the `Ofproto` lock for as long as a million flow_mods take, and the
-//! revalidator for a whole round; a poll thread must forward at full rate meanwhile. So no
-//! per-packet path takes that lock:
+//! ## What the datapath may wait for: nothing the control plane holds
+//! A bundle commit holds the write session for as long as a million flow_mods take; the
+//! datapath must forward at full rate and set up new flows meanwhile. So no datapath thread
+//! takes the writer, and none blocks on it:
+//! * the handler translates each upcall against a snapshot of the published state, so flows
+//!   are set up during a long commit against the state before it (their megaflows carry
+//!   that version and are revalidated once the commit is published);
+//! * the revalidator reads a snapshot per chunk of [`REVALIDATE_CHUNK`] megaflows (the next
+//!   write session waits for at most one chunk before it changes that copy); counters go to
+//!   the rules' and groups' shared atomics; rule expiry, which deletes rules, takes the
+//!   writer only if it is free ([`Udpif::try_of`]) and otherwise leaves it to the control
+//!   plane's next write session (`expiry_due`), so it is never waited for;
 //! * cached lookups read the poll thread's own caches; misses go to the handler through a
 //!   bounded queue and come back through the lane, both without waiting;
 //! * meters run through [`Udpif::meters`], the `Ofproto`'s lock-free published meter set
@@ -36,16 +45,17 @@
 //! * packet-ins go onto a bounded lock-free queue that the control plane drains;
 //! * NORMAL's MAC table is shared by the bridge's poll threads only (the control plane
 //!   reaches it through module commands, which run on the poll thread);
-//! * port changes the fabric reports on the poll thread are queued and applied by whoever
-//!   takes the `Ofproto` lock next ([`Udpif::of`] applies them first), or at once when the
-//!   lock is free;
-//! * the uncached reference pipeline (`cache=false`) translates on the poll thread only when
-//!   it gets the lock without waiting; otherwise it keeps the packets, in order, for its next
-//!   turn (bounded; overflow dropped and counted);
+//! * port changes the fabric reports on the poll thread are queued and applied by the next
+//!   write session ([`Udpif::of`] applies them first), at once when no session is open, or
+//!   by the revalidator's next round;
+//! * the uncached reference pipeline (`cache=false`) translates each batch on the poll
+//!   thread against a snapshot;
 //! * packet-outs arrive already translated to datapath actions.
 //!
-//! `tests/writer_held.rs` holds the lock while traffic runs and checks every one of these
-//! paths keeps forwarding.
+//! A control-plane thread must not open a write session while it holds a snapshot (the
+//! session may have to wait for that very snapshot). `tests/writer_held.rs` holds the writer
+//! (and runs a 200,000-flow_mod bundle) while traffic runs, and checks that every one of
+//! these paths keeps forwarding, that new flows get megaflows and that rounds go on.
 //!
 //! ## Staleness
 //! A killed megaflow is marked dead before anything else; the poll thread treats a dead
@@ -54,9 +64,13 @@
 //! revalidation round that started after the change, then for every poll thread serving
 //! the bridge to pass through its loop twice, so no batch that began with the old decision
 //! is still running.
-//! The handler holds the index lock across translate-and-insert; the revalidator takes its
-//! snapshot under the same lock, so a megaflow translated before a change is either in the
-//! snapshot (and revalidated) or was translated after the change.
+//! A change is published when its write session ends, before the control plane calls
+//! `sync`. The handler holds the index lock across take-snapshot, translate and insert; the
+//! revalidator lists the megaflows under the same lock, and every chunk's snapshot is
+//! taken after that listing. So a megaflow translated against a snapshot older than the
+//! change is in the round's list with its older version (and is re-translated against a
+//! snapshot that has the change), or it was translated after the listing, hence after the
+//! publication, against a snapshot that has the change.
 
 use crate::clock;
 use crate::dpcls::{Dpcls, Megaflow};
@@ -64,7 +78,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, 
 use ofproto::meter::MeterTable;
 use ofproto::odp::DpAction;
 use ofproto::switch::{OfPort, PacketIn};
-use ofproto::Ofproto;
+use ofproto::{Ofproto, Snapshot, Versions, Writer};
 use packet::flow::FlowKey;
 use packet::Packet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -93,6 +107,8 @@ pub const KICK_HOT: Duration = Duration::from_millis(50);
 /// How often the revalidator removes rules whose idle or hard timeout has passed (OpenFlow
 /// timeouts are in seconds; OVS checks about once a second too).
 pub const EXPIRE_EVERY: Duration = Duration::from_millis(1000);
+/// Megaflows the revalidator handles per snapshot of the OpenFlow state.
+pub const REVALIDATE_CHUNK: usize = 256;
 
 /// A packet that missed the caches.
 pub struct Upcall {
@@ -201,7 +217,7 @@ pub enum PortChange {
 
 /// See the module documentation.
 pub struct Udpif {
-    ofproto: Mutex<Ofproto>,
+    ofproto: Versions,
     /// The meters, run by poll threads without the `Ofproto` lock.
     pub meters: MeterTable,
     /// Port changes not yet applied to the `Ofproto` (see the module documentation).
@@ -230,6 +246,9 @@ pub struct Udpif {
     /// True while a revalidator thread runs (otherwise [`Udpif::sync`] has nothing to wait
     /// for: the uncached pipeline reads the tables for every packet).
     revalidating: AtomicBool,
+    /// Set by the revalidator when rule expiry was due but the writer was busy: the next
+    /// write session runs it (see the module documentation).
+    expiry_due: AtomicBool,
     /// Where the bridge's `sample` actions send their samples.
     pub flow_samples: crate::sample::FlowSampleTap,
 }
@@ -309,7 +328,7 @@ impl Udpif {
     pub fn new(of: Ofproto) -> Udpif {
         Udpif {
             meters: of.meter_table(),
-            ofproto: Mutex::new(of),
+            ofproto: Versions::new(of),
             port_changes: unbounded(),
             index: Mutex::new(Index::default()),
             stats: UdpifStats::default(),
@@ -329,27 +348,41 @@ impl Udpif {
             done_cv: Condvar::new(),
             stop: AtomicBool::new(false),
             revalidating: AtomicBool::new(false),
+            expiry_due: AtomicBool::new(false),
             flow_samples: Default::default(),
         }
     }
 
-    /// Locks the OpenFlow state (after applying the port changes queued meanwhile). Never
-    /// from a poll thread: see the module documentation.
-    pub fn of(&self) -> MutexGuard<'_, Ofproto> {
-        let mut g = lock(&self.ofproto);
-        self.apply_port_changes(&mut g);
+    /// A write session on the OpenFlow state (after applying the port changes queued
+    /// meanwhile, and rule expiry if the revalidator found it due); dropping it publishes the
+    /// changes. For the control plane only: never from the datapath's threads, and never
+    /// while holding a [`Udpif::snapshot`] (see the module documentation).
+    pub fn of(&self) -> Writer<'_> {
+        let mut g = self.ofproto.write();
+        self.housekeeping(&mut g);
         g
     }
 
-    /// The OpenFlow state if nobody holds it (for the poll thread, which must not wait).
-    pub fn try_of(&self) -> Option<MutexGuard<'_, Ofproto>> {
-        let mut g = match self.ofproto.try_lock() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        self.apply_port_changes(&mut g);
+    /// A write session if one can start without waiting.
+    pub fn try_of(&self) -> Option<Writer<'_>> {
+        let mut g = self.ofproto.try_write()?;
+        self.housekeeping(&mut g);
         Some(g)
+    }
+
+    /// The published OpenFlow state, for reading. Never waits (the writer changes the other
+    /// copy); hold it for one upcall or one chunk of work.
+    pub fn snapshot(&self) -> Snapshot<'_> {
+        self.ofproto.read()
+    }
+
+    /// What every write session does first: queued port changes, due expiry.
+    fn housekeeping(&self, of: &mut Ofproto) {
+        self.apply_port_changes(of);
+        if self.expiry_due.swap(false, Ordering::AcqRel) && of.expire(clock::now_ms()) > 0 {
+            // Their megaflows go in the next round.
+            self.kick();
+        }
     }
 
     fn apply_port_changes(&self, of: &mut Ofproto) {
@@ -366,8 +399,9 @@ impl Udpif {
         }
     }
 
-    /// Records a port change from the poll thread: applied now if the lock is free, else by
-    /// the next [`Udpif::of`]; either way a revalidation round is asked for.
+    /// Records a port change from the poll thread: applied now if no write session is open,
+    /// else by the next one (or the revalidator's next round); either way a revalidation
+    /// round is asked for.
     pub fn port_change(&self, c: PortChange) {
         // Unbounded but fed only by port additions, removals and link changes.
         let _ = self.port_changes.0.send(c);
@@ -589,7 +623,7 @@ fn handle(u: &Udpif, up: Box<Upcall>) -> Completed {
         };
     }
     let (x, version) = {
-        let of = u.of();
+        let of = u.snapshot();
         u.stats.xlates.fetch_add(1, Ordering::Relaxed);
         (
             ofproto::xlate(&of, &up.key, Some(up.pkt.data()), None),
@@ -671,10 +705,26 @@ fn revalidator_main(u: &Udpif) {
         }
         seen_req = target;
         round(u);
+        if !u.port_changes.1.is_empty() {
+            // Queued while a write session was open and none came since.
+            drop(u.try_of());
+        }
         if last_expiry.elapsed() >= EXPIRE_EVERY {
             last_expiry = Instant::now();
-            // Rules removed by their timeouts: their megaflows go in another round at once.
-            if u.of().expire(clock::now_ms()) > 0 {
+            // Rule expiry needs a write session: take one only if it is free; otherwise the
+            // control plane's next session runs it (`expiry_due`). Never wait for it.
+            let expired = match u.try_of() {
+                Some(mut of) => {
+                    u.expiry_due.store(false, Ordering::Release);
+                    of.expire(clock::now_ms())
+                }
+                None => {
+                    u.expiry_due.store(true, Ordering::Release);
+                    0
+                }
+            };
+            if expired > 0 {
+                // Their megaflows go in another round at once.
                 round(u);
             }
             // Expired connections: off the poll threads, bounded work per round.
@@ -693,10 +743,12 @@ pub fn round(u: &Udpif) {
     let flows: Vec<Arc<Megaflow>> = u.idx().iter().cloned().collect();
     let max_idle = u.max_idle_ms.load(Ordering::Relaxed);
     let mut kill: Vec<Arc<Megaflow>> = Vec::new();
-    {
-        let mut of = u.of();
+    // One snapshot per chunk: a write session that must change the copy this round reads
+    // waits for one chunk at most, and later chunks see its changes.
+    for chunk in flows.chunks(REVALIDATE_CHUNK) {
+        let of = u.snapshot();
         let version = of.version();
-        for mf in &flows {
+        for mf in chunk {
             if mf.is_dead() {
                 continue;
             }
@@ -712,15 +764,8 @@ pub fn round(u: &Udpif) {
                         r.credit(dp, db, used);
                     }
                     for &(g, bk) in &mf.buckets {
-                        if let Some(grp) = of.group_mut(g) {
-                            grp.packet_count += dp;
-                            grp.byte_count += db;
-                            if let Some(x) = grp.bucket_packets.get_mut(bk) {
-                                *x += dp;
-                            }
-                            if let Some(x) = grp.bucket_bytes.get_mut(bk) {
-                                *x += db;
-                            }
+                        if let Some(grp) = of.groups().get(&g) {
+                            grp.stats.credit(bk, dp, db);
                         }
                     }
                     *pushed = (p, b);

@@ -460,16 +460,18 @@ fn dump_groups(m: &Udpif, json: bool, now: u64) -> String {
             buckets: g.buckets.clone(),
         };
         let t = text::format_group(&gm);
+        let (packets, bytes) = g.stats.get();
+        let bucket_packets: Vec<u64> = g.stats.buckets().iter().map(|b| b.0).collect();
         if json {
             rows.push(json!({"group_id": g.id, "type": g.kind.name(), "text": t,
-                "packet_count": g.packet_count, "byte_count": g.byte_count,
-                "bucket_packets": g.bucket_packets, "duration_ms": now.saturating_sub(g.created_ms)}));
+                "packet_count": packets, "byte_count": bytes,
+                "bucket_packets": bucket_packets, "duration_ms": now.saturating_sub(g.created_ms)}));
         } else {
             out.push(' ');
             out.push_str(&t);
             out.push_str(&format!(
                 " (packet_count={},byte_count={},bucket_packets={:?})\n",
-                g.packet_count, g.byte_count, g.bucket_packets
+                packets, bytes, bucket_packets
             ));
         }
     }

@@ -11,18 +11,67 @@
 
 use openflow::{Bucket, GroupType};
 use packet::flow::FlowKey;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-/// One installed group and its counters.
+/// A group's counters: atomics behind an `Arc` shared by every copy of the group (the
+/// datapath credits them through a read-only snapshot, see `crate::versions`).
+#[derive(Debug, Default)]
+pub struct GroupStats {
+    packets: AtomicU64,
+    bytes: AtomicU64,
+    bucket_packets: Vec<AtomicU64>,
+    bucket_bytes: Vec<AtomicU64>,
+}
+
+impl GroupStats {
+    fn new(n_buckets: usize) -> GroupStats {
+        GroupStats {
+            packets: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            bucket_packets: (0..n_buckets).map(|_| AtomicU64::new(0)).collect(),
+            bucket_bytes: (0..n_buckets).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Adds `packets`/`bytes` to the group and to bucket `bucket`.
+    pub fn credit(&self, bucket: usize, packets: u64, bytes: u64) {
+        self.packets.fetch_add(packets, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(x) = self.bucket_packets.get(bucket) {
+            x.fetch_add(packets, Ordering::Relaxed);
+        }
+        if let Some(x) = self.bucket_bytes.get(bucket) {
+            x.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// (packets, bytes) of the whole group.
+    pub fn get(&self) -> (u64, u64) {
+        (
+            self.packets.load(Ordering::Relaxed),
+            self.bytes.load(Ordering::Relaxed),
+        )
+    }
+
+    /// (packets, bytes) of each bucket, in bucket order.
+    pub fn buckets(&self) -> Vec<(u64, u64)> {
+        self.bucket_packets
+            .iter()
+            .zip(&self.bucket_bytes)
+            .map(|(p, b)| (p.load(Ordering::Relaxed), b.load(Ordering::Relaxed)))
+            .collect()
+    }
+}
+
+/// One installed group and its counters (shared by its copies: cloning a group keeps them).
 #[derive(Clone, Debug)]
 pub struct Group {
     pub id: u32,
     pub kind: GroupType,
     pub buckets: Vec<Bucket>,
     pub created_ms: u64,
-    pub packet_count: u64,
-    pub byte_count: u64,
-    pub bucket_packets: Vec<u64>,
-    pub bucket_bytes: Vec<u64>,
+    pub stats: Arc<GroupStats>,
 }
 
 impl Group {
@@ -41,10 +90,7 @@ impl Group {
             kind,
             buckets,
             created_ms: now_ms,
-            packet_count: 0,
-            byte_count: 0,
-            bucket_packets: vec![0; n],
-            bucket_bytes: vec![0; n],
+            stats: Arc::new(GroupStats::new(n)),
         }
     }
 

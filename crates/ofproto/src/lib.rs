@@ -9,8 +9,11 @@
 //!
 //! Nothing here does I/O or reads a clock: every operation that depends on time takes
 //! `now` (milliseconds) as an argument, so the whole pipeline is deterministic under test.
-//! The datapath (the `openflow` switching-logic module) owns an [`switch::Ofproto`] and
-//! feeds it packets' flow keys; the CLI and OpenFlow connections feed it flow_mods.
+//! The datapath keeps a bridge's [`switch::Ofproto`] as [`Versions`] (two copies, see
+//! [`switch::versions`]): its handler, revalidator and uncached pipeline translate packets'
+//! flow keys against the published copy without ever waiting, while the control plane (the
+//! CLI verbs and OpenFlow connections) applies flow_mods to the other copy through a write
+//! session whose end publishes them.
 //!
 //! ## Ports
 //! Port numbers are OpenFlow 1.3's: physical ports 1..=0xffffff00, `LOCAL` = 0xfffffffe.
@@ -34,5 +37,6 @@ pub use odp::DpAction;
 pub use openflow::actions::{OFPCML_NO_BUFFER, OFPP_LOCAL};
 pub use openflow::sample::Sample as SampleAction;
 pub use rule::Rule;
+pub use switch::versions::{Snapshot, Versions, Writer};
 pub use switch::{FlowModResult, OfPort, Ofproto};
 pub use xlate::{xlate, xlate_actions, XlateOut};

@@ -9,6 +9,7 @@
 
 mod buckets;
 mod txn;
+pub mod versions;
 
 use crate::fields;
 use crate::group::Group;
@@ -117,6 +118,9 @@ pub struct Ofproto {
     ports: BTreeMap<u32, OfPort>,
     next_id: u64,
     version: u64,
+    /// Bumped by every change to groups, meters, ports or a table's settings: a lagging copy
+    /// copies those only when it differs (see [`versions`]).
+    meta_gen: u64,
     removed: VecDeque<FlowRemoved>,
     /// Flow table changes for flow monitors (empty unless `monitoring`).
     flow_events: VecDeque<FlowEvent>,
@@ -160,6 +164,7 @@ impl Ofproto {
             ports: BTreeMap::new(),
             next_id: 1,
             version: 1,
+            meta_gen: 0,
             removed: VecDeque::new(),
             flow_events: VecDeque::new(),
             monitoring: false,
@@ -216,17 +221,13 @@ impl Ofproto {
     /// One table, writable (its miss behaviour and name).
     pub fn table_mut(&mut self, id: u8) -> Option<&mut Table> {
         self.version += 1;
+        self.meta_gen += 1;
         self.tables.get_mut(usize::from(id))
     }
 
     /// The groups.
     pub fn groups(&self) -> &BTreeMap<u32, Group> {
         &self.groups
-    }
-
-    /// Group counters, writable (the datapath credits them).
-    pub fn group_mut(&mut self, id: u32) -> Option<&mut Group> {
-        self.groups.get_mut(&id)
     }
 
     /// A snapshot of every meter (configuration and counters).
@@ -273,6 +274,7 @@ impl Ofproto {
         if self.ports.get(&p.ofport) != Some(&p) {
             self.ports.insert(p.ofport, p);
             self.version += 1;
+            self.meta_gen += 1;
         }
     }
 
@@ -280,6 +282,7 @@ impl Ofproto {
     pub fn remove_port(&mut self, ofport: u32) {
         if self.ports.remove(&ofport).is_some() {
             self.version += 1;
+            self.meta_gen += 1;
         }
     }
 
@@ -852,6 +855,7 @@ impl Ofproto {
             }
         }
         self.version += 1;
+        self.meta_gen += 1;
         Ok(())
     }
 
@@ -959,6 +963,7 @@ impl Ofproto {
         }
         self.publish_meters();
         self.version += 1;
+        self.meta_gen += 1;
         Ok(())
     }
 

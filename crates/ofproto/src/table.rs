@@ -42,8 +42,28 @@ pub struct Table {
     /// While a transaction runs (see `Ofproto::atomically`): each rule id changed, with the
     /// rule it had before its first change (`None`: it did not exist).
     journal: Option<HashMap<u64, Option<Arc<Rule>>>>,
-    pub lookup_count: AtomicU64,
-    pub matched_count: AtomicU64,
+    /// What changed since [`Table::take_changes`] (see `crate::versions`).
+    changes: TableChanges,
+    /// Shared by the table's copies (see `crate::versions`), so counts are not split.
+    pub lookup_count: Arc<AtomicU64>,
+    pub matched_count: Arc<AtomicU64>,
+}
+
+/// The rules of one table changed since the last publication: what a lagging copy of the
+/// table replays (see `crate::versions`).
+#[derive(Clone, Debug, Default)]
+pub struct TableChanges {
+    /// The table was emptied first (`take_all`); `ids` then holds only what came after.
+    pub cleared: bool,
+    /// Rule ids added, modified or removed.
+    pub ids: HashSet<u64>,
+}
+
+impl TableChanges {
+    /// True if nothing changed.
+    pub fn is_empty(&self) -> bool {
+        !self.cleared && self.ids.is_empty()
+    }
 }
 
 fn cmatch(r: &Rule) -> CMatch<FLOW_KEY_WORDS> {
@@ -62,9 +82,64 @@ impl Table {
             ids: HashMap::new(),
             timed: HashSet::new(),
             journal: None,
-            lookup_count: AtomicU64::new(0),
-            matched_count: AtomicU64::new(0),
+            changes: TableChanges::default(),
+            lookup_count: Arc::default(),
+            matched_count: Arc::default(),
         }
+    }
+
+    /// A second copy of this table: same configuration, the same rules (the same `Arc`s)
+    /// and the same counters, with nothing to replay. O(n), once per bridge.
+    pub(crate) fn twin(&self) -> Table {
+        let mut t = Table::new(self.id);
+        t.copy_config(self);
+        t.lookup_count = Arc::clone(&self.lookup_count);
+        t.matched_count = Arc::clone(&self.matched_count);
+        let rules: Vec<Arc<Rule>> = self.iter().cloned().collect();
+        if !rules.is_empty() {
+            t.insert_many(rules);
+        }
+        t.changes = TableChanges::default();
+        t
+    }
+
+    /// Takes the record of what changed since the last call.
+    pub(crate) fn take_changes(&mut self) -> TableChanges {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// Copies name, size limit and miss behaviour from `from`.
+    pub(crate) fn copy_config(&mut self, from: &Table) {
+        if self.name != from.name {
+            self.name.clone_from(&from.name);
+        }
+        self.max_entries = from.max_entries;
+        self.miss = from.miss;
+    }
+
+    /// Brings this copy up to `from` (the copy the changes were made on): the rules `ch`
+    /// names are copied from `from` (the same `Arc`s) or removed. O(changes), except that a
+    /// `cleared` table hands back its old contents for the caller to free.
+    pub(crate) fn catch_up(&mut self, ch: &TableChanges, from: &Table) -> Option<Cls> {
+        let old = if ch.cleared {
+            Some(self.take_all())
+        } else {
+            None
+        };
+        let mut add = Vec::new();
+        for &id in &ch.ids {
+            match from.get(id) {
+                Some(r) => add.push(Arc::clone(r)),
+                None => {
+                    self.remove(id);
+                }
+            }
+        }
+        if !add.is_empty() {
+            self.insert_many(add);
+        }
+        self.changes = TableChanges::default();
+        old
     }
 
     /// Number of rules.
@@ -146,6 +221,7 @@ impl Table {
     }
 
     fn record(&mut self, id: u64) {
+        self.changes.ids.insert(id);
         if self.journal.as_ref().is_some_and(|j| !j.contains_key(&id)) {
             let before = self.get(id).cloned();
             if let Some(j) = self.journal.as_mut() {
@@ -202,6 +278,10 @@ impl Table {
         }
         self.ids.clear();
         self.timed.clear();
+        self.changes = TableChanges {
+            cleared: true,
+            ids: HashSet::new(),
+        };
         std::mem::replace(&mut self.cls, Classifier::new(Config::flow_key()))
     }
 

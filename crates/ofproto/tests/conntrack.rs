@@ -2,29 +2,13 @@
 //! frozen pipeline state a recirculation id stands for, and the megaflow wildcards.
 
 use ofproto::odp::DpAction;
-use ofproto::switch::OfPort;
-use ofproto::{xlate, Ofproto};
+use ofproto::xlate;
 use openflow::text::parse_flow;
 use openflow::FlowModCommand;
 use packet::flow::{FlowKey, ETH_TYPE_IPV4};
 
-fn switch(rules: &[&str]) -> Ofproto {
-    let mut of = Ofproto::new();
-    for p in 1..=3 {
-        of.set_port(OfPort {
-            ofport: p,
-            name: format!("p{p}"),
-            live: true,
-            no_flood: false,
-            admin_down: false,
-        });
-    }
-    for r in rules {
-        let fm = parse_flow(r, FlowModCommand::Add).unwrap_or_else(|e| panic!("{r}: {e}"));
-        of.flow_mod(&fm, 0).unwrap_or_else(|e| panic!("{r}: {e:?}"));
-    }
-    of
-}
+mod common;
+use common::switch;
 
 fn tcp_key(in_port: u32) -> FlowKey {
     FlowKey {
@@ -122,6 +106,35 @@ fn nat_and_label_writes_fold_into_the_action() {
         x.actions[0].to_string(),
         "ct(commit,mark=0x2/0xffffffff,label=0x35/0xff,nat(src=10.9.0.1-10.9.0.3:2000-2999,random))"
     );
+}
+
+/// OVN commits a load-balanced connection with the backend copied from a register into
+/// the label; a move from a packet field pins that field in the megaflow.
+#[test]
+fn moves_into_mark_and_label_fold_with_the_set_fields() {
+    let of = switch(&[
+        "table=0,ip,actions=load:0x12345678->NXM_NX_REG3[],ct(commit,zone=NXM_NX_REG13[0..15],\
+         nat(src),exec(set_field:0/0x1->ct_mark,move:NXM_NX_XXREG0[0..31]->NXM_NX_CT_LABEL[96..127],\
+         move:NXM_OF_IP_DST[24..31]->NXM_NX_CT_MARK[8..15]))",
+    ]);
+    let x = xlate(&of, &tcp_key(1), None, None);
+    let [DpAction::Ct(ct)] = x.actions.as_slice() else {
+        panic!("{:?}", x.actions)
+    };
+    assert_eq!(
+        ct.set_label,
+        Some((0x1234_5678u128 << 96, 0xffff_ffffu128 << 96))
+    );
+    // nw_dst 10.0.0.2: its top byte (10) into mark bits 8..15; bit 0 cleared.
+    assert_eq!(ct.set_mark, Some((10 << 8, 0xff01)));
+    assert_eq!(x.wc.nw_dst, [0xff, 0, 0, 0], "the moved bits are pinned");
+    // Only when committing, as in OVS.
+    let fm = parse_flow(
+        "ip,actions=ct(exec(move:NXM_NX_REG0[]->NXM_NX_CT_MARK[]))",
+        FlowModCommand::Add,
+    );
+    let refused = fm.map(|fm| ofproto::Ofproto::new().flow_mod(&fm, 0).is_err());
+    assert!(refused.unwrap_or(true));
 }
 
 #[test]

@@ -7,63 +7,31 @@
 //! * IP rewrites after a push find the IP header behind the new tag;
 //! * a pop after a push brings the matched tag back, for action prerequisites.
 
-use ofproto::odp::{apply_all, DpAction};
-use ofproto::switch::OfPort;
-use ofproto::{xlate, Ofproto};
+use ofproto::odp::DpAction;
+use ofproto::Ofproto;
 use openflow::text::parse_flow;
 use openflow::FlowModCommand;
 use packet::flow::{self, ETH_TYPE_IPV4, ETH_TYPE_VLAN, NW_FRAG_ANY};
-use packet::Pool;
+
+mod common;
+use common::{forward, Udp4};
 
 fn switch(rules: &[&str]) -> Ofproto {
     flow::set_vlan_limit(1);
-    let mut of = Ofproto::new();
-    for p in 1..=3 {
-        of.set_port(OfPort {
-            ofport: p,
-            name: format!("p{p}"),
-            live: true,
-            no_flood: false,
-            admin_down: false,
-        });
-    }
-    for r in rules {
-        let fm = parse_flow(r, FlowModCommand::Add).expect("parse");
-        of.flow_mod(&fm, 0).expect("add");
-    }
-    of
+    common::switch(rules)
 }
 
 /// Ethernet (+ tags) / IPv4 (TTL 64, `frag` = flags and offset word) / UDP 5000 -> `dport`.
 fn udp(tags: &[u16], frag: u16, dport: u16) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
-    for tci in tags {
-        f.extend_from_slice(&ETH_TYPE_VLAN.to_be_bytes());
-        f.extend_from_slice(&tci.to_be_bytes());
+    let tags = tags.iter().map(|t| (ETH_TYPE_VLAN, *t)).collect();
+    Udp4 {
+        tags,
+        id: 1,
+        frag,
+        dport,
+        ..Udp4::default()
     }
-    f.extend_from_slice(&ETH_TYPE_IPV4.to_be_bytes());
-    let fr = frag.to_be_bytes();
-    let mut ip = vec![
-        0x45, 0, 0, 28, 0, 1, fr[0], fr[1], 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ];
-    let c = packet::csum::checksum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    let d = dport.to_be_bytes();
-    f.extend_from_slice(&[0x13, 0x88, d[0], d[1], 0, 8, 0, 0]);
-    f
-}
-
-fn forward(of: &Ofproto, f: &[u8]) -> (Vec<u8>, ofproto::XlateOut) {
-    let key = flow::extract(f, 1);
-    let x = xlate(of, &key, Some(f), None);
-    let mut pool = Pool::new(1);
-    let mut p = pool.alloc().expect("buffer");
-    p.set_frame(f);
-    apply_all(&mut p, &x.actions);
-    let out = p.data().to_vec();
-    pool.free(p);
-    (out, x)
+    .bytes()
 }
 
 #[test]

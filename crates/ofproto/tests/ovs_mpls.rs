@@ -5,65 +5,28 @@
 //! * `push_mpls` onto an IP packet takes the TC from the DSCP's low three bits;
 //! * a push onto three labels fails the translation: dropped, and a packet-out is refused.
 
-use ofproto::odp::{apply_all, DpAction};
-use ofproto::switch::OfPort;
-use ofproto::{xlate, Ofproto};
-use openflow::text::parse_flow;
-use openflow::FlowModCommand;
+use ofproto::odp::DpAction;
+use ofproto::Ofproto;
 use packet::flow::{self, ETH_TYPE_IPV4, ETH_TYPE_MPLS};
-use packet::Pool;
+
+mod common;
+use common::{forward, Udp4};
 
 fn switch(rules: &[&str]) -> Ofproto {
     flow::set_vlan_limit(1);
-    let mut of = Ofproto::new();
-    for p in 1..=3 {
-        of.set_port(OfPort {
-            ofport: p,
-            name: format!("p{p}"),
-            live: true,
-            no_flood: false,
-            admin_down: false,
-        });
-    }
-    for r in rules {
-        let fm = parse_flow(r, FlowModCommand::Add).expect("parse");
-        of.flow_mod(&fm, 0).expect("add");
-    }
-    of
+    common::switch(rules)
 }
 
 /// IPv4/UDP (TOS `tos`, TTL 64) behind the given label stack entries, outermost first.
 fn frame(labels: &[u32], tos: u8) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
-    let ty = if labels.is_empty() {
-        ETH_TYPE_IPV4
-    } else {
-        ETH_TYPE_MPLS
+    let f = Udp4 {
+        labels: labels.to_vec(),
+        tos,
+        id: 1,
+        dport: 53,
+        ..Udp4::default()
     };
-    f.extend_from_slice(&ty.to_be_bytes());
-    for l in labels {
-        f.extend_from_slice(&l.to_be_bytes());
-    }
-    let mut ip = vec![
-        0x45, tos, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ];
-    let c = packet::csum::checksum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&[0x13, 0x88, 0, 53, 0, 8, 0, 0]);
-    f
-}
-
-fn forward(of: &Ofproto, f: &[u8]) -> (Vec<u8>, ofproto::XlateOut) {
-    let key = flow::extract(f, 1);
-    let x = xlate(of, &key, Some(f), None);
-    let mut pool = Pool::new(1);
-    let mut p = pool.alloc().expect("buffer");
-    p.set_frame(f);
-    apply_all(&mut p, &x.actions);
-    let out = p.data().to_vec();
-    pool.free(p);
-    (out, x)
+    f.bytes()
 }
 
 /// Label 16 (not bottom of stack, TTL 1) over label 100 (bottom, TTL 1).

@@ -7,52 +7,28 @@
 //! the pushed tags exceeded the limit.
 
 use ofproto::odp::{apply, DpAction};
-use ofproto::switch::OfPort;
 use ofproto::{xlate, Ofproto};
-use openflow::text::{parse_flow, parse_group};
-use openflow::{FlowModCommand, GroupModCommand};
 use packet::flow::{self, ETH_TYPE_IPV4, ETH_TYPE_VLAN};
 use packet::{Packet, Pool};
 
+mod common;
+use common::Udp4;
+
 fn switch(groups: &[&str], rules: &[&str]) -> Ofproto {
     flow::set_vlan_limit(1);
-    let mut of = Ofproto::new();
-    for p in 1..=4 {
-        of.set_port(OfPort {
-            ofport: p,
-            name: format!("p{p}"),
-            live: true,
-            no_flood: false,
-            admin_down: false,
-        });
-    }
-    for g in groups {
-        let gm = parse_group(g, GroupModCommand::Add).expect("parse group");
-        of.group_mod(&gm, 0).expect("add group");
-    }
-    for r in rules {
-        let fm = parse_flow(r, FlowModCommand::Add).expect("parse");
-        of.flow_mod(&fm, 0).expect("add");
-    }
-    of
+    common::switch_with(4, groups, rules)
 }
 
 /// Ethernet / the given 802.1Q TCIs / IPv4 / UDP 5000 -> 53.
 fn udp(tags: &[u16]) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
-    for tci in tags {
-        f.extend_from_slice(&ETH_TYPE_VLAN.to_be_bytes());
-        f.extend_from_slice(&tci.to_be_bytes());
+    let tags = tags.iter().map(|t| (ETH_TYPE_VLAN, *t)).collect();
+    Udp4 {
+        tags,
+        id: 1,
+        dport: 53,
+        ..Udp4::default()
     }
-    f.extend_from_slice(&ETH_TYPE_IPV4.to_be_bytes());
-    let mut ip = vec![
-        0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ];
-    let c = packet::csum::checksum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&[0x13, 0x88, 0, 53, 0, 8, 0, 0]);
-    f
+    .bytes()
 }
 
 /// Executes datapath actions on `p` as the datapath does: rewrites in order, a copy per

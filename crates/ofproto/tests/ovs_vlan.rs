@@ -9,61 +9,26 @@
 //! * a flow holds two tags: a push onto two known tags discards the inner one from the packet
 //!   too (found by tests/integration/helpers/ovsdiff.py).
 
-use ofproto::odp::{apply_all, DpAction};
-use ofproto::switch::OfPort;
+use ofproto::odp::DpAction;
 use ofproto::{xlate, Ofproto};
-use openflow::text::parse_flow;
-use openflow::FlowModCommand;
 use packet::flow::{self, FlowKey, ETH_TYPE_IPV4, ETH_TYPE_VLAN, VLAN_PRESENT};
-use packet::Pool;
 
-fn switch(rules: &[&str]) -> Ofproto {
-    let mut of = Ofproto::new();
-    for p in 1..=3 {
-        of.set_port(OfPort {
-            ofport: p,
-            name: format!("p{p}"),
-            live: true,
-            no_flood: false,
-            admin_down: false,
-        });
-    }
-    for r in rules {
-        let fm = parse_flow(r, FlowModCommand::Add).expect("parse");
-        of.flow_mod(&fm, 0).expect("add");
-    }
-    of
-}
+mod common;
+use common::{switch, Udp4};
 
 /// An Ethernet/IPv4/UDP frame behind the given tags (TPID, TCI).
 fn frame(tags: &[(u16, u16)]) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
-    for (tpid, tci) in tags {
-        f.extend_from_slice(&tpid.to_be_bytes());
-        f.extend_from_slice(&tci.to_be_bytes());
+    Udp4 {
+        tags: tags.to_vec(),
+        ..Udp4::default()
     }
-    f.extend_from_slice(&ETH_TYPE_IPV4.to_be_bytes());
-    let mut ip = vec![
-        0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ];
-    let c = packet::csum::checksum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&[0x13, 0x88, 0x13, 0x89, 0, 8, 0, 0]);
-    f
+    .bytes()
 }
 
 /// Runs `f` in on port 1 through the pipeline and its datapath actions; returns the frame
 /// that leaves and the actions.
 fn forward(of: &Ofproto, f: &[u8]) -> (Vec<u8>, Vec<DpAction>) {
-    let key = flow::extract(f, 1);
-    let x = xlate(of, &key, Some(f), None);
-    let mut pool = Pool::new(1);
-    let mut p = pool.alloc().expect("buffer");
-    p.set_frame(f);
-    apply_all(&mut p, &x.actions);
-    let out = p.data().to_vec();
-    pool.free(p);
+    let (out, x) = common::forward(of, f);
     (out, x.actions)
 }
 

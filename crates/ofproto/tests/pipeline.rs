@@ -10,6 +10,9 @@ use openflow::text::{parse_flow, parse_group, parse_meter};
 use openflow::{FlowModCommand, GroupModCommand, MeterModCommand, OfError};
 use packet::flow::{FlowKey, ETH_TYPE_IPV4, IPPROTO_TCP, VLAN_PRESENT};
 
+mod common;
+use common::outputs;
+
 fn add(of: &mut Ofproto, text: &str) {
     let fm = parse_flow(text, FlowModCommand::Add).expect("parse");
     of.flow_mod(&fm, 0).expect("add");
@@ -25,17 +28,7 @@ fn try_fm(
 }
 
 fn with_ports(n: u32) -> Ofproto {
-    let mut of = Ofproto::new();
-    for p in 1..=n {
-        of.set_port(OfPort {
-            ofport: p,
-            name: format!("p{p}"),
-            live: true,
-            no_flood: false,
-            admin_down: false,
-        });
-    }
-    of
+    common::switch_with(n, &[], &[])
 }
 
 fn tcp(in_port: u32, dst: [u8; 4], dport: u16) -> FlowKey {
@@ -50,15 +43,6 @@ fn tcp(in_port: u32, dst: [u8; 4], dport: u16) -> FlowKey {
         tp_dst: dport,
         ..FlowKey::ZERO
     }
-}
-
-fn outputs(acts: &[DpAction]) -> Vec<u32> {
-    acts.iter()
-        .filter_map(|a| match a {
-            DpAction::Output(p) => Some(*p),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]

@@ -2,66 +2,21 @@
 //! `load`/`set_field`/`move`/`pop` and read by matches, `move` and `push`; the per-packet
 //! register stack; and the megaflow wildcards those reads leave.
 
-use ofproto::odp::{apply_all, DpAction};
-use ofproto::switch::OfPort;
-use ofproto::{xlate, Ofproto, XlateOut};
+use ofproto::{xlate, XlateOut};
 use openflow::text::parse_flow;
 use openflow::FlowModCommand;
-use packet::flow::{self, ETH_TYPE_IPV4};
-use packet::Pool;
+use packet::flow;
 
-fn switch(rules: &[&str]) -> Ofproto {
-    let mut of = Ofproto::new();
-    for p in 1..=3 {
-        of.set_port(OfPort {
-            ofport: p,
-            name: format!("p{p}"),
-            live: true,
-            no_flood: false,
-            admin_down: false,
-        });
-    }
-    for r in rules {
-        let fm = parse_flow(r, FlowModCommand::Add).unwrap_or_else(|e| panic!("{r}: {e}"));
-        of.flow_mod(&fm, 0).unwrap_or_else(|e| panic!("{r}: {e:?}"));
-    }
-    of
-}
+mod common;
+use common::{forward as run, switch, Udp4};
 
 /// An Ethernet/IPv4/UDP frame 10.0.0.1 -> 10.0.0.2, MACs 02:..:01 -> 02:..:02.
 fn udp4() -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
-    f.extend_from_slice(&ETH_TYPE_IPV4.to_be_bytes());
-    let mut ip = vec![
-        0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ];
-    let c = packet::csum::checksum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&[0x13, 0x88, 0x13, 0x89, 0, 8, 0, 0]);
-    f
-}
-
-fn run(of: &Ofproto, f: &[u8]) -> (Vec<u8>, XlateOut) {
-    let key = flow::extract(f, 1);
-    let x = xlate(of, &key, Some(f), None);
-    let mut pool = Pool::new(1);
-    let mut p = pool.alloc().expect("buffer");
-    p.set_frame(f);
-    apply_all(&mut p, &x.actions);
-    let out = p.data().to_vec();
-    pool.free(p);
-    (out, x)
+    Udp4::default().bytes()
 }
 
 fn outputs(x: &XlateOut) -> Vec<u32> {
-    x.actions
-        .iter()
-        .filter_map(|a| match a {
-            DpAction::Output(p) => Some(*p),
-            _ => None,
-        })
-        .collect()
+    common::outputs(&x.actions)
 }
 
 #[test]

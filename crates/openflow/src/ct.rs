@@ -9,8 +9,8 @@
 //! order is part of the action's identity, as it is in OVS.
 //!
 //! [`Ct::validate`] holds the checks that need no match: flag and nested-action
-//! combinations (a nested action may only write `ct_mark`/`ct_label`, only when
-//! committing; at most one NAT; NAT ranges ordered; a zone subfield exactly 16 bits). The
+//! combinations (a nested action may only write `ct_mark`/`ct_label`, by a set-field or
+//! a `move`, only when committing; at most one NAT; NAT ranges ordered; a zone subfield exactly 16 bits). The
 //! match-dependent checks (`ct` needs IP, FTP TCP, TFTP UDP) are
 //! [`Ct::validate_with`], which `ofproto` and the text parser call with the flow's match.
 
@@ -122,6 +122,18 @@ impl Ct {
                     let (value, mask, max) = (*value, *mask, Field::max(*field));
                     if value & !max != 0 || mask.is_some_and(|m| m & !max != 0 || value & !m != 0) {
                         return bad(bad_action::BAD_SET_ARGUMENT);
+                    }
+                }
+                // OVN copies a register into the label (`move:NXM_NX_XXREG0[0..31]->
+                // NXM_NX_CT_LABEL[96..127]`); OVS accepts a move into either field.
+                Action::Move { src, dst }
+                    if matches!(dst.field, Field::CtMark | Field::CtLabel) =>
+                {
+                    if !self.commit() {
+                        return bad(bad_action::BAD_ARGUMENT);
+                    }
+                    if !src.is_valid() || !dst.is_valid() || src.n_bits != dst.n_bits {
+                        return bad(bad_action::BAD_SET_LEN);
                     }
                 }
                 _ => return bad(bad_action::BAD_ARGUMENT),

@@ -157,3 +157,47 @@ fn bytes_to_flow_mod_with_match(m: &[u8]) -> Vec<u8> {
     v[2..4].copy_from_slice(&len.to_be_bytes());
     v
 }
+
+/// `set_field:...->in_port` travels with the 16-bit `NXM_OF_IN_PORT` header, as OVS writes
+/// it: OVS refuses `OXM_OF_IN_PORT` in a set-field (`OFPBAC_BAD_SET_ARGUMENT`), so a
+/// dump-flows of OVN's `set_field:ANY->in_port` failed in ovs-ofctl. The bytes are ones
+/// `ovs-ofctl ofp-print` decodes to these texts.
+#[test]
+fn set_field_in_port_uses_the_nxm_header() {
+    for (text, action) in [
+        (
+            "set_field:ANY->in_port",
+            "00190010 00000002 ffff0000 00000000",
+        ),
+        (
+            "set_field:5->in_port",
+            "00190010 00000002 00050000 00000000",
+        ),
+    ] {
+        for (version, head, flags) in [
+            (OFP15, "060e0050", "00000000"),
+            (OFP13, "040e0050", "00000000"),
+        ] {
+            let bytes = hex(&format!(
+                "{head}00000001 0000000000000000 0000000000000000 00000000 0000 8000 \
+                 ffffffff ffffffff ffffffff {flags} 00010004 00000000 00040018 00000000 {action}"
+            ));
+            let (h, msg, _) = decode_frame(&bytes).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+            let Message::FlowMod(fm) = &msg else {
+                panic!("{text}: {msg:?}")
+            };
+            assert_eq!(format_instructions(&fm.instructions), text);
+            assert_eq!(encode(&msg, version, h.xid).unwrap(), bytes, "{text}");
+            let parsed = openflow::text::parse_flow(
+                &format!("actions={text}"),
+                openflow::FlowModCommand::Add,
+            )
+            .unwrap();
+            assert_eq!(
+                encode(&Message::FlowMod(parsed), version, 1).unwrap(),
+                bytes,
+                "{text}"
+            );
+        }
+    }
+}

@@ -87,7 +87,7 @@ impl Exec {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn uncached(
         &mut self,
-        of: &mut Ofproto,
+        of: &Ofproto,
         now_ms: u64,
         in_slot: u16,
         key: &FlowKey,
@@ -102,15 +102,8 @@ impl Exec {
             r.credit(1, len, now_ms);
         }
         for &(g, b) in &x.buckets {
-            if let Some(grp) = of.group_mut(g) {
-                grp.packet_count += 1;
-                grp.byte_count += len;
-                if let Some(p) = grp.bucket_packets.get_mut(b) {
-                    *p += 1;
-                }
-                if let Some(p) = grp.bucket_bytes.get_mut(b) {
-                    *p += len;
-                }
+            if let Some(grp) = of.groups().get(&g) {
+                grp.stats.credit(b, 1, len);
             }
         }
         self.execute(now_ms, in_slot, key, &x.actions, pkt, pool, out);
@@ -181,14 +174,13 @@ impl Exec {
                         self.stats.recirc_too_deep += 1;
                         continue;
                     }
-                    let k = crate::ct::recirc_key(&pkt, key, *id, ct_res.as_ref());
                     self.stats.recirculations += 1;
                     if Some(i) == last_send {
-                        self.recirc.push((k, in_slot, pkt));
+                        self.push_recirc(key, *id, ct_res.as_ref(), in_slot, pkt);
                         return;
                     }
                     match pool.clone_packet(&pkt) {
-                        Some(c) => self.recirc.push((k, in_slot, c)),
+                        Some(c) => self.push_recirc(key, *id, ct_res.as_ref(), in_slot, c),
                         None => self.stats.copy_failures += 1,
                     }
                 }
@@ -288,6 +280,22 @@ impl Exec {
 
     /// The `sample` action: with probability `probability / 65535`, the packet's headers to
     /// the bridge's flow-sample exporter.
+    /// Queues `p` for its next pass under `id`, its key written in its queue slot (see
+    /// `ct::recirc_key`: 304 bytes not copied on the way).
+    fn push_recirc(
+        &mut self,
+        first: &FlowKey,
+        id: u32,
+        res: Option<&conntrack::CtResult>,
+        in_slot: u16,
+        p: Packet,
+    ) {
+        self.recirc.push((FlowKey::ZERO, in_slot, p));
+        if let Some((k, _, p)) = self.recirc.last_mut() {
+            crate::ct::recirc_key(k, p, first, id, res);
+        }
+    }
+
     fn sample(&mut self, s: &ofproto::SampleAction, in_slot: u16, pkt: &Packet) {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;

@@ -3,9 +3,9 @@
 //! translates every packet and keeps packets while the OpenFlow state is busy.
 
 use super::lookup::{Lookup, Tally};
-use super::{OpenFlow, DEFER_MAX};
+use super::OpenFlow;
 use crate::dpcls::{Megaflow, LOOKUP_CHUNK};
-use crate::module::{Ctx, Emitter};
+use crate::module::Emitter;
 use packet::{Packet, Pool};
 use std::sync::Arc;
 
@@ -144,35 +144,52 @@ impl OpenFlow {
     /// one batch.
     pub(super) fn drain_recirc(&mut self, now: u64, pool: &mut Pool, out: &mut dyn Emitter) {
         let mut depth = 0u8;
+        // The two queues trade places each round and keep their capacity; packets of one
+        // ingress slot in a row go through the pipeline as one batch, their keys copied
+        // once, into `self.keys`.
+        let mut queued = std::mem::take(&mut self.recirc_spare);
+        let mut pkts = Vec::with_capacity(self.keys.len());
         while !self.exec.recirc.is_empty() {
             depth = depth.saturating_add(1);
             self.exec.depth = depth;
-            let queued = std::mem::take(&mut self.exec.recirc);
-            let mut it = queued.into_iter().peekable();
-            while let Some((k, slot, p)) = it.next() {
-                let mut pkts = vec![p];
-                self.keys[0] = k;
-                while let Some((_, s, _)) = it.peek() {
-                    if *s != slot || pkts.len() >= self.keys.len() {
-                        break;
-                    }
-                    if let Some((k, _, p)) = it.next() {
-                        self.keys[pkts.len()] = k;
-                        pkts.push(p);
-                    }
+            std::mem::swap(&mut queued, &mut self.exec.recirc);
+            let mut group = None;
+            for (k, slot, p) in queued.drain(..) {
+                if let Some(g) = group.filter(|g| *g != slot || pkts.len() >= self.keys.len()) {
+                    self.run_recirculated(now, g, &mut pkts, pool, out);
                 }
-                let n = pkts.len();
-                if self.slow.is_some() {
-                    self.process_cached(now, slot, n, pkts.into_iter(), pool, out);
-                } else {
-                    self.process_uncached(now, slot, pkts.into_iter(), pool, out);
-                }
+                group = Some(slot);
+                self.keys[pkts.len()] = k;
+                pkts.push(p);
+            }
+            if let Some(g) = group {
+                self.run_recirculated(now, g, &mut pkts, pool, out);
             }
         }
+        self.recirc_spare = queued;
         self.exec.depth = 0;
     }
 
-    /// The uncached pipeline over one received batch whose keys are in `self.keys`.
+    /// One batch of recirculated packets from `slot` (keys in `self.keys`); empties `pkts`.
+    fn run_recirculated(
+        &mut self,
+        now: u64,
+        slot: u16,
+        pkts: &mut Vec<Packet>,
+        pool: &mut Pool,
+        out: &mut dyn Emitter,
+    ) {
+        let n = pkts.len();
+        if self.slow.is_some() {
+            self.process_cached(now, slot, n, pkts.drain(..), pool, out);
+        } else {
+            self.process_uncached(now, slot, pkts.drain(..), pool, out);
+        }
+    }
+
+    /// The uncached pipeline over one received batch whose keys are in `self.keys`: each
+    /// packet translated against the published OpenFlow state (a snapshot, which never
+    /// waits for the control plane).
     pub(super) fn process_uncached(
         &mut self,
         now: u64,
@@ -181,49 +198,13 @@ impl OpenFlow {
         pool: &mut Pool,
         out: &mut dyn Emitter,
     ) {
-        // Packets kept for later go first: nothing overtakes them.
         let udpif = Arc::clone(&self.exec.udpif);
-        let mut of = if self.deferred.is_empty() {
-            udpif.try_of()
-        } else {
-            None
-        };
+        let of = udpif.snapshot();
         for (key, pkt) in self.keys.iter().zip(pkts.by_ref()) {
-            match of.as_deref_mut() {
-                Some(of) => self.exec.uncached(of, now, in_slot, key, pkt, pool, out),
-                None if self.deferred.len() < DEFER_MAX => {
-                    self.deferred.push_back((*key, in_slot, pkt));
-                }
-                None => {
-                    self.exec.stats.uncached_deferred_drops += 1;
-                    out.drop_packet(pkt, pool);
-                }
-            }
+            self.exec.uncached(&of, now, in_slot, key, pkt, pool, out);
         }
         for pkt in pkts {
             out.drop_packet(pkt, pool);
         }
-    }
-
-    /// The uncached pipeline's kept packets, in order, if the OpenFlow state is free now.
-    pub(super) fn run_deferred(
-        &mut self,
-        ctx: &Ctx,
-        pool: &mut Pool,
-        out: &mut dyn Emitter,
-    ) -> usize {
-        if self.deferred.is_empty() {
-            return 0;
-        }
-        let udpif = Arc::clone(&self.exec.udpif);
-        let Some(mut of) = udpif.try_of() else {
-            return 0;
-        };
-        let n = self.deferred.len();
-        for (key, in_slot, pkt) in self.deferred.drain(..) {
-            self.exec
-                .uncached(&mut of, ctx.now_ms, in_slot, &key, pkt, pool, out);
-        }
-        n
     }
 }

@@ -58,8 +58,8 @@ use ofproto::switch::OfPort;
 use ofproto::Ofproto;
 use ofproto::OFPP_LOCAL;
 use packet::flow::{self, FlowKey};
-use packet::{Batch, Packet, Pool};
-use std::collections::{HashMap, VecDeque};
+use packet::{Batch, Pool};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -75,8 +75,6 @@ pub struct OpenFlowStats {
     pub packet_ins: u64,
     pub meter_drops: u64,
     pub copy_failures: u64,
-    /// Uncached pipeline: packets dropped because too many waited for the OpenFlow state.
-    pub uncached_deferred_drops: u64,
     pub unknown_port: u64,
     /// `ct` actions run (packets tracked).
     pub ct_executions: u64,
@@ -121,6 +119,9 @@ pub struct OpenFlow {
     sample: (u64, u64),
     /// Flow keys of the batch being processed (allocated once).
     keys: Vec<FlowKey>,
+    /// The recirculation queue of the previous round, empty, kept for its capacity (see
+    /// `drain_recirc`).
+    recirc_spare: Vec<(FlowKey, u16, packet::Packet)>,
     /// Consecutive packets going to one port, handed to the fabric in one call.
     run_out: Batch,
     /// The megaflow the last batch ended on (the first candidate for the next batch).
@@ -129,14 +130,7 @@ pub struct OpenFlow {
     offers: Vec<(usize, u32, Arc<Megaflow>)>,
     /// State of the EMC insertion sampling.
     rng: u32,
-    /// Uncached pipeline: packets that found the OpenFlow state busy, kept in order for the
-    /// next turn (see [`crate::udpif`]).
-    deferred: VecDeque<(FlowKey, u16, Packet)>,
 }
-
-/// Packets the uncached pipeline keeps while the OpenFlow state is busy; more are dropped
-/// (and counted).
-const DEFER_MAX: usize = 512;
 
 impl OpenFlow {
     /// A bridge whose table 0 holds `priority=0,actions=NORMAL`; with `cache`, the caching
@@ -197,11 +191,11 @@ impl OpenFlow {
             sample_mark: 0,
             sample: (0, 0),
             keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
+            recirc_spare: Vec::new(),
             run_out: Batch::new(),
             last: None,
             offers: Vec::with_capacity(packet::MAX_BATCH),
             rng: 0x1234_5678,
-            deferred: VecDeque::new(),
         }
     }
 
@@ -315,8 +309,7 @@ impl SwitchLogic for OpenFlow {
         // Single writer: a plain load and store, no locked read-modify-write per iteration.
         let e = &*self.epoch;
         e.store(e.load(Ordering::Relaxed) + 1, Ordering::Release);
-        // Kept by the uncached pipeline (also when the cache was turned on since).
-        let mut n = self.run_deferred(ctx, pool, out);
+        let mut n = 0;
         let Some(slow) = &self.slow else {
             return n;
         };
@@ -385,7 +378,7 @@ impl SwitchLogic for OpenFlow {
     }
 
     fn busy(&self) -> bool {
-        self.upcalls_pending() || !self.deferred.is_empty()
+        self.upcalls_pending()
     }
 
     fn fork(&mut self) -> Option<Box<dyn SwitchLogic>> {
@@ -454,8 +447,8 @@ impl SwitchLogic for OpenFlow {
 
     fn run(&mut self, ctx: &Ctx) {
         self.adapt_emc();
-        // Rule expiry runs on the revalidator thread (see `udpif`), never here: the poll
-        // thread must not wait for the ofproto lock a bundle commit may hold.
+        // Rule expiry runs on the revalidator thread (see `udpif`), never here: it needs the
+        // OpenFlow writer, which a bundle commit may hold.
         if !self.replica {
             lock(&self.exec.normal).run(ctx);
         }
@@ -552,7 +545,6 @@ impl SwitchLogic for OpenFlow {
             ),
             ("meter_drops", s.meter_drops),
             ("copy_failures", s.copy_failures),
-            ("uncached_deferred_drops", s.uncached_deferred_drops),
             ("unknown_port", s.unknown_port),
         ]
     }

@@ -28,8 +28,9 @@
 //!
 //! ## Commit
 //! `commit` applies a bundle: port_mods are checked first, then every flow_mod and
-//! group_mod runs in order inside [`ofproto::Ofproto::atomically`] under one hold of the
-//! `Ofproto` lock, then the port_mods are applied. Every commit is both atomic and ordered,
+//! group_mod runs in order inside [`ofproto::Ofproto::atomically`] in one write session
+//! (the datapath keeps translating against the state before it until the session ends and
+//! publishes it, see `ofproto::switch::versions`), then the port_mods are applied. Every commit is both atomic and ordered,
 //! whatever the flags say. If a message fails, nothing changes: the failing message gets
 //! its own error (with its xid and bytes), and the commit gets `MSG_FAILED`.
 

@@ -15,7 +15,7 @@
 //! change while controllers are configured keeps them too.
 //!
 //! Threads: called from the reconfiguration thread after the bridge's settings and
-//! controllers are applied; the flush and the add go through the bridge's `Ofproto` lock like
+//! controllers are applied; the flush and the add go through a write session on the bridge's OpenFlow state like
 //! any flow_mod, so controllers that asked for flow-removed messages get them (reason
 //! `delete`), and the datapath's caches are revalidated.
 

@@ -8,7 +8,7 @@
 //!
 //! Flow and aggregate statistics first wait for the datapath caches to push their counters
 //! (as a barrier does, see [`super::handle`]); group statistics always do. Everything is
-//! read under one short hold of the `Ofproto` lock per request, ports on the poll thread.
+//! read in one short write session on the OpenFlow state per request, ports on the poll thread.
 //!
 //! Replies that may be long (flows, table features and descriptions) are split over
 //! several messages, all but the last flagged `OFPMPF_REPLY_MORE`, and there is always at
@@ -407,19 +407,15 @@ fn group_stats(b: &BridgeOf, id: u32, now: u64) -> MpReply {
             .filter(|g| id == OFPG_ALL || g.id == id)
             .map(|g| {
                 let (s, ns) = duration(now, g.created_ms);
+                let (packets, bytes) = g.stats.get();
                 GroupStats {
                     group_id: g.id,
                     ref_count: refs(g.id),
-                    packet_count: g.packet_count,
-                    byte_count: g.byte_count,
+                    packet_count: packets,
+                    byte_count: bytes,
                     duration_sec: s,
                     duration_nsec: ns,
-                    buckets: g
-                        .bucket_packets
-                        .iter()
-                        .zip(g.bucket_bytes.iter())
-                        .map(|(p, by)| (*p, *by))
-                        .collect(),
+                    buckets: g.stats.buckets(),
                 }
             })
             .collect(),

@@ -17,7 +17,7 @@
 //!   controller connections (management clients are not controllers) with their role
 //!   and target URI. Unsolicited controller-status messages are not sent.
 //!
-//! Table configuration lives in [`BridgeOf::tables`]; the `Ofproto` lock is taken only to
+//! Table configuration lives in [`BridgeOf::tables`]; a write session on the OpenFlow state is taken only to
 //! read table sizes.
 
 use super::conn::{kind, Conn};

@@ -49,7 +49,13 @@ pub const TABLES: &[&str] = &[
 ];
 
 /// Bridge `other_config` keys that are not module settings.
-pub const BRIDGE_KEYS: &[&str] = &["module", "datapath-id", "hwaddr", "dp-desc"];
+pub const BRIDGE_KEYS: &[&str] = &[
+    "module",
+    "datapath-id",
+    "hwaddr",
+    "dp-desc",
+    "disable-in-band",
+];
 
 /// Open_vSwitch `other_config` keys passed to every bridge's module.
 pub const GLOBAL_MODULE_KEYS: &[&str] = &["flow-limit", "max-idle"];
@@ -468,6 +474,14 @@ impl Desired {
                     "bridge {name}: other_config hwaddr/dp-desc are ignored by ferrovs"
                 ));
             }
+            // ferrovs never sets up in-band control (OpenFlow and OVSDB reach it through
+            // its own sockets, not through the bridge), which is what `disable-in-band=true`
+            // asks for; ovn-controller sets it on br-int.
+            if oc.get("disable-in-band").is_some_and(|v| v != "true") {
+                d.warnings.push(format!(
+                    "bridge {name}: in-band control is not implemented; other_config:disable-in-band is treated as true"
+                ));
+            }
             let datapath_id = match oc.get("datapath-id") {
                 Some(s) => {
                     let v = parse_dpid(s);
@@ -614,7 +628,7 @@ mod tests {
             "b".into(),
             row(json!({"name": "br0", "ports": ["set", [["uuid", "p1"], ["uuid", "p2"]]],
                 "other_config": ["map", [["module", "learning"], ["datapath-id", "00000000000000aa"],
-                    ["mac-aging-time", "30"]]],
+                    ["mac-aging-time", "30"], ["disable-in-band", "true"]]],
                 "protocols": ["set", ["OpenFlow13", "OpenFlow10"]], "fail_mode": "secure",
                 "netflow": ["uuid", "m"]})),
         );
@@ -653,6 +667,13 @@ mod tests {
             Some("30")
         );
         assert!(!b.settings.contains_key("module"));
+        // A bridge key, and what ferrovs does anyway: no warning, not a module setting.
+        assert!(!b.settings.contains_key("disable-in-band"));
+        assert!(
+            !d.warnings.iter().any(|w| w.contains("in-band")),
+            "{:?}",
+            d.warnings
+        );
         assert_eq!(b.ports.len(), 2);
         let p = b.ports.iter().find(|p| p.name == "eth1").expect("port");
         assert_eq!(p.vlan, VlanMode::Access(10));

@@ -17,9 +17,10 @@
 //! a million rules as against none.
 //!
 //! ## Concurrency
-//! `atomically` takes `&mut self`: the caller holds the `Ofproto` lock for the whole
-//! transaction, so readers (the poll thread's table misses, the revalidator) see either
-//! the state before or the state after, never a partial one. [`Ofproto::version`] is bumped
+//! `atomically` takes `&mut self`: the caller holds a write session for the whole
+//! transaction (see [`super::versions`]), so readers (upcall handlers, the revalidator)
+//! keep reading the published copy meanwhile and see either the state before or the state
+//! after, never a partial one. [`Ofproto::version`] is bumped
 //! after a rollback as after any change, so caches revalidate either way.
 
 use super::{FlowEvent, FlowRemoved, Ofproto};
@@ -79,6 +80,7 @@ impl Ofproto {
         self.flow_events = snap.flow_events;
         self.next_id = snap.next_id;
         self.version += 1;
+        self.meta_gen += 1;
     }
 }
 

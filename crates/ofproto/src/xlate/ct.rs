@@ -2,9 +2,9 @@
 //! recirculated packet's resumption.
 //!
 //! `ct(...)` becomes a datapath `ct` action (zone resolved, NAT in the tracker's form,
-//! mark and label writes folded into one masked write each) and, with `table=N`, a
-//! `recirc(ID)` whose id stands for table N plus the registers and `metadata` of this
-//! moment ([`crate::recirc`]). As in OVS the pipeline forks there: the datapath re-injects
+//! mark and label writes, set-fields and moves alike, folded into one masked write each)
+//! and, with `table=N`, a `recirc(ID)` whose id stands for table N plus the registers and
+//! `metadata` of this moment ([`crate::recirc`]). As in OVS the pipeline forks there: the datapath re-injects
 //! the tracked packet under the new id, and the current actions go on with the packet as
 //! the tracker left it (translated by NAT) but without connection-tracking state, which
 //! exists only in the recirculated pass. A `ct` whose zone comes from a register pins those
@@ -82,6 +82,18 @@ impl Ctx<'_> {
                     mask,
                 } => {
                     a.set_label = fold(a.set_label, *value, mask.unwrap_or(u128::MAX));
+                }
+                // The source's bits as this packet has them (and pinned in the megaflow),
+                // written like a masked set-field.
+                Action::Move { src, dst } => {
+                    let v = self.read_bits(src) << dst.ofs;
+                    match dst.field {
+                        Field::CtMark => {
+                            a.set_mark = fold(a.set_mark, v as u32, dst.mask() as u32);
+                        }
+                        Field::CtLabel => a.set_label = fold(a.set_label, v, dst.mask()),
+                        _ => {}
+                    }
                 }
                 _ => {}
             }

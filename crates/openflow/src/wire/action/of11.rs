@@ -65,6 +65,17 @@ pub(super) fn decode_of11_action(
     })
 }
 
+/// The header family a set-field TLV names `field` with: OXM, except `in_port`, which OVS
+/// writes (and only accepts) as the 16-bit `NXM_OF_IN_PORT`; it refuses `OXM_OF_IN_PORT`
+/// in a set-field with `OFPBAC_BAD_SET_ARGUMENT` (checked with `ovs-ofctl ofp-print`).
+fn set_field_mode(field: crate::Field) -> Mode {
+    if field == crate::Field::InPort {
+        Mode::Nxm
+    } else {
+        Mode::Oxm
+    }
+}
+
 /// One OXM TLV (plus padding) as a set-field action.
 pub(super) fn decode_set_field_tlv(a: &mut Rd<'_>) -> Result<Action, DecodeError> {
     let tlv_len = 4 + usize::from(a.peek().get(3).copied().ok_or(DecodeError::BadSetLen)?);
@@ -155,7 +166,7 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
             s = begin(out, SET_FIELD);
             // OpenFlow 1.5 has no load: a whole-field one is a plain set-field.
             let mask = mask.filter(|m| *m != field.max());
-            encode_field(out, field, value, mask, Mode::Oxm);
+            encode_field(out, field, value, mask, set_field_mode(field));
         }
         Action::Move { src, dst } if version >= OFP15 => {
             s = begin(out, COPY_FIELD);
