@@ -31,7 +31,8 @@ const FLOW_COMMANDS: [FlowModCommand; 5] = [
 /// `fm` with the model's aliases folded: an exact full-width set_field of `nw_ttl` is
 /// `mod_nw_ttl` (OpenFlow 1.0 has no native form and sends it as a Nicira register load,
 /// which decodes as the set_field); from OpenFlow 1.5 on, a whole-field `load` (a set_field
-/// whose mask is the whole field) is a plain set_field, as OVS sends it.
+/// whose mask is the whole field) is a plain set_field, as OVS sends it; in OpenFlow 1.0 a
+/// whole-field set_field and load are one register load.
 fn canonical(mut fm: FlowMod, version: u8) -> FlowMod {
     for i in &mut fm.instructions {
         if let Instruction::ApplyActions(acts) | Instruction::WriteActions(acts) = i {
@@ -50,7 +51,10 @@ fn fold_aliases(acts: &mut [Action], version: u8) {
         }
         if let Action::SetField { field, mask, .. } = a {
             let whole = Some(Field::max(*field));
-            if version >= wire::OFP15 && *mask == whole {
+            // OpenFlow 1.0 has no set_field: a whole-field write of a field without a 1.0
+            // set action travels as a register load, which decodes as a whole-field load
+            // (the same write).
+            if (version >= wire::OFP15 || version == wire::OFP10) && *mask == whole {
                 *mask = None;
             }
         }
