@@ -94,11 +94,10 @@ pub(super) fn decode_set_field_tlv(a: &mut Rd<'_>) -> Result<Action, DecodeError
         // Value bits outside the mask are never written, so they are dropped here (a
         // masked set-field goes back out as a `reg_load` before 1.5, which has no room
         // for them).
-        // Value or mask bits beyond the field (a 16-bit TLV for the 12-bit `tcp_flags`)
-        // have no model form and no encoding back (a register load is as wide as the field).
-        [e] if e.value & !e.field.max() != 0
-            || e.mask.is_some_and(|m| m & !e.field.max() != 0) =>
-        {
+        // A masked write with value or mask bits beyond the field (a 16-bit TLV for the
+        // 12-bit `tcp_flags`) has no model form and no encoding back (before 1.5 it goes out
+        // as a register load, which is as wide as the field).
+        [e] if e.mask.is_some_and(|m| (m | e.value) & !e.field.max() != 0) => {
             Err(DecodeError::BadActionArgument)
         }
         [e] => Ok(Action::SetField {
