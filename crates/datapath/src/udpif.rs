@@ -77,6 +77,7 @@ use crate::dpcls::{Dpcls, Megaflow};
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TrySendError};
 use ofproto::meter::MeterTable;
 use ofproto::odp::DpAction;
+use ofproto::learn::LearnedFlow;
 use ofproto::switch::{OfPort, PacketIn};
 use ofproto::{Ofproto, Snapshot, Versions, Writer};
 use packet::flow::FlowKey;
@@ -109,6 +110,9 @@ pub const KICK_HOT: Duration = Duration::from_millis(50);
 pub const EXPIRE_EVERY: Duration = Duration::from_millis(1000);
 /// Megaflows the revalidator handles per snapshot of the OpenFlow state.
 pub const REVALIDATE_CHUNK: usize = 256;
+/// Learned flows queued for the next write session at most (a full queue drops; the
+/// packets of a megaflow hand its flow over again, see `ofproto::learn`).
+pub const LEARN_QUEUE: usize = 4096;
 
 /// A packet that missed the caches.
 pub struct Upcall {
@@ -233,6 +237,12 @@ pub struct Udpif {
     /// The running handler and revalidator, shared by every lane.
     slowpath: Mutex<std::sync::Weak<Slowpath>>,
     packet_ins: (Sender<PacketIn>, Receiver<PacketIn>),
+    /// Flows `learn` actions produced, for the next write session (bounded, lock-free).
+    learned: (Sender<Arc<LearnedFlow>>, Receiver<Arc<LearnedFlow>>),
+    /// Learned flows dropped because the queue was full.
+    pub learn_overflow: AtomicU64,
+    /// Learned flows the table refused (a bad match, a full table).
+    pub learn_failed: AtomicU64,
     /// Upcalls taken off the queue and not yet answered.
     pub handling: AtomicUsize,
     pub packet_in_overflow: AtomicU64,
@@ -339,6 +349,9 @@ impl Udpif {
             next_lane: std::sync::atomic::AtomicU32::new(0),
             slowpath: Mutex::new(std::sync::Weak::new()),
             packet_ins: bounded(ofproto::switch::LOG_CAPACITY),
+            learned: bounded(LEARN_QUEUE),
+            learn_overflow: AtomicU64::new(0),
+            learn_failed: AtomicU64::new(0),
             handling: AtomicUsize::new(0),
             packet_in_overflow: AtomicU64::new(0),
             reval_req: Mutex::new(0),
@@ -376,13 +389,33 @@ impl Udpif {
         self.ofproto.read()
     }
 
-    /// What every write session does first: queued port changes, due expiry.
+    /// What every write session does first: queued port changes, learned flows, due
+    /// expiry.
     fn housekeeping(&self, of: &mut Ofproto) {
         self.apply_port_changes(of);
+        self.apply_learned(of);
         if self.expiry_due.swap(false, Ordering::AcqRel) && of.expire(clock::now_ms()) > 0 {
             // Their megaflows go in the next round.
             self.kick();
         }
+    }
+
+    fn apply_learned(&self, of: &mut Ofproto) {
+        let now = clock::now_ms();
+        for f in self.learned.1.try_iter() {
+            if of.apply_learned(&f, now).is_err() {
+                self.learn_failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Queues a flow a `learn` action produced (from any thread; never waits) and asks
+    /// the revalidator to apply it if no write session comes first.
+    pub fn push_learned(&self, f: Arc<LearnedFlow>) {
+        if self.learned.0.try_send(f).is_err() {
+            self.learn_overflow.fetch_add(1, Ordering::Relaxed);
+        }
+        self.kick();
     }
 
     fn apply_port_changes(&self, of: &mut Ofproto) {
@@ -705,7 +738,7 @@ fn revalidator_main(u: &Udpif) {
         }
         seen_req = target;
         round(u);
-        if !u.port_changes.1.is_empty() {
+        if !u.port_changes.1.is_empty() || !u.learned.1.is_empty() {
             // Queued while a write session was open and none came since.
             drop(u.try_of());
         }

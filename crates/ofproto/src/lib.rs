@@ -20,6 +20,7 @@
 
 pub mod fields;
 pub mod group;
+pub mod learn;
 pub mod meter;
 pub mod odp;
 pub mod odp_ct;

@@ -21,6 +21,7 @@
 
 mod actset;
 mod ct;
+mod learn;
 mod mpls;
 mod select;
 
@@ -282,6 +283,7 @@ impl Ctx<'_> {
             // For now a plain packet-in (reason, id, user data, pause and meter are not yet
             // carried to the controller connection).
             Action::Controller(ref c) => self.output(OFPP_CONTROLLER, c.max_len),
+            Action::Learn(ref l) => self.learn(l),
             Action::Group(g) => self.group(g),
             Action::SetQueue(q) => self.out.push(DpAction::SetQueue(q)),
             // The same as the meter instruction, where the action stands.

@@ -10,6 +10,7 @@
 //!   OpenFlow validation and the set relations flow tables need.
 //! * [`actions`] — [`Action`], [`Instruction`], reserved port and group numbers.
 //! * [`controller`] — Nicira's `controller(...)` action (reason, id, user data, pause, meter).
+//! * [`learn`] — Nicira's `learn(...)` action: flows that add flows.
 //! * [`messages`] — [`FlowMod`], [`GroupMod`], [`MeterMod`], [`OfError`].
 //! * [`text`] — ovs-ofctl syntax: parse and format flows, groups and meters.
 //! * [`wire`] — the binary protocol: [`wire::Message`], framing, version negotiation, and
@@ -17,6 +18,7 @@
 
 pub mod actions;
 pub mod controller;
+pub mod learn;
 pub mod ct;
 pub mod matches;
 pub mod messages;
