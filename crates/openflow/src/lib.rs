@@ -9,12 +9,14 @@
 //! * [`matches`](mod@matches) — [`Match`]: a canonical (sorted, normalised) set of field matches, with
 //!   OpenFlow validation and the set relations flow tables need.
 //! * [`actions`] — [`Action`], [`Instruction`], reserved port and group numbers.
+//! * [`controller`] — Nicira's `controller(...)` action (reason, id, user data, pause, meter).
 //! * [`messages`] — [`FlowMod`], [`GroupMod`], [`MeterMod`], [`OfError`].
 //! * [`text`] — ovs-ofctl syntax: parse and format flows, groups and meters.
 //! * [`wire`] — the binary protocol: [`wire::Message`], framing, version negotiation, and
 //!   per-family codecs (flow/group/meter mods, multiparts, bundles, monitors, Nicira).
 
 pub mod actions;
+pub mod controller;
 pub mod ct;
 pub mod matches;
 pub mod messages;
