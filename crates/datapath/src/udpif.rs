@@ -46,7 +46,8 @@
 //! * NORMAL's MAC table is shared by the bridge's poll threads only (the control plane
 //!   reaches it through module commands, which run on the poll thread);
 //! * port changes the fabric reports on the poll thread are queued and applied by the next
-//!   write session ([`Udpif::of`] applies them first), at once when no session is open, or
+//!   write session ([`Udpif::of`] applies them first), at once when a session can open
+//!   without waiting and has at most [`PORT_CHANGE_CATCH_UP`] rule changes to catch up, or
 //!   by the revalidator's next round;
 //! * the uncached reference pipeline (`cache=false`) translates each batch on the poll
 //!   thread against a snapshot;
@@ -75,9 +76,9 @@
 use crate::clock;
 use crate::dpcls::{Dpcls, Megaflow};
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TrySendError};
+use ofproto::learn::LearnedFlow;
 use ofproto::meter::MeterTable;
 use ofproto::odp::DpAction;
-use ofproto::learn::LearnedFlow;
 use ofproto::switch::{OfPort, PacketIn};
 use ofproto::{Ofproto, Snapshot, Versions, Writer};
 use packet::flow::FlowKey;
@@ -113,6 +114,9 @@ pub const REVALIDATE_CHUNK: usize = 256;
 /// Learned flows queued for the next write session at most (a full queue drops; the
 /// packets of a megaflow hand its flow over again, see `ofproto::learn`).
 pub const LEARN_QUEUE: usize = 4096;
+/// The most rule changes a poll thread replays to apply a port change itself; beyond that
+/// (a bundle was just published) the revalidator applies it.
+pub const PORT_CHANGE_CATCH_UP: usize = 64;
 
 /// A packet that missed the caches.
 pub struct Upcall {
@@ -409,6 +413,18 @@ impl Udpif {
         }
     }
 
+    /// Applies queued learned flows from a poll thread if a write session opens at once
+    /// with little to catch up (as for port changes); otherwise they wait for the next
+    /// session. For the uncached pipeline, which runs no revalidator.
+    pub fn apply_learned_now(&self) {
+        if self.learned.1.is_empty() {
+            return;
+        }
+        if let Some(mut g) = self.ofproto.try_write_bounded(PORT_CHANGE_CATCH_UP) {
+            self.apply_learned(&mut g);
+        }
+    }
+
     /// Queues a flow a `learn` action produced (from any thread; never waits) and asks
     /// the revalidator to apply it if no write session comes first.
     pub fn push_learned(&self, f: Arc<LearnedFlow>) {
@@ -432,13 +448,17 @@ impl Udpif {
         }
     }
 
-    /// Records a port change from the poll thread: applied now if no write session is open,
-    /// else by the next one (or the revalidator's next round); either way a revalidation
-    /// round is asked for.
+    /// Records a port change from the poll thread: applied now if a write session can open
+    /// at once with little to catch up ([`PORT_CHANGE_CATCH_UP`] rule changes), else by the
+    /// next session or the revalidator's next round; either way a revalidation round is
+    /// asked for. So a port going up on a poll thread right after a 100K-flow bundle does not
+    /// replay that bundle on the poll thread.
     pub fn port_change(&self, c: PortChange) {
         // Unbounded but fed only by port additions, removals and link changes.
         let _ = self.port_changes.0.send(c);
-        drop(self.try_of());
+        if let Some(mut g) = self.ofproto.try_write_bounded(PORT_CHANGE_CATCH_UP) {
+            self.apply_port_changes(&mut g);
+        }
         self.kick();
     }
 

@@ -19,7 +19,8 @@ fn frame(src: u8, dst: u8) -> Vec<u8> {
 
 fn send(sw: &mut Switch, port: &str, frames: &[Vec<u8>]) {
     for f in frames {
-        sw.inject("br", port, std::slice::from_ref(f)).expect("inject");
+        sw.inject("br", port, std::slice::from_ref(f))
+            .expect("inject");
     }
     assert!(sw.settle(Duration::from_secs(10)), "upcalls did not settle");
 }
@@ -37,7 +38,11 @@ fn learned_flows_reach_the_table_and_forward() {
         // Three hosts behind port 1, each sending several frames.
         let frames: Vec<Vec<u8>> = (0..30).map(|i| frame(0x11 + (i % 3) as u8, 0x99)).collect();
         send(&mut sw, "p1", &frames);
-        assert_eq!(logs[1].lock().map(|l| l.len()).unwrap_or(0), 30, "cache={cache}");
+        assert_eq!(
+            logs[1].lock().map(|l| l.len()).unwrap_or(0),
+            30,
+            "cache={cache}"
+        );
         let t0 = Instant::now();
         let n = || u.snapshot().table(1).map_or(0, |t| t.len());
         while n() < 3 && t0.elapsed() < Duration::from_secs(10) {
@@ -54,8 +59,15 @@ fn learned_flows_reach_the_table_and_forward() {
         }
         // Replies to a learned host go to port 1 only.
         send(&mut sw, "p2", &[frame(0x99, 0x12)]);
-        assert_eq!(logs[0].lock().map(|l| l.len()).unwrap_or(0), 1, "cache={cache}");
-        assert_eq!(u.learn_overflow.load(std::sync::atomic::Ordering::Relaxed), 0);
+        assert_eq!(
+            logs[0].lock().map(|l| l.len()).unwrap_or(0),
+            1,
+            "cache={cache}"
+        );
+        assert_eq!(
+            u.learn_overflow.load(std::sync::atomic::Ordering::Relaxed),
+            0
+        );
         assert_eq!(u.learn_failed.load(std::sync::atomic::Ordering::Relaxed), 0);
     }
 }

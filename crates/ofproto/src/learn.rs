@@ -27,9 +27,7 @@ pub fn match_bits(m: &mut Match, d: &Subfield, v: u128) {
         return;
     }
     let mask = d.mask();
-    let (old_v, old_m) = m
-        .get(d.field)
-        .map_or((0, 0), |e| (e.value, e.mask_bits()));
+    let (old_v, old_m) = m.get(d.field).map_or((0, 0), |e| (e.value, e.mask_bits()));
     let mask_all = old_m | mask;
     let value = (old_v & !mask) | ((v << d.ofs) & mask);
     if mask_all == d.field.max() {

@@ -21,10 +21,7 @@ fn table(of: &Ofproto, id: u8) -> Vec<String> {
         .expect("table")
         .iter()
         .map(|r| {
-            let acts = r
-                .actions()
-                .cloned()
-                .collect::<Vec<_>>();
+            let acts = r.actions().cloned().collect::<Vec<_>>();
             format!(
                 "cookie={:#x},priority={},{} actions={}",
                 r.cookie,
@@ -75,12 +72,18 @@ fn a_packet_teaches_its_source_mac_and_port() {
         table(&of, 1),
         ["cookie=0x7,priority=5,dl_dst=02:00:00:00:00:11 actions=output:3"]
     );
-    let r = of.table(1).and_then(|t| t.iter().next().cloned()).expect("rule");
+    let r = of
+        .table(1)
+        .and_then(|t| t.iter().next().cloned())
+        .expect("rule");
     assert_eq!(r.idle_timeout, 30);
     // The same flow again only refreshes it: still one rule, same id, used now.
     let version = of.version();
     of.apply_learned(&l[0], 5000).expect("refresh");
-    let r2 = of.table(1).and_then(|t| t.iter().next().cloned()).expect("rule");
+    let r2 = of
+        .table(1)
+        .and_then(|t| t.iter().next().cloned())
+        .expect("rule");
     assert_eq!(r2.id, r.id);
     assert_eq!(r2.stats.get().2, 5000);
     assert_eq!(of.version(), version, "a refresh changes no table");
@@ -110,7 +113,11 @@ fn limit_and_result_dst() {
     // The limit is reached for another source...
     let (l2, x2) = learned(&of, 3, 0x22);
     assert!(l2.is_empty(), "{:?}", x2.actions);
-    assert_eq!(common::outputs(&x2.actions), [2], "not learned: reg0[0] is 0");
+    assert_eq!(
+        common::outputs(&x2.actions),
+        [2],
+        "not learned: reg0[0] is 0"
+    );
     // ...and a flow learned before the limit was reached is refused when applied after.
     let mut fresh = switch(&[
         "priority=10,actions=learn(table=1,limit=1,result_dst=NXM_NX_REG0[0],cookie=0x9,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[]),resubmit(,2)",
@@ -132,7 +139,11 @@ fn delete_learned_removes_the_flows_with_the_last_learner() {
     let learner = |p: u32| {
         format!("priority=10,in_port={p},actions=learn(table=1,delete_learned,cookie=0x5,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[])")
     };
-    let mut of = switch(&[&learner(1), &learner(2), "table=1,priority=1,cookie=0x6,actions=drop"]);
+    let mut of = switch(&[
+        &learner(1),
+        &learner(2),
+        "table=1,priority=1,cookie=0x6,actions=drop",
+    ]);
     for (port, src) in [(1, 0x11), (2, 0x22)] {
         let (l, _) = learned(&of, port, src);
         of.apply_learned(&l[0], 1).expect("learn");
@@ -186,10 +197,20 @@ fn learn_fields_need_their_prerequisites() {
     };
     // A source field whose prerequisite the learning flow's match lacks.
     let e = try_add(&mut of, "actions=learn(table=1,NXM_OF_IP_SRC[])").expect_err("no ip");
-    assert_eq!((e.type_, e.code), (OFPET_BAD_ACTION, bad_action::MATCH_INCONSISTENT));
+    assert_eq!(
+        (e.type_, e.code),
+        (OFPET_BAD_ACTION, bad_action::MATCH_INCONSISTENT)
+    );
     // A destination whose prerequisite the learned match lacks.
     let e = try_add(&mut of, "ip,actions=learn(table=1,NXM_OF_IP_SRC[])").expect_err("no eth_type");
-    assert_eq!((e.type_, e.code), (OFPET_BAD_ACTION, bad_action::MATCH_INCONSISTENT));
+    assert_eq!(
+        (e.type_, e.code),
+        (OFPET_BAD_ACTION, bad_action::MATCH_INCONSISTENT)
+    );
     // With eth_type set first, it installs.
-    try_add(&mut of, "ip,actions=learn(table=1,eth_type=0x800,NXM_OF_IP_SRC[])").expect("valid");
+    try_add(
+        &mut of,
+        "ip,actions=learn(table=1,eth_type=0x800,NXM_OF_IP_SRC[])",
+    )
+    .expect("valid");
 }

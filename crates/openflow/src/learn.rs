@@ -154,9 +154,7 @@ impl Learn {
                 _ => {}
             }
             match s.dst {
-                LearnDst::Match(f) | LearnDst::Load(f)
-                    if f.n_bits != s.n_bits || !f.is_valid() =>
-                {
+                LearnDst::Match(f) | LearnDst::Load(f) if f.n_bits != s.n_bits || !f.is_valid() => {
                     return bad()
                 }
                 _ => {}

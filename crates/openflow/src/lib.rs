@@ -18,8 +18,8 @@
 
 pub mod actions;
 pub mod controller;
-pub mod learn;
 pub mod ct;
+pub mod learn;
 pub mod matches;
 pub mod messages;
 pub mod oxm;

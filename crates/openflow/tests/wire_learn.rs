@@ -67,8 +67,13 @@ fn learn_matches_ovs_ofctl_bytes_and_text() {
         for v in [OFP10, OFP13, OFP15] {
             let out = encode_action_list(v, &acts).unwrap_or_else(|e| panic!("{text}: {e:?}"));
             assert_eq!(to_hex(&out), *bytes, "{text} in version {v}");
-            let back = decode_action_list(v, &hex(bytes)).unwrap_or_else(|e| panic!("{text}: {e:?}"));
-            assert_eq!(format_actions(&back), *printed, "{text} decoded in version {v}");
+            let back =
+                decode_action_list(v, &hex(bytes)).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+            assert_eq!(
+                format_actions(&back),
+                *printed,
+                "{text} decoded in version {v}"
+            );
             let again = parse_actions(printed, None).expect("printed text parses");
             let out2 = encode_action_list(v, &again).expect("encode");
             assert_eq!(to_hex(&out2), *bytes, "{printed} re-encoded");
@@ -94,13 +99,16 @@ fn malformed_learn_actions_fail_as_in_ovs() {
     let flag = base.replacen("0000010000000000", "0004010000000000", 1);
     assert_eq!(decode(&flag), Err(E::BadActionArgument));
     // A spec running past the action: a field source needs 6 bytes, 6 more for the match.
-    let short = "ffff00280000232000100000000080000000000000000000000001000000000000200001000400000000";
+    let short =
+        "ffff00280000232000100000000080000000000000000000000001000000000000200001000400000000";
     assert!(matches!(decode(short), Err(E::BadActionLen)));
     // Non-zero bytes after the terminating zero header.
-    let trailing = "ffff0028000023200010000000008000000000000000000000000100000000000000000000000001";
+    let trailing =
+        "ffff0028000023200010000000008000000000000000000000000100000000000000000000000001";
     assert_eq!(decode(trailing), Err(E::BadActionArgument));
     // An immediate output (destination type 2 with an immediate source).
-    let imm_out = "ffff002800002320001000000000800000000000000000000000010000000000301000050000000000";
+    let imm_out =
+        "ffff002800002320001000000000800000000000000000000000010000000000301000050000000000";
     assert_eq!(decode(imm_out), Err(E::BadActionArgument));
     // An unknown field header.
     let bad_field = "ffff003000002320001000000000800000000000000000000000010000000000002000ff04000000ff040000000000000000";

@@ -17,8 +17,8 @@
 use super::{Ofproto, RemovedReason};
 use crate::learn::LearnedFlow;
 use crate::rule::Rule;
-use openflow::actions::{OFPG_ANY, OFPP_ANY};
 use openflow::actions::field_writable;
+use openflow::actions::{OFPG_ANY, OFPP_ANY};
 use openflow::learn::{Learn, LearnDst, LearnSrc};
 use openflow::messages::err::bad_action;
 use openflow::{Action, FlowMod, FlowModCommand, FlowModFlags, Instruction, Match, OfError};

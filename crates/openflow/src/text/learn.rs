@@ -48,11 +48,13 @@ fn print_name(f: Field) -> &'static str {
 /// 1.0 (`NXM_OF_IN_PORT`), as in OVS.
 fn learn_subfield(s: &str) -> Result<Subfield, String> {
     let sf = parse_subfield(s).or_else(|e| alias(s.trim()).map(Subfield::whole).ok_or(e))?;
-    Ok(if sf.field == Field::InPort && sf.ofs == 0 && sf.n_bits == 32 {
-        Subfield { n_bits: 16, ..sf }
-    } else {
-        sf
-    })
+    Ok(
+        if sf.field == Field::InPort && sf.ofs == 0 && sf.n_bits == 32 {
+            Subfield { n_bits: 16, ..sf }
+        } else {
+            sf
+        },
+    )
 }
 
 /// Whether `sf` is a whole field as `learn` names it.
@@ -83,8 +85,7 @@ pub(crate) fn parse_learn(tok: &Token<'_>) -> Result<Action, TextError> {
         let t = t?;
         let value = t.value.unwrap_or("");
         let num = |bits: u32| {
-            parse_uint(value, bits)
-                .ok_or_else(|| err(format!("invalid {} \"{value}\"", t.key)))
+            parse_uint(value, bits).ok_or_else(|| err(format!("invalid {} \"{value}\"", t.key)))
         };
         match t.key {
             "table" => {
@@ -166,14 +167,18 @@ fn parse_match_spec(name: &str, value: Option<&str>) -> Result<LearnSpec, String
             Ok((_, Some(_))) => return Err(format!("{name}: a mask is not allowed here")),
             Err(e) => {
                 return Err(format!(
-                    "{name} value {value} cannot be parsed as a subfield or an immediate value ({e})"
-                ))
+                "{name} value {value} cannot be parsed as a subfield or an immediate value ({e})"
+            ))
             }
         }
     } else {
-        let v = parse_uint(value, 128).ok_or_else(|| format!("{value}: cannot parse integer value"))?;
+        let v =
+            parse_uint(value, 128).ok_or_else(|| format!("{value}: cannot parse integer value"))?;
         if u32::from(dst.n_bits) < 128 && v >> dst.n_bits != 0 {
-            return Err(format!("value {value} does not fit into {} bits", dst.n_bits));
+            return Err(format!(
+                "value {value} does not fit into {} bits",
+                dst.n_bits
+            ));
         }
         v
     };
@@ -199,7 +204,10 @@ fn parse_load(value: &str) -> Result<LearnSpec, String> {
         let v = parse_uint(src.trim(), 128)
             .ok_or_else(|| format!("load: garbage before `->' in `{value}'"))?;
         if u32::from(dst.n_bits) < 128 && v >> dst.n_bits != 0 {
-            return Err(format!("{value}: value does not fit into {} bits", dst.n_bits));
+            return Err(format!(
+                "{value}: value does not fit into {} bits",
+                dst.n_bits
+            ));
         }
         return Ok(LearnSpec {
             n_bits: dst.n_bits,

@@ -30,8 +30,8 @@
 
 mod controller;
 mod ct;
-mod learn;
 mod instruction;
+mod learn;
 mod nicira;
 mod nxext;
 mod of10;
