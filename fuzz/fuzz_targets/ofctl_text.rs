@@ -69,7 +69,7 @@ fn fold_aliases(acts: &mut [Action], version: u8) {
     }
 }
 
-/// `acts` as ovs-ofctl's text carries them: every NAT, nested in `ct` or not, as
+/// `acts` as ovs-ofctl's text carries them: a plain `controller` as an output, every NAT, nested in `ct` or not, as
 /// `openflow::ct::Nat::as_printed` leaves it (the printer, like ovs-ofctl's, drops a range end equal to
 /// its start and flags without a range).
 fn printed(mut acts: Vec<Action>) -> Vec<Action> {
@@ -78,6 +78,14 @@ fn printed(mut acts: Vec<Action>) -> Vec<Action> {
             Action::Nat(n) => **n = n.as_printed(),
             Action::Ct(ct) => ct.actions = printed(std::mem::take(&mut ct.actions)),
             Action::Clone(inner) => *inner = printed(std::mem::take(inner)),
+            // ovs-ofctl prints a `controller(...)` that says no more than an output to the
+            // controller (`controller(userdata=)`) as that output, and reads it back so.
+            Action::Controller(c) if c.is_plain() => {
+                *a = Action::Output {
+                    port: openflow::actions::OFPP_CONTROLLER,
+                    max_len: c.max_len,
+                }
+            }
             _ => {}
         }
     }

@@ -285,6 +285,9 @@ impl Ctx<'_> {
             // The datapath draws the coin per packet; nothing here depends on the flow.
             Action::Sample(s) => self.out.push(DpAction::Sample(s)),
             Action::Output { port, max_len } => self.output(port, max_len),
+            // For now a plain packet-in (reason, id, user data, pause and meter are not yet
+            // carried to the controller connection).
+            Action::Controller(ref c) => self.output(OFPP_CONTROLLER, c.max_len),
             Action::Group(g) => self.group(g),
             Action::SetQueue(q) => self.out.push(DpAction::SetQueue(q)),
             // The same as the meter instruction, where the action stands.

@@ -232,6 +232,9 @@ pub enum Action {
     /// Nicira `dec_ttl(ID,...)`: `dec_ttl` whose TTL expiry sends a packet-in to each
     /// listed controller id (plain [`Action::DecNwTtl`] is the ids list `[0]`).
     DecTtlIds(Vec<u16>),
+    /// Nicira `controller(...)`: a packet-in with a reason, controller id, user data,
+    /// pause or meter (see [`crate::controller`]); the plain form is [`Action::Output`].
+    Controller(crate::controller::Controller),
 }
 
 /// The deepest nesting of `clone` actions (and of action lists inside actions) that the
@@ -280,6 +283,13 @@ impl Action {
             // A NAT is only meaningful nested in a `ct` (whose validation checks it).
             Action::Nat(_) => return bad(bad_action::BAD_ARGUMENT),
             Action::CtClear | Action::Note(_) => {}
+            // Any reason, id, length, user data and meter is accepted, as OVS does, if it
+            // fits in an action.
+            Action::Controller(ref c) => {
+                if !c.fits() {
+                    return bad(bad_action::BAD_LEN);
+                }
+            }
             Action::Sample(ref smp) => smp.validate()?,
             Action::OutputReg { src, .. } => {
                 if !src.is_valid() {
@@ -512,8 +522,8 @@ pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), 
             Instruction::ApplyActions(a) => validate_actions(a)?,
             Instruction::WriteActions(a) => {
                 validate_actions(a)?;
-                // The action set has no slot for a sample, a note, a clone or an output
-                // to a register (OVS: "disallowed action in action set", OFPBAC_BAD_TYPE).
+                // The action set has no slot for a sample, a note, a clone, an output
+                // to a register or a `controller(...)` (OVS: "disallowed action in action set", OFPBAC_BAD_TYPE).
                 if a.iter().any(|x| {
                     matches!(
                         x,
@@ -521,6 +531,7 @@ pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), 
                             | Action::Note(_)
                             | Action::Clone(_)
                             | Action::OutputReg { .. }
+                            | Action::Controller(_)
                     )
                 }) {
                     return Err(OfError::bad_action(bad_action::BAD_TYPE));

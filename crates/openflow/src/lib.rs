@@ -9,6 +9,7 @@
 //! * [`matches`](mod@matches) — [`Match`]: a canonical (sorted, normalised) set of field matches, with
 //!   OpenFlow validation and the set relations flow tables need.
 //! * [`actions`] — [`Action`], [`Instruction`], reserved port and group numbers.
+//! * [`controller`] — Nicira's `controller(...)` action (reason, id, user data, pause, meter).
 //! * [`messages`] — [`FlowMod`], [`GroupMod`], [`MeterMod`], [`OfError`].
 //! * [`tun_metadata`] — the variable-length `tun_metadata0`..`63` fields.
 //! * [`text`] — ovs-ofctl syntax: parse and format flows, groups and meters.
@@ -16,6 +17,7 @@
 //!   per-family codecs (flow/group/meter mods, multiparts, bundles, monitors, Nicira).
 
 pub mod actions;
+pub mod controller;
 pub mod ct;
 pub mod matches;
 pub mod messages;

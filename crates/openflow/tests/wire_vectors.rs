@@ -15,13 +15,8 @@ use std::process::Command;
 
 /// Vectors we deliberately don't decode, with the error they yield and why.
 const UNSUPPORTED: &[(&str, &str)] = &[
-    // Nicira actions without a model meaning (learn, controller...).
+    // Nicira actions without a model meaning (learn, conjunction...).
     ("ovs-ofctl-of13-action_conjunction", "BadActionExpType(34)"),
-    (
-        "ovs-ofctl-of13-action_controller.packet",
-        "BadActionExpType(20)",
-    ),
-    ("ovs-ofctl-of13-action_controller2", "BadActionExpType(37)"),
     ("ovs-ofctl-of13-action_fintimeout", "BadActionExpType(19)"),
     ("ovs-ofctl-of13-action_learn", "BadActionExpType(16)"),
     ("ovs-ofctl-of13-action_output_trunc", "BadActionExpType(39)"),

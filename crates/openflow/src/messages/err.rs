@@ -280,6 +280,22 @@ pub mod bundle_failed {
     pub const BUNDLE_IN_PROGRESS: u16 = 15;
 }
 
+/// `OFPET_BAD_PROPERTY` codes (OpenFlow 1.4; OpenFlow 1.3 and Nicira's 1.0 numbering send
+/// the first three as `OFPET_TABLE_FEATURES_FAILED` codes 2-4, the others as ONF / type 14
+/// errors, as OVS does: see `wire::error_reply`).
+pub mod bad_property {
+    /// Unknown or unsupported property type.
+    pub const BAD_TYPE: u16 = 0;
+    /// Length problem in a property.
+    pub const BAD_LEN: u16 = 1;
+    /// Unsupported property value.
+    pub const BAD_VALUE: u16 = 2;
+    /// Unknown experimenter id.
+    pub const BAD_EXPERIMENTER: u16 = 5;
+    /// Unknown experimenter type for a known experimenter id.
+    pub const BAD_EXP_TYPE: u16 = 6;
+}
+
 /// `OFPET_FLOW_MONITOR_FAILED` codes.
 pub mod flow_monitor_failed {
     /// Unspecified error.
@@ -349,12 +365,20 @@ pub mod nx_tlv {
     pub const INVALID_TLV_FIELD: u16 = 37;
     /// A delete of a mapping some flow uses.
     pub const INVALID_TLV_DEL: u16 = 38;
+    /// `NXBRC_MUST_BE_ZERO`: a must-be-zero field (a Nicira action's padding) is not.
+    pub const MUST_BE_ZERO: u16 = 4;
+    /// `NXR_NOT_SUPPORTED`: the switch cannot resume this continuation.
+    pub const RESUME_NOT_SUPPORTED: u16 = 34;
+    /// `NXR_STALE`: the continuation is not one this switch made (or is from before a
+    /// restart or for a bridge that is gone).
+    pub const RESUME_STALE: u16 = 35;
 
     /// The OpenFlow 1.0 (vendor error) code of an OpenFlow 1.2+ code.
     pub fn nx10(code: u16) -> u16 {
         match code {
             37 => 536,
             38 => 537,
+            34 | 35 => code + 499,
             c => c + 511,
         }
     }

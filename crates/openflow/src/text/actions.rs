@@ -250,32 +250,7 @@ fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action
         }
         "note" => Action::Note(parse_note(tok)?),
         "clone" => Action::Clone(parse_nested(tok, ctx)?),
-        "controller" => {
-            let max_len = match tok.value {
-                None => OFPCML_NO_BUFFER,
-                Some(v) if v.contains('=') || v.is_empty() => {
-                    let mut max_len = OFPCML_NO_BUFFER;
-                    let mut inner = Tokens::new(v);
-                    while let Some(t) = inner.next_token() {
-                        let t = t?;
-                        match t.key {
-                            "max_len" => max_len = uint_for(&t, 16)? as u16,
-                            k => {
-                                return Err(TextError::new(format!(
-                                    "{text}: unsupported controller option '{k}'"
-                                )))
-                            }
-                        }
-                    }
-                    max_len
-                }
-                Some(_) => uint_for(tok, 16)? as u16,
-            };
-            Action::Output {
-                port: OFPP_CONTROLLER,
-                max_len,
-            }
-        }
+        "controller" => parse_controller(tok)?,
         "in_port" | "normal" | "flood" | "all" | "local" | "table" => {
             no_value(tok)?;
             Action::output(port_arg(tok, key)?)
@@ -453,6 +428,82 @@ fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action
     Ok(a)
 }
 
+/// `controller`, `controller:MAX_LEN` or `controller(KEY=VALUE,...)` as ovs-ofctl reads
+/// them: `output:CONTROLLER` unless a reason, id, user data (even empty), pause or meter
+/// is given. A later key overrides an earlier one; numbers are checked against their width.
+fn parse_controller(tok: &Token<'_>) -> Result<Action, TextError> {
+    use crate::controller::{reason_from_name, Controller};
+    let mut c = Controller::default();
+    let mut userdata = false;
+    match tok.value {
+        None | Some("") => {}
+        Some(v) if v.bytes().all(|b| b.is_ascii_digit()) => c.max_len = uint_for(tok, 16)? as u16,
+        Some(v) => {
+            let mut inner = Tokens::new(v);
+            while let Some(t) = inner.next_token() {
+                let t = t?;
+                let num = |bits: u32| {
+                    parse_uint(t.value.unwrap_or(""), bits).ok_or_else(|| {
+                        TextError::new(format!("invalid {} \"{}\"", t.key, t.value.unwrap_or("")))
+                    })
+                };
+                match t.key {
+                    "reason" => {
+                        let r = t.value.unwrap_or("");
+                        c.reason = reason_from_name(r)
+                            .ok_or_else(|| TextError::new(format!("unknown reason \"{r}\"")))?;
+                    }
+                    "max_len" => c.max_len = num(16)? as u16,
+                    "id" => c.controller_id = num(16)? as u16,
+                    "meter_id" => c.meter_id = num(32)? as u32,
+                    "pause" => c.pause = true,
+                    "userdata" => {
+                        userdata = true;
+                        c.userdata = parse_userdata(t.value.unwrap_or(""))?;
+                    }
+                    k => {
+                        return Err(TextError::new(format!(
+                            "unknown key \"{k}\" parsing controller action"
+                        )))
+                    }
+                }
+            }
+        }
+    }
+    // A `userdata=` with no bytes still makes it a controller action (ovs-ofctl encodes it
+    // as `NXAST_CONTROLLER` then, though it prints as `CONTROLLER:65535`).
+    if c.is_plain() && !userdata {
+        return Ok(Action::Output {
+            port: OFPP_CONTROLLER,
+            max_len: c.max_len,
+        });
+    }
+    c.v2 = c.needs_v2();
+    if !c.fits() {
+        return Err(TextError::new("input too big".to_string()));
+    }
+    Ok(Action::Controller(c))
+}
+
+/// Hex byte pairs, each optionally preceded by dots or white space.
+fn parse_userdata(v: &str) -> Result<Vec<u8>, TextError> {
+    let bad = || TextError::new("bad hex digit in `controller' action `userdata'".to_string());
+    let mut out = Vec::new();
+    let mut rest = v.trim_start_matches([' ', '.', '\t', '\r', '\n']);
+    while !rest.is_empty() {
+        let pair = rest.get(..2).ok_or_else(bad)?;
+        if !pair.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        out.push(u8::from_str_radix(pair, 16).map_err(|_| bad())?);
+        rest = rest
+            .get(2..)
+            .unwrap_or("")
+            .trim_start_matches([' ', '.', '\t', '\r', '\n']);
+    }
+    Ok(out)
+}
+
 /// `note:HEX`: hex byte pairs, optionally separated by dots, zero-padded as the action is
 /// on the wire (a note of `n` bytes fills `10 + n` rounded up to 8, at least 16).
 fn parse_note(tok: &Token<'_>) -> Result<Vec<u8>, TextError> {
@@ -513,6 +564,38 @@ fn parse_nested(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Vec<Action>, Tex
     })();
     NESTING.with(|d| d.set(depth));
     r
+}
+
+/// `controller(...)` as ovs-ofctl prints it: options that differ from the defaults, in a
+/// fixed order, or `CONTROLLER:max_len` when only the length could.
+fn format_controller(c: &crate::controller::Controller) -> String {
+    if c.is_plain() {
+        return format!("CONTROLLER:{}", c.max_len);
+    }
+    let mut v = Vec::new();
+    if c.reason != crate::controller::OFPR_ACTION {
+        v.push(format!(
+            "reason={}",
+            crate::controller::reason_name(c.reason)
+        ));
+    }
+    if c.max_len != OFPCML_NO_BUFFER {
+        v.push(format!("max_len={}", c.max_len));
+    }
+    if c.controller_id != 0 {
+        v.push(format!("id={}", c.controller_id));
+    }
+    if !c.userdata.is_empty() {
+        let hex: Vec<String> = c.userdata.iter().map(|x| format!("{x:02x}")).collect();
+        v.push(format!("userdata={}", hex.join(".")));
+    }
+    if c.pause {
+        v.push("pause".into());
+    }
+    if c.meter_id != crate::controller::NX_CTLR_NO_METER {
+        v.push(format!("meter_id={}", c.meter_id));
+    }
+    format!("controller({})", v.join(","))
 }
 
 /// Parse a plain action list (a group bucket's, or the inside of `write_actions(...)`).
@@ -652,6 +735,7 @@ pub fn format_action(a: &Action) -> String {
             let v: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
             format!("dec_ttl({})", v.join(","))
         }
+        Action::Controller(ref c) => format_controller(c),
         Action::Output { port, max_len } => {
             if port == OFPP_CONTROLLER {
                 format!("CONTROLLER:{max_len}")

@@ -148,10 +148,14 @@ pub fn split(buf: &[u8]) -> Result<(Vec<&[u8]>, usize), DecodeError> {
 /// HELLO_FAILED 0, BAD_REQUEST 1, BAD_ACTION 2, FLOW_MOD_FAILED 3, PORT_MOD_FAILED 4,
 /// QUEUE_OP_FAILED 5; errors 1.0 has no type for become `BAD_REQUEST/EPERM`).
 pub fn of_error_to_wire(e: OfError, version: u8) -> (u16, u16) {
+    use err::*;
+    // Property errors before 1.4 borrow the table-features type (OVS's numbering).
+    if e.type_ == OFPET_BAD_PROPERTY && version < OFP14 && e.code <= bad_property::BAD_VALUE {
+        return (OFPET_TABLE_FEATURES_FAILED, e.code + 2);
+    }
     if version != OFP10 {
         return (e.type_, e.code);
     }
-    use err::*;
     match e.type_ {
         OFPET_HELLO_FAILED => (0, e.code),
         OFPET_BAD_REQUEST if e.code <= bad_request::BUFFER_UNKNOWN => (1, e.code),
@@ -168,6 +172,7 @@ pub fn of_error_to_wire(e: OfError, version: u8) -> (u16, u16) {
             (3, c)
         }
         OFPET_PORT_MOD_FAILED => (4, e.code.min(1)),
+        OFPET_BAD_PROPERTY => (OFPET_BAD_PROPERTY, e.code),
         OFPET_QUEUE_OP_FAILED => (5, e.code),
         _ => (1, bad_request::EPERM),
     }
@@ -205,6 +210,17 @@ pub fn error_reply(e: OfError, version: u8, request: &[u8]) -> Message {
             type_: err::OFPET_EXPERIMENTER,
             code: e.code,
             experimenter: Some(action::NX_VENDOR_ID),
+            data,
+        });
+    }
+    if version == OFP13
+        && e.type_ == err::OFPET_BAD_PROPERTY
+        && e.code > err::bad_property::BAD_VALUE
+    {
+        return Message::Error(ErrorMsg {
+            type_: err::OFPET_EXPERIMENTER,
+            code: 4440 + e.code,
+            experimenter: Some(msg::ONF_EXPERIMENTER_ID),
             data,
         });
     }

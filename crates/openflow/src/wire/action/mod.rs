@@ -11,6 +11,8 @@
 //! * `ct`: Nicira's connection-tracking actions (`ct`, `nat`, `ct_clear`), the same in
 //!   every version except for the nested actions, which are the version's own;
 //! * `sample`: Nicira's `sample` action in its three forms, the same in every version;
+//! * `controller`: Nicira's `controller(...)` (`NXAST_CONTROLLER`, `NXAST_CONTROLLER2`),
+//!   the same in every version;
 //! * `nxext`: Nicira's `note`, `output_reg`, `clone` and `dec_ttl_cnt_ids`, the same in
 //!   every version except for `clone`'s nested actions.
 //!
@@ -25,6 +27,7 @@
 //! Actions are decoded one at a time: a bad action stops the walk before a later bad
 //! length is seen.
 
+mod controller;
 mod ct;
 mod instruction;
 mod nicira;
@@ -152,6 +155,9 @@ fn decode_actions_in(
             if let Some(sub) = sample::sample_subtype(a.peek()) {
                 return sample::decode_sample(sub, len, &mut a);
             }
+            if let Some(sub) = controller::controller_subtype(a.peek()) {
+                return controller::decode_controller(sub, len, &mut a);
+            }
             if let Some(sub) = nxext::nxext_subtype(a.peek()) {
                 return nxext::decode_nxext(version, sub, len, &mut a);
             }
@@ -216,6 +222,8 @@ pub(crate) fn encode_action(out: &mut Vec<u8>, version: u8, a: &Action) -> Resul
         r
     } else if sample::encode_sample(out, a) {
         Ok(())
+    } else if let Some(r) = controller::encode_controller(out, a) {
+        r
     } else if let Some(r) = nxext::encode_nxext(out, version, a) {
         r
     } else if version == OFP10 {

@@ -198,7 +198,8 @@ pub(super) fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), En
         | Action::Note(_)
         | Action::OutputReg { .. }
         | Action::Clone(_)
-        | Action::DecTtlIds(_) => return Ok(()),
+        | Action::DecTtlIds(_)
+        | Action::Controller(_) => return Ok(()),
     }
     finish(out, s);
     Ok(())

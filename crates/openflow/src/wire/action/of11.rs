@@ -195,7 +195,8 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
         | Action::Note(_)
         | Action::OutputReg { .. }
         | Action::Clone(_)
-        | Action::DecTtlIds(_) => return,
+        | Action::DecTtlIds(_)
+        | Action::Controller(_) => return,
     }
     finish(out, s);
 }
