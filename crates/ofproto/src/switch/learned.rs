@@ -127,7 +127,7 @@ impl Ofproto {
         let Some(t) = self.tables.get(usize::from(f.table_id)) else {
             return false;
         };
-        if t.find_strict(&f.match_, f.priority).is_some() {
+        if t.find_strict(&f.match_, f.priority, &self.tlv).is_some() {
             return true;
         }
         t.iter().filter(|r| r.cookie == f.cookie).count() < f.limit as usize
@@ -145,7 +145,7 @@ impl Ofproto {
         if let Some(r) = self
             .tables
             .get(usize::from(f.table_id))
-            .and_then(|t| t.find_strict(&f.match_, f.priority))
+            .and_then(|t| t.find_strict(&f.match_, f.priority, &self.tlv))
         {
             if r.instructions == insts
                 && r.cookie == f.cookie
