@@ -218,6 +218,7 @@ impl Exec {
                     table_id,
                     cookie,
                     meta,
+                    extra,
                 } => {
                     let n = if *max_len == OFPCML_NO_BUFFER {
                         pkt.len()
@@ -233,6 +234,7 @@ impl Exec {
                         cookie: *cookie,
                         key: *key,
                         meta: **meta,
+                        extra: extra.clone(),
                     });
                 }
                 DpAction::Clone(sub) => match pool.clone_packet(&pkt) {
