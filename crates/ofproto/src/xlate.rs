@@ -75,7 +75,6 @@ pub struct XlateOut {
 struct Ctx<'a> {
     of: &'a Ofproto,
     flow: FlowKey,
-    in_port: u32,
     wc: FlowKey,
     out: Vec<DpAction>,
     rules: Vec<Arc<Rule>>,
@@ -210,14 +209,14 @@ impl Ctx<'_> {
 
     fn output(&mut self, port: u32, max_len: u16) {
         match port {
-            OFPP_IN_PORT => self.out.push(DpAction::Output(self.in_port)),
+            OFPP_IN_PORT => self.out.push(DpAction::Output(self.flow.in_port)),
             OFPP_NORMAL => self.out.push(DpAction::Normal),
             OFPP_FLOOD | OFPP_ALL => {
                 let ports: Vec<u32> = self
                     .of
                     .ports()
                     .values()
-                    .filter(|p| p.ofport != self.in_port && !p.admin_down)
+                    .filter(|p| p.ofport != self.flow.in_port && !p.admin_down)
                     .filter(|p| port == OFPP_ALL || !p.no_flood)
                     .map(|p| p.ofport)
                     .collect();
@@ -240,13 +239,13 @@ impl Ctx<'_> {
                 self.table_id = saved;
             }
             OFPP_LOCAL => {
-                if self.in_port == OFPP_LOCAL {
+                if self.flow.in_port == OFPP_LOCAL {
                     self.note(|| " >> skipping output to input port".into());
                 } else {
                     self.out.push(DpAction::Output(OFPP_LOCAL));
                 }
             }
-            p if p == self.in_port => {
+            p if p == self.flow.in_port => {
                 self.note(|| " >> skipping output to input port".into());
             }
             p if self.of.ports().get(&p).is_some_and(|x| x.admin_down) => {
@@ -1052,7 +1051,6 @@ fn run(
     let mut ctx = Ctx {
         of,
         flow: *key,
-        in_port: key.in_port,
         wc: FlowKey::ZERO,
         out: Vec::new(),
         rules: Vec::new(),

@@ -223,3 +223,15 @@ fn no_pause_inside_clone() {
         other => panic!("{other:?}"),
     }
 }
+
+/// OVN sends a packet back out its input port (pinctrl's DHCP offer, ARP and ND answers) by
+/// setting `in_port` to ANY around the output: the output is skipped only for the port the
+/// packet is in now, as in OVS (the port it came in on no longer counts).
+#[test]
+fn output_to_the_input_port_after_in_port_changes() {
+    let of = switch(&[
+        "in_port=1,actions=push:NXM_OF_IN_PORT[],set_field:ANY->in_port,output:1,pop:NXM_OF_IN_PORT[],output:1,in_port",
+    ]);
+    let x = run(&of, &udp4());
+    assert_eq!(x.actions, vec![DpAction::Output(1), DpAction::Output(1)]);
+}
