@@ -30,6 +30,7 @@ pub mod switch;
 pub mod table;
 pub mod text;
 pub mod tlv;
+pub mod tun_md;
 pub mod xlate;
 
 pub use odp::DpAction;

@@ -138,6 +138,9 @@ pub enum DpAction {
     /// `local_ip=flow`) sends with.
     SetTunnelSrc([u8; 4]),
     SetTunnelDst([u8; 4]),
+    /// Sets the Geneve options a Geneve port sends with (whole options in wire format,
+    /// built from the `tun_metadata` fields by the TLV table; see `crate::tun_md`).
+    SetTunnelOpts(Box<[u8]>),
     /// Send the packet through the connection tracker (boxed: rare, and large).
     Ct(Box<crate::odp_ct::CtAction>),
     /// Re-inject the packet into the pipeline under this recirculation id, with the
@@ -163,6 +166,7 @@ impl DpAction {
                 | DpAction::SetTunnelId(_)
                 | DpAction::SetTunnelSrc(_)
                 | DpAction::SetTunnelDst(_)
+                | DpAction::SetTunnelOpts(_)
                 | DpAction::Ct(_)
                 | DpAction::Recirc(_)
                 | DpAction::Sample(_)
@@ -520,6 +524,7 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::SetTunnelId(_)
         | DpAction::SetTunnelSrc(_)
         | DpAction::SetTunnelDst(_)
+        | DpAction::SetTunnelOpts(_)
         | DpAction::Ct(_)
         | DpAction::Recirc(_)
         | DpAction::Sample(_) => false,
@@ -963,6 +968,9 @@ impl std::fmt::Display for DpAction {
             DpAction::SetTunnelId(t) => write!(f, "set(tunnel(tun_id={t:#x}))"),
             DpAction::SetTunnelSrc(a) => write!(f, "set(tunnel(src={}))", Ipv4Addr::from(*a)),
             DpAction::SetTunnelDst(a) => write!(f, "set(tunnel(dst={}))", Ipv4Addr::from(*a)),
+            DpAction::SetTunnelOpts(o) => {
+                write!(f, "set(tunnel({}))", crate::tun_md::format_geneve(o))
+            }
             DpAction::Ct(c) => write!(f, "{c}"),
             DpAction::Recirc(id) => write!(f, "recirc({id:#x})"),
             DpAction::Sample(s) => write!(

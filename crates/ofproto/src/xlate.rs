@@ -27,6 +27,7 @@ mod ct;
 mod mpls;
 mod pause;
 mod select;
+mod tunopt;
 
 pub use pause::resume;
 
@@ -137,6 +138,9 @@ impl Ctx<'_> {
 
     /// The value of a subfield's bits (right-aligned), marking them as examined.
     fn read_bits(&mut self, sf: &Subfield) -> u128 {
+        if sf.field.is_tun_metadata() {
+            return self.read_tun_metadata(sf);
+        }
         fields::set(&mut self.wc, sf.field, sf.mask(), sf.mask());
         let v = if sf.is_port16() {
             u128::from(port_to_of10(self.flow.in_port).unwrap_or(0))
@@ -190,6 +194,8 @@ impl Ctx<'_> {
         k.tunnel_id = self.flow.tunnel_id;
         k.tun_src = self.flow.tun_src;
         k.tun_dst = self.flow.tun_dst;
+        k.tun_opts_present = self.flow.tun_opts_present;
+        k.tun_opts = self.flow.tun_opts;
         k.recirc_id = self.flow.recirc_id;
         k.pkt_mark = self.flow.pkt_mark;
         k.dp_hash = self.flow.dp_hash;
@@ -542,6 +548,9 @@ impl Ctx<'_> {
     }
 
     fn set_field(&mut self, f: Field, value: u128, mask: Option<u128>) {
+        if f.is_tun_metadata() {
+            return self.set_tun_metadata(f, value, mask);
+        }
         // As OVS: a VID set with OFPVID_PRESENT (how `mod_vlan_vid` and OpenFlow 1.0's
         // set_vlan_vid arrive) on an untagged packet pushes an 802.1Q tag first.
         if f == Field::VlanVid
@@ -695,6 +704,8 @@ impl Ctx<'_> {
             | Field::Xxreg1
             | Field::Xxreg2
             | Field::Xxreg3 => return,
+            // The tunnel options went to `set_tun_metadata` above.
+            _ => return,
         };
         self.out.push(act);
     }

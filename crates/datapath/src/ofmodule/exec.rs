@@ -156,6 +156,7 @@ impl Exec {
                                 | DpAction::SetTunnelId(_)
                                 | DpAction::SetTunnelSrc(_)
                                 | DpAction::SetTunnelDst(_)
+                                | DpAction::SetTunnelOpts(_)
                         )
                 })
             });
@@ -274,6 +275,11 @@ impl Exec {
                 }),
                 DpAction::SetTunnelSrc(a) => set_tunnel(&mut pkt, |m| m.src = *a),
                 DpAction::SetTunnelDst(a) => set_tunnel(&mut pkt, |m| m.dst = *a),
+                DpAction::SetTunnelOpts(o) => set_tunnel(&mut pkt, |m| {
+                    let n = o.len().min(m.opts.len());
+                    m.opts[..n].copy_from_slice(&o[..n]);
+                    m.opts_len = n as u8;
+                }),
                 rewrite => odp::apply(&mut pkt, rewrite, &mut offs),
             }
         }

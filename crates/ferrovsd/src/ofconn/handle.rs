@@ -278,7 +278,7 @@ fn nicira(b: &BridgeOf, c: &Conn, xid: u32, nx: NxMessage) -> Result<(), OfError
             lock(&c.st).packet_in_format = f;
         }
         NxMessage::SetControllerId(id) => lock(&c.st).controller_id = id,
-        NxMessage::TlvTableMod { command, maps } => b.udpif.of().tlv.apply(command, &maps)?,
+        NxMessage::TlvTableMod { command, maps } => b.udpif.tlv_mod(command, &maps)?,
         NxMessage::TlvTableRequest => {
             let maps = b.udpif.of().tlv.maps();
             let reply = NxMessage::TlvTableReply {
