@@ -1,7 +1,8 @@
 //! Fuzzes the reading of tunnel packets' outer headers (VXLAN, Geneve, GRE), which every
 //! frame an underlay bridge sends to its host goes through while tunnel ports exist: it must
 //! never panic, the header length it reports must leave an inner Ethernet frame, and
-//! re-encapsulating that frame with the key and addresses read must read back the same.
+//! re-encapsulating that frame with the key, addresses and Geneve options read must read back
+//! the same.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -39,9 +40,13 @@ fuzz_target!(|data: &[u8]| {
     let Some(mut p) = pool.alloc() else {
         return;
     };
-    if p.set_frame(inner) && t.push(&mut p, r.meta.id) {
+    if p.set_frame(inner) && t.push(&mut p, r.meta.id, r.meta.opts()) {
         let again = parse(p.data(), known).expect("a frame we encapsulated parses");
         assert_eq!(again.meta.id, r.meta.id);
+        if r.proto == Proto::Geneve {
+            // The whole options kept come back the same.
+            assert_eq!(again.meta.opts(), r.meta.opts());
+        }
         assert_eq!((again.meta.src, again.meta.dst), (r.meta.src, r.meta.dst));
         assert_eq!(&p.data()[again.hdr_len..], inner);
     }

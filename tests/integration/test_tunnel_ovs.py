@@ -5,7 +5,14 @@ Each side has the same configuration: an underlay bridge holding the host's unde
 on its internal port, with the veth to the other side as its physical port, and an
 integration bridge with the tunnel port and the overlay address on its internal port. Each
 resolves the other's MAC by its own ARP request; traffic crosses both ways (ping, iperf3).
+
+Over Geneve, both sides also carry OVN's tunnel option (class 0x0102, type 0x80, 4 bytes,
+mapped to `tun_metadata0` with a TLV map): each sets its own value on what it sends and
+forwards only packets carrying the other's, so a ping crosses only if each side matches the
+option the other set.
 """
+
+import os
 
 import subprocess
 import time
@@ -29,12 +36,18 @@ class OvsPeer:
              f"--pidfile={d}/ovsdb-server.pid", f"--unixctl={d}/ovsdb-server.ctl", "--detach",
              f"--log-file={d}/ovsdb-server.log"])
         self.vsctl("--no-wait", "init")
+        # Its bridges' OpenFlow sockets (`BR.mgmt`) go to the private rundir too.
         run(["ip", "netns", "exec", site.peer, "ovs-vswitchd", f"unix:{d}/db.sock",
              f"--pidfile={d}/vswitchd.pid", f"--unixctl={d}/vswitchd.ctl", "--detach",
-             f"--log-file={d}/vswitchd.log", "--disable-system"])
+             f"--log-file={d}/vswitchd.log", "--disable-system"],
+            env=dict(os.environ, OVS_RUNDIR=str(d)))
 
     def vsctl(self, *args):
         return run(["ovs-vsctl", f"--db=unix:{self.d}/db.sock", "--timeout=20", *args])
+
+    def ofctl(self, *args, check=True):
+        return run(["ovs-ofctl", "--timeout=10", *map(str, args)], check=check,
+                   env=dict(os.environ, OVS_RUNDIR=str(self.d)))
 
     def appctl(self, *args):
         return run(["ovs-appctl", "-t", f"{self.d}/vswitchd.ctl", *args], check=False)
@@ -107,3 +120,71 @@ def test_ovs_userspace_tunnel_interoperates(site_ovs, kind):
     finally:
         srv.kill()
         srv.wait(timeout=10)
+
+
+def ferrovs_ofctl(site, *args, check=True):
+    return run(["ovs-ofctl", "--timeout=10", *map(str, args)], check=check,
+               env=dict(os.environ, OVS_RUNDIR=str(site.tmp)))
+
+
+OVN_OPTION = "{class=0x102,type=0x80,len=4}->tun_metadata0"
+
+
+def option_flows(ofctl, br, tun, send, accept):
+    """`br` sends what its host sends with option value `send` and delivers to its host only
+    what arrives with `accept`."""
+    ofctl("del-flows", br)
+    ofctl("add-flow", br, f"priority=10,in_port=LOCAL,"
+                          f"actions=set_field:{send:#x}->tun_metadata0,output:{tun}")
+    ofctl("add-flow", br, f"priority=10,in_port={tun},tun_metadata0={accept:#x},actions=LOCAL")
+    ofctl("add-flow", br, f"priority=5,in_port={tun},actions=drop")
+
+
+def test_ovs_geneve_option_matched_both_ways(site_ovs):
+    site, ovs = site_ovs
+    site.start()
+    site.underlay()
+    site.overlay("geneve", {"remote_ip": site.under[0], "key": 4243})
+    ovs.configure("geneve", 4243)
+    site.ns(site.peer, "ethtool -K eth0 tso off gso off", check=False)
+    site.ns(site.sw, f"ethtool -K {site.up} tso off gso off", check=False)
+    tun = f"t{site.t}"[:15]
+    # A flow naming an unmapped tun_metadata field is refused, as by OVS.
+    r = ferrovs_ofctl(site, "add-flow", site.int, "tun_metadata0=1,actions=drop", check=False)
+    assert r.returncode != 0 and "NXFMFC_INVALID_TLV_FIELD" in r.stderr, r.stderr
+    for ofctl, br in [(ovs.ofctl, "brint"), (lambda *a, **k: ferrovs_ofctl(site, *a, **k),
+                                             site.int)]:
+        ofctl("add-tlv-map", br, OVN_OPTION)
+    assert "0x102" in ferrovs_ofctl(site, "dump-tlv-map", site.int).stdout
+    # OVS sends 0x10002 and takes 0x20001; ferrovs the reverse.
+    option_flows(ovs.ofctl, "brint", "tun0", 0x10002, 0x20001)
+    option_flows(lambda *a, **k: ferrovs_ofctl(site, *a, **k), site.int, tun, 0x20001, 0x10002)
+    wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=20,
+             what=f"ping to OVS with the Geneve option\nOVS: "
+                  f"{ovs.appctl('dpctl/dump-flows').stdout}\nferrovs: "
+                  f"{site.appctl('dpctl/dump-flows', check=False).stdout}\n{site.logtext()}")
+    site.ns(site.peer, f"ping -c 3 -i 0.2 -W 2 {site.over[1]}")
+    # OVS decapsulated ferrovs's option and matched it; ferrovs matched OVS's.
+    ovs_flows = ovs.appctl("dpctl/dump-flows").stdout
+    assert "class=0x102,type=0x80,len=4,0x20001" in ovs_flows, ovs_flows
+    ours = site.appctl("dpctl/dump-flows").stdout
+    assert "tun_metadata0=0x10002" in ours, ours
+    assert "set(tunnel(geneve({class=0x102,type=0x80,len=4,0x20001})))" in ours, ours
+    # A mapping in use cannot be deleted.
+    r = ferrovs_ofctl(site, "del-tlv-map", site.int, OVN_OPTION, check=False)
+    assert r.returncode != 0 and "NXTTMFC_INVALID_TLV_DEL" in r.stderr, r.stderr
+    # With another value from ferrovs, OVS no longer delivers: the option is what it matched.
+    option_flows(lambda *a, **k: ferrovs_ofctl(site, *a, **k), site.int, tun, 0x20009, 0x10002)
+    site.appctl("dpctl/del-flows", check=False)
+    ovs.appctl("dpctl/del-flows")
+    ovs.appctl("fdb/flush")
+    site.ns(site.sw, f"ip neigh flush dev {site.int}", check=False)
+    assert not ping_ok(site, site.sw, site.over[0])
+    # And the other way: OVS sending another value is not delivered by ferrovs.
+    option_flows(lambda *a, **k: ferrovs_ofctl(site, *a, **k), site.int, tun, 0x20001, 0x10002)
+    option_flows(ovs.ofctl, "brint", "tun0", 0x10009, 0x20001)
+    site.appctl("dpctl/del-flows", check=False)
+    ovs.appctl("dpctl/del-flows")
+    site.ns(site.peer, f"ip neigh flush dev brint", check=False)
+    r = site.ns(site.peer, f"ping -c 2 -i 0.2 -W 1 {site.over[1]}", check=False)
+    assert r.returncode != 0, r.stdout

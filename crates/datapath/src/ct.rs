@@ -52,7 +52,7 @@ pub fn track(ct: &CtAction, pkt: &mut Packet, now_ms: u64) -> CtResult {
 /// Writes into `k` the key `pkt` is re-injected with under `recirc_id`, after the `ct`
 /// verdict `res` (`None`: no `ct` ran in this pass, the fields stay zero). `first` is the
 /// key of the pass that recirculates. In place: the caller's slot in the recirculation
-/// queue, so the 304-byte key is not copied on its way there.
+/// queue, so the 328-byte key is not copied on its way there.
 pub fn recirc_key(
     k: &mut FlowKey,
     pkt: &Packet,
@@ -68,6 +68,8 @@ pub fn recirc_key(
     k.tunnel_id = first.tunnel_id;
     k.tun_src = first.tun_src;
     k.tun_dst = first.tun_dst;
+    k.tun_opts_present = first.tun_opts_present;
+    k.tun_opts = first.tun_opts;
     if let Some(r) = res {
         k.ct_state = r.state as u8;
         k.ct_zone = r.zone;

@@ -8,9 +8,10 @@
 //! is busy gets in soon, a flood of short flows mostly does not. `insert_inv_prob = 0`
 //! disables the cache.
 //!
-//! The hash and the comparison cover the key's connection-tracking words only for
-//! recirculated keys (`recirc_id != 0`): for every other key they are zero, so pipelines
-//! without `ct` pay nothing for them.
+//! The hash and the comparison cover the key's connection-tracking and tunnel-options
+//! words only for recirculated keys (`recirc_id != 0`) and keys with tunnel options
+//! (`tun_opts_present != 0`): for every other key they are zero, so pipelines without `ct`
+//! and packets without options pay nothing for them.
 //!
 //! Entries hold the megaflow's `Arc`; a megaflow that the revalidator kills is dead at
 //! once (see [`crate::dpcls`]), and a dead entry reads as a miss.
@@ -23,8 +24,9 @@ use std::sync::Arc;
 pub const EMC_ENTRIES: usize = 8192;
 const MASK: usize = EMC_ENTRIES - 1;
 
-/// Five cache lines: the hash and the megaflow first, then the key, whose
-/// connection-tracking words (the last line) are read only for recirculated keys.
+/// Six cache lines: the hash and the megaflow first, then the key, whose
+/// connection-tracking and tunnel-options words (the last two lines) are read only for
+/// recirculated keys and keys with tunnel options.
 #[repr(C, align(64))]
 struct Entry {
     hash: u32,
@@ -43,13 +45,14 @@ impl Default for Entry {
 }
 
 /// The words of `k` that can differ between keys like it: all of them for a recirculated
-/// key, those before the connection-tracking block otherwise (a key whose `recirc_id` is 0
-/// has an all-zero block; see `packet::flow`).
+/// key or one with tunnel options, those before the connection-tracking block otherwise (a
+/// key whose `recirc_id` and `tun_opts_present` are 0 has all-zero blocks after it; see
+/// `packet::flow`).
 #[inline(always)]
 fn live_words(k: &Words) -> &[u64] {
     // `recirc_id` is the second u32 of word 0.
-    let recirc = FlowKey::from_words_ref(k).recirc_id;
-    if recirc == 0 {
+    let key = FlowKey::from_words_ref(k);
+    if key.recirc_id == 0 && key.tun_opts_present == 0 {
         &k[..CT_WORDS_START]
     } else {
         &k[..]

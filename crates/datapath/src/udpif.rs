@@ -224,6 +224,9 @@ pub struct Udpif {
     ofproto: Versions,
     /// The meters, run by poll threads without the `Ofproto` lock.
     pub meters: MeterTable,
+    /// The TLV table as poll threads read received Geneve options with it (republished by
+    /// [`Udpif::tlv_mod`]).
+    pub tlv: arc_swap::ArcSwap<ofproto::tlv::TlvTable>,
     /// Port changes not yet applied to the `Ofproto` (see the module documentation).
     port_changes: (Sender<PortChange>, Receiver<PortChange>),
     pub index: Mutex<Index>,
@@ -332,6 +335,7 @@ impl Udpif {
     pub fn new(of: Ofproto) -> Udpif {
         Udpif {
             meters: of.meter_table(),
+            tlv: arc_swap::ArcSwap::from_pointee(of.tlv.clone()),
             ofproto: Versions::new(of),
             port_changes: unbounded(),
             index: Mutex::new(Index::default()),
@@ -365,6 +369,19 @@ impl Udpif {
         let mut g = self.ofproto.write();
         self.housekeeping(&mut g);
         g
+    }
+
+    /// Applies a TLV-table mod ([`Ofproto::tlv_mod`]) and republishes the table to the
+    /// poll threads.
+    pub fn tlv_mod(
+        &self,
+        command: openflow::wire::nicira::TlvTableCommand,
+        maps: &[openflow::wire::nicira::TlvMap],
+    ) -> Result<(), openflow::OfError> {
+        let mut of = self.of();
+        of.tlv_mod(command, maps)?;
+        self.tlv.store(std::sync::Arc::new(of.tlv.clone()));
+        Ok(())
     }
 
     /// A write session if one can start without waiting.

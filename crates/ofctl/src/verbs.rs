@@ -551,13 +551,18 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
     };
     let text_in = joined(flow_args);
     let mt = text::parse_match(&text_in).map_err(|e| e.to_string())?;
+    let of = m.of();
     let mut key = ofproto::fields::match_to_flow(&mt, 0);
+    for e in mt.iter().filter(|e| e.field.is_tun_metadata()) {
+        ofproto::tun_md::set(&mut key, &of.tlv, e.field, e.value, u128::MAX);
+    }
     if let Some(f) = &frame {
         key = packet::flow::extract(f, key.in_port);
     }
     let mut lines = Vec::new();
-    let x = ofproto::xlate(&m.of(), &key, frame.as_deref(), Some(&mut lines));
-    let mega = ofproto::text::megaflow_text(&key, &x.wc);
+    let x = ofproto::xlate(&of, &key, frame.as_deref(), Some(&mut lines));
+    let mega = ofproto::text::megaflow_text(&key, &x.wc, &of.tlv);
+    drop(of);
     let acts: Vec<String> = x.actions.iter().map(|a| a.to_string()).collect();
     let dp = if acts.is_empty() {
         "drop".to_string()
@@ -622,7 +627,7 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
             } else {
                 x.final_flow.to_string()
             },
-            ofproto::text::megaflow_text(&k, &x.wc)
+            ofproto::text::megaflow_text(&k, &x.wc, &m.tlv.load())
         ));
         next = recirculation(&x);
     }
@@ -653,7 +658,7 @@ fn dump_megaflows(m: &Udpif, json: bool, now: u64) -> String {
     let mut rows = Vec::new();
     for f in flows {
         let mask = packet::flow::FlowKey::from_words(&f.mask);
-        let mtext = ofproto::text::megaflow_text(&f.flow, &mask);
+        let mtext = ofproto::text::megaflow_text(&f.flow, &mask, &m.tlv.load());
         let packets = f.packets.load(std::sync::atomic::Ordering::Relaxed);
         let bytes = f.bytes.load(std::sync::atomic::Ordering::Relaxed);
         let used = f.used_ms.load(std::sync::atomic::Ordering::Relaxed);

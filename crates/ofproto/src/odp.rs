@@ -40,6 +40,18 @@ pub struct PipelineMeta {
     pub metadata: u64,
 }
 
+/// What a Nicira `controller(...)` action adds to a packet-in: its reason (any `OFPR_*`,
+/// OVS's numbering, mapped to the connection's version when sent), the controller id of
+/// the connections that get it, the user data and, for `pause`, the continuation (see
+/// [`crate::continuation`]; empty otherwise).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct PinExtra {
+    pub reason: u8,
+    pub controller_id: u16,
+    pub userdata: Vec<u8>,
+    pub continuation: Vec<u8>,
+}
+
 /// One datapath action. Port numbers are OpenFlow port numbers.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DpAction {
@@ -53,6 +65,8 @@ pub enum DpAction {
         cookie: u64,
         /// The pipeline fields when the packet was sent (boxed: rare, and large).
         meta: Box<PipelineMeta>,
+        /// A `controller(...)` action's additions (`None` for an output to CONTROLLER).
+        extra: Option<Box<PinExtra>>,
     },
     /// Run the nested actions on a copy of the packet as it is now.
     Clone(Vec<DpAction>),
@@ -124,6 +138,9 @@ pub enum DpAction {
     /// `local_ip=flow`) sends with.
     SetTunnelSrc([u8; 4]),
     SetTunnelDst([u8; 4]),
+    /// Sets the Geneve options a Geneve port sends with (whole options in wire format,
+    /// built from the `tun_metadata` fields by the TLV table; see `crate::tun_md`).
+    SetTunnelOpts(Box<[u8]>),
     /// Send the packet through the connection tracker (boxed: rare, and large).
     Ct(Box<crate::odp_ct::CtAction>),
     /// Re-inject the packet into the pipeline under this recirculation id, with the
@@ -149,6 +166,7 @@ impl DpAction {
                 | DpAction::SetTunnelId(_)
                 | DpAction::SetTunnelSrc(_)
                 | DpAction::SetTunnelDst(_)
+                | DpAction::SetTunnelOpts(_)
                 | DpAction::Ct(_)
                 | DpAction::Recirc(_)
                 | DpAction::Sample(_)
@@ -506,6 +524,7 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::SetTunnelId(_)
         | DpAction::SetTunnelSrc(_)
         | DpAction::SetTunnelDst(_)
+        | DpAction::SetTunnelOpts(_)
         | DpAction::Ct(_)
         | DpAction::Recirc(_)
         | DpAction::Sample(_) => false,
@@ -861,10 +880,28 @@ impl std::fmt::Display for DpAction {
             },
             DpAction::Normal => write!(f, "NORMAL"),
             DpAction::Controller {
-                max_len, reason, ..
+                max_len,
+                reason,
+                extra: None,
+                ..
             } => write!(
                 f,
                 "userspace(controller,reason={reason:?},max_len={max_len})"
+            ),
+            DpAction::Controller {
+                max_len,
+                extra: Some(x),
+                ..
+            } => write!(
+                f,
+                "userspace(controller,reason={},max_len={max_len},controller_id={}{})",
+                x.reason,
+                x.controller_id,
+                if x.continuation.is_empty() {
+                    ""
+                } else {
+                    ",pause"
+                }
             ),
             DpAction::Clone(v) => {
                 write!(f, "clone(")?;
@@ -931,6 +968,9 @@ impl std::fmt::Display for DpAction {
             DpAction::SetTunnelId(t) => write!(f, "set(tunnel(tun_id={t:#x}))"),
             DpAction::SetTunnelSrc(a) => write!(f, "set(tunnel(src={}))", Ipv4Addr::from(*a)),
             DpAction::SetTunnelDst(a) => write!(f, "set(tunnel(dst={}))", Ipv4Addr::from(*a)),
+            DpAction::SetTunnelOpts(o) => {
+                write!(f, "set(tunnel({}))", crate::tun_md::format_geneve(o))
+            }
             DpAction::Ct(c) => write!(f, "{c}"),
             DpAction::Recirc(id) => write!(f, "recirc({id:#x})"),
             DpAction::Sample(s) => write!(

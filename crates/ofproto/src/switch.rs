@@ -11,7 +11,6 @@ mod buckets;
 mod txn;
 pub mod versions;
 
-use crate::fields;
 use crate::group::Group;
 use crate::meter::{Band, BandKind, LiveMeter, Meter, MeterMap, MeterTable};
 use crate::rule::{Rule, RuleStats};
@@ -97,6 +96,8 @@ pub struct PacketIn {
     pub key: FlowKey,
     /// The pipeline fields when the packet was sent.
     pub meta: crate::odp::PipelineMeta,
+    /// A `controller(...)` action's reason, controller id, user data and continuation.
+    pub extra: Option<Box<crate::odp::PinExtra>>,
 }
 
 /// What a successful flow_mod did.
@@ -362,6 +363,7 @@ impl Ofproto {
 
     /// Applies a flow_mod at time `now_ms`.
     pub fn flow_mod(&mut self, fm: &FlowMod, now_ms: u64) -> Result<FlowModResult, OfError> {
+        self.tlv.check_flow(&fm.match_, &fm.instructions)?;
         fm.validate()?;
         match fm.command {
             FlowModCommand::Add => self.add(fm, now_ms),
@@ -378,6 +380,7 @@ impl Ofproto {
 
     /// Checks that `fm` would succeed, without changing anything.
     pub fn check_flow_mod(&self, fm: &FlowMod) -> Result<(), OfError> {
+        self.tlv.check_flow(&fm.match_, &fm.instructions)?;
         fm.validate()?;
         match fm.command {
             FlowModCommand::Add => {
@@ -386,7 +389,9 @@ impl Ofproto {
                 };
                 self.check_instructions(&fm.match_, &fm.instructions)?;
                 if fm.flags.contains(FlowModFlags::CHECK_OVERLAP) {
-                    let existing = table.find_strict(&fm.match_, fm.priority).map(|r| r.id);
+                    let existing = table
+                        .find_strict(&fm.match_, fm.priority, &self.tlv)
+                        .map(|r| r.id);
                     if table.iter().any(|r| {
                         r.priority == fm.priority
                             && Some(r.id) != existing
@@ -449,6 +454,7 @@ impl Ofproto {
         packet_out: bool,
         prereqs: bool,
     ) -> Result<(), OfError> {
+        self.tlv.check_actions(acts)?;
         let mut m = m.clone();
         // VLAN fields known before each push, so that a pop brings them back (as OVS
         // tracks its tag stack: `dl_vlan=10,actions=push_vlan,pop_vlan,mod_vlan_pcp:4` still
@@ -543,7 +549,7 @@ impl Ofproto {
     }
 
     fn make_rule(&mut self, fm: &FlowMod, table_id: u8, now_ms: u64) -> Result<Rule, OfError> {
-        let (key, mask) = fields::match_to_key(&fm.match_);
+        let (key, mask) = crate::tun_md::match_to_key(&fm.match_, &self.tlv);
         let id = self.next_id;
         self.next_id += 1;
         Ok(Rule {
@@ -571,7 +577,9 @@ impl Ofproto {
         }
         self.check_instructions(&fm.match_, &fm.instructions)?;
         let table = &self.tables[usize::from(tid)];
-        let existing = table.find_strict(&fm.match_, fm.priority).map(|r| r.id);
+        let existing = table
+            .find_strict(&fm.match_, fm.priority, &self.tlv)
+            .map(|r| r.id);
         if fm.flags.contains(FlowModFlags::CHECK_OVERLAP) {
             let overlap = table.iter().any(|r| {
                 r.priority == fm.priority && Some(r.id) != existing && r.match_.overlaps(&fm.match_)
@@ -617,7 +625,10 @@ impl Ofproto {
             // Strict: the one rule with this match and priority, found by hash, so OVN's
             // strict modifies and deletes cost the same in a table of any size.
             let candidates: Box<dyn Iterator<Item = &Arc<Rule>>> = if strict {
-                Box::new(t.find_strict(&fm.match_, fm.priority).into_iter())
+                Box::new(
+                    t.find_strict(&fm.match_, fm.priority, &self.tlv)
+                        .into_iter(),
+                )
             } else {
                 Box::new(t.iter().filter(|r| r.match_.refines(&fm.match_)))
             };
@@ -797,6 +808,21 @@ impl Ofproto {
             self.version += 1;
         }
         victims.len()
+    }
+
+    /// Applies a TLV-table mod: refused whole with `NXTTMFC_INVALID_TLV_DEL` if it would
+    /// unmap a field some rule uses (see [`crate::tlv`]).
+    pub fn tlv_mod(
+        &mut self,
+        command: openflow::wire::nicira::TlvTableCommand,
+        maps: &[openflow::wire::nicira::TlvMap],
+    ) -> Result<(), OfError> {
+        let in_use = self.tables.iter().flat_map(|t| t.iter()).fold(0, |acc, r| {
+            acc | crate::tlv::fields_used(&r.match_, &r.instructions)
+        });
+        self.tlv.apply_in_use(command, maps, in_use)?;
+        self.version += 1;
+        Ok(())
     }
 
     // ---- groups ---------------------------------------------------------------------

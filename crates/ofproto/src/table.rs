@@ -293,9 +293,14 @@ impl Table {
         self.cls.remove(cid).map(|r| Arc::clone(r.payload()))
     }
 
-    /// The rule with exactly this match and priority.
-    pub fn find_strict(&self, m: &openflow::Match, priority: u16) -> Option<&Arc<Rule>> {
-        let (key, mask) = crate::fields::match_to_key(m);
+    /// The rule with exactly this match and priority (`tlv` places its tunnel options).
+    pub fn find_strict(
+        &self,
+        m: &openflow::Match,
+        priority: u16,
+        tlv: &crate::tlv::TlvTable,
+    ) -> Option<&Arc<Rule>> {
+        let (key, mask) = crate::tun_md::match_to_key(m, tlv);
         let cm = CMatch::new(key.to_words(), mask.to_words());
         self.cls
             .find_exact(&cm, u32::from(priority))

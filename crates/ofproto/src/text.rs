@@ -1,7 +1,9 @@
 //! Text forms of matches, actions and megaflows for traces and dumps, in ovs-ofctl's syntax.
 
 use crate::fields;
-use openflow::oxm::Field;
+use crate::tlv::TlvTable;
+use crate::tun_md;
+use openflow::oxm::{ones, Field};
 use openflow::{Action, Match};
 use packet::flow::{self, FlowKey};
 
@@ -59,10 +61,28 @@ fn applies(f: Field, k: &FlowKey) -> bool {
     }
 }
 
-/// The megaflow of a flow and its wildcard mask, as a match.
-pub fn megaflow_match(k: &FlowKey, wc: &FlowKey) -> Match {
+/// The megaflow of a flow and its wildcard mask, as a match (`tlv` places the tunnel
+/// options: a `tun_metadata` field shows when its present bit is examined, exact when all
+/// of its option's bytes are).
+pub fn megaflow_match(k: &FlowKey, wc: &FlowKey, tlv: &TlvTable) -> Match {
     let mut m = Match::new();
     for f in Field::ALL {
+        if let Some(i) = f.tun_metadata_index() {
+            let Some((_, len)) = tlv.slot_of(i) else {
+                continue;
+            };
+            if wc.tun_opts_present & k.tun_opts_present & (1u64 << i) == 0 {
+                continue;
+            }
+            let mask = tun_md::get(wc, tlv, f);
+            let v = tun_md::get(k, tlv, f) & mask;
+            if mask == ones(8 * len as u32) {
+                m.set_exact(f, v);
+            } else {
+                m.set_masked(f, v, mask);
+            }
+            continue;
+        }
         if !applies(f, k) {
             continue;
         }
@@ -81,8 +101,8 @@ pub fn megaflow_match(k: &FlowKey, wc: &FlowKey) -> Match {
 }
 
 /// The megaflow as text.
-pub fn megaflow_text(k: &FlowKey, wc: &FlowKey) -> String {
-    let t = match_text(&megaflow_match(k, wc));
+pub fn megaflow_text(k: &FlowKey, wc: &FlowKey, tlv: &TlvTable) -> String {
+    let t = match_text(&megaflow_match(k, wc, tlv));
     if t.is_empty() {
         "(everything)".into()
     } else {

@@ -9,13 +9,28 @@
 //! [`MAX_OPTION_SPACE`] bytes together (`NXTTMFC_TABLE_FULL`); a delete of an unmapped
 //! index does nothing. The table is per bridge and lives as long as the bridge.
 //!
-//! The table itself is all there is so far: flows cannot yet match or set `tun_metadata`
-//! fields, so no mapping is ever in use and a delete never fails with
-//! `NXTTMFC_INVALID_TLV_DEL`.
+//! ## Flows that use the fields
+//! A flow (its match, its actions, nested ones included) may only name a `tun_metadata`
+//! field the table maps: anything else is `NXFMFC_INVALID_TLV_FIELD`, as OVS answers when
+//! it decodes such a flow. The field is then as wide as its option: a match value or mask
+//! with bits beyond it is `OFPBMC_BAD_VALUE` / `OFPBMC_BAD_MASK`, a write beyond it
+//! `OFPBAC_BAD_SET_ARGUMENT`, a `move`/`push`/`pop` past its end `OFPBAC_BAD_SET_LEN`.
+//! [`TlvTable::check_flow`] and [`TlvTable::check_actions`] do that; [`fields_used`] is
+//! the set of indexes a flow uses, and a delete or clear that would unmap one some flow
+//! uses fails whole with `NXTTMFC_INVALID_TLV_DEL` ([`TlvTable::apply_in_use`]).
+//!
+//! ## Place in the flow key
+//! Each map is also given a place in the flow key's [`TUN_OPTS_LEN`] option bytes (first
+//! fit, 4-byte aligned, for as long as it lives), where a packet's value of the option is
+//! kept ([`TlvTable::slot_of`]). The table may map up to 256 bytes as OVS allows; a flow that
+//! names a field whose option found no room is refused with `OFPFMFC_TABLE_FULL` (a
+//! ferrovs limit: the key holds 16 bytes of options, OVN uses 4).
 
-use openflow::messages::err::nx_tlv;
+use openflow::messages::err::flow_mod_failed;
+use openflow::messages::err::{bad_action, bad_match, nx_tlv};
 use openflow::wire::nicira::{TlvMap, TlvTableCommand, TUN_METADATA_NUM_OPTS};
-use openflow::OfError;
+use openflow::{Action, Field, Instruction, Match, OfError};
+use packet::flow::TUN_OPTS_LEN;
 
 /// Bytes of tunnel options all maps together may name (OVS's 256).
 pub const MAX_OPTION_SPACE: u32 = 256;
@@ -26,6 +41,8 @@ struct Entry {
     class: u16,
     type_: u8,
     len: u8,
+    /// Where the option's value sits in the flow key's option bytes, if it fits.
+    slot: Option<u8>,
 }
 
 /// See the module documentation.
@@ -65,6 +82,127 @@ impl TlvTable {
         Ok(())
     }
 
+    /// As [`TlvTable::apply`], but a delete or clear that would unmap an index in `in_use`
+    /// (a bit per index, see [`fields_used`]) fails with `NXTTMFC_INVALID_TLV_DEL`.
+    pub fn apply_in_use(
+        &mut self,
+        command: TlvTableCommand,
+        maps: &[TlvMap],
+        in_use: u64,
+    ) -> Result<(), OfError> {
+        let unmapped = match command {
+            TlvTableCommand::Add => 0,
+            TlvTableCommand::Delete => maps
+                .iter()
+                .filter(|m| self.len_of(usize::from(m.index)).is_some())
+                .fold(0u64, |acc, m| acc | 1u64 << m.index),
+            TlvTableCommand::Clear => u64::MAX,
+        };
+        if unmapped & in_use != 0 {
+            return Err(OfError::nx(nx_tlv::INVALID_TLV_DEL));
+        }
+        self.apply(command, maps)
+    }
+
+    /// The length in bytes of the option `tun_metadata<index>` stands for, if mapped.
+    pub fn len_of(&self, index: usize) -> Option<u8> {
+        self.entries.get(index).copied().flatten().map(|e| e.len)
+    }
+
+    /// The (class, type, length) `tun_metadata<index>` stands for, if mapped.
+    pub fn option_of(&self, index: usize) -> Option<(u16, u8, u8)> {
+        self.entries
+            .get(index)
+            .copied()
+            .flatten()
+            .map(|e| (e.class, e.type_, e.len))
+    }
+
+    /// The index a received option (class, type) is mapped to, and its mapped length.
+    pub fn index_of(&self, class: u16, type_: u8) -> Option<(usize, u8)> {
+        self.entries.iter().enumerate().find_map(|(i, e)| {
+            e.filter(|e| e.class == class && e.type_ == type_)
+                .map(|e| (i, e.len))
+        })
+    }
+
+    /// The width in bits of a mapped `tun_metadata` field (as much of it as a value holds),
+    /// or `NXFMFC_INVALID_TLV_FIELD` when its index is unmapped.
+    fn width(&self, f: Field) -> Result<Option<u32>, OfError> {
+        let Some(i) = f.tun_metadata_index() else {
+            return Ok(None);
+        };
+        let len = self
+            .len_of(i)
+            .ok_or(OfError::nx(nx_tlv::INVALID_TLV_FIELD))?;
+        if self.slot_of(i).is_none() {
+            // Mapped, but beyond the option bytes the flow key holds.
+            return Err(OfError::flow_mod_failed(flow_mod_failed::TABLE_FULL));
+        }
+        Ok(Some((u32::from(len) * 8).min(f.bits())))
+    }
+
+    /// Checks a flow's match and instructions against the table (module documentation).
+    pub fn check_flow(&self, m: &Match, insts: &[Instruction]) -> Result<(), OfError> {
+        for e in m.iter() {
+            if let Some(w) = self.width(e.field)? {
+                let beyond = !openflow::oxm::ones(w);
+                if e.value & beyond != 0 {
+                    return Err(OfError::bad_match(bad_match::BAD_VALUE));
+                }
+                if e.mask.is_some_and(|m| m & beyond != 0) {
+                    return Err(OfError::bad_match(bad_match::BAD_MASK));
+                }
+            }
+        }
+        for i in insts {
+            if let Instruction::ApplyActions(a) | Instruction::WriteActions(a) = i {
+                self.check_actions(a)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks actions (nested ones too) against the table (module documentation).
+    pub fn check_actions(&self, acts: &[Action]) -> Result<(), OfError> {
+        let len_err = || OfError::bad_action(bad_action::BAD_SET_LEN);
+        for a in acts {
+            match a {
+                Action::SetField { field, value, mask } => {
+                    if let Some(w) = self.width(*field)? {
+                        let beyond = !openflow::oxm::ones(w);
+                        // An exact write is as wide as the option; a mask says which bits.
+                        if value & beyond != 0 || mask.is_some_and(|m| m & beyond != 0) {
+                            return Err(OfError::bad_action(bad_action::BAD_SET_ARGUMENT));
+                        }
+                    }
+                }
+                Action::Move { src, dst } => {
+                    for sf in [src, dst] {
+                        if let Some(w) = self.width(sf.field)? {
+                            if u32::from(sf.ofs) + u32::from(sf.n_bits) > w {
+                                return Err(len_err());
+                            }
+                        }
+                    }
+                }
+                Action::StackPush(sf)
+                | Action::StackPop(sf)
+                | Action::OutputReg { src: sf, .. } => {
+                    if let Some(w) = self.width(sf.field)? {
+                        if u32::from(sf.ofs) + u32::from(sf.n_bits) > w {
+                            return Err(len_err());
+                        }
+                    }
+                }
+                Action::Clone(inner) => self.check_actions(inner)?,
+                Action::Ct(ct) => self.check_actions(&ct.actions)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     fn add(&mut self, m: &TlvMap) -> Result<(), OfError> {
         let slot = self
             .entries
@@ -84,14 +222,42 @@ impl TlvTable {
         if self.space() + u32::from(m.len) > MAX_OPTION_SPACE {
             return Err(OfError::nx(nx_tlv::TABLE_FULL));
         }
+        let slot = self.free_slot(m.len);
         if let Some(e) = self.entries.get_mut(usize::from(m.index)) {
             *e = Some(Entry {
                 class: m.class,
                 type_: m.type_,
                 len: m.len,
+                slot,
             });
         }
         Ok(())
+    }
+
+    /// The first offset in the flow key's option bytes where `len` bytes are free (maps
+    /// keep their place for as long as they live, so compiled rules stay right).
+    fn free_slot(&self, len: u8) -> Option<u8> {
+        let len = usize::from(len);
+        let mut used = [false; TUN_OPTS_LEN];
+        for e in self.entries.iter().flatten() {
+            if let Some(at) = e.slot {
+                let at = usize::from(at);
+                for u in used.iter_mut().skip(at).take(usize::from(e.len)) {
+                    *u = true;
+                }
+            }
+        }
+        (0..=TUN_OPTS_LEN.checked_sub(len)?)
+            .step_by(4)
+            .find(|&at| used[at..at + len].iter().all(|u| !u))
+            .map(|at| at as u8)
+    }
+
+    /// Where `tun_metadata<index>`'s value sits in the flow key: (offset, length) in its
+    /// option bytes, if mapped and given room.
+    pub fn slot_of(&self, index: usize) -> Option<(usize, usize)> {
+        let e = self.entries.get(index).copied().flatten()?;
+        Some((usize::from(e.slot?), usize::from(e.len)))
     }
 
     /// Bytes of option space the maps take.
@@ -118,6 +284,42 @@ impl TlvTable {
             })
             .collect()
     }
+}
+
+/// The `tun_metadata` indexes a flow names, a bit each.
+pub fn fields_used(m: &Match, insts: &[Instruction]) -> u64 {
+    let mut used = 0u64;
+    let mut note = |f: Field| {
+        if let Some(i) = f.tun_metadata_index() {
+            used |= 1u64 << i;
+        }
+    };
+    for e in m.iter() {
+        note(e.field);
+    }
+    fn walk(acts: &[Action], note: &mut dyn FnMut(Field)) {
+        for a in acts {
+            match a {
+                Action::SetField { field, .. } => note(*field),
+                Action::Move { src, dst } => {
+                    note(src.field);
+                    note(dst.field);
+                }
+                Action::StackPush(sf)
+                | Action::StackPop(sf)
+                | Action::OutputReg { src: sf, .. } => note(sf.field),
+                Action::Clone(inner) => walk(inner, note),
+                Action::Ct(ct) => walk(&ct.actions, note),
+                _ => {}
+            }
+        }
+    }
+    for i in insts {
+        if let Instruction::ApplyActions(a) | Instruction::WriteActions(a) = i {
+            walk(a, &mut note);
+        }
+    }
+    used
 }
 
 #[cfg(test)]

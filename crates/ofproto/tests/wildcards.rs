@@ -93,7 +93,7 @@ proptest! {
                 let k2 = mix(&k, &x.wc, &flow(*o));
                 let x2 = xlate(&of, &k2, None, None);
                 prop_assert_eq!(&x.actions, &x2.actions, "flow {} vs {} (megaflow {})",
-                    k, k2, ofproto::text::megaflow_text(&k, &x.wc));
+                    k, k2, ofproto::text::megaflow_text(&k, &x.wc, &ofproto::tlv::TlvTable::default()));
             }
         }
     }

@@ -11,6 +11,7 @@
 //! * [`actions`] — [`Action`], [`Instruction`], reserved port and group numbers.
 //! * [`controller`] — Nicira's `controller(...)` action (reason, id, user data, pause, meter).
 //! * [`messages`] — [`FlowMod`], [`GroupMod`], [`MeterMod`], [`OfError`].
+//! * [`tun_metadata`] — the variable-length `tun_metadata0`..`63` fields.
 //! * [`text`] — ovs-ofctl syntax: parse and format flows, groups and meters.
 //! * [`wire`] — the binary protocol: [`wire::Message`], framing, version negotiation, and
 //!   per-family codecs (flow/group/meter mods, multiparts, bundles, monitors, Nicira).
@@ -23,6 +24,7 @@ pub mod messages;
 pub mod oxm;
 pub mod sample;
 pub mod text;
+pub mod tun_metadata;
 pub mod wire;
 
 pub use actions::{Action, Instruction};

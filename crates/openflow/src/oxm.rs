@@ -47,7 +47,7 @@ pub const OFPXMC_NXM_1: u16 = 0x0001;
 pub const OFPXMC_PACKET_REGS: u16 = 0x8001;
 
 /// Number of [`Field`]s.
-pub const N_FIELDS: usize = 87;
+pub const N_FIELDS: usize = 151;
 
 /// `vlan_vid` bit meaning "a VLAN tag is present".
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -280,6 +280,134 @@ pub enum Field {
     TunSrc,
     /// Outer IPv4 destination of a tunnelled packet (maskable; `NXM_NX_TUN_IPV4_DST`).
     TunDst,
+    /// Tunnel option mapped to `tun_metadata0` (Nicira, variable length, maskable).
+    TunMetadata0,
+    /// Tunnel option mapped to `tun_metadata1` (Nicira, variable length, maskable).
+    TunMetadata1,
+    /// Tunnel option mapped to `tun_metadata2` (Nicira, variable length, maskable).
+    TunMetadata2,
+    /// Tunnel option mapped to `tun_metadata3` (Nicira, variable length, maskable).
+    TunMetadata3,
+    /// Tunnel option mapped to `tun_metadata4` (Nicira, variable length, maskable).
+    TunMetadata4,
+    /// Tunnel option mapped to `tun_metadata5` (Nicira, variable length, maskable).
+    TunMetadata5,
+    /// Tunnel option mapped to `tun_metadata6` (Nicira, variable length, maskable).
+    TunMetadata6,
+    /// Tunnel option mapped to `tun_metadata7` (Nicira, variable length, maskable).
+    TunMetadata7,
+    /// Tunnel option mapped to `tun_metadata8` (Nicira, variable length, maskable).
+    TunMetadata8,
+    /// Tunnel option mapped to `tun_metadata9` (Nicira, variable length, maskable).
+    TunMetadata9,
+    /// Tunnel option mapped to `tun_metadata10` (Nicira, variable length, maskable).
+    TunMetadata10,
+    /// Tunnel option mapped to `tun_metadata11` (Nicira, variable length, maskable).
+    TunMetadata11,
+    /// Tunnel option mapped to `tun_metadata12` (Nicira, variable length, maskable).
+    TunMetadata12,
+    /// Tunnel option mapped to `tun_metadata13` (Nicira, variable length, maskable).
+    TunMetadata13,
+    /// Tunnel option mapped to `tun_metadata14` (Nicira, variable length, maskable).
+    TunMetadata14,
+    /// Tunnel option mapped to `tun_metadata15` (Nicira, variable length, maskable).
+    TunMetadata15,
+    /// Tunnel option mapped to `tun_metadata16` (Nicira, variable length, maskable).
+    TunMetadata16,
+    /// Tunnel option mapped to `tun_metadata17` (Nicira, variable length, maskable).
+    TunMetadata17,
+    /// Tunnel option mapped to `tun_metadata18` (Nicira, variable length, maskable).
+    TunMetadata18,
+    /// Tunnel option mapped to `tun_metadata19` (Nicira, variable length, maskable).
+    TunMetadata19,
+    /// Tunnel option mapped to `tun_metadata20` (Nicira, variable length, maskable).
+    TunMetadata20,
+    /// Tunnel option mapped to `tun_metadata21` (Nicira, variable length, maskable).
+    TunMetadata21,
+    /// Tunnel option mapped to `tun_metadata22` (Nicira, variable length, maskable).
+    TunMetadata22,
+    /// Tunnel option mapped to `tun_metadata23` (Nicira, variable length, maskable).
+    TunMetadata23,
+    /// Tunnel option mapped to `tun_metadata24` (Nicira, variable length, maskable).
+    TunMetadata24,
+    /// Tunnel option mapped to `tun_metadata25` (Nicira, variable length, maskable).
+    TunMetadata25,
+    /// Tunnel option mapped to `tun_metadata26` (Nicira, variable length, maskable).
+    TunMetadata26,
+    /// Tunnel option mapped to `tun_metadata27` (Nicira, variable length, maskable).
+    TunMetadata27,
+    /// Tunnel option mapped to `tun_metadata28` (Nicira, variable length, maskable).
+    TunMetadata28,
+    /// Tunnel option mapped to `tun_metadata29` (Nicira, variable length, maskable).
+    TunMetadata29,
+    /// Tunnel option mapped to `tun_metadata30` (Nicira, variable length, maskable).
+    TunMetadata30,
+    /// Tunnel option mapped to `tun_metadata31` (Nicira, variable length, maskable).
+    TunMetadata31,
+    /// Tunnel option mapped to `tun_metadata32` (Nicira, variable length, maskable).
+    TunMetadata32,
+    /// Tunnel option mapped to `tun_metadata33` (Nicira, variable length, maskable).
+    TunMetadata33,
+    /// Tunnel option mapped to `tun_metadata34` (Nicira, variable length, maskable).
+    TunMetadata34,
+    /// Tunnel option mapped to `tun_metadata35` (Nicira, variable length, maskable).
+    TunMetadata35,
+    /// Tunnel option mapped to `tun_metadata36` (Nicira, variable length, maskable).
+    TunMetadata36,
+    /// Tunnel option mapped to `tun_metadata37` (Nicira, variable length, maskable).
+    TunMetadata37,
+    /// Tunnel option mapped to `tun_metadata38` (Nicira, variable length, maskable).
+    TunMetadata38,
+    /// Tunnel option mapped to `tun_metadata39` (Nicira, variable length, maskable).
+    TunMetadata39,
+    /// Tunnel option mapped to `tun_metadata40` (Nicira, variable length, maskable).
+    TunMetadata40,
+    /// Tunnel option mapped to `tun_metadata41` (Nicira, variable length, maskable).
+    TunMetadata41,
+    /// Tunnel option mapped to `tun_metadata42` (Nicira, variable length, maskable).
+    TunMetadata42,
+    /// Tunnel option mapped to `tun_metadata43` (Nicira, variable length, maskable).
+    TunMetadata43,
+    /// Tunnel option mapped to `tun_metadata44` (Nicira, variable length, maskable).
+    TunMetadata44,
+    /// Tunnel option mapped to `tun_metadata45` (Nicira, variable length, maskable).
+    TunMetadata45,
+    /// Tunnel option mapped to `tun_metadata46` (Nicira, variable length, maskable).
+    TunMetadata46,
+    /// Tunnel option mapped to `tun_metadata47` (Nicira, variable length, maskable).
+    TunMetadata47,
+    /// Tunnel option mapped to `tun_metadata48` (Nicira, variable length, maskable).
+    TunMetadata48,
+    /// Tunnel option mapped to `tun_metadata49` (Nicira, variable length, maskable).
+    TunMetadata49,
+    /// Tunnel option mapped to `tun_metadata50` (Nicira, variable length, maskable).
+    TunMetadata50,
+    /// Tunnel option mapped to `tun_metadata51` (Nicira, variable length, maskable).
+    TunMetadata51,
+    /// Tunnel option mapped to `tun_metadata52` (Nicira, variable length, maskable).
+    TunMetadata52,
+    /// Tunnel option mapped to `tun_metadata53` (Nicira, variable length, maskable).
+    TunMetadata53,
+    /// Tunnel option mapped to `tun_metadata54` (Nicira, variable length, maskable).
+    TunMetadata54,
+    /// Tunnel option mapped to `tun_metadata55` (Nicira, variable length, maskable).
+    TunMetadata55,
+    /// Tunnel option mapped to `tun_metadata56` (Nicira, variable length, maskable).
+    TunMetadata56,
+    /// Tunnel option mapped to `tun_metadata57` (Nicira, variable length, maskable).
+    TunMetadata57,
+    /// Tunnel option mapped to `tun_metadata58` (Nicira, variable length, maskable).
+    TunMetadata58,
+    /// Tunnel option mapped to `tun_metadata59` (Nicira, variable length, maskable).
+    TunMetadata59,
+    /// Tunnel option mapped to `tun_metadata60` (Nicira, variable length, maskable).
+    TunMetadata60,
+    /// Tunnel option mapped to `tun_metadata61` (Nicira, variable length, maskable).
+    TunMetadata61,
+    /// Tunnel option mapped to `tun_metadata62` (Nicira, variable length, maskable).
+    TunMetadata62,
+    /// Tunnel option mapped to `tun_metadata63` (Nicira, variable length, maskable).
+    TunMetadata63,
 }
 
 /// `ct_state` bits, lowest first, with their ovs-ofctl names.
@@ -494,6 +622,70 @@ static FIELDS: [FieldInfo; N_FIELDS] = [
     fi!(CtTpDst, "ct_tp_dst", [], NX, 125, 16, true, Prereq::Ct(IP), Decimal),
     fi!(TunSrc, "tun_src", [], NX, 31, 32, true, Prereq::None, Ipv4),
     fi!(TunDst, "tun_dst", [], NX, 32, 32, true, Prereq::None, Ipv4),
+    fi!(TunMetadata0, "tun_metadata0", [], NX, 40, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata1, "tun_metadata1", [], NX, 41, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata2, "tun_metadata2", [], NX, 42, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata3, "tun_metadata3", [], NX, 43, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata4, "tun_metadata4", [], NX, 44, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata5, "tun_metadata5", [], NX, 45, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata6, "tun_metadata6", [], NX, 46, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata7, "tun_metadata7", [], NX, 47, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata8, "tun_metadata8", [], NX, 48, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata9, "tun_metadata9", [], NX, 49, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata10, "tun_metadata10", [], NX, 50, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata11, "tun_metadata11", [], NX, 51, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata12, "tun_metadata12", [], NX, 52, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata13, "tun_metadata13", [], NX, 53, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata14, "tun_metadata14", [], NX, 54, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata15, "tun_metadata15", [], NX, 55, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata16, "tun_metadata16", [], NX, 56, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata17, "tun_metadata17", [], NX, 57, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata18, "tun_metadata18", [], NX, 58, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata19, "tun_metadata19", [], NX, 59, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata20, "tun_metadata20", [], NX, 60, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata21, "tun_metadata21", [], NX, 61, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata22, "tun_metadata22", [], NX, 62, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata23, "tun_metadata23", [], NX, 63, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata24, "tun_metadata24", [], NX, 64, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata25, "tun_metadata25", [], NX, 65, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata26, "tun_metadata26", [], NX, 66, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata27, "tun_metadata27", [], NX, 67, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata28, "tun_metadata28", [], NX, 68, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata29, "tun_metadata29", [], NX, 69, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata30, "tun_metadata30", [], NX, 70, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata31, "tun_metadata31", [], NX, 71, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata32, "tun_metadata32", [], NX, 72, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata33, "tun_metadata33", [], NX, 73, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata34, "tun_metadata34", [], NX, 74, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata35, "tun_metadata35", [], NX, 75, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata36, "tun_metadata36", [], NX, 76, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata37, "tun_metadata37", [], NX, 77, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata38, "tun_metadata38", [], NX, 78, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata39, "tun_metadata39", [], NX, 79, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata40, "tun_metadata40", [], NX, 80, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata41, "tun_metadata41", [], NX, 81, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata42, "tun_metadata42", [], NX, 82, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata43, "tun_metadata43", [], NX, 83, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata44, "tun_metadata44", [], NX, 84, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata45, "tun_metadata45", [], NX, 85, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata46, "tun_metadata46", [], NX, 86, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata47, "tun_metadata47", [], NX, 87, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata48, "tun_metadata48", [], NX, 88, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata49, "tun_metadata49", [], NX, 89, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata50, "tun_metadata50", [], NX, 90, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata51, "tun_metadata51", [], NX, 91, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata52, "tun_metadata52", [], NX, 92, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata53, "tun_metadata53", [], NX, 93, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata54, "tun_metadata54", [], NX, 94, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata55, "tun_metadata55", [], NX, 95, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata56, "tun_metadata56", [], NX, 96, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata57, "tun_metadata57", [], NX, 97, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata58, "tun_metadata58", [], NX, 98, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata59, "tun_metadata59", [], NX, 99, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata60, "tun_metadata60", [], NX, 100, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata61, "tun_metadata61", [], NX, 101, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata62, "tun_metadata62", [], NX, 102, 128, true, Prereq::None, Hex),
+    fi!(TunMetadata63, "tun_metadata63", [], NX, 103, 128, true, Prereq::None, Hex),
 ];
 
 impl Field {
@@ -586,6 +778,70 @@ impl Field {
         Field::CtTpDst,
         Field::TunSrc,
         Field::TunDst,
+        Field::TunMetadata0,
+        Field::TunMetadata1,
+        Field::TunMetadata2,
+        Field::TunMetadata3,
+        Field::TunMetadata4,
+        Field::TunMetadata5,
+        Field::TunMetadata6,
+        Field::TunMetadata7,
+        Field::TunMetadata8,
+        Field::TunMetadata9,
+        Field::TunMetadata10,
+        Field::TunMetadata11,
+        Field::TunMetadata12,
+        Field::TunMetadata13,
+        Field::TunMetadata14,
+        Field::TunMetadata15,
+        Field::TunMetadata16,
+        Field::TunMetadata17,
+        Field::TunMetadata18,
+        Field::TunMetadata19,
+        Field::TunMetadata20,
+        Field::TunMetadata21,
+        Field::TunMetadata22,
+        Field::TunMetadata23,
+        Field::TunMetadata24,
+        Field::TunMetadata25,
+        Field::TunMetadata26,
+        Field::TunMetadata27,
+        Field::TunMetadata28,
+        Field::TunMetadata29,
+        Field::TunMetadata30,
+        Field::TunMetadata31,
+        Field::TunMetadata32,
+        Field::TunMetadata33,
+        Field::TunMetadata34,
+        Field::TunMetadata35,
+        Field::TunMetadata36,
+        Field::TunMetadata37,
+        Field::TunMetadata38,
+        Field::TunMetadata39,
+        Field::TunMetadata40,
+        Field::TunMetadata41,
+        Field::TunMetadata42,
+        Field::TunMetadata43,
+        Field::TunMetadata44,
+        Field::TunMetadata45,
+        Field::TunMetadata46,
+        Field::TunMetadata47,
+        Field::TunMetadata48,
+        Field::TunMetadata49,
+        Field::TunMetadata50,
+        Field::TunMetadata51,
+        Field::TunMetadata52,
+        Field::TunMetadata53,
+        Field::TunMetadata54,
+        Field::TunMetadata55,
+        Field::TunMetadata56,
+        Field::TunMetadata57,
+        Field::TunMetadata58,
+        Field::TunMetadata59,
+        Field::TunMetadata60,
+        Field::TunMetadata61,
+        Field::TunMetadata62,
+        Field::TunMetadata63,
     ];
 
     /// Static facts about this field.

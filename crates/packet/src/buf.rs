@@ -16,7 +16,7 @@
 //!
 //! ## Tunnel metadata
 //! A packet that arrived through a tunnel (or whose pipeline set a tunnel field for a tunnel
-//! port to use) carries a [`TunMeta`]: the outer header's key and addresses. It rides in the
+//! port to use) carries a [`TunMeta`]: the outer header's key and addresses, and its Geneve options. It rides in the
 //! first [`TUN_META_LEN`] bytes of the buffer, inside the headroom, behind one flag in the
 //! packet's padding, so packets without it pay nothing and `Packet` keeps its size. Every
 //! push that would reach into that area fails while the flag is set.
@@ -66,9 +66,12 @@ pub struct Packet {
 }
 
 const _: () = assert!(std::mem::size_of::<Packet>() == 24);
+const _: () = assert!(24 + TUN_OPTS_MAX <= TUN_META_LEN);
 
 /// Bytes at the start of a buffer that hold a packet's [`TunMeta`].
-pub const TUN_META_LEN: usize = 32;
+pub const TUN_META_LEN: usize = 64;
+/// Bytes of Geneve options a [`TunMeta`] carries (whole options, in wire format).
+pub const TUN_OPTS_MAX: usize = 32;
 
 /// Tunnel metadata of a packet (OVS's `flow_tnl`, the part this switch carries).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -83,6 +86,18 @@ pub struct TunMeta {
     /// Outer TOS and TTL.
     pub tos: u8,
     pub ttl: u8,
+    /// Bytes of Geneve options in `opts`: received ones (whole options, as many as fit),
+    /// or the ones the pipeline built for a Geneve port to send.
+    pub opts_len: u8,
+    /// The options, in wire format (class, type, length, value), `opts_len` bytes of them.
+    pub opts: [u8; TUN_OPTS_MAX],
+}
+
+impl TunMeta {
+    /// The options, in wire format.
+    pub fn opts(&self) -> &[u8] {
+        &self.opts[..usize::from(self.opts_len).min(TUN_OPTS_MAX)]
+    }
 }
 
 impl TunMeta {
@@ -93,6 +108,8 @@ impl TunMeta {
         b[16..18].copy_from_slice(&self.flags.to_ne_bytes());
         b[18] = self.tos;
         b[19] = self.ttl;
+        b[20] = self.opts_len;
+        b[24..24 + TUN_OPTS_MAX].copy_from_slice(&self.opts);
     }
 
     fn read(b: &[u8]) -> TunMeta {
@@ -105,6 +122,12 @@ impl TunMeta {
             flags: u16::from_ne_bytes([b[16], b[17]]),
             tos: b[18],
             ttl: b[19],
+            opts_len: b[20],
+            opts: {
+                let mut o = [0u8; TUN_OPTS_MAX];
+                o.copy_from_slice(&b[24..24 + TUN_OPTS_MAX]);
+                o
+            },
         }
     }
 }
@@ -602,6 +625,8 @@ mod tun_tests {
             flags: 8,
             tos: 3,
             ttl: 64,
+            opts_len: 8,
+            opts: [7; TUN_OPTS_MAX],
         };
         assert!(p.set_tun(&m));
         assert_eq!(p.tun(), Some(m));

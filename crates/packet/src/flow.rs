@@ -10,8 +10,8 @@
 //! hashes the result; OpenFlow rules are compiled into (key, mask) pairs of the same shape.
 //!
 //! ## Layout
-//! The struct is `#[repr(C)]`, 304 bytes, 8-byte aligned and free of compiler padding (the
-//! explicit `pad_*` fields fill every gap and are always zero). It is split into five
+//! The struct is `#[repr(C)]`, 328 bytes, 8-byte aligned and free of compiler padding (the
+//! explicit `pad_*` fields fill every gap and are always zero). It is split into six
 //! *stages*, each a whole number of 64-bit words, in the order a staged lookup consults them:
 //!
 //! | stage    | words   | fields                                                         |
@@ -21,6 +21,7 @@
 //! | L3       | 18..25  | IPv4 and IPv6 addresses, flow label, proto, TOS, TTL, frag, ext |
 //! | L4       | 25..30  | ports / ICMP, TCP flags, ND target, ARP/ND hardware addresses, `tun_dst` |
 //! | ct       | 30..38  | `ct_state`, `ct_zone`, `ct_mark`, `ct_label`, the original tuple |
+//! | tunnel options | 38..41 | `tun_opts_present`, `tun_opts` (the `tun_metadata` fields)  |
 //!
 //! The connection-tracking block comes last on purpose. Only the datapath's `ct` action
 //! fills it, and that action ends a pass: the packet continues under a fresh non-zero
@@ -31,10 +32,19 @@
 //! bytes of `ct_src`/`ct_dst` (OpenFlow's `ct_nw_src` needs IPv4, `ct_ipv6_src` IPv6, so a
 //! packet never has both).
 //!
+//! The tunnel-options block comes after it for the same reason: only a packet that a tunnel
+//! port received with mapped Geneve options, or whose pipeline set a `tun_metadata` field,
+//! has a non-zero block ([`TUN_OPTS_WORDS_START`]..), and the exact-match cache leaves it
+//! out with the ct block when `tun_opts_present` is zero as well. The block holds
+//! [`TUN_OPTS_LEN`] bytes of option values, a bridge's TLV table placing each mapped option
+//! in it (OVS keeps up to 256 bytes; here the options must fit in 16, which holds OVN's one
+//! 4-byte option with room to spare), and a bit per `tun_metadata` index saying which are
+//! present: OVS's "present" map, which a match on any `tun_metadata` field also requires.
+//!
 //! [`STAGE_END_WORDS`] records these boundaries and a unit test pins every field offset, so a
 //! change to the struct that moves a field across a stage or introduces padding fails the
 //! build or the tests. [`FlowKey::to_words`] gives the native-endian image of the struct as
-//! `[u64; 30]` (what a C programmer would see through a union); it is built field by field
+//! `[u64; 41]` (what a C programmer would see through a union); it is built field by field
 //! with `offset_of!`, because this crate forbids `unsafe`, and the optimiser turns it into
 //! plain moves. [`FlowKey::from_words`] is its inverse, so a masked key can be built by
 //! ANDing word arrays.
@@ -91,7 +101,7 @@
 //! ## Cost
 //! No allocation, no loops except over VLAN tags (two at most), MPLS entries (four at most),
 //! IPv6 extension headers and ND options (bounded by the frame length). The key is reset
-//! with one 304-byte store. A key is `Copy` and `Send + Sync`; extraction is a pure function.
+//! with one 328-byte store. A key is `Copy` and `Send + Sync`; extraction is a pure function.
 
 use core::fmt;
 use core::mem::{offset_of, size_of};
@@ -99,13 +109,17 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Size of a [`FlowKey`] in bytes.
-pub const FLOW_KEY_SIZE: usize = 304;
+pub const FLOW_KEY_SIZE: usize = 328;
 /// Size of a [`FlowKey`] in 64-bit words.
 pub const FLOW_KEY_WORDS: usize = FLOW_KEY_SIZE / 8;
 /// Number of pipeline registers (`reg0`..`reg15`).
 pub const N_REGS: usize = 16;
 /// Exclusive end, in words, of each lookup stage: metadata, L2, L3, L4.
-pub const STAGE_END_WORDS: [usize; 5] = [12, 18, 25, 30, 38];
+pub const STAGE_END_WORDS: [usize; 6] = [12, 18, 25, 30, 38, 41];
+/// First word of the tunnel-options block; zero for every packet without tunnel options.
+pub const TUN_OPTS_WORDS_START: usize = 38;
+/// Bytes of tunnel option values the key holds (see the module documentation).
+pub const TUN_OPTS_LEN: usize = 16;
 /// First word of the connection-tracking block; words from here on are zero for every
 /// packet whose `recirc_id` is 0 (see the module documentation).
 pub const CT_WORDS_START: usize = 30;
@@ -300,6 +314,14 @@ pub struct FlowKey {
     pub ct_src: [u8; 16],
     /// Original-direction destination address, as `ct_src`.
     pub ct_dst: [u8; 16],
+
+    // ---- stage 5: tunnel options (words 38..41) ----
+    /// Which `tun_metadata<N>` fields the packet has: bit N. Zero for every packet that did
+    /// not arrive with (or was not given) a mapped tunnel option.
+    pub tun_opts_present: u64,
+    /// The values of the present options, each at the place the bridge's TLV table gives
+    /// its index (big-endian, right-aligned in its length).
+    pub tun_opts: [u8; TUN_OPTS_LEN],
 }
 
 const _: () = assert!(size_of::<FlowKey>() == FLOW_KEY_SIZE);
@@ -310,7 +332,9 @@ const _: () = assert!(offset_of!(FlowKey, nw_src) == STAGE_END_WORDS[1] * 8);
 const _: () = assert!(offset_of!(FlowKey, tp_src) == STAGE_END_WORDS[2] * 8);
 const _: () = assert!(offset_of!(FlowKey, ct_state) == STAGE_END_WORDS[3] * 8);
 const _: () = assert!(STAGE_END_WORDS[3] == CT_WORDS_START);
-const _: () = assert!(STAGE_END_WORDS[4] == FLOW_KEY_WORDS);
+const _: () = assert!(offset_of!(FlowKey, tun_opts_present) == STAGE_END_WORDS[4] * 8);
+const _: () = assert!(STAGE_END_WORDS[4] == TUN_OPTS_WORDS_START);
+const _: () = assert!(STAGE_END_WORDS[5] == FLOW_KEY_WORDS);
 
 /// Where the headers of an extracted frame start (byte offsets into the frame), for actions
 /// that rewrite fields and for checksum completion. `None` when the layer was not reached.
@@ -408,6 +432,8 @@ impl FlowKey {
         ct_label: [0; 16],
         ct_src: [0; 16],
         ct_dst: [0; 16],
+        tun_opts_present: 0,
+        tun_opts: [0; TUN_OPTS_LEN],
     };
 
     /// The native-endian byte image of the key, identical to its in-memory representation.
@@ -461,6 +487,8 @@ impl FlowKey {
             ct_label,
             ct_src,
             ct_dst,
+            tun_opts_present,
+            tun_opts,
         } = *self;
         let mut b = [0u8; FLOW_KEY_SIZE];
         macro_rules! o {
@@ -518,6 +546,8 @@ impl FlowKey {
         put(&mut b, o!(ct_label), ct_label);
         put(&mut b, o!(ct_src), ct_src);
         put(&mut b, o!(ct_dst), ct_dst);
+        put(&mut b, o!(tun_opts_present), tun_opts_present.to_ne_bytes());
+        put(&mut b, o!(tun_opts), tun_opts);
         b
     }
 
@@ -586,6 +616,8 @@ impl FlowKey {
             ct_label: g!(ct_label),
             ct_src: g!(ct_src),
             ct_dst: g!(ct_dst),
+            tun_opts_present: u64::from_ne_bytes(g!(tun_opts_present)),
+            tun_opts: g!(tun_opts),
         }
     }
 
@@ -747,9 +779,9 @@ pub fn extract_into_with(
     max_tags: usize,
 ) -> Offsets {
     // Clear the key as whole words (a few vector stores), not field by field. The
-    // connection-tracking block is cleared apart, and only when it is not already zero
-    // (it almost never is): one 304-byte clear compiles to a call to memset, the 240 bytes
-    // before it to inline stores.
+    // connection-tracking and tunnel-options blocks are cleared apart, and only when they
+    // are not already zero (they almost never are): one 328-byte clear compiles to a call
+    // to memset, the 240 bytes before them to inline stores.
     let w = bytemuck::cast_mut::<FlowKey, [u64; FLOW_KEY_WORDS]>(key);
     let (head, ct) = w.split_at_mut(CT_WORDS_START);
     head.fill(0);
@@ -1120,6 +1152,14 @@ impl fmt::Display for FlowKey {
         if k.tun_dst != [0; 4] {
             write!(f, ",tun_dst={}", std::net::Ipv4Addr::from(k.tun_dst))?;
         }
+        if k.tun_opts_present != 0 {
+            write!(
+                f,
+                ",tun_opts={:#x}/{:#x}",
+                u128::from_be_bytes(k.tun_opts),
+                k.tun_opts_present
+            )?;
+        }
         if k.ct_state != 0 {
             write!(f, ",ct_state={:#x},ct_zone={}", k.ct_state, k.ct_zone)?;
             if k.ct_mark != 0 {
@@ -1315,6 +1355,8 @@ mod tests {
             (offset_of!(FlowKey, ct_label), 256),
             (offset_of!(FlowKey, ct_src), 272),
             (offset_of!(FlowKey, ct_dst), 288),
+            (offset_of!(FlowKey, tun_opts_present), 304),
+            (offset_of!(FlowKey, tun_opts), 312),
         ];
         for (i, (got, want)) in expect.iter().enumerate() {
             assert_eq!(got, want, "field #{i}");
@@ -1369,6 +1411,8 @@ mod tests {
             ct_label: [0x66; 16],
             ct_src: [0x77; 16],
             ct_dst: [0x88; 16],
+            tun_opts_present: 0x99,
+            tun_opts: [0xaa; TUN_OPTS_LEN],
         }
     }
 
@@ -1476,6 +1520,7 @@ mod tests {
         k.in_port = 1;
         k.nw_frag = 0;
         k.ct_state = 0;
+        k.tun_opts_present = 0;
         assert_eq!(
             k.to_string(),
             "in_port=1,reg2=0x2a,dl_src=07:08:09:0a:0b:0c,dl_dst=01:02:03:04:05:06,dl_type=0x0800,\

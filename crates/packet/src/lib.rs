@@ -25,5 +25,6 @@ pub mod wire;
 
 pub use buf::{
     Batch, Packet, Pool, TunMeta, BUF_SIZE, HEADROOM, MAX_BATCH, MAX_FRAME, TUN_META_LEN,
+    TUN_OPTS_MAX,
 };
 pub use flow::{extract, extract_into, FlowKey, Offsets, FLOW_KEY_SIZE, FLOW_KEY_WORDS};

@@ -156,6 +156,7 @@ impl Exec {
                                 | DpAction::SetTunnelId(_)
                                 | DpAction::SetTunnelSrc(_)
                                 | DpAction::SetTunnelDst(_)
+                                | DpAction::SetTunnelOpts(_)
                         )
                 })
             });
@@ -218,6 +219,7 @@ impl Exec {
                     table_id,
                     cookie,
                     meta,
+                    extra,
                 } => {
                     let n = if *max_len == OFPCML_NO_BUFFER {
                         pkt.len()
@@ -233,6 +235,7 @@ impl Exec {
                         cookie: *cookie,
                         key: *key,
                         meta: **meta,
+                        extra: extra.clone(),
                     });
                 }
                 DpAction::Clone(sub) => match pool.clone_packet(&pkt) {
@@ -272,6 +275,11 @@ impl Exec {
                 }),
                 DpAction::SetTunnelSrc(a) => set_tunnel(&mut pkt, |m| m.src = *a),
                 DpAction::SetTunnelDst(a) => set_tunnel(&mut pkt, |m| m.dst = *a),
+                DpAction::SetTunnelOpts(o) => set_tunnel(&mut pkt, |m| {
+                    let n = o.len().min(m.opts.len());
+                    m.opts[..n].copy_from_slice(&o[..n]);
+                    m.opts_len = n as u8;
+                }),
                 rewrite => odp::apply(&mut pkt, rewrite, &mut offs),
             }
         }

@@ -46,6 +46,7 @@ use exec::{Exec, NO_SLOT};
 mod exec;
 mod fastpath;
 mod lookup;
+mod tunnel;
 
 /// This module in the registry ([`crate::registry`]): a caching bridge.
 pub const REGISTRATION: crate::registry::Registration = crate::registry::Registration {
@@ -86,6 +87,8 @@ pub struct OpenFlowStats {
     pub flow_samples: u64,
     /// Packets `sample` actions chose while no flow-sample exporter was configured.
     pub flow_samples_unexported: u64,
+    /// Tunnel packets dropped for their Geneve options (see `ofproto::tun_md::from_geneve`).
+    pub bad_tunnel_options: u64,
 }
 
 /// The OpenFlow number of a bridge ofport.
@@ -285,13 +288,7 @@ impl SwitchLogic for OpenFlow {
         // A batch comes from one port, and only a tunnel port's packets carry tunnel
         // metadata (it sets it on every one): one test per batch for every other port.
         if batch.packets().first().is_some_and(|p| p.has_tun()) {
-            for (k, p) in self.keys.iter_mut().zip(batch.packets()) {
-                if let Some(t) = p.tun() {
-                    k.tunnel_id = t.id;
-                    k.tun_src = t.src;
-                    k.tun_dst = t.dst;
-                }
-            }
+            self.tunnel_keys(batch, pool);
         }
         let total = batch.len().min(self.keys.len());
         let pkts = batch.drain();
@@ -546,6 +543,7 @@ impl SwitchLogic for OpenFlow {
             ("meter_drops", s.meter_drops),
             ("copy_failures", s.copy_failures),
             ("unknown_port", s.unknown_port),
+            ("bad_tunnel_options", s.bad_tunnel_options),
         ]
     }
 }

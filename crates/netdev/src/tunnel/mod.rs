@@ -336,7 +336,8 @@ impl Port for TunnelPort {
             };
             p.clear_tun();
             let len = p.len() as u64;
-            if !r.tmpl.push(&mut p, key) {
+            let opts = meta.as_ref().map_or(&[][..], |m| m.opts());
+            if !r.tmpl.push(&mut p, key, opts) {
                 self.stats.tx_errors += 1;
                 pool.free(p);
                 continue;

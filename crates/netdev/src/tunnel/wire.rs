@@ -189,20 +189,36 @@ impl Template {
         &self.hdr[..self.len]
     }
 
-    /// Encapsulates `pkt` with key `key`; `false` if the headroom is short (nothing changed).
+    /// Encapsulates `pkt` with key `key` and, for Geneve, the options `opts` (whole
+    /// options in wire format; other protocols ignore them); `false` if the headroom is
+    /// short (nothing changed).
     #[inline]
-    pub fn push(&self, pkt: &mut packet::Packet, key: u64) -> bool {
+    pub fn push(&self, pkt: &mut packet::Packet, key: u64, opts: &[u8]) -> bool {
+        let opts = if self.proto == Proto::Geneve && opts.len() <= 252 {
+            opts
+        } else {
+            &[]
+        };
         let inner_len = pkt.len();
         let hash = inner_hash(pkt.data());
         let inner_tos = inner_tos(pkt.data());
-        let total = inner_len + self.len;
+        let hdr_len = self.len + opts.len();
+        let total = inner_len + hdr_len;
         if total - ETH_LEN > usize::from(u16::MAX) {
             return false;
         }
-        let Some(h) = pkt.push_front(self.len) else {
+        let Some(h) = pkt.push_front(hdr_len) else {
             return false;
         };
-        h.copy_from_slice(&self.hdr[..self.len]);
+        h[..self.len].copy_from_slice(&self.hdr[..self.len]);
+        if !opts.is_empty() {
+            h[self.len..].copy_from_slice(opts);
+            let g = ETH_LEN + IP_LEN + UDP_LEN;
+            h[g] |= (opts.len() / 4) as u8;
+            if has_critical(opts) {
+                h[g + 1] |= 0x40;
+            }
+        }
         let ip_total = (total - ETH_LEN) as u16;
         h[ETH_LEN + 2..ETH_LEN + 4].copy_from_slice(&ip_total.to_be_bytes());
         if self.tos_inherit {
@@ -255,6 +271,19 @@ impl Template {
     }
 }
 
+/// Whether any option has the critical bit (0x80 of its type) set: the Geneve header's C
+/// bit then says so.
+fn has_critical(opts: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(h) = opts.get(at..at + 4) {
+        if h[2] & 0x80 != 0 {
+            return true;
+        }
+        at += 4 + usize::from(h[3] & 0x1f) * 4;
+    }
+    false
+}
+
 /// A hash of the inner flow (addresses, protocol, ports) for the UDP source port, so one
 /// flow keeps one outer port and the receiver's RSS keeps it in order.
 #[inline]
@@ -302,6 +331,22 @@ pub struct Parsed {
     pub meta: TunMeta,
 }
 
+/// Copies the whole Geneve options that fit in `packet::TUN_OPTS_MAX` bytes into `meta`, in
+/// order; a malformed option (its length past the end) ends the list.
+fn keep_options(opts: &[u8], meta: &mut TunMeta) {
+    let mut at = 0;
+    while let Some(h) = opts.get(at..at + 4) {
+        let len = 4 + usize::from(h[3] & 0x1f) * 4;
+        let (Some(opt), Some(dst)) = (opts.get(at..at + len), meta.opts.get_mut(at..at + len))
+        else {
+            break;
+        };
+        dst.copy_from_slice(opt);
+        at += len;
+    }
+    meta.opts_len = at as u8;
+}
+
 /// Reads the outer headers of a frame that may be a tunnel packet for this switch. `None` if
 /// it is not one (not IPv4, a fragment, not UDP/GRE, malformed, an unknown version).
 /// `udp_port_known` says whether a UDP destination port belongs to a tunnel, and as which
@@ -330,6 +375,7 @@ pub fn parse(f: &[u8], udp_port_known: impl Fn(u16) -> Option<Proto>) -> Option<
         flags: 0,
         tos: ip[1],
         ttl: ip[8],
+        ..TunMeta::default()
     };
     if ip[6] & 0x40 != 0 {
         meta.flags |= F_DONT_FRAGMENT;
@@ -369,6 +415,9 @@ pub fn parse(f: &[u8], udp_port_known: impl Fn(u16) -> Option<Proto>) -> Option<
             meta.flags |= F_KEY;
             if t.len() < hlen + ETH_LEN {
                 return None;
+            }
+            if proto == Proto::Geneve {
+                keep_options(&t[8..hlen], &mut meta);
             }
             Some(Parsed {
                 proto,
@@ -464,7 +513,7 @@ mod tests {
                 let mut pool = packet::Pool::new(1);
                 let mut p = pool.alloc().expect("buffer");
                 assert!(p.set_frame(&inner()));
-                assert!(t.push(&mut p, 0x12_3456));
+                assert!(t.push(&mut p, 0x12_3456, &[]));
                 let f = p.data().to_vec();
                 // The outer IPv4 checksum verifies.
                 assert!(csum::ipv4_header_ok(&f[14..34]), "{proto:?}");
@@ -483,12 +532,62 @@ mod tests {
     }
 
     #[test]
+    fn geneve_options_go_out_and_come_back() {
+        // OVN's option (class 0x0102, type 0x80: critical) and a non-critical one.
+        let opts = [
+            0x01, 0x02, 0x80, 0x01, 0x00, 0x01, 0x00, 0x02, 0xff, 0xff, 0x01, 0x02, 1, 2, 3, 4, 5,
+            6, 7, 8,
+        ];
+        for csum in [false, true] {
+            let t = Template::new(&outer(Proto::Geneve, csum));
+            let mut pool = packet::Pool::new(1);
+            let mut p = pool.alloc().expect("buffer");
+            assert!(p.set_frame(&inner()));
+            assert!(t.push(&mut p, 5, &opts));
+            let f = p.data().to_vec();
+            let g = 14 + 20 + 8;
+            // Version 0, option length in 4-byte words, the C bit for the critical option.
+            assert_eq!(&f[g..g + 8], &[0x05, 0x40, 0x65, 0x58, 0, 0, 5, 0]);
+            assert_eq!(&f[g + 8..g + 28], &opts);
+            assert_eq!(
+                usize::from(u16::from_be_bytes([f[38], f[39]])),
+                f.len() - 34
+            );
+            assert!(csum::ipv4_header_ok(&f[14..34]));
+            if csum {
+                let s = csum::add(17 + (f.len() - 34) as u32, &f[26..34]);
+                assert_eq!(csum::fold(csum::add(s, &f[34..])), 0xffff);
+            }
+            let r = parse(&f, known).expect("a tunnel packet");
+            assert_eq!(r.meta.opts(), &opts);
+            assert_eq!(&f[r.hdr_len..], &inner()[..]);
+        }
+        // VXLAN has no options: they are left out.
+        let t = Template::new(&outer(Proto::Vxlan, false));
+        let mut pool = packet::Pool::new(1);
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&inner()));
+        assert!(t.push(&mut p, 5, &opts));
+        assert_eq!(p.len(), inner().len() + t.len());
+        // Options beyond what a packet's metadata holds: the whole ones that fit are kept.
+        let mut many = Vec::new();
+        for i in 0..5u8 {
+            many.extend_from_slice(&[0, i, 0, 1, i, i, i, i]);
+        }
+        let t = Template::new(&outer(Proto::Geneve, false));
+        assert!(p.set_frame(&inner()));
+        assert!(t.push(&mut p, 5, &many));
+        let r = parse(p.data(), known).expect("a tunnel packet");
+        assert_eq!(r.meta.opts(), &many[..32]);
+    }
+
+    #[test]
     fn truncations_and_junk_never_parse_out_of_bounds() {
         let t = Template::new(&outer(Proto::Geneve, false));
         let mut pool = packet::Pool::new(1);
         let mut p = pool.alloc().expect("buffer");
         assert!(p.set_frame(&inner()));
-        assert!(t.push(&mut p, 7));
+        assert!(t.push(&mut p, 7, &[]));
         let f = p.data().to_vec();
         for n in 0..f.len() {
             let _ = parse(&f[..n], known);

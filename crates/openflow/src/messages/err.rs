@@ -360,6 +360,9 @@ pub mod nx_tlv {
     pub const ALREADY_MAPPED: u16 = 20;
     /// An add of an option (class, type) already mapped to another index.
     pub const DUP_ENTRY: u16 = 21;
+    /// A flow uses a `tun_metadata` field the table does not map (`NXFMFC_INVALID_TLV_FIELD`,
+    /// a flow-mod error that OVS numbers with these).
+    pub const INVALID_TLV_FIELD: u16 = 37;
     /// A delete of a mapping some flow uses.
     pub const INVALID_TLV_DEL: u16 = 38;
     /// `NXBRC_MUST_BE_ZERO`: a must-be-zero field (a Nicira action's padding) is not.
@@ -373,6 +376,7 @@ pub mod nx_tlv {
     /// The OpenFlow 1.0 (vendor error) code of an OpenFlow 1.2+ code.
     pub fn nx10(code: u16) -> u16 {
         match code {
+            37 => 536,
             38 => 537,
             34 | 35 => code + 499,
             c => c + 511,

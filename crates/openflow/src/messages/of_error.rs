@@ -119,6 +119,7 @@ const NX_CODES: &[(u16, &str)] = &[
     (err::nx_tlv::TABLE_FULL, "NXTTMFC_TABLE_FULL"),
     (err::nx_tlv::ALREADY_MAPPED, "NXTTMFC_ALREADY_MAPPED"),
     (err::nx_tlv::DUP_ENTRY, "NXTTMFC_DUP_ENTRY"),
+    (err::nx_tlv::INVALID_TLV_FIELD, "NXFMFC_INVALID_TLV_FIELD"),
     (err::nx_tlv::INVALID_TLV_DEL, "NXTTMFC_INVALID_TLV_DEL"),
 ];
 

@@ -581,7 +581,12 @@ pub fn format_match(m: &Match, priority: Option<u16>) -> String {
     let proto = m.exact(Field::IpProto).map(|p| p as u8);
     let arp = is_arp(m);
     let pcp = m.contains(Field::VlanPcp);
-    for f in FORMAT_ORDER {
+    // The tunnel options follow the tunnel addresses, by index.
+    let order = FORMAT_ORDER.into_iter().flat_map(|f| {
+        let options = if f == Field::TunDst { 0..64 } else { 0..0 };
+        core::iter::once(f).chain(options.filter_map(Field::tun_metadata))
+    });
+    for f in order {
         let Some(e) = m.get(f) else { continue };
         let (v, mask) = (e.value, e.mask);
         let name: &str = match f {

@@ -672,6 +672,13 @@ fn prerequisites_satisfied_per_field() {
         assert_eq!(parsed.validate(), Ok(()), "{m}");
         seen.extend(parsed.iter().map(|e| e.field));
     }
+    // Tunnel options have no prerequisite.
+    let options: Vec<String> = (0..64)
+        .map(|i| format!("tun_metadata{i}=0x{i:x}/0xff"))
+        .collect();
+    let parsed = parse_match(&options.join(",")).expect("tun_metadata0..63");
+    assert_eq!(parsed.validate(), Ok(()));
+    seen.extend(parsed.iter().map(|e| e.field));
     // Register views are never stored in a match: they become registers.
     for f in Field::ALL.into_iter().filter(|f| f.reg_view().is_none()) {
         assert!(

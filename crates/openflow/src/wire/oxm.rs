@@ -52,6 +52,7 @@ use crate::oxm::{
     bytes_to_value, ethertype, ipproto, value_to_bytes, Field, OFPVID_PRESENT, OFPXMC_NXM_0,
     OFPXMC_NXM_1, OFPXMC_OPENFLOW_BASIC, OFPXMC_PACKET_REGS,
 };
+use crate::tun_metadata;
 
 /// Experimenter OXM class.
 pub const OFPXMC_EXPERIMENTER: u16 = 0xffff;
@@ -145,6 +146,10 @@ pub(crate) fn field_from_header(hdr: u32) -> Option<(Field, u32)> {
         return None;
     }
     match lookup(class, num)? {
+        // Variable length: any length names the field (OVS writes 124).
+        (f, Xf::Plain, _) if f.is_tun_metadata() && len <= tun_metadata::MAX_LEN => {
+            Some((f, f.bits()))
+        }
         (f, Xf::Plain, l) if l == len => Some((f, f.bits())),
         (f, Xf::Port16, 2) if len == 2 => Some((f, 16)),
         _ => None,
@@ -155,7 +160,9 @@ pub(crate) fn field_from_header(hdr: u32) -> Option<(Field, u32)> {
 /// bits differ from the model's (see [`field_from_header`]).
 pub(crate) fn field_header(f: Field, mode: Mode) -> u32 {
     let (class, num, xf, len) = header_for(f, mode);
-    let (class, num, len) = if xf == Xf::Plain {
+    let (class, num, len) = if f.is_tun_metadata() {
+        (class, num, tun_metadata::BARE_HEADER_LEN)
+    } else if xf == Xf::Plain {
         (class, num, len)
     } else {
         let (c, n) = f.oxm();
@@ -283,6 +290,7 @@ fn header_name(class: u16, num: u8) -> Option<String> {
         OFPXMC_NXM_0 => format!("NXM_OF_{}", NXM0_NAMES.get(n)?),
         OFPXMC_NXM_1 => match num {
             0..=15 => format!("NXM_NX_REG{num}"),
+            40..=103 => format!("NXM_NX_TUN_METADATA{}", num - tun_metadata::NXM_FIELD_BASE),
             111..=114 => format!("NXM_NX_XXREG{}", num - 111),
             _ => format!("NXM_NX_{}", NXM1_NAMES.iter().find(|e| e.0 == num)?.1),
         },
@@ -398,6 +406,9 @@ fn read_tlv<'a>(rd: &mut Rd<'a>) -> Result<Tlv<'a>, DecodeError> {
 /// Decode one TLV into model entries (one, or two for `NXM_OF_VLAN_TCI`).
 fn tlv_entries(t: Tlv<'_>, out: &mut Vec<MatchField>) -> Result<(), DecodeError> {
     let (field, xf, len) = lookup(t.class, t.num).ok_or(DecodeError::BadField(t.class, t.num))?;
+    if field.is_tun_metadata() {
+        return tun_metadata_entry(field, t, out);
+    }
     if t.value.len() != len {
         return Err(DecodeError::BadFieldLen(t.class, t.num));
     }
@@ -458,6 +469,30 @@ fn tlv_entries(t: Tlv<'_>, out: &mut Vec<MatchField>) -> Result<(), DecodeError>
     Ok(())
 }
 
+/// A `tun_metadata` TLV: any payload up to 124 bytes whose value fits the model (see
+/// [`crate::tun_metadata`]).
+fn tun_metadata_entry(
+    field: Field,
+    t: Tlv<'_>,
+    out: &mut Vec<MatchField>,
+) -> Result<(), DecodeError> {
+    if t.value.len() > tun_metadata::MAX_LEN {
+        return Err(DecodeError::BadFieldLen(t.class, t.num));
+    }
+    let bad = || {
+        DecodeError::Match(crate::OfError::bad_match(
+            crate::messages::err::bad_match::BAD_VALUE,
+        ))
+    };
+    let value = tun_metadata::payload_value(t.value).ok_or_else(bad)?;
+    let mask = match t.mask {
+        Some(m) => Some(tun_metadata::payload_value(m).ok_or_else(bad)?),
+        None => None,
+    };
+    out.push(MatchField { field, value, mask });
+    Ok(())
+}
+
 /// Decode a list of TLVs filling all of `rd` (no padding).
 pub(crate) fn decode_tlvs(rd: &mut Rd<'_>) -> Result<Vec<MatchField>, DecodeError> {
     let mut out = Vec::new();
@@ -496,6 +531,9 @@ pub(crate) fn encode_field(out: &mut Vec<u8>, f: Field, v: u128, m: Option<u128>
         },
         Xf::Tos => put_tlv(out, class, num, len, v << 2, m.map(|m| (m << 2) & 0xfc)),
         Xf::Tci => put_tlv(out, class, num, len, v & 0x1fff, m.map(|m| m & 0x1fff)),
+        Xf::Plain if f.is_tun_metadata() => {
+            put_tlv(out, class, num, tun_metadata::wire_len(v, m), v, m)
+        }
         Xf::Plain => put_tlv(out, class, num, len, v, m),
     }
 }

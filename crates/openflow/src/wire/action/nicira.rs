@@ -213,7 +213,9 @@ fn load_mode(field: Field) -> Mode {
 /// `reg_load2` (an OXM TLV with a mask).
 pub(super) fn encode_nx_load(out: &mut Vec<u8>, field: Field, value: u128, mask: Option<u128>) {
     let m = mask.unwrap_or_else(|| field.max());
-    if let Some((ofs, n)) = contiguous(m) {
+    // Variable-length fields always travel as `reg_load2`, as OVS sends them.
+    let fixed = !field.is_tun_metadata();
+    if let Some((ofs, n)) = contiguous(m).filter(|_| fixed) {
         if n <= 64 && ofs < 1024 {
             let sf = Subfield {
                 field,

@@ -1,0 +1,54 @@
+//! Tunnel metadata into the flow keys of a batch a tunnel port received.
+//!
+//! A tunnel port sets the same metadata on every packet it receives, so the module tests
+//! the first packet of a batch and only then looks at each: the outer key and addresses go
+//! into their key fields, and Geneve options through the bridge's TLV table (the copy the
+//! control plane publishes to poll threads, read without waiting) into the key's
+//! tunnel-options block. A packet whose options OVS would refuse (a mapped option of the
+//! wrong length, an unmapped critical one) is dropped here and counted
+//! (`bad_tunnel_options`).
+
+use super::OpenFlow;
+use ofproto::tun_md;
+use packet::{Batch, Pool};
+
+impl OpenFlow {
+    /// Fills the tunnel fields of the batch's keys (see the module documentation).
+    pub(super) fn tunnel_keys(&mut self, batch: &mut Batch, pool: &mut Pool) {
+        let mut bad = 0u64;
+        {
+            let tlv = self.exec.udpif.tlv.load();
+            for (k, p) in self.keys.iter_mut().zip(batch.packets()) {
+                let Some(t) = p.tun() else { continue };
+                k.tunnel_id = t.id;
+                k.tun_src = t.src;
+                k.tun_dst = t.dst;
+                if t.opts_len != 0 && tun_md::from_geneve(k, &tlv, t.opts()).is_err() {
+                    // Marked for removal below: no real packet comes from port 0.
+                    k.in_port = 0;
+                    k.tun_opts_present = u64::MAX;
+                    bad += 1;
+                }
+            }
+        }
+        if bad == 0 {
+            return;
+        }
+        self.exec.stats.bad_tunnel_options += bad;
+        let pkts: Vec<_> = batch.drain().collect();
+        let mut kept = 0;
+        for (i, p) in pkts.into_iter().enumerate() {
+            let k = self.keys[i];
+            if k.in_port == 0 && k.tun_opts_present == u64::MAX {
+                pool.free(p);
+                continue;
+            }
+            self.keys[kept] = k;
+            kept += 1;
+            // The batch just gave these up: there is room for each again.
+            if let Err(p) = batch.push(p) {
+                pool.free(p);
+            }
+        }
+    }
+}
