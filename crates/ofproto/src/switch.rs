@@ -96,6 +96,8 @@ pub struct PacketIn {
     pub key: FlowKey,
     /// The pipeline fields when the packet was sent.
     pub meta: crate::odp::PipelineMeta,
+    /// A `controller(...)` action's reason, controller id, user data and continuation.
+    pub extra: Option<Box<crate::odp::PinExtra>>,
 }
 
 /// What a successful flow_mod did.
