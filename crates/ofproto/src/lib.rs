@@ -18,6 +18,7 @@
 //! ## Ports
 //! Port numbers are OpenFlow 1.3's: physical ports 1..=0xffffff00, `LOCAL` = 0xfffffffe.
 
+pub mod continuation;
 pub mod fields;
 pub mod group;
 pub mod learn;

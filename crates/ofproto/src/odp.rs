@@ -40,6 +40,18 @@ pub struct PipelineMeta {
     pub metadata: u64,
 }
 
+/// What a Nicira `controller(...)` action adds to a packet-in: its reason (any `OFPR_*`,
+/// OVS's numbering, mapped to the connection's version when sent), the controller id of
+/// the connections that get it, the user data and, for `pause`, the continuation (see
+/// [`crate::continuation`]; empty otherwise).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct PinExtra {
+    pub reason: u8,
+    pub controller_id: u16,
+    pub userdata: Vec<u8>,
+    pub continuation: Vec<u8>,
+}
+
 /// One datapath action. Port numbers are OpenFlow port numbers.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DpAction {
@@ -53,6 +65,8 @@ pub enum DpAction {
         cookie: u64,
         /// The pipeline fields when the packet was sent (boxed: rare, and large).
         meta: Box<PipelineMeta>,
+        /// A `controller(...)` action's additions (`None` for an output to CONTROLLER).
+        extra: Option<Box<PinExtra>>,
     },
     /// Run the nested actions on a copy of the packet as it is now.
     Clone(Vec<DpAction>),
@@ -870,10 +884,28 @@ impl std::fmt::Display for DpAction {
             },
             DpAction::Normal => write!(f, "NORMAL"),
             DpAction::Controller {
-                max_len, reason, ..
+                max_len,
+                reason,
+                extra: None,
+                ..
             } => write!(
                 f,
                 "userspace(controller,reason={reason:?},max_len={max_len})"
+            ),
+            DpAction::Controller {
+                max_len,
+                extra: Some(x),
+                ..
+            } => write!(
+                f,
+                "userspace(controller,reason={},max_len={max_len},controller_id={}{})",
+                x.reason,
+                x.controller_id,
+                if x.continuation.is_empty() {
+                    ""
+                } else {
+                    ",pause"
+                }
             ),
             DpAction::Clone(v) => {
                 write!(f, "clone(")?;

@@ -10,6 +10,11 @@
 //! table is bounded ([`MAX_IDS`]) and a translation that would exceed it fails (the
 //! packet is dropped and the trace says why).
 //!
+//! The table also holds the bridge's continuation key ([`RecircIds::key`]): 16 random bytes
+//! drawn when the bridge's state is created, which every continuation of a paused pipeline
+//! carries (see [`crate::continuation`]), so that one from another bridge or an earlier
+//! process is refused as stale.
+//!
 //! Threading: a mutex held for a hash-map probe, only by translations (the handler thread,
 //! the uncached pipeline, traces), never by the poll threads' cached path.
 
@@ -37,9 +42,39 @@ struct Inner {
 }
 
 /// See the module documentation.
-#[derive(Default)]
 pub struct RecircIds {
     inner: Mutex<Inner>,
+    key: [u8; 16],
+}
+
+impl Default for RecircIds {
+    fn default() -> RecircIds {
+        RecircIds {
+            inner: Mutex::default(),
+            key: random_key(),
+        }
+    }
+}
+
+/// 16 unpredictable bytes: the standard library's per-process random hash keys, mixed with
+/// the time and a counter so that two bridges of one process differ.
+fn random_key() -> [u8; 16] {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut out = [0u8; 16];
+    for (i, half) in out.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(n);
+        h.write_u128(t);
+        h.write_usize(i);
+        half.copy_from_slice(&h.finish().to_be_bytes());
+    }
+    out
 }
 
 impl RecircIds {
@@ -57,6 +92,11 @@ impl RecircIds {
         g.by_state.insert(*state, id);
         g.by_id.insert(id, *state);
         Some(id)
+    }
+
+    /// The bridge's continuation key (see the module documentation).
+    pub fn key(&self) -> [u8; 16] {
+        self.key
     }
 
     /// The state `id` stands for.

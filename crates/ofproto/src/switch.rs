@@ -97,6 +97,8 @@ pub struct PacketIn {
     pub key: FlowKey,
     /// The pipeline fields when the packet was sent.
     pub meta: crate::odp::PipelineMeta,
+    /// A `controller(...)` action's reason, controller id, user data and continuation.
+    pub extra: Option<Box<crate::odp::PinExtra>>,
 }
 
 /// What a successful flow_mod did.
@@ -369,6 +371,13 @@ impl Ofproto {
     /// Applies a flow_mod at time `now_ms`.
     pub fn flow_mod(&mut self, fm: &FlowMod, now_ms: u64) -> Result<FlowModResult, OfError> {
         self.tlv.check_flow(&fm.match_, &fm.instructions)?;
+        if self.tlv.needs_normalize(&fm.match_) {
+            let fm = FlowMod {
+                match_: self.tlv.normalize(&fm.match_),
+                ..fm.clone()
+            };
+            return self.flow_mod(&fm, now_ms);
+        }
         fm.validate()?;
         let r = self.flow_mod_inner(fm, now_ms);
         self.flush_learned(now_ms);
@@ -392,6 +401,13 @@ impl Ofproto {
     /// Checks that `fm` would succeed, without changing anything.
     pub fn check_flow_mod(&self, fm: &FlowMod) -> Result<(), OfError> {
         self.tlv.check_flow(&fm.match_, &fm.instructions)?;
+        if self.tlv.needs_normalize(&fm.match_) {
+            let fm = FlowMod {
+                match_: self.tlv.normalize(&fm.match_),
+                ..fm.clone()
+            };
+            return self.check_flow_mod(&fm);
+        }
         fm.validate()?;
         match fm.command {
             FlowModCommand::Add => {

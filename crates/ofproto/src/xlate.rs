@@ -16,6 +16,9 @@
 //! re-parses them at that point and goes on; the result is then marked
 //! [`XlateOut::uncacheable`], because it depends on bytes outside the key.
 //!
+//! `controller(..., pause)` stops the pipeline and sends its rest to the controller as a
+//! continuation, which [`resume`] runs when the controller hands it back (see `pause`).
+//!
 //! With a trace buffer, every table visited, the rule matched and its actions are recorded
 //! in the style of `ovs-appctl ofproto/trace`.
 
@@ -23,8 +26,11 @@ mod actset;
 mod ct;
 mod learn;
 mod mpls;
+mod pause;
 mod select;
 mod tunopt;
+
+pub use pause::resume;
 
 use self::ct::CT_VALID;
 use crate::fields;
@@ -71,7 +77,6 @@ pub struct XlateOut {
 struct Ctx<'a> {
     of: &'a Ofproto,
     flow: FlowKey,
-    in_port: u32,
     wc: FlowKey,
     out: Vec<DpAction>,
     rules: Vec<Arc<Rule>>,
@@ -99,6 +104,11 @@ struct Ctx<'a> {
     applied: usize,
     trace: Option<&'a mut Vec<String>>,
     indent: usize,
+    /// A `controller(..., pause)` stopped the pipeline: what it has left is being
+    /// gathered (see `pause`).
+    pausing: Option<Box<pause::Pausing>>,
+    /// Inside a clone or group bucket, where `pause` does not pause.
+    no_pause: u32,
 }
 
 impl Ctx<'_> {
@@ -206,14 +216,14 @@ impl Ctx<'_> {
 
     fn output(&mut self, port: u32, max_len: u16) {
         match port {
-            OFPP_IN_PORT => self.out.push(DpAction::Output(self.in_port)),
+            OFPP_IN_PORT => self.out.push(DpAction::Output(self.flow.in_port)),
             OFPP_NORMAL => self.out.push(DpAction::Normal),
             OFPP_FLOOD | OFPP_ALL => {
                 let ports: Vec<u32> = self
                     .of
                     .ports()
                     .values()
-                    .filter(|p| p.ofport != self.in_port && !p.admin_down)
+                    .filter(|p| p.ofport != self.flow.in_port && !p.admin_down)
                     .filter(|p| port == OFPP_ALL || !p.no_flood)
                     .map(|p| p.ofport)
                     .collect();
@@ -227,6 +237,7 @@ impl Ctx<'_> {
                 table_id: self.table_id,
                 cookie: self.cookie,
                 meta: self.pipeline_meta(),
+                extra: None,
             }),
             OFPP_TABLE => {
                 // Only packet-out may output to TABLE: run the pipeline from table 0.
@@ -235,13 +246,13 @@ impl Ctx<'_> {
                 self.table_id = saved;
             }
             OFPP_LOCAL => {
-                if self.in_port == OFPP_LOCAL {
+                if self.flow.in_port == OFPP_LOCAL {
                     self.note(|| " >> skipping output to input port".into());
                 } else {
                     self.out.push(DpAction::Output(OFPP_LOCAL));
                 }
             }
-            p if p == self.in_port => {
+            p if p == self.flow.in_port => {
                 self.note(|| " >> skipping output to input port".into());
             }
             p if self.of.ports().get(&p).is_some_and(|x| x.admin_down) => {
@@ -269,6 +280,7 @@ impl Ctx<'_> {
                 table_id: self.table_id,
                 cookie: self.cookie,
                 meta,
+                extra: None,
             });
         }
         self.stopped = true;
@@ -286,9 +298,7 @@ impl Ctx<'_> {
             // The datapath draws the coin per packet; nothing here depends on the flow.
             Action::Sample(s) => self.out.push(DpAction::Sample(s)),
             Action::Output { port, max_len } => self.output(port, max_len),
-            // For now a plain packet-in (reason, id, user data, pause and meter are not yet
-            // carried to the controller connection).
-            Action::Controller(ref c) => self.output(OFPP_CONTROLLER, c.max_len),
+            Action::Controller(ref c) => self.controller(c),
             Action::Learn(ref l) => self.learn(l),
             Action::Group(g) => self.group(g),
             Action::SetQueue(q) => self.out.push(DpAction::SetQueue(q)),
@@ -427,13 +437,14 @@ impl Ctx<'_> {
                     self.flow.in_port = p;
                 }
                 let t = table.unwrap_or(self.table_id);
-                let saved_table = self.table_id;
+                let (saved_table, saved_cookie) = (self.table_id, self.cookie);
                 self.depth += 1;
                 self.indent += 4;
                 self.run_tables(t);
                 self.indent -= 4;
                 self.depth -= 1;
                 self.table_id = saved_table;
+                self.cookie = saved_cookie;
                 self.flow.in_port = saved;
                 // A TTL exception in the resubmitted table ended that table's actions only.
                 if self.ttl_stop && !self.failed {
@@ -484,6 +495,7 @@ impl Ctx<'_> {
         let saved_stack = self.stack.clone();
         let saved_table = self.table_id;
         self.indent += 4;
+        self.no_pause += 1;
         for a in acts {
             if self.stopped {
                 break;
@@ -491,6 +503,7 @@ impl Ctx<'_> {
             self.note(|| crate::text::action_text(a));
             self.action(a);
         }
+        self.no_pause -= 1;
         self.indent -= 4;
         let sub = std::mem::replace(&mut self.out, saved_out);
         if !sub.is_empty() {
@@ -717,10 +730,12 @@ impl Ctx<'_> {
         if list.is_empty() {
             self.note(|| "drop".into());
         }
+        self.no_pause += 1;
         for a in &list {
             self.note(|| crate::text::action_text(a));
             self.action(a);
         }
+        self.no_pause -= 1;
         self.depth -= 1;
         self.indent -= 8;
         let sub = std::mem::replace(&mut self.out, saved_out);
@@ -863,6 +878,48 @@ impl Ctx<'_> {
         table.lookup(&k, &mut self.wc).cloned()
     }
 
+    /// Runs a rule's instructions (or, resuming, the rest of them); returns the table a
+    /// `goto_table` names.
+    fn instructions(&mut self, insts: &[Instruction]) -> Option<u8> {
+        let mut next = None;
+        for (j, i) in insts.iter().enumerate() {
+            if self.stopped {
+                break;
+            }
+            match i {
+                Instruction::Meter(m) => {
+                    self.note(|| format!("meter:{m}"));
+                    self.out.push(DpAction::Meter(*m));
+                }
+                Instruction::ApplyActions(acts) => {
+                    self.apply(acts, insts.get(j + 1..).unwrap_or_default());
+                }
+                Instruction::ClearActions => {
+                    self.note(|| "clear_actions".into());
+                    self.note_action_set("was");
+                    self.action_set.clear();
+                }
+                Instruction::WriteActions(acts) => {
+                    self.note(|| {
+                        let v: Vec<String> = acts.iter().map(crate::text::action_text).collect();
+                        format!("write_actions({})", v.join(","))
+                    });
+                    self.write_actions(acts);
+                    self.note_action_set("is");
+                }
+                Instruction::WriteMetadata { value, mask } => {
+                    self.note(|| format!("write_metadata:{value:#x}/{mask:#x}"));
+                    self.flow.metadata = (self.flow.metadata & !mask) | (value & mask);
+                }
+                Instruction::GotoTable(t) => {
+                    self.note(|| format!("goto_table:{t}"));
+                    next = Some(*t);
+                }
+            }
+        }
+        next
+    }
+
     fn run_tables(&mut self, first: u8) {
         let of = self.of;
         let mut tid = first;
@@ -891,6 +948,7 @@ impl Ctx<'_> {
                                 table_id: tid,
                                 cookie: u64::MAX,
                                 meta,
+                                extra: None,
                             });
                             return;
                         }
@@ -920,53 +978,10 @@ impl Ctx<'_> {
                         line
                     });
                     self.rules.push(Arc::clone(&r));
-                    let mut next = None;
                     // Valid rules keep their instructions in execution order (the openflow
                     // crate's validation refuses any other order).
-                    let insts = r.instructions.iter();
                     self.indent += 4;
-                    for i in insts {
-                        if self.stopped {
-                            break;
-                        }
-                        match i {
-                            Instruction::Meter(m) => {
-                                self.note(|| format!("meter:{m}"));
-                                self.out.push(DpAction::Meter(*m));
-                            }
-                            Instruction::ApplyActions(acts) => {
-                                for a in acts {
-                                    if self.stopped {
-                                        break;
-                                    }
-                                    self.note(|| crate::text::action_text(a));
-                                    self.action(a);
-                                }
-                            }
-                            Instruction::ClearActions => {
-                                self.note(|| "clear_actions".into());
-                                self.note_action_set("was");
-                                self.action_set.clear();
-                            }
-                            Instruction::WriteActions(acts) => {
-                                self.note(|| {
-                                    let v: Vec<String> =
-                                        acts.iter().map(crate::text::action_text).collect();
-                                    format!("write_actions({})", v.join(","))
-                                });
-                                self.write_actions(acts);
-                                self.note_action_set("is");
-                            }
-                            Instruction::WriteMetadata { value, mask } => {
-                                self.note(|| format!("write_metadata:{value:#x}/{mask:#x}"));
-                                self.flow.metadata = (self.flow.metadata & !mask) | (value & mask);
-                            }
-                            Instruction::GotoTable(t) => {
-                                self.note(|| format!("goto_table:{t}"));
-                                next = Some(*t);
-                            }
-                        }
-                    }
+                    let next = self.instructions(&r.instructions);
                     self.indent -= 4;
                     match next {
                         Some(t) if t > tid => tid = t,
@@ -1008,11 +1023,7 @@ pub fn xlate_actions(
     pkt: Option<&[u8]>,
     trace: Option<&mut Vec<String>>,
 ) -> XlateOut {
-    run(of, key, pkt, trace, |ctx| {
-        for a in actions {
-            ctx.action(a);
-        }
-    })
+    run(of, key, pkt, trace, |ctx| ctx.apply(actions, &[]))
 }
 
 /// A packet-out's datapath actions: `frame` as if received on `in_port`, through the
@@ -1053,7 +1064,6 @@ fn run(
     let mut ctx = Ctx {
         of,
         flow: *key,
-        in_port: key.in_port,
         wc: FlowKey::ZERO,
         out: Vec::new(),
         rules: Vec::new(),
@@ -1072,12 +1082,15 @@ fn run(
         applied: 0,
         trace,
         indent: 0,
+        pausing: None,
+        no_pause: 0,
     };
     // The ingress port is always part of the decision (outputs exclude it), and so is
     // the pass: a megaflow of the first pass must not match a recirculated packet.
     ctx.unwild(Field::InPort);
     ctx.unwild(Field::RecircId);
     body(&mut ctx);
+    ctx.finish_pause();
     // A TTL expiry ends the action list it happened in: what was already output stays
     // output and the action set still runs (as in OVS).
     ctx.run_action_set();

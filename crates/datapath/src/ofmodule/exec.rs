@@ -219,6 +219,7 @@ impl Exec {
                     table_id,
                     cookie,
                     meta,
+                    extra,
                 } => {
                     let n = if *max_len == OFPCML_NO_BUFFER {
                         pkt.len()
@@ -234,6 +235,7 @@ impl Exec {
                         cookie: *cookie,
                         key: *key,
                         meta: **meta,
+                        extra: extra.clone(),
                     });
                 }
                 DpAction::Learn(f) => {

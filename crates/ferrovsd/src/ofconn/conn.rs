@@ -227,9 +227,20 @@ impl Conn {
         self.tx_msgs.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Encodes a message as this bridge sends it: `tun_metadata` matches at the lengths its
+    /// TLV table maps (see `openflow::tun_metadata::with_map_lengths`).
+    fn encode(&self, m: &Message, xid: u32) -> Result<Vec<u8>, wire::EncodeError> {
+        let lens = self
+            .bridge
+            .upgrade()
+            .map(|b| b.udpif.tlv.load().lengths())
+            .unwrap_or([0; 64]);
+        openflow::tun_metadata::with_map_lengths(lens, || wire::encode(m, self.version(), xid))
+    }
+
     /// Encodes and queues a reply.
     pub fn send(&self, m: &Message, xid: u32) {
-        match wire::encode(m, self.version(), xid) {
+        match self.encode(m, xid) {
             Ok(b) => self.send_raw(b),
             Err(e) => super::log(&format!("cannot encode a reply: {e}")),
         }
@@ -240,7 +251,7 @@ impl Conn {
         if !self.is_up() {
             return;
         }
-        let Ok(b) = wire::encode(m, self.version(), 0) else {
+        let Ok(b) = self.encode(m, 0) else {
             return;
         };
         let len = b.len();
@@ -279,10 +290,18 @@ impl Conn {
     }
 
     /// The packet-in message for this connection, if it wants it and the rate allows.
+    ///
+    /// Only connections whose controller id (`NXT_SET_CONTROLLER_ID`, 0 until set) is the
+    /// packet-in's get it: a `controller(id=N)` action's N, else 0, as OVS routes them. A
+    /// `controller(...)` action's reason is OVS's numbering, sent as the connection's
+    /// version has it (`action_set`, `group` and `packet_out` are `action` before 1.4).
     pub fn packet_in(&self, p: &ofproto::switch::PacketIn) -> Option<Message> {
-        let reason = p.reason as u8;
+        let (reason, controller_id) = match &p.extra {
+            Some(x) => (wire_reason(x.reason, self.version()), x.controller_id),
+            None => (p.reason as u8, 0),
+        };
         let mut st = lock(&self.st);
-        if !self.wants(&st, kind::PACKET_IN, reason) {
+        if st.controller_id != controller_id || !self.wants(&st, kind::PACKET_IN, reason) {
             return None;
         }
         // Token bucket.
@@ -318,6 +337,10 @@ impl Conn {
             }
         }
         if format == NXPIF_NXT_PACKET_IN2 {
+            let (userdata, continuation) = match &p.extra {
+                Some(x) => (x.userdata.clone(), x.continuation.clone()),
+                None => (Vec::new(), Vec::new()),
+            };
             return Some(Message::Nx(NxMessage::PacketIn2(PacketIn2 {
                 data: p.data.get(..len).unwrap_or(&p.data).to_vec(),
                 total_len: u32::try_from(p.total_len).unwrap_or(u32::MAX),
@@ -326,7 +349,8 @@ impl Conn {
                 cookie: p.cookie,
                 reason,
                 metadata: m,
-                userdata: Vec::new(),
+                userdata,
+                continuation,
             })));
         }
         Some(Message::PacketIn(wire::PacketIn {
@@ -582,5 +606,17 @@ pub fn reply_error(c: &Conn, v: u8, e: OfError, req: &[u8]) {
     let up = c.is_up().then(|| c.version());
     if let Some(bytes) = session::error_reply(e, v, up, req) {
         c.send_raw(bytes);
+    }
+}
+
+/// A packet-in reason (OVS's numbering) as `version` sends it: `action_set`, `group` and
+/// `packet_out` (3-5) are `action` before OpenFlow 1.4; OVS's explicit table miss (6) is
+/// `action` in 1.0 and `no_match` after, its implicit one (7) `no_match`.
+fn wire_reason(r: u8, version: u8) -> u8 {
+    match r {
+        3..=5 if version < wire::OFP14 => 1,
+        6 if version < wire::OFP13 => 1,
+        6 | 7 => 0,
+        r => r,
     }
 }

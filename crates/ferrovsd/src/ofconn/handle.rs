@@ -5,6 +5,7 @@
 //! in the connection's version. It is decoded, checked against the connection's role
 //! ([`super::role::Role::permits`]: a slave may not change the switch), and handed to the
 //! code for its job: changes to [`super::mods`], packet-outs to [`super::packet_out`],
+//! resumed continuations (`NXT_RESUME`) to [`super::resume`],
 //! multipart requests to [`super::stats`], bundles to [`super::bundle`]; the rest (switch
 //! and connection configuration, roles, barriers) is answered here. Replies and errors go
 //! out through the connection's queue in request order.
@@ -291,6 +292,7 @@ fn nicira(b: &BridgeOf, c: &Conn, xid: u32, nx: NxMessage) -> Result<(), OfError
         NxMessage::CtFlushZone(zone) => {
             datapath::ct::tracker().flush(conntrack::Flush::Zone(zone));
         }
+        NxMessage::Resume(p) => super::resume::resume(b, p)?,
         // Replies and packet-ins are the switch's to send.
         NxMessage::TlvTableReply { .. } | NxMessage::PacketIn2(_) => {
             return Err(OfError::bad_request(bad_request::BAD_TYPE));

@@ -91,6 +91,7 @@ fn changes_state(m: &Message) -> bool {
             | Message::Nx(NxMessage::FlowMod(_))
             | Message::Nx(NxMessage::TlvTableMod { .. })
             | Message::Nx(NxMessage::CtFlushZone(_))
+            | Message::Nx(NxMessage::Resume(_))
             | Message::GroupMod(_)
             | Message::GroupBucketMod(_)
             | Message::MeterMod(_)

@@ -21,8 +21,13 @@
 //!
 //! `NXT_PACKET_IN2` (what a connection gets after `NXT_SET_PACKET_IN_FORMAT` 2) is a list
 //! of properties: the packet, its full length if truncated, buffer id, table id, cookie,
-//! reason, the pipeline fields as OXM TLVs (OpenFlow 1.5's packet registers over 1.5) and
-//! the controller action's user data; the encoder leaves out what OVS leaves out.
+//! reason, the pipeline fields as OXM TLVs (OpenFlow 1.5's packet registers over 1.5), the
+//! continuation of a paused pipeline (`NXPINT_CONTINUATION`, 8: a nested property, whose
+//! bytes after 4 zeros are the switch's own and opaque to the controller) and the
+//! controller action's user data; the encoder leaves out what OVS leaves out. `NXT_RESUME`
+//! (28) is the same property list a controller sends back, packet and pipeline fields
+//! possibly changed, to resume the pipeline the continuation describes (see
+//! `ofproto::continuation`).
 //!
 //! `NXT_CT_FLUSH_ZONE` names a connection-tracking zone: 6 zero bytes, then the 16-bit zone
 //! (OVS's `nx_zone_id`; checked against `ovs-ofctl ct-flush-zone`'s bytes).
@@ -64,6 +69,8 @@ pub const NXT_TLV_TABLE_REPLY: u32 = 26;
 pub const NXT_CT_FLUSH_ZONE: u32 = 29;
 /// `NXT_PACKET_IN2`.
 pub const NXT_PACKET_IN2: u32 = 30;
+/// `NXT_RESUME`.
+pub const NXT_RESUME: u32 = 28;
 
 /// `NXPIF_STANDARD`: the connection's version's own packet-in.
 pub const NXPIF_STANDARD: u32 = 0;
@@ -80,6 +87,7 @@ mod pint {
     pub const REASON: u16 = 5;
     pub const METADATA: u16 = 6;
     pub const USERDATA: u16 = 7;
+    pub const CONTINUATION: u16 = 8;
 }
 
 /// Nicira's packet-in (`NXT_PACKET_IN2`): the same facts as OpenFlow's packet-in, as
@@ -102,6 +110,8 @@ pub struct PacketIn2 {
     pub metadata: Match,
     /// The controller action's user data.
     pub userdata: Vec<u8>,
+    /// A paused pipeline's continuation (empty: none), opaque to the controller.
+    pub continuation: Vec<u8>,
 }
 
 /// The most `tun_metadata` fields (`tun_metadata0`..`63`).
@@ -165,6 +175,9 @@ pub enum NxMessage {
     CtFlushZone(u16),
     /// A packet-in in Nicira's format.
     PacketIn2(PacketIn2),
+    /// Resume a paused pipeline: the packet-in's packet and fields (as the controller wants
+    /// them now) and its continuation.
+    Resume(PacketIn2),
     /// The TLV table.
     TlvTableReply {
         /// Bytes of option space the switch has for all maps together.
@@ -188,6 +201,7 @@ impl NxMessage {
             NxMessage::TlvTableRequest => NXT_TLV_TABLE_REQUEST,
             NxMessage::CtFlushZone(_) => NXT_CT_FLUSH_ZONE,
             NxMessage::PacketIn2(_) => NXT_PACKET_IN2,
+            NxMessage::Resume(_) => NXT_RESUME,
             NxMessage::TlvTableReply { .. } => NXT_TLV_TABLE_REPLY,
         }
     }
@@ -224,6 +238,7 @@ pub(crate) fn decode_nx(version: u8, sub: u32, rd: &mut Rd<'_>) -> Result<NxMess
         }
         NXT_TLV_TABLE_REQUEST => NxMessage::TlvTableRequest,
         NXT_PACKET_IN2 => NxMessage::PacketIn2(decode_packet_in2(rd)?),
+        NXT_RESUME => NxMessage::Resume(decode_packet_in2(rd)?),
         NXT_CT_FLUSH_ZONE => {
             rd.skip(6)?;
             NxMessage::CtFlushZone(rd.u16()?)
@@ -285,6 +300,7 @@ fn decode_packet_in2(rd: &mut Rd<'_>) -> Result<PacketIn2, DecodeError> {
         reason: 0,
         metadata: Match::new(),
         userdata: Vec::new(),
+        continuation: Vec::new(),
     };
     let mut full_len = None;
     while !rd.is_empty() {
@@ -326,6 +342,14 @@ fn decode_packet_in2(rd: &mut Rd<'_>) -> Result<PacketIn2, DecodeError> {
             }
             pint::METADATA => p.metadata = decode_match_tlvs(&mut v)?,
             pint::USERDATA => p.userdata = v.rest().to_vec(),
+            // Nested: the contents start 8 bytes into the property.
+            pint::CONTINUATION => {
+                if vlen < 4 {
+                    return Err(DecodeError::BadPropertyLen);
+                }
+                v.skip(4)?;
+                p.continuation = v.rest().to_vec();
+            }
             _ => return Err(DecodeError::BadPropertyLen),
         }
     }
@@ -371,6 +395,12 @@ fn encode_packet_in2(out: &mut Vec<u8>, version: u8, p: &PacketIn2) {
         Mode::Oxm
     };
     prop(out, pint::METADATA, &|o| encode_tlvs(o, &p.metadata, mode));
+    if !p.continuation.is_empty() {
+        prop(out, pint::CONTINUATION, &|o| {
+            o.zeros(4);
+            o.extend_from_slice(&p.continuation);
+        });
+    }
     if !p.userdata.is_empty() {
         prop(out, pint::USERDATA, &|o| o.extend_from_slice(&p.userdata));
     }
@@ -442,7 +472,7 @@ pub(crate) fn encode_nx(out: &mut Vec<u8>, version: u8, m: &NxMessage) -> Result
             out.zeros(6);
             out.u16(*zone);
         }
-        NxMessage::PacketIn2(p) => encode_packet_in2(out, version, p),
+        NxMessage::PacketIn2(p) | NxMessage::Resume(p) => encode_packet_in2(out, version, p),
         NxMessage::TlvTableReply {
             max_option_space,
             max_fields,
