@@ -170,6 +170,21 @@ def test_ovs_geneve_option_matched_both_ways(site_ovs):
     ours = site.appctl("dpctl/dump-flows").stdout
     assert "tun_metadata0=0x10002" in ours, ours
     assert "set(tunnel(geneve({class=0x102,type=0x80,len=4,0x20001})))" in ours, ours
+    # Both switches keep and report matches on the option alike: at its mapped length, a mask
+    # over all of it made exact (ovs-ofctl dump-flows of the same flows, text compared).
+    same = ["priority=3,tun_metadata0=0x1/0xff,actions=drop",
+            "priority=2,tun_metadata0=0x10002/0xffffffff,actions=drop",
+            "priority=1,tun_metadata0=0x5,actions=drop"]
+    for f in same:
+        ovs.ofctl("add-flow", "brint", f)
+        ferrovs_ofctl(site, "add-flow", site.int, f)
+
+    def listed(text):
+        return sorted(l.strip() for l in text.splitlines()
+                      if l.strip().startswith(("priority=1,", "priority=2,", "priority=3,")))
+    theirs = listed(ovs.ofctl("dump-flows", "--no-stats", "brint").stdout)
+    assert len(theirs) == 3, theirs
+    assert listed(ferrovs_ofctl(site, "dump-flows", "--no-stats", site.int).stdout) == theirs
     # A mapping in use cannot be deleted.
     r = ferrovs_ofctl(site, "del-tlv-map", site.int, OVN_OPTION, check=False)
     assert r.returncode != 0 and "NXTTMFC_INVALID_TLV_DEL" in r.stderr, r.stderr

@@ -46,7 +46,8 @@
 //! * NORMAL's MAC table is shared by the bridge's poll threads only (the control plane
 //!   reaches it through module commands, which run on the poll thread);
 //! * port changes the fabric reports on the poll thread are queued and applied by the next
-//!   write session ([`Udpif::of`] applies them first), at once when no session is open, or
+//!   write session ([`Udpif::of`] applies them first), at once when a session can open
+//!   without waiting and has at most [`PORT_CHANGE_CATCH_UP`] rule changes to catch up, or
 //!   by the revalidator's next round;
 //! * the uncached reference pipeline (`cache=false`) translates each batch on the poll
 //!   thread against a snapshot;
@@ -109,6 +110,9 @@ pub const KICK_HOT: Duration = Duration::from_millis(50);
 pub const EXPIRE_EVERY: Duration = Duration::from_millis(1000);
 /// Megaflows the revalidator handles per snapshot of the OpenFlow state.
 pub const REVALIDATE_CHUNK: usize = 256;
+/// The most rule changes a poll thread replays to apply a port change itself; beyond that
+/// (a bundle was just published) the revalidator applies it.
+pub const PORT_CHANGE_CATCH_UP: usize = 64;
 
 /// A packet that missed the caches.
 pub struct Upcall {
@@ -416,13 +420,17 @@ impl Udpif {
         }
     }
 
-    /// Records a port change from the poll thread: applied now if no write session is open,
-    /// else by the next one (or the revalidator's next round); either way a revalidation
-    /// round is asked for.
+    /// Records a port change from the poll thread: applied now if a write session can open
+    /// at once with little to catch up ([`PORT_CHANGE_CATCH_UP`] rule changes), else by the
+    /// next session or the revalidator's next round; either way a revalidation round is
+    /// asked for. So a port going up on a poll thread right after a 100K-flow bundle does not
+    /// replay that bundle on the poll thread.
     pub fn port_change(&self, c: PortChange) {
         // Unbounded but fed only by port additions, removals and link changes.
         let _ = self.port_changes.0.send(c);
-        drop(self.try_of());
+        if let Some(mut g) = self.ofproto.try_write_bounded(PORT_CHANGE_CATCH_UP) {
+            self.apply_port_changes(&mut g);
+        }
         self.kick();
     }
 

@@ -357,8 +357,18 @@ fn new_flows_are_set_up_while_the_writer_is_held_or_a_long_bundle_commits() {
         during,
         "no new flow set up during the bundle commit: {i2} -> {i3} megaflows (commit running: {still})"
     );
+    // 3. A port added right after that publication: the poll thread does not replay the
+    //    200,000 changes to apply it (its bounded session is refused); the revalidator's
+    //    next round applies it, and it reaches the published state.
+    let (p4, added) = late_source(&dp, "whn", 4, &frames);
+    assert!(added, "source port added");
+    assert!(
+        wait_for(|| udpif.snapshot().ports().contains_key(&4)),
+        "a port added after a large publication never reached the OpenFlow state"
+    );
     assert_eq!(udpif.of().table(1).map(|t| t.len()), Some(200_000));
     dp.shutdown();
     let _ = std::fs::remove_file(p1);
     let _ = std::fs::remove_file(p3);
+    let _ = std::fs::remove_file(p4);
 }

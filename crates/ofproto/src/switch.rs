@@ -364,6 +364,13 @@ impl Ofproto {
     /// Applies a flow_mod at time `now_ms`.
     pub fn flow_mod(&mut self, fm: &FlowMod, now_ms: u64) -> Result<FlowModResult, OfError> {
         self.tlv.check_flow(&fm.match_, &fm.instructions)?;
+        if self.tlv.needs_normalize(&fm.match_) {
+            let fm = FlowMod {
+                match_: self.tlv.normalize(&fm.match_),
+                ..fm.clone()
+            };
+            return self.flow_mod(&fm, now_ms);
+        }
         fm.validate()?;
         match fm.command {
             FlowModCommand::Add => self.add(fm, now_ms),
@@ -381,6 +388,13 @@ impl Ofproto {
     /// Checks that `fm` would succeed, without changing anything.
     pub fn check_flow_mod(&self, fm: &FlowMod) -> Result<(), OfError> {
         self.tlv.check_flow(&fm.match_, &fm.instructions)?;
+        if self.tlv.needs_normalize(&fm.match_) {
+            let fm = FlowMod {
+                match_: self.tlv.normalize(&fm.match_),
+                ..fm.clone()
+            };
+            return self.check_flow_mod(&fm);
+        }
         fm.validate()?;
         match fm.command {
             FlowModCommand::Add => {

@@ -104,6 +104,42 @@ impl TlvTable {
         self.apply(command, maps)
     }
 
+    /// The mapped length per index (0 when unmapped), for encoding the switch's own flows
+    /// (`openflow::tun_metadata::with_map_lengths`).
+    pub fn lengths(&self) -> [u8; TUN_METADATA_NUM_OPTS as usize] {
+        self.entries.map(|e| e.map_or(0, |e| e.len))
+    }
+
+    /// `m` with each `tun_metadata` mask that covers its whole mapped option made exact, as
+    /// OVS stores such a match (`tun_metadata0=0x10002/0xffffffff` on a 4-byte option is
+    /// `tun_metadata0=0x10002`).
+    pub fn normalize(&self, m: &Match) -> Match {
+        let mut out = m.clone();
+        for e in m.iter() {
+            let Some(len) = e.field.tun_metadata_index().and_then(|i| self.len_of(i)) else {
+                continue;
+            };
+            let all = openflow::oxm::ones(8 * u32::from(len));
+            if e.mask.is_some_and(|mk| mk & all == all && mk & !all == 0) {
+                out.set_exact(e.field, e.value);
+            }
+        }
+        out
+    }
+
+    /// Whether [`TlvTable::normalize`] would change `m`.
+    pub fn needs_normalize(&self, m: &Match) -> bool {
+        m.iter().any(|e| {
+            e.field
+                .tun_metadata_index()
+                .and_then(|i| self.len_of(i))
+                .is_some_and(|len| {
+                    let all = openflow::oxm::ones(8 * u32::from(len));
+                    e.mask.is_some_and(|mk| mk == all)
+                })
+        })
+    }
+
     /// The length in bytes of the option `tun_metadata<index>` stands for, if mapped.
     pub fn len_of(&self, index: usize) -> Option<u8> {
         self.entries.get(index).copied().flatten().map(|e| e.len)

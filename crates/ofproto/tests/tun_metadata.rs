@@ -213,3 +213,35 @@ fn writes_build_the_geneve_options() {
         DpAction::SetTunnelOpts(vec![0x01, 0x02, 0x80, 0x01, 0, 2, 0, 2].into_boxed_slice())
     );
 }
+
+#[test]
+fn a_mask_over_the_whole_option_is_stored_exact() {
+    let mut of = mapped();
+    add(
+        &mut of,
+        "priority=7,tun_metadata0=0x10002/0xffffffff,actions=drop",
+    )
+    .expect("add");
+    let rules: Vec<String> = of
+        .tables()
+        .first()
+        .expect("table 0")
+        .iter()
+        .map(|r| openflow::text::format_match(&r.match_, Some(r.priority)))
+        .collect();
+    assert_eq!(rules, vec!["priority=7,tun_metadata0=0x10002"]);
+    // Strict commands find it written either way.
+    let del = parse_flow(
+        "priority=7,tun_metadata0=0x10002",
+        FlowModCommand::DeleteStrict,
+    )
+    .expect("del");
+    assert_eq!(of.flow_mod(&del, 0).expect("delete").deleted, 1);
+    add(&mut of, "priority=7,tun_metadata0=0x10002,actions=drop").expect("add");
+    let del = parse_flow(
+        "priority=7,tun_metadata0=0x10002/0xffffffff",
+        FlowModCommand::DeleteStrict,
+    )
+    .expect("del");
+    assert_eq!(of.flow_mod(&del, 0).expect("delete").deleted, 1);
+}

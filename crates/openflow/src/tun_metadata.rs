@@ -21,8 +21,40 @@
 //! `tun_metadata0=0x10002/0x7fffffff` as four and four. A bare header (the field of a
 //! `move` or register load) carries OVS's full length, 124. [`wire_len`] computes the
 //! former, [`BARE_HEADER_LEN`] is the latter.
+//!
+//! A switch knows better: it sends a matched option at its mapped length, exact when the mask
+//! covers all of it (so `tun_metadata0=0x1/0xff` on a 4-byte option goes out as four bytes of
+//! value and mask, which ovs-ofctl prints as written). [`with_map_lengths`] puts a bridge's
+//! lengths in force for the matches encoded inside it.
 
-use crate::oxm::Field;
+use crate::oxm::{ones, Field};
+use std::cell::Cell;
+
+thread_local! {
+    /// The TLV-table lengths [`with_map_lengths`] put in force (0: unmapped).
+    static MAP_LENS: Cell<Option<[u8; N_TUN_METADATA]>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with `lens` (a length per `tun_metadata` index, 0 when unmapped) as the lengths
+/// matches are encoded with, as a switch encodes its own flows.
+pub fn with_map_lengths<R>(lens: [u8; N_TUN_METADATA], f: impl FnOnce() -> R) -> R {
+    let old = MAP_LENS.replace(Some(lens));
+    let r = f();
+    MAP_LENS.set(old);
+    r
+}
+
+/// The payload length and mask a match entry of `tun_metadata<i>` is sent with under
+/// [`with_map_lengths`]: the mapped length, and no mask when it covers the whole option.
+/// `None` without lengths in force, for an unmapped index, or a length the model cannot fill.
+pub(crate) fn mapped_form(i: usize, mask: Option<u128>) -> Option<(usize, Option<u128>)> {
+    let len = usize::from(MAP_LENS.get()?.get(i).copied().filter(|l| *l != 0)?);
+    if len > MODEL_BYTES {
+        return None;
+    }
+    let all = ones(8 * len as u32);
+    Some((len, mask.filter(|m| m & all != all)))
+}
 
 /// How many `tun_metadata` fields there are.
 pub const N_TUN_METADATA: usize = 64;

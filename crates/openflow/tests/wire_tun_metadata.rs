@@ -171,3 +171,28 @@ fn payloads_the_model_cannot_hold_are_refused() {
         openflow::OfError::bad_match(bad_match::BAD_LEN)
     );
 }
+
+#[test]
+fn a_switch_sends_options_at_their_mapped_length() {
+    use openflow::tun_metadata::with_map_lengths;
+    let fm = parse_flow(
+        "tun_metadata0=0x1/0xff,tun_metadata1=0x10002/0xffffffff,tun_metadata2=0x5,actions=drop",
+        FlowModCommand::Add,
+    )
+    .expect("flow");
+    let mut lens = [0u8; 64];
+    lens[..3].copy_from_slice(&[4, 4, 8]);
+    let bytes =
+        with_map_lengths(lens, || encode(&Message::FlowMod(fm.clone()), OFP13, 1)).expect("encode");
+    // Four bytes masked; a mask over the whole option is no mask; eight bytes exact.
+    let want = hex(concat!(
+        "0001510800000001000000ff",
+        "0001520400010002",
+        "000154080000000000000005"
+    ));
+    let has = |b: &[u8], w: &[u8]| b.windows(w.len()).any(|x| x == w);
+    assert!(has(&bytes, &want), "{bytes:02x?}");
+    // Outside it, the shortest forms, as ovs-ofctl sends them.
+    let plain = encode(&Message::FlowMod(fm), OFP13, 1).expect("encode");
+    assert!(has(&plain, &hex("0001510201ff")), "{plain:02x?}");
+}

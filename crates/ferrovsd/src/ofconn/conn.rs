@@ -227,9 +227,20 @@ impl Conn {
         self.tx_msgs.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Encodes a message as this bridge sends it: `tun_metadata` matches at the lengths its
+    /// TLV table maps (see `openflow::tun_metadata::with_map_lengths`).
+    fn encode(&self, m: &Message, xid: u32) -> Result<Vec<u8>, wire::EncodeError> {
+        let lens = self
+            .bridge
+            .upgrade()
+            .map(|b| b.udpif.tlv.load().lengths())
+            .unwrap_or([0; 64]);
+        openflow::tun_metadata::with_map_lengths(lens, || wire::encode(m, self.version(), xid))
+    }
+
     /// Encodes and queues a reply.
     pub fn send(&self, m: &Message, xid: u32) {
-        match wire::encode(m, self.version(), xid) {
+        match self.encode(m, xid) {
             Ok(b) => self.send_raw(b),
             Err(e) => super::log(&format!("cannot encode a reply: {e}")),
         }
@@ -240,7 +251,7 @@ impl Conn {
         if !self.is_up() {
             return;
         }
-        let Ok(b) = wire::encode(m, self.version(), 0) else {
+        let Ok(b) = self.encode(m, 0) else {
             return;
         };
         let len = b.len();

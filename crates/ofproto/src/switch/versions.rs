@@ -251,6 +251,35 @@ impl Versions {
         Some(self.begin(pending, copy, idx))
     }
 
+    /// A write session if one can start without waiting *and* its catch-up replays at most
+    /// `max_changes` rule changes: for a thread that must not stall (a poll thread applying
+    /// a port change) right after a large bundle was published. A table emptied by the last
+    /// session counts as over the bound (freeing it may be large).
+    pub fn try_write_bounded(&self, max_changes: usize) -> Option<Writer<'_>> {
+        let pending = match self.writer.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        let mut n = 0usize;
+        for (_, c) in &pending.tables {
+            if c.cleared {
+                return None;
+            }
+            n = n.saturating_add(c.ids.len());
+        }
+        if n > max_changes {
+            return None;
+        }
+        let idx = 1 - self.current.load(Ordering::SeqCst);
+        let copy = match self.copies[idx].try_write() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        Some(self.begin(pending, copy, idx))
+    }
+
     fn begin<'a>(
         &'a self,
         mut pending: MutexGuard<'a, Pending>,
@@ -371,6 +400,36 @@ mod tests {
         assert_eq!(r.version(), version);
         assert_eq!(out_port(&r, 1), Some(3));
         assert_eq!(out_port(&r, 2), Some(1));
+    }
+
+    #[test]
+    fn a_bounded_session_is_refused_after_a_large_publication() {
+        let v = Versions::new(Ofproto::new());
+        {
+            let mut w = v.write();
+            for p in 1..=100 {
+                w.flow_mod(&flow(FlowModCommand::Add, p, p + 1), 0)
+                    .expect("add");
+            }
+        }
+        // 100 rule changes to replay onto the other copy: over a bound of 64.
+        assert!(v.try_write_bounded(64).is_none());
+        assert!(v.try_write_bounded(100).is_some());
+        // That session caught the copy up; the next one has nothing to replay.
+        assert!(v.try_write_bounded(0).is_some());
+        // A table emptied counts as over any bound.
+        v.write()
+            .flow_mod(&FlowMod::new(FlowModCommand::Delete), 0)
+            .expect("delete all");
+        assert!(v.try_write_bounded(usize::MAX).is_none());
+        // An open session refuses it too.
+        let w = v.write();
+        assert!(v.try_write_bounded(usize::MAX).is_none());
+        drop(w);
+        let a = rules(&v.write());
+        let b = rules(&v.write());
+        assert_eq!(a, b);
+        assert!(a.is_empty());
     }
 
     #[test]

@@ -569,6 +569,16 @@ pub(crate) fn encode_tlvs(out: &mut Vec<u8>, m: &Match, mode: Mode) {
             put_tlv(out, OFPXMC_NXM_0, 4, 2, v, mask);
             continue;
         }
+        // A switch sends its options at their mapped lengths (see `crate::tun_metadata`).
+        if let Some((len, mask)) = e
+            .field
+            .tun_metadata_index()
+            .and_then(|i| tun_metadata::mapped_form(i, e.mask))
+        {
+            let (class, num) = e.field.oxm();
+            put_tlv(out, class, num, len, e.value, mask);
+            continue;
+        }
         // OVS sends ct_state masked to its 8 defined bits even when exact.
         let mask = match (e.field, e.mask) {
             (Field::CtState, None) => Some(0xff),
