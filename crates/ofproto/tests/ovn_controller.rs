@@ -235,3 +235,46 @@ fn output_to_the_input_port_after_in_port_changes() {
     let x = run(&of, &udp4());
     assert_eq!(x.actions, vec![DpAction::Output(1), DpAction::Output(1)]);
 }
+
+/// `dec_ttl(ids)`: a TTL expiry sends one invalid-TTL packet-in per listed controller id
+/// (OVS's `dec_ttl_cnt_ids`), routed like a `controller(id=N)`; plain `dec_ttl` to id 0,
+/// `dec_ttl()` to none.
+#[test]
+fn ttl_expiry_packet_ins_go_to_each_listed_controller_id() {
+    let ids = |acts: &str| {
+        let mut of = switch(&[&format!("in_port=1,ip,actions={acts},output:2")]);
+        of.invalid_ttl_to_controller = true;
+        let mut f = udp4();
+        f[22] = 1;
+        run(&of, &f)
+            .actions
+            .iter()
+            .map(|a| match a {
+                DpAction::Controller {
+                    reason: ofproto::odp::PacketInReason::InvalidTtl,
+                    extra,
+                    ..
+                } => extra.as_ref().map_or(0, |e| {
+                    assert_eq!(e.reason, 2);
+                    e.controller_id
+                }),
+                other => panic!("{other:?}"),
+            })
+            .collect::<Vec<u16>>()
+    };
+    assert_eq!(ids("dec_ttl(1,2)"), vec![1, 2]);
+    assert_eq!(ids("dec_ttl(0,7)"), vec![0, 7]);
+    assert_eq!(ids("dec_ttl"), vec![0]);
+    // An empty list (OVS decodes and prints it `dec_ttl()`) notifies nobody.
+    let mut of = switch(&[]);
+    of.invalid_ttl_to_controller = true;
+    let mut fm = parse_flow("in_port=1,ip,actions=output:2", FlowModCommand::Add).unwrap();
+    fm.instructions = vec![openflow::Instruction::ApplyActions(vec![
+        openflow::Action::DecTtlIds(vec![]),
+        openflow::Action::output(2),
+    ])];
+    of.flow_mod(&fm, 0).unwrap();
+    let mut f = udp4();
+    f[22] = 1;
+    assert!(run(&of, &f).actions.is_empty());
+}
