@@ -2,8 +2,10 @@
 
 ovn-controller 23.03 programs Debian's ovs-vswitchd (dummy datapath) for a topology with
 every kind of logical element (`helpers/ovn.py`: two switches, a router, a stateful ACL, a
-load balancer, native DHCP). Its whole table (about 500 flows), its groups and its Geneve
-TLV map then go to a ferrovs bridge in one OpenFlow 1.5 bundle, as ovn-controller sends
+load balancer, native DHCP; one logical port on a second chassis reached over Geneve, so
+the tunnel flows with `tun_metadata0` are in). Its whole table (about 500 flows), its groups
+and its Geneve TLV map then go to a ferrovs bridge in one OpenFlow 1.5 bundle, as
+ovn-controller sends
 them, and `ovs-ofctl dump-flows` must print ferrovs's table exactly as it printed OVS's:
 ovs-ofctl decodes both, so every match, action and encoding choice is compared.
 
@@ -46,6 +48,10 @@ def ovs_table():
         ctl = ovn.Controller(work, central, chassis.db, chassis.rundir, "ovs-chassis")
         chassis.bind("op1", "p1")
         chassis.bind("op2", "p2")
+        # p3 lives on another chassis, reached over Geneve: OVN's tunnel flows (tun_id and
+        # the logical ports in tun_metadata0, in and out) join the table.
+        central.sbctl("chassis-add", "remote", "geneve", "192.0.2.2")
+        central.sbctl("lsp-bind", "p3", "remote")
         table = ovn.settle(chassis.rundir, "br-int")
         assert not ctl.openflow_errors(), ctl.openflow_errors()
         mgmt = f"unix:{chassis.rundir}/br-int.mgmt"
@@ -81,6 +87,13 @@ def test_ovn_table_installs_and_prints_as_on_ovs(daemon, ovs_table):
     # pinctrl's actions (ARP, ND, DHCP, ICMP errors) are among them, with user data and pause.
     pinctrl = [f for f in want if "controller(userdata=" in f]
     assert len(pinctrl) > 20 and any(",pause" in f for f in pinctrl), pinctrl
+    # The Geneve flows towards and from the remote chassis carry the logical ports in
+    # tun_metadata0: written on the way out, read on the way in.
+    tunnel = [f for f in want if "TUN_METADATA0" in f or "tun_metadata0" in f]
+    assert any("->tun_metadata0" in f and "->NXM_NX_TUN_METADATA0[16..30]" in f
+               for f in tunnel), tunnel
+    assert any("move:NXM_NX_TUN_METADATA0[16..30]->NXM_NX_REG14[0..14]" in f
+               for f in tunnel), tunnel
     flows_file = daemon.rundir / "ovn.flows"
     flows_file.write_text("\n".join(want) + "\n")
     r = ovn.ofctl(daemon.rundir, "--bundle", "add-flows", mgmt, str(flows_file), check=False)

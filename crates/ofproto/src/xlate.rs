@@ -231,14 +231,17 @@ impl Ctx<'_> {
                     self.out.push(DpAction::Output(p));
                 }
             }
-            OFPP_CONTROLLER => self.out.push(DpAction::Controller {
-                max_len,
-                reason: PacketInReason::Action,
-                table_id: self.table_id,
-                cookie: self.cookie,
-                meta: self.pipeline_meta(),
-                extra: None,
-            }),
+            OFPP_CONTROLLER => {
+                let pin = DpAction::Controller {
+                    max_len,
+                    reason: PacketInReason::Action,
+                    table_id: self.table_id,
+                    cookie: self.cookie,
+                    meta: self.pipeline_meta(),
+                    extra: None,
+                };
+                self.packet_in(pin, openflow::controller::NX_CTLR_NO_METER);
+            }
             OFPP_TABLE => {
                 // Only packet-out may output to TABLE: run the pipeline from table 0.
                 let saved = self.table_id;
@@ -262,7 +265,10 @@ impl Ctx<'_> {
         }
     }
 
-    fn ttl_expired(&mut self, notify: bool) {
+    /// A TTL ran out: the action list ends; with `OFPC_INVALID_TTL_TO_CONTROLLER`, an
+    /// invalid-TTL packet-in goes to the connections of each controller id in `ids` (plain
+    /// `dec_ttl` is id 0; `dec_ttl()` names none).
+    fn ttl_expired(&mut self, ids: &[u16]) {
         let v = if self.flow.dl_type == flow::ETH_TYPE_IPV6 {
             "IPv6"
         } else if self.is_mpls() {
@@ -272,16 +278,26 @@ impl Ctx<'_> {
         };
         self.note(|| format!(" >> {v} decrement TTL exception"));
         self.ttl_stop = true;
-        if notify && self.of.invalid_ttl_to_controller {
-            let meta = self.pipeline_meta();
-            self.out.push(DpAction::Controller {
-                max_len: OFPCML_NO_BUFFER,
-                reason: PacketInReason::InvalidTtl,
-                table_id: self.table_id,
-                cookie: self.cookie,
-                meta,
-                extra: None,
-            });
+        if self.of.invalid_ttl_to_controller {
+            for &id in ids {
+                let meta = self.pipeline_meta();
+                let extra = (id != 0).then(|| {
+                    Box::new(crate::odp::PinExtra {
+                        reason: PacketInReason::InvalidTtl as u8,
+                        controller_id: id,
+                        ..Default::default()
+                    })
+                });
+                let pin = DpAction::Controller {
+                    max_len: OFPCML_NO_BUFFER,
+                    reason: PacketInReason::InvalidTtl,
+                    table_id: self.table_id,
+                    cookie: self.cookie,
+                    meta,
+                    extra,
+                };
+                self.packet_in(pin, openflow::controller::NX_CTLR_NO_METER);
+            }
         }
         self.stopped = true;
     }
@@ -318,7 +334,7 @@ impl Ctx<'_> {
                     self.wc.mpls_lse[0] |= 0xff;
                     let ttl = self.flow.mpls_lse[0] & 0xff;
                     if ttl <= 1 {
-                        self.ttl_expired(true);
+                        self.ttl_expired(&[0]);
                     } else {
                         self.flow.mpls_lse[0] = (self.flow.mpls_lse[0] & !0xff) | (ttl - 1);
                         self.out.push(DpAction::SetMplsLse {
@@ -334,10 +350,8 @@ impl Ctx<'_> {
                     self.out.push(DpAction::SetIpTtl(t));
                 }
             }
-            Action::DecNwTtl => self.dec_nw_ttl(true),
-            // Controller ids are not told apart yet: an expiry sends the one invalid-TTL
-            // packet-in plain `dec_ttl` sends, unless the list is empty.
-            Action::DecTtlIds(ref ids) => self.dec_nw_ttl(!ids.is_empty()),
+            Action::DecNwTtl => self.dec_nw_ttl(&[0]),
+            Action::DecTtlIds(ref ids) => self.dec_nw_ttl(ids),
             Action::Note(_) => {}
             Action::OutputReg { src, max_len } => self.output_reg(&src, max_len),
             Action::Clone(ref acts) => self.clone_actions(acts),
@@ -455,12 +469,12 @@ impl Ctx<'_> {
         }
     }
 
-    fn dec_nw_ttl(&mut self, notify: bool) {
+    fn dec_nw_ttl(&mut self, ids: &[u16]) {
         if self.is_ip() {
             self.unwild(Field::NwTtl);
             let ttl = self.flow.nw_ttl;
             if ttl <= 1 {
-                self.ttl_expired(notify);
+                self.ttl_expired(ids);
             } else {
                 self.flow.nw_ttl = ttl - 1;
                 self.out.push(DpAction::SetIpTtl(ttl - 1));
@@ -942,14 +956,15 @@ impl Ctx<'_> {
                         }
                         TableMiss::Controller => {
                             let meta = self.pipeline_meta();
-                            self.out.push(DpAction::Controller {
+                            let pin = DpAction::Controller {
                                 max_len: of.miss_send_len,
                                 reason: PacketInReason::NoMatch,
                                 table_id: tid,
                                 cookie: u64::MAX,
                                 meta,
                                 extra: None,
-                            });
+                            };
+                            self.packet_in(pin, openflow::controller::NX_CTLR_NO_METER);
                             return;
                         }
                         TableMiss::Continue => {

@@ -235,3 +235,86 @@ fn output_to_the_input_port_after_in_port_changes() {
     let x = run(&of, &udp4());
     assert_eq!(x.actions, vec![DpAction::Output(1), DpAction::Output(1)]);
 }
+
+/// `dec_ttl(ids)`: a TTL expiry sends one invalid-TTL packet-in per listed controller id
+/// (OVS's `dec_ttl_cnt_ids`), routed like a `controller(id=N)`; plain `dec_ttl` to id 0,
+/// `dec_ttl()` to none.
+#[test]
+fn ttl_expiry_packet_ins_go_to_each_listed_controller_id() {
+    let ids = |acts: &str| {
+        let mut of = switch(&[&format!("in_port=1,ip,actions={acts},output:2")]);
+        of.invalid_ttl_to_controller = true;
+        let mut f = udp4();
+        f[22] = 1;
+        run(&of, &f)
+            .actions
+            .iter()
+            .map(|a| match a {
+                DpAction::Controller {
+                    reason: ofproto::odp::PacketInReason::InvalidTtl,
+                    extra,
+                    ..
+                } => extra.as_ref().map_or(0, |e| {
+                    assert_eq!(e.reason, 2);
+                    e.controller_id
+                }),
+                other => panic!("{other:?}"),
+            })
+            .collect::<Vec<u16>>()
+    };
+    assert_eq!(ids("dec_ttl(1,2)"), vec![1, 2]);
+    assert_eq!(ids("dec_ttl(0,7)"), vec![0, 7]);
+    assert_eq!(ids("dec_ttl"), vec![0]);
+    // An empty list (OVS decodes and prints it `dec_ttl()`) notifies nobody.
+    let mut of = switch(&[]);
+    of.invalid_ttl_to_controller = true;
+    let mut fm = parse_flow("in_port=1,ip,actions=output:2", FlowModCommand::Add).unwrap();
+    fm.instructions = vec![openflow::Instruction::ApplyActions(vec![
+        openflow::Action::DecTtlIds(vec![]),
+        openflow::Action::output(2),
+    ])];
+    of.flow_mod(&fm, 0).unwrap();
+    let mut f = udp4();
+    f[22] = 1;
+    assert!(run(&of, &f).actions.is_empty());
+}
+
+/// With a controller meter (`OFPM_CONTROLLER`, 0xfffffffe) configured, every packet-in
+/// without a meter of its own goes through it (a clone, so only packet-ins are metered); a
+/// `controller(meter_id=N)` uses N; a paused one is not metered, as in OVS.
+#[test]
+fn controller_meter_on_the_packet_in_path() {
+    use openflow::messages::{MeterModCommand, OFPM_CONTROLLER};
+    let mut of = switch(&[
+        "table=0,in_port=1,actions=controller(userdata=01),controller(meter_id=3),CONTROLLER:64,output:2",
+        "table=0,in_port=2,actions=controller(userdata=02,pause)",
+    ]);
+    let mm = openflow::text::parse_meter(
+        "meter=4294967294,pktps,bands=type=drop,rate=1",
+        MeterModCommand::Add,
+    )
+    .expect("meter parses");
+    assert_eq!(mm.meter_id, OFPM_CONTROLLER);
+    of.meter_mod(&mm, 0).expect("controller meter");
+    let meters = |x: &XlateOut| {
+        x.actions
+            .iter()
+            .map(|a| match a {
+                DpAction::Clone(v) => match v.as_slice() {
+                    [DpAction::Meter(m), DpAction::Controller { .. }] => Some(*m),
+                    other => panic!("{other:?}"),
+                },
+                DpAction::Controller { .. } | DpAction::Output(_) => None,
+                other => panic!("{other:?}"),
+            })
+            .collect::<Vec<_>>()
+    };
+    let x = run(&of, &udp4());
+    assert_eq!(
+        meters(&x),
+        vec![Some(OFPM_CONTROLLER), Some(3), Some(OFPM_CONTROLLER), None]
+    );
+    let key = flow::extract(&udp4(), 2);
+    let y = xlate(&of, &key, Some(&udp4()), None);
+    assert_eq!(meters(&y), vec![None]);
+}
