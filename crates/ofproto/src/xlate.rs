@@ -230,14 +230,17 @@ impl Ctx<'_> {
                     self.out.push(DpAction::Output(p));
                 }
             }
-            OFPP_CONTROLLER => self.out.push(DpAction::Controller {
-                max_len,
-                reason: PacketInReason::Action,
-                table_id: self.table_id,
-                cookie: self.cookie,
-                meta: self.pipeline_meta(),
-                extra: None,
-            }),
+            OFPP_CONTROLLER => {
+                let pin = DpAction::Controller {
+                    max_len,
+                    reason: PacketInReason::Action,
+                    table_id: self.table_id,
+                    cookie: self.cookie,
+                    meta: self.pipeline_meta(),
+                    extra: None,
+                };
+                self.packet_in(pin, openflow::controller::NX_CTLR_NO_METER);
+            }
             OFPP_TABLE => {
                 // Only packet-out may output to TABLE: run the pipeline from table 0.
                 let saved = self.table_id;
@@ -284,14 +287,15 @@ impl Ctx<'_> {
                         ..Default::default()
                     })
                 });
-                self.out.push(DpAction::Controller {
+                let pin = DpAction::Controller {
                     max_len: OFPCML_NO_BUFFER,
                     reason: PacketInReason::InvalidTtl,
                     table_id: self.table_id,
                     cookie: self.cookie,
                     meta,
                     extra,
-                });
+                };
+                self.packet_in(pin, openflow::controller::NX_CTLR_NO_METER);
             }
         }
         self.stopped = true;
@@ -950,14 +954,15 @@ impl Ctx<'_> {
                         }
                         TableMiss::Controller => {
                             let meta = self.pipeline_meta();
-                            self.out.push(DpAction::Controller {
+                            let pin = DpAction::Controller {
                                 max_len: of.miss_send_len,
                                 reason: PacketInReason::NoMatch,
                                 table_id: tid,
                                 cookie: u64::MAX,
                                 meta,
                                 extra: None,
-                            });
+                            };
+                            self.packet_in(pin, openflow::controller::NX_CTLR_NO_METER);
                             return;
                         }
                         TableMiss::Continue => {

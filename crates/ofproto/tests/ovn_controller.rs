@@ -278,3 +278,43 @@ fn ttl_expiry_packet_ins_go_to_each_listed_controller_id() {
     f[22] = 1;
     assert!(run(&of, &f).actions.is_empty());
 }
+
+/// With a controller meter (`OFPM_CONTROLLER`, 0xfffffffe) configured, every packet-in
+/// without a meter of its own goes through it (a clone, so only packet-ins are metered); a
+/// `controller(meter_id=N)` uses N; a paused one is not metered, as in OVS.
+#[test]
+fn controller_meter_on_the_packet_in_path() {
+    use openflow::messages::{MeterModCommand, OFPM_CONTROLLER};
+    let mut of = switch(&[
+        "table=0,in_port=1,actions=controller(userdata=01),controller(meter_id=3),CONTROLLER:64,output:2",
+        "table=0,in_port=2,actions=controller(userdata=02,pause)",
+    ]);
+    let mm = openflow::text::parse_meter(
+        "meter=4294967294,pktps,bands=type=drop,rate=1",
+        MeterModCommand::Add,
+    )
+    .expect("meter parses");
+    assert_eq!(mm.meter_id, OFPM_CONTROLLER);
+    of.meter_mod(&mm, 0).expect("controller meter");
+    let meters = |x: &XlateOut| {
+        x.actions
+            .iter()
+            .map(|a| match a {
+                DpAction::Clone(v) => match v.as_slice() {
+                    [DpAction::Meter(m), DpAction::Controller { .. }] => Some(*m),
+                    other => panic!("{other:?}"),
+                },
+                DpAction::Controller { .. } | DpAction::Output(_) => None,
+                other => panic!("{other:?}"),
+            })
+            .collect::<Vec<_>>()
+    };
+    let x = run(&of, &udp4());
+    assert_eq!(
+        meters(&x),
+        vec![Some(OFPM_CONTROLLER), Some(3), Some(OFPM_CONTROLLER), None]
+    );
+    let key = flow::extract(&udp4(), 2);
+    let y = xlate(&of, &key, Some(&udp4()), None);
+    assert_eq!(meters(&y), vec![None]);
+}

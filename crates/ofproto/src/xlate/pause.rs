@@ -4,6 +4,8 @@
 //! Without `pause` the action is a packet-in like `output:CONTROLLER`, carrying the action's
 //! reason, controller id and user data ([`PinExtra`]); with a meter it is a datapath
 //! `clone(meter, controller)`, so that the meter limits the packet-ins and nothing else.
+//! Every packet-in but a paused one goes through the controller meter (`OFPM_CONTROLLER`)
+//! when it has no meter of its own and that meter is configured, as in OVS.
 //!
 //! With `pause` the pipeline stops there and its rest travels to the controller as a
 //! continuation ([`crate::continuation`]). Stopping sets `stopped` like any other end of
@@ -29,6 +31,7 @@ use crate::continuation::{Continuation, Frame};
 use crate::odp::{DpAction, PacketInReason, PinExtra};
 use crate::switch::Ofproto;
 use openflow::controller::{Controller, NX_CTLR_NO_METER};
+use openflow::messages::OFPM_CONTROLLER;
 use openflow::{Action, Instruction};
 use packet::flow::FlowKey;
 
@@ -77,11 +80,25 @@ impl Ctx<'_> {
             meta: self.pipeline_meta(),
             extra: Some(Box::new(extra)),
         };
-        if c.meter_id == NX_CTLR_NO_METER {
-            self.out.push(pin);
+        self.packet_in(pin, c.meter_id);
+    }
+
+    /// Sends a packet-in through `meter_id`, or when that is none through the controller
+    /// meter (`OFPM_CONTROLLER`) if one is configured, as OVS meters its packet-ins: a
+    /// datapath `clone(meter, controller)`, so that the meter drops packet-ins only.
+    pub(super) fn packet_in(&mut self, pin: DpAction, meter_id: u32) {
+        let meter = if meter_id != NX_CTLR_NO_METER {
+            Some(meter_id)
+        } else if self.of.has_meter(OFPM_CONTROLLER) {
+            Some(OFPM_CONTROLLER)
         } else {
-            self.out
-                .push(DpAction::Clone(vec![DpAction::Meter(c.meter_id), pin]));
+            None
+        };
+        match meter {
+            Some(m) => self
+                .out
+                .push(DpAction::Clone(vec![DpAction::Meter(m), pin])),
+            None => self.out.push(pin),
         }
     }
 
