@@ -5,8 +5,8 @@ every kind of logical element (`helpers/ovn.py`: two switches, a router, a state
 load balancer, native DHCP; one logical port on a second chassis reached over Geneve, so
 the tunnel flows with `tun_metadata0` are in). Its whole table (about 500 flows), its groups
 and its Geneve TLV map then go to a ferrovs bridge in one OpenFlow 1.5 bundle, as
-ovn-controller sends
-them, and `ovs-ofctl dump-flows` must print ferrovs's table exactly as it printed OVS's:
+ovn-controller sends them, and `ovs-ofctl dump-flows` must print ferrovs's table exactly as
+it printed OVS's:
 ovs-ofctl decodes both, so every match, action and encoding choice is compared.
 
 Flows using an action ferrovs does not have yet are left out and listed (`GAPS`); the test

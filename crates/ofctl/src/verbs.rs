@@ -572,7 +572,7 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
     let final_flow = if x.final_flow == key {
         "unchanged".to_string()
     } else {
-        x.final_flow.to_string()
+        ofproto::tun_md::flow_text(&x.final_flow, &m.tlv.load())
     };
     if json {
         return Ok(json!({
@@ -625,7 +625,7 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
             if x.final_flow == k {
                 "unchanged".to_string()
             } else {
-                x.final_flow.to_string()
+                ofproto::tun_md::flow_text(&x.final_flow, &m.tlv.load())
             },
             ofproto::text::megaflow_text(&k, &x.wc, &m.tlv.load())
         ));

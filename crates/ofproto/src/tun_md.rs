@@ -18,6 +18,7 @@
 //!   errors drop the packet; a bridge with an empty table ignores every option;
 //! * [`to_geneve`]: the options a key's present fields make, in index order, for a
 //!   Geneve port to send;
+//! * [`flow_text`]: a flow as traces print it, its options as `tun_metadataN=V`;
 //! * [`format_geneve`]: options as the datapath prints them
 //!   (`geneve({class=0x102,type=0x80,len=4,0x10002})`).
 
@@ -134,6 +135,30 @@ pub fn to_geneve(k: &FlowKey, tlv: &TlvTable) -> Vec<u8> {
         out.extend_from_slice(k.tun_opts.get(slot..slot + usize::from(len)).unwrap_or(&[]));
     }
     out
+}
+
+/// `k` as `FlowKey`'s `Display` prints it, with the raw option block (`tun_opts=...`) given
+/// as the `tun_metadataN=V` fields it holds, as a trace's "Final flow" shows them.
+pub fn flow_text(k: &FlowKey, tlv: &TlvTable) -> String {
+    let text = k.to_string();
+    if k.tun_opts_present == 0 {
+        return text;
+    }
+    let fields: Vec<String> = (0..64)
+        .filter(|i| k.tun_opts_present & (1u64 << i) != 0)
+        .filter_map(Field::tun_metadata)
+        .map(|f| format!("{f}={:#x}", get(k, tlv, f)))
+        .collect();
+    text.split(',')
+        .map(|item| {
+            if item.starts_with("tun_opts=") {
+                fields.join(",")
+            } else {
+                item.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Options in wire format as the datapath prints them: `geneve({class=0x102,type=0x80,

@@ -212,6 +212,10 @@ fn writes_build_the_geneve_options() {
         x.actions[1],
         DpAction::SetTunnelOpts(vec![0x01, 0x02, 0x80, 0x01, 0, 2, 0, 2].into_boxed_slice())
     );
+    // A trace's final flow names the option by its field.
+    let text = tun_md::flow_text(&x.final_flow, &of.tlv);
+    assert!(text.contains(",tun_metadata0=0x20002,"), "{text}");
+    assert!(!text.contains("tun_opts"), "{text}");
 }
 
 #[test]
