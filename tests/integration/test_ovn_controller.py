@@ -204,18 +204,21 @@ def no_names(rundir):
     return sorted(ln for ln in lines if ln and not ln.startswith(("OFPST_", "NXST_")))
 
 
-def test_ovn_controller_programs_ferrovs_as_ovs_and_dhcp_answers(daemon, net):
-    """ovn-controller 23.03 for one logical switch with native DHCP: on ferrovs it logs no
-    OpenFlow error and installs the table it installs on an Open vSwitch 3.1 chassis (same
-    ports, same ofports); a VM then gets its address from OVN's DHCP (pinctrl answers through
-    `controller(userdata=...,pause)` and NXT_RESUME) and pings its neighbour."""
+@pytest.mark.parametrize("build", [one_switch, ovn.topology], ids=["one_switch", "router_acl_lb"])
+def test_ovn_controller_programs_ferrovs_as_ovs_and_dhcp_answers(daemon, net, build):
+    """ovn-controller 23.03 for one logical switch with native DHCP, and for the whole
+    `helpers.ovn.topology` (two switches behind a router, stateful ACLs, a load balancer whose
+    hairpin flows `learn`, DHCP): on ferrovs it logs no OpenFlow error and installs the table
+    it installs on an Open vSwitch 3.1 chassis (same ports, same ofports); a VM then gets its
+    address from OVN's DHCP (pinctrl answers through `controller(userdata=...,pause)` and
+    NXT_RESUME) and pings its neighbour."""
     require("ovn-controller", "ovn-northd", "ovn-nbctl", "ovn-sbctl", "ovsdb-server",
             "ovsdb-tool", "ovs-vswitchd", "ovs-vsctl", "busybox")
     work = Path(tempfile.mkdtemp(prefix="ferrovs-ovnctl-"))
     central = ovn.Central(work)
     chassis = ctl = None
     try:
-        one_switch(central)
+        build(central)
         # The reference: an OVS chassis with the two ports, until its table settles.
         chassis = ovn.OvsChassis(work, "ovs")
         for i in (1, 2):
