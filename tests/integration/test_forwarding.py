@@ -8,6 +8,7 @@ complete partial checksums and segment large sends itself.
 import json
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -90,8 +91,10 @@ def test_internal_port_pings_a_namespace_host(daemon, net):
     assert local["rx_packets"] >= 3 and local["tx_packets"] >= 3
 
 
-def _sniffer(net, ns, secs, out):
-    p = net.spawn(ns, [PY, str(HELPERS / "l2io.py"), "sniff", str(secs), str(out)],
+def _sniffer(net, ns, out):
+    """A capture of UDP frames on `ns`'s eth0, running once this returns; `_collect` ends it."""
+    stop = Path(f"{out}.stop")
+    p = net.spawn(ns, [PY, str(HELPERS / "l2io.py"), "sniff", "60", str(out), str(stop)],
                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     assert line.strip() == "ready", p.stderr.read()
@@ -99,6 +102,10 @@ def _sniffer(net, ns, secs, out):
 
 
 def _collect(p, out):
+    """Ends a capture a second after the test's last send (what the switch forwards has
+    arrived by then) and returns the frames it saw."""
+    time.sleep(1.0)
+    Path(f"{out}.stop").touch()
     p.wait(timeout=60)
     with open(out) as f:
         return json.load(f)
@@ -127,8 +134,8 @@ def test_tuple3_forwards_only_registered_tuples(daemon, net, tmp_path):
 
     at_app = tmp_path / "app.json"
     at_out = tmp_path / "out.json"
-    sn_app = _sniffer(net, app, 3, at_app)
-    sn_out = _sniffer(net, outside, 3, at_out)
+    sn_app = _sniffer(net, app, at_app)
+    sn_out = _sniffer(net, outside, at_out)
     to_app = [
         _frame(MAC_OUT, MAC_APP, "10.79.0.1", "10.79.0.2", 5555, 7000, "good-in"),
         _frame(MAC_OUT, MAC_APP, "10.79.0.1", "10.79.0.2", 5555, 7000, "bad-csum", bad=True),
@@ -161,8 +168,8 @@ def test_patch_forwards_one_way_only(daemon, net, tmp_path):
     assert daemon.json("patch-show", "brp") == [{"from": s1, "to": s2}]
     at2 = tmp_path / "h2.json"
     at1 = tmp_path / "h1.json"
-    sn2 = _sniffer(net, h2, 2.5, at2)
-    sn1 = _sniffer(net, h1, 2.5, at1)
+    sn2 = _sniffer(net, h2, at2)
+    sn1 = _sniffer(net, h1, at1)
     fwd = [_frame("02:7a:00:00:00:01", "02:7a:00:00:00:02", "10.80.0.1", "10.80.0.2",
                   1000 + i, 2000, f"fwd{i}") for i in range(5)]
     back = [_frame("02:7a:00:00:00:02", "02:7a:00:00:00:01", "10.80.0.2", "10.80.0.1",

@@ -31,7 +31,7 @@ import ovn  # noqa: E402
 # list: no packet-in on expiry) is not ferrovs's gap but ovs-ofctl's: its text parser reads
 # `dec_ttl()` as plain `dec_ttl`, so re-adding OVS's dump line sends OpenFlow's dec_ttl
 # (ferrovs keeps the empty list when a controller sends it: `openflow/tests/wire_nxext.rs`).
-GAPS = ("learn(", "dec_ttl()")
+GAPS = ("dec_ttl()",)
 TLV_MAP = "{class=0x102,type=0x80,len=4}->tun_metadata0"
 
 

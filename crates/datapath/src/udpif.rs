@@ -76,6 +76,7 @@
 use crate::clock;
 use crate::dpcls::{Dpcls, Megaflow};
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TrySendError};
+use ofproto::learn::LearnedFlow;
 use ofproto::meter::MeterTable;
 use ofproto::odp::DpAction;
 use ofproto::switch::{OfPort, PacketIn};
@@ -110,6 +111,9 @@ pub const KICK_HOT: Duration = Duration::from_millis(50);
 pub const EXPIRE_EVERY: Duration = Duration::from_millis(1000);
 /// Megaflows the revalidator handles per snapshot of the OpenFlow state.
 pub const REVALIDATE_CHUNK: usize = 256;
+/// Learned flows queued for the next write session at most (a full queue drops; the
+/// packets of a megaflow hand its flow over again, see `ofproto::learn`).
+pub const LEARN_QUEUE: usize = 4096;
 /// The most rule changes a poll thread replays to apply a port change itself; beyond that
 /// (a bundle was just published) the revalidator applies it.
 pub const PORT_CHANGE_CATCH_UP: usize = 64;
@@ -240,6 +244,12 @@ pub struct Udpif {
     /// The running handler and revalidator, shared by every lane.
     slowpath: Mutex<std::sync::Weak<Slowpath>>,
     packet_ins: (Sender<PacketIn>, Receiver<PacketIn>),
+    /// Flows `learn` actions produced, for the next write session (bounded, lock-free).
+    learned: (Sender<Arc<LearnedFlow>>, Receiver<Arc<LearnedFlow>>),
+    /// Learned flows dropped because the queue was full.
+    pub learn_overflow: AtomicU64,
+    /// Learned flows the table refused (a bad match, a full table).
+    pub learn_failed: AtomicU64,
     /// Upcalls taken off the queue and not yet answered.
     pub handling: AtomicUsize,
     pub packet_in_overflow: AtomicU64,
@@ -347,6 +357,9 @@ impl Udpif {
             next_lane: std::sync::atomic::AtomicU32::new(0),
             slowpath: Mutex::new(std::sync::Weak::new()),
             packet_ins: bounded(ofproto::switch::LOG_CAPACITY),
+            learned: bounded(LEARN_QUEUE),
+            learn_overflow: AtomicU64::new(0),
+            learn_failed: AtomicU64::new(0),
             handling: AtomicUsize::new(0),
             packet_in_overflow: AtomicU64::new(0),
             reval_req: Mutex::new(0),
@@ -397,13 +410,45 @@ impl Udpif {
         self.ofproto.read()
     }
 
-    /// What every write session does first: queued port changes, due expiry.
+    /// What every write session does first: queued port changes, learned flows, due
+    /// expiry.
     fn housekeeping(&self, of: &mut Ofproto) {
         self.apply_port_changes(of);
+        self.apply_learned(of);
         if self.expiry_due.swap(false, Ordering::AcqRel) && of.expire(clock::now_ms()) > 0 {
             // Their megaflows go in the next round.
             self.kick();
         }
+    }
+
+    fn apply_learned(&self, of: &mut Ofproto) {
+        let now = clock::now_ms();
+        for f in self.learned.1.try_iter() {
+            if of.apply_learned(&f, now).is_err() {
+                self.learn_failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Applies queued learned flows from a poll thread if a write session opens at once
+    /// with little to catch up (as for port changes); otherwise they wait for the next
+    /// session. For the uncached pipeline, which runs no revalidator.
+    pub fn apply_learned_now(&self) {
+        if self.learned.1.is_empty() {
+            return;
+        }
+        if let Some(mut g) = self.ofproto.try_write_bounded(PORT_CHANGE_CATCH_UP) {
+            self.apply_learned(&mut g);
+        }
+    }
+
+    /// Queues a flow a `learn` action produced (from any thread; never waits) and asks
+    /// the revalidator to apply it if no write session comes first.
+    pub fn push_learned(&self, f: Arc<LearnedFlow>) {
+        if self.learned.0.try_send(f).is_err() {
+            self.learn_overflow.fetch_add(1, Ordering::Relaxed);
+        }
+        self.kick();
     }
 
     fn apply_port_changes(&self, of: &mut Ofproto) {
@@ -730,7 +775,7 @@ fn revalidator_main(u: &Udpif) {
         }
         seen_req = target;
         round(u);
-        if !u.port_changes.1.is_empty() {
+        if !u.port_changes.1.is_empty() || !u.learned.1.is_empty() {
             // Queued while a write session was open and none came since.
             drop(u.try_of());
         }

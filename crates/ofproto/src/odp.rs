@@ -150,6 +150,8 @@ pub enum DpAction {
     /// The `sample` action: with probability `probability / 65535`, a copy of the packet's
     /// headers to the bridge's flow-sample exporter; the packet goes on unchanged.
     Sample(openflow::sample::Sample),
+    /// Hand a learned flow to the bridge's learn queue (see [`crate::learn`]).
+    Learn(std::sync::Arc<crate::learn::LearnedFlow>),
 }
 
 impl DpAction {
@@ -170,6 +172,7 @@ impl DpAction {
                 | DpAction::Ct(_)
                 | DpAction::Recirc(_)
                 | DpAction::Sample(_)
+                | DpAction::Learn(_)
         )
     }
 }
@@ -527,7 +530,8 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::SetTunnelOpts(_)
         | DpAction::Ct(_)
         | DpAction::Recirc(_)
-        | DpAction::Sample(_) => false,
+        | DpAction::Sample(_)
+        | DpAction::Learn(_) => false,
     }
 }
 
@@ -973,6 +977,7 @@ impl std::fmt::Display for DpAction {
             }
             DpAction::Ct(c) => write!(f, "{c}"),
             DpAction::Recirc(id) => write!(f, "recirc({id:#x})"),
+            DpAction::Learn(l) => write!(f, "learn(table={},priority={})", l.table_id, l.priority),
             DpAction::Sample(s) => write!(
                 f,
                 "sample(sample={:.1}%,actions(userspace(flow_sample(probability={},\

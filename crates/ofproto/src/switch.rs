@@ -8,6 +8,7 @@
 //! (bundles): all of them or none.
 
 mod buckets;
+mod learned;
 mod txn;
 pub mod versions;
 
@@ -141,6 +142,10 @@ pub struct Ofproto {
     pub tlv: crate::tlv::TlvTable,
     /// Recirculation ids and the pipeline state they resume with (shared by copies).
     pub recirc: Arc<crate::recirc::RecircIds>,
+    /// Flows per (table, cookie) of `learn(...,delete_learned)` (see [`learned`]).
+    learners: BTreeMap<(u8, u64), usize>,
+    /// Pairs whose last learner went, for the operation's end to flush.
+    dead_learned: Vec<(u8, u64)>,
 }
 
 impl Default for Ofproto {
@@ -177,6 +182,8 @@ impl Ofproto {
             fail_open: false,
             tlv: crate::tlv::TlvTable::default(),
             recirc: Arc::default(),
+            learners: BTreeMap::new(),
+            dead_learned: Vec::new(),
         }
     }
 
@@ -372,6 +379,12 @@ impl Ofproto {
             return self.flow_mod(&fm, now_ms);
         }
         fm.validate()?;
+        let r = self.flow_mod_inner(fm, now_ms);
+        self.flush_learned(now_ms);
+        r
+    }
+
+    fn flow_mod_inner(&mut self, fm: &FlowMod, now_ms: u64) -> Result<FlowModResult, OfError> {
         match fm.command {
             FlowModCommand::Add => self.add(fm, now_ms),
             FlowModCommand::Modify | FlowModCommand::ModifyStrict => self.modify(fm, now_ms),
@@ -540,6 +553,7 @@ impl Ofproto {
                     return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
                 }
                 Action::Ct(ref ct) if prereqs => ct.validate_with(&m)?,
+                Action::Learn(ref l) if prereqs => learned::check_learn(&m, l)?,
                 Action::OutputReg { src, .. } if prereqs && !m.prereqs_met_deep(src.field) => {
                     return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
                 }
@@ -607,13 +621,15 @@ impl Ofproto {
         }
         let rule = self.make_rule(fm, tid, now_ms)?;
         let table = &mut self.tables[usize::from(tid)];
-        if let Some(old) = existing {
-            // An identical entry is replaced: the new one starts with fresh counters and
-            // duration, and no flow_removed is sent for the old one (OpenFlow 1.3 §6.4).
-            table.remove(old);
-        }
+        // An identical entry is replaced: the new one starts with fresh counters and
+        // duration, and no flow_removed is sent for the old one (OpenFlow 1.3 §6.4).
+        let replaced = existing.and_then(|old| table.remove(old));
         let rule = Arc::new(rule);
         table.insert(Arc::clone(&rule));
+        if let Some(old) = replaced {
+            self.unref_learns(&old);
+        }
+        self.ref_learns(&rule);
         self.log_event(FlowEventKind::Added, &rule);
         self.version += 1;
         Ok(FlowModResult {
@@ -702,6 +718,8 @@ impl Ofproto {
             };
             let new = Arc::new(new);
             t.insert(Arc::clone(&new));
+            self.ref_learns(&new);
+            self.unref_learns(&old);
             self.log_event(FlowEventKind::Modified, &new);
         }
         if !sel.is_empty() {
@@ -725,6 +743,7 @@ impl Ofproto {
         let sel = self.select(fm);
         for &(tid, id) in &sel {
             if let Some(r) = self.tables[usize::from(tid)].remove(id) {
+                self.unref_learns(&r);
                 self.removed(r, reason, now_ms);
             }
         }
@@ -754,6 +773,7 @@ impl Ofproto {
         let wanted = self.monitoring;
         for old in &graveyard {
             for r in old.iter().map(|r| r.payload()) {
+                self.unref_learns(r);
                 if wanted || r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
                     self.removed(Arc::clone(r), reason, now_ms);
                 }
@@ -786,6 +806,7 @@ impl Ofproto {
         }
         for &(tid, id) in &victims {
             if let Some(r) = self.tables[usize::from(tid)].remove(id) {
+                self.unref_learns(&r);
                 self.removed(r, reason, now_ms);
             }
         }
@@ -815,12 +836,14 @@ impl Ofproto {
         }
         for &(tid, id, why) in &victims {
             if let Some(r) = self.tables[usize::from(tid)].remove(id) {
+                self.unref_learns(&r);
                 self.removed(r, why, now_ms);
             }
         }
         if !victims.is_empty() {
             self.version += 1;
         }
+        self.flush_learned(now_ms);
         victims.len()
     }
 
@@ -896,6 +919,7 @@ impl Ofproto {
         }
         self.version += 1;
         self.meta_gen += 1;
+        self.flush_learned(now_ms);
         Ok(())
     }
 
@@ -1004,6 +1028,7 @@ impl Ofproto {
         self.publish_meters();
         self.version += 1;
         self.meta_gen += 1;
+        self.flush_learned(now_ms);
         Ok(())
     }
 

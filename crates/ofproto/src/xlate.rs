@@ -24,6 +24,7 @@
 
 mod actset;
 mod ct;
+mod learn;
 mod mpls;
 mod pause;
 mod select;
@@ -314,6 +315,7 @@ impl Ctx<'_> {
             Action::Sample(s) => self.out.push(DpAction::Sample(s)),
             Action::Output { port, max_len } => self.output(port, max_len),
             Action::Controller(ref c) => self.controller(c),
+            Action::Learn(ref l) => self.learn(l),
             Action::Group(g) => self.group(g),
             Action::SetQueue(q) => self.out.push(DpAction::SetQueue(q)),
             // The same as the meter instruction, where the action stands.

@@ -235,6 +235,9 @@ pub enum Action {
     /// Nicira `controller(...)`: a packet-in with a reason, controller id, user data,
     /// pause or meter (see [`crate::controller`]); the plain form is [`Action::Output`].
     Controller(crate::controller::Controller),
+    /// Nicira `learn(...)`: add or refresh a flow built from the packet (see
+    /// [`crate::learn`]).
+    Learn(Box<crate::learn::Learn>),
 }
 
 /// The deepest nesting of `clone` actions (and of action lists inside actions) that the
@@ -291,6 +294,7 @@ impl Action {
                 }
             }
             Action::Sample(ref smp) => smp.validate()?,
+            Action::Learn(ref l) => l.validate()?,
             Action::OutputReg { src, .. } => {
                 if !src.is_valid() {
                     return bad(bad_action::BAD_SET_LEN);
@@ -532,6 +536,7 @@ pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), 
                             | Action::Clone(_)
                             | Action::OutputReg { .. }
                             | Action::Controller(_)
+                            | Action::Learn(_)
                     )
                 }) {
                     return Err(OfError::bad_action(bad_action::BAD_TYPE));

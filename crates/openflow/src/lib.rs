@@ -10,6 +10,7 @@
 //!   OpenFlow validation and the set relations flow tables need.
 //! * [`actions`] — [`Action`], [`Instruction`], reserved port and group numbers.
 //! * [`controller`] — Nicira's `controller(...)` action (reason, id, user data, pause, meter).
+//! * [`learn`] — Nicira's `learn(...)` action: flows that add flows.
 //! * [`messages`] — [`FlowMod`], [`GroupMod`], [`MeterMod`], [`OfError`].
 //! * [`tun_metadata`] — the variable-length `tun_metadata0`..`63` fields.
 //! * [`text`] — ovs-ofctl syntax: parse and format flows, groups and meters.
@@ -19,6 +20,7 @@
 pub mod actions;
 pub mod controller;
 pub mod ct;
+pub mod learn;
 pub mod matches;
 pub mod messages;
 pub mod oxm;

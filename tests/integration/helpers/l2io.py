@@ -2,14 +2,18 @@
 host IP stack (no ARP, arbitrary checksums).
 
   l2io.py send SPEC_JSON          send the frames described in SPEC_JSON
-  l2io.py sniff SECONDS OUT_JSON  capture UDP frames for SECONDS, write their summaries
+  l2io.py sniff SECONDS OUT_JSON [STOP_FILE]
+                                  capture UDP frames until STOP_FILE exists (at most
+                                  SECONDS), write their summaries; "ready" once capturing
 
 A frame spec is {"src_mac","dst_mac","src_ip","dst_ip","sport","dport","payload",
 "bad_ip_checksum"}.
 """
 
 import json
+import os
 import sys
+import threading
 import time
 
 from scapy.all import IP, UDP, AsyncSniffer, Ether, Raw, conf, sendp  # noqa: E402
@@ -30,12 +34,20 @@ def main():
         frames = [build(s) for s in json.loads(sys.argv[2])]
         sendp(frames, iface="eth0", inter=0.01)
     elif sys.argv[1] == "sniff":
-        secs = float(sys.argv[2])
-        sn = AsyncSniffer(iface="eth0", filter="udp", store=True)
+        deadline = time.monotonic() + float(sys.argv[2])
+        stop_file = sys.argv[4] if len(sys.argv) > 4 else None
+        started = threading.Event()
+        sn = AsyncSniffer(iface="eth0", filter="udp", store=True,
+                          started_callback=started.set)
         sn.start()
-        time.sleep(0.3)
+        # The socket is open once the callback ran: only then can the test send.
+        if not started.wait(timeout=30):
+            sys.exit("sniffer did not start")
         print("ready", flush=True)
-        time.sleep(secs)
+        # Until the test says everything was sent and had time to arrive (a fixed window
+        # is too short when the machine is busy), or the deadline.
+        while time.monotonic() < deadline and not (stop_file and os.path.exists(stop_file)):
+            time.sleep(0.05)
         pkts = sn.stop() or []
         out = []
         for p in pkts:

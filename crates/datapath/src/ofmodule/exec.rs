@@ -238,6 +238,11 @@ impl Exec {
                         extra: extra.clone(),
                     });
                 }
+                DpAction::Learn(f) => {
+                    if f.due(now_ms) {
+                        self.udpif.push_learned(Arc::clone(f));
+                    }
+                }
                 DpAction::Clone(sub) => match pool.clone_packet(&pkt) {
                     Some(c) => self.execute(now_ms, in_slot, key, sub, c, pool, out),
                     None => self.stats.copy_failures += 1,

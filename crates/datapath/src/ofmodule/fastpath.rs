@@ -206,5 +206,9 @@ impl OpenFlow {
         for pkt in pkts {
             out.drop_packet(pkt, pool);
         }
+        drop(of);
+        // No revalidator runs for this pipeline: flows its `learn`s produced are applied
+        // here, when that costs little.
+        udpif.apply_learned_now();
     }
 }

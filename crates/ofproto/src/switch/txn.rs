@@ -37,6 +37,7 @@ struct Snapshot {
     removed: VecDeque<FlowRemoved>,
     flow_events: VecDeque<FlowEvent>,
     next_id: u64,
+    learners: BTreeMap<(u8, u64), usize>,
 }
 
 impl Ofproto {
@@ -56,6 +57,7 @@ impl Ofproto {
             removed: self.removed.clone(),
             flow_events: self.flow_events.clone(),
             next_id: self.next_id,
+            learners: self.learners.clone(),
         };
         let r = f(self);
         if r.is_err() {
@@ -79,6 +81,8 @@ impl Ofproto {
         self.removed = snap.removed;
         self.flow_events = snap.flow_events;
         self.next_id = snap.next_id;
+        self.learners = snap.learners;
+        self.dead_learned.clear();
         self.version += 1;
         self.meta_gen += 1;
     }

@@ -147,6 +147,7 @@ impl Ofproto {
         self.miss_send_len = from.miss_send_len;
         self.fail_open = from.fail_open;
         self.tlv.clone_from(&from.tlv);
+        self.learners.clone_from(&from.learners);
         graveyard
     }
 
@@ -174,6 +175,8 @@ impl Ofproto {
             fail_open: self.fail_open,
             tlv: self.tlv.clone(),
             recirc: std::sync::Arc::clone(&self.recirc),
+            learners: self.learners.clone(),
+            dead_learned: Vec::new(),
         }
     }
 }

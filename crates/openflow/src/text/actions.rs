@@ -251,6 +251,7 @@ fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action
         "note" => Action::Note(parse_note(tok)?),
         "clone" => Action::Clone(parse_nested(tok, ctx)?),
         "controller" => parse_controller(tok)?,
+        "learn" => super::learn::parse_learn(tok)?,
         "in_port" | "normal" | "flood" | "all" | "local" | "table" => {
             no_value(tok)?;
             Action::output(port_arg(tok, key)?)
@@ -736,6 +737,7 @@ pub fn format_action(a: &Action) -> String {
             format!("dec_ttl({})", v.join(","))
         }
         Action::Controller(ref c) => format_controller(c),
+        Action::Learn(ref l) => super::learn::format_learn(l),
         Action::Output { port, max_len } => {
             if port == OFPP_CONTROLLER {
                 format!("CONTROLLER:{max_len}")

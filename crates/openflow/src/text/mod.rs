@@ -26,6 +26,7 @@ mod ct;
 mod fields;
 mod flow;
 mod group;
+mod learn;
 mod meter;
 mod sample;
 

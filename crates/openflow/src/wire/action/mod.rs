@@ -13,6 +13,7 @@
 //! * `sample`: Nicira's `sample` action in its three forms, the same in every version;
 //! * `controller`: Nicira's `controller(...)` (`NXAST_CONTROLLER`, `NXAST_CONTROLLER2`),
 //!   the same in every version;
+//! * `learn`: Nicira's `learn` (`NXAST_LEARN`, `NXAST_LEARN2`), the same in every version;
 //! * `nxext`: Nicira's `note`, `output_reg`, `clone` and `dec_ttl_cnt_ids`, the same in
 //!   every version except for `clone`'s nested actions.
 //!
@@ -30,6 +31,7 @@
 mod controller;
 mod ct;
 mod instruction;
+mod learn;
 mod nicira;
 mod nxext;
 mod of10;
@@ -158,6 +160,9 @@ fn decode_actions_in(
             if let Some(sub) = controller::controller_subtype(a.peek()) {
                 return controller::decode_controller(sub, len, &mut a);
             }
+            if let Some(sub) = learn::learn_subtype(a.peek()) {
+                return learn::decode_learn(sub, len, &mut a);
+            }
             if let Some(sub) = nxext::nxext_subtype(a.peek()) {
                 return nxext::decode_nxext(version, sub, len, &mut a);
             }
@@ -223,6 +228,8 @@ pub(crate) fn encode_action(out: &mut Vec<u8>, version: u8, a: &Action) -> Resul
     } else if sample::encode_sample(out, a) {
         Ok(())
     } else if let Some(r) = controller::encode_controller(out, a) {
+        r
+    } else if let Some(r) = learn::encode_learn(out, a) {
         r
     } else if let Some(r) = nxext::encode_nxext(out, version, a) {
         r

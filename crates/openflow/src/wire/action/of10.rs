@@ -199,7 +199,8 @@ pub(super) fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), En
         | Action::OutputReg { .. }
         | Action::Clone(_)
         | Action::DecTtlIds(_)
-        | Action::Controller(_) => return Ok(()),
+        | Action::Controller(_)
+        | Action::Learn(_) => return Ok(()),
     }
     finish(out, s);
     Ok(())

@@ -196,7 +196,8 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
         | Action::OutputReg { .. }
         | Action::Clone(_)
         | Action::DecTtlIds(_)
-        | Action::Controller(_) => return,
+        | Action::Controller(_)
+        | Action::Learn(_) => return,
     }
     finish(out, s);
 }
