@@ -17,7 +17,9 @@
 //!   bit (0x80), a mapped option whose length differs from the map's is an error, and both
 //!   errors drop the packet; a bridge with an empty table ignores every option;
 //! * [`to_geneve`]: the options a key's present fields make, in index order, for a
-//!   Geneve port to send;
+//!   Geneve port to send; a received packet keeps only those too (its options are rebuilt
+//!   from its key when they differ), so what it would carry on to another Geneve port is
+//!   what OVS sends: the mapped options, none without a table;
 //! * [`flow_text`]: a flow as traces print it, its options as `tun_metadataN=V`;
 //! * [`format_geneve`]: options as the datapath prints them
 //!   (`geneve({class=0x102,type=0x80,len=4,0x10002})`).
@@ -123,18 +125,34 @@ pub fn from_geneve(k: &mut FlowKey, tlv: &TlvTable, opts: &[u8]) -> Result<(), B
 
 /// The Geneve options `k`'s present `tun_metadata` fields make, in index order.
 pub fn to_geneve(k: &FlowKey, tlv: &TlvTable) -> Vec<u8> {
-    let mut out = Vec::new();
+    let mut out = [0u8; packet::TUN_OPTS_MAX];
+    let n = to_geneve_into(k, tlv, &mut out);
+    out[..n].to_vec()
+}
+
+/// As [`to_geneve`], into `out` without allocating; the bytes written (options that do not
+/// fit are left out, which cannot happen with the key's 16 bytes of values).
+pub fn to_geneve_into(k: &FlowKey, tlv: &TlvTable, out: &mut [u8; packet::TUN_OPTS_MAX]) -> usize {
+    let mut n = 0;
     for i in (0..64).filter(|i| k.tun_opts_present & (1u64 << i) != 0) {
         let (Some((class, type_, len)), Some((slot, _))) = (tlv.option_of(i), tlv.slot_of(i))
         else {
             continue;
         };
-        out.extend_from_slice(&class.to_be_bytes());
-        out.push(type_);
-        out.push(len / 4);
-        out.extend_from_slice(k.tun_opts.get(slot..slot + usize::from(len)).unwrap_or(&[]));
+        let len = usize::from(len);
+        let (Some(v), Some(dst)) = (
+            k.tun_opts.get(slot..slot + len),
+            out.get_mut(n..n + 4 + len),
+        ) else {
+            continue;
+        };
+        dst[..2].copy_from_slice(&class.to_be_bytes());
+        dst[2] = type_;
+        dst[3] = (len / 4) as u8;
+        dst[4..].copy_from_slice(v);
+        n += 4 + len;
     }
-    out
+    n
 }
 
 /// `k` as `FlowKey`'s `Display` prints it, with the raw option block (`tun_opts=...`) given

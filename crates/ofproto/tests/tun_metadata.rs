@@ -168,6 +168,8 @@ fn received_options_follow_ovs_rules() {
     opts.extend_from_slice(&OPT);
     let k = received(&of, &opts).expect("non-critical unknown option ignored");
     assert_eq!(k.tun_opts_present, 1);
+    // What goes on with the packet: the mapped option only.
+    assert_eq!(tun_md::to_geneve(&k, &of.tlv), OPT.to_vec());
     assert_eq!(
         received(&of, &[0x00, 0x05, 0x81, 0x00]),
         Err(tun_md::BadOptions)

@@ -4,7 +4,8 @@
 //! the first packet of a batch and only then looks at each: the outer key and addresses go
 //! into their key fields, and Geneve options through the bridge's TLV table (the copy the
 //! control plane publishes to poll threads, read without waiting) into the key's
-//! tunnel-options block. A packet whose options OVS would refuse (a mapped option of the
+//! tunnel-options block; the packet then keeps only the options its key holds (what OVS
+//! would send on to another Geneve port). A packet whose options OVS would refuse (a mapped option of the
 //! wrong length, an unmapped critical one) is dropped here and counted
 //! (`bad_tunnel_options`).
 
@@ -18,16 +19,28 @@ impl OpenFlow {
         let mut bad = 0u64;
         {
             let tlv = self.exec.udpif.tlv.load();
-            for (k, p) in self.keys.iter_mut().zip(batch.packets()) {
-                let Some(t) = p.tun() else { continue };
+            for (k, p) in self.keys.iter_mut().zip(batch.packets_mut()) {
+                let Some(mut t) = p.tun() else { continue };
                 k.tunnel_id = t.id;
                 k.tun_src = t.src;
                 k.tun_dst = t.dst;
-                if t.opts_len != 0 && tun_md::from_geneve(k, &tlv, t.opts()).is_err() {
+                if t.opts_len == 0 {
+                    continue;
+                }
+                if tun_md::from_geneve(k, &tlv, t.opts()).is_err() {
                     // Marked for removal below: no real packet comes from port 0.
                     k.in_port = 0;
                     k.tun_opts_present = u64::MAX;
                     bad += 1;
+                    continue;
+                }
+                // Only the mapped options go on with the packet, as in OVS.
+                let mut kept = [0u8; packet::TUN_OPTS_MAX];
+                let n = tun_md::to_geneve_into(k, &tlv, &mut kept);
+                if kept[..n] != *t.opts() {
+                    t.opts = kept;
+                    t.opts_len = n as u8;
+                    let _ = p.set_tun(&t);
                 }
             }
         }
