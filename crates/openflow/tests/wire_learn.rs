@@ -69,6 +69,8 @@ fn learn_matches_ovs_ofctl_bytes_and_text() {
             assert_eq!(to_hex(&out), *bytes, "{text} in version {v}");
             let back =
                 decode_action_list(v, &hex(bytes)).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+            // Text and wire give the same action (the fuzz target ofctl_text checks this).
+            assert_eq!(back, acts, "{text}: parsed vs decoded in version {v}");
             assert_eq!(
                 format_actions(&back),
                 *printed,

@@ -133,6 +133,8 @@ pub(crate) fn parse_learn(tok: &Token<'_>) -> Result<Action, TextError> {
             return Err(err("fields wider than 128 bits cannot be learned".into()));
         }
     }
+    // The form it goes out in, as the decoder records it (so text and wire agree).
+    l.v2 = l.needs_v2();
     Ok(Action::Learn(Box::new(l)))
 }
 
