@@ -240,18 +240,7 @@ impl Versions {
 
     /// A write session if one can start without waiting.
     pub fn try_write(&self) -> Option<Writer<'_>> {
-        let pending = match self.writer.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
-        let idx = 1 - self.current.load(Ordering::SeqCst);
-        let copy = match self.copies[idx].try_write() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
-        Some(self.begin(pending, copy, idx))
+        self.try_begin(|_| true)
     }
 
     /// A write session if one can start without waiting *and* its catch-up replays at most
@@ -259,19 +248,27 @@ impl Versions {
     /// a port change) right after a large bundle was published. A table emptied by the last
     /// session counts as over the bound (freeing it may be large).
     pub fn try_write_bounded(&self, max_changes: usize) -> Option<Writer<'_>> {
+        self.try_begin(|p| {
+            let mut n = 0usize;
+            for (_, c) in &p.tables {
+                if c.cleared {
+                    return false;
+                }
+                n = n.saturating_add(c.ids.len());
+            }
+            n <= max_changes
+        })
+    }
+
+    /// A write session if neither lock has to be waited for and `admit` accepts what the
+    /// session would have to catch up.
+    fn try_begin(&self, admit: impl FnOnce(&Pending) -> bool) -> Option<Writer<'_>> {
         let pending = match self.writer.try_lock() {
             Ok(g) => g,
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
             Err(TryLockError::WouldBlock) => return None,
         };
-        let mut n = 0usize;
-        for (_, c) in &pending.tables {
-            if c.cleared {
-                return None;
-            }
-            n = n.saturating_add(c.ids.len());
-        }
-        if n > max_changes {
+        if !admit(&pending) {
             return None;
         }
         let idx = 1 - self.current.load(Ordering::SeqCst);
