@@ -245,10 +245,6 @@ def test_ovn_controller_programs_ferrovs_as_ovs_and_dhcp_answers(daemon, net, bu
         assert not ctl.openflow_errors(), ctl.openflow_errors()
         got = no_names(daemon.rundir)
         assert len(got) == len(want) and len(got) > 50, (len(got), len(want))
-        # ferrovs's datapath reports `ct_zero_snat=false` (datapath/src/capabilities.rs), so
-        # ovn-controller leaves the zero-SNAT `nat(src)` out of its commits, as it does for
-        # any datapath without it; everything else is the same.
-        want = sorted(ln.replace(",nat(src)", "") for ln in want)
         missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
         assert not missing and not extra, (
             "OVS:\n" + "\n".join(missing[:20]) + "\nferrovs:\n" + "\n".join(extra[:20]))

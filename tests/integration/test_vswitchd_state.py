@@ -147,8 +147,9 @@ def test_datapath_capabilities_have_ovs_keys(both):
         # A key OVS reports as a number is a number here too.
         assert want[k].isdigit() == v.isdigit(), (k, want[k], v)
     # What ferrovs does not have yet it does not claim (OVN reads these); connection
-    # tracking and recirculation it has, as OVS's userspace datapath does.
-    assert got["ct_zero_snat"] == "false"
+    # tracking, recirculation and the all-zero SNAT it has, as OVS's userspace datapath does.
+    assert got["ct_zero_snat"] == "true" == want["ct_zero_snat"]
+    assert got["ct_timeout"] == "false"
     assert got["recirc"] == "true" and got["ct_state"] == "true" and got["ct_clear"] == "true"
     assert want["recirc"] == "true"
     assert got["max_vlan_headers"] == "1"

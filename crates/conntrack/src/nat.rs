@@ -20,12 +20,16 @@
 //! * ICMP query ids are treated as ports (the original id first), so pings from several
 //!   hosts with the same id share one address. SCTP and other protocols get addresses
 //!   only.
+//! * `nat(src)` or `nat(dst)` without addresses is OVS's "all-zero" NAT
+//!   ([`NatRange::keep`]): the address stays the connection's own, and the source port
+//!   stays too unless another connection already holds the resulting reply tuple, when it
+//!   is searched for as above. The connection counts as NATed (`+snat`/`+dnat`).
 //! * At most [`MAX_PROBES`] candidates are tried per connection, which bounds the time a
 //!   poll thread spends on a new connection when a range is (nearly) exhausted; the
 //!   connection is then not committed (the packet stays `+new`) and `nat_exhausted` counts.
 
 use crate::key::{ConnKey, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, PROTO_UDPLITE};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 /// Candidates tried before NAT gives up on a connection.
 pub const MAX_PROBES: usize = 16_384;
@@ -77,6 +81,25 @@ impl NatRange {
         })
     }
 
+    /// The range of `nat(src)`/`nat(dst)` without addresses (all zeros, as OVS encodes
+    /// it): each connection keeps its own address. See the module documentation.
+    pub fn keep() -> NatRange {
+        NatRange {
+            addr_min: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            addr_max: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            port_min: 0,
+            port_max: 0,
+            persistent: false,
+            hash: true,
+            random: false,
+        }
+    }
+
+    /// True for [`NatRange::keep`]'s all-zero range (of either family).
+    pub fn is_keep(&self) -> bool {
+        self.addr_min.is_unspecified() && self.addr_max.is_unspecified()
+    }
+
     fn has_ports(&self) -> bool {
         self.port_max != 0
     }
@@ -97,6 +120,14 @@ fn addr_to_u128(a: IpAddr) -> u128 {
     match a {
         IpAddr::V4(v) => u128::from(u32::from(v)),
         IpAddr::V6(v) => u128::from(v),
+    }
+}
+
+fn load_addr(a: &[u8; 16], v6: bool) -> u128 {
+    if v6 {
+        u128::from_be_bytes(*a)
+    } else {
+        u128::from(u32::from_be_bytes([a[0], a[1], a[2], a[3]]))
     }
 }
 
@@ -174,11 +205,14 @@ pub fn for_each_candidate(
         Nat::Dst(r) => (false, r),
         Nat::Apply => return false,
     };
-    if r.addr_min.is_ipv6() != key.v6 {
+    let (amin, amax) = if r.is_keep() {
+        let own = load_addr(if snat { &key.src } else { &key.dst }, key.v6);
+        (own, own)
+    } else if r.addr_min.is_ipv6() != key.v6 {
         return false;
-    }
-    let amin = addr_to_u128(r.addr_min);
-    let amax = addr_to_u128(r.addr_max);
+    } else {
+        (addr_to_u128(r.addr_min), addr_to_u128(r.addr_max))
+    };
     let n_addr = (amax - amin).saturating_add(1);
     let a0 = u128::from(h) % n_addr;
     let pat = pat_proto(key.proto);
@@ -288,6 +322,40 @@ mod tests {
         });
         assert_eq!(seen[0], 550);
         assert!(seen[1..].iter().all(|p| (600..=1023).contains(p)));
+    }
+
+    /// All-zero SNAT: the connection's own tuple first; when that reply tuple is taken,
+    /// another source port of the same class, the address unchanged.
+    #[test]
+    fn zero_snat_keeps_the_tuple_unless_it_is_taken() {
+        let k = key(5000);
+        let mut seen = vec![];
+        for_each_candidate(&k, &Nat::Src(NatRange::keep()), 3, |rev| {
+            seen.push(*rev);
+            seen.len() == 3
+        });
+        assert_eq!(seen[0], k.reverse(), "the original tuple first");
+        for rev in &seen[1..] {
+            assert_eq!(rev.dst4(), [10, 0, 0, 1]);
+            assert!(rev.dport >= 1024 && rev.dport != 5000);
+            assert_eq!((rev.src4(), rev.sport), ([8, 8, 8, 8], 80));
+        }
+        // All-zero DNAT keeps the destination; IPv6 keys keep theirs too.
+        let mut got = None;
+        for_each_candidate(&k, &Nat::Dst(NatRange::keep()), 3, |rev| {
+            got = Some(*rev);
+            true
+        });
+        assert_eq!(got, Some(k.reverse()));
+        let mut k6 = k;
+        k6.v6 = true;
+        k6.src = [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let mut got = None;
+        for_each_candidate(&k6, &Nat::Src(NatRange::keep()), 3, |rev| {
+            got = Some(*rev);
+            true
+        });
+        assert_eq!(got, Some(k6.reverse()));
     }
 
     #[test]

@@ -350,6 +350,44 @@ fn snat_round_trip_with_checksums() {
     );
 }
 
+/// OVN's all-zero SNAT (`nat(src)` without addresses): a connection keeps its tuple and is
+/// marked source-NATed; when its reply tuple is already held (here by a load-balanced
+/// connection DNATed onto the same tuple), its source port moves instead of the commit
+/// failing, as in OVS's userspace tracker.
+#[test]
+fn zero_snat_keeps_the_tuple_or_moves_the_port() {
+    let ct = Conntrack::default();
+    let server = [8, 8, 8, 8];
+    let keep = Nat::Src(NatRange::keep());
+    let zero = CtRequest {
+        commit: true,
+        nat: Some(&keep),
+        ..CtRequest::default()
+    };
+    let mut syn = tcp4(A, server, 1234, 80, 1, 0, SYN, b"");
+    let r = run(&ct, &mut syn, &zero, 0);
+    assert_eq!(r.state, TRK | NEW | SNAT);
+    assert_eq!(syn, tcp4(A, server, 1234, 80, 1, 0, SYN, b""), "unchanged");
+    // B:1234 -> VIP:80 DNATed to the server takes the reply tuple server:80 -> B:1234.
+    let lb = Nat::Dst(NatRange::new(v4(server), v4(server), None).unwrap());
+    let dnat = CtRequest {
+        commit: true,
+        nat: Some(&lb),
+        ..CtRequest::default()
+    };
+    let mut syn = tcp4(B, [30, 0, 0, 1], 1234, 80, 1, 0, SYN, b"");
+    assert_eq!(run(&ct, &mut syn, &dnat, 0).state, TRK | NEW | DNAT);
+    // B:1234 -> server:80 directly: same reply tuple, so the source port moves.
+    let mut syn = tcp4(B, server, 1234, 80, 1, 0, SYN, b"");
+    let r = run(&ct, &mut syn, &zero, 0);
+    assert_eq!(r.state, TRK | NEW | SNAT);
+    assert_eq!(&syn[26..30], &B, "the address stays");
+    let sport = u16::from_be_bytes([syn[34], syn[35]]);
+    assert!(sport >= 1024 && sport != 1234, "{sport}");
+    assert!(sums_ok(&syn));
+    assert_eq!(ct.n_conns(), 3);
+}
+
 #[test]
 fn dnat_and_icmp_error_translation() {
     let ct = Conntrack::default();

@@ -23,12 +23,12 @@ const FLAGS: &[(&str, bool)] = &[
     ("ct_orig_tuple", true),
     ("ct_orig_tuple6", true),
     ("ct_clear", true),
-    // Not yet: conntrack events, NXT_CT_FLUSH, timeout policies from the database, and
-    // the zero-SNAT behaviour.
+    // `nat(src)` without addresses: the all-zero SNAT (`conntrack::NatRange::keep`).
+    ("ct_zero_snat", true),
+    // Not yet: conntrack events, NXT_CT_FLUSH, timeout policies from the database.
     ("ct_eventmask", false),
     ("ct_flush", false),
     ("ct_timeout", false),
-    ("ct_zero_snat", false),
     // Native tunnelling (tunnel push/pop in megaflow actions): not implemented yet.
     ("tnl_push_pop", false),
     // Runs nested actions on a copy of the packet (`DpAction::Clone`).
@@ -77,7 +77,7 @@ mod tests {
                 "{k}={v}"
             );
         }
-        assert!(c.iter().any(|(k, v)| *k == "ct_zero_snat" && v == "false"));
+        assert!(c.iter().any(|(k, v)| *k == "ct_zero_snat" && v == "true"));
         assert!(c.iter().any(|(k, v)| *k == "recirc" && v == "true"));
     }
 

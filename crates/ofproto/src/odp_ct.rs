@@ -44,8 +44,9 @@ impl CtAction {
 }
 
 /// The tracker's NAT for an OpenFlow `nat(...)`: without `src`/`dst` the connection's own
-/// translation is applied; with a range, that range; `src`/`dst` without a range keep the
-/// addresses (only established translations apply), as a range cannot be made up.
+/// translation is applied; with a range, that range; `src`/`dst` without a range is OVS's
+/// all-zero NAT ([`NatRange::keep`]: the address stays, the port only moves to avoid a
+/// clash), which OVN commits with when the datapath reports `ct_zero_snat`.
 pub fn nat_of(n: &openflow::ct::Nat) -> Option<Nat> {
     use openflow::ct::{
         NX_NAT_F_DST, NX_NAT_F_PERSISTENT, NX_NAT_F_PROTO_HASH, NX_NAT_F_PROTO_RANDOM, NX_NAT_F_SRC,
@@ -56,7 +57,8 @@ pub fn nat_of(n: &openflow::ct::Nat) -> Option<Nat> {
         return Some(Nat::Apply);
     }
     let Some((v6, lo, hi)) = n.addr_range() else {
-        return Some(Nat::Apply);
+        let keep = NatRange::keep();
+        return Some(if src { Nat::Src(keep) } else { Nat::Dst(keep) });
     };
     let addr = |v: u128| -> IpAddr {
         if v6 {
@@ -73,6 +75,10 @@ pub fn nat_of(n: &openflow::ct::Nat) -> Option<Nat> {
 }
 
 fn fmt_range(f: &mut std::fmt::Formatter<'_>, r: &NatRange) -> std::fmt::Result {
+    if r.is_keep() {
+        return Ok(());
+    }
+    write!(f, "=")?;
     write!(f, "{}", r.addr_min)?;
     if r.addr_max != r.addr_min {
         write!(f, "-{}", r.addr_max)?;
@@ -118,12 +124,12 @@ impl std::fmt::Display for CtAction {
             match nat {
                 Nat::Apply => write!(f, "nat")?,
                 Nat::Src(r) => {
-                    write!(f, "nat(src=")?;
+                    write!(f, "nat(src")?;
                     fmt_range(f, r)?;
                     write!(f, ")")?;
                 }
                 Nat::Dst(r) => {
-                    write!(f, "nat(dst=")?;
+                    write!(f, "nat(dst")?;
                     fmt_range(f, r)?;
                     write!(f, ")")?;
                 }

@@ -150,3 +150,19 @@ fn ct_clear_forgets_the_state() {
     let x = xlate(&of, &k, None, None);
     assert_eq!(x.actions, vec![DpAction::Output(2)]);
 }
+
+/// `nat(src)` without addresses (OVN's commits when the datapath has `ct_zero_snat`) is the
+/// all-zero SNAT, printed as OVS prints it.
+#[test]
+fn nat_src_without_addresses_is_the_zero_snat() {
+    let of = switch(&["table=0,ip,actions=ct(commit,zone=5,nat(src))"]);
+    let x = xlate(&of, &tcp_key(1), None, None);
+    let [DpAction::Ct(ct)] = x.actions.as_slice() else {
+        panic!("{:?}", x.actions)
+    };
+    match ct.nat {
+        Some(conntrack::Nat::Src(r)) => assert!(r.is_keep()),
+        ref other => panic!("{other:?}"),
+    }
+    assert_eq!(x.actions[0].to_string(), "ct(commit,zone=5,nat(src))");
+}
