@@ -118,6 +118,29 @@ def test_packet_ins_go_to_the_connections_with_their_controller_id(daemon, net):
     assert "userdata=00" in out and "userdata=05" not in out, out
 
 
+def test_packet_in_reports_the_connection_tracking_fields(daemon, net):
+    """A packet-in after `ct(commit,...,table=1)` carries the connection's state, zone, mark
+    and original tuple in its metadata, as OVS's does (pinctrl reads them); the registers
+    as the pipeline set them."""
+    br, (h1, _) = bridge(daemon, net)
+    for f in ["priority=100,icmp,in_port=1,actions=set_field:0x9->reg13,"
+              "ct(commit,zone=7,exec(set_field:0x5->ct_mark),table=1)",
+              "table=1,priority=100,icmp,actions=controller(userdata=0a),output:2"]:
+        ofctl(daemon, "add-flow", br, f, proto="OpenFlow15")
+    mon = monitor(daemon, br)
+    try:
+        time.sleep(1.0)
+        ping(net, h1, "10.7.0.2", count=1)
+        time.sleep(0.5)
+    finally:
+        out = stop(mon)
+    assert "NXT_PACKET_IN2" in out, out
+    for want in ["ct_state=new|trk", "ct_zone=7", "ct_mark=0x5", "ct_nw_src=10.7.0.1",
+                 "ct_nw_dst=10.7.0.2", "ct_nw_proto=1", "ct_tp_src=8", "ct_tp_dst=0",
+                 "reg13=0x9", "in_port=1"]:
+        assert want in out, (want, out)
+
+
 # A raw OpenFlow 1.5 client on the bridge's management socket.
 
 def prop(ty, value):

@@ -32,10 +32,9 @@ use super::{lock, BridgeOf};
 use crate::ofconn::target::Stream;
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender, TrySendError};
 use openflow::actions::OFPCML_NO_BUFFER;
-use openflow::oxm::Field;
 use openflow::wire::nicira::{NxMessage, PacketIn2, NXPIF_NXT_PACKET_IN2};
 use openflow::wire::{self, Message};
-use openflow::{Match, OfError};
+use openflow::OfError;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -323,19 +322,8 @@ impl Conn {
         let format = st.packet_in_format;
         drop(st);
         self.pin_sent.fetch_add(1, Ordering::Relaxed);
-        // The pipeline fields, as OVS reports them: in_port, and `metadata` and the
-        // registers that are not zero.
-        let mut m = Match::new().with(Field::InPort, u128::from(p.key.in_port));
-        if self.version() != wire::OFP10 || format == NXPIF_NXT_PACKET_IN2 {
-            if p.meta.metadata != 0 {
-                m = m.with(Field::Metadata, u128::from(p.meta.metadata));
-            }
-            for (i, r) in p.meta.regs.iter().enumerate() {
-                if let Some(f) = Field::reg(i).filter(|_| *r != 0) {
-                    m = m.with(f, u128::from(*r));
-                }
-            }
-        }
+        let full = self.version() != wire::OFP10 || format == NXPIF_NXT_PACKET_IN2;
+        let m = super::pin_meta::metadata(&p.key, &p.meta, full);
         if format == NXPIF_NXT_PACKET_IN2 {
             let (userdata, continuation) = match &p.extra {
                 Some(x) => (x.userdata.clone(), x.continuation.clone()),

@@ -56,6 +56,7 @@ pub mod handle;
 pub mod mods;
 pub mod monitor;
 pub mod packet_out;
+pub mod pin_meta;
 pub mod resume;
 pub mod role;
 pub mod session;

@@ -6,8 +6,9 @@
 //! malformed one is an OpenFlow property error, one this bridge did not make `NXR_STALE`),
 //! then the packet: it must be there, and its `in_port` (from the pipeline fields; the
 //! controller port if none) must be one a packet-out may claim. The packet's flow is
-//! parsed from its bytes, with the pipeline fields the controller sent (`metadata`, the
-//! registers, the tunnel id and addresses, `pkt_mark`), and the continuation runs on it
+//! parsed from its bytes, with the pipeline fields the controller sent (those a packet-in
+//! reports, [`super::pin_meta`]: `metadata`, the registers, the tunnel fields, `pkt_mark`,
+//! the connection-tracking state and tuple), and the continuation runs on it
 //! ([`ofproto::xlate::resume`]) under the OpenFlow state's lock, crediting the rules it
 //! meets. A translation that fails is `OFPFMFC_UNKNOWN`, as a packet-out's; the datapath
 //! then runs the actions on the poll thread, as it runs a packet-out's.
@@ -21,16 +22,6 @@ use openflow::messages::err::{bad_request, flow_mod_failed};
 use openflow::oxm::Field;
 use openflow::wire::nicira::PacketIn2;
 use openflow::OfError;
-
-/// The pipeline fields a resumed packet takes from the controller (the rest of its flow
-/// comes from its bytes).
-const PIPELINE_FIELDS: [Field; 5] = [
-    Field::Metadata,
-    Field::TunnelId,
-    Field::TunSrc,
-    Field::TunDst,
-    Field::PktMark,
-];
 
 /// Runs `p`'s continuation (see the module documentation).
 pub fn resume(b: &BridgeOf, p: PacketIn2) -> Result<(), OfError> {
@@ -48,7 +39,7 @@ pub fn resume(b: &BridgeOf, p: PacketIn2) -> Result<(), OfError> {
     }
     let mut flow = packet::flow::extract(&p.data, in_port);
     for m in p.metadata.iter() {
-        if m.field.is_reg() || PIPELINE_FIELDS.contains(&m.field) {
+        if m.field.is_reg() || super::pin_meta::RESUMED.contains(&m.field) {
             ofproto::fields::set(&mut flow, m.field, m.value, m.mask_bits());
         }
     }
