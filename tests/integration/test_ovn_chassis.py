@@ -11,6 +11,7 @@ between VM namespaces on the two chassis:
     tracker, not an ACL);
 (d) a load balancer VIP (30.0.0.1:80 on sw0) spreading p1's TCP connections over a backend on
     each chassis (p4 on A, p2 on B);
+(e) OVN's native DHCP answering p2 on chassis B (pinctrl, through `controller(pause)`);
 (f) chassis B's ferrovsd restarted: its flows come back the same and traffic resumes.
 
 ovn-controller must log no OpenFlow error from either switch.
@@ -82,6 +83,11 @@ def topology(c):
     c.nbctl("acl-add", "sw1", "to-lport", "1001", 'outport == "p3" && ip4', "drop")
     c.nbctl("lb-add", "lb0", f"{VIP}:80", "10.0.0.4:80,10.0.0.2:80", "tcp")
     c.nbctl("ls-lb-add", "sw0", "lb0")
+    c.nbctl("dhcp-options-create", "10.0.0.0/24")
+    uuid = c.nbctl("--bare", "--columns=_uuid", "find", "dhcp_options", 'cidr="10.0.0.0/24"')
+    c.nbctl("dhcp-options-set-options", uuid, "lease_time=3600", "router=10.0.0.254",
+            "server_id=10.0.0.254", "server_mac=00:00:00:00:ff:01")
+    c.nbctl("lsp-set-dhcpv4-options", "p2", uuid)
 
 
 class Deployment:
@@ -180,7 +186,8 @@ def converge(d, i):
 def test_ovn_two_chassis_over_geneve(kinds):
     need_root()
     require("ovn-controller", "ovn-northd", "ovn-nbctl", "ovsdb-server", "ovsdb-tool",
-            "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl", "ovn-appctl", "iperf3", "ping", "ethtool")
+            "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl", "ovn-appctl", "iperf3", "ping", "ethtool",
+            "busybox")
     d = Deployment(kinds)
     try:
         a, b = d.chassis
@@ -210,6 +217,9 @@ def test_ovn_two_chassis_over_geneve(kinds):
         time.sleep(0.5)
         spread = d.connect("p1", VIP, 80, 24)
         assert set(spread) == {"p2", "p4"} and sum(spread.values()) == 24, spread
+        # (e) DHCP from chassis B's ovn-controller.
+        r = d.ns("p2", "busybox udhcpc -i eth0 -n -q -f -t 5 -T 1 -s /bin/true", check=False)
+        assert "lease of 10.0.0.2 obtained" in r.stdout + r.stderr, r.stdout + r.stderr
         assert not d.errors(), d.errors()
 
         counts = [len(c.flows()) for c in d.chassis]
