@@ -12,8 +12,9 @@
 //!
 //! Replies that may be long (flows, table features and descriptions) are split over
 //! several messages, all but the last flagged `OFPMPF_REPLY_MORE`, and there is always at
-//! least one. A flow statistics record the connection's version cannot express is left
-//! out rather than failing the whole reply. Any other reply too long for one message is
+//! least one; a message that would pass 64 KiB is split further ([`send_split`]). A flow
+//! statistics record the connection's version cannot express is left out rather than
+//! failing the whole reply. Any other reply too long for one message is
 //! `BAD_REQUEST/MULTIPART_BUFFER_OVERFLOW`.
 
 use super::conn::{reply_error, Conn};
@@ -57,7 +58,23 @@ pub fn multipart(
     let body = match req.body {
         MpRequest::Desc => desc(b),
         MpRequest::Flow(r) | MpRequest::NxFlow(r) => {
-            send_flows(c, xid, flow_stats(b, c, &r, now), nx);
+            sync(b, c, true);
+            let rules = selected_rules(b, &r);
+            let body = |f| {
+                if nx {
+                    MpReply::NxFlow(f)
+                } else {
+                    MpReply::Flow(f)
+                }
+            };
+            send_split(
+                c,
+                xid,
+                &rules,
+                FLOWS_PER_REPLY,
+                |r| flow_record(r, now),
+                body,
+            );
             return Ok(());
         }
         MpRequest::Aggregate(r) | MpRequest::NxAggregate(r) => aggregate(b, c, &r, nx),
@@ -100,8 +117,17 @@ pub fn multipart(
             props: Vec::new(),
         }),
         MpRequest::FlowStats15(r) => {
-            let recs = flow_stats15(b, c, &r, now);
-            send_chunked(c, xid, &recs, FLOWS_PER_REPLY, MpReply::FlowStats15);
+            sync(b, c, true);
+            let rules = selected_rules(b, &r);
+            let record = |r: &Arc<ofproto::Rule>| flow_record15(r, now);
+            send_split(
+                c,
+                xid,
+                &rules,
+                FLOWS_PER_REPLY,
+                record,
+                MpReply::FlowStats15,
+            );
             return Ok(());
         }
     };
@@ -133,7 +159,7 @@ fn send_mp(c: &Conn, xid: u32, body: MpReply) {
 }
 
 /// Sends `recs` as a multipart reply of at most `per` records a message, at least one
-/// message, `body` making each message's body.
+/// message, `body` making each message's body (see [`send_split`]).
 pub(super) fn send_chunked<T: Clone>(
     c: &Conn,
     xid: u32,
@@ -141,44 +167,55 @@ pub(super) fn send_chunked<T: Clone>(
     per: usize,
     body: impl Fn(Vec<T>) -> MpReply,
 ) {
-    let chunks: Vec<&[T]> = if recs.is_empty() {
-        vec![&[]]
-    } else {
-        recs.chunks(per).collect()
-    };
-    let n = chunks.len();
-    for (i, ch) in chunks.into_iter().enumerate() {
-        let m = Message::MultipartReply(MultipartReply {
-            flags: u16::from(i + 1 < n),
-            body: body(ch.to_vec()),
-        });
-        if let Ok(bytes) = wire::encode(&m, c.version(), xid) {
-            c.send_raw(bytes);
-        }
+    send_split(c, xid, recs, per, T::clone, body);
+}
+
+/// Sends a multipart reply with a record for each of `items`, made by `record` only when
+/// its message is built (a dump of 100K flows never holds them all as records at once):
+/// at most `per` records a message, fewer where a message would exceed OpenFlow's 64 KiB
+/// (the part is halved until it fits), a record the connection's version cannot express
+/// left out, and always at least one message, the last without `OFPMPF_REPLY_MORE`.
+pub(super) fn send_split<I, T>(
+    c: &Conn,
+    xid: u32,
+    items: &[I],
+    per: usize,
+    record: impl Fn(&I) -> T,
+    body: impl Fn(Vec<T>) -> MpReply,
+) {
+    if items.is_empty() {
+        send_part(c, xid, items, false, &record, &body);
+        return;
+    }
+    let n = items.len().div_ceil(per.max(1));
+    for (i, part) in items.chunks(per.max(1)).enumerate() {
+        send_part(c, xid, part, i + 1 < n, &record, &body);
     }
 }
 
-/// Sends flow statistics in chunks; records this version cannot express are skipped.
-fn send_flows(c: &Conn, xid: u32, flows: Vec<FlowStats>, nx: bool) {
-    let v = c.version();
-    let body = |f: Vec<FlowStats>| {
-        if nx {
-            MpReply::NxFlow(f)
-        } else {
-            MpReply::Flow(f)
-        }
-    };
-    let usable: Vec<FlowStats> = flows
-        .into_iter()
-        .filter(|f| {
-            let one = Message::MultipartReply(MultipartReply {
-                flags: 0,
-                body: body(vec![f.clone()]),
-            });
-            wire::encode(&one, v, xid).is_ok()
-        })
-        .collect();
-    send_chunked(c, xid, &usable, FLOWS_PER_REPLY, body);
+/// One part of [`send_split`]: `more` says whether messages follow it.
+fn send_part<I, T>(
+    c: &Conn,
+    xid: u32,
+    items: &[I],
+    more: bool,
+    record: &impl Fn(&I) -> T,
+    body: &impl Fn(Vec<T>) -> MpReply,
+) {
+    let m = Message::MultipartReply(MultipartReply {
+        flags: u16::from(more),
+        body: body(items.iter().map(record).collect()),
+    });
+    if let Ok(bytes) = wire::encode(&m, c.version(), xid) {
+        c.send_raw(bytes);
+    } else if items.len() > 1 {
+        let (a, b) = items.split_at(items.len() / 2);
+        send_part(c, xid, a, true, record, body);
+        send_part(c, xid, b, more, record, body);
+    } else if !more {
+        // The last record cannot be sent: an empty message still ends the reply.
+        send_part(c, xid, &items[..0], false, record, body);
+    }
 }
 
 /// The rules a flow or aggregate statistics request selects.
@@ -218,60 +255,49 @@ fn idle_ms(rule: &ofproto::Rule, used: u64, now: u64) -> u64 {
     now.saturating_sub(if used == 0 { rule.created_ms } else { used })
 }
 
-fn flow_stats(b: &BridgeOf, c: &Conn, r: &FlowStatsRequest, now: u64) -> Vec<FlowStats> {
-    sync(b, c, true);
-    selected_rules(b, r)
-        .into_iter()
-        .map(|rule| {
-            let (packets, bytes, used) = rule.stats.get();
-            let (s, ns) = duration(now, rule.created_ms);
-            let idle = idle_ms(&rule, used, now);
-            FlowStats {
-                table_id: rule.table_id,
-                duration_sec: s,
-                duration_nsec: ns,
-                priority: rule.priority,
-                idle_timeout: rule.idle_timeout,
-                hard_timeout: rule.hard_timeout,
-                flags: rule.flags.0,
-                importance: 0,
-                cookie: rule.cookie,
-                packet_count: packets,
-                byte_count: bytes,
-                idle_age: (idle / 1000).min(u64::from(u16::MAX)) as u16,
-                hard_age: (now.saturating_sub(rule.modified_ms) / 1000).min(u64::from(u16::MAX))
-                    as u16,
-                match_: rule.match_.clone(),
-                instructions: rule.instructions.clone(),
-            }
-        })
-        .collect()
+/// A rule's flow statistics record.
+fn flow_record(rule: &ofproto::Rule, now: u64) -> FlowStats {
+    let (packets, bytes, used) = rule.stats.get();
+    let (s, ns) = duration(now, rule.created_ms);
+    let idle = idle_ms(rule, used, now);
+    FlowStats {
+        table_id: rule.table_id,
+        duration_sec: s,
+        duration_nsec: ns,
+        priority: rule.priority,
+        idle_timeout: rule.idle_timeout,
+        hard_timeout: rule.hard_timeout,
+        flags: rule.flags.0,
+        importance: 0,
+        cookie: rule.cookie,
+        packet_count: packets,
+        byte_count: bytes,
+        idle_age: (idle / 1000).min(u64::from(u16::MAX)) as u16,
+        hard_age: (now.saturating_sub(rule.modified_ms) / 1000).min(u64::from(u16::MAX)) as u16,
+        match_: rule.match_.clone(),
+        instructions: rule.instructions.clone(),
+    }
 }
 
-fn flow_stats15(b: &BridgeOf, c: &Conn, r: &FlowStatsRequest, now: u64) -> Vec<FlowStats15> {
-    sync(b, c, true);
-    selected_rules(b, r)
-        .into_iter()
-        .map(|rule| {
-            let (packets, bytes, used) = rule.stats.get();
-            let (s, ns) = duration(now, rule.created_ms);
-            let idle = idle_ms(&rule, used, now);
-            FlowStats15 {
-                table_id: rule.table_id,
-                reason: 0,
-                priority: rule.priority,
-                match_: rule.match_.clone(),
-                stats: OxsStats {
-                    duration_sec: s,
-                    duration_nsec: ns,
-                    idle_time: Some(((idle / 1000) as u32, ((idle % 1000) * 1_000_000) as u32)),
-                    flow_count: None,
-                    packet_count: packets,
-                    byte_count: bytes,
-                },
-            }
-        })
-        .collect()
+/// A rule's OpenFlow 1.5 flow statistics record.
+fn flow_record15(rule: &ofproto::Rule, now: u64) -> FlowStats15 {
+    let (packets, bytes, used) = rule.stats.get();
+    let (s, ns) = duration(now, rule.created_ms);
+    let idle = idle_ms(rule, used, now);
+    FlowStats15 {
+        table_id: rule.table_id,
+        reason: 0,
+        priority: rule.priority,
+        match_: rule.match_.clone(),
+        stats: OxsStats {
+            duration_sec: s,
+            duration_nsec: ns,
+            idle_time: Some(((idle / 1000) as u32, ((idle % 1000) * 1_000_000) as u32)),
+            flow_count: None,
+            packet_count: packets,
+            byte_count: bytes,
+        },
+    }
 }
 
 fn aggregate(b: &BridgeOf, c: &Conn, r: &FlowStatsRequest, nx: bool) -> MpReply {
