@@ -27,6 +27,7 @@ mod ct;
 mod learn;
 mod mpls;
 mod pause;
+mod pktlen;
 mod select;
 mod tunopt;
 
@@ -355,6 +356,9 @@ impl Ctx<'_> {
             Action::Note(_) => {}
             Action::OutputReg { src, max_len } => self.output_reg(&src, max_len),
             Action::Clone(ref acts) => self.clone_actions(acts),
+            // Run by `apply`, which knows what follows it in its list (see `pktlen`); an
+            // action set or bucket has no place for it.
+            Action::CheckPktLarger { .. } => {}
             Action::CopyTtlOut => {
                 if self.is_mpls() {
                     self.out.push(DpAction::CopyTtlOut);
@@ -510,13 +514,7 @@ impl Ctx<'_> {
         let saved_table = self.table_id;
         self.indent += 4;
         self.no_pause += 1;
-        for a in acts {
-            if self.stopped {
-                break;
-            }
-            self.note(|| crate::text::action_text(a));
-            self.action(a);
-        }
+        self.apply(acts, &[]);
         self.no_pause -= 1;
         self.indent -= 4;
         let sub = std::mem::replace(&mut self.out, saved_out);
@@ -906,7 +904,10 @@ impl Ctx<'_> {
                     self.out.push(DpAction::Meter(*m));
                 }
                 Instruction::ApplyActions(acts) => {
-                    self.apply(acts, insts.get(j + 1..).unwrap_or_default());
+                    // A `check_pkt_larger` ran the rest of the instructions itself.
+                    if self.apply(acts, insts.get(j + 1..).unwrap_or_default()) {
+                        return None;
+                    }
                 }
                 Instruction::ClearActions => {
                     self.note(|| "clear_actions".into());
@@ -1038,7 +1039,9 @@ pub fn xlate_actions(
     pkt: Option<&[u8]>,
     trace: Option<&mut Vec<String>>,
 ) -> XlateOut {
-    run(of, key, pkt, trace, |ctx| ctx.apply(actions, &[]))
+    run(of, key, pkt, trace, |ctx| {
+        ctx.apply(actions, &[]);
+    })
 }
 
 /// A packet-out's datapath actions: `frame` as if received on `in_port`, through the

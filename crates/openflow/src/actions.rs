@@ -238,6 +238,16 @@ pub enum Action {
     /// Nicira `learn(...)`: add or refresh a flow built from the packet (see
     /// [`crate::learn`]).
     Learn(Box<crate::learn::Learn>),
+    /// Nicira `check_pkt_larger(LEN)->DST`: sets the one bit `dst` to 1 if the packet is
+    /// longer than `pkt_len` bytes, else to 0. The length is the Ethernet frame's (no FCS),
+    /// less any padding after the IP datagram, as OVS's datapath counts it; it is decided
+    /// per packet, so the rest of the actions depend on it (see `ofproto`'s xlate).
+    CheckPktLarger {
+        /// Bytes a packet may have without setting the bit.
+        pkt_len: u16,
+        /// The bit written (one bit of a writable field).
+        dst: Subfield,
+    },
 }
 
 /// The deepest nesting of `clone` actions (and of action lists inside actions) that the
@@ -298,6 +308,15 @@ impl Action {
             Action::OutputReg { src, .. } => {
                 if !src.is_valid() {
                     return bad(bad_action::BAD_SET_LEN);
+                }
+            }
+            // As OVS's check of a destination: bits inside the field, then writable.
+            Action::CheckPktLarger { dst, .. } => {
+                if !dst.is_valid() || dst.n_bits != 1 {
+                    return bad(bad_action::BAD_SET_LEN);
+                }
+                if !field_writable(dst.field) {
+                    return bad(bad_action::BAD_SET_ARGUMENT);
                 }
             }
             Action::Clone(ref inner) => {
@@ -537,6 +556,7 @@ pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), 
                             | Action::OutputReg { .. }
                             | Action::Controller(_)
                             | Action::Learn(_)
+                            | Action::CheckPktLarger { .. }
                     )
                 }) {
                     return Err(OfError::bad_action(bad_action::BAD_TYPE));

@@ -252,6 +252,7 @@ fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action
         "clone" => Action::Clone(parse_nested(tok, ctx)?),
         "controller" => parse_controller(tok)?,
         "learn" => super::learn::parse_learn(tok)?,
+        "check_pkt_larger" => super::pktlen::parse_check_pkt_larger(tok)?,
         "in_port" | "normal" | "flood" | "all" | "local" | "table" => {
             no_value(tok)?;
             Action::output(port_arg(tok, key)?)
@@ -738,6 +739,9 @@ pub fn format_action(a: &Action) -> String {
         }
         Action::Controller(ref c) => format_controller(c),
         Action::Learn(ref l) => super::learn::format_learn(l),
+        Action::CheckPktLarger { pkt_len, ref dst } => {
+            super::pktlen::format_check_pkt_larger(pkt_len, dst)
+        }
         Action::Output { port, max_len } => {
             if port == OFPP_CONTROLLER {
                 format!("CONTROLLER:{max_len}")

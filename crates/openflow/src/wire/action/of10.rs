@@ -200,7 +200,8 @@ pub(super) fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), En
         | Action::Clone(_)
         | Action::DecTtlIds(_)
         | Action::Controller(_)
-        | Action::Learn(_) => return Ok(()),
+        | Action::Learn(_)
+        | Action::CheckPktLarger { .. } => return Ok(()),
     }
     finish(out, s);
     Ok(())
