@@ -110,6 +110,8 @@ struct Ctx<'a> {
     pausing: Option<Box<pause::Pausing>>,
     /// Inside a clone or group bucket, where `pause` does not pause.
     no_pause: u32,
+    /// The next table lookup is `resubmit(,,ct)`'s: on the connection's tuple.
+    ct_lookup: bool,
 }
 
 impl Ctx<'_> {
@@ -444,12 +446,18 @@ impl Ctx<'_> {
                 ),
                 None => self.fail(|| "pop: stack underflow".into()),
             },
-            Action::Resubmit { in_port, table } => {
+            Action::Resubmit { in_port, table, ct } => {
                 if self.depth >= MAX_DEPTH {
                     self.note(|| "resubmit: too deep, dropping".into());
                     self.stopped = true;
                     return;
                 }
+                if ct && !self.has_ct_tuple() {
+                    // As OVS: no lookup, and the actions go on.
+                    self.note(|| " >> resubmit(ct) with non-tracked or non-IP packet!".into());
+                    return;
+                }
+                self.ct_lookup = ct;
                 let saved = self.flow.in_port;
                 if let Some(p) = in_port {
                     self.flow.in_port = p;
@@ -876,6 +884,12 @@ impl Ctx<'_> {
     /// fragment is part of every IP megaflow, so a cached decision for a whole datagram is
     /// never applied to a fragment or the reverse.
     fn lookup(&mut self, table: &crate::table::Table) -> Option<Arc<Rule>> {
+        if std::mem::take(&mut self.ct_lookup) {
+            self.swap_ct_tuple();
+            let r = self.lookup(table);
+            self.swap_ct_tuple();
+            return r;
+        }
         let ip = matches!(self.flow.dl_type, flow::ETH_TYPE_IPV4 | flow::ETH_TYPE_IPV6);
         if !ip {
             return table.lookup(&self.flow, &mut self.wc).cloned();
@@ -1102,6 +1116,7 @@ fn run(
         indent: 0,
         pausing: None,
         no_pause: 0,
+        ct_lookup: false,
     };
     // The ingress port is always part of the decision (outputs exclude it), and so is
     // the pass: a megaflow of the first pass must not match a recirculated packet.

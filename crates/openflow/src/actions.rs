@@ -204,6 +204,11 @@ pub enum Action {
         in_port: Option<u32>,
         /// Table to look up.
         table: Option<u8>,
+        /// `resubmit(,,ct)` (`NXAST_RESUBMIT_TABLE_CT`): the lookup sees the connection's
+        /// original-direction addresses, protocol and ports in place of the packet's; a
+        /// flow with it must match a valid connection (`ct_state` +new, +est, ... or
+        /// +trk-inv), else `OFPBAC_MATCH_INCONSISTENT`, as OVS checks it.
+        ct: bool,
     },
     /// Nicira `ct(...)`: send the packet through the connection tracker (see [`crate::ct`]).
     Ct(Box<crate::ct::Ct>),
@@ -387,7 +392,7 @@ impl Action {
                     return bad(bad_action::BAD_SET_TYPE);
                 }
             }
-            Action::Resubmit { in_port, table } => {
+            Action::Resubmit { in_port, table, .. } => {
                 if in_port.is_none() && table.is_none() {
                     return bad(bad_action::BAD_ARGUMENT);
                 }

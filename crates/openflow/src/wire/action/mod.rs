@@ -103,6 +103,7 @@ mod nxast {
     pub const STACK_POP: u16 = 28;
     pub const SET_TUNNEL64: u16 = 9;
     pub const RESUBMIT_TABLE: u16 = 14;
+    pub const RESUBMIT_TABLE_CT: u16 = 44;
     pub const WRITE_METADATA: u16 = 22;
     pub const DEC_TTL: u16 = 18;
     pub const PUSH_MPLS: u16 = 23;

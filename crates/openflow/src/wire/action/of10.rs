@@ -344,6 +344,7 @@ pub(crate) fn encode_of10_report(
                 out,
                 OFP10,
                 &[Action::Resubmit {
+                    ct: false,
                     in_port: None,
                     table: Some(*t),
                 }],
