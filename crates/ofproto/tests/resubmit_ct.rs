@@ -114,7 +114,7 @@ fn the_flow_must_match_a_valid_connection() {
     let inconsistent = openflow::messages::OfError::bad_action(
         openflow::messages::err::bad_action::MATCH_INCONSISTENT,
     );
-    assert_eq!(add("ip,actions=resubmit(,3,ct)"), Err(inconsistent.clone()));
+    assert_eq!(add("ip,actions=resubmit(,3,ct)"), Err(inconsistent));
     assert_eq!(
         add("ip,ct_state=+trk,actions=resubmit(,3,ct)"),
         Err(inconsistent)
