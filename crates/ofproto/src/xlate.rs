@@ -49,8 +49,14 @@ use openflow::{Action, GroupType, Instruction};
 use packet::flow::{self, FlowKey, VLAN_PRESENT};
 use std::sync::Arc;
 
-/// The most nested table lookups (resubmits, groups) one packet may cause.
+/// The most nested table lookups (resubmits, groups) one packet may cause. As in OVS, a
+/// resubmit to a later table does not nest: a pipeline that only moves forward (OVN's
+/// `next;` chains through a router and a second switch) cannot loop, so only a resubmit to
+/// the same or an earlier table counts.
 pub const MAX_DEPTH: u32 = 64;
+
+/// The most resubmits one translation may run in all, nested or not (OVS's limit).
+pub const MAX_RESUBMITS: u32 = MAX_DEPTH * MAX_DEPTH;
 
 /// The most entries the per-packet register stack (`push`/`pop`) may hold; pushing more
 /// fails the translation, as popping an empty stack does.
@@ -90,6 +96,8 @@ struct Ctx<'a> {
     table_id: u8,
     cookie: u64,
     depth: u32,
+    /// Every resubmit so far, for [`MAX_RESUBMITS`].
+    resubmits: u32,
     stopped: bool,
     /// `stopped` was set by a TTL exception, which (as in OVS) ends only the action list of
     /// the table it happened in: a `resubmit` that ran into one carries on after it.
@@ -448,8 +456,11 @@ impl Ctx<'_> {
             },
             Action::Resubmit { in_port, table, ct } => {
                 if self.depth >= MAX_DEPTH {
-                    self.note(|| "resubmit: too deep, dropping".into());
-                    self.stopped = true;
+                    self.fail(|| format!("over max translation depth {MAX_DEPTH}"));
+                    return;
+                }
+                if self.resubmits >= MAX_RESUBMITS {
+                    self.fail(|| format!("over {MAX_RESUBMITS} resubmit actions"));
                     return;
                 }
                 if ct && !self.has_ct_tuple() {
@@ -464,11 +475,13 @@ impl Ctx<'_> {
                 }
                 let t = table.unwrap_or(self.table_id);
                 let (saved_table, saved_cookie) = (self.table_id, self.cookie);
-                self.depth += 1;
+                let deepens = u32::from(t <= self.table_id);
+                self.resubmits += 1;
+                self.depth += deepens;
                 self.indent += 4;
                 self.run_tables(t);
                 self.indent -= 4;
-                self.depth -= 1;
+                self.depth -= deepens;
                 self.table_id = saved_table;
                 self.cookie = saved_cookie;
                 self.flow.in_port = saved;
@@ -1106,6 +1119,7 @@ fn run(
         table_id: 0,
         cookie: 0,
         depth: 0,
+        resubmits: 0,
         stopped: false,
         ttl_stop: false,
         uncacheable: false,
