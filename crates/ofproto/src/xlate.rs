@@ -27,6 +27,7 @@ mod ct;
 mod learn;
 mod mpls;
 mod pause;
+mod pktlen;
 mod select;
 mod tunopt;
 
@@ -117,6 +118,8 @@ struct Ctx<'a> {
     pausing: Option<Box<pause::Pausing>>,
     /// Inside a clone or group bucket, where `pause` does not pause.
     no_pause: u32,
+    /// The next table lookup is `resubmit(,,ct)`'s: on the connection's tuple.
+    ct_lookup: bool,
 }
 
 impl Ctx<'_> {
@@ -363,6 +366,9 @@ impl Ctx<'_> {
             Action::Note(_) => {}
             Action::OutputReg { src, max_len } => self.output_reg(&src, max_len),
             Action::Clone(ref acts) => self.clone_actions(acts),
+            // Run by `apply`, which knows what follows it in its list (see `pktlen`); an
+            // action set or bucket has no place for it.
+            Action::CheckPktLarger { .. } => {}
             Action::CopyTtlOut => {
                 if self.is_mpls() {
                     self.out.push(DpAction::CopyTtlOut);
@@ -448,7 +454,7 @@ impl Ctx<'_> {
                 ),
                 None => self.fail(|| "pop: stack underflow".into()),
             },
-            Action::Resubmit { in_port, table } => {
+            Action::Resubmit { in_port, table, ct } => {
                 if self.depth >= MAX_DEPTH {
                     self.fail(|| format!("over max translation depth {MAX_DEPTH}"));
                     return;
@@ -457,6 +463,12 @@ impl Ctx<'_> {
                     self.fail(|| format!("over {MAX_RESUBMITS} resubmit actions"));
                     return;
                 }
+                if ct && !self.has_ct_tuple() {
+                    // As OVS: no lookup, and the actions go on.
+                    self.note(|| " >> resubmit(ct) with non-tracked or non-IP packet!".into());
+                    return;
+                }
+                self.ct_lookup = ct;
                 let saved = self.flow.in_port;
                 if let Some(p) = in_port {
                     self.flow.in_port = p;
@@ -523,13 +535,7 @@ impl Ctx<'_> {
         let saved_table = self.table_id;
         self.indent += 4;
         self.no_pause += 1;
-        for a in acts {
-            if self.stopped {
-                break;
-            }
-            self.note(|| crate::text::action_text(a));
-            self.action(a);
-        }
+        self.apply(acts, &[]);
         self.no_pause -= 1;
         self.indent -= 4;
         let sub = std::mem::replace(&mut self.out, saved_out);
@@ -891,6 +897,12 @@ impl Ctx<'_> {
     /// fragment is part of every IP megaflow, so a cached decision for a whole datagram is
     /// never applied to a fragment or the reverse.
     fn lookup(&mut self, table: &crate::table::Table) -> Option<Arc<Rule>> {
+        if std::mem::take(&mut self.ct_lookup) {
+            self.swap_ct_tuple();
+            let r = self.lookup(table);
+            self.swap_ct_tuple();
+            return r;
+        }
         let ip = matches!(self.flow.dl_type, flow::ETH_TYPE_IPV4 | flow::ETH_TYPE_IPV6);
         if !ip {
             return table.lookup(&self.flow, &mut self.wc).cloned();
@@ -919,7 +931,10 @@ impl Ctx<'_> {
                     self.out.push(DpAction::Meter(*m));
                 }
                 Instruction::ApplyActions(acts) => {
-                    self.apply(acts, insts.get(j + 1..).unwrap_or_default());
+                    // A `check_pkt_larger` ran the rest of the instructions itself.
+                    if self.apply(acts, insts.get(j + 1..).unwrap_or_default()) {
+                        return None;
+                    }
                 }
                 Instruction::ClearActions => {
                     self.note(|| "clear_actions".into());
@@ -1051,7 +1066,9 @@ pub fn xlate_actions(
     pkt: Option<&[u8]>,
     trace: Option<&mut Vec<String>>,
 ) -> XlateOut {
-    run(of, key, pkt, trace, |ctx| ctx.apply(actions, &[]))
+    run(of, key, pkt, trace, |ctx| {
+        ctx.apply(actions, &[]);
+    })
 }
 
 /// A packet-out's datapath actions: `frame` as if received on `in_port`, through the
@@ -1113,6 +1130,7 @@ fn run(
         indent: 0,
         pausing: None,
         no_pause: 0,
+        ct_lookup: false,
     };
     // The ingress port is always part of the decision (outputs exclude it), and so is
     // the pass: a megaflow of the first pass must not match a recirculated packet.
