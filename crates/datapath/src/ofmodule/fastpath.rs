@@ -57,7 +57,11 @@ impl OpenFlow {
                     rng: &mut self.rng,
                 },
             );
-            for (key, &hit) in self.keys[base..end].iter().zip(found.iter()) {
+            for ((key, offs), &hit) in self.keys[base..end]
+                .iter()
+                .zip(&self.offs[base..end])
+                .zip(found.iter())
+            {
                 let Some(pkt) = pkts.next() else {
                     break;
                 };
@@ -88,7 +92,7 @@ impl OpenFlow {
                         out.emit_run(c, &mut self.run_out, pool);
                     }
                     self.exec
-                        .execute(now, in_slot, key, &m.actions, pkt, pool, out);
+                        .execute(now, in_slot, key, Some(*offs), &m.actions, pkt, pool, out);
                     continue;
                 };
                 if !std::ptr::eq(port_of.0, Arc::as_ptr(m)) {
@@ -154,12 +158,13 @@ impl OpenFlow {
             self.exec.depth = depth;
             std::mem::swap(&mut queued, &mut self.exec.recirc);
             let mut group = None;
-            for (k, slot, p) in queued.drain(..) {
+            for (k, o, slot, p) in queued.drain(..) {
                 if let Some(g) = group.filter(|g| *g != slot || pkts.len() >= self.keys.len()) {
                     self.run_recirculated(now, g, &mut pkts, pool, out);
                 }
                 group = Some(slot);
                 self.keys[pkts.len()] = k;
+                self.offs[pkts.len()] = o;
                 pkts.push(p);
             }
             if let Some(g) = group {
@@ -200,8 +205,9 @@ impl OpenFlow {
     ) {
         let udpif = Arc::clone(&self.exec.udpif);
         let of = udpif.snapshot();
-        for (key, pkt) in self.keys.iter().zip(pkts.by_ref()) {
-            self.exec.uncached(&of, now, in_slot, key, pkt, pool, out);
+        for ((key, offs), pkt) in self.keys.iter().zip(&self.offs).zip(pkts.by_ref()) {
+            self.exec
+                .uncached(&of, now, in_slot, key, Some(*offs), pkt, pool, out);
         }
         for pkt in pkts {
             out.drop_packet(pkt, pool);

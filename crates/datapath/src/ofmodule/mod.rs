@@ -122,9 +122,11 @@ pub struct OpenFlow {
     sample: (u64, u64),
     /// Flow keys of the batch being processed (allocated once).
     keys: Vec<FlowKey>,
+    /// The extractor's layer offsets for each packet of `keys` (see `ct::Layers`).
+    offs: Vec<flow::Offsets>,
     /// The recirculation queue of the previous round, empty, kept for its capacity (see
     /// `drain_recirc`).
-    recirc_spare: Vec<(FlowKey, u16, packet::Packet)>,
+    recirc_spare: Vec<exec::Recirculated>,
     /// Consecutive packets going to one port, handed to the fabric in one call.
     run_out: Batch,
     /// The megaflow the last batch ended on (the first candidate for the next batch).
@@ -194,6 +196,7 @@ impl OpenFlow {
             sample_mark: 0,
             sample: (0, 0),
             keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
+            offs: vec![flow::Offsets::default(); packet::MAX_BATCH],
             recirc_spare: Vec::new(),
             run_out: Batch::new(),
             last: None,
@@ -282,8 +285,13 @@ impl SwitchLogic for OpenFlow {
         // Extract every key first, then look them up: keys are written a field at a time
         // and read a word at a time; reading a key long after it was written avoids
         // stalling on store-to-load forwarding.
-        for (k, p) in self.keys.iter_mut().zip(batch.packets()) {
-            flow::extract_into(k, p.data(), in_port);
+        for ((k, o), p) in self
+            .keys
+            .iter_mut()
+            .zip(self.offs.iter_mut())
+            .zip(batch.packets())
+        {
+            *o = flow::extract_into(k, p.data(), in_port);
         }
         // A batch comes from one port, and only a tunnel port's packets carry tunnel
         // metadata (it sets it on every one): one test per batch for every other port.
@@ -321,12 +329,14 @@ impl SwitchLogic for OpenFlow {
                         self.dpcls.insert(Arc::clone(m));
                     }
                     m.account(1, c.pkt.len() as u64, ctx.now_ms);
-                    self.exec
-                        .execute(ctx.now_ms, c.in_slot, &c.key, &m.actions, c.pkt, pool, out);
+                    self.exec.execute(
+                        ctx.now_ms, c.in_slot, &c.key, None, &m.actions, c.pkt, pool, out,
+                    );
                 }
                 None => {
-                    self.exec
-                        .execute(ctx.now_ms, c.in_slot, &c.key, &c.actions, c.pkt, pool, out);
+                    self.exec.execute(
+                        ctx.now_ms, c.in_slot, &c.key, None, &c.actions, c.pkt, pool, out,
+                    );
                 }
             }
         }
@@ -352,11 +362,20 @@ impl SwitchLogic for OpenFlow {
             pool.free(pkt);
             return Err("frame too long for a packet buffer".into());
         }
-        let key = flow::extract(frame, in_port);
+        let mut key = FlowKey::ZERO;
+        let offs = flow::extract_into(&mut key, frame, in_port);
         let in_slot = self.exec.slot(in_port).unwrap_or(NO_SLOT);
         pkt.in_port = in_slot;
-        self.exec
-            .execute(ctx.now_ms, in_slot, &key, actions, pkt, pool, out);
+        self.exec.execute(
+            ctx.now_ms,
+            in_slot,
+            &key,
+            Some(offs),
+            actions,
+            pkt,
+            pool,
+            out,
+        );
         if !self.exec.recirc.is_empty() {
             self.drain_recirc(ctx.now_ms, pool, out);
         }
