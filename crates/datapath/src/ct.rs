@@ -55,8 +55,15 @@ pub struct Layers<'a> {
     pub offs: Offsets,
 }
 
-/// Runs `ct` on `pkt` (rewriting it for NAT) at `now_ms`; `layers` describe `pkt` if known.
-pub fn track(ct: &CtAction, pkt: &mut Packet, layers: Option<Layers<'_>>, now_ms: u64) -> CtResult {
+/// Runs `ct` on `pkt` (rewriting it for NAT) at `now_ms`, the verdict into `out` (the
+/// caller's, so that it is not copied on its way); `layers` describe `pkt` if known.
+pub fn track(
+    ct: &CtAction,
+    pkt: &mut Packet,
+    layers: Option<Layers<'_>>,
+    now_ms: u64,
+    out: &mut CtResult,
+) {
     let meta = match layers {
         Some(l) => PacketMeta::from_flow(l.key, &l.offs),
         None => {
@@ -65,13 +72,11 @@ pub fn track(ct: &CtAction, pkt: &mut Packet, layers: Option<Layers<'_>>, now_ms
             PacketMeta::from_flow(&k, &offs)
         }
     };
-    let mut out = [CtResult::default()];
     let mut input = [CtInput {
         frame: pkt.data_mut(),
         meta,
     }];
-    tracker().execute(&mut input, &ct.request(), now_ms, &mut out);
-    out[0]
+    tracker().execute(&mut input, &ct.request(), now_ms, std::slice::from_mut(out));
 }
 
 /// Writes into `k` the key `pkt` is re-injected with under `recirc_id`, after the `ct`
@@ -91,15 +96,22 @@ pub fn recirc_key(
     match offs {
         Some(o) => {
             *k = *first;
-            // What a recirculation resets: the pipeline's registers (the frozen state
-            // restores them) and whatever an earlier `ct` left.
-            k.metadata = 0;
-            k.regs = [0; flow::N_REGS];
-            set_ct_fields(k, recirc_id, res);
+            recirculate_in_place(k, recirc_id, res);
             o
         }
         None => recirc_key_fresh(k, pkt, first, recirc_id, res),
     }
+}
+
+/// [`recirc_key`] for a key that already is the pass's key (a copy of it in the
+/// recirculation queue) of a packet unchanged since it was extracted.
+#[inline]
+pub fn recirculate_in_place(k: &mut FlowKey, recirc_id: u32, res: Option<&CtResult>) {
+    // What a recirculation resets: the pipeline's registers (the frozen state restores
+    // them) and whatever an earlier `ct` left.
+    k.metadata = 0;
+    k.regs = [0; flow::N_REGS];
+    set_ct_fields(k, recirc_id, res);
 }
 
 /// [`recirc_key`] by extracting `pkt` again: the only way after the packet changed, and the

@@ -316,3 +316,43 @@ fn verdicts_through_the_pipeline_new_then_established_both_ways() {
         );
     }
 }
+
+#[test]
+fn a_round_larger_than_a_batch_or_from_two_ports_keeps_every_packet_and_its_key() {
+    for cache in [true, false] {
+        let (mut sw, logs, _u) = switch(
+            cache,
+            &[
+                // Two recirculations per packet: a round holds twice the batch.
+                "priority=10,ip,ct_state=-trk,actions=ct(zone=81,table=1),ct(zone=81,table=2)",
+                "table=1,priority=10,in_port=1,ip,ct_state=+trk,actions=output:2",
+                "table=1,priority=10,in_port=2,ip,ct_state=+trk,actions=output:3",
+                "table=2,priority=10,in_port=1,ip,ct_state=+trk,actions=output:3",
+                "table=2,priority=10,in_port=2,ip,ct_state=+trk,actions=output:1",
+            ],
+        );
+        let frames: Vec<Vec<u8>> = (0..200)
+            .map(|i| udp([10, 81, 0, 1], [10, 81, 0, 2], 1000 + i, 53))
+            .collect();
+        let back: Vec<Vec<u8>> = (0..3)
+            .map(|i| udp([10, 81, 0, 2], [10, 81, 0, 1], 53, 1000 + i))
+            .collect();
+        for round in 0..ROUNDS {
+            // Both ports' packets before the switch settles: their upcall answers come
+            // back together, and one round holds both ports' recirculations.
+            sw.inject("br", "p1", &frames).expect("inject");
+            sw.inject("br", "p2", &back).expect("inject");
+            assert!(sw.settle(Duration::from_secs(10)), "upcalls did not settle");
+            let (p1, p2, p3) = (take(&logs[0]), take(&logs[1]), take(&logs[2]));
+            assert_eq!(p2, frames, "cache={cache} round {round}: table 1 of p1's");
+            let (from1, from2): (Vec<_>, Vec<_>) =
+                p3.into_iter().partition(|f| f[26..30] == [10, 81, 0, 1]);
+            assert_eq!(
+                from1, frames,
+                "cache={cache} round {round}: table 2 of p1's"
+            );
+            assert_eq!(from2, back, "cache={cache} round {round}: table 1 of p2's");
+            assert_eq!(p1, back, "cache={cache} round {round}: table 2 of p2's");
+        }
+    }
+}

@@ -30,17 +30,30 @@ pub(super) struct Exec {
     pub(super) of_slot: Vec<u16>,
     pub(super) of_slot_big: HashMap<u32, u16>,
     pub(super) stats: OpenFlowStats,
-    /// Packets to re-inject (`DpAction::Recirc`): key, layer offsets, ingress slot, packet.
-    /// Drained by the module after each batch (see `OpenFlow::drain_recirc`).
-    pub(super) recirc: Vec<Recirculated>,
+    /// Packets to re-inject (`DpAction::Recirc`). Drained by the module after each batch
+    /// (see `OpenFlow::drain_recirc`).
+    pub(super) recirc: RecircQueue,
     /// Recirculations the packets being executed went through (0 on their first pass).
     pub(super) depth: u8,
     /// The `sample` action's coin (xorshift; never 0).
     pub(super) rng: u64,
 }
 
-/// A packet queued for its next pass: its key, where its layers are, its ingress slot.
-pub(super) type Recirculated = (FlowKey, Offsets, u16, Packet);
+/// Packets queued for their next pass: the keys apart from the rest, so that a round of
+/// them can become the batch's key array without a copy (see `OpenFlow::drain_recirc`).
+#[derive(Default)]
+pub(super) struct RecircQueue {
+    /// The key of each packet.
+    pub(super) keys: Vec<FlowKey>,
+    /// Where its layers are, its ingress slot and the packet, for each key.
+    pub(super) pkts: Vec<(Offsets, u16, Packet)>,
+}
+
+impl RecircQueue {
+    pub(super) fn is_empty(&self) -> bool {
+        self.pkts.is_empty()
+    }
+}
 
 /// Whether action `a` leaves the packet's bytes as they are, so that the pass's key and
 /// offsets still describe it (see `ct::Layers`). Only what is listed does: anything else,
@@ -205,7 +218,8 @@ impl Exec {
             match a {
                 DpAction::Ct(c) => {
                     let l = before.map(|offs| crate::ct::Layers { key, offs });
-                    ct_res = Some(crate::ct::track(c, &mut pkt, l, now_ms));
+                    let r = ct_res.insert(conntrack::CtResult::default());
+                    crate::ct::track(c, &mut pkt, l, now_ms, r);
                     self.stats.ct_executions += 1;
                     offs = None;
                 }
@@ -332,7 +346,8 @@ impl Exec {
     }
 
     /// Queues `p` for its next pass under `id`, its key written in its queue slot (see
-    /// `ct::recirc_key`: 328 bytes not copied on the way); `layers` as for `execute`.
+    /// `ct::recirc_key`: the 328-byte key is not copied on the way); `layers` as for
+    /// `execute`.
     #[allow(clippy::too_many_arguments)]
     fn push_recirc(
         &mut self,
@@ -343,11 +358,24 @@ impl Exec {
         in_slot: u16,
         p: Packet,
     ) {
-        self.recirc
-            .push((FlowKey::ZERO, Offsets::default(), in_slot, p));
-        if let Some((k, o, _, p)) = self.recirc.last_mut() {
-            *o = crate::ct::recirc_key(k, p, first, layers, id, res);
-        }
+        let q = &mut self.recirc;
+        let offs = match layers {
+            Some(o) => {
+                q.keys.push(*first);
+                if let Some(k) = q.keys.last_mut() {
+                    crate::ct::recirculate_in_place(k, id, res);
+                }
+                o
+            }
+            None => {
+                q.keys.push(FlowKey::ZERO);
+                match q.keys.last_mut() {
+                    Some(k) => crate::ct::recirc_key_fresh(k, &p, first, id, res),
+                    None => Offsets::default(),
+                }
+            }
+        };
+        q.pkts.push((offs, in_slot, p));
     }
 
     /// The `sample` action: with probability `probability / 65535`, the packet's headers to

@@ -148,28 +148,51 @@ impl OpenFlow {
     /// one batch.
     pub(super) fn drain_recirc(&mut self, now: u64, pool: &mut Pool, out: &mut dyn Emitter) {
         let mut depth = 0u8;
-        // The two queues trade places each round and keep their capacity; packets of one
-        // ingress slot in a row go through the pipeline as one batch, their keys copied
-        // once, into `self.keys`.
+        // The two queues trade places each round and keep their capacity. A round from one
+        // ingress slot that fits a batch (what one received batch recirculates) is one
+        // batch, its key array lent to the pipeline as `self.keys` for it; otherwise
+        // packets of one slot in a row form a batch, their keys copied into `self.keys`.
         let mut queued = std::mem::take(&mut self.recirc_spare);
         let mut pkts = Vec::with_capacity(self.keys.len());
         while !self.exec.recirc.is_empty() {
             depth = depth.saturating_add(1);
             self.exec.depth = depth;
             std::mem::swap(&mut queued, &mut self.exec.recirc);
-            let mut group = None;
-            for (k, o, slot, p) in queued.drain(..) {
-                if let Some(g) = group.filter(|g| *g != slot || pkts.len() >= self.keys.len()) {
-                    self.run_recirculated(now, g, &mut pkts, pool, out);
+            let first_slot = queued.pkts.first().map(|p| p.1);
+            let one_batch = queued.pkts.len() <= self.keys.len()
+                && queued.keys.len() == queued.pkts.len()
+                && queued.pkts.iter().all(|p| Some(p.1) == first_slot);
+            match first_slot {
+                Some(slot) if one_batch => {
+                    for (i, (o, _, p)) in queued.pkts.drain(..).enumerate() {
+                        self.offs[i] = o;
+                        pkts.push(p);
+                    }
+                    std::mem::swap(&mut self.keys, &mut queued.keys);
+                    self.run_recirculated(now, slot, &mut pkts, pool, out);
+                    std::mem::swap(&mut self.keys, &mut queued.keys);
                 }
-                group = Some(slot);
-                self.keys[pkts.len()] = k;
-                self.offs[pkts.len()] = o;
-                pkts.push(p);
+                _ => {
+                    let mut group = None;
+                    for (i, (o, slot, p)) in queued.pkts.drain(..).enumerate() {
+                        if let Some(g) =
+                            group.filter(|g| *g != slot || pkts.len() >= self.keys.len())
+                        {
+                            self.run_recirculated(now, g, &mut pkts, pool, out);
+                        }
+                        group = Some(slot);
+                        if let Some(k) = queued.keys.get(i) {
+                            self.keys[pkts.len()] = *k;
+                        }
+                        self.offs[pkts.len()] = o;
+                        pkts.push(p);
+                    }
+                    if let Some(g) = group {
+                        self.run_recirculated(now, g, &mut pkts, pool, out);
+                    }
+                }
             }
-            if let Some(g) = group {
-                self.run_recirculated(now, g, &mut pkts, pool, out);
-            }
+            queued.keys.clear();
         }
         self.recirc_spare = queued;
         self.exec.depth = 0;

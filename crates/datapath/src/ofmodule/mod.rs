@@ -126,7 +126,7 @@ pub struct OpenFlow {
     offs: Vec<flow::Offsets>,
     /// The recirculation queue of the previous round, empty, kept for its capacity (see
     /// `drain_recirc`).
-    recirc_spare: Vec<exec::Recirculated>,
+    recirc_spare: exec::RecircQueue,
     /// Consecutive packets going to one port, handed to the fabric in one call.
     run_out: Batch,
     /// The megaflow the last batch ended on (the first candidate for the next batch).
@@ -180,7 +180,7 @@ impl OpenFlow {
                 of_slot: Vec::new(),
                 of_slot_big: HashMap::new(),
                 stats: OpenFlowStats::default(),
-                recirc: Vec::new(),
+                recirc: exec::RecircQueue::default(),
                 depth: 0,
                 // Each replica its own sequence: seeded from its loop counter's address.
                 rng: (Arc::as_ptr(&epoch) as u64).rotate_left(29) ^ 0x2545_f491_4f6c_dd1d | 1,
@@ -197,7 +197,7 @@ impl OpenFlow {
             sample: (0, 0),
             keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
             offs: vec![flow::Offsets::default(); packet::MAX_BATCH],
-            recirc_spare: Vec::new(),
+            recirc_spare: exec::RecircQueue::default(),
             run_out: Batch::new(),
             last: None,
             offers: Vec::with_capacity(packet::MAX_BATCH),
