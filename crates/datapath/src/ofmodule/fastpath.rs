@@ -32,7 +32,10 @@ impl OpenFlow {
             dpcls: &self.dpcls,
         };
         // The megaflow the previous packet hit (at first, the previous batch's last one).
-        let mut prev = self.last.as_ref().filter(|m| !m.is_dead());
+        // Received and recirculated packets take turns and hit different megaflows: each
+        // kind starts from the megaflow its own previous batch ended on.
+        let kind = usize::from(self.exec.depth.min(1));
+        let mut prev = self.last[kind].as_ref().filter(|m| !m.is_dead());
         // Counters: one update per run of packets of one megaflow.
         let mut acc: Option<&Arc<Megaflow>> = None;
         let mut run = (0u64, 0u64);
@@ -125,14 +128,14 @@ impl OpenFlow {
         if let Some(a) = acc {
             a.account(run.0, run.1, now);
         }
-        let keep = match (prev, &self.last) {
+        let keep = match (prev, &self.last[kind]) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             (None, None) => true,
             _ => false,
         };
         if !keep {
             let next = prev.cloned();
-            self.last = next;
+            self.last[kind] = next;
         }
         // EMC insertions chosen during the lookups, made now that nothing borrows it.
         for (i, h, m) in self.offers.drain(..) {

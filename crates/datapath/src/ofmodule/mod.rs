@@ -129,8 +129,9 @@ pub struct OpenFlow {
     recirc_spare: exec::RecircQueue,
     /// Consecutive packets going to one port, handed to the fabric in one call.
     run_out: Batch,
-    /// The megaflow the last batch ended on (the first candidate for the next batch).
-    last: Option<Arc<Megaflow>>,
+    /// The megaflow the last batch of received [0] and of recirculated [1] packets ended on
+    /// (the first candidate for the next batch of its kind).
+    last: [Option<Arc<Megaflow>>; 2],
     /// EMC insertions chosen during a batch's lookups: (batch index, key hash, megaflow).
     offers: Vec<(usize, u32, Arc<Megaflow>)>,
     /// State of the EMC insertion sampling.
@@ -199,7 +200,7 @@ impl OpenFlow {
             offs: vec![flow::Offsets::default(); packet::MAX_BATCH],
             recirc_spare: exec::RecircQueue::default(),
             run_out: Batch::new(),
-            last: None,
+            last: [None, None],
             offers: Vec::with_capacity(packet::MAX_BATCH),
             rng: 0x1234_5678,
         }
