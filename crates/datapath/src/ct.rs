@@ -27,7 +27,7 @@
 //! (see `packet::flow`); [`recirc_key`] never writes id 0 for a tracked packet because
 //! recirculation ids start at 1.
 
-use conntrack::{Config, Conntrack, CtInput, CtResult, PacketMeta};
+use conntrack::{Config, ConnCache, Conntrack, CtInput, CtResult, PacketMeta};
 use ofproto::odp_ct::CtAction;
 use packet::flow::{self, FlowKey, Offsets};
 use packet::Packet;
@@ -56,12 +56,14 @@ pub struct Layers<'a> {
 }
 
 /// Runs `ct` on `pkt` (rewriting it for NAT) at `now_ms`, the verdict into `out` (the
-/// caller's, so that it is not copied on its way); `layers` describe `pkt` if known.
+/// caller's, so that it is not copied on its way); `layers` describe `pkt` if known;
+/// `cache` is the calling poll thread's (see `conntrack::cache`).
 pub fn track(
     ct: &CtAction,
     pkt: &mut Packet,
     layers: Option<Layers<'_>>,
     now_ms: u64,
+    cache: &mut ConnCache,
     out: &mut CtResult,
 ) {
     let meta = match layers {
@@ -76,7 +78,13 @@ pub fn track(
         frame: pkt.data_mut(),
         meta,
     }];
-    tracker().execute(&mut input, &ct.request(), now_ms, std::slice::from_mut(out));
+    tracker().execute_cached(
+        cache,
+        &mut input,
+        &ct.request(),
+        now_ms,
+        std::slice::from_mut(out),
+    );
 }
 
 /// Writes into `k` the key `pkt` is re-injected with under `recirc_id`, after the `ct`

@@ -37,6 +37,8 @@ pub(super) struct Exec {
     pub(super) depth: u8,
     /// The `sample` action's coin (xorshift; never 0).
     pub(super) rng: u64,
+    /// This poll thread's cache of connections (see `conntrack::cache`).
+    pub(super) ct_cache: conntrack::ConnCache,
 }
 
 /// Packets queued for their next pass: the keys apart from the rest, so that a round of
@@ -219,7 +221,7 @@ impl Exec {
                 DpAction::Ct(c) => {
                     let l = before.map(|offs| crate::ct::Layers { key, offs });
                     let r = ct_res.insert(conntrack::CtResult::default());
-                    crate::ct::track(c, &mut pkt, l, now_ms, r);
+                    crate::ct::track(c, &mut pkt, l, now_ms, &mut self.ct_cache, r);
                     self.stats.ct_executions += 1;
                     offs = None;
                 }

@@ -185,6 +185,7 @@ impl OpenFlow {
                 depth: 0,
                 // Each replica its own sequence: seeded from its loop counter's address.
                 rng: (Arc::as_ptr(&epoch) as u64).rotate_left(29) ^ 0x2545_f491_4f6c_dd1d | 1,
+                ct_cache: conntrack::ConnCache::new(),
             },
             emc: Emc::new(emc_insert_inv_prob),
             dpcls: Dpcls::new(),
