@@ -4,7 +4,8 @@
 //! [`ConnCache`] remembers, for one thread, the connections its packets found lately, by
 //! key hash, so that a packet of an established connection finds it without taking the
 //! table shard's read lock ([`crate::table`]): on one core those two atomic operations are
-//! a tenth of the time a packet spends in the tracker (W8 in docs/benchmarks.md). The
+//! about a tenth of a packet's whole cost through a `ct` pipeline at 1K connections (W8 in
+//! docs/benchmarks.md), and with several poll threads the lock word is a shared line. The
 //! tracker uses it through [`crate::Conntrack::execute_cached`]; everything else about a
 //! packet (the connection's mutex, its state, NAT) is as without it.
 //!
