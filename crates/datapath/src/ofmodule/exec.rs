@@ -60,7 +60,8 @@ impl RecircQueue {
 /// Whether action `a` leaves the packet's bytes as they are, so that the pass's key and
 /// offsets still describe it (see `ct::Layers`). Only what is listed does: anything else,
 /// including an action added later, is taken to change them. A meter may remark the DSCP;
-/// `execute` forgets the layers when it does.
+/// `execute` forgets the layers when it does. `check_pkt_len` changes nothing itself: its
+/// branch runs on a copy, or on the packet when nothing follows.
 fn keeps_bytes(a: &DpAction) -> bool {
     match a {
         DpAction::Ct(c) => c.nat.is_none(),
@@ -72,6 +73,7 @@ fn keeps_bytes(a: &DpAction) -> bool {
                 | DpAction::Controller { .. }
                 | DpAction::Learn(_)
                 | DpAction::Clone(_)
+                | DpAction::CheckPktLen(_)
                 | DpAction::Meter(_)
                 | DpAction::Sample(_)
                 | DpAction::SetQueue(_)
@@ -307,11 +309,11 @@ impl Exec {
                 DpAction::CheckPktLen(c) => {
                     let branch = c.branch(pkt.data());
                     if i + 1 == actions.len() {
-                        self.execute(now_ms, in_slot, key, branch, pkt, pool, out);
+                        self.execute(now_ms, in_slot, key, clean, branch, pkt, pool, out);
                         return;
                     }
                     match pool.clone_packet(&pkt) {
-                        Some(c) => self.execute(now_ms, in_slot, key, branch, c, pool, out),
+                        Some(c) => self.execute(now_ms, in_slot, key, clean, branch, c, pool, out),
                         None => self.stats.copy_failures += 1,
                     }
                 }
