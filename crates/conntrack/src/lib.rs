@@ -16,7 +16,8 @@
 //! * [`ipf`]: IPv4 and IPv6 fragment reassembly before tracking.
 //! * [`tcp`]: the TCP state machine and window tracking.
 //! * [`timeout`]: timeout classes and policies.
-//! * [`table`]: the sharded, read-mostly connection table.
+//! * [`table`]: the sharded, read-mostly connection table; [`cache`]: a poll thread's
+//!   cache of the connections it found lately.
 //! * [`nat`]: NAT ranges and collision-free tuple allocation; [`rewrite`]: the packet edits.
 //! * [`tracker`]: [`Conntrack`] and its per-packet `execute`.
 //! * [`ops`]: sweep, dump, flush, statistics and limits (the `dpctl` commands).
@@ -33,6 +34,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cache;
 pub mod ipf;
 pub mod key;
 pub mod nat;
@@ -44,6 +46,7 @@ pub mod testpkt;
 pub mod timeout;
 pub mod tracker;
 
+pub use cache::ConnCache;
 pub use ipf::{Ipf, IpfConfig, IpfVerdict, Reassembled};
 pub use key::{ConnKey, PacketMeta};
 pub use nat::{Nat, NatRange};

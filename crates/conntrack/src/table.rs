@@ -28,6 +28,7 @@ use crate::tcp::TcpConn;
 use hashbrown::HashTable;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, Ordering::Release};
 use std::sync::Arc;
 
 /// Per-protocol mutable state.
@@ -82,6 +83,8 @@ pub struct Conn {
     pub rev: ConnKey,
     /// `NAT_SRC` / `NAT_DST`.
     pub nat: u8,
+    /// Set when [`Table::remove`] took the connection out (for [`crate::cache`]).
+    pub departed: AtomicBool,
     /// Mutable state.
     pub st: Mutex<ConnState>,
 }
@@ -262,6 +265,9 @@ impl Table {
         if let Ok(e) = rev_tab.find_entry(hr, |s| Arc::ptr_eq(&s.conn, conn) && s.reply) {
             e.remove();
         }
+        if removed {
+            conn.departed.store(true, Release);
+        }
         removed
     }
 
@@ -319,6 +325,7 @@ mod tests {
             key,
             rev: key.reverse(),
             nat: 0,
+            departed: AtomicBool::new(false),
             st: Mutex::new(ConnState {
                 expires: 0,
                 proto: ProtoState::Other(0),
@@ -344,6 +351,7 @@ mod tests {
                 key: c.rev,
                 rev: c.key,
                 nat: 0,
+                departed: AtomicBool::new(false),
                 st: Mutex::new(*c.st.lock()),
             });
             let taken = t.insert(other).err().unwrap();

@@ -30,10 +30,12 @@
 //!
 //! ## Threading and cost
 //! `&self` everywhere: any number of poll threads call `execute` at once. An established
-//! packet costs one hash, one shard read lock and one connection mutex; a new connection
+//! packet costs one hash, one shard read lock (none when the thread's [`ConnCache`] holds
+//! the connection: `execute_cached`) and one connection mutex; a new connection
 //! adds the two shard write locks and atomic counter updates. Nothing on this path
 //! allocates except a connection's own 160-byte record and its two table slots.
 
+use crate::cache::ConnCache;
 use crate::key::{self, parse, ConnKey, PacketMeta, Parsed, TcpSeg};
 use crate::nat::{for_each_candidate, Nat};
 use crate::rewrite;
@@ -64,6 +66,9 @@ pub mod ct_state {
     pub const DNAT: u32 = 0x80;
 }
 use ct_state::*;
+
+/// Numbers trackers (from 1) for their caches.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// OVS's default global connection limit.
 pub const DEFAULT_MAX_CONNS: u32 = 3_000_000;
@@ -181,6 +186,8 @@ pub struct Conntrack {
     pub(crate) policies: Policies,
     pub(crate) seq_check: AtomicBool,
     pub(crate) sweep_cursor: Mutex<usize>,
+    /// This tracker's number, unique in the process (see [`crate::cache`]).
+    pub(crate) id: u64,
     /// Event counters.
     pub counters: Counters,
 }
@@ -237,6 +244,7 @@ impl Conntrack {
             policies: Policies::new(),
             seq_check: AtomicBool::new(true),
             sweep_cursor: Mutex::new(0),
+            id: NEXT_ID.fetch_add(1, Relaxed),
             counters: Counters::default(),
         }
     }
@@ -266,6 +274,26 @@ impl Conntrack {
         }
     }
 
+    /// [`Conntrack::execute`] with the calling thread's connection cache (see
+    /// [`crate::cache`]): the same verdicts, established packets found without the table's
+    /// shard lock.
+    pub fn execute_cached<P: CtPacket>(
+        &self,
+        cache: &mut ConnCache,
+        pkts: &mut [P],
+        req: &CtRequest<'_>,
+        now: u64,
+        out: &mut [CtResult],
+    ) {
+        cache.bind(self.id);
+        for (p, o) in pkts.iter_mut().zip(out.iter_mut()) {
+            *o = match p.frame_and_meta() {
+                Some((frame, meta)) => self.execute_inner(Some(cache), frame, &meta, req, now),
+                None => self.invalid(req.zone),
+            };
+        }
+    }
+
     /// Tracks one packet; `now` is in milliseconds.
     pub fn execute_one(
         &self,
@@ -274,9 +302,23 @@ impl Conntrack {
         req: &CtRequest<'_>,
         now: u64,
     ) -> CtResult {
+        self.execute_inner(None, frame, meta, req, now)
+    }
+
+    #[inline]
+    fn execute_inner(
+        &self,
+        cache: Option<&mut ConnCache>,
+        frame: &mut [u8],
+        meta: &PacketMeta,
+        req: &CtRequest<'_>,
+        now: u64,
+    ) -> CtResult {
         match parse(frame, meta, req.zone) {
             Parsed::Invalid => self.invalid(req.zone),
-            Parsed::Conn { key, tcp } => self.track(frame, meta, &key, tcp.as_ref(), req, now),
+            Parsed::Conn { key, tcp } => {
+                self.track(cache, frame, meta, &key, tcp.as_ref(), req, now)
+            }
             Parsed::IcmpError { key, quoted } => {
                 let h = self.table.hash(&key);
                 let hit = self.table.lookup(&key, h, |conn, reply| {
@@ -326,8 +368,10 @@ impl Conntrack {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn track(
         &self,
+        mut cache: Option<&mut ConnCache>,
         frame: &mut [u8],
         meta: &PacketMeta,
         key: &ConnKey,
@@ -335,11 +379,27 @@ impl Conntrack {
         req: &CtRequest<'_>,
         now: u64,
     ) -> CtResult {
+        let h = self.table.hash(key);
+        // A connection the cache holds is in the table (or leaving it this instant).
+        if let Some(c) = cache.as_deref_mut() {
+            if let Some((conn, reply)) = c.get(key, h) {
+                match self.update(conn, reply, frame, meta, tcp, req, now) {
+                    Found::Done(r) => return r,
+                    Found::Restart(old) => {
+                        self.remove_conn(&old);
+                    }
+                    Found::Expired => {}
+                }
+            }
+        }
         // Two rounds at most: a lost insertion race re-runs the lookup once.
         for _round in 0..2 {
-            let h = self.table.hash(key);
             let found = self.table.lookup(key, h, |conn, reply| {
-                self.update(conn, reply, frame, meta, tcp, req, now)
+                let f = self.update(conn, reply, frame, meta, tcp, req, now);
+                if let (Found::Done(_), Some(c)) = (&f, cache.as_deref_mut()) {
+                    c.offer(h, conn, reply);
+                }
+                f
             });
             match found {
                 Some(Found::Done(r)) => return r,
@@ -557,6 +617,7 @@ impl Conntrack {
                 key: *key,
                 rev: *rev,
                 nat: nat_flag,
+                departed: AtomicBool::new(false),
                 st: parking_lot::Mutex::new(st),
             });
             // An expired holder of either key is removed and the insertion retried.

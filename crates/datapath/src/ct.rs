@@ -7,19 +7,29 @@
 //! revalidator threads expire connections ([`sweep`], bounded work per call), and the
 //! daemon's `dpctl/*` commands reach it through [`tracker`].
 //!
-//! How: [`track`] finds the packet's layers with the flow extractor, hands the frame to the
-//! tracker (which rewrites it in place for NAT) and returns the verdict. [`recirc_key`]
-//! builds the flow key of the packet as it is after tracking: re-extracted (NAT may have
-//! changed addresses and ports), with the recirculation id, the ingress metadata of the
+//! How: [`track`] hands the frame to the tracker (which rewrites it in place for NAT) with
+//! where its layers are, and returns the verdict. [`recirc_key`] builds the flow key of the
+//! packet as it is after tracking, with the recirculation id, the ingress metadata of the
 //! packet's first pass and the connection-tracking fields of the verdict.
+//!
+//! Parsing once: a packet is parsed by the flow extractor when it arrives, and as long as
+//! nothing has changed its bytes since, that key and the extractor's [`Offsets`] describe
+//! it (a [`Layers`]). The datapath keeps them with the packet through the pass and through
+//! the recirculation queue, so [`track`] takes the tracker's layer offsets from them and
+//! [`recirc_key`] builds the next pass's key from the pass's key by writing the fields a
+//! recirculation changes, instead of extracting the frame again. (OVS's userspace datapath
+//! does extract a recirculated packet again, and its tracker reads the addresses and ports
+//! from the frame at the extractor's offsets, as this one does.) A packet that an action
+//! rewrote (a `set_field`, a VLAN push, a NAT `ct`) has no `Layers` and is extracted again
+//! ([`recirc_key_fresh`], the reference the incremental build is tested against).
 //!
 //! Invariant: a key with `recirc_id != 0` is the only kind with connection-tracking fields
 //! (see `packet::flow`); [`recirc_key`] never writes id 0 for a tracked packet because
 //! recirculation ids start at 1.
 
-use conntrack::{Config, Conntrack, CtInput, CtResult, PacketMeta};
+use conntrack::{Config, ConnCache, Conntrack, CtInput, CtResult, PacketMeta};
 use ofproto::odp_ct::CtAction;
-use packet::flow::{self, FlowKey};
+use packet::flow::{self, FlowKey, Offsets};
 use packet::Packet;
 use std::sync::OnceLock;
 
@@ -35,34 +45,94 @@ pub fn sweep(now_ms: u64, budget: usize) -> usize {
     TRACKER.get().map_or(0, |t| t.sweep(now_ms, budget))
 }
 
-/// Runs `ct` on `pkt` (rewriting it for NAT) at `now_ms`.
-pub fn track(ct: &CtAction, pkt: &mut Packet, now_ms: u64) -> CtResult {
-    let mut k = FlowKey::ZERO;
-    let offs = flow::extract_into(&mut k, pkt.data(), 0);
-    let meta = PacketMeta::from_flow(&k, &offs);
-    let mut out = [CtResult::default()];
+/// A packet's flow key and the extractor's offsets for it, valid while the packet's bytes
+/// are those they were extracted from (see the module documentation).
+#[derive(Clone, Copy)]
+pub struct Layers<'a> {
+    /// The key of the pass (its L2-L4 fields are the extractor's for the packet).
+    pub key: &'a FlowKey,
+    /// Where the packet's layers start.
+    pub offs: Offsets,
+}
+
+/// Runs `ct` on `pkt` (rewriting it for NAT) at `now_ms`, the verdict into `out` (the
+/// caller's, so that it is not copied on its way); `layers` describe `pkt` if known;
+/// `cache` is the calling poll thread's (see `conntrack::cache`).
+pub fn track(
+    ct: &CtAction,
+    pkt: &mut Packet,
+    layers: Option<Layers<'_>>,
+    now_ms: u64,
+    cache: &mut ConnCache,
+    out: &mut CtResult,
+) {
+    let meta = match layers {
+        Some(l) => PacketMeta::from_flow(l.key, &l.offs),
+        None => {
+            let mut k = FlowKey::ZERO;
+            let offs = flow::extract_into(&mut k, pkt.data(), 0);
+            PacketMeta::from_flow(&k, &offs)
+        }
+    };
     let mut input = [CtInput {
         frame: pkt.data_mut(),
         meta,
     }];
-    tracker().execute(&mut input, &ct.request(), now_ms, &mut out);
-    out[0]
+    tracker().execute_cached(
+        cache,
+        &mut input,
+        &ct.request(),
+        now_ms,
+        std::slice::from_mut(out),
+    );
 }
 
 /// Writes into `k` the key `pkt` is re-injected with under `recirc_id`, after the `ct`
-/// verdict `res` (`None`: no `ct` ran in this pass, the fields stay zero). `first` is the
-/// key of the pass that recirculates. In place: the caller's slot in the recirculation
+/// verdict `res` (`None`: no `ct` ran in this pass, the fields stay zero), and returns the
+/// packet's offsets. `first` is the key of the pass that recirculates; with `offs` (the
+/// packet unchanged since `first` was extracted, see [`Layers`]) the key is built from it,
+/// else the packet is extracted again. In place: the caller's slot in the recirculation
 /// queue, so the 328-byte key is not copied on its way there.
 pub fn recirc_key(
     k: &mut FlowKey,
     pkt: &Packet,
     first: &FlowKey,
+    offs: Option<Offsets>,
     recirc_id: u32,
     res: Option<&CtResult>,
-) {
+) -> Offsets {
+    match offs {
+        Some(o) => {
+            *k = *first;
+            recirculate_in_place(k, recirc_id, res);
+            o
+        }
+        None => recirc_key_fresh(k, pkt, first, recirc_id, res),
+    }
+}
+
+/// [`recirc_key`] for a key that already is the pass's key (a copy of it in the
+/// recirculation queue) of a packet unchanged since it was extracted.
+#[inline]
+pub fn recirculate_in_place(k: &mut FlowKey, recirc_id: u32, res: Option<&CtResult>) {
+    // What a recirculation resets: the pipeline's registers (the frozen state restores
+    // them) and whatever an earlier `ct` left.
+    k.metadata = 0;
+    k.regs = [0; flow::N_REGS];
+    set_ct_fields(k, recirc_id, res);
+}
+
+/// [`recirc_key`] by extracting `pkt` again: the only way after the packet changed, and the
+/// reference for the incremental build.
+pub fn recirc_key_fresh(
+    k: &mut FlowKey,
+    pkt: &Packet,
+    first: &FlowKey,
+    recirc_id: u32,
+    res: Option<&CtResult>,
+) -> Offsets {
     *k = FlowKey::ZERO;
-    flow::extract_into(k, pkt.data(), first.in_port);
-    k.recirc_id = recirc_id;
+    let offs = flow::extract_into(k, pkt.data(), first.in_port);
     k.pkt_mark = first.pkt_mark;
     k.dp_hash = first.dp_hash;
     k.tunnel_id = first.tunnel_id;
@@ -70,21 +140,40 @@ pub fn recirc_key(
     k.tun_dst = first.tun_dst;
     k.tun_opts_present = first.tun_opts_present;
     k.tun_opts = first.tun_opts;
-    if let Some(r) = res {
-        k.ct_state = r.state as u8;
-        k.ct_zone = r.zone;
-        k.ct_mark = r.mark;
-        k.ct_label = r.label.to_be_bytes();
-        if let Some(o) = &r.orig {
-            k.ct_nw_proto = o.proto;
-            k.ct_src = o.src;
-            k.ct_dst = o.dst;
-            let icmp = matches!(o.proto, flow::IPPROTO_ICMP | flow::IPPROTO_ICMPV6);
-            (k.ct_tp_src, k.ct_tp_dst) = if icmp {
-                (u16::from(o.icmp_type), u16::from(o.icmp_code))
-            } else {
-                (o.sport, o.dport)
-            };
-        }
+    set_ct_fields(k, recirc_id, res);
+    offs
+}
+
+/// `recirc_id` and the connection-tracking block from the verdict `res` (all zero without
+/// one).
+fn set_ct_fields(k: &mut FlowKey, recirc_id: u32, res: Option<&CtResult>) {
+    k.recirc_id = recirc_id;
+    k.ct_state = 0;
+    k.ct_zone = 0;
+    k.ct_mark = 0;
+    k.ct_label = [0; 16];
+    k.ct_nw_proto = 0;
+    k.ct_src = [0; 16];
+    k.ct_dst = [0; 16];
+    k.ct_tp_src = 0;
+    k.ct_tp_dst = 0;
+    k.pad_ct = 0;
+    let Some(r) = res else {
+        return;
+    };
+    k.ct_state = r.state as u8;
+    k.ct_zone = r.zone;
+    k.ct_mark = r.mark;
+    k.ct_label = r.label.to_be_bytes();
+    if let Some(o) = &r.orig {
+        k.ct_nw_proto = o.proto;
+        k.ct_src = o.src;
+        k.ct_dst = o.dst;
+        let icmp = matches!(o.proto, flow::IPPROTO_ICMP | flow::IPPROTO_ICMPV6);
+        (k.ct_tp_src, k.ct_tp_dst) = if icmp {
+            (u16::from(o.icmp_type), u16::from(o.icmp_code))
+        } else {
+            (o.sport, o.dport)
+        };
     }
 }

@@ -12,7 +12,7 @@ use ofproto::odp::{self, DpAction};
 use ofproto::switch::PacketIn;
 use ofproto::Ofproto;
 use ofproto::OFPCML_NO_BUFFER;
-use packet::flow::{self, FlowKey};
+use packet::flow::{self, FlowKey, Offsets};
 use packet::{Packet, Pool};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,13 +30,59 @@ pub(super) struct Exec {
     pub(super) of_slot: Vec<u16>,
     pub(super) of_slot_big: HashMap<u32, u16>,
     pub(super) stats: OpenFlowStats,
-    /// Packets to re-inject (`DpAction::Recirc`): key, ingress slot, packet. Drained by the
-    /// module after each batch (see `OpenFlow::drain_recirc`).
-    pub(super) recirc: Vec<(FlowKey, u16, Packet)>,
+    /// Packets to re-inject (`DpAction::Recirc`). Drained by the module after each batch
+    /// (see `OpenFlow::drain_recirc`).
+    pub(super) recirc: RecircQueue,
     /// Recirculations the packets being executed went through (0 on their first pass).
     pub(super) depth: u8,
     /// The `sample` action's coin (xorshift; never 0).
     pub(super) rng: u64,
+    /// This poll thread's cache of connections (see `conntrack::cache`).
+    pub(super) ct_cache: conntrack::ConnCache,
+}
+
+/// Packets queued for their next pass: the keys apart from the rest, so that a round of
+/// them can become the batch's key array without a copy (see `OpenFlow::drain_recirc`).
+#[derive(Default)]
+pub(super) struct RecircQueue {
+    /// The key of each packet.
+    pub(super) keys: Vec<FlowKey>,
+    /// Where its layers are, its ingress slot and the packet, for each key.
+    pub(super) pkts: Vec<(Offsets, u16, Packet)>,
+}
+
+impl RecircQueue {
+    pub(super) fn is_empty(&self) -> bool {
+        self.pkts.is_empty()
+    }
+}
+
+/// Whether action `a` leaves the packet's bytes as they are, so that the pass's key and
+/// offsets still describe it (see `ct::Layers`). Only what is listed does: anything else,
+/// including an action added later, is taken to change them. A meter may remark the DSCP;
+/// `execute` forgets the layers when it does. `check_pkt_len` changes nothing itself: its
+/// branch runs on a copy, or on the packet when nothing follows.
+fn keeps_bytes(a: &DpAction) -> bool {
+    match a {
+        DpAction::Ct(c) => c.nat.is_none(),
+        a => matches!(
+            a,
+            DpAction::Output(_)
+                | DpAction::Normal
+                | DpAction::Recirc(_)
+                | DpAction::Controller { .. }
+                | DpAction::Learn(_)
+                | DpAction::Clone(_)
+                | DpAction::CheckPktLen(_)
+                | DpAction::Meter(_)
+                | DpAction::Sample(_)
+                | DpAction::SetQueue(_)
+                | DpAction::SetTunnelId(_)
+                | DpAction::SetTunnelSrc(_)
+                | DpAction::SetTunnelDst(_)
+                | DpAction::SetTunnelOpts(_)
+        ),
+    }
 }
 
 /// Most recirculations a packet may go through (OVS's limit too); beyond, it is dropped
@@ -91,6 +137,7 @@ impl Exec {
         now_ms: u64,
         in_slot: u16,
         key: &FlowKey,
+        layers: Option<Offsets>,
         pkt: Packet,
         pool: &mut Pool,
         out: &mut dyn Emitter,
@@ -106,18 +153,20 @@ impl Exec {
                 grp.stats.credit(b, 1, len);
             }
         }
-        self.execute(now_ms, in_slot, key, &x.actions, pkt, pool, out);
+        self.execute(now_ms, in_slot, key, layers, &x.actions, pkt, pool, out);
     }
 
-    /// Sends `pkt` out of OpenFlow port `p` (the commonest action list).
-    #[inline(always)]
-    /// Executes `actions` on `pkt`, consuming it.
+    /// Executes `actions` on `pkt`, consuming it. `key` is the pass's key; `layers`, when
+    /// known, the extractor's offsets for `pkt` as it is (unchanged since `key` was
+    /// extracted; see `ct::Layers`).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub(super) fn execute(
         &mut self,
         now_ms: u64,
         in_slot: u16,
         key: &FlowKey,
+        layers: Option<Offsets>,
         actions: &[DpAction],
         mut pkt: Packet,
         pool: &mut Pool,
@@ -163,10 +212,18 @@ impl Exec {
         let mut offs = None;
         // The verdict of the last `ct` of this pass, for a `recirc` after it.
         let mut ct_res = None;
+        // `key` and these offsets describe the packet until an action changes its bytes.
+        let mut clean = layers;
         for (i, a) in actions.iter().enumerate() {
+            let before = clean;
+            if !keeps_bytes(a) {
+                clean = None;
+            }
             match a {
                 DpAction::Ct(c) => {
-                    ct_res = Some(crate::ct::track(c, &mut pkt, now_ms));
+                    let l = before.map(|offs| crate::ct::Layers { key, offs });
+                    let r = ct_res.insert(conntrack::CtResult::default());
+                    crate::ct::track(c, &mut pkt, l, now_ms, &mut self.ct_cache, r);
                     self.stats.ct_executions += 1;
                     offs = None;
                 }
@@ -177,11 +234,11 @@ impl Exec {
                     }
                     self.stats.recirculations += 1;
                     if Some(i) == last_send {
-                        self.push_recirc(key, *id, ct_res.as_ref(), in_slot, pkt);
+                        self.push_recirc(key, clean, *id, ct_res.as_ref(), in_slot, pkt);
                         return;
                     }
                     match pool.clone_packet(&pkt) {
-                        Some(c) => self.push_recirc(key, *id, ct_res.as_ref(), in_slot, c),
+                        Some(c) => self.push_recirc(key, clean, *id, ct_res.as_ref(), in_slot, c),
                         None => self.stats.copy_failures += 1,
                     }
                 }
@@ -244,7 +301,7 @@ impl Exec {
                     }
                 }
                 DpAction::Clone(sub) => match pool.clone_packet(&pkt) {
-                    Some(c) => self.execute(now_ms, in_slot, key, sub, c, pool, out),
+                    Some(c) => self.execute(now_ms, in_slot, key, clean, sub, c, pool, out),
                     None => self.stats.copy_failures += 1,
                 },
                 // The list for this packet's length, on the packet itself when nothing
@@ -252,11 +309,11 @@ impl Exec {
                 DpAction::CheckPktLen(c) => {
                     let branch = c.branch(pkt.data());
                     if i + 1 == actions.len() {
-                        self.execute(now_ms, in_slot, key, branch, pkt, pool, out);
+                        self.execute(now_ms, in_slot, key, clean, branch, pkt, pool, out);
                         return;
                     }
                     match pool.clone_packet(&pkt) {
-                        Some(c) => self.execute(now_ms, in_slot, key, branch, c, pool, out),
+                        Some(c) => self.execute(now_ms, in_slot, key, clean, branch, c, pool, out),
                         None => self.stats.copy_failures += 1,
                     }
                 }
@@ -271,6 +328,7 @@ impl Exec {
                             return;
                         }
                         Verdict::Remark { prec_level } => {
+                            clean = None;
                             let mut k = FlowKey::ZERO;
                             flow::extract_into(&mut k, pkt.data(), 0);
                             let dscp = remark_dscp(k.nw_tos >> 2, prec_level);
@@ -304,24 +362,41 @@ impl Exec {
         out.drop_packet(pkt, pool);
     }
 
-    /// The `sample` action: with probability `probability / 65535`, the packet's headers to
-    /// the bridge's flow-sample exporter.
     /// Queues `p` for its next pass under `id`, its key written in its queue slot (see
-    /// `ct::recirc_key`: 304 bytes not copied on the way).
+    /// `ct::recirc_key`: the 328-byte key is not copied on the way); `layers` as for
+    /// `execute`.
+    #[allow(clippy::too_many_arguments)]
     fn push_recirc(
         &mut self,
         first: &FlowKey,
+        layers: Option<Offsets>,
         id: u32,
         res: Option<&conntrack::CtResult>,
         in_slot: u16,
         p: Packet,
     ) {
-        self.recirc.push((FlowKey::ZERO, in_slot, p));
-        if let Some((k, _, p)) = self.recirc.last_mut() {
-            crate::ct::recirc_key(k, p, first, id, res);
-        }
+        let q = &mut self.recirc;
+        let offs = match layers {
+            Some(o) => {
+                q.keys.push(*first);
+                if let Some(k) = q.keys.last_mut() {
+                    crate::ct::recirculate_in_place(k, id, res);
+                }
+                o
+            }
+            None => {
+                q.keys.push(FlowKey::ZERO);
+                match q.keys.last_mut() {
+                    Some(k) => crate::ct::recirc_key_fresh(k, &p, first, id, res),
+                    None => Offsets::default(),
+                }
+            }
+        };
+        q.pkts.push((offs, in_slot, p));
     }
 
+    /// The `sample` action: with probability `probability / 65535`, the packet's headers to
+    /// the bridge's flow-sample exporter.
     fn sample(&mut self, s: &ofproto::SampleAction, in_slot: u16, pkt: &Packet) {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;

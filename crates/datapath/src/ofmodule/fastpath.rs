@@ -32,7 +32,10 @@ impl OpenFlow {
             dpcls: &self.dpcls,
         };
         // The megaflow the previous packet hit (at first, the previous batch's last one).
-        let mut prev = self.last.as_ref().filter(|m| !m.is_dead());
+        // Received and recirculated packets take turns and hit different megaflows: each
+        // kind starts from the megaflow its own previous batch ended on.
+        let kind = usize::from(self.exec.depth.min(1));
+        let mut prev = self.last[kind].as_ref().filter(|m| !m.is_dead());
         // Counters: one update per run of packets of one megaflow.
         let mut acc: Option<&Arc<Megaflow>> = None;
         let mut run = (0u64, 0u64);
@@ -57,7 +60,11 @@ impl OpenFlow {
                     rng: &mut self.rng,
                 },
             );
-            for (key, &hit) in self.keys[base..end].iter().zip(found.iter()) {
+            for ((key, offs), &hit) in self.keys[base..end]
+                .iter()
+                .zip(&self.offs[base..end])
+                .zip(found.iter())
+            {
                 let Some(pkt) = pkts.next() else {
                     break;
                 };
@@ -88,7 +95,7 @@ impl OpenFlow {
                         out.emit_run(c, &mut self.run_out, pool);
                     }
                     self.exec
-                        .execute(now, in_slot, key, &m.actions, pkt, pool, out);
+                        .execute(now, in_slot, key, Some(*offs), &m.actions, pkt, pool, out);
                     continue;
                 };
                 if !std::ptr::eq(port_of.0, Arc::as_ptr(m)) {
@@ -121,14 +128,14 @@ impl OpenFlow {
         if let Some(a) = acc {
             a.account(run.0, run.1, now);
         }
-        let keep = match (prev, &self.last) {
+        let keep = match (prev, &self.last[kind]) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             (None, None) => true,
             _ => false,
         };
         if !keep {
             let next = prev.cloned();
-            self.last = next;
+            self.last[kind] = next;
         }
         // EMC insertions chosen during the lookups, made now that nothing borrows it.
         for (i, h, m) in self.offers.drain(..) {
@@ -144,27 +151,51 @@ impl OpenFlow {
     /// one batch.
     pub(super) fn drain_recirc(&mut self, now: u64, pool: &mut Pool, out: &mut dyn Emitter) {
         let mut depth = 0u8;
-        // The two queues trade places each round and keep their capacity; packets of one
-        // ingress slot in a row go through the pipeline as one batch, their keys copied
-        // once, into `self.keys`.
+        // The two queues trade places each round and keep their capacity. A round from one
+        // ingress slot that fits a batch (what one received batch recirculates) is one
+        // batch, its key array lent to the pipeline as `self.keys` for it; otherwise
+        // packets of one slot in a row form a batch, their keys copied into `self.keys`.
         let mut queued = std::mem::take(&mut self.recirc_spare);
         let mut pkts = Vec::with_capacity(self.keys.len());
         while !self.exec.recirc.is_empty() {
             depth = depth.saturating_add(1);
             self.exec.depth = depth;
             std::mem::swap(&mut queued, &mut self.exec.recirc);
-            let mut group = None;
-            for (k, slot, p) in queued.drain(..) {
-                if let Some(g) = group.filter(|g| *g != slot || pkts.len() >= self.keys.len()) {
-                    self.run_recirculated(now, g, &mut pkts, pool, out);
+            let first_slot = queued.pkts.first().map(|p| p.1);
+            let one_batch = queued.pkts.len() <= self.keys.len()
+                && queued.keys.len() == queued.pkts.len()
+                && queued.pkts.iter().all(|p| Some(p.1) == first_slot);
+            match first_slot {
+                Some(slot) if one_batch => {
+                    for (i, (o, _, p)) in queued.pkts.drain(..).enumerate() {
+                        self.offs[i] = o;
+                        pkts.push(p);
+                    }
+                    std::mem::swap(&mut self.keys, &mut queued.keys);
+                    self.run_recirculated(now, slot, &mut pkts, pool, out);
+                    std::mem::swap(&mut self.keys, &mut queued.keys);
                 }
-                group = Some(slot);
-                self.keys[pkts.len()] = k;
-                pkts.push(p);
+                _ => {
+                    let mut group = None;
+                    for (i, (o, slot, p)) in queued.pkts.drain(..).enumerate() {
+                        if let Some(g) =
+                            group.filter(|g| *g != slot || pkts.len() >= self.keys.len())
+                        {
+                            self.run_recirculated(now, g, &mut pkts, pool, out);
+                        }
+                        group = Some(slot);
+                        if let Some(k) = queued.keys.get(i) {
+                            self.keys[pkts.len()] = *k;
+                        }
+                        self.offs[pkts.len()] = o;
+                        pkts.push(p);
+                    }
+                    if let Some(g) = group {
+                        self.run_recirculated(now, g, &mut pkts, pool, out);
+                    }
+                }
             }
-            if let Some(g) = group {
-                self.run_recirculated(now, g, &mut pkts, pool, out);
-            }
+            queued.keys.clear();
         }
         self.recirc_spare = queued;
         self.exec.depth = 0;
@@ -200,8 +231,9 @@ impl OpenFlow {
     ) {
         let udpif = Arc::clone(&self.exec.udpif);
         let of = udpif.snapshot();
-        for (key, pkt) in self.keys.iter().zip(pkts.by_ref()) {
-            self.exec.uncached(&of, now, in_slot, key, pkt, pool, out);
+        for ((key, offs), pkt) in self.keys.iter().zip(&self.offs).zip(pkts.by_ref()) {
+            self.exec
+                .uncached(&of, now, in_slot, key, Some(*offs), pkt, pool, out);
         }
         for pkt in pkts {
             out.drop_packet(pkt, pool);

@@ -122,13 +122,16 @@ pub struct OpenFlow {
     sample: (u64, u64),
     /// Flow keys of the batch being processed (allocated once).
     keys: Vec<FlowKey>,
+    /// The extractor's layer offsets for each packet of `keys` (see `ct::Layers`).
+    offs: Vec<flow::Offsets>,
     /// The recirculation queue of the previous round, empty, kept for its capacity (see
     /// `drain_recirc`).
-    recirc_spare: Vec<(FlowKey, u16, packet::Packet)>,
+    recirc_spare: exec::RecircQueue,
     /// Consecutive packets going to one port, handed to the fabric in one call.
     run_out: Batch,
-    /// The megaflow the last batch ended on (the first candidate for the next batch).
-    last: Option<Arc<Megaflow>>,
+    /// The megaflow the last batch of received [0] and of recirculated [1] packets ended on
+    /// (the first candidate for the next batch of its kind).
+    last: [Option<Arc<Megaflow>>; 2],
     /// EMC insertions chosen during a batch's lookups: (batch index, key hash, megaflow).
     offers: Vec<(usize, u32, Arc<Megaflow>)>,
     /// State of the EMC insertion sampling.
@@ -178,10 +181,11 @@ impl OpenFlow {
                 of_slot: Vec::new(),
                 of_slot_big: HashMap::new(),
                 stats: OpenFlowStats::default(),
-                recirc: Vec::new(),
+                recirc: exec::RecircQueue::default(),
                 depth: 0,
                 // Each replica its own sequence: seeded from its loop counter's address.
                 rng: (Arc::as_ptr(&epoch) as u64).rotate_left(29) ^ 0x2545_f491_4f6c_dd1d | 1,
+                ct_cache: conntrack::ConnCache::new(),
             },
             emc: Emc::new(emc_insert_inv_prob),
             dpcls: Dpcls::new(),
@@ -194,9 +198,10 @@ impl OpenFlow {
             sample_mark: 0,
             sample: (0, 0),
             keys: vec![FlowKey::ZERO; packet::MAX_BATCH],
-            recirc_spare: Vec::new(),
+            offs: vec![flow::Offsets::default(); packet::MAX_BATCH],
+            recirc_spare: exec::RecircQueue::default(),
             run_out: Batch::new(),
-            last: None,
+            last: [None, None],
             offers: Vec::with_capacity(packet::MAX_BATCH),
             rng: 0x1234_5678,
         }
@@ -282,8 +287,13 @@ impl SwitchLogic for OpenFlow {
         // Extract every key first, then look them up: keys are written a field at a time
         // and read a word at a time; reading a key long after it was written avoids
         // stalling on store-to-load forwarding.
-        for (k, p) in self.keys.iter_mut().zip(batch.packets()) {
-            flow::extract_into(k, p.data(), in_port);
+        for ((k, o), p) in self
+            .keys
+            .iter_mut()
+            .zip(self.offs.iter_mut())
+            .zip(batch.packets())
+        {
+            *o = flow::extract_into(k, p.data(), in_port);
         }
         // A batch comes from one port, and only a tunnel port's packets carry tunnel
         // metadata (it sets it on every one): one test per batch for every other port.
@@ -321,12 +331,14 @@ impl SwitchLogic for OpenFlow {
                         self.dpcls.insert(Arc::clone(m));
                     }
                     m.account(1, c.pkt.len() as u64, ctx.now_ms);
-                    self.exec
-                        .execute(ctx.now_ms, c.in_slot, &c.key, &m.actions, c.pkt, pool, out);
+                    self.exec.execute(
+                        ctx.now_ms, c.in_slot, &c.key, None, &m.actions, c.pkt, pool, out,
+                    );
                 }
                 None => {
-                    self.exec
-                        .execute(ctx.now_ms, c.in_slot, &c.key, &c.actions, c.pkt, pool, out);
+                    self.exec.execute(
+                        ctx.now_ms, c.in_slot, &c.key, None, &c.actions, c.pkt, pool, out,
+                    );
                 }
             }
         }
@@ -352,11 +364,20 @@ impl SwitchLogic for OpenFlow {
             pool.free(pkt);
             return Err("frame too long for a packet buffer".into());
         }
-        let key = flow::extract(frame, in_port);
+        let mut key = FlowKey::ZERO;
+        let offs = flow::extract_into(&mut key, frame, in_port);
         let in_slot = self.exec.slot(in_port).unwrap_or(NO_SLOT);
         pkt.in_port = in_slot;
-        self.exec
-            .execute(ctx.now_ms, in_slot, &key, actions, pkt, pool, out);
+        self.exec.execute(
+            ctx.now_ms,
+            in_slot,
+            &key,
+            Some(offs),
+            actions,
+            pkt,
+            pool,
+            out,
+        );
         if !self.exec.recirc.is_empty() {
             self.drain_recirc(ctx.now_ms, pool, out);
         }

@@ -57,6 +57,7 @@ impl OpenFlow {
                 continue;
             }
             self.keys[kept] = k;
+            self.offs[kept] = self.offs[i];
             kept += 1;
             // The batch just gave these up: there is room for each again.
             if let Err(p) = batch.push(p) {
