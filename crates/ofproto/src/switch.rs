@@ -16,6 +16,7 @@ use crate::group::Group;
 use crate::meter::{Band, BandKind, LiveMeter, Meter, MeterMap, MeterTable};
 use crate::rule::{Rule, RuleStats};
 use crate::table::Table;
+use classifier::Match as CMatch;
 use openflow::actions::{
     OFPG_ALL, OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL,
     OFPP_MAX, OFPP_NORMAL, OFPP_TABLE,
@@ -577,7 +578,6 @@ impl Ofproto {
     }
 
     fn make_rule(&mut self, fm: &FlowMod, table_id: u8, now_ms: u64) -> Result<Rule, OfError> {
-        let (key, mask) = crate::tun_md::match_to_key(&fm.match_, &self.tlv);
         let id = self.next_id;
         self.next_id += 1;
         Ok(Rule {
@@ -585,8 +585,6 @@ impl Ofproto {
             table_id,
             priority: fm.priority,
             match_: fm.match_.clone(),
-            key,
-            mask,
             cookie: fm.cookie,
             idle_timeout: fm.idle_timeout,
             hard_timeout: fm.hard_timeout,
@@ -625,7 +623,8 @@ impl Ofproto {
         // duration, and no flow_removed is sent for the old one (OpenFlow 1.3 §6.4).
         let replaced = existing.and_then(|old| table.remove(old));
         let rule = Arc::new(rule);
-        table.insert(Arc::clone(&rule));
+        let (key, mask) = crate::tun_md::match_to_key(&rule.match_, &self.tlv);
+        table.insert(Arc::clone(&rule), CMatch::from_flow(&key, &mask));
         if let Some(old) = replaced {
             self.unref_learns(&old);
         }
@@ -705,8 +704,6 @@ impl Ofproto {
                 table_id: old.table_id,
                 priority: old.priority,
                 match_: old.match_.clone(),
-                key: old.key,
-                mask: old.mask,
                 cookie: old.cookie,
                 idle_timeout: old.idle_timeout,
                 hard_timeout: old.hard_timeout,
@@ -717,7 +714,7 @@ impl Ofproto {
                 stats: Arc::clone(&old.stats),
             };
             let new = Arc::new(new);
-            t.insert(Arc::clone(&new));
+            t.replace(Arc::clone(&new));
             self.ref_learns(&new);
             self.unref_learns(&old);
             self.log_event(FlowEventKind::Modified, &new);
