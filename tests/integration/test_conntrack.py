@@ -6,6 +6,8 @@ with OVS's `ovs-appctl dpctl/*` commands.
   replies pass. iperf3 runs through it.
 * SNAT of h1 behind one address: many concurrent connections, each seen by the server from
   the NAT address with its own port inside the configured range.
+* `resubmit(,TABLE,ct)` after a DNAT: the table matches the connection's original
+  destination (the virtual address h1 pinged), which the packet no longer carries.
 """
 
 import os
@@ -173,3 +175,40 @@ def test_trace_follows_recirculation(daemon, net):
     # The resumed pass matches the +trk+new flow of table 1 and commits.
     tail = out.split("resume conntrack", 1)[1]
     assert "ct(commit)" in tail and "Datapath actions: ct(commit),2" in tail, tail
+
+
+VIP = "10.7.0.99"
+
+
+def resubmit_ct_flows(ct):
+    """h1 pings VIP, DNATed to h2; table 4 forwards only what was sent to VIP."""
+    r = "resubmit(,4,ct)" if ct else "resubmit(,4)"
+    return [
+        "table=0,priority=100,arp,actions=NORMAL",
+        "table=0,priority=90,in_port=1,ip,ct_state=-trk,actions=ct(table=1,nat)",
+        "table=0,priority=90,in_port=2,ip,ct_state=-trk,actions=ct(table=3,nat)",
+        f"table=1,priority=100,ip,ct_state=+trk+new,nw_dst={VIP},"
+        "actions=ct(commit,nat(dst=10.7.0.2),table=2)",
+        "table=1,priority=90,ip,ct_state=+trk+est,actions=resubmit(,2)",
+        f"table=2,priority=10,ip,ct_state=+trk-inv,actions={r}",
+        f"table=4,priority=100,icmp,nw_dst={VIP},actions=output:2",
+        "table=4,priority=0,actions=drop",
+        "table=3,priority=10,ip,ct_state=+trk+est,actions=output:1",
+    ]
+
+
+def test_resubmit_ct_matches_the_original_tuple(daemon, net):
+    br, (h1, h2) = bridge(daemon, net)
+    h2_mac = "02:00:00:00:07:02"
+    net.ns(h1, f"ip neigh replace {VIP} lladdr {h2_mac} dev eth0 nud permanent")
+    for ct in (True, False):
+        install(daemon, br, resubmit_ct_flows(ct))
+        appctl(daemon, "dpctl/flush-conntrack")
+        r = ping(net, h1, VIP, count=2, check=False)
+        if ct:
+            assert r.returncode == 0, r.stdout + r.stderr
+            dump = appctl(daemon, "dpctl/dump-conntrack").stdout
+            assert f"icmp,orig=(src=10.7.0.1,dst={VIP}" in dump, dump
+        else:
+            # The packet's own destination is h2's: table 4 drops it.
+            assert r.returncode != 0, r.stdout

@@ -1,6 +1,6 @@
 """Connection-tracking flows (issue #15, the OpenFlow side): `ct(...)` with commit, zones
 (immediate and from a register), table, force, nat(src|dst=range, persistent, hash, random),
-exec(set_field/load -> ct_mark/ct_label) and alg=ftp|tftp, `ct_clear`, and the ct_* and
+exec(set_field/load -> ct_mark/ct_label) and alg=ftp|tftp, `ct_clear`, `resubmit(,,ct)`, and the ct_* and
 recirc_id/dp_hash matches, installed with Debian's ovs-ofctl over OpenFlow 1.0 (NXM), 1.3 and
 1.5. dump-flows must print each exactly as OVS renders the same flow_mod itself
 (`ovs-ofctl parse-flow`), and what ovs-ofctl refuses must be refused by the switch too.
@@ -32,6 +32,8 @@ FLOWS = [
     "table=3,priority=20,recirc_id=0x2,dp_hash=0x1/0xf,ct_state=+est+rpl,ct_nw_src=10.0.0.2,"
     "ct_nw_dst=10.0.0.0/24,ct_nw_proto=6,ct_tp_src=0x400/0xfc00,ct_tp_dst=80,ip,actions=output:1",
     "table=3,priority=10,ct_state=+new-est+trk,ipv6,ct_ipv6_src=fe80::/64,actions=ct(nat)",
+    "table=4,priority=10,ct_state=+est+trk,ip,actions=resubmit(,5,ct),resubmit(1,6,ct),"
+    "resubmit(LOCAL,254,ct)",
 ]
 
 # ovs-ofctl sends these, and the switch must refuse them as OVS's own decoder does: NAT

@@ -33,8 +33,9 @@ const FLAGS: &[(&str, bool)] = &[
     ("tnl_push_pop", false),
     // Runs nested actions on a copy of the packet (`DpAction::Clone`).
     ("clone", true),
+    // Picks one of two action lists by the packet's length (`DpAction::CheckPktLen`).
+    ("check_pkt_len", true),
     // Datapath actions ferrovs has no equivalent of yet.
-    ("check_pkt_len", false),
     // Rewrites of addresses and ports write whole fields (masks only on VLAN, MPLS, TOS).
     ("masked_set_action", false),
     ("sample_nesting", false),

@@ -25,6 +25,7 @@ pub mod learn;
 pub mod meter;
 pub mod odp;
 pub mod odp_ct;
+pub mod odp_pktlen;
 pub mod recirc;
 pub mod rule;
 pub mod switch;

@@ -70,6 +70,9 @@ pub enum DpAction {
     },
     /// Run the nested actions on a copy of the packet as it is now.
     Clone(Vec<DpAction>),
+    /// Run one of two action lists, chosen by the packet's length (see
+    /// [`crate::odp_pktlen`]; boxed: rare, and large).
+    CheckPktLen(Box<crate::odp_pktlen::PktLenCheck>),
     Meter(u32),
     SetQueue(u32),
     SetEthSrc([u8; 6]),
@@ -163,6 +166,7 @@ impl DpAction {
                 | DpAction::Normal
                 | DpAction::Controller { .. }
                 | DpAction::Clone(_)
+                | DpAction::CheckPktLen(_)
                 | DpAction::Meter(_)
                 | DpAction::SetQueue(_)
                 | DpAction::SetTunnelId(_)
@@ -522,6 +526,7 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::Normal
         | DpAction::Controller { .. }
         | DpAction::Clone(_)
+        | DpAction::CheckPktLen(_)
         | DpAction::Meter(_)
         | DpAction::SetQueue(_)
         | DpAction::SetTunnelId(_)
@@ -917,6 +922,7 @@ impl std::fmt::Display for DpAction {
                 }
                 write!(f, ")")
             }
+            DpAction::CheckPktLen(c) => write!(f, "{c}"),
             DpAction::Meter(m) => write!(f, "meter({m})"),
             DpAction::SetQueue(q) => write!(f, "set_queue({q})"),
             DpAction::SetEthSrc(m) => write!(f, "set(eth(src={}))", mac(m)),

@@ -572,6 +572,11 @@ impl Ofproto {
                     return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
                 }
                 Action::Ct(ref ct) if prereqs => ct.validate_with(&m)?,
+                // As OVS: a lookup on the connection's tuple needs a flow that matches a
+                // valid connection.
+                Action::Resubmit { ct: true, .. } if prereqs && !m.ct_valid() => {
+                    return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
+                }
                 Action::Learn(ref l) if prereqs => learned::check_learn(&m, l)?,
                 Action::OutputReg { src, .. } if prereqs && !m.prereqs_met_deep(src.field) => {
                     return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));

@@ -27,6 +27,7 @@ mod ct;
 mod learn;
 mod mpls;
 mod pause;
+mod pktlen;
 mod select;
 mod tunopt;
 
@@ -48,8 +49,14 @@ use openflow::{Action, GroupType, Instruction};
 use packet::flow::{self, FlowKey, VLAN_PRESENT};
 use std::sync::Arc;
 
-/// The most nested table lookups (resubmits, groups) one packet may cause.
+/// The most nested table lookups (resubmits, groups) one packet may cause. As in OVS, a
+/// resubmit to a later table does not nest: a pipeline that only moves forward (OVN's
+/// `next;` chains through a router and a second switch) cannot loop, so only a resubmit to
+/// the same or an earlier table counts.
 pub const MAX_DEPTH: u32 = 64;
+
+/// The most resubmits one translation may run in all, nested or not (OVS's limit).
+pub const MAX_RESUBMITS: u32 = MAX_DEPTH * MAX_DEPTH;
 
 /// The most entries the per-packet register stack (`push`/`pop`) may hold; pushing more
 /// fails the translation, as popping an empty stack does.
@@ -89,6 +96,8 @@ struct Ctx<'a> {
     table_id: u8,
     cookie: u64,
     depth: u32,
+    /// Every resubmit so far, for [`MAX_RESUBMITS`].
+    resubmits: u32,
     stopped: bool,
     /// `stopped` was set by a TTL exception, which (as in OVS) ends only the action list of
     /// the table it happened in: a `resubmit` that ran into one carries on after it.
@@ -109,6 +118,8 @@ struct Ctx<'a> {
     pausing: Option<Box<pause::Pausing>>,
     /// Inside a clone or group bucket, where `pause` does not pause.
     no_pause: u32,
+    /// The next table lookup is `resubmit(,,ct)`'s: on the connection's tuple.
+    ct_lookup: bool,
 }
 
 impl Ctx<'_> {
@@ -355,6 +366,9 @@ impl Ctx<'_> {
             Action::Note(_) => {}
             Action::OutputReg { src, max_len } => self.output_reg(&src, max_len),
             Action::Clone(ref acts) => self.clone_actions(acts),
+            // Run by `apply`, which knows what follows it in its list (see `pktlen`); an
+            // action set or bucket has no place for it.
+            Action::CheckPktLarger { .. } => {}
             Action::CopyTtlOut => {
                 if self.is_mpls() {
                     self.out.push(DpAction::CopyTtlOut);
@@ -440,23 +454,34 @@ impl Ctx<'_> {
                 ),
                 None => self.fail(|| "pop: stack underflow".into()),
             },
-            Action::Resubmit { in_port, table } => {
+            Action::Resubmit { in_port, table, ct } => {
                 if self.depth >= MAX_DEPTH {
-                    self.note(|| "resubmit: too deep, dropping".into());
-                    self.stopped = true;
+                    self.fail(|| format!("over max translation depth {MAX_DEPTH}"));
                     return;
                 }
+                if self.resubmits >= MAX_RESUBMITS {
+                    self.fail(|| format!("over {MAX_RESUBMITS} resubmit actions"));
+                    return;
+                }
+                if ct && !self.has_ct_tuple() {
+                    // As OVS: no lookup, and the actions go on.
+                    self.note(|| " >> resubmit(ct) with non-tracked or non-IP packet!".into());
+                    return;
+                }
+                self.ct_lookup = ct;
                 let saved = self.flow.in_port;
                 if let Some(p) = in_port {
                     self.flow.in_port = p;
                 }
                 let t = table.unwrap_or(self.table_id);
                 let (saved_table, saved_cookie) = (self.table_id, self.cookie);
-                self.depth += 1;
+                let deepens = u32::from(t <= self.table_id);
+                self.resubmits += 1;
+                self.depth += deepens;
                 self.indent += 4;
                 self.run_tables(t);
                 self.indent -= 4;
-                self.depth -= 1;
+                self.depth -= deepens;
                 self.table_id = saved_table;
                 self.cookie = saved_cookie;
                 self.flow.in_port = saved;
@@ -510,13 +535,7 @@ impl Ctx<'_> {
         let saved_table = self.table_id;
         self.indent += 4;
         self.no_pause += 1;
-        for a in acts {
-            if self.stopped {
-                break;
-            }
-            self.note(|| crate::text::action_text(a));
-            self.action(a);
-        }
+        self.apply(acts, &[]);
         self.no_pause -= 1;
         self.indent -= 4;
         let sub = std::mem::replace(&mut self.out, saved_out);
@@ -878,6 +897,12 @@ impl Ctx<'_> {
     /// fragment is part of every IP megaflow, so a cached decision for a whole datagram is
     /// never applied to a fragment or the reverse.
     fn lookup(&mut self, table: &crate::table::Table) -> Option<Arc<Rule>> {
+        if std::mem::take(&mut self.ct_lookup) {
+            self.swap_ct_tuple();
+            let r = self.lookup(table);
+            self.swap_ct_tuple();
+            return r;
+        }
         let ip = matches!(self.flow.dl_type, flow::ETH_TYPE_IPV4 | flow::ETH_TYPE_IPV6);
         if !ip {
             return table.lookup(&self.flow, &mut self.wc).cloned();
@@ -906,7 +931,10 @@ impl Ctx<'_> {
                     self.out.push(DpAction::Meter(*m));
                 }
                 Instruction::ApplyActions(acts) => {
-                    self.apply(acts, insts.get(j + 1..).unwrap_or_default());
+                    // A `check_pkt_larger` ran the rest of the instructions itself.
+                    if self.apply(acts, insts.get(j + 1..).unwrap_or_default()) {
+                        return None;
+                    }
                 }
                 Instruction::ClearActions => {
                     self.note(|| "clear_actions".into());
@@ -1038,7 +1066,9 @@ pub fn xlate_actions(
     pkt: Option<&[u8]>,
     trace: Option<&mut Vec<String>>,
 ) -> XlateOut {
-    run(of, key, pkt, trace, |ctx| ctx.apply(actions, &[]))
+    run(of, key, pkt, trace, |ctx| {
+        ctx.apply(actions, &[]);
+    })
 }
 
 /// A packet-out's datapath actions: `frame` as if received on `in_port`, through the
@@ -1089,6 +1119,7 @@ fn run(
         table_id: 0,
         cookie: 0,
         depth: 0,
+        resubmits: 0,
         stopped: false,
         ttl_stop: false,
         uncacheable: false,
@@ -1099,6 +1130,7 @@ fn run(
         indent: 0,
         pausing: None,
         no_pause: 0,
+        ct_lookup: false,
     };
     // The ingress port is always part of the decision (outputs exclude it), and so is
     // the pass: a megaflow of the first pass must not match a recirculated packet.

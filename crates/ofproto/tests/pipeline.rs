@@ -572,3 +572,54 @@ fn ttl_expiry_in_a_resubmitted_table_ends_only_that_table() {
         ]
     );
 }
+
+/// OVN chains `resubmit(,N+1)` through more tables than the depth limit (a switch's
+/// ingress and egress, a router, the next switch). As in OVS, a resubmit to a later table
+/// does not nest, so a 200-table forward chain gets its packet out.
+#[test]
+fn a_forward_resubmit_chain_longer_than_the_depth_limit_runs() {
+    let mut of = with_ports(3);
+    for t in 0..200 {
+        add(&mut of, &format!("table={t},actions=resubmit(,{})", t + 1));
+    }
+    add(&mut of, "table=200,actions=output:2");
+    let x = xlate(&of, &tcp(1, [1, 1, 1, 1], 1), None, None);
+    assert!(!x.failed);
+    assert_eq!(x.actions, vec![DpAction::Output(2)]);
+}
+
+/// A resubmit to the same or an earlier table nests: a loop fails the translation after
+/// 64 levels and the packet is dropped, outputs before the failure included (OVS: "over max
+/// translation depth 64").
+#[test]
+fn a_resubmit_loop_fails_the_translation() {
+    let mut of = with_ports(3);
+    add(&mut of, "table=0,actions=output:2,resubmit(,1)");
+    add(&mut of, "table=1,actions=resubmit(,0)");
+    let x = xlate(&of, &tcp(1, [1, 1, 1, 1], 1), None, None);
+    assert!(x.failed);
+    assert!(x.actions.is_empty(), "{:?}", x.actions);
+}
+
+/// Forward resubmits still count towards the total: 70 x 70 of them (over 4096) fail the
+/// translation, as OVS's "over 4096 resubmit actions".
+#[test]
+fn too_many_resubmits_in_all_fail_the_translation() {
+    let mut of = with_ports(3);
+    let fan = |t: u8| vec![format!("resubmit(,{t})"); 70].join(",");
+    add(&mut of, &format!("table=0,actions={}", fan(1)));
+    add(&mut of, &format!("table=1,actions={}", fan(2)));
+    add(&mut of, "table=2,actions=output:2");
+    let x = xlate(&of, &tcp(1, [1, 1, 1, 1], 1), None, None);
+    assert!(x.failed);
+    assert!(x.actions.is_empty());
+    // 50 x 50 stays under the limit and outputs 2,500 times.
+    let mut of = with_ports(3);
+    let fan = |t: u8| vec![format!("resubmit(,{t})"); 50].join(",");
+    add(&mut of, &format!("table=0,actions={}", fan(1)));
+    add(&mut of, &format!("table=1,actions={}", fan(2)));
+    add(&mut of, "table=2,actions=output:2");
+    let x = xlate(&of, &tcp(1, [1, 1, 1, 1], 1), None, None);
+    assert!(!x.failed);
+    assert_eq!(x.actions.len(), 2500);
+}

@@ -204,6 +204,11 @@ pub enum Action {
         in_port: Option<u32>,
         /// Table to look up.
         table: Option<u8>,
+        /// `resubmit(,,ct)` (`NXAST_RESUBMIT_TABLE_CT`): the lookup sees the connection's
+        /// original-direction addresses, protocol and ports in place of the packet's; a
+        /// flow with it must match a valid connection (`ct_state` +new, +est, ... or
+        /// +trk-inv), else `OFPBAC_MATCH_INCONSISTENT`, as OVS checks it.
+        ct: bool,
     },
     /// Nicira `ct(...)`: send the packet through the connection tracker (see [`crate::ct`]).
     Ct(Box<crate::ct::Ct>),
@@ -238,6 +243,16 @@ pub enum Action {
     /// Nicira `learn(...)`: add or refresh a flow built from the packet (see
     /// [`crate::learn`]).
     Learn(Box<crate::learn::Learn>),
+    /// Nicira `check_pkt_larger(LEN)->DST`: sets the one bit `dst` to 1 if the packet is
+    /// longer than `pkt_len` bytes, else to 0. The length is the Ethernet frame's (no FCS),
+    /// less any padding after the IP datagram, as OVS's datapath counts it; it is decided
+    /// per packet, so the rest of the actions depend on it (see `ofproto`'s xlate).
+    CheckPktLarger {
+        /// Bytes a packet may have without setting the bit.
+        pkt_len: u16,
+        /// The bit written (one bit of a writable field).
+        dst: Subfield,
+    },
 }
 
 /// The deepest nesting of `clone` actions (and of action lists inside actions) that the
@@ -298,6 +313,15 @@ impl Action {
             Action::OutputReg { src, .. } => {
                 if !src.is_valid() {
                     return bad(bad_action::BAD_SET_LEN);
+                }
+            }
+            // As OVS's check of a destination: bits inside the field, then writable.
+            Action::CheckPktLarger { dst, .. } => {
+                if !dst.is_valid() || dst.n_bits != 1 {
+                    return bad(bad_action::BAD_SET_LEN);
+                }
+                if !field_writable(dst.field) {
+                    return bad(bad_action::BAD_SET_ARGUMENT);
                 }
             }
             Action::Clone(ref inner) => {
@@ -368,7 +392,7 @@ impl Action {
                     return bad(bad_action::BAD_SET_TYPE);
                 }
             }
-            Action::Resubmit { in_port, table } => {
+            Action::Resubmit { in_port, table, .. } => {
                 if in_port.is_none() && table.is_none() {
                     return bad(bad_action::BAD_ARGUMENT);
                 }
@@ -537,6 +561,7 @@ pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), 
                             | Action::OutputReg { .. }
                             | Action::Controller(_)
                             | Action::Learn(_)
+                            | Action::CheckPktLarger { .. }
                     )
                 }) {
                     return Err(OfError::bad_action(bad_action::BAD_TYPE));

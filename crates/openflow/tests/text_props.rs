@@ -237,15 +237,18 @@ fn arb_action() -> impl Strategy<Value = Action> {
         (0u16..4096).prop_map(|v| Action::set_field(Field::VlanVid, u128::from(v | 0x1000))),
         (1u32..0xff00, any::<u8>()).prop_map(|(p, t)| Action::Resubmit {
             in_port: Some(p),
-            table: Some(t % 0xff)
+            table: Some(t % 0xff),
+            ct: false
         }),
         (1u32..0xff00).prop_map(|p| Action::Resubmit {
             in_port: Some(p),
-            table: None
+            table: None,
+            ct: false
         }),
         any::<u8>().prop_map(|t| Action::Resubmit {
             in_port: None,
-            table: Some(t % 0xff)
+            table: Some(t % 0xff),
+            ct: false
         }),
     ]
 }

@@ -268,9 +268,14 @@ fn an_action() -> impl Strategy<Value = Action> {
         ),
         (
             proptest::option::of(0u32..0xff00),
-            proptest::option::of(0u8..0xff)
+            proptest::option::of(0u8..0xff),
+            any::<bool>()
         )
-            .prop_map(|(in_port, table)| Action::Resubmit { in_port, table }),
+            .prop_map(|(in_port, table, ct)| Action::Resubmit {
+                in_port,
+                table,
+                ct: ct && (in_port.is_some() || table.is_some())
+            }),
     ]
 }
 

@@ -226,6 +226,7 @@ fn nxm_vlan_tci_mapping() {
     fm.instructions = vec![Instruction::ApplyActions(vec![Action::Resubmit {
         in_port: None,
         table: Some(2),
+        ct: false,
     }])];
     let m = Message::Nx(NxMessage::FlowMod(fm.clone()));
     let b = encode(&m, OFP10, 1).unwrap();

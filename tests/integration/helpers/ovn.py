@@ -134,15 +134,20 @@ class Controller:
     """ovn-controller for the chassis whose OVSDB is `db` and whose bridges' management
     sockets are in `rundir`, registered as `system_id` with `central`."""
 
-    def __init__(self, work, central, db, rundir, system_id):
+    def __init__(self, work, central, db, rundir, system_id, encap_ip="127.0.0.1"):
         d = self.d = Path(work) / f"ovn-controller-{system_id}"
         d.mkdir(parents=True)
         run(["ovs-vsctl", f"--db={db}", "set", "open", ".",
              f"external_ids:system-id={system_id}", f"external_ids:ovn-remote={central.sb}",
-             "external_ids:ovn-encap-type=geneve", "external_ids:ovn-encap-ip=127.0.0.1"])
+             "external_ids:ovn-encap-type=geneve", f"external_ids:ovn-encap-ip={encap_ip}"])
         self.log = d / "ovn-controller.log"
-        env = dict(os.environ, OVS_RUNDIR=str(rundir), OVN_RUNDIR=str(d))
-        run(["ovn-controller", db, f"--pidfile={d}/ovn-controller.pid", "--detach",
+        self.db, self.rundir = db, rundir
+        self.start()
+
+    def start(self):
+        d = self.d
+        env = dict(os.environ, OVS_RUNDIR=str(self.rundir), OVN_RUNDIR=str(d))
+        run(["ovn-controller", self.db, f"--pidfile={d}/ovn-controller.pid", "--detach",
              "--no-chdir", f"--log-file={self.log}"], env=env)
 
     def openflow_errors(self):
@@ -150,8 +155,21 @@ class Controller:
         text = self.log.read_text() if self.log.exists() else ""
         return re.findall(r"OpenFlow error: .*", text)
 
+    def appctl(self, *args, timeout=60):
+        pid = (self.d / "ovn-controller.pid").read_text().strip()
+        return run(["ovn-appctl", "-t", str(self.d / f"ovn-controller.{pid}.ctl"), *args],
+                   timeout=timeout).stdout
+
     def stop(self):
-        kill_pidfile(self.d / "ovn-controller.pid")
+        """Stops ovn-controller and waits until it is gone."""
+        p = self.d / "ovn-controller.pid"
+        if not p.exists():
+            return
+        pid = p.read_text().strip()
+        kill_pidfile(p)
+        deadline = time.time() + 10
+        while Path(f"/proc/{pid}").exists() and time.time() < deadline:
+            time.sleep(0.05)
 
 
 def ofctl(rundir, *args, check=True):

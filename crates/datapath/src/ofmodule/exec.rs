@@ -247,6 +247,19 @@ impl Exec {
                     Some(c) => self.execute(now_ms, in_slot, key, sub, c, pool, out),
                     None => self.stats.copy_failures += 1,
                 },
+                // The list for this packet's length, on the packet itself when nothing
+                // follows, else on a copy (what it does is not seen after it).
+                DpAction::CheckPktLen(c) => {
+                    let branch = c.branch(pkt.data());
+                    if i + 1 == actions.len() {
+                        self.execute(now_ms, in_slot, key, branch, pkt, pool, out);
+                        return;
+                    }
+                    match pool.clone_packet(&pkt) {
+                        Some(c) => self.execute(now_ms, in_slot, key, branch, c, pool, out),
+                        None => self.stats.copy_failures += 1,
+                    }
+                }
                 DpAction::Meter(id) => {
                     // Lock-free: the meters are published apart from the OpenFlow state.
                     let verdict = self.udpif.meters.apply(*id, pkt.len(), now_ms * 1000);

@@ -418,7 +418,10 @@ impl Desired {
         d.other_config = map_of(root.get("other_config"));
         check_columns("Open_vSwitch", root, &mut d.warnings);
         for k in d.other_config.keys() {
-            if !GLOBAL_MODULE_KEYS.contains(&k.as_str())
+            // `ovn-*` keys are ovn-controller's own bookkeeping (`ovn-chassis-idx-*`), which
+            // no switch reads.
+            if !k.starts_with("ovn-")
+                && !GLOBAL_MODULE_KEYS.contains(&k.as_str())
                 && !DATAPATH_KEYS.contains(&k.as_str())
                 && !DAEMON_KEYS.contains(&k.as_str())
             {

@@ -137,6 +137,7 @@ mod tests {
         let resubmit = Action::Resubmit {
             in_port: None,
             table: Some(1),
+            ct: false,
         };
         assert_eq!(
             as_list(&[out(2), Action::Group(1), out(3)]),

@@ -14,6 +14,12 @@
 //! `metadata` and starts in the frozen table; an unknown id fails the translation.
 //!
 //! `ct_clear` forgets the packet's connection-tracking state for the rest of the pass.
+//!
+//! `resubmit(,,ct)` looks its table up with the packet's addresses, IP protocol and ports
+//! swapped with the connection's original-direction ones (`ct_nw_src`, ... `ct_tp_dst`),
+//! in the flow and in the wildcards alike, and swaps them back before the matched rule's
+//! actions run, as OVS does; a packet without a connection tuple (`ct_nw_proto` 0) or not
+//! IP skips the resubmit.
 
 use super::Ctx;
 use crate::odp::DpAction;
@@ -124,6 +130,20 @@ impl Ctx<'_> {
         self.clear_ct_fields();
     }
 
+    /// Whether `resubmit(,,ct)` has a tuple to look up (OVS's test: an IP packet whose
+    /// `ct_nw_proto` is set); the fields it reads are part of the decision.
+    pub(super) fn has_ct_tuple(&mut self) -> bool {
+        self.wc.ct_nw_proto = 0xff;
+        self.is_ip() && self.flow.ct_nw_proto != 0
+    }
+
+    /// Swaps the packet's tuple with the connection's (see the module documentation).
+    pub(super) fn swap_ct_tuple(&mut self) {
+        let v4 = self.flow.dl_type == packet::flow::ETH_TYPE_IPV4;
+        swap_tuple(&mut self.flow, v4);
+        swap_tuple(&mut self.wc, v4);
+    }
+
     pub(super) fn ct_clear(&mut self) {
         self.clear_ct_fields();
         self.note(|| "ct_clear".into());
@@ -154,4 +174,21 @@ impl Ctx<'_> {
             None => self.fail(|| format!("recirc({id:#x}): unknown recirculation id")),
         }
     }
+}
+
+fn swap_tuple(k: &mut packet::flow::FlowKey, v4: bool) {
+    std::mem::swap(&mut k.nw_proto, &mut k.ct_nw_proto);
+    if v4 {
+        for (a, b) in k.nw_src.iter_mut().zip(k.ct_src.iter_mut()) {
+            std::mem::swap(a, b);
+        }
+        for (a, b) in k.nw_dst.iter_mut().zip(k.ct_dst.iter_mut()) {
+            std::mem::swap(a, b);
+        }
+    } else {
+        std::mem::swap(&mut k.ipv6_src, &mut k.ct_src);
+        std::mem::swap(&mut k.ipv6_dst, &mut k.ct_dst);
+    }
+    std::mem::swap(&mut k.tp_src, &mut k.ct_tp_src);
+    std::mem::swap(&mut k.tp_dst, &mut k.ct_tp_dst);
 }

@@ -103,13 +103,19 @@ impl Ctx<'_> {
     }
 
     /// Runs an action list whose rule has `rest` of its instructions still to run; when
-    /// a pause stops it, records what it had left as a frame.
-    pub(super) fn apply(&mut self, acts: &[Action], rest: &[Instruction]) {
+    /// a pause stops it, records what it had left as a frame. True if a
+    /// `check_pkt_larger` ran the rest of the list and `rest` (see `pktlen`).
+    pub(super) fn apply(&mut self, acts: &[Action], rest: &[Instruction]) -> bool {
         for (k, a) in acts.iter().enumerate() {
             if self.stopped {
                 break;
             }
             self.note(|| crate::text::action_text(a));
+            if let Action::CheckPktLarger { pkt_len, ref dst } = *a {
+                let after = acts.get(k + 1..).unwrap_or_default();
+                self.check_pkt_larger(pkt_len, dst, after, rest);
+                return true;
+            }
             self.action(a);
             if let Some(p) = self.pausing.as_mut() {
                 p.frames.push(Frame {
@@ -123,6 +129,7 @@ impl Ctx<'_> {
                 break;
             }
         }
+        false
     }
 
     /// At the end of a paused translation: the packet-in with its continuation. One that
@@ -177,8 +184,8 @@ impl Ctx<'_> {
             self.flow.in_port = f.in_port;
             self.note_table(|| format!("{:>2}. resuming", f.table_id));
             self.indent += 4;
-            self.apply(&f.actions, &f.rest);
-            if !self.stopped {
+            let ran_rest = self.apply(&f.actions, &f.rest);
+            if !self.stopped && !ran_rest {
                 if let Some(t) = self.instructions(&f.rest) {
                     if t > f.table_id {
                         self.indent -= 4;

@@ -252,6 +252,7 @@ fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action
         "clone" => Action::Clone(parse_nested(tok, ctx)?),
         "controller" => parse_controller(tok)?,
         "learn" => super::learn::parse_learn(tok)?,
+        "check_pkt_larger" => super::pktlen::parse_check_pkt_larger(tok)?,
         "in_port" | "normal" | "flood" | "all" | "local" | "table" => {
             no_value(tok)?;
             Action::output(port_arg(tok, key)?)
@@ -364,9 +365,19 @@ fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action
         }
         "resubmit" => {
             let v = need_value(tok)?;
-            let (p, t) = match v.split_once(',') {
-                Some((p, t)) => (p.trim(), Some(t.trim())),
-                None => (v.trim(), None),
+            // `resubmit:PORT` or `resubmit([PORT],[TABLE][,ct])`; as ovs-ofctl, anything
+            // after a third item is ignored.
+            let mut items = v.split(',').map(str::trim);
+            let p = items.next().unwrap_or("");
+            let t = items.next();
+            let ct = match items.next() {
+                None | Some("") => false,
+                Some("ct") => true,
+                Some(other) => {
+                    return Err(TextError::new(format!(
+                        "{text}: {other}: unknown parameter"
+                    )))
+                }
             };
             let in_port = if p.is_empty() {
                 None
@@ -380,7 +391,7 @@ fn parse_action_unchecked(tok: &Token<'_>, ctx: Option<&Match>) -> Result<Action
                         TextError::new(format!("{text}: '{t}' is not a table number"))
                     })? as u8),
                 };
-            Action::Resubmit { in_port, table }
+            Action::Resubmit { in_port, table, ct }
         }
         "load" => {
             let v = need_value(tok)?;
@@ -738,6 +749,9 @@ pub fn format_action(a: &Action) -> String {
         }
         Action::Controller(ref c) => format_controller(c),
         Action::Learn(ref l) => super::learn::format_learn(l),
+        Action::CheckPktLarger { pkt_len, ref dst } => {
+            super::pktlen::format_check_pkt_larger(pkt_len, dst)
+        }
         Action::Output { port, max_len } => {
             if port == OFPP_CONTROLLER {
                 format!("CONTROLLER:{max_len}")
@@ -796,12 +810,15 @@ pub fn format_action(a: &Action) -> String {
         }
         Action::StackPush(sf) => format!("push:{}", format_subfield(&sf)),
         Action::StackPop(sf) => format!("pop:{}", format_subfield(&sf)),
-        Action::Resubmit { in_port, table } => match (in_port, table) {
-            (Some(p), None) => format!("resubmit:{}", format_port(p)),
+        // With `ct` and no table OVS prints `resubmit:PORT`, which reads back without
+        // `ct`; ferrovs keeps it: `resubmit(PORT,,ct)`.
+        Action::Resubmit { in_port, table, ct } => match (in_port, table) {
+            (Some(p), None) if !ct => format!("resubmit:{}", format_port(p)),
             (p, t) => format!(
-                "resubmit({},{})",
+                "resubmit({},{}{})",
                 p.map(format_port).unwrap_or_default(),
-                t.map(|t| t.to_string()).unwrap_or_default()
+                t.map(|t| t.to_string()).unwrap_or_default(),
+                if ct { ",ct" } else { "" }
             ),
         },
     }

@@ -13,7 +13,7 @@
 //! * `actions` — actions and instructions ([`parse_instructions`], [`parse_actions`],
 //!   [`format_instructions`], [`format_action`]);
 //! * `group` and `meter` — group and meter mods;
-//! * `ct` and `sample` — the Nicira actions with their own argument lists.
+//! * `ct`, `sample` and `pktlen` — the Nicira actions with their own argument lists.
 //!
 //! Contract: the parsers never panic, whatever the input (a property test feeds them
 //! arbitrary strings), and every error message names the offending token. Formatting then
@@ -28,6 +28,7 @@ mod flow;
 mod group;
 mod learn;
 mod meter;
+mod pktlen;
 mod sample;
 
 pub use actions::{
@@ -148,9 +149,17 @@ impl<'a> Tokens<'a> {
                         truncate(item)
                     ))));
                 };
-                let value = inner.get(..close).unwrap_or("");
+                let mut value = inner.get(..close).unwrap_or("");
                 self.pos = inner_start + close + 1;
-                let tail = s.get(self.pos..).unwrap_or("");
+                let mut tail = s.get(self.pos..).unwrap_or("");
+                // `key(x)->y`, as `check_pkt_larger(1500)->reg0[0]`: as ovs-ofctl, the value
+                // is `x)->y`, up to the next delimiter.
+                if tail.starts_with("->") {
+                    let end = tail.find(is_delim).unwrap_or(tail.len());
+                    self.pos += end;
+                    value = inner.get(..close + 1 + end).unwrap_or("");
+                    tail = s.get(self.pos..).unwrap_or("");
+                }
                 if let Some(c) = tail.chars().next() {
                     if !is_delim(c) {
                         self.pos = s.len();

@@ -103,6 +103,7 @@ mod nxast {
     pub const STACK_POP: u16 = 28;
     pub const SET_TUNNEL64: u16 = 9;
     pub const RESUBMIT_TABLE: u16 = 14;
+    pub const RESUBMIT_TABLE_CT: u16 = 44;
     pub const WRITE_METADATA: u16 = 22;
     pub const DEC_TTL: u16 = 18;
     pub const PUSH_MPLS: u16 = 23;
@@ -168,18 +169,20 @@ fn decode_actions_in(
             }
         }
         if version == OFP10 {
-            Ok(match of10::decode_of10_action(ty, len, &mut a)? {
-                Action::SetField { field, value, mask }
-                    if matches!(ty, at10::SET_TP_SRC | at10::SET_TP_DST) =>
-                {
-                    Action::SetField {
-                        field: of10::of10_l4_port(field, nw_proto),
-                        value,
-                        mask,
+            Ok(
+                match of10::of10_whole_load(of10::decode_of10_action(ty, len, &mut a)?) {
+                    Action::SetField { field, value, mask }
+                        if matches!(ty, at10::SET_TP_SRC | at10::SET_TP_DST) =>
+                    {
+                        Action::SetField {
+                            field: of10::of10_l4_port(field, nw_proto),
+                            value,
+                            mask,
+                        }
                     }
-                }
-                act => act,
-            })
+                    act => act,
+                },
+            )
         } else if (ty == at::METER || ty == at::COPY_FIELD) && version < OFP15 {
             Err(DecodeError::BadActionType(ty))
         } else if version >= OFP15 {

@@ -1,6 +1,6 @@
 //! Nicira vendor/experimenter actions (id 0x00002320).
 //!
-//! Decoded: `resubmit`, `resubmit_table`, `set_queue`, `group` (OpenFlow 1.0's form),
+//! Decoded: `resubmit`, `resubmit_table` (and its `ct` form), `set_queue`, `group` (OpenFlow 1.0's form),
 //! `reg_load`, `reg_load2`, `reg_move`, `stack_push`, `stack_pop`, `dec_ttl` (without controller ids), `push_mpls`, `pop_mpls`,
 //! `set_mpls_ttl`, `dec_mpls_ttl`, `set_mpls_label`, `set_mpls_tc`, `set_tunnel` and
 //! `set_tunnel64`: the ones with a model meaning. Others (`learn`, `ct`, `note`,
@@ -46,15 +46,22 @@ pub(super) fn decode_vendor_action(len: usize, a: &mut Rd<'_>) -> Result<Action,
             Action::Resubmit {
                 in_port: port_or_none(a.u16()?),
                 table: None,
+                ct: false,
             }
         }
-        nxast::RESUBMIT_TABLE => {
+        nxast::RESUBMIT_TABLE | nxast::RESUBMIT_TABLE_CT => {
             nx16(len)?;
             let in_port = port_or_none(a.u16()?);
             let t = a.u8()?;
+            let ct = sub == nxast::RESUBMIT_TABLE_CT;
+            // OVS requires the padding to be zero (OFPBAC_BAD_ARGUMENT).
+            if ct && a.bytes(3)?.iter().any(|b| *b != 0) {
+                return Err(DecodeError::BadActionArgument);
+            }
             Action::Resubmit {
                 in_port,
                 table: (t != 0xff).then_some(t),
+                ct,
             }
         }
         nxast::SET_QUEUE => {
@@ -241,9 +248,13 @@ pub(super) fn encode_nx_load(out: &mut Vec<u8>, field: Field, value: u128, mask:
 pub(super) fn encode_nx_common(out: &mut Vec<u8>, a: &Action) -> bool {
     let s;
     match *a {
-        Action::Resubmit { in_port, table } => {
+        Action::Resubmit { in_port, table, ct } => {
             let p = in_port.and_then(port_to_of10).unwrap_or(0xfff8);
-            if let Some(t) = table {
+            if ct {
+                s = nx_begin(out, nxast::RESUBMIT_TABLE_CT);
+                out.u16(p);
+                out.u8(table.unwrap_or(0xff));
+            } else if let Some(t) = table {
                 s = nx_begin(out, nxast::RESUBMIT_TABLE);
                 out.u16(p);
                 out.u8(t);

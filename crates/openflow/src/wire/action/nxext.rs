@@ -11,6 +11,10 @@
 //! * `NXAST_CLONE` (42): 16 bytes (6 pad) followed by the nested actions.
 //! * `NXAST_DEC_TTL_CNT_IDS` (21): the id count (u16), 4 zero bytes, then the ids (u16
 //!   each), padded to 8. Plain `dec_ttl` is `OFPAT_DEC_NW_TTL` (NXAST_DEC_TTL in 1.0).
+//! * `NXAST_CHECK_PKT_LARGER` (49), at least 24 bytes: the length (u16), the bit's offset
+//!   (u16), the destination field's NXM header (u32, in every version, as OVS writes it),
+//!   zeros to the end. The bit must lie in the field (`BadSetLen`); whether the field is
+//!   writable is [`Action::validate`]'s to say.
 //!
 //! Bytes OVS requires to be zero that are not are `BadActionArgument` (OVS: `OFPBAC_BAD_ARGUMENT`
 //! for `output_reg`, `NXBRC_MUST_BE_ZERO` for the others). Totality: nesting is bounded by
@@ -30,6 +34,7 @@ const OUTPUT_REG: u16 = 15;
 const DEC_TTL_CNT_IDS: u16 = 21;
 const OUTPUT_REG2: u16 = 32;
 const CLONE: u16 = 42;
+const CHECK_PKT_LARGER: u16 = 49;
 
 /// If `body` (an experimenter action after its type and length) is one of this module's,
 /// its subtype.
@@ -39,7 +44,7 @@ pub(super) fn nxext_subtype(body: &[u8]) -> Option<u16> {
     (vendor == NX_VENDOR_ID
         && matches!(
             sub,
-            NOTE | OUTPUT_REG | DEC_TTL_CNT_IDS | OUTPUT_REG2 | CLONE
+            NOTE | OUTPUT_REG | DEC_TTL_CNT_IDS | OUTPUT_REG2 | CLONE | CHECK_PKT_LARGER
         ))
     .then_some(sub)
 }
@@ -132,6 +137,21 @@ pub(super) fn decode_nxext(
             let ids = (0..n).map(|_| a.u16()).collect::<Result<Vec<_>, _>>()?;
             Action::DecTtlIds(ids)
         }
+        CHECK_PKT_LARGER => {
+            if len < 24 {
+                return Err(DecodeError::BadActionLen);
+            }
+            let pkt_len = a.u16()?;
+            let ofs = a.u16()?;
+            let hdr = a.u32()?;
+            if a.rest().iter().any(|b| *b != 0) {
+                return Err(DecodeError::BadActionArgument);
+            }
+            Action::CheckPktLarger {
+                pkt_len,
+                dst: subfield(hdr, ofs, 1)?,
+            }
+        }
         _ => {
             a.skip(6)?;
             let _level = NestGuard::enter()?;
@@ -173,6 +193,13 @@ pub(super) fn encode_nxext(
             for id in ids {
                 out.u16(*id);
             }
+        }
+        Action::CheckPktLarger { pkt_len, dst } => {
+            s = nx_begin(out, CHECK_PKT_LARGER);
+            out.u16(*pkt_len);
+            out.u16(dst.ofs);
+            out.u32(subfield_header(dst, Mode::Nxm));
+            out.zeros(6);
         }
         Action::Clone(inner) => {
             s = nx_begin(out, CLONE);

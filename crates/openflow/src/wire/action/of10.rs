@@ -200,7 +200,8 @@ pub(super) fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), En
         | Action::Clone(_)
         | Action::DecTtlIds(_)
         | Action::Controller(_)
-        | Action::Learn(_) => return Ok(()),
+        | Action::Learn(_)
+        | Action::CheckPktLarger { .. } => return Ok(()),
     }
     finish(out, s);
     Ok(())
@@ -208,10 +209,40 @@ pub(super) fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), En
 
 /// An unmasked set-field: OpenFlow 1.0's own set action for the fields that have one,
 /// Nicira's MPLS and tunnel actions, a register load for the rest.
-fn encode_set_field(out: &mut Vec<u8>, field: Field, value: u128) {
+/// Whether OpenFlow 1.0 has an action of its own (or Nicira a dedicated one) for an
+/// unmasked write of `field`; any other write goes out as a register load.
+fn has_own_action(field: Field) -> bool {
+    of10_set_action(field).is_some()
+        || matches!(field, Field::MplsLabel | Field::MplsTc | Field::TunnelId)
+}
+
+/// An unmasked set-field decoded from OpenFlow 1.0 bytes (a `reg_load2` without a mask),
+/// as the model says what those bytes mean in 1.0: a write with no action of its own goes
+/// back out as a whole-field `reg_load` (as OVS writes it), which decodes as a load with
+/// the field's whole mask, so it is that load from the start and decodes, encodes and
+/// decodes again to the same action. Fields wider than a `reg_load` (64 bits) and the
+/// variable-length ones stay unmasked: they go back out as an unmasked `reg_load2`.
+pub(super) fn of10_whole_load(a: Action) -> Action {
+    match a {
+        Action::SetField {
+            field,
+            value,
+            mask: None,
+        } if !has_own_action(field) && field.bits() <= 64 && !field.is_tun_metadata() => {
+            Action::SetField {
+                field,
+                value,
+                mask: Some(field.max()),
+            }
+        }
+        a => a,
+    }
+}
+
+/// OpenFlow 1.0's own set action for `field`, and its argument's size.
+fn of10_set_action(field: Field) -> Option<(u16, usize)> {
     use at10::*;
-    let s;
-    let ty = match field {
+    match field {
         Field::VlanVid => Some((SET_VLAN_VID, 2)),
         Field::VlanPcp => Some((SET_VLAN_PCP, 1)),
         Field::EthSrc => Some((SET_DL_SRC, 6)),
@@ -222,7 +253,12 @@ fn encode_set_field(out: &mut Vec<u8>, field: Field, value: u128) {
         Field::TcpSrc | Field::UdpSrc | Field::SctpSrc => Some((SET_TP_SRC, 2)),
         Field::TcpDst | Field::UdpDst | Field::SctpDst => Some((SET_TP_DST, 2)),
         _ => None,
-    };
+    }
+}
+
+fn encode_set_field(out: &mut Vec<u8>, field: Field, value: u128) {
+    let s;
+    let ty = of10_set_action(field);
     match (ty, field) {
         (Some((t, n)), _) => {
             s = begin(out, t);
@@ -308,6 +344,7 @@ pub(crate) fn encode_of10_report(
                 out,
                 OFP10,
                 &[Action::Resubmit {
+                    ct: false,
                     in_port: None,
                     table: Some(*t),
                 }],

@@ -197,7 +197,8 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
         | Action::Clone(_)
         | Action::DecTtlIds(_)
         | Action::Controller(_)
-        | Action::Learn(_) => return,
+        | Action::Learn(_)
+        | Action::CheckPktLarger { .. } => return,
     }
     finish(out, s);
 }
