@@ -19,7 +19,10 @@ fn m(w0: u64, m0: u64, w1: u64, m1: u64) -> Match<W> {
     Match::new([w0, w1, 0, 0], [m0, m1, 0, 0])
 }
 
-fn answers(c: &Classifier<u32, W>) -> Vec<(Option<(u64, u32)>, [u64; W])> {
+/// Per probe key: the rule found (id, payload) and the megaflow mask.
+type Answer = (Option<(u64, u32)>, [u64; W]);
+
+fn answers(c: &Classifier<u32, W>) -> Vec<Answer> {
     let mut out = Vec::new();
     for a in 0..4u64 {
         for b in 0..4u64 {
