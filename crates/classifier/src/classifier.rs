@@ -73,6 +73,22 @@ impl<T, const W: usize> Classifier<T, W> {
         id
     }
 
+    /// Adds a rule under an id the caller chooses (replacing any rule that has it), so that
+    /// several classifiers can hold the same rule under the same id and share it with
+    /// [`Classifier::insert_shared`]. Ids the classifier picks itself are always above every
+    /// id inserted so far, so the two kinds can be mixed.
+    pub fn insert_with_id(&mut self, id: RuleId, m: Match<W>, priority: u32, payload: T) {
+        self.insert_with_id_raw(id, m, priority, payload);
+        self.refresh();
+    }
+
+    /// Adds a rule as another classifier stores it (the same `Arc`: its value, mask and
+    /// payload are not copied), under its id; a rule already under that id is replaced.
+    pub fn insert_shared(&mut self, rule: Arc<Rule<T, W>>) {
+        self.insert_shared_raw(rule);
+        self.refresh();
+    }
+
     /// Removes a rule; `None` if there is no rule `id`.
     pub fn remove(&mut self, id: RuleId) -> Option<Arc<Rule<T, W>>> {
         let r = self.remove_raw(id);
@@ -184,16 +200,24 @@ impl<T, const W: usize> Classifier<T, W> {
 
     pub(crate) fn insert_raw(&mut self, m: Match<W>, priority: u32, payload: T) -> RuleId {
         let id = RuleId(self.next_id);
-        self.next_id += 1;
-        let cfg = self.view.cfg;
-        let slot = match self.by_mask.get(m.mask()) {
-            Some(&s) => s,
-            None => self.new_subtable(*m.mask()),
-        };
-        let Some(Some(st)) = self.view.slots.get_mut(slot as usize) else {
+        self.insert_with_id_raw(id, m, priority, payload);
+        id
+    }
+
+    pub(crate) fn insert_with_id_raw(
+        &mut self,
+        id: RuleId,
+        m: Match<W>,
+        priority: u32,
+        payload: T,
+    ) {
+        if self.by_id.contains_key(&id) {
+            self.remove_raw(id);
+        }
+        let slot = self.slot_for(m.mask());
+        let Some(Some(st)) = self.view.slots.get(slot as usize) else {
             unreachable!("by_mask points at a live subtable");
         };
-        let st = Arc::make_mut(st);
         let rule = Arc::new(Rule {
             id,
             priority,
@@ -201,18 +225,50 @@ impl<T, const W: usize> Classifier<T, W> {
             mask: Arc::clone(&st.mask),
             payload,
         });
-        st.insert(Arc::clone(&rule), &cfg);
+        self.place(slot, rule);
+    }
+
+    pub(crate) fn insert_shared_raw(&mut self, rule: Arc<Rule<T, W>>) {
+        if let Some((slot, old)) = self.by_id.get_mut(&rule.id) {
+            if old.priority == rule.priority && old.value == rule.value && old.mask == rule.mask {
+                let Some(Some(st)) = self.view.slots.get_mut(*slot as usize) else {
+                    unreachable!("a live rule's subtable is live");
+                };
+                Arc::make_mut(st).replace(Arc::clone(&rule));
+                *old = rule;
+                return;
+            }
+            self.remove_raw(rule.id);
+        }
+        let slot = self.slot_for(&rule.mask);
+        self.place(slot, rule);
+    }
+
+    fn slot_for(&mut self, mask: &[u64; W]) -> u32 {
+        match self.by_mask.get(mask) {
+            Some(&s) => s,
+            None => self.new_subtable(*mask),
+        }
+    }
+
+    /// Adds `rule` to subtable `slot` (whose mask it has) and to the bookkeeping.
+    fn place(&mut self, slot: u32, rule: Arc<Rule<T, W>>) {
+        let cfg = self.view.cfg;
+        self.next_id = self.next_id.max(rule.id.0.saturating_add(1));
+        let Some(Some(st)) = self.view.slots.get_mut(slot as usize) else {
+            unreachable!("by_mask points at a live subtable");
+        };
+        Arc::make_mut(st).insert(Arc::clone(&rule), &cfg);
         let mut tag_bit = None;
         if let Some(meta) = self.meta.get_mut(slot as usize) {
-            *meta.prios.entry(priority).or_insert(0) += 1;
+            *meta.prios.entry(rule.priority).or_insert(0) += 1;
             tag_bit = meta.tag_bit;
         }
         if let (Some(bit), Some(pw)) = (tag_bit, cfg.partition_word()) {
-            self.partition_add(m.value()[pw], bit);
+            self.partition_add(rule.value[pw], bit);
         }
-        self.by_id.insert(id, (slot, rule));
+        self.by_id.insert(rule.id, (slot, rule));
         self.view.n_rules += 1;
-        id
     }
 
     pub(crate) fn remove_raw(&mut self, id: RuleId) -> Option<Arc<Rule<T, W>>> {
@@ -313,6 +369,14 @@ impl<T, const W: usize> Batch<'_, T, W> {
     /// See [`Classifier::insert`].
     pub fn insert(&mut self, m: Match<W>, priority: u32, payload: T) -> RuleId {
         self.cls.insert_raw(m, priority, payload)
+    }
+    /// See [`Classifier::insert_with_id`].
+    pub fn insert_with_id(&mut self, id: RuleId, m: Match<W>, priority: u32, payload: T) {
+        self.cls.insert_with_id_raw(id, m, priority, payload)
+    }
+    /// See [`Classifier::insert_shared`].
+    pub fn insert_shared(&mut self, rule: Arc<Rule<T, W>>) {
+        self.cls.insert_shared_raw(rule)
     }
     /// See [`Classifier::remove`].
     pub fn remove(&mut self, id: RuleId) -> Option<Arc<Rule<T, W>>> {

@@ -5,11 +5,16 @@ use std::sync::Arc;
 
 use packet::flow::{FlowKey, FLOW_KEY_WORDS};
 
-/// Identifies a rule for the lifetime of the classifier that created it; never reused.
+/// Identifies a rule in a classifier. Ids the classifier picks are never reused; a caller
+/// may also choose them ([`crate::Classifier::insert_with_id`]).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct RuleId(pub(crate) u64);
 
 impl RuleId {
+    /// The id `n`.
+    pub const fn new(n: u64) -> RuleId {
+        RuleId(n)
+    }
     /// The id as a number (ids increase in insertion order).
     pub fn as_u64(self) -> u64 {
         self.0

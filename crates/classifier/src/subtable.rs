@@ -24,8 +24,9 @@ use crate::hash::{absorb, finish, BASIS};
 use crate::prefix::{field_value, prefix_len, set_prefix_bits, PrefixIndex};
 use crate::rule::{Rule, RuleId};
 
-/// The rules of one masked value, highest priority first; among equal priorities, earliest
-/// inserted first.
+/// The rules of one masked value, highest priority first; among equal priorities, lowest id
+/// first (the earliest inserted, for ids the classifier picks), so classifiers holding the
+/// same rules under the same ids order them alike whatever order they were inserted in.
 pub(crate) struct Bucket<T, const W: usize> {
     pub hash: u64,
     pub head: Arc<Rule<T, W>>,
@@ -48,12 +49,13 @@ impl<T, const W: usize> Bucket<T, W> {
     }
 
     fn insert(&mut self, r: Arc<Rule<T, W>>) {
-        if r.priority > self.head.priority {
+        let k = (r.priority, std::cmp::Reverse(r.id));
+        let before = |x: &Rule<T, W>| (x.priority, std::cmp::Reverse(x.id)) > k;
+        if !before(&self.head) {
             let old = std::mem::replace(&mut self.head, r);
             self.rest.insert(0, old);
         } else {
-            let p = r.priority;
-            let pos = self.rest.partition_point(|x| x.priority >= p);
+            let pos = self.rest.partition_point(|x| before(x));
             self.rest.insert(pos, r);
         }
     }

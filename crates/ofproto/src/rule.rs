@@ -7,7 +7,6 @@
 //! crediting needs only `&Rule`.
 
 use openflow::{FlowModFlags, Instruction, Match};
-use packet::flow::FlowKey;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -51,10 +50,9 @@ pub struct Rule {
     pub id: u64,
     pub table_id: u8,
     pub priority: u16,
+    /// The match as OpenFlow gave it. Its masked flow key lives in the table's classifier
+    /// (`Table::entry`, `Table::rule_matches`), not here: rules are many.
     pub match_: Match,
-    /// The match as a masked flow key, and its mask.
-    pub key: FlowKey,
-    pub mask: FlowKey,
     pub cookie: u64,
     pub idle_timeout: u16,
     pub hard_timeout: u16,
@@ -82,18 +80,6 @@ impl Rule {
             bytes
         };
         self.stats.credit(p, b, now_ms);
-    }
-
-    /// True if this rule's match covers `key`.
-    #[inline]
-    pub fn matches(&self, key: &FlowKey) -> bool {
-        let k = key.to_words();
-        let v = self.key.to_words();
-        let m = self.mask.to_words();
-        k.iter()
-            .zip(v.iter())
-            .zip(m.iter())
-            .all(|((k, v), m)| k & m == *v)
     }
 
     /// True if any instruction outputs to `port` (directly, in apply or write actions).

@@ -28,6 +28,8 @@ pub enum TableMiss {
 }
 
 pub type Cls = Classifier<Arc<Rule>, FLOW_KEY_WORDS>;
+/// A rule as the classifier stores it: its masked value and mask, around the [`Rule`].
+pub type ClsRule = classifier::Rule<Arc<Rule>, FLOW_KEY_WORDS>;
 
 /// See the module documentation.
 pub struct Table {
@@ -35,13 +37,14 @@ pub struct Table {
     pub name: String,
     pub max_entries: usize,
     pub miss: TableMiss,
+    /// The rules, under their own ids as classifier ids: the table's copies (see
+    /// `crate::versions`) share each classifier rule, value and mask included.
     cls: Cls,
-    ids: HashMap<u64, RuleId>,
     /// Rules with an idle or hard timeout: expiry looks only at these.
     timed: HashSet<u64>,
     /// While a transaction runs (see `Ofproto::atomically`): each rule id changed, with the
     /// rule it had before its first change (`None`: it did not exist).
-    journal: Option<HashMap<u64, Option<Arc<Rule>>>>,
+    journal: Option<HashMap<u64, Option<Arc<ClsRule>>>>,
     /// What changed since [`Table::take_changes`] (see `crate::versions`).
     changes: TableChanges,
     /// Shared by the table's copies (see `crate::versions`), so counts are not split.
@@ -66,10 +69,6 @@ impl TableChanges {
     }
 }
 
-fn cmatch(r: &Rule) -> CMatch<FLOW_KEY_WORDS> {
-    CMatch::new(r.key.to_words(), r.mask.to_words())
-}
-
 impl Table {
     /// An empty table.
     pub fn new(id: u8) -> Table {
@@ -79,7 +78,6 @@ impl Table {
             max_entries: 1_000_000,
             miss: TableMiss::Drop,
             cls: Classifier::new(Config::flow_key()),
-            ids: HashMap::new(),
             timed: HashSet::new(),
             journal: None,
             changes: TableChanges::default(),
@@ -95,9 +93,9 @@ impl Table {
         t.copy_config(self);
         t.lookup_count = Arc::clone(&self.lookup_count);
         t.matched_count = Arc::clone(&self.matched_count);
-        let rules: Vec<Arc<Rule>> = self.iter().cloned().collect();
+        let rules: Vec<Arc<ClsRule>> = self.cls.iter().cloned().collect();
         if !rules.is_empty() {
-            t.insert_many(rules);
+            t.put_many(rules);
         }
         t.changes = TableChanges::default();
         t
@@ -118,7 +116,7 @@ impl Table {
     }
 
     /// Brings this copy up to `from` (the copy the changes were made on): the rules `ch`
-    /// names are copied from `from` (the same `Arc`s) or removed. O(changes), except that a
+    /// names are copied from `from` (the same classifier `Arc`s) or removed. O(changes), except that a
     /// `cleared` table hands back its old contents for the caller to free.
     pub(crate) fn catch_up(&mut self, ch: &TableChanges, from: &Table) -> Option<Cls> {
         let old = if ch.cleared {
@@ -128,7 +126,7 @@ impl Table {
         };
         let mut add = Vec::new();
         for &id in &ch.ids {
-            match from.get(id) {
+            match from.entry(id) {
                 Some(r) => add.push(Arc::clone(r)),
                 None => {
                     self.remove(id);
@@ -136,7 +134,7 @@ impl Table {
             }
         }
         if !add.is_empty() {
-            self.insert_many(add);
+            self.put_many(add);
         }
         self.changes = TableChanges::default();
         old
@@ -144,12 +142,12 @@ impl Table {
 
     /// Number of rules.
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.cls.len()
     }
 
     /// True when empty.
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.cls.is_empty()
     }
 
     /// Number of distinct masks (classifier subtables).
@@ -186,8 +184,17 @@ impl Table {
 
     /// A rule by id.
     pub fn get(&self, id: u64) -> Option<&Arc<Rule>> {
-        let cid = self.ids.get(&id)?;
-        self.cls.get(*cid).map(|r| r.payload())
+        self.entry(id).map(|r| r.payload())
+    }
+
+    /// A rule by id, as the classifier stores it.
+    pub fn entry(&self, id: u64) -> Option<&Arc<ClsRule>> {
+        self.cls.get(RuleId::new(id))
+    }
+
+    /// True if rule `id` exists and its match covers `key`.
+    pub fn rule_matches(&self, id: u64, key: &FlowKey) -> bool {
+        self.entry(id).is_some_and(|r| r.matches(&key.to_words()))
     }
 
     /// Starts recording changes so that [`Table::rollback`] can undo them: O(1) now, O(1)
@@ -216,53 +223,50 @@ impl Table {
             }
         }
         if !back.is_empty() {
-            self.insert_many(back);
+            self.put_many(back);
         }
     }
 
     fn record(&mut self, id: u64) {
         self.changes.ids.insert(id);
         if self.journal.as_ref().is_some_and(|j| !j.contains_key(&id)) {
-            let before = self.get(id).cloned();
+            let before = self.entry(id).cloned();
             if let Some(j) = self.journal.as_mut() {
                 j.insert(id, before);
             }
         }
     }
 
-    /// Inserts a rule, or replaces the rule with the same id (same match and priority: only
-    /// instructions and metadata may differ, as a modify does).
-    pub fn insert(&mut self, r: Arc<Rule>) {
+    /// Inserts a rule matching `m` (the rule's match as a masked flow key), or replaces the
+    /// rule with the same id.
+    pub fn insert(&mut self, r: Arc<Rule>, m: CMatch<FLOW_KEY_WORDS>) {
         self.record(r.id);
         self.track(&r);
-        if let Some(cid) = self.ids.get(&r.id).copied() {
-            self.cls.replace(cid, r);
-            return;
-        }
-        let id = r.id;
-        let cid = self.cls.insert(cmatch(&r), u32::from(r.priority), r);
-        self.ids.insert(id, cid);
+        self.cls
+            .insert_with_id(RuleId::new(r.id), m, u32::from(r.priority), r);
     }
 
-    /// Inserts many rules, re-ranking the classifier once.
-    pub fn insert_many(&mut self, rules: Vec<Arc<Rule>>) {
-        for r in &rules {
-            self.record(r.id);
-            self.track(r);
+    /// Gives the rule with `r`'s id the new version `r` (same match and priority: only
+    /// instructions and metadata may differ, as a modify does). False if there is none.
+    pub fn replace(&mut self, r: Arc<Rule>) -> bool {
+        if self.entry(r.id).is_none() {
+            return false;
         }
-        let ids = &mut self.ids;
+        self.record(r.id);
+        self.track(&r);
+        self.cls.replace(RuleId::new(r.id), r).is_some()
+    }
+
+    /// Puts classifier rules (from this table's other copy, or from the journal) in, each
+    /// replacing the rule with its id, re-ranking the classifier once.
+    fn put_many(&mut self, rules: Vec<Arc<ClsRule>>) {
+        for r in &rules {
+            self.record(r.payload().id);
+            self.track(r.payload());
+        }
         self.cls.batch(|b| {
             for r in rules {
-                match ids.get(&r.id).copied() {
-                    Some(cid) => {
-                        b.replace(cid, r);
-                    }
-                    None => {
-                        let id = r.id;
-                        let cid = b.insert(cmatch(&r), u32::from(r.priority), r);
-                        ids.insert(id, cid);
-                    }
-                }
+                b.insert_shared(r);
             }
         });
     }
@@ -271,12 +275,11 @@ impl Table {
     /// report the rules and free them wherever that costs least (see `Ofproto::delete`).
     pub fn take_all(&mut self) -> Cls {
         if self.journal.is_some() {
-            let ids: Vec<u64> = self.ids.keys().copied().collect();
+            let ids: Vec<u64> = self.iter().map(|r| r.id).collect();
             for id in ids {
                 self.record(id);
             }
         }
-        self.ids.clear();
         self.timed.clear();
         self.changes = TableChanges {
             cleared: true,
@@ -288,9 +291,9 @@ impl Table {
     /// Removes a rule by id.
     pub fn remove(&mut self, id: u64) -> Option<Arc<Rule>> {
         self.record(id);
-        let cid = self.ids.remove(&id)?;
+        let r = self.cls.remove(RuleId::new(id))?;
         self.timed.remove(&id);
-        self.cls.remove(cid).map(|r| Arc::clone(r.payload()))
+        Some(Arc::clone(r.payload()))
     }
 
     /// The rule with exactly this match and priority (`tlv` places its tunnel options).

@@ -323,17 +323,20 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, entries: Vec<Entry>, now: u64) -> Re
         }
     }
     let changed_tables = entries.iter().any(|e| !matches!(e.op, Staged::Port(_)));
+    let any = !entries.is_empty();
     if changed_tables {
         let mut of = b.udpif.of();
+        // The entries are consumed: an added flow keeps its flow_mod's match and
+        // instructions rather than a copy.
         of.atomically(|of| {
-            for e in &entries {
-                let r = match &e.op {
-                    Staged::Flow(fm) => of.flow_mod(fm, now).map(|_| ()),
-                    Staged::Group(gm) => of.group_mod(gm, now),
-                    Staged::GroupBuckets(gm) => of.group_bucket_mod(gm, now),
+            for e in entries {
+                let r = match e.op {
+                    Staged::Flow(fm) => of.flow_mod_owned(fm, now).map(|_| ()),
+                    Staged::Group(gm) => of.group_mod(&gm, now),
+                    Staged::GroupBuckets(gm) => of.group_bucket_mod(&gm, now),
                     Staged::Port(_) => Ok(()),
                 };
-                r.map_err(|x| (x, e.req.clone()))?;
+                r.map_err(|x| (x, e.req))?;
             }
             Ok(())
         })
@@ -342,7 +345,7 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, entries: Vec<Entry>, now: u64) -> Re
     for (pm, cfg) in ports {
         mods::apply_port_mod(b, &pm, cfg);
     }
-    if !entries.is_empty() {
+    if any {
         handle::changed(b, c);
     }
     Ok(())

@@ -15,7 +15,7 @@
 //!   publication (an upcall, a chunk of megaflows: short) — and first *catches it up*: the
 //!   previous session's changes are replayed onto it from the published copy. Each table
 //!   records which rule ids changed (`Table::take_changes`); the replay copies those ids' rules
-//!   (the same `Arc<Rule>`s, so counters stay shared) or removes them, so a publication
+//!   (the same classifier `Arc`s, so counters stay shared) or removes them, so a publication
 //!   costs O(changes), not O(table): `ovs-ofctl add-flows` publishes once per flow_mod, into
 //!   tables of 100K rules. Groups, meters, ports and table settings are copied when their
 //!   generation differs; scalars (version, rule id counter, fail-open, TLV table...) always.
@@ -35,7 +35,10 @@
 //!   recirculation ids.
 //! * Nothing a reader does needs the writer. A thread must not take a write guard while it
 //!   holds a read guard (the write session could wait for that very reader).
-//! * Memory: the classifier indexes exist twice; rules, groups and meters once.
+//! * Memory: the classifier indexes (subtable hash tables, the id map) exist twice; rules —
+//!   the classifier's rule with its masked value included, since each table files rules
+//!   under their own ids and the copies share them (`Classifier::insert_shared`) — groups
+//!   and meters once.
 
 use super::Ofproto;
 use crate::table::Cls;
