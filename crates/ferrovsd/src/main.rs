@@ -51,8 +51,20 @@ fn check_ctl(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Binds the control socket so that it appears already listening: bound and listening
+/// under a short temporary name beside it, then renamed into place. (Binding at the final
+/// path makes the file exist a moment before `listen(2)`, and a client that saw the file
+/// could be refused.) If the temporary name cannot be bound, the final one is.
 fn bind_ctl(path: &Path) -> Result<UnixListener, String> {
     check_ctl(path)?;
+    let tmp = path.with_file_name(format!(".{}.ctl", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    if let Ok(l) = UnixListener::bind(&tmp) {
+        if std::fs::rename(&tmp, path).is_ok() {
+            return Ok(l);
+        }
+        let _ = std::fs::remove_file(&tmp);
+    }
     UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))
 }
 
