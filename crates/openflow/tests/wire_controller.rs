@@ -12,12 +12,8 @@ use openflow::wire::error::DecodeError as E;
 use openflow::wire::{OFP10, OFP13, OFP15};
 use openflow::{Action, Instruction};
 
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
-}
+mod common;
+use common::hex;
 
 /// (text given to ovs-ofctl, bytes it sent, text it prints).
 const VECTORS: &[(&str, &str, &str)] = &[
@@ -155,24 +151,7 @@ const VECTORS: &[(&str, &str, &str)] = &[
 
 #[test]
 fn ovs_vectors_decode_print_encode_parse() {
-    for (given, bytes, printed) in VECTORS {
-        let b = hex(bytes);
-        for v in [OFP10, OFP13, OFP15] {
-            let acts = decode_action_list(v, &b).unwrap_or_else(|e| panic!("{given}: {e:?}"));
-            assert_eq!(format_actions(&acts), *printed, "{given} v{v}");
-            assert_eq!(
-                encode_action_list(v, &acts).expect("encodes"),
-                b,
-                "{given} v{v}"
-            );
-            assert_eq!(parse_actions(given, None).expect("parses"), acts, "{given}");
-            assert_eq!(
-                parse_actions(printed, None).expect("parses"),
-                acts,
-                "{printed}"
-            );
-        }
-    }
+    common::action_vectors(VECTORS, |_, _| {});
 }
 
 /// What ovs-ofctl sends as OpenFlow's output to CONTROLLER, and prints `CONTROLLER:N`.

@@ -9,15 +9,11 @@ use openflow::wire::error::DecodeError as E;
 use openflow::wire::{OFP10, OFP13, OFP15};
 use openflow::Action;
 
+mod common;
+use common::hex;
+
 fn to_hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
 }
 
 /// (text given to ovs-ofctl, bytes it sent, text it prints).

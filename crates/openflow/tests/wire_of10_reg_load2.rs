@@ -9,12 +9,8 @@ use openflow::wire::action::{decode_action_list, encode_action_list};
 use openflow::wire::{decode, encode, Message, OFP10, OFP13, OFP15};
 use openflow::Action;
 
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
-}
+mod common;
+use common::hex;
 
 /// `reg_load2` of one OXM/NXM TLV, padded to 8.
 fn reg_load2(tlv: &str) -> Vec<u8> {

@@ -8,12 +8,8 @@ use openflow::text::{format_actions, parse_actions, parse_flow};
 use openflow::wire::action::{decode_action_list, encode_action_list};
 use openflow::wire::{OFP10, OFP13, OFP15};
 
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
-}
+mod common;
+use common::hex;
 
 /// (action bytes, ovs-ofctl's text for them).
 const VECTORS: &[(&str, &str)] = &[
