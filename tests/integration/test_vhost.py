@@ -252,3 +252,85 @@ def test_hostile_guest_is_contained(rundir):
         if h:
             h.close()
         d.stop()
+
+
+def test_guest_offloads_are_finished_by_the_switch(rundir):
+    """A guest that negotiated CSUM and HOST_TSO4/6 hands over a 10,000-byte TCP
+    super-packet (virtio-net header: NEEDS_CSUM, GSO_TCPV4, gso_size 1000) spread over
+    several descriptors, and a UDP datagram whose checksum it left to us. The guest on the
+    other port receives eleven complete frames: ten MSS-sized TCP segments with correct IP
+    and TCP checksums and consecutive sequence numbers, and the datagram with its checksum
+    filled in."""
+    from scapy.all import IP, TCP, UDP, Ether, raw
+
+    d = Daemon(rundir)
+    a = b = None
+    try:
+        vsctl(rundir, "add-br", "bro", "--", "set", "Bridge", "bro", "other_config:module=patch")
+        for n in ("oa", "ob"):
+            vsctl(rundir, "add-port", "bro", n, "--", "set", "Interface", n,
+                  "type=dpdkvhostuser")
+        d.cli("patch-set", "bro", "oa", "ob")
+        wait_until("sockets", lambda: (rundir / "oa").exists() and (rundir / "ob").exists())
+        feats = vf.F_VERSION_1 | vf.F_MRG_RXBUF | vf.F_CSUM | vf.F_HOST_TSO4 | vf.F_HOST_TSO6
+        a = vf.Frontend(rundir / "oa", feats)
+        b = vf.Frontend(rundir / "ob")
+        wait_link(rundir, "oa", "up")
+        wait_link(rundir, "ob", "up")
+        RX, TX = 0, 1
+        for i in range(vf.SLOTS):
+            b.desc(RX, i, b.buf(i)[0], vf.BUFSZ, vf.DESC_WRITE)
+            b.offer(RX, i)
+
+        payload = bytes((i * 7 + i // 253) & 0xFF for i in range(10_000))
+        tcp = raw(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") /
+                  IP(src="10.0.0.1", dst="10.0.0.2", id=100) /
+                  TCP(sport=40000, dport=5201, seq=5000, flags="PA") / payload)
+        # The chain: header, then the frame in 1,500-byte pieces, one buffer each.
+        hdr = struct.pack("<BBHHHHH", 1, 1, 54, 1000, 34, 16, 0)
+        pieces = [hdr] + [tcp[k:k + 1500] for k in range(0, len(tcp), 1500)]
+        for k, piece in enumerate(pieces):
+            gpa, off = a.buf(k)
+            a.write(off, piece)
+            last = k == len(pieces) - 1
+            a.desc(TX, k, gpa, len(piece), 0 if last else vf.DESC_NEXT, k + 1)
+        a.offer(TX, 0)
+        udp_good = raw(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") /
+                       IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=2) /
+                       (b"x" * 100))
+        # What a guest leaves in the checksum field: the pseudo-header sum, not complemented.
+        pseudo = 0x0A00 + 0x0001 + 0x0A00 + 0x0002 + 17 + 108
+        udp_partial = udp_good[:40] + struct.pack("!H", pseudo) + udp_good[42:]
+        slot = len(pieces)
+        gpa, off = a.buf(slot)
+        a.write(off, struct.pack("<BBHHHHH", 1, 0, 0, 0, 34, 6, 0) + udp_partial)
+        a.desc(TX, slot, gpa, 12 + len(udp_partial))
+        a.offer(TX, slot)
+
+        wait_until("eleven frames received", lambda: b.used_idx(RX) == 11)
+        frames = []
+        for k in range(11):
+            head, n = b.used(RX, k)
+            frames.append(b.read(b.buf(head)[1] + 12, n - 12))
+        got = b""
+        for k, f in enumerate(frames[:10]):
+            p = Ether(f)
+            assert len(p[TCP].payload) == 1000, k
+            assert p[TCP].seq == 5000 + 1000 * k
+            assert p[IP].len == 20 + 20 + 1000
+            fixed = Ether(raw(p))
+            del fixed[IP].chksum
+            del fixed[TCP].chksum
+            fixed = Ether(raw(fixed))
+            assert (p[IP].chksum, p[TCP].chksum) == (fixed[IP].chksum, fixed[TCP].chksum), k
+            assert (p[TCP].flags == "PA") == (k == 9), (k, p[TCP].flags)
+            got += bytes(p[TCP].payload)
+        assert got == payload
+        assert frames[10] == udp_good
+        wait_until("counted", lambda: stats(rundir, "oa")["rx_packets"] == 11)
+        assert stats(rundir, "oa")["rx_errors"] == 0
+    finally:
+        for f in (a, b):
+            if f:
+                f.close()
+        d.stop()

@@ -81,6 +81,24 @@ impl VnetHdr {
         }
     }
 
+    /// Decodes the 10 header bytes as a virtio 1.0 device sees them (little-endian fields), as
+    /// a vhost-user guest writes them.
+    pub fn parse_le(b: &[u8; VNET_HDR_LEN]) -> VnetHdr {
+        VnetHdr {
+            flags: b[0],
+            gso_type: b[1],
+            hdr_len: u16::from_le_bytes([b[2], b[3]]),
+            gso_size: u16::from_le_bytes([b[4], b[5]]),
+            csum_start: u16::from_le_bytes([b[6], b[7]]),
+            csum_offset: u16::from_le_bytes([b[8], b[9]]),
+        }
+    }
+
+    /// Whether the frame is complete as it is: no checksum to finish, nothing to segment.
+    pub fn is_plain(&self) -> bool {
+        self.flags & F_NEEDS_CSUM == 0 && self.gso_type & !GSO_ECN == GSO_NONE
+    }
+
     /// Encodes the header.
     pub fn to_bytes(&self) -> [u8; VNET_HDR_LEN] {
         let mut b = [0u8; VNET_HDR_LEN];

@@ -7,6 +7,10 @@
 //!   control queue itself and tells us which queue pairs to use with `SET_VRING_ENABLE`),
 //!   `INDIRECT_DESC`, `EVENT_IDX` and `PROTOCOL_FEATURES`; protocol features `MQ` (and
 //!   `REPLY_ACK`, which the crate implements). Acked features outside the offer are refused.
+//!   For the guest's transmissions also `CSUM`, `HOST_TSO4`, `HOST_TSO6`, `HOST_ECN` and
+//!   `HOST_USO`: the guest may leave checksums and TCP/UDP segmentation to us, and we finish
+//!   them on receipt (`vring::offload`). Towards the guest we offer none (`GUEST_CSUM`,
+//!   `GUEST_TSO*`): it gets complete frames.
 //! * `SET_MEM_TABLE` maps the regions ([`super::mem`]) and hands the new memory to every ring.
 //! * `SET_VRING_NUM/ADDR/BASE` are remembered; `SET_VRING_KICK` *starts* a ring: its
 //!   addresses are translated from the frontend's virtual addresses, checked to lie in guest
@@ -44,6 +48,10 @@ use vhost::VhostUserMemoryRegionBase;
 use virtio_queue::QueueT;
 use vm_memory::GuestAddress;
 
+pub const F_CSUM: u64 = 1 << 0;
+pub const F_HOST_TSO4: u64 = 1 << 11;
+pub const F_HOST_TSO6: u64 = 1 << 12;
+pub const F_HOST_ECN: u64 = 1 << 13;
 pub const F_MRG_RXBUF: u64 = 1 << 15;
 pub const F_CTRL_VQ: u64 = 1 << 17;
 pub const F_MQ: u64 = 1 << 22;
@@ -51,9 +59,14 @@ pub const F_INDIRECT_DESC: u64 = 1 << 28;
 pub const F_EVENT_IDX: u64 = 1 << 29;
 pub const F_PROTOCOL_FEATURES: u64 = 1 << 30;
 pub const F_VERSION_1: u64 = 1 << 32;
+pub const F_HOST_USO: u64 = 1 << 56;
+
+/// The features that let the guest leave checksums or segmentation to us.
+pub const OFFLOADS: u64 = F_CSUM | F_HOST_TSO4 | F_HOST_TSO6 | F_HOST_ECN | F_HOST_USO;
 
 /// The virtio features we offer.
-pub const FEATURES: u64 = F_MRG_RXBUF
+pub const FEATURES: u64 = OFFLOADS
+    | F_MRG_RXBUF
     | F_CTRL_VQ
     | F_MQ
     | F_INDIRECT_DESC
@@ -202,6 +215,8 @@ impl Dev {
         v.kick = kick;
         v.hdr_len = hdr;
         v.mrg = mrg;
+        v.offload = self.acked & OFFLOADS != 0;
+        v.spill.clear();
         v.started = true;
         v.broken = false;
         if !protocol {
@@ -243,6 +258,8 @@ impl VhostUserBackendReqHandlerMut for Dev {
             let mut v = lock(v);
             v.hdr_len = hdr;
             v.mrg = features & F_MRG_RXBUF != 0;
+            v.offload = features & OFFLOADS != 0;
+            v.spill.clear();
             v.q.set_event_idx(features & F_EVENT_IDX != 0);
         }
         Ok(())

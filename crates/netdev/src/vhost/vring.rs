@@ -35,7 +35,10 @@
 //! configures it (size, addresses, base, fds, memory); a poll thread takes the mutex with
 //! `try_lock` for one burst and skips the ring if the control thread holds it.
 
+mod offload;
+
 use super::mem::Guest;
+pub use offload::{Spill, MAX_SUPER};
 use packet::{Batch, Packet, Pool, MAX_FRAME};
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -97,6 +100,11 @@ pub struct Vring {
     pub hdr_len: usize,
     /// MRG_RXBUF negotiated: a packet may span several chains.
     pub mrg: bool,
+    /// The guest may leave checksums or segmentation to us (`CSUM`, `HOST_TSO*`,
+    /// `HOST_USO` negotiated): transmitted frames are finished on receipt.
+    pub offload: bool,
+    /// The frame being finished, and its segments still to deliver.
+    pub spill: Spill,
 }
 
 impl Default for Vring {
@@ -111,6 +119,8 @@ impl Default for Vring {
             broken: false,
             hdr_len: HDR_MRG,
             mrg: false,
+            offload: false,
+            spill: Spill::default(),
         }
     }
 }
@@ -350,24 +360,36 @@ pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
         return b;
     }
     let hdr = v.hdr_len;
+    // Segments of a frame finished in an earlier burst go first; while some wait, no new
+    // chain is read.
+    if v.offload {
+        let d = offload::drain(&mut v.spill, pool, batch);
+        b.packets += d.packets;
+        b.bytes += d.bytes;
+        b.errors += d.errors;
+    }
     let old_used = v.q.next_used();
     let mut used = old_used;
     let mut i = 0u16;
-    while i < n && !batch.is_full() {
+    while i < n && !batch.is_full() && !v.spill.pending() {
         let Some(mut pkt) = pool.alloc() else { break };
         let head = r.avail_entry(next.wrapping_add(i));
         i += 1;
-        match gather(&r, head, hdr, &mut pkt) {
-            Ok(len) => {
-                b.packets += 1;
-                b.bytes += len as u64;
-                if let Err(p) = batch.push(pkt) {
-                    pool.free(p);
+        if v.offload {
+            receive_offloaded(&r, head, hdr, pkt, &mut v.spill, pool, batch, &mut b);
+        } else {
+            match gather(&r, head, hdr, &mut pkt) {
+                Ok(len) => {
+                    b.packets += 1;
+                    b.bytes += len as u64;
+                    if let Err(p) = batch.push(pkt) {
+                        pool.free(p);
+                    }
                 }
-            }
-            Err(_) => {
-                b.errors += 1;
-                pool.free(pkt);
+                Err(_) => {
+                    b.errors += 1;
+                    pool.free(pkt);
+                }
             }
         }
         r.put_used(used, head, 0);
@@ -382,6 +404,44 @@ pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
         }
     }
     b
+}
+
+/// Receives chain `head` on a ring with offloads: a plain frame goes to `batch` as it is;
+/// one that needs a checksum or segmentation is finished through `spill`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn receive_offloaded(
+    r: &Ring<'_>,
+    head: u16,
+    hdr: usize,
+    mut pkt: Packet,
+    spill: &mut Spill,
+    pool: &mut Pool,
+    batch: &mut Batch,
+    b: &mut Burst,
+) {
+    let planned = match offload::gather(r, head, hdr, &mut pkt, spill) {
+        Ok(offload::Got::Packet(vh)) if vh.is_plain() => {
+            b.packets += 1;
+            b.bytes += pkt.len() as u64;
+            if let Err(p) = batch.push(pkt) {
+                pool.free(p);
+            }
+            return;
+        }
+        Ok(offload::Got::Packet(vh)) => offload::begin_from(spill, &pkt, vh),
+        Ok(offload::Got::Spilled(vh)) => offload::begin(spill, vh),
+        Err(_) => false,
+    };
+    pool.free(pkt);
+    if !planned {
+        b.errors += 1;
+        return;
+    }
+    let d = offload::drain(spill, pool, batch);
+    b.packets += d.packets;
+    b.bytes += d.bytes;
+    b.errors += d.errors;
 }
 
 /// Copies the frame of guest transmit chain `head` (after its `hdr`-byte virtio-net header)
