@@ -120,3 +120,38 @@ def test_packet_in2_format(daemon, net, proto):
     # The registers as they were at the controller action (OVN's pinctrl reads them).
     assert "reg3=0x2a" in out, out
     assert "reason=action" in out or "(via action)" in out, out
+
+
+@pytest.mark.parametrize("proto,fmt,via", [
+    ("OpenFlow10", "standard", "(via action)"),
+    ("OpenFlow10", "nxt_packet_in2", "(via action)"),
+    ("OpenFlow13", "standard", "(via no_match)"),
+    ("OpenFlow13", "nxt_packet_in2", "(via no_match)"),
+])
+def test_table_miss_flow_packet_in_reason(daemon, net, proto, fmt, via):
+    """A controller output from a table-miss flow (priority 0, matching everything) is an
+    explicit table miss: `action` in OpenFlow 1.0, `no_match` from 1.3, in both packet-in
+    formats. Debian's OVS 3.1 (dummy datapath, the same flow and ovs-ofctl monitor, an ICMP
+    packet received on port 1) printed exactly these: `OFPT_PACKET_IN ... (via action)` and
+    `NXT_PACKET_IN2 ... (via action)` over 1.0, `(via no_match)` for both over 1.3."""
+    import os
+    import subprocess
+    import time
+
+    from test_ofctl import ping
+
+    br, (h1, _) = bridge(daemon, net)
+    ofctl(daemon, "add-flow", br, "priority=0,actions=CONTROLLER:200", proto=proto)
+    env = dict(os.environ, OVS_RUNDIR=str(daemon.rundir))
+    mon = subprocess.Popen(["ovs-ofctl", "-O", proto, "-P", fmt, "monitor", br, "65535"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        time.sleep(1.0)
+        ping(net, h1, "10.7.0.2", count=2, check=False)
+        time.sleep(1.0)
+    finally:
+        mon.terminate()
+        out = mon.communicate(timeout=10)[0]
+    pins = [ln for ln in out.splitlines() if "PACKET_IN" in ln]
+    assert pins, out
+    assert all(via in ln for ln in pins), out

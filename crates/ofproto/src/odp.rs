@@ -20,12 +20,20 @@ use packet::csum;
 use packet::flow::{self, Offsets};
 use packet::Packet;
 
-/// Why a packet goes to the controller (OpenFlow 1.3 `ofp_packet_in_reason`).
+/// Why a packet goes to the controller, in OVS's numbering: OpenFlow 1.4's
+/// `ofp_packet_in_reason` (0-5) and OVS's explicit table miss (6), a controller output in a
+/// table-miss flow (priority 0, matching everything). Connections get them in their
+/// version's terms (see the daemon's packet-in encoding): 3-5 are `action` before 1.4, an
+/// explicit miss is `action` in 1.0-1.2 and `no_match` after.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PacketInReason {
     NoMatch = 0,
     Action = 1,
     InvalidTtl = 2,
+    ActionSet = 3,
+    Group = 4,
+    PacketOut = 5,
+    ExplicitMiss = 6,
 }
 
 /// The pipeline fields a packet-in reports besides the packet (OVS's packet-in

@@ -120,6 +120,14 @@ struct Ctx<'a> {
     no_pause: u32,
     /// The next table lookup is `resubmit(,,ct)`'s: on the connection's tuple.
     ct_lookup: bool,
+    /// The rule whose actions run is a table-miss rule (priority 0, catch-all match):
+    /// its packet-ins are explicit misses, as in OVS.
+    miss_rule: bool,
+    /// Where actions run, for the packet-in reason: in a packet-out, a group bucket (depth)
+    /// or the action set.
+    in_packet_out: bool,
+    in_group: u32,
+    in_action_set: bool,
 }
 
 impl Ctx<'_> {
@@ -243,9 +251,20 @@ impl Ctx<'_> {
                 }
             }
             OFPP_CONTROLLER => {
+                let reason = if self.in_packet_out {
+                    PacketInReason::PacketOut
+                } else if self.in_group > 0 {
+                    PacketInReason::Group
+                } else if self.in_action_set {
+                    PacketInReason::ActionSet
+                } else if self.miss_rule {
+                    PacketInReason::ExplicitMiss
+                } else {
+                    PacketInReason::Action
+                };
                 let pin = DpAction::Controller {
                     max_len,
-                    reason: PacketInReason::Action,
+                    reason,
                     table_id: self.table_id,
                     cookie: self.cookie,
                     meta: self.pipeline_meta(),
@@ -474,7 +493,10 @@ impl Ctx<'_> {
                     self.flow.in_port = p;
                 }
                 let t = table.unwrap_or(self.table_id);
-                let (saved_table, saved_cookie) = (self.table_id, self.cookie);
+                let (saved_table, saved_cookie, saved_miss) =
+                    (self.table_id, self.cookie, self.miss_rule);
+                // A bucket's own outputs are the group's; what its resubmits run is not.
+                let saved_group = std::mem::take(&mut self.in_group);
                 let deepens = u32::from(t <= self.table_id);
                 self.resubmits += 1;
                 self.depth += deepens;
@@ -484,6 +506,8 @@ impl Ctx<'_> {
                 self.depth -= deepens;
                 self.table_id = saved_table;
                 self.cookie = saved_cookie;
+                self.miss_rule = saved_miss;
+                self.in_group = saved_group;
                 self.flow.in_port = saved;
                 // A TTL exception in the resubmitted table ended that table's actions only.
                 if self.ttl_stop && !self.failed {
@@ -764,10 +788,12 @@ impl Ctx<'_> {
             self.note(|| "drop".into());
         }
         self.no_pause += 1;
+        self.in_group += 1;
         for a in &list {
             self.note(|| crate::text::action_text(a));
             self.action(a);
         }
+        self.in_group -= 1;
         self.no_pause -= 1;
         self.depth -= 1;
         self.indent -= 8;
@@ -884,10 +910,12 @@ impl Ctx<'_> {
         let saved = std::mem::replace(&mut self.indent, 0);
         self.note(|| "--. Executing action set:".into());
         self.indent = 4;
+        self.in_action_set = true;
         for a in &actset::as_list(&set) {
             self.note(|| crate::text::action_text(a));
             self.action(a);
         }
+        self.in_action_set = false;
         self.indent = saved;
     }
 
@@ -1006,6 +1034,7 @@ impl Ctx<'_> {
                 }
                 Some(r) => {
                     self.cookie = r.cookie;
+                    self.miss_rule = r.priority == 0 && r.match_.is_empty();
                     let (prio, cookie) = (r.priority, r.cookie);
                     self.note_table(|| {
                         // As OVS: the match when there is one, the cookie when not zero.
@@ -1085,7 +1114,10 @@ pub fn packet_out(
     now_ms: u64,
 ) -> Result<Vec<DpAction>, XlateFailed> {
     let key = packet::flow::extract(frame, in_port);
-    let x = xlate_actions(of, &key, actions, Some(frame), None);
+    let x = run(of, &key, Some(frame), None, |ctx| {
+        ctx.in_packet_out = true;
+        ctx.apply(actions, &[]);
+    });
     for r in &x.rules {
         r.credit(1, frame.len() as u64, now_ms);
     }
@@ -1131,6 +1163,10 @@ fn run(
         pausing: None,
         no_pause: 0,
         ct_lookup: false,
+        miss_rule: false,
+        in_packet_out: false,
+        in_group: 0,
+        in_action_set: false,
     };
     // The ingress port is always part of the decision (outputs exclude it), and so is
     // the pass: a megaflow of the first pass must not match a recirculated packet.

@@ -291,13 +291,13 @@ impl Conn {
     /// The packet-in message for this connection, if it wants it and the rate allows.
     ///
     /// Only connections whose controller id (`NXT_SET_CONTROLLER_ID`, 0 until set) is the
-    /// packet-in's get it: a `controller(id=N)` action's N, else 0, as OVS routes them. A
-    /// `controller(...)` action's reason is OVS's numbering, sent as the connection's
-    /// version has it (`action_set`, `group` and `packet_out` are `action` before 1.4).
+    /// packet-in's get it: a `controller(id=N)` action's N, else 0, as OVS routes them. The
+    /// reason (OVS's numbering, from the pipeline or a `controller(...)` action) is sent as
+    /// the connection's version has it (see [`wire_reason`]).
     pub fn packet_in(&self, p: &ofproto::switch::PacketIn) -> Option<Message> {
         let (reason, controller_id) = match &p.extra {
             Some(x) => (wire_reason(x.reason, self.version()), x.controller_id),
-            None => (p.reason as u8, 0),
+            None => (wire_reason(p.reason as u8, self.version()), 0),
         };
         let mut st = lock(&self.st);
         if st.controller_id != controller_id || !self.wants(&st, kind::PACKET_IN, reason) {

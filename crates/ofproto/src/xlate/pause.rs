@@ -49,8 +49,14 @@ pub(super) struct Pausing {
 impl Ctx<'_> {
     /// `controller(...)`.
     pub(super) fn controller(&mut self, c: &Controller) {
+        // As OVS: `action` from a table-miss rule is an explicit miss.
+        let reason = if c.reason == openflow::controller::OFPR_ACTION && self.miss_rule {
+            PacketInReason::ExplicitMiss as u8
+        } else {
+            c.reason
+        };
         let extra = PinExtra {
-            reason: c.reason,
+            reason,
             controller_id: c.controller_id,
             userdata: c.userdata.clone(),
             continuation: Vec::new(),

@@ -29,7 +29,9 @@ struct BucketBuilder {
     weight_set: bool,
 }
 
-fn bucket_item(b: &mut BucketBuilder, tok: &Token<'_>) -> Result<(), TextError> {
+/// One item of a bucket; `src` is the text `tok` was lexed from (an action written as
+/// `key(value)`, such as `resubmit(,1)`, is parsed as written).
+fn bucket_item(b: &mut BucketBuilder, tok: &Token<'_>, src: &str) -> Result<(), TextError> {
     match tok.key {
         "weight" => {
             b.bucket.weight = uint_for(tok, 16)? as u16;
@@ -67,7 +69,13 @@ fn bucket_item(b: &mut BucketBuilder, tok: &Token<'_>) -> Result<(), TextError> 
             )))
         }
         _ => {
+            let parens = tok
+                .value_start
+                .checked_sub(1)
+                .and_then(|i| src.as_bytes().get(i))
+                == Some(&b'(');
             let text = match tok.value {
+                Some(v) if parens => format!("{}({})", tok.key, v),
                 Some(v) => format!("{}:{}", tok.key, v),
                 None => tok.key.to_string(),
             };
@@ -153,6 +161,7 @@ fn parse_parts(text: &str) -> Result<Parts, TextError> {
     let mut group_type: Option<GroupType> = None;
     let mut command_bucket_id: Option<u32> = None;
     let mut buckets: Vec<BucketBuilder> = Vec::new();
+    let text_src = text;
     let mut toks = Tokens::new(text);
     while let Some(tok) = toks.next_token() {
         let tok = tok?;
@@ -166,7 +175,7 @@ fn parse_parts(text: &str) -> Result<Parts, TextError> {
                 let v = tok.value.unwrap_or("");
                 let mut inner = Tokens::new(v);
                 while let Some(t) = inner.next_token() {
-                    bucket_item(&mut b, &t?)?;
+                    bucket_item(&mut b, &t?, v)?;
                 }
                 buckets.push(b);
             }
@@ -208,7 +217,7 @@ fn parse_parts(text: &str) -> Result<Parts, TextError> {
                     }
                 });
             }
-            (_, Some(b)) => bucket_item(b, &tok)?,
+            (_, Some(b)) => bucket_item(b, &tok, text_src)?,
             (key, None) => return Err(TextError::new(format!("unknown keyword '{key}'"))),
         }
     }

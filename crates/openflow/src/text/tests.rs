@@ -739,6 +739,11 @@ fn dump_flows_line() {
 }
 
 const GROUPS: &[(&str, &str)] = &[
+    // An action written with parentheses outside `actions=` (OVS re-forms `key(value)`).
+    (
+        "group_id=6,type=all,bucket=resubmit(,1),bucket=output:2,resubmit(3,4)",
+        "group_id=6,type=all,bucket=actions=resubmit(,1),bucket=actions=output:2,resubmit(3,4)",
+    ),
     (
         "group_id=1,type=select,bucket=weight:10,actions=output:1,bucket=weight:20,actions=output:2",
         "group_id=1,type=select,bucket=weight:10,actions=output:1,bucket=weight:20,actions=output:2",

@@ -379,9 +379,8 @@ fn encode_packet_in2(out: &mut Vec<u8>, version: u8, p: &PacketIn2) {
     if p.buffer_id != crate::messages::OFP_NO_BUFFER {
         prop(out, pint::BUFFER_ID, &|o| o.u32(p.buffer_id));
     }
-    if p.table_id != 0 {
-        prop(out, pint::TABLE_ID, &|o| o.u8(p.table_id));
-    }
+    // Always, table 0 included, as OVS sends it.
+    prop(out, pint::TABLE_ID, &|o| o.u8(p.table_id));
     if p.cookie != u64::MAX {
         prop(out, pint::COOKIE, &|o| {
             o.zeros(4);
