@@ -2,7 +2,7 @@
 # The benchmark report: runs W1-W8 against their peers with the bench scripts (each with its
 # --json option), one after another, then bench/report.py turns the JSON files into
 # report.md with PNG plots of every ratio table, the machine facts, the load average and the
-# command behind each number. W4 and W7 have no script yet and are listed as not measured.
+# command behind each number. W4 has no script yet and is listed as not measured.
 #
 # Usage: sudo bench/report.sh [--out DIR] [--only W1,W2,...] [--quick] [--no-build]
 #                             [--w2-rate PPS]
@@ -142,6 +142,7 @@ fi
 want W3 && run W3 w3 w3.json bench/w3.sh --no-build --json "$OUT/w3.json" "${WIN_ARGS[@]}"
 want W5 && run W5 w5 w5.json bench/w5.sh --w1 --json "$OUT/w5.json" "${W5_ARGS[@]}"
 want W6 && run W6 w6 w6.json bench/w6.sh --no-build --json "$OUT/w6.json" "${WIN_ARGS[@]}"
+want W7 && run W7 w7 w7.json bench/w7.sh --no-build --json "$OUT/w7.json" "${WIN_ARGS[@]}"
 want W8 && run W8 w8 w8.json bench/w8.sh --no-build --peers --json "$OUT/w8.json" "${W1_ARGS[@]}"
 
 "$PY" - "$OUT" "$QUICK" $WANT <<'EOF'

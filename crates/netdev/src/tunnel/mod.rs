@@ -52,7 +52,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use wire::Proto;
 
-pub use table::{neigh_flush, neigh_show, ports_show, route_lookup, route_show};
+pub use table::{neigh_flush, neigh_show, ports_show, resolved, route_lookup, route_show};
 
 /// An address option: a fixed address or `flow` (taken from the packet's metadata).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

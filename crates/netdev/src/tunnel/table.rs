@@ -437,6 +437,13 @@ pub fn ports_show() -> String {
     s
 }
 
+/// Whether tunnel port `name` (a fixed remote) has its outer headers, i.e. would send now.
+pub fn resolved(name: &str) -> bool {
+    decap_snapshot()
+        .iter()
+        .any(|t| t.name == name && t.out.load().is_some())
+}
+
 /// Decapsulated packets no tunnel port accepted.
 pub fn unmatched() -> u64 {
     table().unmatched.load(Ordering::Relaxed)
