@@ -587,6 +587,10 @@ class Report:
             c = core.get(k) or {}
             pk = peer(k)
             rows.append([k, "FAILED" if v is None else "%.2f" % v,
+                         "%.0f%%" % (100 * c["gen_oncpu_share"])
+                         if c.get("gen_oncpu_share") else "-",
+                         "%.0f%%" % (100 * c["pmd_oncpu_share"])
+                         if c.get("pmd_oncpu_share") else "-",
                          "%.0f%%" % (100 * c["busy_share"]) if c.get("busy_share") else "-",
                          fmt(cap(k)),
                          fmt(c.get("processing_cycles_per_packet"), "%.0f"),
@@ -596,10 +600,16 @@ class Report:
         self.md += ["%d B frames, testpmd's closed io loop; %s%s." % (
             size, "load at the end %s" % " ".join("%.2f" % x for x in d.get("load", [])),
             ", OVS-DPDK memory: %s" % d["ovs_memory"] if d.get("ovs_memory") else ""), ""]
-        self.md += table(["configuration", "delivered Mpps", "switch core busy",
+        self.md += table(["configuration", "delivered Mpps", "generator on CPU",
+                          "poll thread on CPU",
+                          "switch core busy",
                           "capacity Mpps (derived)", "cycles/pkt", "/ floor",
                           "/ OVS-DPDK (delivered)", "/ OVS-DPDK (capacity, derived)"], rows)
-        self.md += ["Switch core busy: the poll thread's cycles in iterations that received "
+        self.md += ["Generator / poll thread on CPU: the share of the window testpmd's "
+                    "forwarding thread / the switch's poll thread ran (schedstat); below ~95% "
+                    "other processes took its core and its cycle "
+                    "counters include that time, so busy and capacity are not comparable. "
+                    "Switch core busy: the poll thread's cycles in iterations that received "
                     "packets over all its cycles in the window (OVS's and ferrovs's own "
                     "`pmd-stats-show`); capacity = delivered / busy share, *derived*, not "
                     "measured; cycles/pkt: processing cycles per received packet. "

@@ -11,7 +11,7 @@
 #
 # Usage: sudo bench/w3.sh [--seconds N] [--warmup N] [--gen-core C] [--sw-core C]
 #                         [--only NAME[,NAME...]] [--json FILE] [--pktgen] [--no-build]
-#                         [--gen-queues Q] [--smoke]
+#                         [--gen-queues Q] [--smoke] [--nice N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=1
@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --no-build) BUILD=0 ;;
         --pktgen|--smoke) ARGS+=("$1") ;;
-        --seconds|--warmup|--gen-core|--sw-core|--only|--json|--gen-queues) ARGS+=("$1" "$2"); shift ;;
+        --seconds|--warmup|--gen-core|--sw-core|--only|--json|--gen-queues|--nice) ARGS+=("$1" "$2"); shift ;;
         *) echo "w3.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift

@@ -52,7 +52,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ovs_dpdk import FerrovsProbe, Hugepages, Ovs, ensure_installed  # noqa: E402
+from ovs_dpdk import (FerrovsProbe, Hugepages, OnCpu, Ovs, apply_nice,  # noqa: E402
+                      ensure_installed)
+
+# testpmd's forwarding lcore thread (DPDK 22.11 names it rte-worker-N; older lcore-worker-N).
+GEN_THREADS = ("rte-worker", "lcore-worker")
 
 
 def sh(cmd, check=True, **kw):
@@ -131,23 +135,24 @@ def client_vdevs(sock_a, sock_b):
 
 
 def measure(gen, secs, warmup, probe=None):
-    """Delivered Mpps over the window; with a probe (a switch's counters), a dict with them."""
+    """Delivered Mpps over the window and the generator's forwarding thread's on-CPU share;
+    with a probe (a switch's counters), those too."""
     gen.cmd("set fwd io")
     gen.cmd("start tx_first 16")
     time.sleep(warmup)
+    gen_cpu = OnCpu(GEN_THREADS)
     a, t0 = gen.rx_total()
+    gen_cpu.start(gen.proc.pid)
     if probe:
         probe.stats_clear()
     time.sleep(secs)
     b, t1 = gen.rx_total()
-    st = probe.stats() if probe else None
+    st = probe.stats() if probe else {}
+    st["gen_oncpu_share"] = gen_cpu.share(gen.proc.pid)
     gen.cmd("stop")
-    mpps = (b - a) / (t1 - t0) / 1e6
-    if st is None:
-        return mpps
-    st["mpps"] = mpps
+    st["mpps"] = (b - a) / (t1 - t0) / 1e6
     if st.get("busy_share"):
-        st["capacity_mpps"] = mpps / st["busy_share"]
+        st["capacity_mpps"] = st["mpps"] / st["busy_share"]
     return st
 
 
@@ -188,7 +193,7 @@ def run_ferrovs(bins, work, module, args):
                   gen_args(args))
         if not gen.links_up():
             raise RuntimeError("memif links did not come up")
-        return measure(gen, args.seconds, args.warmup, FerrovsProbe(bins, rundir))
+        return measure(gen, args.seconds, args.warmup, FerrovsProbe(bins, rundir, sw.pid))
     finally:
         if gen:
             gen.quit()
@@ -199,7 +204,7 @@ def run_ferrovs(bins, work, module, args):
 def run_ovs(work, module, args, mem):
     """OVS-DPDK with the two memif sockets as DPDK ports, ofport 1 and 2."""
     base = work / f"ovs-{module}"
-    ovs = Ovs(base, f"w3ovs{os.getpid()}{module}", args.sw_core, mem.mode)
+    ovs = Ovs(base, f"w3ovs{os.getpid()}{module}", args.sw_core, mem.mode, args.nice)
     gen = None
     try:
         mem.ensure()
@@ -332,9 +337,11 @@ def summary(bench, args, results, details, reasons, mem_mode, size=64):
     load = os.getloadavg()
     print(f"\n{bench}, {size} B, delivered Mpps (generator core {args.gen_core}, switch core "
           f"{args.sw_core}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-          f"{', OVS-DPDK ' + mem_mode if mem_mode else ''})")
-    print(f"  {'configuration':20} {'Mpps':>8} {'busy':>6} {'capacity*':>9} {'cyc/pkt':>8}"
-          f"   {'/ floor':>7} {'/ OVS-DPDK':>10} {'capacity / OVS*':>15}")
+          f"{', OVS-DPDK ' + mem_mode if mem_mode else ''}"
+          f"{', nice %d' % args.nice if args.nice is not None else ''})")
+    print(f"  {'configuration':20} {'Mpps':>8} {'gen':>5} {'on-cpu':>6} {'busy':>6}"
+          f" {'capacity*':>9} {'cyc/pkt':>8}   {'/ floor':>7} {'/ OVS-DPDK':>10}"
+          f" {'capacity / OVS*':>15}")
     floor = results.get("floor")
     ratios = {}
     for name, v in results.items():
@@ -345,15 +352,22 @@ def summary(bench, args, results, details, reasons, mem_mode, size=64):
         if peer in results and v and results.get(peer):
             ratios[f"{name} / {peer}"] = v / results[peer]
         busy = "%5.0f%%" % (100 * d["busy_share"]) if d.get("busy_share") else "-"
+        oncpu = "%5.0f%%" % (100 * d["pmd_oncpu_share"]) if d.get("pmd_oncpu_share") else "-"
+        genc = "%4.0f%%" % (100 * d["gen_oncpu_share"]) if d.get("gen_oncpu_share") else "-"
         capv = "%.2f" % d["capacity_mpps"] if d.get("capacity_mpps") else "-"
         cpp = "%.0f" % d["processing_cycles_per_packet"] \
             if d.get("processing_cycles_per_packet") else "-"
-        print(f"  {name:20} {('%.2f' % v) if v else 'FAILED':>8} {busy:>6} {capv:>9} {cpp:>8}"
-              f"   {ratio(v, floor) if name != 'floor' else '-':>7} {vs_ovs:>10} {cap:>15}")
+        print(f"  {name:20} {('%.2f' % v) if v else 'FAILED':>8} {genc:>5} {oncpu:>6} {busy:>6}"
+              f" {capv:>9}"
+              f" {cpp:>8}   {ratio(v, floor) if name != 'floor' else '-':>7} {vs_ovs:>10}"
+              f" {cap:>15}")
+    print("  gen / on-cpu: share of the window the generator's forwarding thread / the switch's "
+          "poll thread ran (schedstat); busy: the poll thread's cycles in iterations that "
+          "received packets / all its cycles")
     print("  * derived: capacity = delivered / busy share of the switch core's poll thread")
     return {"benchmark": bench, "results": results, "switch_core": details, "reasons": reasons,
             "ratios": ratios, "load": load, "size": size, "seconds": args.seconds,
-            "warmup": args.warmup, "ovs_memory": mem_mode}
+            "warmup": args.warmup, "ovs_memory": mem_mode, "nice": args.nice}
 
 
 def main():
@@ -368,7 +382,10 @@ def main():
     p.add_argument("--pktgen", action="store_true")
     p.add_argument("--gen-queues", type=int, default=2)
     p.add_argument("--smoke", action="store_true")
+    p.add_argument("--nice", type=int)
     args = p.parse_args()
+    if args.nice is not None:
+        apply_nice(args.nice)
     if args.smoke:
         args.seconds, args.warmup = 1, 1
     work = Path(tempfile.mkdtemp(prefix="ferrovs-w3-"))

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ovs_dpdk import FerrovsProbe, Ovs  # noqa: E402
+from ovs_dpdk import FerrovsProbe, Ovs, apply_nice  # noqa: E402
 from w3_run import (Pmd, l3_rules, measure, run_all, sh, simple_rules, start_switch,  # noqa: E402
                     stop_switch, summary)
 
@@ -64,7 +64,7 @@ def run_ferrovs(bins, work, module, args):
                   [f"--txpkts={args.size - 4}"])
         if not gen.links_up():
             raise RuntimeError("vhost-user links did not come up")
-        return measure(gen, args.seconds, args.warmup, FerrovsProbe(bins, rundir))
+        return measure(gen, args.seconds, args.warmup, FerrovsProbe(bins, rundir, sw.pid))
     finally:
         if gen:
             gen.quit()
@@ -75,7 +75,7 @@ def run_ferrovs(bins, work, module, args):
 def run_ovs(work, module, args, mem):
     """OVS-DPDK with two dpdkvhostuser ports (it is the vhost-user server), ofport 1 and 2."""
     base = work / f"ovs-{module}"
-    ovs = Ovs(base, f"w6ovs{os.getpid()}{module}", args.sw_core, mem.mode)
+    ovs = Ovs(base, f"w6ovs{os.getpid()}{module}", args.sw_core, mem.mode, args.nice)
     gen = None
     try:
         mem.ensure()
@@ -131,7 +131,10 @@ def main():
     p.add_argument("--only", default="")
     p.add_argument("--json")
     p.add_argument("--smoke", action="store_true")
+    p.add_argument("--nice", type=int)
     args = p.parse_args()
+    if args.nice is not None:
+        apply_nice(args.nice)
     if args.smoke:
         args.seconds, args.warmup = 1, 1
     work = Path(tempfile.mkdtemp(prefix="ferrovs-w6-"))
