@@ -16,7 +16,8 @@ What DIR may hold (anything missing is reported as such, never filled in):
   w2.json        bench/w2.sh --json            veth flood, delivered Mpps
   w2-fixed.json  bench/w2.sh --rate PPS --json the same at a fixed offered load: CPU time
                                                per delivered packet
-  w3.json, w6.json  bench/w3.sh / w6.sh --json memif / vhost-user, closed testpmd loop
+  w3.json, w6.json  bench/w3.sh / w6.sh --json memif / vhost-user, closed testpmd loop:
+                 ferrovs, OVS-DPDK, floor; w6-1518.json: w6.sh --size 1518
   w5.json        bench/w5.sh --json            control plane at scale (+ W1 during the add)
 
 The goals are those of /work/shared/BENCHMARKS.md. A ratio is only computed from two
@@ -54,7 +55,7 @@ NO_SCRIPT_NOTE = {
     "W7": "",
 }
 FILES = {"W1": ["w1.json", "w1-peers.json"], "W2": ["w2.json", "w2-fixed.json"],
-         "W3": ["w3.json"], "W5": ["w5.json"], "W6": ["w6.json"], "W8": ["w8.json"]}
+         "W3": ["w3.json"], "W5": ["w5.json"], "W6": ["w6.json", "w6-1518.json"], "W8": ["w8.json"]}
 # Goals of BENCHMARKS.md, as ratios ferrovs / peer (or the unit given).
 GOAL_W1 = 2.0          # OF l3_4k / OVS-DPDK l3_4k, every row
 GOAL_W1_CLIFF = 0.5    # 100K flows / 1 flow
@@ -265,7 +266,7 @@ class Report:
                               "load after (1/5/15)"], rows)
         loads = []
         for name in ("w1.json", "w1-peers.json", "w2.json", "w2-fixed.json", "w3.json",
-                     "w5.json", "w6.json"):
+                     "w5.json", "w6.json", "w6-1518.json"):
             d = self.json(name)
             if d and d.get("load"):
                 loads.append([name, " ".join("%.2f" % x for x in d["load"])])
@@ -551,33 +552,81 @@ class Report:
                       "ratio", GOAL_W2, "W2 goal %.1fx" % GOAL_W2, flags=[flag, flag])
         return "; ".join(heads) or None
 
-    def mem_ports(self, bench, name, goal_note, goal_line=None, goal_label=""):
-        d = self.json(name)
-        if d is None:
-            self.missing(bench, name)
+    def mem_ports(self, bench, names, goal_note, goal_line=None, goal_label=""):
+        """W3/W6: one table per JSON file present (W6: 64 B and 1518 B)."""
+        heads = []
+        present = [n for n in names if (self.src / n).exists()]
+        if not present:
+            self.missing(bench, names[0])
             self.md += [""]
             return None
+        for name in present:
+            heads.append(self.mem_ports_one(bench, name, goal_line, goal_label))
+        self.md += [goal_note, ""]
+        return "; ".join(h for h in heads if h)
+
+    def mem_ports_one(self, bench, name, goal_line, goal_label):
+        d = self.json(name)
         res = d.get("results", {})
+        core = d.get("switch_core", {})
         floor = res.get("floor")
+        size = d.get("size") or 64
+
+        def peer(k):
+            return "ovs-" + k.split("-", 1)[1] if k.startswith("ferrovs-") else None
+
+        def cap(k):
+            return (core.get(k) or {}).get("capacity_mpps")
+
         rows = []
         for k, v in res.items():
             if v is None:
-                self.fail(bench, "%s FAILED" % k)
+                self.fail(bench, "%s FAILED%s" % (k, (": " + d["reasons"][k])
+                                                  if k in d.get("reasons", {}) else ""))
+            c = core.get(k) or {}
+            pk = peer(k)
             rows.append([k, "FAILED" if v is None else "%.2f" % v,
-                         rx(ratio(v, floor)) if k != "floor" else "-"])
-        size = d.get("size")
-        self.md += ["Delivered Mpps%s (testpmd's closed io loop; %s)." % (
-            ", %s B frames" % size if size else ", 64 B frames",
-            "load at the end %s" % " ".join("%.2f" % x for x in d.get("load", []))), ""]
-        self.md += table(["configuration", "delivered Mpps", "/ floor"], rows)
-        self.md += [goal_note, ""]
-        names = list(res)
-        self.bars("%s-mpps.png" % bench.lower(), "%s: delivered Mpps (peer OVS-DPDK not in the "
-                  "script: floor shown)" % bench, names, [("Mpps", [res[k] for k in names])],
-                  "Mpps", goal_line, goal_label)
-        p = res.get("ferrovs-patch")
-        return "patch %s Mpps, %s floor; OVS-DPDK not measured" % (
-            fmt(p), rx(ratio(p, floor)))
+                         "%.0f%%" % (100 * c["gen_oncpu_share"])
+                         if c.get("gen_oncpu_share") else "-",
+                         "%.0f%%" % (100 * c["pmd_oncpu_share"])
+                         if c.get("pmd_oncpu_share") else "-",
+                         "%.0f%%" % (100 * c["busy_share"]) if c.get("busy_share") else "-",
+                         fmt(cap(k)),
+                         fmt(c.get("processing_cycles_per_packet"), "%.0f"),
+                         rx(ratio(v, floor)) if k != "floor" else "-",
+                         rx(ratio(v, res.get(pk))) if pk in res else "-",
+                         rx(ratio(cap(k), cap(pk))) if pk in res else "-"])
+        self.md += ["%d B frames, testpmd's closed io loop; %s%s." % (
+            size, "load at the end %s" % " ".join("%.2f" % x for x in d.get("load", [])),
+            ", OVS-DPDK memory: %s" % d["ovs_memory"] if d.get("ovs_memory") else ""), ""]
+        self.md += table(["configuration", "delivered Mpps", "generator on CPU",
+                          "poll thread on CPU",
+                          "switch core busy",
+                          "capacity Mpps (derived)", "cycles/pkt", "/ floor",
+                          "/ OVS-DPDK (delivered)", "/ OVS-DPDK (capacity, derived)"], rows)
+        self.md += ["Generator / poll thread on CPU: the share of the window testpmd's "
+                    "forwarding thread / the switch's poll thread ran (schedstat); below ~95% "
+                    "other processes took its core and its cycle "
+                    "counters include that time, so busy and capacity are not comparable. "
+                    "Switch core busy: the poll thread's cycles in iterations that received "
+                    "packets over all its cycles in the window (OVS's and ferrovs's own "
+                    "`pmd-stats-show`); capacity = delivered / busy share, *derived*, not "
+                    "measured; cycles/pkt: processing cycles per received packet. "
+                    "`-`: not measured (the floor has no such counter; an older JSON has no "
+                    "OVS-DPDK).", ""]
+        ks = list(res)
+        series = [("delivered Mpps", [res[k] for k in ks])]
+        if any(cap(k) for k in ks):
+            series.append(("capacity Mpps (derived)", [cap(k) for k in ks]))
+        stem = name[:-len(".json")]
+        self.bars("%s-mpps.png" % stem, "%s, %d B: delivered Mpps and derived capacity" % (
+            bench, size), ks, series, "Mpps", goal_line, goal_label)
+        p, l3 = res.get("ferrovs-patch"), res.get("ferrovs-l3_4k")
+        if "ovs-l3_4k" in res:
+            return "%d B: patch %s Mpps (capacity %s derived); l3_4k %s OVS-DPDK" % (
+                size, fmt(p), fmt(cap("ferrovs-patch")), rx(ratio(l3, res.get("ovs-l3_4k"))))
+        return "%d B: patch %s Mpps, %s floor; OVS-DPDK not measured" % (
+            size, fmt(p), rx(ratio(p, floor)))
 
     def w5(self):
         d = self.json("w5.json")
@@ -682,18 +731,17 @@ class Report:
                 continue
             head = {"W1": self.w1, "W2": self.w2,
                     "W3": lambda: self.mem_ports(
-                        "W3", "w3.json", "Goals: >= %.0f Mpps per switch core with `patch` "
-                        "(line in the plot); >= %.1fx OVS-DPDK with `openflow`/l3_4k: not "
-                        "measurable, w3.sh has no OVS-DPDK configuration yet." % (
-                            GOAL_W3_PATCH, GOAL_W3_OF), GOAL_W3_PATCH,
-                        "goal: patch >= %.0f Mpps" % GOAL_W3_PATCH),
+                        "W3", ["w3.json"], "Goals: >= %.0f Mpps per switch core with `patch` "
+                        "(line in the plot; compare the derived capacity when the generator "
+                        "limits the delivered rate); >= %.1fx OVS-DPDK with `openflow`/l3_4k "
+                        "(the l3_4k row's / OVS-DPDK columns)." % (GOAL_W3_PATCH, GOAL_W3_OF),
+                        GOAL_W3_PATCH, "goal: patch >= %.0f Mpps" % GOAL_W3_PATCH),
                     "W5": self.w5,
                     "W8": self.w8,
                     "W6": lambda: self.mem_ports(
-                        "W6", "w6.json", "Goal: >= %.1fx OVS-DPDK at 64 B with `openflow`/"
-                        "l3_4k: not measurable, w6.sh has no OVS-DPDK configuration (Debian's "
-                        "openvswitch-switch-dpdk replaces the ovs-vswitchd the tests use)."
-                        % GOAL_W6)}[b]()
+                        "W6", ["w6.json", "w6-1518.json"], "Goal: >= %.1fx OVS-DPDK at 64 B "
+                        "with `openflow`/l3_4k (the l3_4k row's / OVS-DPDK columns); 1518 B "
+                        "beside it." % GOAL_W6)}[b]()
             self.commands(b)
             bad = self.failed.get(b)
             if bad:

@@ -141,7 +141,10 @@ if want W2; then
 fi
 want W3 && run W3 w3 w3.json bench/w3.sh --no-build --json "$OUT/w3.json" "${WIN_ARGS[@]}"
 want W5 && run W5 w5 w5.json bench/w5.sh --w1 --json "$OUT/w5.json" "${W5_ARGS[@]}"
-want W6 && run W6 w6 w6.json bench/w6.sh --no-build --json "$OUT/w6.json" "${WIN_ARGS[@]}"
+if want W6; then
+    run W6 w6 w6.json bench/w6.sh --no-build --json "$OUT/w6.json" "${WIN_ARGS[@]}"
+    run W6 w6-1518 w6-1518.json bench/w6.sh --no-build --size 1518 --json "$OUT/w6-1518.json" "${WIN_ARGS[@]}"
+fi
 want W8 && run W8 w8 w8.json bench/w8.sh --no-build --peers --json "$OUT/w8.json" "${W1_ARGS[@]}"
 
 "$PY" - "$OUT" "$QUICK" $WANT <<'EOF'

@@ -10,18 +10,36 @@ port 1 <-> port 2. Delivered Mpps = the generator's received packets (both ports
 over the measured window, from testpmd's own port counters. With `--pktgen`, ferrovs-pktgen
 (one thread, memif client on both sockets, transmitting on port 1 as fast as it can and
 counting port 2) is a second generator for the ferrovs-patch configuration.
+
+The generator has two queue pairs (memif rings each way) per interface (`--gen-queues 2`) in
+every configuration, because OVS-DPDK's PMD transmits on its own queue, 1 (queue 0 is its main
+thread's), and the memif server has only the rings its client brings: with one queue pair
+every packet OVS sent was dropped. OVS polls both receive rings (`n_rxq=2`); ferrovs polls both
+from its one receive queue and transmits on ring 0; the floor's server testpmd has two queue
+pairs too. So the generator polls one ring per interface that stays empty, in every
+configuration alike.
 Configurations, one after another in the same run:
 
   ferrovs-patch      ferrovsd, patch module (m0 <-> m1)
   ferrovs-l3_4k      ferrovsd, openflow module, the W1 l3_4k rule set (both directions)
+  ovs-patch          OVS-DPDK 3.1 (bench/ovs_dpdk.py), the same two memif sockets as `type=dpdk`
+                     ports (`net_memif`, role=server), in_port=1 -> 2 and 2 -> 1
+  ovs-l3_4k          OVS-DPDK 3.1, the same l3_4k rule file as ferrovs-l3_4k
   floor              testpmd to testpmd over memif (a server testpmd io-forwarding on the
                      switch core): the generator-to-generator floor
   ferrovs-patch-pktgen  ferrovs-patch with ferrovs-pktgen as the generator (one direction)
 
 A configuration that cannot be set up or does not forward prints FAILED and why, never a number.
+
+For ferrovs and OVS-DPDK the switch core's busy share over the window is read from the poll
+thread's own cycle counters (`pmd-stats-clear` / `pmd-stats-show`, see bench/ovs_dpdk.py), and
+capacity = delivered / busy share is printed beside the delivered rate, marked derived: when
+the generator is the bottleneck the delivered rate understates the switch. `--smoke`: 1 s
+windows after 1 s, for tests (no timing meaning).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -33,6 +51,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ovs_dpdk import (FerrovsProbe, Hugepages, OnCpu, Ovs, apply_nice,  # noqa: E402
+                      ensure_installed)
+
+# testpmd's forwarding lcore thread (DPDK 22.11 names it rte-worker-N; older lcore-worker-N).
+GEN_THREADS = ("rte-worker", "lcore-worker")
 
 
 def sh(cmd, check=True, **kw):
@@ -99,20 +123,41 @@ class Pmd:
         self.log.close()
 
 
+def gen_args(args):
+    """The generator's testpmd options: 64 B frames, `--gen-queues` queue pairs per port."""
+    q = args.gen_queues
+    return ["--txpkts=60", f"--rxq={q}", f"--txq={q}"]
+
+
 def client_vdevs(sock_a, sock_b):
     return [f"net_memif0,role=client,socket={sock_a},id=0,socket-abstract=no",
             f"net_memif1,role=client,socket={sock_b},id=0,socket-abstract=no"]
 
 
-def measure(gen, secs, warmup):
+def measure(gen, secs, warmup, probe=None):
+    """Delivered Mpps over the window and the generator's forwarding thread's on-CPU share;
+    with a probe (a switch's counters), those too."""
     gen.cmd("set fwd io")
     gen.cmd("start tx_first 16")
     time.sleep(warmup)
+    gen_cpu = OnCpu(GEN_THREADS)
     a, t0 = gen.rx_total()
+    gen_cpu.start(gen.proc.pid)
+    if probe:
+        probe.stats_clear()
     time.sleep(secs)
     b, t1 = gen.rx_total()
+    st = probe.stats() if probe else {}
+    st["gen_oncpu_share"] = gen_cpu.share(gen.proc.pid)
     gen.cmd("stop")
-    return (b - a) / (t1 - t0) / 1e6
+    st["mpps"] = (b - a) / (t1 - t0) / 1e6
+    if st.get("busy_share"):
+        st["capacity_mpps"] = st["mpps"] / st["busy_share"]
+    return st
+
+
+def simple_rules(path):
+    path.write_text("in_port=1,actions=output:2\nin_port=2,actions=output:1\n")
 
 
 def l3_rules(path):
@@ -145,15 +190,42 @@ def run_ferrovs(bins, work, module, args):
             sh(f + ["del-flows", "brw3"])
             sh(f + ["add-flows", "brw3", str(rules)])
         gen = Pmd(work, f"gen-{module}", (args.gen_core, args.gen_core), client_vdevs(*socks),
-                  ["--txpkts=60"])
+                  gen_args(args))
         if not gen.links_up():
             raise RuntimeError("memif links did not come up")
-        return measure(gen, args.seconds, args.warmup)
+        return measure(gen, args.seconds, args.warmup, FerrovsProbe(bins, rundir, sw.pid))
     finally:
         if gen:
             gen.quit()
         stop_switch(sw)
         log.close()
+
+
+def run_ovs(work, module, args, mem):
+    """OVS-DPDK with the two memif sockets as DPDK ports, ofport 1 and 2."""
+    base = work / f"ovs-{module}"
+    ovs = Ovs(base, f"w3ovs{os.getpid()}{module}", args.sw_core, mem.mode, args.nice)
+    gen = None
+    try:
+        mem.ensure()
+        ovs.start()
+        rules = base / f"{module}.flows"
+        (simple_rules if module == "patch" else l3_rules)(rules)
+        ovs.flows(rules)
+        socks = [base / "a.sock", base / "b.sock"]
+        for i, s in enumerate(socks):
+            ovs.add_port(f"m{i}", i + 1, "dpdk", n_rxq=args.gen_queues, **{"dpdk-devargs": (
+                f"net_memif{i},role=server,socket={s},id=0,socket-abstract=no")})
+        ovs.wait_ports(["m0", "m1"])
+        gen = Pmd(work, f"gen-ovs-{module}", (args.gen_core, args.gen_core),
+                  client_vdevs(*socks), gen_args(args))
+        if not gen.links_up():
+            raise RuntimeError("memif links did not come up: " + ovs.log_errors())
+        return measure(gen, args.seconds, args.warmup, ovs)
+    finally:
+        if gen:
+            gen.quit()
+        ovs.stop()
 
 
 def start_switch(bins, rundir, args):
@@ -204,14 +276,17 @@ def run_floor(work, args):
     socks = [work / "floor-a.sock", work / "floor-b.sock"]
     srv = Pmd(work, "floor-srv", (args.sw_core, args.sw_core),
               [f"net_memif0,role=server,socket={socks[0]},id=0,socket-abstract=no",
-               f"net_memif1,role=server,socket={socks[1]},id=0,socket-abstract=no"])
+               f"net_memif1,role=server,socket={socks[1]},id=0,socket-abstract=no"],
+              [f"--rxq={args.gen_queues}", f"--txq={args.gen_queues}"])
     gen = None
     try:
-        time.sleep(2)
+        deadline = time.time() + 30
+        while not all(s.exists() for s in socks) and time.time() < deadline:
+            time.sleep(0.1)
         srv.cmd("set fwd io")
         srv.cmd("start")
         gen = Pmd(work, "floor-gen", (args.gen_core, args.gen_core), client_vdevs(*socks),
-                  ["--txpkts=60"])
+                  gen_args(args))
         if not gen.links_up():
             raise RuntimeError("memif links did not come up")
         return measure(gen, args.seconds, args.warmup)
@@ -219,6 +294,80 @@ def run_floor(work, args):
         if gen:
             gen.quit()
         srv.quit()
+
+
+def run_all(args, configs, work):
+    """Runs each configuration in turn; returns (results, details, reasons, memory mode)."""
+    only = set(filter(None, args.only.split(",")))
+    configs = [(n, f) for n, f in configs if not only or n in only]
+    results, details, reasons = {}, {}, {}
+    mem = None
+    with contextlib.ExitStack() as stack:
+        for name, fn in configs:
+            try:
+                if name.startswith("ovs-") and mem is None:
+                    ensure_installed()
+                    mem = stack.enter_context(Hugepages(work))
+                v = fn(mem) if name.startswith("ovs-") else fn()
+                if isinstance(v, dict):
+                    details[name] = v
+                    v = v["mpps"]
+                if v <= 0:
+                    raise RuntimeError("nothing delivered")
+                results[name] = v
+                d = details.get(name, {})
+                extra = ("   busy %.0f%%, capacity %.2f Mpps (derived), %.0f cycles/pkt" % (
+                    100 * d["busy_share"], d["capacity_mpps"], d["processing_cycles_per_packet"])
+                    if d.get("capacity_mpps") else "")
+                print(f"{name:16} {v:8.2f} Mpps{extra}", flush=True)
+            except Exception as e:  # a failed configuration is reported, never a number
+                results[name] = None
+                details.pop(name, None)
+                reasons[name] = str(e)
+                print(f"{name:16}   FAILED ({e})", flush=True)
+    return results, details, reasons, (mem.mode if mem else None)
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a and b else "-"
+
+
+def summary(bench, args, results, details, reasons, mem_mode, size=64):
+    """Prints the table; returns the JSON document."""
+    load = os.getloadavg()
+    print(f"\n{bench}, {size} B, delivered Mpps (generator core {args.gen_core}, switch core "
+          f"{args.sw_core}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+          f"{', OVS-DPDK ' + mem_mode if mem_mode else ''}"
+          f"{', nice %d' % args.nice if args.nice is not None else ''})")
+    print(f"  {'configuration':20} {'Mpps':>8} {'gen':>5} {'on-cpu':>6} {'busy':>6}"
+          f" {'capacity*':>9} {'cyc/pkt':>8}   {'/ floor':>7} {'/ OVS-DPDK':>10}"
+          f" {'capacity / OVS*':>15}")
+    floor = results.get("floor")
+    ratios = {}
+    for name, v in results.items():
+        d = details.get(name, {})
+        peer = "ovs-" + name.split("-", 1)[1] if name.startswith("ferrovs-") else None
+        vs_ovs = ratio(v, results.get(peer)) if peer in results else "-"
+        cap = ratio(d.get("capacity_mpps"), details.get(peer, {}).get("capacity_mpps"))
+        if peer in results and v and results.get(peer):
+            ratios[f"{name} / {peer}"] = v / results[peer]
+        busy = "%5.0f%%" % (100 * d["busy_share"]) if d.get("busy_share") else "-"
+        oncpu = "%5.0f%%" % (100 * d["pmd_oncpu_share"]) if d.get("pmd_oncpu_share") else "-"
+        genc = "%4.0f%%" % (100 * d["gen_oncpu_share"]) if d.get("gen_oncpu_share") else "-"
+        capv = "%.2f" % d["capacity_mpps"] if d.get("capacity_mpps") else "-"
+        cpp = "%.0f" % d["processing_cycles_per_packet"] \
+            if d.get("processing_cycles_per_packet") else "-"
+        print(f"  {name:20} {('%.2f' % v) if v else 'FAILED':>8} {genc:>5} {oncpu:>6} {busy:>6}"
+              f" {capv:>9}"
+              f" {cpp:>8}   {ratio(v, floor) if name != 'floor' else '-':>7} {vs_ovs:>10}"
+              f" {cap:>15}")
+    print("  gen / on-cpu: share of the window the generator's forwarding thread / the switch's "
+          "poll thread ran (schedstat); busy: the poll thread's cycles in iterations that "
+          "received packets / all its cycles")
+    print("  * derived: capacity = delivered / busy share of the switch core's poll thread")
+    return {"benchmark": bench, "results": results, "switch_core": details, "reasons": reasons,
+            "ratios": ratios, "load": load, "size": size, "seconds": args.seconds,
+            "warmup": args.warmup, "ovs_memory": mem_mode, "nice": args.nice}
 
 
 def main():
@@ -231,39 +380,28 @@ def main():
     p.add_argument("--only", default="")
     p.add_argument("--json")
     p.add_argument("--pktgen", action="store_true")
+    p.add_argument("--gen-queues", type=int, default=2)
+    p.add_argument("--smoke", action="store_true")
+    p.add_argument("--nice", type=int)
     args = p.parse_args()
+    if args.nice is not None:
+        apply_nice(args.nice)
+    if args.smoke:
+        args.seconds, args.warmup = 1, 1
     work = Path(tempfile.mkdtemp(prefix="ferrovs-w3-"))
-    only = set(filter(None, args.only.split(",")))
-    results = {}
+    bins = Path(args.bins)
+    configs = [("ferrovs-patch", lambda: run_ferrovs(bins, work, "patch", args)),
+               ("ferrovs-l3_4k", lambda: run_ferrovs(bins, work, "l3_4k", args)),
+               ("ovs-patch", lambda mem: run_ovs(work, "patch", args, mem)),
+               ("ovs-l3_4k", lambda mem: run_ovs(work, "l3_4k", args, mem)),
+               ("floor", lambda: run_floor(work, args))]
+    if args.pktgen:
+        configs.append(("ferrovs-patch-pktgen", lambda: run_pktgen(bins, work, args)))
     try:
-        for name, fn in (("ferrovs-patch", lambda: run_ferrovs(Path(args.bins), work, "patch", args)),
-                         ("ferrovs-l3_4k", lambda: run_ferrovs(Path(args.bins), work, "l3_4k", args)),
-                         ("floor", lambda: run_floor(work, args)),
-                         ("ferrovs-patch-pktgen", lambda: run_pktgen(Path(args.bins), work, args))):
-            if name.endswith("pktgen") and not args.pktgen:
-                continue
-            if only and name not in only:
-                continue
-            try:
-                v = fn()
-                if v <= 0:
-                    raise RuntimeError("nothing delivered")
-                results[name] = v
-                print(f"{name:16} {v:8.2f} Mpps", flush=True)
-            except Exception as e:  # a failed configuration is reported, never a number
-                results[name] = None
-                print(f"{name:16}   FAILED ({e})", flush=True)
-        load = os.getloadavg()
-        print(f"\nW3, 64 B, delivered Mpps (generator core {args.gen_core}, switch core "
-              f"{args.sw_core}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")
-        floor = results.get("floor")
-        for name in ("ferrovs-patch", "ferrovs-l3_4k", "ferrovs-patch-pktgen"):
-            v = results.get(name)
-            if name in results:
-                ratio = f"{v / floor:.2f}x floor" if v and floor else "-"
-                print(f"  {name:20} {('%.2f' % v) if v else 'FAILED':>8}   {ratio}")
+        out = summary("W3", args, *run_all(args, configs, work))
         if args.json:
-            Path(args.json).write_text(json.dumps({"results": results, "load": load}))
+            Path(args.json).write_text(json.dumps(out))
+        return 3 if None in out["results"].values() else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

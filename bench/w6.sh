@@ -3,11 +3,15 @@
 # bench/README.md). dpdk-testpmd with two net_virtio_user ports (the VM side, a closed io loop
 # of 64 B or 1518 B frames) on one core; the switch with two dpdkvhostuser ports on the other,
 # forwarding 1 <-> 2; delivered Mpps = what testpmd receives back. Configurations: ferrovs
-# patch, ferrovs openflow with the l3_4k rules, and the DPDK vhost library floor (testpmd's
-# net_vhost io-forwarding on the switch core); details in bench/w6_run.py.
+# patch, ferrovs openflow with the l3_4k rules, OVS-DPDK 3.1 with dpdkvhostuser ports and the
+# same rule sets (ovs-patch, ovs-l3_4k; installs openvswitch-switch-dpdk if missing, sets up
+# 2 MiB hugepages for the run), and the DPDK vhost library floor (testpmd's net_vhost
+# io-forwarding on the switch core); details in bench/w6_run.py. Exit status 3 when a
+# configuration FAILED.
 #
 # Usage: sudo bench/w6.sh [--seconds N] [--warmup N] [--gen-core C] [--sw-core C]
 #                         [--size 64|1518] [--only NAME[,NAME...]] [--json FILE] [--no-build]
+#                         [--smoke] [--nice N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=1
@@ -15,7 +19,8 @@ ARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-build) BUILD=0 ;;
-        --seconds|--warmup|--gen-core|--sw-core|--size|--only|--json) ARGS+=("$1" "$2"); shift ;;
+        --smoke) ARGS+=("$1") ;;
+        --seconds|--warmup|--gen-core|--sw-core|--size|--only|--json|--nice) ARGS+=("$1" "$2"); shift ;;
         *) echo "w6.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift

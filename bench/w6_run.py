@@ -10,12 +10,15 @@ measured window. Frame size: `--size 64` (default) or 1518. Configurations, in o
 
   ferrovs-patch   ferrovsd, patch module (v0 <-> v1)
   ferrovs-l3_4k   ferrovsd, openflow module, the W1 l3_4k rule set (both directions)
+  ovs-patch       OVS-DPDK 3.1 (bench/ovs_dpdk.py; Debian's ovs-vswitchd-dpdk run by its path,
+                  so the system's ovs-vswitchd stays as it is), `dpdkvhostuser` ports v0, v1
+                  (sockets in its run directory), in_port=1 -> 2 and 2 -> 1
+  ovs-l3_4k       OVS-DPDK 3.1, the same l3_4k rule file as ferrovs-l3_4k
   floor           testpmd's own vhost-user backend (`net_vhost`, DPDK's vhost library, which
                   OVS-DPDK uses) io-forwarding on the switch core: the DPDK-to-DPDK floor
 
-OVS-DPDK itself is not in the run: Debian's openvswitch-switch-dpdk replaces the
-ovs-vswitchd that the test suite's OVS peers use, so it cannot be installed beside them here.
-A configuration that cannot be set up or does not forward prints FAILED and why.
+A configuration that cannot be set up or does not forward prints FAILED and why. The switch
+core's busy share and the derived capacity are read as in W3 (bench/w3_run.py).
 """
 
 import argparse
@@ -28,7 +31,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from w3_run import Pmd, l3_rules, measure, sh, start_switch, stop_switch  # noqa: E402
+from ovs_dpdk import FerrovsProbe, Ovs, apply_nice  # noqa: E402
+from w3_run import (Pmd, l3_rules, measure, run_all, sh, simple_rules, start_switch,  # noqa: E402
+                    stop_switch, summary)
 
 
 def guest_vdevs(socks, server):
@@ -59,12 +64,38 @@ def run_ferrovs(bins, work, module, args):
                   [f"--txpkts={args.size - 4}"])
         if not gen.links_up():
             raise RuntimeError("vhost-user links did not come up")
-        return measure(gen, args.seconds, args.warmup)
+        return measure(gen, args.seconds, args.warmup, FerrovsProbe(bins, rundir, sw.pid))
     finally:
         if gen:
             gen.quit()
         stop_switch(sw)
         log.close()
+
+
+def run_ovs(work, module, args, mem):
+    """OVS-DPDK with two dpdkvhostuser ports (it is the vhost-user server), ofport 1 and 2."""
+    base = work / f"ovs-{module}"
+    ovs = Ovs(base, f"w6ovs{os.getpid()}{module}", args.sw_core, mem.mode, args.nice)
+    gen = None
+    try:
+        mem.ensure()
+        ovs.start()
+        rules = base / f"{module}.flows"
+        (simple_rules if module == "patch" else l3_rules)(rules)
+        ovs.flows(rules)
+        for i in (0, 1):
+            ovs.add_port(f"v{i}", i + 1, "dpdkvhostuser")
+        ovs.wait_ports(["v0", "v1"])
+        gen = Pmd(work, f"gen-ovs-{module}", (args.gen_core, args.gen_core),
+                  guest_vdevs([ovs.run / "v0", ovs.run / "v1"], False),
+                  [f"--txpkts={args.size - 4}"])
+        if not gen.links_up():
+            raise RuntimeError("vhost-user links did not come up: " + ovs.log_errors())
+        return measure(gen, args.seconds, args.warmup, ovs)
+    finally:
+        if gen:
+            gen.quit()
+        ovs.stop()
 
 
 def run_floor(work, args):
@@ -73,7 +104,9 @@ def run_floor(work, args):
               [f"net_vhost{i},iface={s},queues=1" for i, s in enumerate(socks)])
     gen = None
     try:
-        time.sleep(2)
+        deadline = time.time() + 30
+        while not all(s.exists() for s in socks) and time.time() < deadline:
+            time.sleep(0.1)
         srv.cmd("set fwd io")
         srv.cmd("start")
         gen = Pmd(work, "floor-gen", (args.gen_core, args.gen_core), guest_vdevs(socks, False),
@@ -97,37 +130,25 @@ def main():
     p.add_argument("--size", type=int, default=64, choices=(64, 1518))
     p.add_argument("--only", default="")
     p.add_argument("--json")
+    p.add_argument("--smoke", action="store_true")
+    p.add_argument("--nice", type=int)
     args = p.parse_args()
+    if args.nice is not None:
+        apply_nice(args.nice)
+    if args.smoke:
+        args.seconds, args.warmup = 1, 1
     work = Path(tempfile.mkdtemp(prefix="ferrovs-w6-"))
-    only = set(filter(None, args.only.split(",")))
-    results = {}
+    bins = Path(args.bins)
+    configs = [("ferrovs-patch", lambda: run_ferrovs(bins, work, "patch", args)),
+               ("ferrovs-l3_4k", lambda: run_ferrovs(bins, work, "l3_4k", args)),
+               ("ovs-patch", lambda mem: run_ovs(work, "patch", args, mem)),
+               ("ovs-l3_4k", lambda mem: run_ovs(work, "l3_4k", args, mem)),
+               ("floor", lambda: run_floor(work, args))]
     try:
-        for name, fn in (("ferrovs-patch", lambda: run_ferrovs(Path(args.bins), work, "patch", args)),
-                         ("ferrovs-l3_4k", lambda: run_ferrovs(Path(args.bins), work, "l3_4k", args)),
-                         ("floor", lambda: run_floor(work, args))):
-            if only and name not in only:
-                continue
-            try:
-                v = fn()
-                if v <= 0:
-                    raise RuntimeError("nothing delivered")
-                results[name] = v
-                print(f"{name:16} {v:8.2f} Mpps", flush=True)
-            except Exception as e:  # a failed configuration is reported, never a number
-                results[name] = None
-                print(f"{name:16}   FAILED ({e})", flush=True)
-        load = os.getloadavg()
-        print(f"\nW6, {args.size} B, delivered Mpps (generator core {args.gen_core}, switch core "
-              f"{args.sw_core}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")
-        floor = results.get("floor")
-        for name in ("ferrovs-patch", "ferrovs-l3_4k"):
-            v = results.get(name)
-            if name in results:
-                ratio = f"{v / floor:.2f}x floor" if v and floor else "-"
-                print(f"  {name:20} {('%.2f' % v) if v else 'FAILED':>8}   {ratio}")
+        out = summary("W6", args, *run_all(args, configs, work), size=args.size)
         if args.json:
-            Path(args.json).write_text(json.dumps({"results": results, "load": load,
-                                                   "size": args.size}))
+            Path(args.json).write_text(json.dumps(out))
+        return 3 if None in out["results"].values() else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -21,6 +21,7 @@ FERROVS_PACKAGES=(
     ethtool:ethtool
     trafgen:netsniff-ng
     dpdk-testpmd:dpdk-dev
+    /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk:openvswitch-switch-dpdk
     qemu-system-x86_64:qemu-system-x86
     busybox:busybox-static
     tmux:tmux

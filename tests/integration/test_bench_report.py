@@ -2,11 +2,12 @@
 
 The fixtures (fixtures/bench_report/) are the files a real `bench/report.sh --quick` run wrote
 on this machine kind (w1.json, w1-peers.json with testpmd and OVS-DPDK, w2.json,
-w2-fixed.json, w3.json, w5.json, w6.json, runs.json, facts.json, load.tsv) and the JSON of a
-real `bench/w1.sh --smoke --json` (w1-smoke.json). Cases that need a shape the run did not
-produce (a load both switches carried, a failed cell) are made by changing values in those
-files, keeping their keys. The expected numbers are computed here from the fixture values,
-not copied from the report.
+w2-fixed.json, w5.json, runs.json, facts.json, load.tsv) and the JSON of a
+real `bench/w1.sh --smoke --json` (w1-smoke.json); w3.json, w6.json and w6-1518.json come from
+later `bench/w3.sh` / `w6.sh [--size 1518] --nice -20 --json` runs with OVS-DPDK in them.
+Cases that need a shape the run did not produce (a load both switches carried, a failed cell)
+are made by changing values in those files, keeping their keys. The expected numbers are
+computed here from the fixture values, not copied from the report.
 """
 
 import json
@@ -172,14 +173,34 @@ def test_report_from_real_json(data):
     assert "ferrovs-afxdp delivered %.0f%% of the offered load" % (
         100 * fxa["delivered_mpps"] * 1e6 / fx["rate_pps"]) in fixed["afxdp"]["load carried"]
 
-    # W3 and W6: delivered Mpps and the ratio to the floor.
+    # W3 and W6 (64 B, 1518 B): delivered Mpps, the switch core's counters, and the ratios to
+    # the floor and to OVS-DPDK with the same rules (delivered: measured; capacity: derived).
     confs = table_with(md, "configuration")
-    assert len(confs) == 2
-    for t, name in zip(confs, ("w3.json", "w6.json")):
-        res = load(data, name)["results"]
+    assert len(confs) == 3
+    for t, name in zip(confs, ("w3.json", "w6.json", "w6-1518.json")):
+        d = load(data, name)
+        res, core = d["results"], d["switch_core"]
         rows = rows_by_key(t)
+        assert list(rows) == ["ferrovs-patch", "ferrovs-l3_4k", "ovs-patch", "ovs-l3_4k", "floor"]
         assert rows["ferrovs-patch"]["delivered Mpps"] == "%.2f" % res["ferrovs-patch"]
         assert rows["ferrovs-l3_4k"]["/ floor"] == "%.2fx" % (res["ferrovs-l3_4k"] / res["floor"])
+        l3 = rows["ferrovs-l3_4k"]
+        assert l3["/ OVS-DPDK (delivered)"] == "%.2fx" % (res["ferrovs-l3_4k"] / res["ovs-l3_4k"])
+        assert l3["/ OVS-DPDK (capacity, derived)"] == "%.2fx" % (
+            core["ferrovs-l3_4k"]["capacity_mpps"] / core["ovs-l3_4k"]["capacity_mpps"])
+        ovs = rows["ovs-patch"]
+        assert ovs["switch core busy"] == "%.0f%%" % (100 * core["ovs-patch"]["busy_share"])
+        assert ovs["poll thread on CPU"] == "%.0f%%" % (
+            100 * core["ovs-patch"]["pmd_oncpu_share"])
+        assert ovs["capacity Mpps (derived)"] == "%.2f" % core["ovs-patch"]["capacity_mpps"]
+        assert rows["floor"]["generator on CPU"] == "%.0f%%" % (
+            100 * core["floor"]["gen_oncpu_share"])
+        assert ovs["/ OVS-DPDK (delivered)"] == "-" and rows["floor"]["switch core busy"] == "-"
+        assert "%d B frames" % d["size"] in md
+    w3 = load(data, "w3.json")["results"]
+    assert summary["W3"]["headline ratio (goal)"].endswith(
+        "l3_4k %.2fx OVS-DPDK" % (w3["ferrovs-l3_4k"] / w3["ovs-l3_4k"]))
+    assert "1518 B: patch" in summary["W6"]["headline ratio (goal)"]
 
     # W5: seconds, flows/s and OVS / ferrovs per step; the W1-during-add table.
     w5 = load(data, "w5.json")
@@ -210,8 +231,8 @@ def test_report_from_real_json(data):
     pngs = images(md)
     assert set(pngs) == {p.name for p in out.glob("*.png")}
     assert set(pngs) == {"w1-ratios.png", "w2-flood-ratios.png", "w2-fixed-ratios.png",
-                         "w3-mpps.png", "w5-ratios.png", "w6-mpps.png", "w8-ratios.png",
-                         "load.png"}
+                         "w3-mpps.png", "w5-ratios.png", "w6-mpps.png", "w6-1518-mpps.png",
+                         "w8-ratios.png", "load.png"}
     for p in pngs:
         check_png(out / p)
 
