@@ -47,15 +47,15 @@ TITLES = {
     "W7": "tunnels (VXLAN/Geneve encap and decap)",
     "W8": "connection tracking",
 }
-NO_SCRIPT = {"W4", "W7"}
+NO_SCRIPT = {"W4"}
 # What exists short of a bench script, so a reader knows where ferrovs-only numbers are.
 NO_SCRIPT_NOTE = {
     "W4": "`ferrovs-bench w4` measures ferrovs alone (docs/benchmarks.md, W4); no script runs "
           "it against OVS or writes JSON for this report yet.",
-    "W7": "",
 }
 FILES = {"W1": ["w1.json", "w1-peers.json"], "W2": ["w2.json", "w2-fixed.json"],
-         "W3": ["w3.json"], "W5": ["w5.json"], "W6": ["w6.json", "w6-1518.json"], "W8": ["w8.json"]}
+         "W3": ["w3.json"], "W5": ["w5.json"], "W6": ["w6.json", "w6-1518.json"],
+         "W7": ["w7.json"], "W8": ["w8.json"]}
 # Goals of BENCHMARKS.md, as ratios ferrovs / peer (or the unit given).
 GOAL_W1 = 2.0          # OF l3_4k / OVS-DPDK l3_4k, every row
 GOAL_W1_CLIFF = 0.5    # 100K flows / 1 flow
@@ -65,6 +65,7 @@ GOAL_W3_OF = 1.5       # x OVS-DPDK with openflow/l3_4k
 GOAL_W5 = 2.0          # x OVS on add, bundle, dump, del
 GOAL_W5_W1 = 90.0      # % of W1 kept while flows are added
 GOAL_W6 = 1.5          # x OVS-DPDK at 64 B with openflow/l3_4k
+GOAL_W7 = 2.0          # x OVS-DPDK, encap and decap
 GOAL_W8 = 3.0          # x OVS-DPDK, established connections through ct
 CARRIED = 0.95         # share of the offered load a switch must deliver to be compared
 
@@ -717,6 +718,58 @@ class Report:
         got = ["%s conns %.2fx" % (l, v) for l, v in zip(labels, vals) if v]
         return ", ".join(got) + " (goal >= %.0fx)" % GOAL_W8 if got else None
 
+    def w7(self):
+        d = self.json("w7.json")
+        if d is None:
+            self.missing("W7", "w7.json")
+            self.md += [""]
+            return None
+        res = d.get("results", {})
+        dirs = [c[len("ferrovs_"):] for c in d.get("columns", []) if c.startswith("ferrovs_")]
+        for k, v in (d.get("verified") or {}).items():
+            if not v.get("ok"):
+                self.fail("W7", "check %s FAILED: %s" % (k, v.get("reason")))
+
+        def cell(c):
+            if not c:
+                return "-"
+            if c.get("status") != "ok":
+                return "FAILED"
+            cpp = c.get("cycles_per_packet")
+            return "%.2f (%.0f)" % (c["mpps"], cpp) if cpp else "%.2f" % c["mpps"]
+
+        rows, labels, series = [], [], {x: [] for x in dirs}
+        for f in sorted(res, key=int):
+            row = ["{:,}".format(int(f))]
+            for x in dirs:
+                a, b = res[f].get("ferrovs_" + x), res[f].get("ovs_" + x)
+                for sw, c in (("ferrovs", a), ("OVS-DPDK", b)):
+                    if c and c.get("status") != "ok":
+                        self.fail("W7", "%s %s at %s flows FAILED" % (sw, x, f))
+                r = ratio(a.get("mpps") if a and a.get("status") == "ok" else None,
+                          b.get("mpps") if b and b.get("status") == "ok" else None)
+                row += [cell(a), cell(b), rx(r)]
+                series[x].append(r)
+            rows.append(row)
+            labels.append("{:,}".format(int(f)))
+        self.md += ["%s, one core, delivered Mpps (cycles per packet): pcap -> br-int -> "
+                    "tunnel port -> br-phy -> null (encap) and the encapsulated pcap -> br-phy "
+                    "-> tunnel port -> br-int -> null (decap); OVS-DPDK %s native tunnelling on "
+                    "the same core; load %s." % (
+                        (d.get("proto") or "?").upper(), (d.get("versions") or {}).get("ovs", ""),
+                        " ".join("%.2f" % x for x in d.get("load", []))), ""]
+        hdr = ["flows"]
+        for x in dirs:
+            hdr += ["ferrovs " + x, "OVS-DPDK " + x, "ferrovs / OVS-DPDK"]
+        self.md += table(hdr, rows)
+        self.md += ["Goal: >= %.0fx OVS-DPDK on encap and on decap." % GOAL_W7, ""]
+        if labels:
+            self.bars("w7-ratios.png", "W7: ferrovs / OVS-DPDK, tunnels", labels,
+                      [(x, series[x]) for x in dirs], "ratio", GOAL_W7,
+                      "goal >= %.0fx OVS-DPDK" % GOAL_W7)
+        got = ["%s %s %.2fx" % (x, l, v) for x in dirs for l, v in zip(labels, series[x]) if v]
+        return ", ".join(got) + " (goal >= %.0fx)" % GOAL_W7 if got else None
+
     def build(self):
         self.out.mkdir(parents=True, exist_ok=True)
         self.header()
@@ -737,6 +790,7 @@ class Report:
                         "(the l3_4k row's / OVS-DPDK columns)." % (GOAL_W3_PATCH, GOAL_W3_OF),
                         GOAL_W3_PATCH, "goal: patch >= %.0f Mpps" % GOAL_W3_PATCH),
                     "W5": self.w5,
+                    "W7": self.w7,
                     "W8": self.w8,
                     "W6": lambda: self.mem_ports(
                         "W6", ["w6.json", "w6-1518.json"], "Goal: >= %.1fx OVS-DPDK at 64 B "

@@ -2,7 +2,7 @@
 # The benchmark report: runs W1-W8 against their peers with the bench scripts (each with its
 # --json option), one after another, then bench/report.py turns the JSON files into
 # report.md with PNG plots of every ratio table, the machine facts, the load average and the
-# command behind each number. W4 and W7 have no script yet and are listed as not measured.
+# command behind each number. W4 has no script yet and is listed as not measured.
 #
 # Usage: sudo bench/report.sh [--out DIR] [--only W1,W2,...] [--quick] [--no-build]
 #                             [--w2-rate PPS]
@@ -145,6 +145,7 @@ if want W6; then
     run W6 w6 w6.json bench/w6.sh --no-build --json "$OUT/w6.json" "${WIN_ARGS[@]}"
     run W6 w6-1518 w6-1518.json bench/w6.sh --no-build --size 1518 --json "$OUT/w6-1518.json" "${WIN_ARGS[@]}"
 fi
+want W7 && run W7 w7 w7.json bench/w7.sh --no-build --json "$OUT/w7.json" "${WIN_ARGS[@]}"
 want W8 && run W8 w8 w8.json bench/w8.sh --no-build --peers --json "$OUT/w8.json" "${W1_ARGS[@]}"
 
 "$PY" - "$OUT" "$QUICK" $WANT <<'EOF'

@@ -4,7 +4,8 @@ The fixtures (fixtures/bench_report/) are the files a real `bench/report.sh --qu
 on this machine kind (w1.json, w1-peers.json with testpmd and OVS-DPDK, w2.json,
 w2-fixed.json, w5.json, runs.json, facts.json, load.tsv) and the JSON of a
 real `bench/w1.sh --smoke --json` (w1-smoke.json); w3.json, w6.json and w6-1518.json come from
-later `bench/w3.sh` / `w6.sh [--size 1518] --nice -20 --json` runs with OVS-DPDK in them.
+later `bench/w3.sh` / `w6.sh [--size 1518] --nice -20 --json` runs with OVS-DPDK in them, and
+w7.json from a real `bench/w7.sh --smoke --json`.
 Cases that need a shape the run did not produce (a load both switches carried, a failed cell)
 are made by changing values in those files, keeping their keys. The expected numbers are
 computed here from the fixture values, not copied from the report.
@@ -103,11 +104,29 @@ def test_report_from_real_json(data):
     assert r.returncode == 0, r.stdout + r.stderr
     summary = rows_by_key(table_with(md, "benchmark")[0])
     assert list(summary) == ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"]
-    for b in ("W4", "W7"):
-        assert summary[b]["status"] == "not measured (no script yet)"
-        assert summary[b]["headline ratio (goal)"] == "-"
-    for b in ("W1", "W2", "W3", "W5", "W6", "W8"):
+    assert summary["W4"]["status"] == "not measured (no script yet)"
+    assert summary["W4"]["headline ratio (goal)"] == "-"
+    for b in ("W1", "W2", "W3", "W5", "W6", "W7", "W8"):
         assert summary[b]["status"] == "measured", summary[b]
+
+    # W7: ferrovs and OVS-DPDK per direction and flow count, and their ratios.
+    w7 = load(data, "w7.json")
+    t = [x for x in tables(md) if "ferrovs encap" in x[0]]
+    assert len(t) == 1, md
+    t = rows_by_key(t[0])
+    assert list(t) == [format(int(f), ",") for f in sorted(w7["results"], key=int)]
+    for f, cells in w7["results"].items():
+        row = t[format(int(f), ",")]
+        for d in ("encap", "decap"):
+            a, o = cells["ferrovs_" + d], cells["ovs_" + d]
+            assert row["ferrovs " + d] == "%.2f (%.0f)" % (a["mpps"], a["cycles_per_packet"])
+            assert row["OVS-DPDK " + d] == "%.2f (%.0f)" % (o["mpps"], o["cycles_per_packet"])
+        assert [v for k, v in row.items() if k == "ferrovs / OVS-DPDK"] == \
+            ["%.2fx" % (cells["ferrovs_decap"]["mpps"] / cells["ovs_decap"]["mpps"])]
+    assert "w7-ratios.png" in images(md)
+    assert summary["W7"]["headline ratio (goal)"].startswith(
+        "encap 1 %.2fx" % (w7["results"]["1"]["ferrovs_encap"]["mpps"]
+                           / w7["results"]["1"]["ovs_encap"]["mpps"]))
 
     # W8: ferrovs and OVS-DPDK per connection count, and their ratio.
     w8 = load(data, "w8.json")
@@ -232,7 +251,7 @@ def test_report_from_real_json(data):
     assert set(pngs) == {p.name for p in out.glob("*.png")}
     assert set(pngs) == {"w1-ratios.png", "w2-flood-ratios.png", "w2-fixed-ratios.png",
                          "w3-mpps.png", "w5-ratios.png", "w6-mpps.png", "w6-1518-mpps.png",
-                         "w8-ratios.png", "load.png"}
+                         "w7-ratios.png", "w8-ratios.png", "load.png"}
     for p in pngs:
         check_png(out / p)
 
@@ -292,7 +311,7 @@ def test_without_runs_json_and_smoke_w1(data):
     (data / "w1-peers.json").unlink()
     r, out, md = build(data)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert md.count("Commands: not recorded") == 6
+    assert md.count("Commands: not recorded") == 7
     smoke = load(data, "w1.json")
     assert "(smoke run: %s s windows)" % smoke["seconds"] in md
     assert "Peers: not measured in this run (no `w1-peers.json`): no ratio." in md
@@ -313,8 +332,10 @@ def test_requested_but_missing(tmp_path):
     assert "No `w2.json` in the directory: not measured." in md
     assert rows_by_key(table_with(md, "benchmark")[0])["W4"]["status"] == \
         "not measured (no script yet)"
-    r, out, md = build(d, "--only", "W7")
+    r, out, md = build(d, "--only", "W4")
     assert r.returncode == 0 and "Not measured (no script yet)." in md
+    r, out, md = build(d, "--only", "W7")
+    assert r.returncode == 3 and "No `w7.json` in the directory: not measured." in md
     r = subprocess.run([PY, str(REPORT), "--from", str(d), "--only", "W9"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "unknown benchmark" in r.stderr

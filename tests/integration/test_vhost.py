@@ -135,6 +135,25 @@ def test_client_ports_reconnect_across_switch_restart(rundir):
             d.stop()
 
 
+def test_rings_enabled_before_features_as_qemu_does(rundir):
+    """QEMU enables a vhost-user NIC's rings before SET_FEATURES acks protocol features and
+    never again once it starts them: the rings must still run (tests/integration/test_vm.py
+    does it with QEMU itself)."""
+    d = Daemon(rundir)
+    h = None
+    try:
+        vsctl(rundir, "add-br", "brq", "--", "set", "Bridge", "brq", "other_config:module=patch")
+        vsctl(rundir, "add-port", "brq", "q0", "--", "set", "Interface", "q0",
+              "type=dpdkvhostuser")
+        wait_until("socket", (rundir / "q0").exists)
+        h = vf.Frontend(rundir / "q0", qemu_order=True)
+        wait_link(rundir, "q0", "up")
+    finally:
+        if h:
+            h.close()
+        d.stop()
+
+
 # ---- a hostile guest -----------------------------------------------------------------------
 
 def pcap_file(path, n=1):

@@ -8,14 +8,22 @@
 //!   through the daemon's multi-thread datapath (the pcap port gets one queue per thread).
 //! * `ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]`
 //!   measures flow setup under a storm of new flows (see `w4run`).
+//! * `ferrovs-bench gen-w7 --flows N --out FILE [--proto vxlan|geneve]` writes W1's frames
+//!   encapsulated by the remote endpoint; `ferrovs-bench w7 --dir encap|decap --pcap FILE
+//!   --underlay TAP [--proto vxlan|geneve] [--seconds S] [--capture FILE] [--json]` runs W7
+//!   (see `w7run`; root, in a network namespace where TAP holds the local address). The
+//!   endpoints default to [`w7gen::Endpoints::default`]; `--local-ip`, `--local-mac`,
+//!   `--remote-ip`, `--remote-mac`, `--vni` override them.
 
 mod w1gen;
 mod w1run;
 mod w4run;
+mod w7gen;
+mod w7run;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: ferrovs-bench gen-w1|gen-w8 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k|@FILE] [--set KEY=VALUE] [--seconds S] [--cores C0,C1,...] [--json]\n       ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]";
+const USAGE: &str = "usage: ferrovs-bench gen-w1|gen-w8 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k|@FILE] [--set KEY=VALUE] [--seconds S] [--cores C0,C1,...] [--json]\n       ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]\n       ferrovs-bench gen-w7 --flows N --out FILE [ENDPOINTS]\n       ferrovs-bench w7 --dir encap|decap --pcap FILE --underlay TAP [--seconds S] [--capture FILE] [--json] [ENDPOINTS]\n       ENDPOINTS: [--proto vxlan|geneve] [--local-ip IP] [--local-mac MAC] [--remote-ip IP] [--remote-mac MAC] [--vni N]";
 
 fn usage() -> ExitCode {
     eprintln!("{USAGE}");
@@ -36,6 +44,10 @@ fn main() -> ExitCode {
     let mut storm = None;
     let mut pps: u64 = 2_000_000;
     let mut cores: Option<Vec<usize>> = None;
+    let mut ep = w7gen::Endpoints::default();
+    let mut dir = None;
+    let mut underlay = None;
+    let mut capture = None;
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -68,6 +80,33 @@ fn main() -> ExitCode {
                 Some((k, v)) => settings.push((k.to_string(), v.to_string())),
                 None => return usage(),
             },
+            "--proto" => match it.next().map(String::as_str) {
+                Some(p @ ("vxlan" | "geneve")) => ep.proto = p.to_string(),
+                _ => return usage(),
+            },
+            "--local-ip" | "--remote-ip" => {
+                match it.next().and_then(|v| v.parse::<std::net::Ipv4Addr>().ok()) {
+                    Some(ip) if a == "--local-ip" => ep.local_ip = ip,
+                    Some(ip) => ep.remote_ip = ip,
+                    None => return usage(),
+                }
+            }
+            "--local-mac" | "--remote-mac" => match it.next().and_then(|v| w7gen::parse_mac(v)) {
+                Some(m) if a == "--local-mac" => ep.local_mac = m,
+                Some(m) => ep.remote_mac = m,
+                None => return usage(),
+            },
+            "--vni" => match it.next().and_then(|v| v.parse::<u32>().ok()) {
+                Some(v) if v <= 0x00ff_ffff => ep.vni = v,
+                _ => return usage(),
+            },
+            "--dir" => match it.next().map(String::as_str) {
+                Some("encap") => dir = Some(w7run::Dir::Encap),
+                Some("decap") => dir = Some(w7run::Dir::Decap),
+                _ => return usage(),
+            },
+            "--underlay" => underlay = it.next().cloned(),
+            "--capture" => capture = it.next().cloned(),
             "--rules" => match it.next() {
                 Some(r) => rule_set = r.clone(),
                 None => return usage(),
@@ -76,7 +115,7 @@ fn main() -> ExitCode {
         }
     }
     match args.first().map(String::as_str) {
-        Some(g @ ("gen-w1" | "gen-w8")) => {
+        Some(g @ ("gen-w1" | "gen-w8" | "gen-w7")) => {
             let (Some(flows), Some(out)) = (flows, out) else {
                 return usage();
             };
@@ -90,6 +129,8 @@ fn main() -> ExitCode {
             let out_file = std::io::BufWriter::new(f);
             let written = if g == "gen-w8" {
                 w1gen::write_w8(out_file, flows)
+            } else if g == "gen-w7" {
+                w7gen::write_w7(out_file, flows, &ep)
             } else {
                 w1gen::write_w1(out_file, flows)
             };
@@ -148,6 +189,43 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("w1: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some("w7") => {
+            let (Some(dir), Some(pcap), Some(underlay)) = (dir, pcap, underlay) else {
+                return usage();
+            };
+            match w7run::run(dir, &pcap, secs, &ep, &underlay, capture.as_deref()) {
+                Ok(r) => {
+                    let name = if dir == w7run::Dir::Encap {
+                        "encap"
+                    } else {
+                        "decap"
+                    };
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({
+                                "dir": name, "proto": ep.proto, "pcap": r.pcap,
+                                "seconds": r.seconds, "mpps": r.mpps,
+                                "cycles_per_packet": r.cycles_per_packet,
+                                "delivered": r.delivered, "received": r.received,
+                                "cpu_share": r.cpu_share,
+                                "counters": r.counters.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<String, serde_json::Value>>(),
+                            })
+                        );
+                    } else {
+                        println!(
+                            "{name} {:<6} {:<28} {:>7.2} Mpps {:>7.1} cycles/pkt  ({} received, {} delivered in {:.2} s)",
+                            ep.proto, r.pcap, r.mpps, r.cycles_per_packet, r.received, r.delivered, r.seconds
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("w7: {e}");
                     ExitCode::FAILURE
                 }
             }

@@ -516,6 +516,13 @@ impl Batch {
         self.pkts.drain(..)
     }
 
+    /// Removes and yields the first `n` packets (all if fewer), in order.
+    #[inline]
+    pub fn drain_front(&mut self, n: usize) -> std::vec::Drain<'_, Packet> {
+        let n = n.min(self.pkts.len());
+        self.pkts.drain(..n)
+    }
+
     /// Removes the last packet.
     #[inline]
     pub fn pop(&mut self) -> Option<Packet> {

@@ -18,6 +18,7 @@ import struct
 GET_FEATURES, SET_FEATURES, SET_OWNER = 1, 2, 3
 SET_MEM_TABLE, SET_VRING_NUM, SET_VRING_ADDR, SET_VRING_BASE = 5, 8, 9, 10
 GET_VRING_BASE, SET_VRING_KICK, SET_VRING_CALL = 11, 12, 13
+GET_PROTOCOL_FEATURES, SET_PROTOCOL_FEATURES, SET_VRING_ENABLE = 15, 16, 18
 VERSION = 0x1
 REPLY = 0x4
 
@@ -25,6 +26,7 @@ F_CSUM = 1 << 0
 F_HOST_TSO4 = 1 << 11
 F_HOST_TSO6 = 1 << 12
 F_MRG_RXBUF = 1 << 15
+F_PROTOCOL_FEATURES = 1 << 30
 F_VERSION_1 = 1 << 32
 
 GPA = 0x4000_0000
@@ -43,7 +45,10 @@ def RING(q):
 
 
 class Frontend:
-    def __init__(self, path, features=F_VERSION_1 | F_MRG_RXBUF):
+    def __init__(self, path, features=F_VERSION_1 | F_MRG_RXBUF, qemu_order=False):
+        """`qemu_order`: negotiate protocol features and enable both rings before
+        SET_FEATURES, as QEMU does while it sets a vhost-user NIC up (it does not enable them
+        again when it starts them)."""
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.s.settimeout(5)
         self.s.connect(str(path))
@@ -52,8 +57,16 @@ class Frontend:
         self.mem = mmap.mmap(self.fd, REGION)
         offered = self.get_u64(GET_FEATURES)
         assert offered & features == features, hex(offered)
-        self.send(SET_FEATURES, struct.pack("<Q", features))
-        self.send(SET_OWNER)
+        if qemu_order:
+            self.get_u64(GET_PROTOCOL_FEATURES)
+            self.send(SET_PROTOCOL_FEATURES, struct.pack("<Q", 0))
+            self.send(SET_OWNER)
+            for q in (0, 1):
+                self.send(SET_VRING_ENABLE, struct.pack("<II", q, 1))
+            self.send(SET_FEATURES, struct.pack("<Q", features | F_PROTOCOL_FEATURES))
+        else:
+            self.send(SET_FEATURES, struct.pack("<Q", features))
+            self.send(SET_OWNER)
         self.send(SET_MEM_TABLE, struct.pack("<II", 1, 0) +
                   struct.pack("<QQQQ", GPA, REGION, UVA, 0), fds=[self.fd])
         self.next_avail = [0, 0]

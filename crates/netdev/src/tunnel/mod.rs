@@ -32,8 +32,10 @@
 //! ## Invariants
 //! A bridge without tunnel ports pays nothing: the wrapper tests one flag per burst; the
 //! OpenFlow module tests one flag per received batch (a batch comes from one port, and a
-//! tunnel port sets the metadata on every packet it receives). No allocation per packet anywhere here; queues
-//! are bounded (full: drop and count).
+//! tunnel port sets the metadata on every packet it receives). No allocation per packet
+//! anywhere here. Packets cross between a tunnel port and its underlay a burst at a time
+//! ([`table::Bursts`]: the batch's storage travels, and comes back empty to be reused);
+//! queues are bounded (full: drop and count).
 //!
 //! ## Threads
 //! Port handles belong to one poll thread at a time (the [`crate::Port`] contract); the
@@ -52,7 +54,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use wire::Proto;
 
-pub use table::{neigh_flush, neigh_show, ports_show, route_lookup, route_show};
+pub use table::{neigh_flush, neigh_show, ports_show, resolved, route_lookup, route_show};
 
 /// An address option: a fixed address or `flow` (taken from the packet's metadata).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -257,6 +259,15 @@ pub struct TunnelPort {
     t: Arc<table::Tunnel>,
     opts: Vec<(String, String)>,
     stats: PortStats,
+    /// The rest of a received burst that did not fit the caller's batch.
+    rx: table::Drain,
+}
+
+/// Packets of a transmitted burst on their way to one underlay.
+struct Outgoing {
+    underlay: Arc<table::Underlay>,
+    batch: Batch,
+    bytes: u64,
 }
 
 impl TunnelPort {
@@ -267,6 +278,7 @@ impl TunnelPort {
             t: table::add_tunnel(name, cfg),
             opts: opts.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             stats: PortStats::default(),
+            rx: table::Drain::default(),
         })
     }
 
@@ -290,6 +302,18 @@ impl TunnelPort {
         }
         found
     }
+
+    /// Queues a burst of outer packets to its underlay's internal port.
+    fn flush(&mut self, o: Outgoing, pool: &mut Pool) {
+        let n = o.batch.len() as u64;
+        match o.underlay.inject.send(o.batch, pool) {
+            Ok(()) => {
+                self.stats.tx_packets += n;
+                self.stats.tx_bytes += o.bytes;
+            }
+            Err(_) => self.stats.tx_dropped += n,
+        }
+    }
 }
 
 impl Port for TunnelPort {
@@ -302,28 +326,33 @@ impl Port for TunnelPort {
     }
 
     fn rx_batch(&mut self, _pool: &mut Pool, batch: &mut Batch) -> usize {
-        let mut n = 0;
-        while batch.room() > 0 {
-            let Ok(p) = self.t.rx_out.try_recv() else {
-                break;
-            };
-            self.stats.rx_packets += 1;
-            self.stats.rx_bytes += p.len() as u64;
-            if batch.push(p).is_err() {
-                break;
-            }
-            n += 1;
+        let start = batch.len();
+        let n = self.rx.fill(&self.t.rx, batch);
+        if n > 0 {
+            self.stats.rx_packets += n as u64;
+            self.stats.rx_bytes += batch.packets()[start..]
+                .iter()
+                .map(|p| p.len() as u64)
+                .sum::<u64>();
         }
         n
     }
 
+    /// Encapsulates each packet and hands the outer packets to the underlay's internal port
+    /// a burst at a time (one burst per run of packets bound to the same underlay). The
+    /// resolved headers are borrowed, never cloned, per packet.
     fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) {
         let fixed = self.t.out.load_full();
+        let mut out: Option<Outgoing> = None;
         for mut p in batch.drain() {
             let meta = p.tun();
+            let by_flow;
             let target = match self.t.cfg.remote {
-                Addr::Fixed(_) => fixed.clone(),
-                Addr::Flow => meta.and_then(|m| self.flow_target(m.dst)),
+                Addr::Fixed(_) => fixed.as_deref(),
+                Addr::Flow => {
+                    by_flow = meta.and_then(|m| self.flow_target(m.dst));
+                    by_flow.as_deref()
+                }
             };
             let Some(r) = target else {
                 self.stats.tx_dropped += 1;
@@ -342,22 +371,38 @@ impl Port for TunnelPort {
                 pool.free(p);
                 continue;
             }
-            match r.underlay.inject_in.try_send(p) {
-                Ok(()) => {
-                    self.stats.tx_packets += 1;
-                    self.stats.tx_bytes += len;
-                }
-                Err(e) => {
-                    self.stats.tx_dropped += 1;
-                    pool.free(e.into_inner());
+            if !out
+                .as_ref()
+                .is_some_and(|o| Arc::ptr_eq(&o.underlay, &r.underlay))
+            {
+                let next = Outgoing {
+                    underlay: Arc::clone(&r.underlay),
+                    batch: r.underlay.inject.spare(),
+                    bytes: 0,
+                };
+                if let Some(o) = out.replace(next) {
+                    self.flush(o, pool);
                 }
             }
+            if let Some(o) = out.as_mut() {
+                // A burst never holds more than the batch it came from.
+                match o.batch.push(p) {
+                    Ok(()) => o.bytes += len,
+                    Err(p) => {
+                        self.stats.tx_dropped += 1;
+                        pool.free(p);
+                    }
+                }
+            }
+        }
+        if let Some(o) = out {
+            self.flush(o, pool);
         }
     }
 
     fn stats(&self) -> PortStats {
         let mut s = self.stats;
-        s.rx_dropped += self.t.rx_dropped.load(Ordering::Relaxed);
+        s.rx_dropped += self.t.rx.dropped.load(Ordering::Relaxed);
         s
     }
 
@@ -367,7 +412,7 @@ impl Port for TunnelPort {
 
     fn close(&mut self) {
         table::remove_tunnel(&self.t);
-        while self.t.rx_out.try_recv().is_ok() {}
+        self.rx.clear(&self.t.rx);
     }
 }
 

@@ -21,19 +21,129 @@ use super::wire::{Outer, Proto, Template};
 use super::{Addr, Config};
 use arc_swap::{ArcSwap, ArcSwapOption};
 use crossbeam_channel::{bounded, Receiver, Sender};
-use packet::Packet;
+use packet::{Batch, Pool};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-/// Packets a tunnel or underlay queue holds between two polls.
-const QUEUE: usize = 1024;
+/// Bursts a tunnel or underlay queue holds between two polls (a burst is what one transmit
+/// call gave, at most `packet::MAX_BATCH` packets).
+const QUEUE: usize = 16;
 /// How long a snooped neighbour stays (OVS's default: 15 minutes).
 const NEIGH_IDLE: Duration = Duration::from_secs(15 * 60);
 const TICK: Duration = Duration::from_millis(100);
 const PROBE_EVERY: Duration = Duration::from_secs(1);
+
+/// A bounded queue of bursts from poll threads (or the manager) to the poll thread that
+/// receives them: whole batches travel, and the emptied batches travel back to be filled
+/// again, so a burst costs two channel operations whatever its size and, once warm, no
+/// allocation.
+pub struct Bursts {
+    full_tx: Sender<Batch>,
+    full_rx: Receiver<Batch>,
+    empty_tx: Sender<Batch>,
+    empty_rx: Receiver<Batch>,
+    /// Packets dropped because the queue was full.
+    pub dropped: AtomicU64,
+}
+
+impl Bursts {
+    fn new(n: usize) -> Bursts {
+        let (full_tx, full_rx) = bounded(n);
+        let (empty_tx, empty_rx) = bounded(n);
+        Bursts {
+            full_tx,
+            full_rx,
+            empty_tx,
+            empty_rx,
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// An empty batch to fill: a recycled one, or a new one while the queue warms up.
+    #[inline]
+    pub fn spare(&self) -> Batch {
+        self.empty_rx.try_recv().unwrap_or_default()
+    }
+
+    /// Queues `b`; when the queue is full, frees its packets into `pool`, counts them as
+    /// dropped and returns how many.
+    #[inline]
+    pub fn send(&self, b: Batch, pool: &mut Pool) -> Result<(), usize> {
+        match self.full_tx.try_send(b) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let mut b = e.into_inner();
+                let n = b.len();
+                for p in b.drain() {
+                    pool.free(p);
+                }
+                self.recycle(b);
+                self.dropped.fetch_add(n as u64, Ordering::Relaxed);
+                Err(n)
+            }
+        }
+    }
+
+    /// The oldest queued burst.
+    #[inline]
+    pub fn recv(&self) -> Option<Batch> {
+        self.full_rx.try_recv().ok()
+    }
+
+    /// Gives an emptied batch back for reuse (dropped if enough are waiting).
+    #[inline]
+    pub fn recycle(&self, b: Batch) {
+        debug_assert!(b.is_empty());
+        let _ = self.empty_tx.try_send(b);
+    }
+}
+
+/// The receiving end's state: the rest of a burst that did not fit the caller's batch.
+#[derive(Default)]
+pub struct Drain {
+    cur: Batch,
+}
+
+impl Drain {
+    /// Moves queued packets into `out` while it has room; returns how many. An empty `out`
+    /// takes a whole burst by swapping storage with it (no packet is moved).
+    #[inline]
+    pub fn fill(&mut self, q: &Bursts, out: &mut Batch) -> usize {
+        let mut n = 0;
+        while out.room() > 0 {
+            if self.cur.is_empty() {
+                let Some(mut b) = q.recv() else { break };
+                if out.is_empty() {
+                    std::mem::swap(out, &mut b);
+                    n += out.len();
+                    q.recycle(b);
+                    continue;
+                }
+                std::mem::swap(&mut self.cur, &mut b);
+                q.recycle(b);
+            }
+            let k = out.room();
+            for p in self.cur.drain_front(k) {
+                // `out` has room for each of these.
+                if out.push(p).is_ok() {
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// Drops everything still held (the port is closing).
+    pub fn clear(&mut self, q: &Bursts) {
+        self.cur.drain().for_each(drop);
+        while let Some(mut b) = q.recv() {
+            b.drain().for_each(drop);
+        }
+    }
+}
 
 /// Outer headers of a tunnel towards one remote address.
 pub struct Resolved {
@@ -46,17 +156,15 @@ pub struct Resolved {
 pub struct Tunnel {
     pub name: String,
     pub cfg: Config,
-    /// Decapsulated packets waiting for the tunnel port's receive poll.
-    pub rx_in: Sender<Packet>,
-    pub rx_out: Receiver<Packet>,
+    /// Bursts of decapsulated packets waiting for the tunnel port's receive poll (their
+    /// drops: packets dropped because the queue was full).
+    pub rx: Bursts,
     /// Fixed remote: its resolution, once known.
     pub out: ArcSwapOption<Resolved>,
     /// `remote_ip=flow`: resolutions by remote address.
     pub flow_out: ArcSwap<Vec<Arc<Resolved>>>,
     /// `remote_ip=flow`: remote addresses packets asked for that are not resolved yet.
     pub wanted: Mutex<Vec<Ipv4Addr>>,
-    /// Decapsulated packets dropped because the receive queue was full.
-    pub rx_dropped: AtomicU64,
 }
 
 /// An internal port that carries tunnel traffic: its outer packets leave through it as if
@@ -66,11 +174,8 @@ pub struct Underlay {
     pub mac: [u8; 6],
     /// Its IPv4 address (0 if none), refreshed by the manager.
     pub ip: AtomicU32,
-    /// Outer packets (and ARP probes) waiting to be received "from the host".
-    pub inject_in: Sender<Packet>,
-    pub inject_out: Receiver<Packet>,
-    /// Packets dropped because the inject queue was full.
-    pub inject_dropped: AtomicU64,
+    /// Bursts of outer packets (and ARP probes) waiting to be received "from the host".
+    pub inject: Bursts,
 }
 
 struct Neigh {
@@ -138,16 +243,13 @@ fn publish(st: &mut State) {
 
 /// Registers a new tunnel port's shared half and starts the manager if needed.
 pub fn add_tunnel(name: &str, cfg: Config) -> Arc<Tunnel> {
-    let (rx_in, rx_out) = bounded(QUEUE);
     let t = Arc::new(Tunnel {
         name: name.to_string(),
         cfg,
-        rx_in,
-        rx_out,
+        rx: Bursts::new(QUEUE),
         out: ArcSwapOption::empty(),
         flow_out: ArcSwap::from_pointee(Vec::new()),
         wanted: Mutex::new(Vec::new()),
-        rx_dropped: AtomicU64::new(0),
     });
     let mut st = lock(&table().state);
     st.tunnels.push(Arc::downgrade(&t));
@@ -167,14 +269,11 @@ pub fn remove_tunnel(t: &Arc<Tunnel>) {
 
 /// Registers an internal port as a possible underlay.
 pub fn add_underlay(name: &str, mac: [u8; 6]) -> Arc<Underlay> {
-    let (inject_in, inject_out) = bounded(QUEUE);
     let u = Arc::new(Underlay {
         name: name.to_string(),
         mac,
         ip: AtomicU32::new(crate::interface_ipv4(name).map_or(0, u32::from)),
-        inject_in,
-        inject_out,
-        inject_dropped: AtomicU64::new(0),
+        inject: Bursts::new(QUEUE),
     });
     let mut st = lock(&table().state);
     st.underlays.retain(|w| w.strong_count() > 0);
@@ -350,10 +449,11 @@ fn probe(u: &Underlay, src: Ipv4Addr, target: Ipv4Addr) {
     f[22..28].copy_from_slice(&u.mac);
     f[28..32].copy_from_slice(&src.octets());
     f[38..42].copy_from_slice(&target.octets());
-    let mut pool = packet::Pool::new(1);
+    let mut pool = Pool::new(1);
     if let Some(mut p) = pool.alloc() {
-        if p.set_frame(&f) && u.inject_in.try_send(p).is_err() {
-            u.inject_dropped.fetch_add(1, Ordering::Relaxed);
+        let mut b = u.inject.spare();
+        if p.set_frame(&f) && b.push(p).is_ok() {
+            let _ = u.inject.send(b, &mut pool);
         }
     }
 }
@@ -437,7 +537,73 @@ pub fn ports_show() -> String {
     s
 }
 
+/// Whether tunnel port `name` (a fixed remote) has its outer headers, i.e. would send now.
+pub fn resolved(name: &str) -> bool {
+    decap_snapshot()
+        .iter()
+        .any(|t| t.name == name && t.out.load().is_some())
+}
+
 /// Decapsulated packets no tunnel port accepted.
 pub fn unmatched() -> u64 {
     table().unmatched.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packet::MAX_BATCH;
+
+    fn burst(pool: &mut Pool, q: &Bursts, tags: std::ops::Range<usize>) -> Batch {
+        let mut b = q.spare();
+        for t in tags {
+            let mut p = pool.alloc().expect("buffer");
+            let mut f = [0u8; 60];
+            f[..8].copy_from_slice(&t.to_be_bytes());
+            assert!(p.set_frame(&f));
+            assert!(b.push(p).is_ok());
+        }
+        b
+    }
+
+    fn tags(b: &Batch) -> Vec<usize> {
+        b.packets()
+            .iter()
+            .map(|p| usize::from_be_bytes(p.data()[..8].try_into().expect("8 bytes")))
+            .collect()
+    }
+
+    #[test]
+    fn bursts_arrive_in_order_whatever_room_the_receiver_has() {
+        let mut pool = Pool::new(4 * MAX_BATCH);
+        let q = Bursts::new(2);
+        let mut d = Drain::default();
+        let first = MAX_BATCH - 12;
+        // An empty receiver takes a whole burst; its own storage goes back for reuse.
+        let b = burst(&mut pool, &q, 0..first);
+        assert!(q.send(b, &mut pool).is_ok());
+        let mut out = Batch::new();
+        assert_eq!(d.fill(&q, &mut out), first);
+        assert_eq!(tags(&out), (0..first).collect::<Vec<_>>());
+        // A receiver with 12 slots left takes the next 12 packets; the rest wait, in order,
+        // ahead of the following burst.
+        assert!(q.send(burst(&mut pool, &q, 1000..1020), &mut pool).is_ok());
+        assert!(q.send(burst(&mut pool, &q, 2000..2005), &mut pool).is_ok());
+        // The queue holds two bursts: a third is dropped and counted.
+        assert_eq!(q.send(burst(&mut pool, &q, 9000..9003), &mut pool), Err(3));
+        assert_eq!(q.dropped.load(Ordering::Relaxed), 3);
+        assert_eq!(d.fill(&q, &mut out), 12);
+        assert_eq!(tags(&out)[first..], (1000..1012).collect::<Vec<_>>()[..]);
+        let mut out2 = Batch::new();
+        assert_eq!(d.fill(&q, &mut out2), 13);
+        assert_eq!(
+            tags(&out2),
+            (1012..1020).chain(2000..2005).collect::<Vec<_>>()
+        );
+        assert_eq!(d.fill(&q, &mut Batch::new()), 0);
+        for p in out.drain().chain(out2.drain()) {
+            pool.free(p);
+        }
+        assert_eq!(pool.outstanding(), 0);
+    }
 }

@@ -16,7 +16,6 @@ use super::wire::{self, Proto};
 use crate::{LinkState, Port, PortStats, RxqState};
 use packet::{Batch, Pool};
 use std::net::Ipv4Addr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// An internal port that can carry tunnels (see the module documentation).
@@ -25,6 +24,8 @@ pub struct UnderlayPort {
     u: Arc<Underlay>,
     /// Packets of a burst that go on to the host (allocated once).
     keep: Batch,
+    /// The rest of an injected burst that did not fit the caller's batch.
+    inject: table::Drain,
 }
 
 impl UnderlayPort {
@@ -35,6 +36,7 @@ impl UnderlayPort {
             inner,
             u,
             keep: Batch::new(),
+            inject: table::Drain::default(),
         }
     }
 
@@ -42,17 +44,7 @@ impl UnderlayPort {
         if !table::active() {
             return 0;
         }
-        let mut n = 0;
-        while batch.room() > 0 {
-            let Ok(p) = self.u.inject_out.try_recv() else {
-                break;
-            };
-            if batch.push(p).is_err() {
-                break;
-            }
-            n += 1;
-        }
-        n
+        self.inject.fill(&self.u.inject, batch)
     }
 
     /// Splits tunnel packets (decapsulated and queued) and ARP (snooped) out of a burst for
@@ -68,6 +60,9 @@ impl UnderlayPort {
                 .map(|t| t.cfg.proto)
         };
         let any_gre = tunnels.iter().any(|t| t.cfg.proto == Proto::Gre);
+        // Decapsulated packets go to their tunnel port a burst at a time: one burst per run
+        // of packets for the same tunnel.
+        let mut to: Option<(&Arc<table::Tunnel>, Batch)> = None;
         for mut p in batch.drain() {
             let d = p.data();
             if d.len() >= 42
@@ -123,10 +118,20 @@ impl UnderlayPort {
                 pool.free(p);
                 continue;
             }
-            if let Err(e) = t.rx_in.try_send(p) {
-                t.rx_dropped.fetch_add(1, Ordering::Relaxed);
-                pool.free(e.into_inner());
+            if !to.as_ref().is_some_and(|(cur, _)| Arc::ptr_eq(cur, t)) {
+                if let Some((cur, b)) = to.replace((t, t.rx.spare())) {
+                    let _ = cur.rx.send(b, pool);
+                }
             }
+            if let Some((_, b)) = to.as_mut() {
+                // A burst never holds more than the batch it came from.
+                if let Err(p) = b.push(p) {
+                    pool.free(p);
+                }
+            }
+        }
+        if let Some((cur, b)) = to {
+            let _ = cur.rx.send(b, pool);
         }
         std::mem::swap(batch, &mut self.keep);
     }
@@ -202,6 +207,7 @@ impl Port for UnderlayPort {
             inner: h,
             u: Arc::clone(&self.u),
             keep: Batch::new(),
+            inject: table::Drain::default(),
         }))
     }
 

@@ -96,6 +96,10 @@ pub struct Template {
     csum: bool,
     /// Whether the TOS is copied from the inner IPv4/IPv6 header.
     tos_inherit: bool,
+    /// One's-complement sum of the template's IPv4 header (total length, checksum and an
+    /// inherited TOS zero): a packet's checksum adds its length (and TOS) to it instead of
+    /// re-reading the header it just wrote.
+    ip_sum: u32,
 }
 
 /// What a template is made of.
@@ -171,6 +175,7 @@ impl Template {
             len,
             csum: o.csum,
             tos_inherit: o.tos.is_none(),
+            ip_sum: csum::add(0, &h[ETH_LEN..ETH_LEN + IP_LEN]),
         }
     }
 
@@ -247,7 +252,11 @@ impl Template {
                 }
             }
         }
-        let ipc = csum::checksum(&h[ETH_LEN..ETH_LEN + IP_LEN]);
+        let mut sum = self.ip_sum + u32::from(ip_total);
+        if self.tos_inherit {
+            sum += u32::from(inner_tos);
+        }
+        let ipc = !csum::fold(sum);
         h[ETH_LEN + 10..ETH_LEN + 12].copy_from_slice(&ipc.to_be_bytes());
         if self.csum {
             let d = pkt.data_mut();
@@ -285,28 +294,31 @@ fn has_critical(opts: &[u8]) -> bool {
 }
 
 /// A hash of the inner flow (addresses, protocol, ports) for the UDP source port, so one
-/// flow keeps one outer port and the receiver's RSS keeps it in order.
+/// flow keeps one outer port and the receiver's RSS keeps it in order. Whole words, each
+/// multiplied independently (no chain of dependent multiplies per byte), then mixed.
 #[inline]
 fn inner_hash(f: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    let mut mix = |b: &[u8]| {
-        for &x in b {
-            h = (h ^ u32::from(x)).wrapping_mul(0x0100_0193);
-        }
+    let w = |at: usize| {
+        f.get(at..at + 4)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
-    if f.len() >= 34 && f[12..14] == [0x08, 0x00] && f[14] >> 4 == 4 {
-        let ihl = usize::from(f[14] & 0x0f) * 4;
-        mix(&f[26..34]);
-        mix(&f[23..24]);
-        let l4 = 14 + ihl;
-        if matches!(f[23], 6 | 17 | 132) && f.len() >= l4 + 4 {
-            mix(&f[l4..l4 + 4]);
-        }
-    } else if f.len() >= 12 {
-        mix(&f[0..12]);
-    }
-    // Spread the low bits over the high ones the port formula uses.
-    h ^ (h >> 16).wrapping_mul(0x045d_9f3b)
+    let (a, b, c, d) = if f.len() >= 34 && f[12..14] == [0x08, 0x00] && f[14] >> 4 == 4 {
+        let l4 = 14 + usize::from(f[14] & 0x0f) * 4;
+        let ports = if matches!(f[23], 6 | 17 | 132) {
+            w(l4)
+        } else {
+            0
+        };
+        (w(26), w(30), ports, u32::from(f[23]))
+    } else {
+        (w(0), w(4), w(8), 0)
+    };
+    let h = a.wrapping_mul(0x9e37_79b1)
+        ^ b.wrapping_mul(0x85eb_ca77)
+        ^ c.wrapping_mul(0xc2b2_ae3d)
+        ^ d.wrapping_mul(0x27d4_eb2f);
+    let h = (h ^ (h >> 15)).wrapping_mul(0x2c1b_3c6d);
+    h ^ (h >> 12)
 }
 
 /// The inner IPv4 TOS or IPv6 traffic class, for `tos=inherit`.
@@ -529,6 +541,55 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_outer_checksum_covers_each_length_and_inherited_tos() {
+        for tos in [None, Some(0x10)] {
+            let t = Template::new(&Outer {
+                tos,
+                ..outer(Proto::Vxlan, false)
+            });
+            let mut pool = packet::Pool::new(1);
+            for (len, inner_tos) in [(60, 0xb8u8), (1400, 0xff), (61, 0)] {
+                let mut f = inner();
+                f.resize(len, 0x5a);
+                f[15] = inner_tos;
+                let mut p = pool.alloc().expect("buffer");
+                assert!(p.set_frame(&f));
+                assert!(t.push(&mut p, 1, &[]));
+                let d = p.data();
+                assert!(csum::ipv4_header_ok(&d[14..34]), "{tos:?} {len}");
+                assert_eq!(d[15], tos.unwrap_or(inner_tos));
+                assert_eq!(usize::from(u16::from_be_bytes([d[16], d[17]])), len + 36);
+                pool.free(p);
+            }
+        }
+    }
+
+    #[test]
+    fn flows_spread_over_source_ports_and_keep_theirs() {
+        let t = Template::new(&outer(Proto::Vxlan, false));
+        let mut pool = packet::Pool::new(1);
+        let sport = |pool: &mut packet::Pool, i: u32| {
+            let mut f = inner();
+            f[30..34].copy_from_slice(&(0x0a00_0000 + i).to_be_bytes());
+            f[34..36].copy_from_slice(&(1024 + (i % 50_000) as u16).to_be_bytes());
+            let mut p = pool.alloc().expect("buffer");
+            assert!(p.set_frame(&f));
+            assert!(t.push(&mut p, 1, &[]));
+            let d = p.data();
+            let s = u16::from_be_bytes([d[34], d[35]]);
+            pool.free(p);
+            s
+        };
+        let ports: std::collections::BTreeSet<u16> =
+            (0..1000).map(|i| sport(&mut pool, i)).collect();
+        assert!(ports.len() > 950, "{} distinct source ports", ports.len());
+        assert!(ports
+            .iter()
+            .all(|&p| (32768..61000).contains(&u32::from(p))));
+        assert_eq!(sport(&mut pool, 7), sport(&mut pool, 7));
     }
 
     #[test]

@@ -12,8 +12,10 @@
 //!
 //! A session reads one request at a time (`BackendReqHandler::handle_request`) after
 //! `poll(2)` says the socket is readable, waking every 100 ms to notice that the port was
-//! deleted. A request the handler refuses, a malformed message or the frontend hanging up
-//! ends the session: every ring is stopped, the memory unmapped (once the poll threads let
+//! deleted. SET_VRING_ENABLE is honoured before SET_FEATURES too (QEMU and DPDK's
+//! virtio-user send it then; the `vhost` crate refuses it, so the session peeks at it first).
+//! A request the handler refuses, a malformed message or the frontend hanging up ends the
+//! session: every ring is stopped, the memory unmapped (once the poll threads let
 //! go of it) and the link goes down.
 //!
 //! ## Threading
@@ -29,7 +31,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use vhost::vhost_user::{BackendReqHandler, Error};
+use vhost::vhost_user::message::FrontendReq;
+use vhost::vhost_user::{BackendReqHandler, Error, VhostUserBackendReqHandlerMut};
 
 const WAKE_MS: i32 = 100;
 const RECONNECT: Duration = Duration::from_secs(1);
@@ -154,6 +157,27 @@ fn readable(fd: i32) -> bool {
     n > 0
 }
 
+/// The ring index and state of a SET_VRING_ENABLE request at the head of the socket, if one
+/// is there whole (a 12-byte header and its 8-byte body), without consuming it.
+fn peek_vring_enable(fd: i32) -> Option<(u32, u32)> {
+    let mut b = [0u8; 20];
+    // SAFETY: receives at most `b.len()` bytes into a live local buffer; MSG_PEEK leaves
+    // them (and any file descriptors sent with them) queued for the request handler.
+    let n = unsafe {
+        libc::recv(
+            fd,
+            b.as_mut_ptr().cast(),
+            b.len(),
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    if n != b.len() as isize {
+        return None;
+    }
+    let word = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    (word(0) == FrontendReq::SET_VRING_ENABLE as u32 && word(8) == 8).then(|| (word(12), word(16)))
+}
+
 /// Runs one session to its end. Returns false if the port is gone (the thread should exit).
 fn session(s: UnixStream, shared: &Weak<Shared>, stop: &AtomicBool) -> bool {
     let Some(sh) = shared.upgrade() else {
@@ -176,10 +200,21 @@ fn session(s: UnixStream, shared: &Weak<Shared>, stop: &AtomicBool) -> bool {
         if !readable(h.as_raw_fd()) {
             continue;
         }
+        let enable = peek_vring_enable(h.as_raw_fd());
         match h.handle_request() {
             Ok(()) => {}
-            // A request for something not negotiated (DPDK's virtio-user enables its rings
-            // before renegotiating features when it reconnects): the message was read whole
+            // QEMU enables its rings while it sets the device up, before SET_FEATURES acks
+            // VHOST_USER_F_PROTOCOL_FEATURES, and does not repeat it when it starts them; the
+            // `vhost` crate refuses SET_VRING_ENABLE until then. The state is kept, as DPDK's
+            // vhost library (and so OVS) keeps it: without it the rings never run.
+            Err(Error::InactiveFeature(_)) if enable.is_some_and(|(_, num)| num <= 1) => {
+                if let Some((index, num)) = enable {
+                    if let Err(e) = lock(&dev).set_vring_enable(index, num == 1) {
+                        break format!("session ended: {e}");
+                    }
+                }
+            }
+            // Any other request for something not negotiated: the message was read whole
             // and nothing was done; DPDK's vhost library goes on too.
             Err(
                 Error::InactiveFeature(_)
