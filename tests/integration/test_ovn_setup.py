@@ -6,10 +6,14 @@ this request and mod (class 0x0102, type 0x80, len 4 -> tun_metadata0) over Open
 NXT_CT_FLUSH_ZONE is accepted (there is no connection tracker yet, so nothing to flush).
 """
 
+import os
+import subprocess
+import time
+
 import pytest
 
 from conftest import require
-from test_ofctl import bridge, ofctl
+from test_ofctl import bridge, ofctl, ping
 
 PROTOS = [None, "OpenFlow13", "OpenFlow15"]
 
@@ -88,33 +92,33 @@ def test_ct_flush_zone_is_accepted(daemon, net, proto):
         ofctl(daemon, "ct-flush-zone", br, zone, proto=proto)
 
 
+def packet_ins_of_a_ping(daemon, net, br, host, proto, fmt):
+    """What `ovs-ofctl monitor` (packet-in format `fmt`) prints while `host` pings
+    10.7.0.2 twice."""
+    env = dict(os.environ, OVS_RUNDIR=str(daemon.rundir))
+    mon = subprocess.Popen(["ovs-ofctl", "-O", proto, "-P", fmt, "monitor", br, "65535"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        time.sleep(1.0)
+        ping(net, host, "10.7.0.2", count=2, check=False)
+        time.sleep(1.0)
+    finally:
+        mon.terminate()
+        out = mon.communicate(timeout=10)[0]
+    return out
+
+
 @pytest.mark.parametrize("proto", ["OpenFlow13", "OpenFlow15"])
 def test_packet_in2_format(daemon, net, proto):
     """ovn-controller asks for NXT_PACKET_IN2 (NXT_SET_PACKET_IN_FORMAT 2): packet-ins then
     come in Nicira's format, which ovs-ofctl decodes, with the pipeline's registers."""
-    import os
-    import subprocess
-    import time
-
-    from test_ofctl import ping
-
     br, (h1, _) = bridge(daemon, net)
     ofctl(daemon, "add-flow", br,
           "table=0,priority=90,icmp,in_port=1,actions=load:0x2a->NXM_NX_REG3[],resubmit(,4)",
           proto=proto)
     ofctl(daemon, "add-flow", br, "table=4,cookie=0x77,priority=1,actions=CONTROLLER:200",
           proto=proto)
-    env = dict(os.environ, OVS_RUNDIR=str(daemon.rundir))
-    mon = subprocess.Popen(["ovs-ofctl", "-O", proto, "-P", "nxt_packet_in2", "monitor", br,
-                            "65535"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, env=env)
-    try:
-        time.sleep(1.0)
-        ping(net, h1, "10.7.0.2", count=2, check=False)
-        time.sleep(1.0)
-    finally:
-        mon.terminate()
-        out = mon.communicate(timeout=10)[0]
+    out = packet_ins_of_a_ping(daemon, net, br, h1, proto, "nxt_packet_in2")
     assert "NXT_PACKET_IN2" in out, out
     assert "cookie=0x77" in out and "table_id=4" in out and "in_port=1" in out, out
     # The registers as they were at the controller action (OVN's pinctrl reads them).
@@ -134,24 +138,9 @@ def test_table_miss_flow_packet_in_reason(daemon, net, proto, fmt, via):
     formats. Debian's OVS 3.1 (dummy datapath, the same flow and ovs-ofctl monitor, an ICMP
     packet received on port 1) printed exactly these: `OFPT_PACKET_IN ... (via action)` and
     `NXT_PACKET_IN2 ... (via action)` over 1.0, `(via no_match)` for both over 1.3."""
-    import os
-    import subprocess
-    import time
-
-    from test_ofctl import ping
-
     br, (h1, _) = bridge(daemon, net)
     ofctl(daemon, "add-flow", br, "priority=0,actions=CONTROLLER:200", proto=proto)
-    env = dict(os.environ, OVS_RUNDIR=str(daemon.rundir))
-    mon = subprocess.Popen(["ovs-ofctl", "-O", proto, "-P", fmt, "monitor", br, "65535"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    try:
-        time.sleep(1.0)
-        ping(net, h1, "10.7.0.2", count=2, check=False)
-        time.sleep(1.0)
-    finally:
-        mon.terminate()
-        out = mon.communicate(timeout=10)[0]
+    out = packet_ins_of_a_ping(daemon, net, br, h1, proto, fmt)
     pins = [ln for ln in out.splitlines() if "PACKET_IN" in ln]
     assert pins, out
     assert all(via in ln for ln in pins), out
