@@ -363,10 +363,7 @@ pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
     // Segments of a frame finished in an earlier burst go first; while some wait, no new
     // chain is read.
     if v.offload {
-        let d = offload::drain(&mut v.spill, pool, batch);
-        b.packets += d.packets;
-        b.bytes += d.bytes;
-        b.errors += d.errors;
+        offload::drain(&mut v.spill, pool, batch, &mut b);
     }
     let old_used = v.q.next_used();
     let mut used = old_used;
@@ -438,10 +435,7 @@ fn receive_offloaded(
         b.errors += 1;
         return;
     }
-    let d = offload::drain(spill, pool, batch);
-    b.packets += d.packets;
-    b.bytes += d.bytes;
-    b.errors += d.errors;
+    offload::drain(spill, pool, batch, b);
 }
 
 /// Copies the frame of guest transmit chain `head` (after its `hdr`-byte virtio-net header)

@@ -22,7 +22,7 @@
 //! A frame the plan refuses (offsets outside the frame, an unsupported `gso_type`, a
 //! segment larger than our buffers) is counted as an error like any refused chain.
 
-use super::{copy_in, walk, DescError, Ring, DESC_WRITE, HDR_MRG};
+use super::{copy_in, walk, Burst, DescError, Ring, DESC_WRITE, HDR_MRG};
 use crate::offload::{Plan, VnetHdr, VNET_HDR_LEN};
 use packet::{Batch, Packet, Pool, MAX_FRAME};
 
@@ -160,20 +160,11 @@ pub(super) fn begin_from(sp: &mut Spill, pkt: &Packet, vh: VnetHdr) -> bool {
     begin(sp, vh)
 }
 
-/// What [`drain`] produced.
-#[derive(Default)]
-pub(super) struct Drained {
-    pub packets: u64,
-    pub bytes: u64,
-    pub errors: u64,
-}
-
 /// Writes the waiting segments of `sp` into pool buffers appended to `batch`, until the
-/// batch is full or the pool is empty.
-pub(super) fn drain(sp: &mut Spill, pool: &mut Pool, batch: &mut Batch) -> Drained {
-    let mut d = Drained::default();
+/// batch is full or the pool is empty, counting them in `d`.
+pub(super) fn drain(sp: &mut Spill, pool: &mut Pool, batch: &mut Batch, d: &mut Burst) {
     if !sp.pending() {
-        return d;
+        return;
     }
     let plan = match sp.buf.get(..sp.len).map(|f| Plan::new(f, None, &sp.hdr)) {
         Some(Ok(p)) => p,
@@ -181,7 +172,7 @@ pub(super) fn drain(sp: &mut Spill, pool: &mut Pool, batch: &mut Batch) -> Drain
             // Planned before from the same bytes; cannot fail, but never loop on it.
             sp.clear();
             d.errors += 1;
-            return d;
+            return;
         }
     };
     while sp.seg < sp.count && !batch.is_full() {
@@ -204,5 +195,4 @@ pub(super) fn drain(sp: &mut Spill, pool: &mut Pool, batch: &mut Batch) -> Drain
         d.packets += 1;
         d.bytes += written as u64;
     }
-    d
 }
