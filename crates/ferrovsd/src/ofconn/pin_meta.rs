@@ -47,6 +47,16 @@ pub const RESUMED: [Field; 16] = [
 /// `meta` when it was sent, its options read through the bridge's TLV table `tlv`;
 /// `in_port` only when `full` is false (OpenFlow 1.0).
 pub fn metadata(key: &FlowKey, meta: &PipelineMeta, tlv: &TlvTable, full: bool) -> Match {
+    // The tunnel as the pipeline had it (it may have set some of it), the rest as the
+    // packet came in.
+    let key = &FlowKey {
+        tunnel_id: meta.tunnel_id,
+        tun_src: meta.tun_src,
+        tun_dst: meta.tun_dst,
+        tun_opts_present: meta.tun_opts_present,
+        tun_opts: meta.tun_opts,
+        ..*key
+    };
     let get = |f| ofproto::fields::get(key, f);
     let mut m = Match::new();
     if full {
@@ -124,12 +134,16 @@ mod tests {
             ct_mark: 5,
             ct_nw_proto: 1,
             ct_tp_src: 8,
-            tunnel_id: 0x42,
+            // The packet came in with another tunnel id than the pipeline's.
+            tunnel_id: 0x99,
             ..FlowKey::default()
         };
         key.ct_src[..4].copy_from_slice(&[10, 0, 0, 1]);
         key.ct_dst[..4].copy_from_slice(&[10, 0, 0, 2]);
-        let mut meta = PipelineMeta::default();
+        let mut meta = PipelineMeta {
+            tunnel_id: 0x42,
+            ..PipelineMeta::default()
+        };
         meta.regs[13] = 9;
         let got = fields(&metadata(&key, &meta, &TlvTable::default(), true));
         for want in [
@@ -188,13 +202,22 @@ mod tests {
         ofproto::tun_md::set(&mut key, &tlv, t3, 0, u128::MAX);
         // Present but not mapped (the table changed since): left out.
         key.tun_opts_present |= 1 << 9;
-        let meta = PipelineMeta::default();
-        let got = fields(&metadata(&key, &meta, &tlv, true));
+        // The options come from the pipeline's fields, not from the packet's key.
+        let mut meta = PipelineMeta {
+            tun_opts_present: key.tun_opts_present,
+            tun_opts: key.tun_opts,
+            ..PipelineMeta::default()
+        };
+        let bare = FlowKey {
+            in_port: 1,
+            ..FlowKey::default()
+        };
+        let got = fields(&metadata(&bare, &meta, &tlv, true));
         assert!(got.contains(&(t0, 0x0001_0002)), "{got:?}");
         assert!(got.contains(&(t3, 0)), "{got:?}");
         assert!(!got.iter().any(|(f, _)| f.tun_metadata_index() == Some(9)));
         // Not present: not reported; OpenFlow 1.0 has no room for options at all.
-        key.tun_opts_present = 1;
+        meta.tun_opts_present = 1;
         let got = fields(&metadata(&key, &meta, &tlv, true));
         assert!(got.contains(&(t0, 0x0001_0002)) && !got.iter().any(|(f, _)| *f == t3));
         assert_eq!(
