@@ -323,7 +323,11 @@ def test_gateway_mtu_answers_frag_needed(daemon, net):
         r = net.ns(h1, "ping -c 3 -i 0.3 -W 2 -M do -s 1400 10.0.1.3", check=False)
         text = r.stdout + r.stderr
         assert r.returncode != 0, text
-        assert "From 10.0.0.254" in text and "mtu = 1300" in text, text
+        dp = run(["ovs-appctl", "-t", str(daemon.rundir / "ferrovsd.ctl"), "dpctl/dump-flows"],
+                 check=False).stdout
+        assert "From 10.0.0.254" in text and "mtu = 1300" in text, (
+            f"{text}\ndatapath:\n{dp}\novn-controller:\n{ctl.log.read_text()[-3000:]}\n"
+            f"ferrovsd:\n{daemon.logtext()[-2000:]}")
         route = net.ns(h1, "ip route get 10.0.1.3").stdout
         assert "mtu 1300" in route, route
         # A datagram of 1,300 bytes in all still crosses.
