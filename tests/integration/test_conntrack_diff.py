@@ -7,6 +7,7 @@ ICMP errors, invalid (out-of-window TCP, bad checksums, replies nobody asked for
 untracked, over TCP (handshake, data, teardown), UDP, ICMP and IPv6."""
 
 import sys
+import time
 from pathlib import Path
 
 from conftest import BIN, need_root, require
@@ -115,6 +116,77 @@ def test_ct_state_decisions_match_ovs():
         # Not vacuous: the sequence reached the new/established port and the
         # invalid/related port.
         assert {3, 4} <= forwarded, forwarded
+    finally:
+        for sw in switches:
+            sw.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def conntrack_timeouts(sw):
+    """{zone: seconds left} of the UDP connections `dpctl/dump-conntrack -s` lists."""
+    ctl = sw.d / ("vswitchd.ctl" if sw.name == "OVS" else "ferrovsd.ctl")
+    out = ovsdiff.run(["ovs-appctl", "-t", str(ctl), "dpctl/dump-conntrack", "-s"]).stdout
+    got = {}
+    for line in out.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split(",") if "=" in f)
+        if line.startswith("udp") and "zone" in fields and "timeout" in fields:
+            got[int(fields["zone"])] = int(fields["timeout"])
+    return got
+
+
+def test_zone_timeout_policies_match_ovs():
+    """ovs-vsctl's add-zone-tp / del-zone-tp on both switches (the Datapath row is `dummy`
+    for OVS's dummy bridges, `netdev` for ferrovs): a UDP packet committed in zone 5 (with a
+    policy) and in zone 6 (without) leaves connections whose timeouts agree, and zone 5's
+    connection takes the default again once its policy is deleted."""
+    need_root()
+    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
+    import shutil
+    import tempfile
+
+    from scapy.all import IP, UDP, Ether, raw
+
+    work = tempfile.mkdtemp(prefix="cttp-")
+    switches = []
+
+    def vsctl(sw, *args):
+        return ovsdiff.run(["ovs-vsctl", f"--db=unix:{sw.d}/db.sock", "--timeout=20", *args])
+
+    def udp(sport):
+        return raw(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+                   / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=sport, dport=53) / b"q")
+
+    try:
+        switches = [ovsdiff.Ovs(work), ovsdiff.Ferrovs(work, BIN)]
+        rules = ["table=0,priority=100,udp,actions=ct(commit,zone=5),ct(commit,zone=6),"
+                 "output:2"]
+        for sw, dp in zip(switches, ["dummy", "netdev"]):
+            ok, err = ovsdiff.install(sw, rules, work)
+            assert ok, (sw.name, err)
+            vsctl(sw, "--", "--id=@d", "create", "Datapath", "datapath_version=0", "--",
+                  "set", "Open_vSwitch", ".", f"datapaths:{dp}=@d")
+            vsctl(sw, "add-zone-tp", dp, "zone=5", "udp_first=17", "udp_single=18",
+                  "udp_multiple=19", "tcp_unack=3")
+            assert "Zone:5" in vsctl(sw, "list-zone-tp", dp).stdout
+        time.sleep(1.5)  # both daemons read the database
+        for sw in switches:
+            sw.receive(1, udp(5000))
+        time.sleep(0.5)
+        got = [conntrack_timeouts(sw) for sw in switches]
+        for g in got:
+            assert set(g) == {5, 6}, got
+            assert 14 <= g[5] <= 17 and 56 <= g[6] <= 60, got
+        assert abs(got[0][5] - got[1][5]) <= 2 and abs(got[0][6] - got[1][6]) <= 2, got
+        # The policy deleted: zone 5 is back on the defaults at its connections' next packet.
+        for sw, dp in zip(switches, ["dummy", "netdev"]):
+            vsctl(sw, "del-zone-tp", dp, "zone=5")
+        time.sleep(1.5)
+        for sw in switches:
+            sw.receive(1, udp(5000))
+        time.sleep(0.5)
+        got = [conntrack_timeouts(sw) for sw in switches]
+        for g in got:
+            assert 56 <= g[5] <= 60, got
     finally:
         for sw in switches:
             sw.stop()

@@ -248,6 +248,25 @@ def test_packet_out_reaches_the_port(daemon, net, proto):
     wait_for(lambda: tx2() >= before + 1, what="packet-out through TABLE")
 
 
+# 02:00:00:00:07:99 -> 02:00:00:00:07:02, 10.7.0.99 -> 10.7.0.2, ICMP echo.
+ICMP4 = ("02000000070202000000079908004500002300010000400166670a0700630a07"
+         "00020800f7ff0000000000000000000000")
+
+
+@pytest.mark.parametrize("proto", ["OpenFlow13", "OpenFlow15"])
+def test_packet_out_actions_are_checked_against_the_packet(daemon, net, proto):
+    """The packet establishes what a packet-out's actions may use, as in OVS (ovn-controller's
+    pinctrl sends its ICMP errors so): moving the IPv4 source into the destination is fine on
+    an IPv4 packet and OFPBAC_MATCH_INCONSISTENT on an ARP one. Debian's OVS 3.1 (dummy
+    datapath, the same ovs-ofctl packet-outs in OpenFlow 1.5) accepted the first and refused
+    the second with that error."""
+    br, _ = bridge(daemon, net)
+    acts = "move:NXM_OF_IP_SRC[]->NXM_OF_IP_DST[],set_field:10.7.0.254->ip_src,output:2"
+    ofctl(daemon, "packet-out", br, "CONTROLLER", acts, ICMP4, proto=proto)
+    r = ofctl(daemon, "packet-out", br, "CONTROLLER", acts, ARP, proto=proto, check=False)
+    assert r.returncode != 0 and "OFPBAC_MATCH_INCONSISTENT" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("proto", [None, "OpenFlow13", "OpenFlow14"])
 def test_mod_port_down_and_no_flood(daemon, net, proto):
     br, (h1, _h2, _h3) = bridge(daemon, net, n_hosts=3)

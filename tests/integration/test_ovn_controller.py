@@ -285,3 +285,56 @@ def test_ovn_controller_programs_ferrovs_as_ovs_and_dhcp_answers(daemon, net, bu
             chassis.stop()
         central.stop()
         subprocess.run(["rm", "-rf", str(work)], check=False)
+
+
+def test_gateway_mtu_answers_frag_needed(daemon, net):
+    """OVN's gateway MTU end to end: `helpers.ovn.topology` with lr0 made a gateway router on
+    this chassis and `options:gateway_mtu=1300` on its port to sw1. ovn-northd then checks
+    every packet routed out of that port with `check_pkt_larger(1314)` and answers one too
+    big with `icmp4_error`, which ovn-controller's pinctrl builds from the packet-in and hands
+    back through NXT_RESUME. A VM sending 1,428-byte datagrams with DF set gets "fragmentation
+    needed, MTU 1300" from the router's address and its kernel takes that MTU for the route;
+    datagrams that fit cross as before."""
+    require("ovn-controller", "ovn-northd", "ovn-nbctl", "ovn-sbctl", "ovsdb-server",
+            "ovsdb-tool", "ovs-vsctl", "ping")
+    work = Path(tempfile.mkdtemp(prefix="ferrovs-ovnmtu-"))
+    central = ovn.Central(work)
+    ctl = None
+    try:
+        ovn.topology(central)
+        central.nbctl("set", "logical_router", "lr0", "options:chassis=fo-chassis")
+        central.nbctl("set", "logical_router_port", "lr0-sw1", "options:gateway_mtu=1300")
+        vsctl = ["ovs-vsctl", f"--db=unix:{daemon.rundir}/db.sock"]
+        run(vsctl + ["add-br", "br-int", "--", "set", "bridge", "br-int", "fail_mode=secure"])
+        h1, if1 = net.host("m1", ip="10.0.0.1/24", mac="00:00:00:00:00:01")
+        h3, if3 = net.host("m3", ip="10.0.1.3/24", mac="00:00:00:00:01:03")
+        net.ns(h1, "ip route add default via 10.0.0.254")
+        net.ns(h3, "ip route add default via 10.0.1.254")
+        for i, sw_if, lsp in ((1, if1, "p1"), (3, if3, "p3")):
+            run(vsctl + ["add-port", "br-int", sw_if, "--", "set", "interface", sw_if,
+                         f"ofport_request={i}", f"external_ids:iface-id={lsp}"])
+        ctl = ovn.Controller(work, central, f"unix:{daemon.rundir}/db.sock", daemon.rundir,
+                             "fo-chassis")
+        got = ovn.settle(daemon.rundir, "br-int")
+        assert any("check_pkt_larger(1314)" in ln for ln in got), "no gateway MTU flow"
+        # Routed across lr0 while the datagrams fit.
+        ping(net, h1, "10.0.1.3", count=2)
+        net.ns(h1, "ip route flush cache", check=False)
+        r = net.ns(h1, "ping -c 3 -i 0.3 -W 2 -M do -s 1400 10.0.1.3", check=False)
+        text = r.stdout + r.stderr
+        assert r.returncode != 0, text
+        dp = run(["ovs-appctl", "-t", str(daemon.rundir / "ferrovsd.ctl"), "dpctl/dump-flows"],
+                 check=False).stdout
+        assert "From 10.0.0.254" in text and "mtu = 1300" in text, (
+            f"{text}\ndatapath:\n{dp}\novn-controller:\n{ctl.log.read_text()[-3000:]}\n"
+            f"ferrovsd:\n{daemon.logtext()[-2000:]}")
+        route = net.ns(h1, "ip route get 10.0.1.3").stdout
+        assert "mtu 1300" in route, route
+        # A datagram of 1,300 bytes in all still crosses.
+        net.ns(h1, "ping -c 2 -i 0.3 -W 2 -M do -s 1272 10.0.1.3")
+        assert not ctl.openflow_errors(), ctl.openflow_errors()
+    finally:
+        if ctl:
+            ctl.stop()
+        central.stop()
+        subprocess.run(["rm", "-rf", str(work)], check=False)

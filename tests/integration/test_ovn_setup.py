@@ -3,7 +3,8 @@
 and del-tlv-map over OpenFlow 1.0 (Nicira), 1.3 and 1.5, with OVS's limits (256 bytes of
 option space, 64 fields) and OVS's errors for bad maps. ovn-controller's first exchange is
 this request and mod (class 0x0102, type 0x80, len 4 -> tun_metadata0) over OpenFlow 1.5.
-NXT_CT_FLUSH_ZONE is accepted (there is no connection tracker yet, so nothing to flush).
+NXT_CT_FLUSH_ZONE is accepted. Then packet-ins as ovn-controller's pinctrl reads them:
+NXT_PACKET_IN2 with the pipeline's registers and tunnel options, and OVS's reasons.
 """
 
 import os
@@ -144,3 +145,21 @@ def test_table_miss_flow_packet_in_reason(daemon, net, proto, fmt, via):
     pins = [ln for ln in out.splitlines() if "PACKET_IN" in ln]
     assert pins, out
     assert all(via in ln for ln in pins), out
+
+
+@pytest.mark.parametrize("proto", ["OpenFlow13", "OpenFlow15"])
+def test_packet_in_reports_tunnel_options(daemon, net, proto):
+    """The options a packet has (here set by the pipeline) come back in its packet-in's
+    metadata, a zero value too, at their mapped lengths. Debian's OVS 3.1 (dummy datapath,
+    the same map, flow and ovs-ofctl monitor, an ICMP packet received on port 1) printed
+    `tun_metadata0=0x10002,tun_metadata1=0,in_port=1` over 1.3 and 1.5."""
+    br, (h1, _) = bridge(daemon, net)
+    ofctl(daemon, "add-tlv-map", br, "{class=0x102,type=0x80,len=4}->tun_metadata0,"
+                                     "{class=0x102,type=0x81,len=8}->tun_metadata1")
+    ofctl(daemon, "add-flow", br, "priority=90,icmp,in_port=1,actions=set_field:0x10002->"
+                                  "tun_metadata0,set_field:0->tun_metadata1,CONTROLLER:200",
+          proto=proto)
+    out = packet_ins_of_a_ping(daemon, net, br, h1, proto, "nxt_packet_in2")
+    pins = [ln for ln in out.splitlines() if "PACKET_IN" in ln]
+    assert pins, out
+    assert all("tun_metadata0=0x10002,tun_metadata1=0,in_port=1" in ln for ln in pins), out

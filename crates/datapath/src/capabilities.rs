@@ -25,10 +25,12 @@ const FLAGS: &[(&str, bool)] = &[
     ("ct_clear", true),
     // `nat(src)` without addresses: the all-zero SNAT (`conntrack::NatRange::keep`).
     ("ct_zero_snat", true),
-    // Not yet: conntrack events, NXT_CT_FLUSH, timeout policies from the database.
+    // Zone timeout policies from the database (`CT_Zone:timeout_policy`, applied by the
+    // daemon's `vswitch::ct_zones`).
+    ("ct_timeout", true),
+    // Not yet: conntrack events, NXT_CT_FLUSH.
     ("ct_eventmask", false),
     ("ct_flush", false),
-    ("ct_timeout", false),
     // Native tunnelling (tunnel push/pop in megaflow actions): not implemented yet.
     ("tnl_push_pop", false),
     // Runs nested actions on a copy of the packet (`DpAction::Clone`).

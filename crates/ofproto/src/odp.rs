@@ -37,15 +37,25 @@ pub enum PacketInReason {
 }
 
 /// The pipeline fields a packet-in reports besides the packet (OVS's packet-in
-/// metadata): the registers and `metadata` as they were when the packet was sent to the
-/// controller. They follow from the flow the translation matched, so they may be part of
-/// a cached action.
+/// metadata): the registers, `metadata` and the tunnel fields as they were when the packet
+/// was sent to the controller. The registers and `metadata` follow from the flow the
+/// translation matched; the tunnel fields may also come from the packet, and translation
+/// pins them in the megaflow; so all of them may be part of a cached action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct PipelineMeta {
     /// `reg0`..`reg15`.
     pub regs: [u32; packet::flow::N_REGS],
     /// The OpenFlow `metadata` field.
     pub metadata: u64,
+    /// `tun_id`.
+    pub tunnel_id: u64,
+    /// `tun_src`, `tun_dst`.
+    pub tun_src: [u8; 4],
+    pub tun_dst: [u8; 4],
+    /// The `tun_metadata<N>` options: which are present (bit N), and their bytes where the
+    /// bridge's TLV table places them (as in the flow key).
+    pub tun_opts_present: u64,
+    pub tun_opts: [u8; packet::flow::TUN_OPTS_LEN],
 }
 
 /// What a Nicira `controller(...)` action adds to a packet-in: its reason (any `OFPR_*`,

@@ -149,10 +149,30 @@ impl Ctx<'_> {
 
     /// The pipeline fields a packet-in sent now reports. The registers were zero when the
     /// packet came in, so their values follow from the matched flow; `metadata` likewise.
-    fn pipeline_meta(&self) -> Box<crate::odp::PipelineMeta> {
+    /// The tunnel fields and options may be the packet's own, so they are pinned in the
+    /// megaflow (exactly, present or not: a packet-in is not a fast path).
+    fn pipeline_meta(&mut self) -> Box<crate::odp::PipelineMeta> {
+        let f = &self.flow;
+        self.wc.tunnel_id = u64::MAX;
+        self.wc.tun_src = [0xff; 4];
+        self.wc.tun_dst = [0xff; 4];
+        self.wc.tun_opts_present = u64::MAX;
+        let tlv = &self.of.tlv;
+        for g in (0..64).filter_map(Field::tun_metadata) {
+            if g.tun_metadata_index()
+                .is_some_and(|i| f.tun_opts_present & (1u64 << i) != 0)
+            {
+                crate::tun_md::mark(&mut self.wc, tlv, g, u128::MAX);
+            }
+        }
         Box::new(crate::odp::PipelineMeta {
-            regs: self.flow.regs,
-            metadata: self.flow.metadata,
+            regs: f.regs,
+            metadata: f.metadata,
+            tunnel_id: f.tunnel_id,
+            tun_src: f.tun_src,
+            tun_dst: f.tun_dst,
+            tun_opts_present: f.tun_opts_present,
+            tun_opts: f.tun_opts,
         })
     }
 

@@ -251,3 +251,59 @@ fn a_mask_over_the_whole_option_is_stored_exact() {
     .expect("del");
     assert_eq!(of.flow_mod(&del, 0).expect("delete").deleted, 1);
 }
+
+/// A packet-in reports the tunnel as the pipeline had it at the controller action: what it
+/// set (here `tun_id` and the option), and the received packet's own fields otherwise; the
+/// megaflow pins those, so a packet from another tunnel does not reuse the cached report.
+#[test]
+fn packet_ins_carry_the_pipelines_tunnel() {
+    let mut of = mapped();
+    add(
+        &mut of,
+        "in_port=1,actions=set_field:0x7->tun_id,set_field:0x30004->tun_metadata0,controller",
+    )
+    .expect("add");
+    add(&mut of, "in_port=2,actions=controller").expect("add");
+    let meta = |x: &ofproto::XlateOut| {
+        x.actions
+            .iter()
+            .find_map(|a| match a {
+                DpAction::Controller { meta, .. } => Some(**meta),
+                _ => None,
+            })
+            .expect("a packet-in")
+    };
+    let k = received(&of, &OPT).expect("options");
+    let x = xlate(&of, &k, None, None);
+    let m = meta(&x);
+    assert_eq!(
+        (m.tunnel_id, m.tun_src, m.tun_dst),
+        (7, k.tun_src, k.tun_dst)
+    );
+    let mut as_key = FlowKey {
+        tun_opts_present: m.tun_opts_present,
+        tun_opts: m.tun_opts,
+        ..FlowKey::ZERO
+    };
+    assert_eq!(
+        tun_md::get(&as_key, &of.tlv, openflow::Field::TunMetadata0),
+        0x30004
+    );
+    // Nothing set: the received packet's tunnel, pinned in the megaflow.
+    let mut k2 = received(&of, &OPT).expect("options");
+    k2.in_port = 2;
+    let x = xlate(&of, &k2, None, None);
+    let m = meta(&x);
+    assert_eq!((m.tunnel_id, m.tun_src), (1, [192, 168, 0, 2]));
+    as_key.tun_opts_present = m.tun_opts_present;
+    as_key.tun_opts = m.tun_opts;
+    assert_eq!(
+        tun_md::get(&as_key, &of.tlv, openflow::Field::TunMetadata0),
+        0x10002
+    );
+    let mf = ofproto::text::megaflow_text(&k2, &x.wc, &of.tlv);
+    assert!(
+        mf.contains("tun_id=0x1") && mf.contains("tun_metadata0=0x10002"),
+        "{mf}"
+    );
+}

@@ -323,7 +323,13 @@ impl Conn {
         drop(st);
         self.pin_sent.fetch_add(1, Ordering::Relaxed);
         let full = self.version() != wire::OFP10 || format == NXPIF_NXT_PACKET_IN2;
-        let m = super::pin_meta::metadata(&p.key, &p.meta, full);
+        let tlv = self.bridge.upgrade().map(|b| b.udpif.tlv.load_full());
+        let m = super::pin_meta::metadata(
+            &p.key,
+            &p.meta,
+            tlv.as_deref().unwrap_or(&ofproto::tlv::TlvTable::default()),
+            full,
+        );
         if format == NXPIF_NXT_PACKET_IN2 {
             let (userdata, continuation) = match &p.extra {
                 Some(x) => (x.userdata.clone(), x.continuation.clone()),

@@ -1,7 +1,9 @@
 //! Packet-outs, batched.
 //!
 //! A packet-out is checked when it is read (buffer id, input port, frame length, and its
-//! actions against ofproto) and, if good, queued in the connection's [`OutBatch`]; a bad
+//! actions against ofproto, whose prerequisites the packet itself establishes, as in OVS:
+//! `move:NXM_OF_IP_SRC[]->NXM_OF_IP_DST[]` is fine on an IPv4 packet and
+//! `OFPBAC_MATCH_INCONSISTENT` on an ARP one) and, if good, queued in the connection's [`OutBatch`]; a bad
 //! one is answered at once, after the batch so far has run, so answers stay in request
 //! order. The batch runs in order, in one call to the poll thread, when it holds
 //! [`OUT_BATCH_MAX`], before any other request is handled, and before the reader waits for
@@ -136,8 +138,8 @@ fn validate(b: &BridgeOf, po: wire::PacketOut, msg: &[u8]) -> Result<QueuedOut, 
         return Err(OfError::bad_request(bad_request::BAD_PACKET));
     }
     {
+        let m = packet_match(&po.data, in_port);
         let of = b.udpif.of();
-        let m = Match::new().with(Field::InPort, u128::from(in_port));
         of.check_actions(&m, &po.actions, true)?;
     }
     Ok(QueuedOut {
@@ -146,4 +148,58 @@ fn validate(b: &BridgeOf, po: wire::PacketOut, msg: &[u8]) -> Result<QueuedOut, 
         actions: po.actions,
         req: msg.get(..64).unwrap_or(msg).to_vec(),
     })
+}
+
+/// What a packet-out's actions may take for granted: the packet's input port and the
+/// fields that are prerequisites of others (Ethernet type, a VLAN tag, IP protocol, ICMPv6
+/// type), read from its bytes.
+fn packet_match(data: &[u8], in_port: u32) -> Match {
+    let key = packet::flow::extract(data, in_port);
+    let get = |f| ofproto::fields::get(&key, f);
+    let mut m = Match::new()
+        .with(Field::InPort, u128::from(in_port))
+        .with(Field::EthType, get(Field::EthType));
+    let present = u128::from(openflow::oxm::OFPVID_PRESENT);
+    if get(Field::VlanVid) & present != 0 {
+        m = m.with_masked(Field::VlanVid, present, present);
+    }
+    if matches!(
+        key.dl_type,
+        packet::flow::ETH_TYPE_IPV4 | packet::flow::ETH_TYPE_IPV6
+    ) {
+        m = m.with(Field::IpProto, get(Field::IpProto));
+        if key.dl_type == packet::flow::ETH_TYPE_IPV6 && key.nw_proto == 58 {
+            m = m.with(Field::Icmpv6Type, get(Field::Icmpv6Type));
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::packet_match;
+    use openflow::oxm::Field;
+
+    fn frame(ethertype: [u8; 2], rest: &[u8]) -> Vec<u8> {
+        let mut f = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1];
+        f.extend_from_slice(&ethertype);
+        f.extend_from_slice(rest);
+        f
+    }
+
+    #[test]
+    fn the_packet_sets_the_prerequisites() {
+        // IPv4 ICMP echo.
+        let mut ip = vec![
+            0x45, 0, 0, 28, 0, 0, 0x40, 0, 64, 1, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+        ];
+        ip.extend_from_slice(&[8, 0, 0, 0, 0, 0, 0, 0]);
+        let m = packet_match(&frame([0x08, 0x00], &ip), 0xffff_fffd);
+        assert_eq!(m.exact(Field::EthType), Some(0x0800));
+        assert_eq!(m.exact(Field::IpProto), Some(1));
+        assert!(m.prereqs_met_deep(Field::Ipv4Dst) && !m.prereqs_met_deep(Field::TcpSrc));
+        // ARP: no IP fields.
+        let m = packet_match(&frame([0x08, 0x06], &[0u8; 28]), 1);
+        assert!(!m.prereqs_met_deep(Field::Ipv4Dst) && m.prereqs_met_deep(Field::ArpSpa));
+    }
 }

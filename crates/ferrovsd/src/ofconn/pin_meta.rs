@@ -2,7 +2,9 @@
 //! OVS puts in a packet-in's match (its "flow metadata"). Every field is reported only when
 //! it is not zero, except `in_port`, always there:
 //!
-//! * the tunnel's `tun_id`, `tun_src`, `tun_dst`;
+//! * the tunnel's `tun_id`, `tun_src`, `tun_dst`, and each `tun_metadata<N>` option the
+//!   packet has (present, and mapped by the bridge's TLV table), its value included even
+//!   when zero, as OVS reports the options in a packet's "present" map;
 //! * `metadata` and the registers, as the pipeline had them at the `controller` action;
 //! * `pkt_mark`;
 //! * `ct_state` (with `eth_type`, which the connection-tracking fields need to be read),
@@ -11,9 +13,10 @@
 //! * `ct_zone`, `ct_mark`, `ct_label`.
 //!
 //! OpenFlow 1.0's standard packet-in has no match: there only `in_port` is sent.
-//! Not reported yet: `tun_metadata<N>` (it needs the bridge's TLV map for its length).
+//! A resume takes every one of these back ([`RESUMED`], the registers and the options).
 
 use ofproto::odp::PipelineMeta;
+use ofproto::tlv::TlvTable;
 use openflow::oxm::{Field, CS_ESTABLISHED, CS_NEW, CS_REPLY_DIR};
 use openflow::Match;
 use packet::flow::{FlowKey, ETH_TYPE_IPV4, ETH_TYPE_IPV6};
@@ -41,13 +44,32 @@ pub const RESUMED: [Field; 16] = [
 ];
 
 /// The packet-in match for a packet whose flow was `key` and whose pipeline fields were
-/// `meta` when it was sent; `in_port` only when `full` is false (OpenFlow 1.0).
-pub fn metadata(key: &FlowKey, meta: &PipelineMeta, full: bool) -> Match {
+/// `meta` when it was sent, its options read through the bridge's TLV table `tlv`;
+/// `in_port` only when `full` is false (OpenFlow 1.0).
+pub fn metadata(key: &FlowKey, meta: &PipelineMeta, tlv: &TlvTable, full: bool) -> Match {
+    // The tunnel as the pipeline had it (it may have set some of it), the rest as the
+    // packet came in.
+    let key = &FlowKey {
+        tunnel_id: meta.tunnel_id,
+        tun_src: meta.tun_src,
+        tun_dst: meta.tun_dst,
+        tun_opts_present: meta.tun_opts_present,
+        tun_opts: meta.tun_opts,
+        ..*key
+    };
     let get = |f| ofproto::fields::get(key, f);
     let mut m = Match::new();
     if full {
         for f in [Field::TunnelId, Field::TunSrc, Field::TunDst] {
             m = nonzero(m, f, get(f));
+        }
+        let mut present = key.tun_opts_present;
+        while present != 0 {
+            let i = present.trailing_zeros() as usize;
+            present &= present - 1;
+            if let Some(f) = Field::tun_metadata(i).filter(|_| tlv.slot_of(i).is_some()) {
+                m = m.with(f, ofproto::tun_md::get(key, tlv, f));
+            }
         }
         m = nonzero(m, Field::Metadata, u128::from(meta.metadata));
         for (i, r) in meta.regs.iter().enumerate() {
@@ -112,14 +134,18 @@ mod tests {
             ct_mark: 5,
             ct_nw_proto: 1,
             ct_tp_src: 8,
-            tunnel_id: 0x42,
+            // The packet came in with another tunnel id than the pipeline's.
+            tunnel_id: 0x99,
             ..FlowKey::default()
         };
         key.ct_src[..4].copy_from_slice(&[10, 0, 0, 1]);
         key.ct_dst[..4].copy_from_slice(&[10, 0, 0, 2]);
-        let mut meta = PipelineMeta::default();
+        let mut meta = PipelineMeta {
+            tunnel_id: 0x42,
+            ..PipelineMeta::default()
+        };
         meta.regs[13] = 9;
-        let got = fields(&metadata(&key, &meta, true));
+        let got = fields(&metadata(&key, &meta, &TlvTable::default(), true));
         for want in [
             (Field::InPort, 3),
             (Field::TunnelId, 0x42),
@@ -142,16 +168,61 @@ mod tests {
         // An invalid connection has no tuple; untracked, no ct fields; OpenFlow 1.0, only
         // the input port.
         key.ct_state = CS_TRACKED | openflow::oxm::CS_INVALID;
-        let got = fields(&metadata(&key, &meta, true));
+        let got = fields(&metadata(&key, &meta, &TlvTable::default(), true));
         assert!(!got.iter().any(|(f, _)| *f == Field::CtNwSrc));
         key.ct_state = 0;
-        let got = fields(&metadata(&key, &meta, true));
+        let got = fields(&metadata(&key, &meta, &TlvTable::default(), true));
         assert!(!got
             .iter()
             .any(|(f, _)| *f == Field::CtState || *f == Field::CtZone));
         assert_eq!(
-            fields(&metadata(&key, &meta, false)),
+            fields(&metadata(&key, &meta, &TlvTable::default(), false)),
             vec![(Field::InPort, 3)]
+        );
+    }
+    #[test]
+    fn present_mapped_options_are_reported_even_when_zero() {
+        use openflow::wire::nicira::{TlvMap, TlvTableCommand};
+        let map = |index, len| TlvMap {
+            class: 0x0102,
+            type_: 0x80 + index as u8,
+            len,
+            index,
+        };
+        let mut tlv = TlvTable::default();
+        tlv.apply(TlvTableCommand::Add, &[map(0, 4), map(3, 8)])
+            .expect("map");
+        let mut key = FlowKey {
+            in_port: 1,
+            ..FlowKey::default()
+        };
+        let t0 = Field::tun_metadata(0).expect("field");
+        let t3 = Field::tun_metadata(3).expect("field");
+        ofproto::tun_md::set(&mut key, &tlv, t0, 0x0001_0002, u128::MAX);
+        ofproto::tun_md::set(&mut key, &tlv, t3, 0, u128::MAX);
+        // Present but not mapped (the table changed since): left out.
+        key.tun_opts_present |= 1 << 9;
+        // The options come from the pipeline's fields, not from the packet's key.
+        let mut meta = PipelineMeta {
+            tun_opts_present: key.tun_opts_present,
+            tun_opts: key.tun_opts,
+            ..PipelineMeta::default()
+        };
+        let bare = FlowKey {
+            in_port: 1,
+            ..FlowKey::default()
+        };
+        let got = fields(&metadata(&bare, &meta, &tlv, true));
+        assert!(got.contains(&(t0, 0x0001_0002)), "{got:?}");
+        assert!(got.contains(&(t3, 0)), "{got:?}");
+        assert!(!got.iter().any(|(f, _)| f.tun_metadata_index() == Some(9)));
+        // Not present: not reported; OpenFlow 1.0 has no room for options at all.
+        meta.tun_opts_present = 1;
+        let got = fields(&metadata(&key, &meta, &tlv, true));
+        assert!(got.contains(&(t0, 0x0001_0002)) && !got.iter().any(|(f, _)| *f == t3));
+        assert_eq!(
+            fields(&metadata(&key, &meta, &tlv, false)),
+            vec![(Field::InPort, 1)]
         );
     }
 }

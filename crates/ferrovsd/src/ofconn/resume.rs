@@ -7,7 +7,8 @@
 //! then the packet: it must be there, and its `in_port` (from the pipeline fields; the
 //! controller port if none) must be one a packet-out may claim. The packet's flow is
 //! parsed from its bytes, with the pipeline fields the controller sent (those a packet-in
-//! reports, [`super::pin_meta`]: `metadata`, the registers, the tunnel fields, `pkt_mark`,
+//! reports, [`super::pin_meta`]: `metadata`, the registers, the tunnel fields and options
+//! (`tun_metadata<N>`, through the bridge's TLV table), `pkt_mark`,
 //! the connection-tracking state and tuple), and the continuation runs on it
 //! ([`ofproto::xlate::resume`]) under the OpenFlow state's lock, crediting the rules it
 //! meets. A translation that fails is `OFPFMFC_UNKNOWN`, as a packet-out's; the datapath
@@ -38,9 +39,12 @@ pub fn resume(b: &BridgeOf, p: PacketIn2) -> Result<(), OfError> {
         return Err(OfError::bad_request(bad_request::BAD_PORT));
     }
     let mut flow = packet::flow::extract(&p.data, in_port);
+    let tlv = b.udpif.tlv.load();
     for m in p.metadata.iter() {
         if m.field.is_reg() || super::pin_meta::RESUMED.contains(&m.field) {
             ofproto::fields::set(&mut flow, m.field, m.value, m.mask_bits());
+        } else if m.field.tun_metadata_index().is_some() {
+            ofproto::tun_md::set(&mut flow, &tlv, m.field, m.value, m.mask_bits());
         }
     }
     let actions = {

@@ -33,6 +33,7 @@
 
 pub mod appctl;
 pub mod cli;
+pub mod ct_zones;
 pub mod db;
 pub mod mirrors;
 pub mod model;
@@ -76,6 +77,8 @@ pub struct Vswitch {
     pub sflow: crate::sflow::Sflow,
     /// Per-bridge IPFIX export (the `IPFIX` table).
     pub ipfix: crate::ipfix::Ipfix,
+    /// Connection-tracking timeout policies (`Datapath:ct_zones`).
+    pub ct_zones: ct_zones::CtZones,
     pub pmd: Arc<Datapath>,
     pub stash: Arc<Stash>,
     applied: Mutex<Option<i64>>,
@@ -102,6 +105,7 @@ impl Vswitch {
             metrics: crate::metrics::Exporter::default(),
             sflow: crate::sflow::Sflow::default(),
             ipfix: crate::ipfix::Ipfix::default(),
+            ct_zones: ct_zones::CtZones::default(),
             pmd: pmd.clone(),
             stash: Arc::new(Stash::default()),
             applied: Mutex::new(None),
@@ -221,6 +225,12 @@ fn pass(vs: &Vswitch, rec: &mut Reconfigurer, of: &dyn OfConfigSink, stats_due: 
         .configure(&vs.pmd, &snap, out.changed, &of.udpifs())
     {
         vlog::warn("ipfix", &w);
+    }
+    for w in vs
+        .ct_zones
+        .configure(&snap, datapath::ct::tracker().policies())
+    {
+        vlog::warn("conntrack", &w);
     }
     let dp = status::read_datapath(&vs.pmd);
     let mut ops = status::ops(&snap, &d, &out, &dp, stats_due, of);

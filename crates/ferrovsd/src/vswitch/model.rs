@@ -42,6 +42,8 @@ pub const TABLES: &[&str] = &[
     "Controller",
     "SSL",
     "Datapath",
+    "CT_Zone",
+    "CT_Timeout_Policy",
     "Mirror",
     "sFlow",
     "IPFIX",

@@ -6,12 +6,17 @@
 //! in. Items may be separated by commas, spaces or newlines, so dump-meters output
 //! (`meter=1 kbps burst stats bands=` / `type=drop rate=1000 burst_size=100`) parses too.
 //! No unit is implied when neither `kbps` nor `pktps` is given. `meter=all` names every
-//! meter (for deletes). Deletes take only `meter=`.
+//! meter (for deletes); `meter=controller` and `meter=slowpath` name the two virtual meters
+//! (`OFPM_CONTROLLER`, which meters packet-ins, and `OFPM_SLOWPATH`), printed by those names
+//! as ovs-ofctl prints them. Deletes take only `meter=`.
 //!
 //! Formatting prints the dump-meters form, which parses back to an equal `MeterMod`.
 
 use super::{need_value, uint_for, TextError, Tokens};
-use crate::messages::{MeterBand, MeterFlags, MeterMod, MeterModCommand, OFPM_ALL};
+use crate::messages::{
+    MeterBand, MeterFlags, MeterMod, MeterModCommand, OFPM_ALL, OFPM_CONTROLLER, OFPM_MAX,
+    OFPM_SLOWPATH,
+};
 
 #[derive(Default)]
 struct BandBuilder {
@@ -93,6 +98,8 @@ pub fn parse_meter(text: &str, command: MeterModCommand) -> Result<MeterMod, Tex
                 let v = need_value(&tok)?;
                 meter_id = Some(match v {
                     "all" => OFPM_ALL,
+                    "controller" => OFPM_CONTROLLER,
+                    "slowpath" => OFPM_SLOWPATH,
                     _ => uint_for(&tok, 32)? as u32,
                 });
             }
@@ -182,12 +189,7 @@ pub fn parse_meter(text: &str, command: MeterModCommand) -> Result<MeterMod, Tex
 /// Format a meter as dump-meters does: `meter=1 kbps burst stats bands=` then one
 /// `type=drop rate=1000 burst_size=100` line per band.
 pub fn format_meter(m: &MeterMod) -> String {
-    let id = if m.meter_id == OFPM_ALL {
-        "all".to_string()
-    } else {
-        m.meter_id.to_string()
-    };
-    let mut s = format!("meter={id}");
+    let mut s = format!("meter={}", meter_id_text(m.meter_id));
     if m.command == MeterModCommand::Delete {
         return s;
     }
@@ -218,4 +220,16 @@ pub fn format_meter(m: &MeterMod) -> String {
         }
     }
     s
+}
+
+/// A meter id as ovs-ofctl prints it: the number up to `OFPM_MAX`, then `slowpath`,
+/// `controller`, `all`, and `unknown` for the ids between that have no name.
+pub fn meter_id_text(id: u32) -> String {
+    match id {
+        0..=OFPM_MAX => id.to_string(),
+        OFPM_SLOWPATH => "slowpath".to_string(),
+        OFPM_CONTROLLER => "controller".to_string(),
+        OFPM_ALL => "all".to_string(),
+        _ => "unknown".to_string(),
+    }
 }

@@ -37,7 +37,7 @@ pub use actions::{
 pub use fields::{format_port, format_value, parse_port, parse_value};
 pub use flow::{format_flow, format_flow_stats, format_match, parse_flow, parse_match, FlowStats};
 pub use group::{format_group, parse_group, parse_group_buckets};
-pub use meter::{format_meter, parse_meter};
+pub use meter::{format_meter, meter_id_text, parse_meter};
 
 use crate::oxm::Field;
 use core::fmt;
@@ -323,3 +323,6 @@ pub(crate) fn prereq_text(f: Field) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tests_meter;
