@@ -102,6 +102,18 @@ class Pmd:
             time.sleep(0.05)
         raise RuntimeError("testpmd did not print its port stats")
 
+    def wait_for(self, text, timeout):
+        """True once `text` is in the output, False after `timeout` s or if testpmd exits."""
+        deadline = time.time() + timeout
+        while time.time() < deadline and self.proc.poll() is None:
+            if text in self.text():
+                return True
+            time.sleep(0.1)
+        return text in self.text()
+
+    def tail(self, lines=15):
+        return "\n".join(self.text().splitlines()[-lines:])
+
     def links_up(self, n=2, timeout=20):
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -273,22 +285,39 @@ def run_pktgen(bins, work, args):
 
 
 def run_floor(work, args):
-    socks = [work / "floor-a.sock", work / "floor-b.sock"]
-    srv = Pmd(work, "floor-srv", (args.sw_core, args.sw_core),
+    """The floor, set up twice at most: DPDK's memif client does not retry a connection its
+    server refused, so a pair that did not link up is started again from scratch (said on
+    stderr, with both sides' logs); a second failure is the configuration's."""
+    try:
+        return floor_once(work, args, "floor")
+    except FloorLinkDown as e:
+        print(f"floor: {e}; setting the pair up again", file=sys.stderr, flush=True)
+        return floor_once(work, args, "floor-retry")
+
+
+class FloorLinkDown(RuntimeError):
+    pass
+
+
+def floor_once(work, args, tag):
+    socks = [work / f"{tag}-a.sock", work / f"{tag}-b.sock"]
+    srv = Pmd(work, f"{tag}-srv", (args.sw_core, args.sw_core),
               [f"net_memif0,role=server,socket={socks[0]},id=0,socket-abstract=no",
                f"net_memif1,role=server,socket={socks[1]},id=0,socket-abstract=no"],
               [f"--rxq={args.gen_queues}", f"--txq={args.gen_queues}"])
     gen = None
     try:
-        deadline = time.time() + 30
-        while not all(s.exists() for s in socks) and time.time() < deadline:
-            time.sleep(0.1)
+        # The server is ready for clients once its prompt is up: its ports are started and
+        # its sockets listen.
+        if not srv.wait_for("testpmd>", 30) or not all(s.exists() for s in socks):
+            raise RuntimeError("the server testpmd did not come up: " + srv.tail())
         srv.cmd("set fwd io")
         srv.cmd("start")
-        gen = Pmd(work, "floor-gen", (args.gen_core, args.gen_core), client_vdevs(*socks),
+        gen = Pmd(work, f"{tag}-gen", (args.gen_core, args.gen_core), client_vdevs(*socks),
                   gen_args(args))
         if not gen.links_up():
-            raise RuntimeError("memif links did not come up")
+            raise FloorLinkDown(f"memif links did not come up\nserver: {srv.tail()}\n"
+                                f"generator: {gen.tail()}")
         return measure(gen, args.seconds, args.warmup)
     finally:
         if gen:
