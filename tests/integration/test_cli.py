@@ -2,6 +2,7 @@
 
 import json
 import os
+import pty
 import subprocess
 
 import pytest
@@ -217,6 +218,74 @@ def test_cli_dumps_tables_larger_than_a_request(daemon, tmp_path):
     assert len(dumped) == n + 1
     out = run(["ovs-appctl", "-t", str(daemon.ctl), "dump-flows", "brbig"], timeout=60).stdout
     assert len([l for l in out.splitlines() if "priority=" in l]) == n + 1
+
+
+def test_cli_adds_and_dumps_a_million_flows(daemon, tmp_path):
+    """`ferrovs add-flows` of 1,000,000 flows (52 MB, far over the 4 MiB request limit) goes in
+    as one OpenFlow bundle, next to the default NORMAL flow (tables have no size limit, as in
+    OVS), and `ferrovs dump-flows` gives all of them back; table features still report OVS's
+    max_entries."""
+    require("ovs-ofctl")
+    n = 1_000_000
+    daemon.cli("add-br", "brmil")
+    flows = tmp_path / "flows.txt"
+    with open(flows, "w") as f:
+        for i in range(n):
+            f.write(f"priority=100,ip,nw_dst=10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255},"
+                    "actions=output:2\n")
+    r = daemon.cli("add-flows", "brmil", flows, timeout=300)
+    assert r.stderr == "", r.stderr  # no progress line unless stderr is a terminal
+    text = daemon.cli("dump-flows", "brmil", timeout=300).stdout
+    lines = [l for l in text.splitlines() if "priority=" in l]
+    assert len(lines) == n + 1, len(lines)
+    assert "priority=100,ip,nw_dst=10.15.66.63 actions=output:2" in text
+    assert "priority=0 actions=NORMAL" in text
+    env = {"OVS_RUNDIR": str(daemon.rundir), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    tables = run(["ovs-ofctl", "-O", "OpenFlow15", "dump-table-features", "brmil"],
+                 env=env, timeout=60).stdout
+    assert "max_entries=1000000" in tables, tables[:500]
+
+
+def test_cli_add_flows_is_all_or_none_and_names_the_line(daemon, tmp_path):
+    """A parse error, or a flow the switch refuses when the bundle commits, names its line
+    and adds nothing; standard input works; a terminal gets a progress line."""
+    daemon.cli("add-br", "brbad")
+    base = daemon.cli("dump-flows", "brbad").stdout
+    bad = tmp_path / "parse.txt"
+    bad.write_text("priority=7,ip,actions=output:1\n\n# note\npriority=8,udp,tp_dst=x,actions=drop\n")
+    r = daemon.cli("add-flows", "brbad", bad, check=False)
+    assert r.returncode == 1 and "line 4: tp_dst=x" in r.stderr, r.stderr
+    refused = tmp_path / "refused.txt"
+    refused.write_text("priority=7,ip,actions=output:1\npriority=9,ip,actions=group:99\n")
+    r = daemon.cli("add-flows", "brbad", refused, check=False)
+    assert r.returncode == 1 and "line 2: OFPBAC_BAD_OUT_GROUP" in r.stderr, r.stderr
+    assert daemon.cli("dump-flows", "brbad").stdout.count("priority=") == 1, base
+    r = run([str(BIN / "ferrovs"), "--rundir", str(daemon.rundir), "add-flows", "brbad", "-"],
+            input="priority=7,ip,actions=output:1\n", timeout=30)
+    assert "priority=7,ip actions=output:1" in daemon.cli("dump-flows", "brbad").stdout
+    r = daemon.cli("add-flows", "nosuch", refused, check=False)
+    assert r.returncode == 2 and "nosuch.mgmt" in r.stderr, r.stderr
+    # Progress on a terminal, for more than 10,000 flows.
+    big = tmp_path / "big.txt"
+    big.write_text("".join(f"priority=50,ip,nw_src=10.1.{i >> 8}.{i & 255},actions=drop\n"
+                           for i in range(20_000)))
+    master, slave = pty.openpty()
+    p = subprocess.run([str(BIN / "ferrovs"), "--rundir", str(daemon.rundir), "add-flows",
+                        "brbad", str(big)], stderr=slave, stdout=subprocess.PIPE, timeout=60)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    assert p.returncode == 0, shown
+    assert b"flows sent" in shown and b"add-flows: 20000 flows added" in shown, shown
+    assert daemon.cli("dump-flows", "brbad").stdout.count("priority=50,") == 20_000
 
 
 def test_help_lists_every_daemon_verb_and_explains_each(daemon):

@@ -7,6 +7,7 @@
 //! Exit status: 0 on success, 1 when the daemon reports an error (printed on stderr, naming
 //! what was wrong), 2 when the daemon cannot be reached or the command line is malformed.
 
+mod addflows;
 mod ofclient;
 mod rates;
 mod top;
@@ -182,7 +183,7 @@ fn main() -> ExitCode {
     let verb = verb.to_string();
     // A known verb's arguments are "args"; a verb only the daemon knows (an external
     // subcommand) keeps them under the empty id.
-    let mut params: Vec<String> = if let Ok(Some(v)) = sub.try_get_many::<String>("args") {
+    let params: Vec<String> = if let Ok(Some(v)) = sub.try_get_many::<String>("args") {
         v.cloned().collect()
     } else if let Ok(Some(v)) = sub.try_get_many::<std::ffi::OsString>("") {
         v.map(|s| s.to_string_lossy().into_owned()).collect()
@@ -233,30 +234,20 @@ fn main() -> ExitCode {
     if verb == "snoop" || verb == "monitor" {
         return ofclient::run(&rundir(&m), &verb, &params);
     }
-    // Like ovs-ofctl, add-flows reads its file here ("-" for standard input) and sends
-    // the lines.
+    // Like `ovs-ofctl --bundle add-flows`: the file is read and parsed here and sent as one
+    // OpenFlow bundle over the bridge's management socket, so any size works.
     if verb == "add-flows" {
-        if params.len() != 2 {
-            return fail_usage("usage: add-flows BR FILE");
-        }
-        let path = params[1].clone();
-        let text = if path == "-" {
-            let mut s = String::new();
-            match std::io::Read::read_to_string(&mut std::io::stdin(), &mut s) {
-                Ok(_) => s,
-                Err(e) => return fail_usage(&format!("add-flows: stdin: {e}")),
-            }
-        } else {
-            match std::fs::read_to_string(&path) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("ferrovs: add-flows: {path}: {e}");
-                    return ExitCode::from(1);
-                }
-            }
+        let [br, path] = &params[..] else {
+            return fail_usage("usage: add-flows BR FILE|-");
         };
-        params.truncate(1);
-        params.extend(text.lines().map(str::to_string));
+        let dir = match (
+            m.get_one::<PathBuf>("rundir"),
+            m.get_one::<PathBuf>("target"),
+        ) {
+            (None, Some(t)) => t.parent().map(PathBuf::from).unwrap_or_else(|| rundir(&m)),
+            _ => rundir(&m),
+        };
+        return addflows::run(&dir, br, path, timeout);
     }
     let params = &params[..];
     match unixctl::call(&sock, &verb, params, timeout) {

@@ -31,10 +31,16 @@ pub type Cls = Classifier<Arc<Rule>, FLOW_KEY_WORDS>;
 /// A rule as the classifier stores it: its masked value and mask, around the [`Rule`].
 pub type ClsRule = classifier::Rule<Arc<Rule>, FLOW_KEY_WORDS>;
 
+/// The `max_entries` tables report unless their limit is lower (OVS reports this number
+/// whatever its tables hold).
+pub const REPORTED_MAX_ENTRIES: u32 = 1_000_000;
+
 /// See the module documentation.
 pub struct Table {
     pub id: u8,
     pub name: String,
+    /// The most rules the table takes (`OFPFMFC_TABLE_FULL` beyond): unlimited, as OVS's
+    /// default `max_flows`. What the table reports is [`Table::reported_max_entries`].
     pub max_entries: usize,
     pub miss: TableMiss,
     /// The rules, under their own ids as classifier ids: the table's copies (see
@@ -75,7 +81,7 @@ impl Table {
         Table {
             id,
             name: format!("table{id}"),
-            max_entries: 1_000_000,
+            max_entries: usize::MAX,
             miss: TableMiss::Drop,
             cls: Classifier::new(Config::flow_key()),
             timed: HashSet::new(),
@@ -84,6 +90,12 @@ impl Table {
             lookup_count: Arc::default(),
             matched_count: Arc::default(),
         }
+    }
+
+    /// `max_entries` as table stats and table features report it: OVS's fixed 1,000,000, or
+    /// the table's limit when that is lower.
+    pub fn reported_max_entries(&self) -> u32 {
+        self.max_entries.min(REPORTED_MAX_ENTRIES as usize) as u32
     }
 
     /// A second copy of this table: same configuration, the same rules (the same `Arc`s)

@@ -40,7 +40,7 @@ pub fn reply(b: &BridgeOf, c: &Conn, xid: u32, set: &[TableFeatures]) -> Result<
                 metadata_match: u64::MAX,
                 metadata_write: u64::MAX,
                 config: 0,
-                max_entries: t.max_entries.min(u32::MAX as usize) as u32,
+                max_entries: t.reported_max_entries(),
                 props: table_feature_props(t.id, c.version()),
             })
             .collect()

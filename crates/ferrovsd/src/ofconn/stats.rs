@@ -327,7 +327,7 @@ fn table_stats(b: &BridgeOf) -> MpReply {
                 table_id: t.id,
                 name: t.name.clone(),
                 wildcards: 0x003f_ffff,
-                max_entries: t.max_entries.min(u32::MAX as usize) as u32,
+                max_entries: t.reported_max_entries(),
                 active_count: t.len() as u32,
                 lookup_count: t.lookup_count.load(Ordering::Relaxed),
                 matched_count: t.matched_count.load(Ordering::Relaxed),
