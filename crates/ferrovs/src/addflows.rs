@@ -117,7 +117,10 @@ fn check(ev: Event) -> Result<Option<(u32, Message)>, Fail> {
                 Some(_) => OfError::nx(e.code),
                 None => OfError::new(e.type_, e.code),
             };
-            let kind = err.type_name().map(|t| format!(" ({t})")).unwrap_or_default();
+            let kind = err
+                .type_name()
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default();
             Err(Fail(1, format!("{}: {err}{kind}", what(xid))))
         }
         Event::Msg(xid, m) => Ok(Some((xid, m))),
