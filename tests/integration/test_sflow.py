@@ -3,23 +3,33 @@
 * nfdump's `sfcapd` (a real sFlow collector) turns the flow samples into flow records that
   `nfdump` prints: the ICMP between the two hosts is there, with their addresses;
 * a decoder carried here checks the datagrams field by field: version 5, the agent address
-  the `agent` column names, flow samples with the input port's ifIndex, the sampled frame's
-  header, the sampling rate and an exact sample pool, and counter samples for every port whose
-  octet counters follow the interface statistics.
+  the `agent` column names, flow samples with the input port's ifIndex, the output port's
+  ifIndex once the bridge knows where the host is, the sampled frame's header, the sampling
+  rate and an exact sample pool, and counter samples for every port whose octet counters
+  follow the interface statistics.
 
 Then a 1-in-10 rate on a ping flood, and clearing the bridge's `sflow` column stops the export.
+
+The output port against OVS 3.1 (ovs-vswitchd beside ferrovsd, helpers/ovsdiff.py, the same
+flows and packets through `netdev-dummy/receive`): one output, two, a drop, FLOOD and NORMAL
+flooding, each sample's `output` as OVS sends it. Veth ports carry their ifindex (first
+test); the dummy and pcap ports of the comparison have none, hence `0x80000001` for one.
 """
 
 import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from conftest import require, run, two_hosts, wait_for
+from conftest import BIN, need_root, require, run, two_hosts, wait_for
+
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+import ovsdiff  # noqa: E402
 
 
 class Collector:
@@ -53,7 +63,7 @@ class Collector:
 
     def samples(self, kind, since=0.0):
         with self.lock:
-            return [s for t, d in self.datagrams if t >= since for s in d["samples"]
+            return [dict(s, t=t) for t, d in self.datagrams if t >= since for s in d["samples"]
                     if s["kind"] == kind]
 
 
@@ -149,8 +159,14 @@ def test_sflow_to_sfcapd_and_a_decoder(daemon, net):
         assert len(reqs) >= 20 and len(reps) >= 20, (len(reqs), len(reps))
         assert {s["input"] for s in reqs} == {ifindex(p1)}
         assert {s["input"] for s in reps} == {ifindex(p2)}
-        assert all(s["source"] == s["input"] and s["rate"] == 1 and s["output"] == 0
-                   for s in fl)
+        assert all(s["source"] == s["input"] and s["rate"] == 1 for s in fl)
+        # The output is the port the bridge sent the packet to (both hosts are known to its
+        # NORMAL table since the first ping). A packet that went to the slow path (a cache
+        # miss) has output unknown (0): the first of a flow, or after a revalidation.
+        for sent, to in ((reqs, p2), (reps, p1)):
+            since = [s["output"] for s in sent if s["t"] >= t0]
+            assert set(since) <= {ifindex(to), 0}, [hex(o) for o in since]
+            assert since.count(ifindex(to)) >= len(since) - 3, [hex(o) for o in since]
         # 98-byte echo frames: frame_length counts the FCS, which is reported stripped.
         assert all(s["frame_len"] == 102 and s["stripped"] == 4 and len(s["header"]) == 98
                    for s in reqs)
@@ -225,3 +241,148 @@ def test_sflow_to_sfcapd_and_a_decoder(daemon, net):
             sfcapd.wait()
         col.close()
         run(["rm", "-rf", str(flows)], check=False)
+
+
+# ---- the output port against OVS 3.1 -------------------------------------------------------
+
+# A collector in a child process, so it can live in ferrovsd's network namespace: prints its
+# port, then every datagram as a line of hex.
+COLLECT = """
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1], flush=True)
+while True:
+    print(s.recv(65536).hex(), flush=True)
+"""
+
+
+class ProcCollector:
+    def __init__(self, prefix):
+        self.p = subprocess.Popen(prefix + [sys.executable, "-u", "-c", COLLECT],
+                                  stdout=subprocess.PIPE, text=True)
+        self.port = int(self.p.stdout.readline())
+        self.datagrams = []
+        self.lock = threading.Lock()
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def loop(self):
+        for line in self.p.stdout:
+            with self.lock:
+                self.datagrams.append(bytes.fromhex(line.strip()))
+
+    def flow_samples(self):
+        """(output, sampled header) of every flow sample so far."""
+        with self.lock:
+            return [x for d in self.datagrams for x in flow_outputs(d)]
+
+    def close(self):
+        self.p.kill()
+        self.p.wait()
+        self.t.join(timeout=2)
+
+
+def flow_outputs(b):
+    """(output, raw header) of each flow sample of an sFlow v5 datagram, compact (format 1)
+    or expanded (3), whatever other records it carries (OVS adds an extended switch one)."""
+    o = 8 + (4 if w_(b, 4) == 1 else 16) + 16
+    out = []
+    for _ in range(w_(b, o - 4)):
+        fmt, ln = w_(b, o), w_(b, o + 4)
+        body = b[o + 8:o + 8 + ln]
+        o += 8 + ln
+        if fmt == 1:
+            output, nrec, at = w_(body, 24), w_(body, 28), 32
+        elif fmt == 3:
+            output, nrec, at = w_(body, 32) << 30 | w_(body, 36), w_(body, 40), 44
+        else:
+            continue
+        header = b""
+        for _ in range(nrec):
+            rfmt, rlen = struct.unpack_from(">II", body, at)
+            if rfmt == 1:
+                hlen = w_(body, at + 8 + 12)
+                header = body[at + 8 + 16:at + 8 + 16 + hlen]
+            at += 8 + rlen
+        out.append((output, header))
+    return out
+
+
+def w_(b, o):
+    return struct.unpack_from(">I", b, o)[0]
+
+
+def udp_frame(dst_ip):
+    """An Ethernet/IPv4/UDP frame from 10.0.0.1 to `dst_ip`, to a MAC no one has."""
+    ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 28, 1, 0, 64, 17, 0,
+                               socket.inet_aton("10.0.0.1"), socket.inet_aton(dst_ip)))
+    c = sum(struct.unpack(">10H", ip))
+    c = (c & 0xFFFF) + (c >> 16)
+    c = (c & 0xFFFF) + (c >> 16)
+    ip[10:12] = struct.pack(">H", ~c & 0xFFFF)
+    eth = bytes.fromhex("505400000002" "505400000001" "0800")
+    return (eth + bytes(ip) + struct.pack(">HHHH", 1, 2, 8, 0)).ljust(60, b"\0")
+
+
+# Flow per destination, and the output OVS 3.1 reports for it (ports without ifindex; FLOOD
+# and an unknown NORMAL destination reach p2, p3, p4 and the bridge's LOCAL port).
+OUTPUT_CASES = [
+    ("10.0.0.2", "output:2", 0x80000001),
+    ("10.0.0.3", "output:2,output:3", 0x80000002),
+    ("10.0.0.4", "drop", 0x40000100),
+    ("10.0.0.5", "FLOOD", 0x80000004),
+    ("10.0.0.6", "NORMAL", 0x80000004),
+]
+
+
+def test_sflow_output_port_matches_ovs():
+    need_root()
+    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
+    work = Path(tempfile.mkdtemp(prefix="ferrovs-sflow-ovs-"))
+    switches, cols = [], []
+    try:
+        switches.append(ovsdiff.Ovs(work))
+        switches.append(ovsdiff.Ferrovs(work, BIN))
+        fv = switches[1]
+        run(["ip", "netns", "exec", fv.ns, "ip", "link", "set", "lo", "up"])
+        flows = [f"in_port=1,ip,nw_dst={d},actions={a}" for d, a, _ in OUTPUT_CASES]
+        for sw, prefix in zip(switches, ([], ["ip", "netns", "exec", fv.ns])):
+            ok, err = ovsdiff.install(sw, flows, work)
+            assert ok, (sw.name, err)
+            col = ProcCollector(prefix)
+            cols.append(col)
+            run(["ovs-vsctl", f"--db=unix:{sw.d}/db.sock", "--", "--id=@s", "create", "sFlow",
+                 "agent=127.0.0.1", f'targets="127.0.0.1:{col.port}"', "header=128",
+                 "sampling=1", "polling=0", "--", "set", "Bridge", "br0", "sflow=@s"])
+        # Sampling is on once a probe's sample comes back from both.
+        probe = udp_frame("10.0.0.99")
+
+        def sampled(col, frame):
+            return [o for o, h in col.flow_samples() if h[:len(frame)] == frame]
+
+        def probed():
+            for sw in switches:
+                sw.receive(1, probe)
+            return all(sampled(c, probe) for c in cols)
+        wait_for(probed, timeout=20, interval=0.3, what="samples from both switches")
+        for dst, actions, want in OUTPUT_CASES:
+            frame = udp_frame(dst)
+            # Twice: ferrovs sends the first to its slow path (output unknown), the second
+            # hits the megaflow the first installed.
+            for _ in range(2):
+                for sw in switches:
+                    sw.receive(1, frame)
+                time.sleep(0.3)
+            wait_for(lambda: all(len(sampled(c, frame)) >= 2 for c in cols), timeout=10,
+                     what=f"two samples of {dst} from both switches")
+            ovs_out, fv_out = (sampled(c, frame) for c in cols)
+            assert ovs_out == [want, want], (actions, [hex(o) for o in ovs_out])
+            assert fv_out[-1] == ovs_out[-1], (actions, [hex(o) for o in fv_out])
+            assert fv_out[0] in (0, want), (actions, [hex(o) for o in fv_out])
+    finally:
+        for c in cols:
+            c.close()
+        for sw in switches:
+            sw.stop()
+        run(["rm", "-rf", str(work)], check=False)

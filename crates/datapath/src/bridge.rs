@@ -20,13 +20,18 @@
 //! Port mirroring ([`crate::mirror`]) copies received batches before the module sees them and
 //! output batches just before they are sent; a bridge without mirrors pays one test per batch.
 //! Packet sampling ([`crate::sample`], for sFlow) sees each received batch after the mirror
-//! check; a bridge without a sampler pays one test per batch too.
+//! check; a bridge without a sampler pays one test per batch too, and a batch without a
+//! sample one more. A batch with samples takes the path in [`sampled`], which tells each
+//! sample where the module sent its packet.
 
 use crate::mirror::{MirrorSpec, MirrorStats, Mirrors};
 use crate::module::{Ctx, Dest, PortInfo, PortLookup, SwitchLogic, VlanMode};
 use crate::sample::Sampler;
 use netdev::{Port, PortStats};
 use packet::{Batch, Pool, MAX_BATCH};
+
+mod mirrored;
+mod sampled;
 
 /// The ofport of a bridge's own internal port in the bridge's numbering (OVSDB's `ofport`
 /// column, OpenFlow 1.0's 16-bit `LOCAL_OFPORT`). OpenFlow 1.1+ calls it `LOCAL_OFPORT`
@@ -99,6 +104,9 @@ pub struct Bridge {
     mirrors: Option<Box<Mirrors>>,
     /// Packet samplers by owner (sFlow, IPFIX), usually none.
     samplers: Vec<(&'static str, Sampler)>,
+    /// The rest of a sampled batch while it is handed to the module in pieces (see
+    /// [`sampled`]).
+    sample_rest: Batch,
 }
 
 struct SlotsView<'a>(&'a [Option<PortSlot>]);
@@ -145,6 +153,7 @@ impl Bridge {
             stats: BridgeStats::default(),
             mirrors: None,
             samplers: Vec::new(),
+            sample_rest: Batch::new(),
         }
     }
 
@@ -516,10 +525,15 @@ impl Bridge {
         if self.mirrors.is_some() && !self.mirror_ingress(in_port, pool) {
             return;
         }
+        let mut sampled = false;
         for (_, s) in self.samplers.iter_mut() {
-            s.observe(in_port, &self.rxb);
+            sampled |= s.observe(in_port, &self.rxb);
         }
         if self.module.custom_process() {
+            if sampled {
+                self.process_sampled(ctx, in_port, pool);
+                return;
+            }
             self.with_emitter(pool, |m, rxb, pool, out| {
                 m.process(ctx, in_port, rxb, pool, out);
                 pool.free_batch(rxb);
@@ -527,6 +541,9 @@ impl Bridge {
             return;
         }
         self.module.lookup(ctx, &mut self.rxb, &mut self.dests[..n]);
+        if sampled {
+            self.resolve_from_dests(in_port, n);
+        }
 
         let Bridge {
             module,
@@ -580,48 +597,6 @@ impl Bridge {
             }
         }
         fab.flush_all(pool);
-    }
-
-    /// Copies the receive batch (from slot `in_port`) to the mirrors that select it. Returns
-    /// false if the batch arrived on a mirror's output port: it was dropped.
-    #[cold]
-    #[inline(never)]
-    fn mirror_ingress(&mut self, in_port: u16, pool: &mut Pool) -> bool {
-        let Bridge {
-            slots,
-            out,
-            touched,
-            rxb,
-            stats,
-            mirrors,
-            ..
-        } = self;
-        let Some(m) = mirrors.as_deref_mut() else {
-            return true;
-        };
-        if m.is_output(in_port) {
-            m.reserved_drops += rxb.len() as u64;
-            pool.free_batch(rxb);
-            return false;
-        }
-        // The port's VLAN mode only matters to VLAN-selecting mirrors (a clone may allocate).
-        let vlan = match slots.get(usize::from(in_port)) {
-            Some(Some(s)) if m.selects_vlans() => s.vlan.clone(),
-            _ => VlanMode::Trunk(None),
-        };
-        let mut fab = Fabric {
-            module: None,
-            slots,
-            out,
-            touched,
-            stats,
-            mirrors: None,
-        };
-        for p in rxb.packets() {
-            let sel = m.ingress(in_port, &vlan, p);
-            fab.copy_to_mirrors(m, sel, p, pool);
-        }
-        true
     }
 
     /// Runs an OpenFlow packet-out through the module (see

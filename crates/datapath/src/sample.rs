@@ -1,22 +1,26 @@
 //! Packet sampling in the fabric, for sFlow (and any exporter that wants 1-in-N packet headers).
 //!
 //! What: a bridge with a sampler picks, on average, one received packet in `rate`, copies the
-//! first `header_bytes` of its frame with the frame's length and input port, and hands that
-//! [`Sample`] to an exporter through a bounded channel ([`SampleSink`]). It also counts, per
-//! input port, how many packets it could have sampled (sFlow's *sample pool*): each sample
-//! carries the pool growth of its port since that port's previous sample on this thread, so
-//! the exporter gets exact pools by adding them up, however many threads serve the bridge.
+//! first `header_bytes` of its frame with the frame's length, input port and output port, and
+//! hands that [`Sample`] to an exporter through a bounded channel ([`SampleSink`]). It also
+//! counts, per input port, how many packets it could have sampled (sFlow's *sample pool*):
+//! each sample carries the pool growth of its port since that port's previous sample on this
+//! thread, so the exporter gets exact pools by adding them up, however many threads serve the
+//! bridge.
 //!
-//! How: sampling is on ingress, after the mirror check (a mirror's reserved output port is not
-//! sampled), before the module, so it works the same for every switching-logic module; the
-//! output port is therefore not known (sFlow's "unknown", 0). The gap to the next sample is
-//! drawn uniformly from `1..=2*rate-1` (mean `rate`), as sFlow asks, so periodic traffic is not
+//! How: packets are picked on ingress, after the mirror check (a mirror's reserved output port
+//! is not sampled), before the module, so picking works the same for every switching-logic
+//! module. A picked sample waits in its sampler until the module has decided where the batch
+//! goes; the bridge then fills in the output ([`Sample::output`], encoded as sFlow and OVS do:
+//! see [`output_code`]) and sends it (`bridge::sampled`). The gap to the next sample is drawn
+//! uniformly from `1..=2*rate-1` (mean `rate`), as sFlow asks, so periodic traffic is not
 //! aliased. A full channel drops the sample and counts it (sFlow's `drops`); the poll thread
 //! never waits for the exporter.
 //!
 //! Cost: a bridge without a sampler pays one empty-list test per received batch. With one, a
-//! batch that holds no sample costs an add and a compare; a sample costs one allocation of at
-//! most `header_bytes` and a channel send.
+//! batch that holds no sample costs an add and a compare, and the bridge one more test; a
+//! sample costs one allocation of at most `header_bytes`, the output's resolution (see
+//! `bridge::sampled`) and a channel send.
 //!
 //! Threads: a [`Sampler`] lives in one poll thread's bridge; the sink's sender is cloned into
 //! every thread that serves the bridge, the receiver belongs to the exporter.
@@ -41,6 +45,27 @@ pub struct FlowTag {
     pub obs_point_id: u32,
 }
 
+/// [`Sample::output`] when the output is not known (sFlow's 0): the packet went to the slow
+/// path, whose decision comes later.
+pub const OUTPUT_UNKNOWN: u32 = 0;
+/// [`Sample::output`] for a dropped packet: sFlow's format 1 (the low bits are a reason) with
+/// reason 256, "unknown", as OVS sends it.
+pub const OUTPUT_DROPPED: u32 = 0x4000_0100;
+/// Format 2 of [`Sample::output`]: the low bits count the ports the packet went to.
+pub const OUTPUT_MULTIPLE: u32 = 0x8000_0000;
+
+/// The sFlow encoding of where a packet went, as OVS computes it: `n` outputs, the
+/// interface index of the only one (`None` if it has none) when `n` is 1, and whether the
+/// packet was dropped (else, with no output, it is still on its way: unknown).
+pub fn output_code(n: u32, single: Option<u32>, dropped: bool) -> u32 {
+    match (n, single) {
+        (0, _) if dropped => OUTPUT_DROPPED,
+        (0, _) => OUTPUT_UNKNOWN,
+        (1, Some(ifindex)) if ifindex != 0 && ifindex <= 0x3fff_ffff => ifindex,
+        _ => OUTPUT_MULTIPLE | n.min(0x3fff_ffff),
+    }
+}
+
 /// One sampled packet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sample {
@@ -48,6 +73,8 @@ pub struct Sample {
     pub sampler: u32,
     /// The input port's interface index (see [`SamplerConfig::ifindex`]).
     pub input: u32,
+    /// Where the packet went, in sFlow's encoding (see [`output_code`]).
+    pub output: u32,
     /// The frame's length on the wire, without FCS.
     pub frame_len: u32,
     /// The sampling rate in force (1 in `rate`).
@@ -131,6 +158,8 @@ pub struct Sampler {
     /// Per slot: the interface index samples report.
     ifindex: Vec<u32>,
     rng: u64,
+    /// Samples of the current batch waiting for their output: (index in the batch, sample).
+    pending: Vec<(usize, Sample)>,
 }
 
 impl Sampler {
@@ -141,6 +170,7 @@ impl Sampler {
             ifindex,
             skip: 1,
             rng: seed | 1,
+            pending: Vec::new(),
             cfg,
         };
         s.cfg.rate = s.cfg.rate.max(1);
@@ -162,18 +192,40 @@ impl Sampler {
         (self.rng % span) as u32 + 1
     }
 
-    /// Accounts a received batch from slot `slot` and samples from it.
+    /// Accounts a received batch from slot `slot` and samples from it. True if it took
+    /// samples: they wait for [`Sampler::resolve`].
     #[inline]
-    pub fn observe(&mut self, slot: u16, rxb: &Batch) {
+    pub fn observe(&mut self, slot: u16, rxb: &Batch) -> bool {
         let n = rxb.len() as u32;
         if let Some(p) = self.pool.get_mut(usize::from(slot)) {
             *p += u64::from(n);
         }
         if n < self.skip {
             self.skip -= n;
-            return;
+            return false;
         }
         self.take(slot, rxb);
+        !self.pending.is_empty()
+    }
+
+    /// The batch indexes of the samples waiting for their output, in order.
+    pub fn pending(&self) -> impl Iterator<Item = usize> + '_ {
+        self.pending.iter().map(|(i, _)| *i)
+    }
+
+    /// Sends the waiting samples, each with the output `output_of` gives for its batch index.
+    #[cold]
+    #[inline(never)]
+    pub fn resolve(&mut self, mut output_of: impl FnMut(usize) -> u32) {
+        for (i, mut s) in self.pending.drain(..) {
+            s.output = output_of(i);
+            match self.cfg.sink.tx.try_send(s) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                    self.cfg.sink.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
     }
 
     #[cold]
@@ -204,18 +256,14 @@ impl Sampler {
             let s = Sample {
                 sampler: self.cfg.id,
                 input: self.ifindex.get(usize::from(slot)).copied().unwrap_or(0),
+                output: OUTPUT_UNKNOWN,
                 frame_len: data.len() as u32,
                 rate: self.cfg.rate,
                 pool_delta: delta,
                 header: data[..h].to_vec(),
                 flow: None,
             };
-            match self.cfg.sink.tx.try_send(s) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                    self.cfg.sink.dropped.fetch_add(1, Ordering::Relaxed);
-                }
-            }
+            self.pending.push((i as usize, s));
             let gap = self.next_gap();
             i += gap;
         }
@@ -250,6 +298,7 @@ impl FlowSampleTap {
         let s = Sample {
             sampler,
             input,
+            output: OUTPUT_UNKNOWN,
             frame_len: frame.len() as u32,
             rate,
             pool_delta: 1,
@@ -346,7 +395,8 @@ mod tests {
         let mut s = Sampler::new(cfg(1, 16, &sink), vec![10, 11], 1);
         let mut pool = Pool::new(64);
         let mut b = batch(&mut pool, 5, 60);
-        s.observe(1, &b);
+        assert!(s.observe(1, &b));
+        s.resolve(|i| 100 + i as u32);
         let got: Vec<Sample> = sink.receiver().try_iter().collect();
         assert_eq!(got.len(), 5);
         for (i, g) in got.iter().enumerate() {
@@ -356,6 +406,7 @@ mod tests {
             assert_eq!(g.header[0], i as u8);
             assert_eq!(g.pool_delta, 1);
             assert_eq!(g.sampler, 7);
+            assert_eq!(g.output, 100 + i as u32);
         }
         pool.free_batch(&mut b);
     }
@@ -369,7 +420,9 @@ mod tests {
         let mut sent = [0u64; 3];
         for round in 0..20_000u32 {
             let slot = (round % 3) as u16;
-            s.observe(slot, &b);
+            if s.observe(slot, &b) {
+                s.resolve(|_| 0);
+            }
             sent[slot as usize] += 32;
         }
         let got: Vec<Sample> = sink.receiver().try_iter().collect();
@@ -396,10 +449,38 @@ mod tests {
         let mut s = Sampler::new(cfg(1, 8, &sink), vec![1], 3);
         let mut pool = Pool::new(64);
         let mut b = batch(&mut pool, 10, 20);
-        s.observe(0, &b);
+        assert!(s.observe(0, &b));
+        s.resolve(|_| 0);
         assert_eq!(sink.receiver().len(), 3);
         assert_eq!(sink.dropped(), 7);
         pool.free_batch(&mut b);
+    }
+
+    #[test]
+    fn samples_wait_for_their_output() {
+        let sink = SampleSink::new(16);
+        let mut s = Sampler::new(cfg(1, 8, &sink), vec![1], 5);
+        let mut pool = Pool::new(64);
+        let mut b = batch(&mut pool, 3, 20);
+        assert!(s.observe(0, &b));
+        assert_eq!(s.pending().collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert!(sink.receiver().is_empty());
+        s.resolve(|i| [7, OUTPUT_DROPPED, OUTPUT_MULTIPLE | 3][i]);
+        let got: Vec<u32> = sink.receiver().try_iter().map(|g| g.output).collect();
+        assert_eq!(got, vec![7, 0x4000_0100, 0x8000_0003]);
+        assert_eq!(s.pending().count(), 0);
+        pool.free_batch(&mut b);
+    }
+
+    #[test]
+    fn output_codes_are_ovs_ones() {
+        assert_eq!(output_code(1, Some(102), false), 102);
+        assert_eq!(output_code(1, None, false), 0x8000_0001);
+        assert_eq!(output_code(1, Some(0), false), 0x8000_0001);
+        assert_eq!(output_code(2, Some(5), false), 0x8000_0002);
+        assert_eq!(output_code(3, None, true), 0x8000_0003);
+        assert_eq!(output_code(0, None, true), 0x4000_0100);
+        assert_eq!(output_code(0, None, false), 0);
     }
 
     #[test]

@@ -16,8 +16,10 @@
 //!
 //! Limits: samples wait in a bounded channel ([`datapath::sample::SINK_DEPTH`]); when the
 //! exporter falls behind, the poll threads drop samples and count them, and the count goes
-//! out in every flow sample's `drops` field. Sampling happens on ingress, so the output port
-//! is reported as unknown (0).
+//! out in every flow sample's `drops` field. The output port is the one the switching logic
+//! chose, encoded as OVS does (see `datapath::sample::output_code`): a port's ifIndex,
+//! `0x80000000 | n` for n ports, `0x40000100` for a drop; a packet the `openflow` module sent
+//! to its slow path (a cache miss) is reported with output unknown (0).
 //!
 //! Threads: [`Sflow::configure`] runs on the reconfiguration thread; the exporter thread owns
 //! the sockets and sequence numbers.
@@ -258,7 +260,7 @@ impl Exporter {
             pool: src.1 as u32,
             drops,
             input: s.input,
-            output: 0,
+            output: s.output,
             frame_len: s.frame_len,
             header: &s.header,
         };

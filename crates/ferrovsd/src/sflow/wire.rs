@@ -37,6 +37,8 @@ pub struct FlowSample<'a> {
     pub pool: u32,
     pub drops: u32,
     pub input: u32,
+    /// sFlow's `output`: an ifIndex (format 0), `0x40000000 | reason` (format 1, dropped)
+    /// or `0x80000000 | n` (format 2, n ports); written as is.
     pub output: u32,
     /// The frame's length without FCS.
     pub frame_len: u32,
@@ -138,7 +140,8 @@ impl Datagram {
         put(b, s.pool);
         put(b, s.drops);
         put(b, s.input & 0x3fff_ffff);
-        put(b, s.output & 0x3fff_ffff);
+        // All 32 bits: the top two are the format (1: dropped, 2: several ports).
+        put(b, s.output);
         put(b, 1);
         put(b, RAW_HEADER);
         let padded = s.header.len().div_ceil(4) * 4;
@@ -245,6 +248,28 @@ mod tests {
         );
         assert_eq!(&s[56..70], &hdr);
         assert_eq!(&s[70..72], &[0, 0]);
+    }
+
+    #[test]
+    fn flow_sample_output_keeps_its_format_bits() {
+        for out in [102, 0x8000_0001, 0x8000_0002, 0x4000_0100, 0] {
+            let mut d = Datagram::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+            d.flow_sample(&FlowSample {
+                seq: 1,
+                source_ifindex: 5,
+                rate: 1,
+                pool: 1,
+                drops: 0,
+                input: 5,
+                output: out,
+                frame_len: 60,
+                header: &[0u8; 4],
+            });
+            let b = d.finish(0, 0);
+            // Datagram header (28 bytes), sample format and length, then output is word 6.
+            assert_eq!(word(&b, 36 + 6 * 4), out, "{out:#x}");
+            assert_eq!(word(&b, 36 + 5 * 4), 5);
+        }
     }
 
     #[test]
