@@ -324,6 +324,9 @@ impl Daemon {
         };
         if !matches!(verb, "fdb-show" | "fdb-flush" | "fdb-stats") {
             if let Some(u) = self.openflow_handle(br)? {
+                if verb == "trace" {
+                    return ofctl::trace_bridge(&u, br, rest, json);
+                }
                 return ofctl::run(&u, verb, rest, json, datapath::clock::now_ms());
             }
         }

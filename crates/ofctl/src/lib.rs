@@ -10,7 +10,7 @@
 
 pub mod verbs;
 
-pub use verbs::{run, run_as, Caller};
+pub use verbs::{run, run_as, trace_bridge, Caller};
 
 use datapath::ofmodule::OpenFlow;
 use datapath::udpif::Udpif;

@@ -258,7 +258,7 @@ fn run_inner(
             Ok(String::new())
         }
         "dump-meters" => Ok(dump_meters(m, json, now)),
-        "trace" => trace(m, args, json),
+        "trace" => trace(m, None, args, json),
         "dpctl/dump-flows" => Ok(dump_megaflows(m, json, now)),
         "dpctl/del-flows" => {
             m.flush();
@@ -536,7 +536,22 @@ pub fn hex_packet(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
+/// `trace` on bridge `br`: as [`run`]'s `trace` verb, with the bridge named in the heading of
+/// each pass as OVS's `ofproto/trace` names it.
+pub fn trace_bridge(m: &Udpif, br: &str, args: &[String], json: bool) -> Result<String, String> {
+    trace(m, Some(br), args, json)
+}
+
+/// `bridge("br0")` over a rule of its length, as OVS heads the steps of a trace.
+fn bridge_heading(br: Option<&str>) -> String {
+    let head = match br {
+        Some(b) => format!("bridge(\"{b}\")"),
+        None => "bridge".to_string(),
+    };
+    format!("{head}\n{}\n", "-".repeat(head.chars().count()))
+}
+
+fn trace(m: &Udpif, br: Option<&str>, args: &[String], json: bool) -> Result<String, String> {
     if args.is_empty() {
         return Err("usage: trace BR FLOW [PACKET]".into());
     }
@@ -563,12 +578,7 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
     let x = ofproto::xlate(&of, &key, frame.as_deref(), Some(&mut lines));
     let mega = ofproto::text::megaflow_text(&key, &x.wc, &of.tlv);
     drop(of);
-    let acts: Vec<String> = x.actions.iter().map(|a| a.to_string()).collect();
-    let dp = if acts.is_empty() {
-        "drop".to_string()
-    } else {
-        acts.join(",")
-    };
+    let dp = ofproto::odp_text::ovs_notation(&x.actions, &key);
     let final_flow = if x.final_flow == key {
         "unchanged".to_string()
     } else {
@@ -581,7 +591,7 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
         })
         .to_string());
     }
-    let mut out = format!("Flow: {key}\n\nbridge\n------\n");
+    let mut out = format!("Flow: {key}\n\n{}", bridge_heading(br));
     for l in lines {
         out.push_str(&format!("{l}\n"));
     }
@@ -610,16 +620,11 @@ fn trace(m: &Udpif, args: &[String], json: bool) -> Result<String, String> {
         ));
         let mut lines = Vec::new();
         let x = ofproto::xlate(&m.of(), &k, None, Some(&mut lines));
-        out.push_str(&format!("Flow: {k}\n\nbridge\n------\n"));
+        out.push_str(&format!("Flow: {k}\n\n{}", bridge_heading(br)));
         for l in lines {
             out.push_str(&format!("{l}\n"));
         }
-        let acts: Vec<String> = x.actions.iter().map(|a| a.to_string()).collect();
-        let dp = if acts.is_empty() {
-            "drop".to_string()
-        } else {
-            acts.join(",")
-        };
+        let dp = ofproto::odp_text::ovs_notation(&x.actions, &k);
         out.push_str(&format!(
             "\nFinal flow: {}\nMegaflow: {}\nDatapath actions: {dp}\n",
             if x.final_flow == k {

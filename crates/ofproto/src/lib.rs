@@ -26,6 +26,7 @@ pub mod meter;
 pub mod odp;
 pub mod odp_ct;
 pub mod odp_pktlen;
+pub mod odp_text;
 pub mod recirc;
 pub mod rule;
 pub mod switch;

@@ -1,0 +1,405 @@
+//! Datapath actions in Open vSwitch's notation, for `trace`.
+//!
+//! The translation emits header rewrites one by one, as the pipeline ran them. OVS's
+//! datapath-action text instead collects the rewrites made since the last output and writes
+//! them, at the next action that uses the packet, as one `set(...)` per header with only the
+//! fields whose value changed, in a fixed order: Ethernet, then IPv4 / IPv6 / ARP, then the
+//! TCP / UDP / SCTP ports, then ICMP, ND, and last the VLAN tags (tags that differ are popped,
+//! the new ones pushed from the innermost out). A field set back to the value the packet
+//! already had produces nothing; rewrites not followed by anything that uses the packet are
+//! not shown. Controllers and operators compare `ofproto/trace` output between switches, so
+//! ferrovs's `trace` writes its datapath actions this way.
+
+use crate::odp::DpAction;
+use packet::flow::{self, FlowKey};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// The datapath actions `actions`, which a packet with `flow` gets, in OVS's notation;
+/// `drop` when there are none.
+pub fn ovs_notation(actions: &[DpAction], flow: &FlowKey) -> String {
+    let mut st = Headers::new(flow);
+    let mut out = Vec::new();
+    render(actions, &mut st, &mut out);
+    if out.is_empty() {
+        "drop".to_string()
+    } else {
+        out.join(",")
+    }
+}
+
+/// The headers as last committed (`base`) and as the pipeline has them now (`cur`), with
+/// the bits of TOS and VLAN TCI the pipeline has set since the last commit.
+#[derive(Clone)]
+struct Headers {
+    base: FlowKey,
+    cur: FlowKey,
+    tos_mask: u8,
+}
+
+impl Headers {
+    fn new(flow: &FlowKey) -> Headers {
+        Headers {
+            base: *flow,
+            cur: *flow,
+            tos_mask: 0,
+        }
+    }
+}
+
+fn mac(m: &[u8; 6]) -> String {
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        m[0], m[1], m[2], m[3], m[4], m[5]
+    )
+}
+
+/// Applies one header rewrite to `k`; false for actions that are not header rewrites this
+/// notation collects.
+fn rewrite(st: &mut Headers, a: &DpAction) -> bool {
+    let k = &mut st.cur;
+    match a {
+        DpAction::SetEthSrc(m) => k.dl_src = *m,
+        DpAction::SetEthDst(m) => k.dl_dst = *m,
+        DpAction::SetIpv4Src(a) => k.nw_src = *a,
+        DpAction::SetIpv4Dst(a) => k.nw_dst = *a,
+        DpAction::SetIpv6Src(a) => k.ipv6_src = *a,
+        DpAction::SetIpv6Dst(a) => k.ipv6_dst = *a,
+        DpAction::SetIpv6Label(l) => k.ipv6_label = *l & 0xf_ffff,
+        DpAction::SetIpTos { tos, mask } => {
+            k.nw_tos = (k.nw_tos & !mask) | (tos & mask);
+            st.tos_mask |= mask;
+        }
+        DpAction::SetIpTtl(t) => k.nw_ttl = *t,
+        DpAction::SetTpSrc(p) => k.tp_src = *p,
+        DpAction::SetTpDst(p) => k.tp_dst = *p,
+        DpAction::SetIcmpType(t) => k.tp_src = u16::from(*t),
+        DpAction::SetIcmpCode(c) => k.tp_dst = u16::from(*c),
+        DpAction::SetArpOp(o) => k.nw_proto = *o as u8,
+        DpAction::SetArpSpa(a) => k.nw_src = *a,
+        DpAction::SetArpTpa(a) => k.nw_dst = *a,
+        DpAction::SetArpSha(m) | DpAction::SetNdSll(m) => k.arp_sha = *m,
+        DpAction::SetArpTha(m) | DpAction::SetNdTll(m) => k.arp_tha = *m,
+        DpAction::SetNdTarget(a) => k.nd_target = *a,
+        DpAction::PushVlan { tpid, tci } => {
+            k.vlan_tpid = [*tpid, k.vlan_tpid[0]];
+            k.vlan_tci = [*tci | flow::VLAN_PRESENT, k.vlan_tci[0]];
+        }
+        DpAction::PopVlan => {
+            k.vlan_tpid = [k.vlan_tpid[1], 0];
+            k.vlan_tci = [k.vlan_tci[1], 0];
+        }
+        DpAction::SetVlanTci { tci, mask } => {
+            if k.vlan_tci[0] & flow::VLAN_PRESENT != 0 {
+                k.vlan_tci[0] = (k.vlan_tci[0] & !mask) | (tci & mask) | flow::VLAN_PRESENT;
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+fn render(actions: &[DpAction], st: &mut Headers, out: &mut Vec<String>) {
+    for a in actions {
+        if rewrite(st, a) {
+            continue;
+        }
+        commit(st, out);
+        match a {
+            // A copy that only leaves through ports needs no clone: OVS writes the outputs.
+            DpAction::Clone(inner) if inner.iter().all(|i| matches!(i, DpAction::Output(_))) => {
+                out.extend(inner.iter().map(|i| i.to_string()));
+            }
+            DpAction::Clone(inner) => {
+                let mut copy = st.clone();
+                let mut v = Vec::new();
+                render(inner, &mut copy, &mut v);
+                out.push(format!("clone({})", v.join(",")));
+            }
+            DpAction::PushMpls { ethertype, .. } => {
+                out.push(a.to_string());
+                set_dl_type(st, *ethertype);
+            }
+            DpAction::PopMpls(t) => {
+                out.push(format!("pop_mpls(eth_type={t:#x})"));
+                set_dl_type(st, *t);
+            }
+            DpAction::SetEthType(t) => {
+                out.push(a.to_string());
+                set_dl_type(st, *t);
+            }
+            _ => out.push(a.to_string()),
+        }
+    }
+}
+
+fn set_dl_type(st: &mut Headers, t: u16) {
+    st.cur.dl_type = t;
+    st.base.dl_type = t;
+}
+
+/// Writes the rewrites made since the last commit, in OVS's order, and makes them the base.
+fn commit(st: &mut Headers, out: &mut Vec<String>) {
+    let (b, c) = (&st.base, &st.cur);
+    let mut f = Vec::new();
+    if c.dl_src != b.dl_src {
+        f.push(format!("src={}", mac(&c.dl_src)));
+    }
+    if c.dl_dst != b.dl_dst {
+        f.push(format!("dst={}", mac(&c.dl_dst)));
+    }
+    put(out, "eth", &mut f);
+    match c.dl_type {
+        flow::ETH_TYPE_IPV4 => {
+            if c.nw_src != b.nw_src {
+                f.push(format!("src={}", Ipv4Addr::from(c.nw_src)));
+            }
+            if c.nw_dst != b.nw_dst {
+                f.push(format!("dst={}", Ipv4Addr::from(c.nw_dst)));
+            }
+            tos(st, &mut f);
+            if c.nw_ttl != b.nw_ttl {
+                f.push(format!("ttl={}", c.nw_ttl));
+            }
+            put(out, "ipv4", &mut f);
+        }
+        flow::ETH_TYPE_IPV6 => {
+            if c.ipv6_src != b.ipv6_src {
+                f.push(format!("src={}", Ipv6Addr::from(c.ipv6_src)));
+            }
+            if c.ipv6_dst != b.ipv6_dst {
+                f.push(format!("dst={}", Ipv6Addr::from(c.ipv6_dst)));
+            }
+            if c.ipv6_label != b.ipv6_label {
+                f.push(format!("label={:#x}", c.ipv6_label));
+            }
+            if c.nw_tos != b.nw_tos {
+                let mut t = Vec::new();
+                tos(st, &mut t);
+                f.extend(t.into_iter().map(|s| s.replacen("tos", "tclass", 1)));
+            }
+            if c.nw_ttl != b.nw_ttl {
+                f.push(format!("hlimit={}", c.nw_ttl));
+            }
+            put(out, "ipv6", &mut f);
+        }
+        flow::ETH_TYPE_ARP | flow::ETH_TYPE_RARP => {
+            if c.nw_src != b.nw_src {
+                f.push(format!("sip={}", Ipv4Addr::from(c.nw_src)));
+            }
+            if c.nw_dst != b.nw_dst {
+                f.push(format!("tip={}", Ipv4Addr::from(c.nw_dst)));
+            }
+            if c.nw_proto != b.nw_proto {
+                f.push(format!("op={}", c.nw_proto));
+            }
+            if c.arp_sha != b.arp_sha {
+                f.push(format!("sha={}", mac(&c.arp_sha)));
+            }
+            if c.arp_tha != b.arp_tha {
+                f.push(format!("tha={}", mac(&c.arp_tha)));
+            }
+            put(out, "arp", &mut f);
+        }
+        _ => {}
+    }
+    let ip = matches!(c.dl_type, flow::ETH_TYPE_IPV4 | flow::ETH_TYPE_IPV6);
+    let l4 = match c.nw_proto {
+        6 => Some("tcp"),
+        17 => Some("udp"),
+        132 => Some("sctp"),
+        _ => None,
+    };
+    if let (true, Some(name)) = (ip, l4) {
+        if c.tp_src != b.tp_src {
+            f.push(format!("src={}", c.tp_src));
+        }
+        if c.tp_dst != b.tp_dst {
+            f.push(format!("dst={}", c.tp_dst));
+        }
+        put(out, name, &mut f);
+    }
+    let icmp = match (c.dl_type, c.nw_proto) {
+        (flow::ETH_TYPE_IPV4, 1) => Some("icmp"),
+        (flow::ETH_TYPE_IPV6, 58) => Some("icmpv6"),
+        _ => None,
+    };
+    if let Some(name) = icmp {
+        // OVS sets ICMP's type and code together, changed or not.
+        if (c.tp_src, c.tp_dst) != (b.tp_src, b.tp_dst) {
+            out.push(format!(
+                "set({name}(type={},code={}))",
+                c.tp_src & 0xff,
+                c.tp_dst & 0xff
+            ));
+        }
+        if name == "icmpv6" {
+            if c.nd_target != b.nd_target {
+                f.push(format!("target={}", Ipv6Addr::from(c.nd_target)));
+            }
+            if c.arp_sha != b.arp_sha {
+                f.push(format!("sll={}", mac(&c.arp_sha)));
+            }
+            if c.arp_tha != b.arp_tha {
+                f.push(format!("tll={}", mac(&c.arp_tha)));
+            }
+            put(out, "nd", &mut f);
+        }
+    }
+    vlans(b, c, out);
+    st.base = st.cur;
+    st.tos_mask = 0;
+}
+
+/// The TOS field as OVS writes a masked set: the whole byte, and the bits set when that is
+/// not all of them.
+fn tos(st: &Headers, f: &mut Vec<String>) {
+    if st.cur.nw_tos == st.base.nw_tos {
+        return;
+    }
+    match st.tos_mask {
+        0 | 0xff => f.push(format!("tos={:#x}", st.cur.nw_tos)),
+        m => f.push(format!("tos={:#x}/{m:#x}", st.cur.nw_tos)),
+    }
+}
+
+fn put(out: &mut Vec<String>, header: &str, fields: &mut Vec<String>) {
+    if !fields.is_empty() {
+        out.push(format!("set({header}({}))", fields.join(",")));
+        fields.clear();
+    }
+}
+
+/// Tags the base has and the flow does not are popped, those the flow has pushed; tags the
+/// two share from the innermost out stay.
+fn vlans(b: &FlowKey, c: &FlowKey, out: &mut Vec<String>) {
+    let count = |k: &FlowKey| {
+        k.vlan_tci
+            .iter()
+            .take_while(|t| **t & flow::VLAN_PRESENT != 0)
+            .count()
+    };
+    let (mut bn, mut cn) = (count(b), count(c));
+    while bn > 0 && cn > 0 {
+        let (bi, ci) = (bn - 1, cn - 1);
+        if (b.vlan_tpid[bi], b.vlan_tci[bi]) != (c.vlan_tpid[ci], c.vlan_tci[ci]) {
+            break;
+        }
+        bn -= 1;
+        cn -= 1;
+    }
+    out.extend((0..bn).map(|_| "pop_vlan".to_string()));
+    for i in (0..cn).rev() {
+        let tci = c.vlan_tci[i];
+        let tpid = match c.vlan_tpid[i] {
+            0 | flow::ETH_TYPE_VLAN => String::new(),
+            t => format!("tpid={t:#06x},"),
+        };
+        out.push(format!(
+            "push_vlan({tpid}vid={},pcp={})",
+            tci & 0xfff,
+            tci >> 13
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ipv4_flow() -> FlowKey {
+        let mut k = FlowKey::ZERO;
+        k.in_port = 1;
+        k.dl_type = flow::ETH_TYPE_IPV4;
+        k.nw_proto = 6;
+        k.nw_ttl = 64;
+        k.nw_src = [10, 0, 0, 1];
+        k.nw_dst = [10, 0, 0, 2];
+        k.tp_src = 1000;
+        k.tp_dst = 80;
+        k
+    }
+
+    #[test]
+    fn rewrites_are_committed_per_header_before_the_output() {
+        let k = ipv4_flow();
+        let acts = [
+            DpAction::SetTpDst(8080),
+            DpAction::SetIpTtl(63),
+            DpAction::SetEthSrc([2, 0, 0, 0, 0, 9]),
+            DpAction::PushVlan {
+                tpid: flow::ETH_TYPE_VLAN,
+                tci: 10,
+            },
+            DpAction::Output(2),
+            DpAction::Output(3),
+        ];
+        assert_eq!(
+            ovs_notation(&acts, &k),
+            "set(eth(src=02:00:00:00:00:09)),set(ipv4(ttl=63)),set(tcp(dst=8080)),\
+             push_vlan(vid=10,pcp=0),2,3"
+        );
+    }
+
+    #[test]
+    fn unchanged_values_and_trailing_rewrites_write_nothing() {
+        let k = ipv4_flow();
+        let acts = [
+            DpAction::SetIpv4Dst([10, 0, 0, 2]),
+            DpAction::Output(2),
+            DpAction::SetIpTtl(1),
+        ];
+        assert_eq!(ovs_notation(&acts, &k), "2");
+        assert_eq!(ovs_notation(&[], &k), "drop");
+    }
+
+    #[test]
+    fn a_vid_change_on_a_tagged_frame_pops_and_pushes() {
+        let mut k = ipv4_flow();
+        k.vlan_tpid = [flow::ETH_TYPE_VLAN, 0];
+        k.vlan_tci = [5 | flow::VLAN_PRESENT, 0];
+        let set = DpAction::SetVlanTci {
+            tci: 20,
+            mask: 0x0fff,
+        };
+        let acts = [set.clone(), DpAction::Output(2)];
+        assert_eq!(
+            ovs_notation(&acts, &k),
+            "pop_vlan,push_vlan(vid=20,pcp=0),2"
+        );
+        let acts = [set, DpAction::PopVlan, DpAction::Output(2)];
+        assert_eq!(ovs_notation(&acts, &k), "pop_vlan,2");
+        let acts = [
+            DpAction::PushVlan {
+                tpid: flow::ETH_TYPE_VLAN_8021AD,
+                tci: 7 | 3 << 13,
+            },
+            DpAction::Output(2),
+        ];
+        assert_eq!(
+            ovs_notation(&acts, &k),
+            "push_vlan(tpid=0x88a8,vid=7,pcp=3),2"
+        );
+    }
+
+    #[test]
+    fn ipv6_names_and_clones() {
+        let mut k = ipv4_flow();
+        k.dl_type = flow::ETH_TYPE_IPV6;
+        k.nw_proto = 58;
+        (k.tp_src, k.tp_dst) = (128, 0);
+        let acts = [
+            DpAction::SetIpTtl(9),
+            DpAction::SetIpTos {
+                tos: 0x20,
+                mask: 0xfc,
+            },
+            DpAction::Clone(vec![DpAction::Output(3)]),
+            DpAction::Clone(vec![DpAction::SetIcmpType(129), DpAction::Output(4)]),
+            DpAction::Output(2),
+        ];
+        assert_eq!(
+            ovs_notation(&acts, &k),
+            "set(ipv6(tclass=0x20/0xfc,hlimit=9)),3,clone(set(icmpv6(type=129,code=0)),4),2"
+        );
+    }
+}
