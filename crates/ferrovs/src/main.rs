@@ -14,6 +14,7 @@ mod top;
 mod verbs;
 
 use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -250,17 +251,19 @@ fn main() -> ExitCode {
         return addflows::run(&dir, br, path, timeout);
     }
     let params = &params[..];
-    match unixctl::call(&sock, &verb, params, timeout) {
-        Ok(Ok(text)) => {
-            print!("{text}");
-            if !text.is_empty() && !text.ends_with('\n') {
-                println!();
-            }
-            ExitCode::SUCCESS
-        }
-        Ok(Err(e)) => {
+    // The reply is printed as it arrives (a dump of a million flows is never held whole).
+    let mut out = Tail::new(std::io::stdout().lock());
+    let r = unixctl::call_to(&sock, &verb, params, timeout, &mut out);
+    let _ = out.finish();
+    match r {
+        Ok(unixctl::Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(unixctl::Outcome::Err(e)) => {
             eprintln!("ferrovs: {}", e.trim_end());
             ExitCode::from(1)
+        }
+        // A reader that went away (`| head`) ends us as it would any filter: quietly.
+        Err(unixctl::CallError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::from(141)
         }
         Err(e @ unixctl::CallError::Connect(_)) => {
             eprintln!("ferrovs: {}: {e} (is ferrovsd running?)", sock.display());
@@ -270,6 +273,44 @@ fn main() -> ExitCode {
             eprintln!("ferrovs: {}: {e}", sock.display());
             ExitCode::from(2)
         }
+    }
+}
+
+/// Standard output that remembers whether what it wrote ends a line, so the reply can be
+/// finished with one.
+struct Tail<W: Write> {
+    w: std::io::BufWriter<W>,
+    open_line: bool,
+}
+
+impl<W: Write> Tail<W> {
+    fn new(w: W) -> Self {
+        Tail {
+            w: std::io::BufWriter::with_capacity(1 << 16, w),
+            open_line: false,
+        }
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        if self.open_line {
+            self.w.write_all(b"\n")?;
+            self.open_line = false;
+        }
+        self.w.flush()
+    }
+}
+
+impl<W: Write> Write for Tail<W> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let n = self.w.write(b)?;
+        if let Some(last) = b[..n].last() {
+            self.open_line = *last != b'\n';
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
     }
 }
 

@@ -168,6 +168,32 @@ impl Daemon {
             .map_err(|e| format!("{method}: {e}\n"))
     }
 
+    /// Runs one command for the control socket: as [`Daemon::dispatch`], except that a text
+    /// `dump-flows` of an OpenFlow bridge is made a line at a time while it is sent, so its
+    /// size is not bounded by memory (the rules are picked under the lock, the text written
+    /// after it is released).
+    pub fn dispatch_reply(
+        &self,
+        method: &str,
+        params: &[String],
+    ) -> Result<unixctl::Reply, String> {
+        if method == "dump-flows" && !params.iter().any(|p| p == "--json") {
+            if let Some((br, rest)) = params.split_first() {
+                let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(u) = self
+                    .openflow_handle(br)
+                    .map_err(|e| format!("{method}: {e}\n"))?
+                {
+                    appctl::inc("unixctl_received");
+                    let lines = ofctl::dump_flows_lines(&u, rest, datapath::clock::now_ms())
+                        .map_err(|e| format!("{method}: {e}\n"))?;
+                    return Ok(unixctl::Reply::Stream(Box::new(lines)));
+                }
+            }
+        }
+        self.dispatch(method, params).map(unixctl::Reply::Text)
+    }
+
     fn run(&self, method: &str, args: &[String], json: bool) -> Result<String, String> {
         if appctl::has(method) {
             return appctl::run(&self.pmd, &self.ofconn.udpifs(), method, args, json);

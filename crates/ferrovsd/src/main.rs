@@ -232,7 +232,7 @@ fn run(args: &args::Args, ready: &mut daemonize::Ready) -> Result<(), String> {
         daemonize::OvsNames::create(&args.rundir, args.pidfile.as_deref(), &ctl, args.ovs_names);
     let d = Arc::clone(&daemon);
     std::thread::spawn(move || {
-        unixctl::serve(listener, move |m, p| d.dispatch(m, p));
+        unixctl::serve(listener, move |m, p| d.dispatch_reply(m, p));
     });
     log(&format!(
         "ready: control socket {}, pid {}",

@@ -10,7 +10,7 @@
 
 pub mod verbs;
 
-pub use verbs::{run, run_as, trace_bridge, Caller};
+pub use verbs::{dump_flows_lines, run, run_as, trace_bridge, Caller};
 
 use datapath::ofmodule::OpenFlow;
 use datapath::udpif::Udpif;

@@ -13,6 +13,7 @@ use openflow::{
     FlowMod, FlowModCommand, GroupMod, GroupModCommand, MeterMod, MeterModCommand, OfError,
 };
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Describes an OpenFlow error for people: `OFPET_BAD_MATCH / OFPBMC_BAD_PREREQ`.
@@ -348,64 +349,96 @@ fn rule_flow_mod(r: &ofproto::Rule) -> FlowMod {
     }
 }
 
-fn dump_flows(m: &Udpif, args: &[String], json: bool, now: u64) -> Result<String, String> {
+/// The rules `dump-flows ARGS` shows (all, or those the flow text in `args` selects: table,
+/// match it refines, cookie under its mask), in OVS's order, taken under the OpenFlow
+/// state's lock and returned without it.
+fn selected_rules(m: &Udpif, args: &[String]) -> Result<Vec<Arc<ofproto::Rule>>, String> {
     let filter = if args.is_empty() {
         None
     } else {
         Some(text::parse_flow(&joined(args), FlowModCommand::Delete).map_err(|e| e.to_string())?)
     };
     let of = m.of();
-    let mut out = String::new();
-    let mut rows = Vec::new();
+    let mut out = Vec::new();
     for t in of.tables() {
         if let Some(f) = &filter {
             if f.table_id != openflow::messages::OFPTT_ALL && f.table_id != t.id {
                 continue;
             }
         }
-        for r in t.rules() {
-            if let Some(f) = &filter {
-                if !r.match_.refines(&f.match_)
-                    || (r.cookie & f.cookie_mask) != (f.cookie & f.cookie_mask)
-                {
-                    continue;
-                }
-            }
-            let (packets, bytes, used) = r.stats.get();
-            let fm = rule_flow_mod(r);
-            let duration = Duration::from_millis(now.saturating_sub(r.created_ms));
-            let idle_age = if used == 0 {
-                now.saturating_sub(r.created_ms)
-            } else {
-                now.saturating_sub(used)
-            } / 1000;
-            if json {
-                rows.push(json!({
-                    "table": r.table_id, "priority": r.priority, "cookie": format!("{:#x}", r.cookie),
-                    "match": text::format_match(&r.match_, None),
-                    "actions": text::format_instructions(&r.instructions),
-                    "n_packets": packets, "n_bytes": bytes,
-                    "duration_ms": duration.as_millis() as u64, "idle_age": idle_age,
-                    "idle_timeout": r.idle_timeout, "hard_timeout": r.hard_timeout,
-                }));
-            } else {
-                let stats = FlowStats {
-                    duration,
-                    n_packets: packets,
-                    n_bytes: bytes,
-                    idle_age: Some(idle_age),
-                    hard_age: None,
-                };
-                out.push(' ');
-                out.push_str(&text::format_flow_stats(&fm, &stats));
-                out.push('\n');
-            }
-        }
-    }
-    if json {
-        return Ok(Value::Array(rows).to_string());
+        out.extend(
+            t.rules()
+                .filter(|r| {
+                    filter.as_ref().is_none_or(|f| {
+                        r.match_.refines(&f.match_)
+                            && (r.cookie & f.cookie_mask) == (f.cookie & f.cookie_mask)
+                    })
+                })
+                .cloned(),
+        );
     }
     Ok(out)
+}
+
+/// A rule's counters: packets, bytes, time since it was added, seconds since it last
+/// matched (since it was added, if never).
+fn rule_counters(r: &ofproto::Rule, now: u64) -> (u64, u64, Duration, u64) {
+    let (packets, bytes, used) = r.stats.get();
+    let duration = Duration::from_millis(now.saturating_sub(r.created_ms));
+    let idle_age = if used == 0 {
+        now.saturating_sub(r.created_ms)
+    } else {
+        now.saturating_sub(used)
+    } / 1000;
+    (packets, bytes, duration, idle_age)
+}
+
+/// One `dump-flows` line, as ovs-ofctl writes it.
+fn flow_line(r: &ofproto::Rule, now: u64) -> String {
+    let (n_packets, n_bytes, duration, idle_age) = rule_counters(r, now);
+    let stats = FlowStats {
+        duration,
+        n_packets,
+        n_bytes,
+        idle_age: Some(idle_age),
+        hard_age: None,
+    };
+    format!(" {}\n", text::format_flow_stats(&rule_flow_mod(r), &stats))
+}
+
+/// `dump-flows BR [FLOW]` as text made a line at a time while it is consumed: the rules are
+/// picked under the OpenFlow state's lock, which is released before the first line is made,
+/// so a dump of any size neither holds the lock nor the whole text.
+pub fn dump_flows_lines(
+    m: &Udpif,
+    args: &[String],
+    now: u64,
+) -> Result<impl Iterator<Item = String> + Send + 'static, String> {
+    m.sync(SYNC_TIMEOUT);
+    let rules = selected_rules(m, args)?;
+    Ok(rules.into_iter().map(move |r| flow_line(&r, now)))
+}
+
+fn dump_flows(m: &Udpif, args: &[String], json: bool, now: u64) -> Result<String, String> {
+    let rules = selected_rules(m, args)?;
+    if !json {
+        return Ok(rules.iter().map(|r| flow_line(r, now)).collect());
+    }
+    let rows: Vec<Value> = rules
+        .iter()
+        .map(|r| {
+            let (packets, bytes, duration, idle_age) = rule_counters(r, now);
+            json!({
+                "table": r.table_id, "priority": r.priority, "cookie": format!("{:#x}", r.cookie),
+                "match": text::format_match(&r.match_, None),
+                "actions": text::format_instructions(&r.instructions),
+                "n_packets": packets, "n_bytes": bytes,
+                "duration_ms": duration.as_millis() as u64, "idle_age": idle_age,
+                "idle_timeout": r.idle_timeout, "hard_timeout": r.hard_timeout,
+            })
+        })
+        .collect();
+    Ok(Value::Array(rows).to_string())
 }
 
 fn dump_tables(m: &Udpif, json: bool) -> String {

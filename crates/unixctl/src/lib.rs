@@ -6,10 +6,13 @@
 //! "error": "TEXT"}`. Because there is no framing, a reader must parse a stream of
 //! concatenated JSON values; [`JsonStream`] (the `jsonstream` crate, shared with OVSDB) does that
 //! in one pass over the bytes and bounds how much an unfinished value may buffer: requests to
-//! [`MAX_MESSAGE`], replies to [`MAX_REPLY`].
+//! [`MAX_MESSAGE`]. A reply a client collects whole ([`call`]) may be [`MAX_REPLY`] bytes.
 //!
-//! [`serve`] runs a server that hands each request to a handler; [`call`] is the client used by
-//! the `ferrovs` CLI. Both interoperate with OVS's own `ovs-appctl` and Python `ovs.unixctl`.
+//! [`serve`] runs a server that hands each request to a handler; [`call`] and [`call_to`] are
+//! the client used by the `ferrovs` CLI. Both interoperate with OVS's own `ovs-appctl` and
+//! Python `ovs.unixctl`. A handler may answer with a result made piece by piece
+//! ([`Reply::Stream`]), which goes out as it is made; [`call_to`] writes a result out as it
+//! arrives (see [`reply`]), so neither side holds a large reply whole.
 
 use connlimit::{Backoff, MessageClock, Slot, Slots};
 use serde_json::{json, Value};
@@ -31,6 +34,23 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub const REPLY_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub use jsonstream::JsonStream;
+
+pub mod reply;
+pub use reply::{Outcome, ReplyDecoder};
+
+/// A handler's successful answer.
+pub enum Reply {
+    /// The whole result text.
+    Text(String),
+    /// The result text in pieces, made as the reply is written.
+    Stream(Box<dyn Iterator<Item = String> + Send>),
+}
+
+impl From<String> for Reply {
+    fn from(s: String) -> Reply {
+        Reply::Text(s)
+    }
+}
 
 /// A request taken off the wire.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,9 +94,10 @@ pub fn parse_request(v: Value) -> Result<Request, (Value, String)> {
 /// is closed to admit the newcomer (so idle clients can never lock `ovs-appctl` out); a
 /// request must arrive completely within [`connlimit::MESSAGE_DEADLINE`] of its first byte;
 /// a failing `accept` backs off instead of spinning.
-pub fn serve<H>(listener: UnixListener, handler: H)
+pub fn serve<H, R>(listener: UnixListener, handler: H)
 where
-    H: Fn(&str, &[String]) -> Result<String, String> + Send + Sync + 'static,
+    H: Fn(&str, &[String]) -> Result<R, String> + Send + Sync + 'static,
+    R: Into<Reply>,
 {
     let handler = Arc::new(handler);
     let slots = Slots::new("unixctl", MAX_CONNECTIONS);
@@ -110,9 +131,10 @@ where
 /// How often a connection's thread wakes to check its message deadline.
 const POLL: Duration = Duration::from_millis(500);
 
-fn serve_conn<H>(mut stream: UnixStream, handler: &H, slot: &Slot) -> io::Result<()>
+fn serve_conn<H, R>(mut stream: UnixStream, handler: &H, slot: &Slot) -> io::Result<()>
 where
-    H: Fn(&str, &[String]) -> Result<String, String>,
+    H: Fn(&str, &[String]) -> Result<R, String>,
+    R: Into<Reply>,
 {
     stream.set_read_timeout(Some(POLL))?;
     stream.set_write_timeout(Some(REPLY_WRITE_TIMEOUT))?;
@@ -139,14 +161,31 @@ where
                         continue;
                     }
                     slot.busy();
-                    let reply = match parse_request(v) {
-                        Ok(req) => match handler(&req.method, &req.params) {
-                            Ok(text) => json!({"id": req.id, "result": text, "error": null}),
-                            Err(text) => json!({"id": req.id, "result": null, "error": text}),
+                    let mut w = io::BufWriter::with_capacity(1 << 16, &stream);
+                    let written = match parse_request(v) {
+                        Ok(req) => match handler(&req.method, &req.params).map(Into::into) {
+                            Ok(Reply::Text(text)) => serde_json::to_writer(
+                                &mut w,
+                                &json!({"id": req.id, "result": text, "error": null}),
+                            )
+                            .map_err(io::Error::from),
+                            Ok(Reply::Stream(mut pieces)) => {
+                                reply::write_streamed(&mut w, &req.id, &mut *pieces)
+                            }
+                            Err(text) => serde_json::to_writer(
+                                &mut w,
+                                &json!({"id": req.id, "result": null, "error": text}),
+                            )
+                            .map_err(io::Error::from),
                         },
-                        Err((id, why)) => json!({"id": id, "result": null, "error": why}),
-                    };
-                    let written = stream.write_all(reply.to_string().as_bytes());
+                        Err((id, why)) => serde_json::to_writer(
+                            &mut w,
+                            &json!({"id": id, "result": null, "error": why}),
+                        )
+                        .map_err(io::Error::from),
+                    }
+                    .and_then(|()| w.flush());
+                    drop(w);
                     slot.idle();
                     written?;
                 }
@@ -178,6 +217,8 @@ pub enum CallError {
     Connect(io::Error),
     Io(io::Error),
     Protocol(String),
+    /// The reply could not be written where the caller asked.
+    Output(io::Error),
 }
 
 impl std::fmt::Display for CallError {
@@ -186,25 +227,63 @@ impl std::fmt::Display for CallError {
             CallError::Connect(e) => write!(f, "cannot connect: {e}"),
             CallError::Io(e) => write!(f, "transaction error: {e}"),
             CallError::Protocol(m) => write!(f, "protocol error: {m}"),
+            CallError::Output(e) => write!(f, "writing the reply: {e}"),
         }
     }
 }
 
 /// Sends one request and waits for its reply: `Ok(Ok(result))` or `Ok(Err(error text))`.
+/// The result may be up to [`MAX_REPLY`] bytes.
 pub fn call(
     socket: &Path,
     method: &str,
     params: &[String],
     timeout: Duration,
 ) -> Result<Result<String, String>, CallError> {
+    let mut text = Bounded(Vec::new());
+    match call_to(socket, method, params, timeout, &mut text)? {
+        Outcome::Ok => Ok(Ok(String::from_utf8_lossy(&text.0).into_owned())),
+        Outcome::Err(e) => Ok(Err(e)),
+    }
+}
+
+/// A sink that refuses to grow past [`MAX_REPLY`].
+struct Bounded(Vec<u8>);
+
+impl Write for Bounded {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        if self.0.len() + b.len() > MAX_REPLY {
+            return Err(io::Error::other(format!(
+                "reply longer than {MAX_REPLY} bytes"
+            )));
+        }
+        self.0.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Sends one request and writes the reply's result to `out` as it arrives, of any size;
+/// returns how the reply ended. `timeout` bounds each wait for the daemon, not the whole
+/// reply. A failure to write to `out` is [`CallError::Output`].
+pub fn call_to(
+    socket: &Path,
+    method: &str,
+    params: &[String],
+    timeout: Duration,
+    out: &mut dyn Write,
+) -> Result<Outcome, CallError> {
     let mut s = UnixStream::connect(socket).map_err(CallError::Connect)?;
     s.set_read_timeout(Some(timeout)).map_err(CallError::Io)?;
     s.set_write_timeout(Some(timeout)).map_err(CallError::Io)?;
     let req = json!({"id": 0, "method": method, "params": params});
     s.write_all(req.to_string().as_bytes())
         .map_err(CallError::Io)?;
-    let mut js = JsonStream::new(MAX_REPLY);
-    let mut buf = vec![0u8; 1 << 20];
+    let mut dec = ReplyDecoder::new();
+    let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = s.read(&mut buf).map_err(CallError::Io)?;
         if n == 0 {
@@ -212,19 +291,11 @@ pub fn call(
                 "connection closed before a reply".into(),
             ));
         }
-        js.feed(&buf[..n]);
-        if let Some(v) = js.next_value().map_err(CallError::Protocol)? {
-            if let Some(Value::String(e)) = v.get("error") {
-                return Ok(Err(e.clone()));
-            }
-            if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
-                return Ok(Err(e.to_string()));
-            }
-            return match v.get("result") {
-                Some(Value::String(r)) => Ok(Ok(r.clone())),
-                Some(Value::Null) | None => Ok(Ok(String::new())),
-                Some(other) => Ok(Ok(other.to_string())),
-            };
+        match dec.feed(&buf[..n], out) {
+            Ok(Some(outcome)) => return Ok(outcome),
+            Ok(None) => {}
+            Err(reply::DecodeError::Malformed(m)) => return Err(CallError::Protocol(m)),
+            Err(reply::DecodeError::Sink(e)) => return Err(CallError::Output(e)),
         }
     }
 }
@@ -288,6 +359,44 @@ mod tests {
         let _ = s.read_to_string(&mut out);
         assert!(out.contains("\"error\":\"unexpected byte"), "{out}");
         assert!(call(&sock, "echo", &[], t).expect("call").is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn streamed_results_arrive_whole_and_in_order() {
+        let dir = std::env::temp_dir().join(format!("unixctl-stream-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let sock = dir.join("t.ctl");
+        let _ = std::fs::remove_file(&sock);
+        let l = UnixListener::bind(&sock).expect("bind");
+        let line = |i: u32| format!(" n={i}, \"quoted\" \\ tab\there\n");
+        std::thread::spawn(move || {
+            serve(l, move |m, _| match m {
+                "many" => Ok(Reply::Stream(Box::new((0..200_000).map(line)))),
+                "one" => Ok(Reply::Text("one\n".into())),
+                _ => Err(format!("unknown command '{m}'")),
+            })
+        });
+        let t = Duration::from_secs(5);
+        let mut got = Vec::new();
+        let o = call_to(&sock, "many", &[], t, &mut got).expect("call");
+        assert_eq!(o, Outcome::Ok);
+        let want: String = (0..200_000).map(line).collect();
+        assert!(
+            got == want.as_bytes(),
+            "{} bytes, want {}",
+            got.len(),
+            want.len()
+        );
+        assert_eq!(call(&sock, "many", &[], t).expect("call"), Ok(want));
+        assert_eq!(
+            call(&sock, "one", &[], t).expect("call"),
+            Ok("one\n".into())
+        );
+        let mut got = Vec::new();
+        let o = call_to(&sock, "nope", &[], t, &mut got).expect("call");
+        assert_eq!(o, Outcome::Err("unknown command 'nope'".into()));
+        assert!(got.is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
