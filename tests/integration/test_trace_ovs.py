@@ -45,6 +45,25 @@ CASES = {
         Ether(src=A, dst=B) / Dot1Q(vlan=5) / IP(src="10.0.0.1", dst="10.0.0.2") / ICMP(),
         "pop_vlan,push_vlan(vid=20,pcp=0),2,pop_vlan,3",
     ),
+    "mod_vlan_vid_pushes_on_an_untagged_frame": (
+        ["priority=10,in_port=1,ip,actions=mod_vlan_vid:10,output:2"],
+        Ether(src=A, dst=B) / IP(src="10.0.0.1", dst="10.0.0.2") / ICMP(),
+        "push_vlan(vid=10,pcp=0),2",
+    ),
+    "push_on_a_tagged_frame_then_vid": (
+        ["priority=10,in_port=1,dl_vlan=7,actions=push_vlan:0x8100,set_field:4106->vlan_vid,"
+         "output:2"],
+        Ether(src=A, dst=B) / Dot1Q(vlan=7, prio=3) / IP(src="10.0.0.1", dst="10.0.0.2")
+        / ICMP(),
+        "push_vlan(vid=10,pcp=0),2",
+    ),
+    "double_tagged_frame_is_not_ip_at_vlan_limit_1": (
+        ["priority=10,in_port=1,ip,actions=output:2", "priority=5,in_port=1,dl_vlan=7,"
+         "actions=pop_vlan,output:3"],
+        Ether(src=A, dst=B) / Dot1Q(vlan=7) / Dot1Q(vlan=8) / IP(src="10.0.0.1", dst="10.0.0.2")
+        / ICMP(),
+        "pop_vlan,3",
+    ),
     "outer_8021ad_tag_on_a_tagged_frame": (
         ["priority=10,in_port=1,dl_vlan=7,actions=push_vlan:0x88a8,set_field:4196->vlan_vid,"
          "output:2"],
