@@ -156,7 +156,7 @@ fn commit(st: &mut Headers, out: &mut Vec<String>) {
             if c.nw_dst != b.nw_dst {
                 f.push(format!("dst={}", Ipv4Addr::from(c.nw_dst)));
             }
-            tos(st, &mut f);
+            tos(st, "tos", &mut f);
             if c.nw_ttl != b.nw_ttl {
                 f.push(format!("ttl={}", c.nw_ttl));
             }
@@ -172,11 +172,7 @@ fn commit(st: &mut Headers, out: &mut Vec<String>) {
             if c.ipv6_label != b.ipv6_label {
                 f.push(format!("label={:#x}", c.ipv6_label));
             }
-            if c.nw_tos != b.nw_tos {
-                let mut t = Vec::new();
-                tos(st, &mut t);
-                f.extend(t.into_iter().map(|s| s.replacen("tos", "tclass", 1)));
-            }
+            tos(st, "tclass", &mut f);
             if c.nw_ttl != b.nw_ttl {
                 f.push(format!("hlimit={}", c.nw_ttl));
             }
@@ -250,15 +246,15 @@ fn commit(st: &mut Headers, out: &mut Vec<String>) {
     st.tos_mask = 0;
 }
 
-/// The TOS field as OVS writes a masked set: the whole byte, and the bits set when that is
-/// not all of them.
-fn tos(st: &Headers, f: &mut Vec<String>) {
+/// The TOS field (IPv6: `tclass`) as OVS writes a masked set: the whole byte, and the bits
+/// set when that is not all of them.
+fn tos(st: &Headers, name: &str, f: &mut Vec<String>) {
     if st.cur.nw_tos == st.base.nw_tos {
         return;
     }
     match st.tos_mask {
-        0 | 0xff => f.push(format!("tos={:#x}", st.cur.nw_tos)),
-        m => f.push(format!("tos={:#x}/{m:#x}", st.cur.nw_tos)),
+        0 | 0xff => f.push(format!("{name}={:#x}", st.cur.nw_tos)),
+        m => f.push(format!("{name}={:#x}/{m:#x}", st.cur.nw_tos)),
     }
 }
 

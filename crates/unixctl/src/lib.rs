@@ -161,24 +161,21 @@ where
                         continue;
                     }
                     slot.busy();
+                    let (id, answer) = match parse_request(v) {
+                        Ok(req) => (req.id, handler(&req.method, &req.params).map(Into::into)),
+                        Err((id, why)) => (id, Err(why)),
+                    };
                     let mut w = io::BufWriter::with_capacity(1 << 16, &stream);
-                    let written = match parse_request(v) {
-                        Ok(req) => match handler(&req.method, &req.params).map(Into::into) {
-                            Ok(Reply::Text(text)) => serde_json::to_writer(
-                                &mut w,
-                                &json!({"id": req.id, "result": text, "error": null}),
-                            )
-                            .map_err(io::Error::from),
-                            Ok(Reply::Stream(mut pieces)) => {
-                                reply::write_streamed(&mut w, &req.id, &mut *pieces)
-                            }
-                            Err(text) => serde_json::to_writer(
-                                &mut w,
-                                &json!({"id": req.id, "result": null, "error": text}),
-                            )
-                            .map_err(io::Error::from),
-                        },
-                        Err((id, why)) => serde_json::to_writer(
+                    let written = match answer {
+                        Ok(Reply::Stream(mut pieces)) => {
+                            reply::write_streamed(&mut w, &id, &mut *pieces)
+                        }
+                        Ok(Reply::Text(text)) => serde_json::to_writer(
+                            &mut w,
+                            &json!({"id": id, "result": text, "error": null}),
+                        )
+                        .map_err(io::Error::from),
+                        Err(why) => serde_json::to_writer(
                             &mut w,
                             &json!({"id": id, "result": null, "error": why}),
                         )
