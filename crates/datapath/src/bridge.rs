@@ -46,8 +46,11 @@ mod watched;
 pub use deliver::Delivery;
 
 /// The ofport of a bridge's own internal port in the bridge's numbering (OVSDB's `ofport`
-/// column, OpenFlow 1.0's 16-bit `LOCAL_OFPORT`). OpenFlow 1.1+ calls it `LOCAL_OFPORT`
-/// (0xfffffffe, `openflow::actions`); `ofmodule::to_of` maps one to the other.
+/// column, the number OpenFlow 1.0 gives `OFPP_LOCAL`). It is the one definition of that
+/// number in this numbering space; OpenFlow 1.1+ numbers the same port
+/// [`ofproto::OFPP_LOCAL`] (0xfffffffe, defined once in `openflow::actions`), and
+/// `ofmodule::to_of` maps one to the other (as OVS keeps `ODPP_LOCAL` and `OFPP_LOCAL`
+/// apart).
 pub const LOCAL_OFPORT: u32 = 65534;
 /// The in-port of a delivery pass whose packets did not come from one port (packets back
 /// from a slow path, packet-outs): no port is excluded from a flood.
