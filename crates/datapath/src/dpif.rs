@@ -420,11 +420,15 @@ impl State {
         json: bool,
     ) -> Result<String, String> {
         let (b, v, a) = (br.to_string(), verb.to_string(), args.to_vec());
-        let out = self.call(move |sw| sw.module_command(&b, &v, &a, json))??;
+        let mut out = self.call(move |sw| sw.module_command(&b, &v, &a, json))??;
         if self.is_replicated(br) {
             for i in 1..self.pmds.len() {
                 let (b, v, a) = (br.to_string(), verb.to_string(), args.to_vec());
-                self.call_on(i, move |sw| sw.module_command(&b, &v, &a, json))??;
+                let more = self.call_on(i, move |sw| sw.module_command(&b, &v, &a, json))??;
+                // Each thread traces the packets it receives: the records of all of them.
+                if verb == "pmd-trace-show" {
+                    out = crate::bridge::trace::merge(out, &more, json);
+                }
             }
         }
         Ok(out)

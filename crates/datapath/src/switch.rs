@@ -408,7 +408,8 @@ impl Switch {
             .iter_mut()
             .find(|b| b.name == br)
             .ok_or_else(|| format!("no such bridge '{br}'"))?;
-        if !b.module.commands().iter().any(|c| c.verb == verb) {
+        let known = |cs: &[crate::module::ModuleCommand]| cs.iter().any(|c| c.verb == verb);
+        if !known(b.module.commands()) && !known(crate::bridge::trace::COMMANDS) {
             return Err(format!(
                 "bridge '{br}' runs module '{}', which has no command '{verb}'",
                 b.module.name()
