@@ -17,6 +17,7 @@
 //! asleep the modules are told they are parked (see `SwitchLogic::park`), so nothing waits
 //! for a sleeping thread to finish a batch.
 
+use crate::error::Error;
 use crate::switch::Switch;
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -108,17 +109,17 @@ impl PmdHandle {
     pub fn call<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Switch) -> R + Send + 'static,
-    ) -> Result<R, String> {
+    ) -> Result<R, Error> {
         let (rtx, rrx) = bounded(1);
         let cmd: Command = Box::new(move |sw| {
             let _ = rtx.send(f(sw));
         });
         self.tx
             .send(Msg::Run(cmd))
-            .map_err(|_| "the poll thread has stopped".to_string())?;
+            .map_err(|_| Error::ThreadStopped)?;
         kick(&self.wake);
         rrx.recv_timeout(CALL_TIMEOUT)
-            .map_err(|_| "the poll thread did not answer".to_string())
+            .map_err(|_| Error::ThreadTimeout)
     }
 
     /// Stops the thread after it closes every port.
@@ -315,7 +316,7 @@ mod tests {
         let mut sw = Switch::new(64);
         sw.pmd.packets = 7;
         let h = PmdHandle::spawn(sw).expect("poll thread");
-        let r: Result<(), String> = h.call(|_| panic!("injected"));
+        let r: Result<(), Error> = h.call(|_| panic!("injected"));
         assert!(r.is_err(), "the panicking call gets an error");
         // The same switch (its counters kept) answers the next call.
         let (packets, restarts) = h

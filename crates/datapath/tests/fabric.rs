@@ -182,7 +182,7 @@ fn control_errors_change_nothing() {
     let (p, _) = port("x", vec![]);
     sw.add_port("br", p, Some(7), VlanMode::Trunk(None))
         .expect("x");
-    let before = sw.show(true);
+    let before = sw.report();
     let (p, _) = port("y", vec![]);
     assert!(sw
         .add_port("br", p, Some(7), VlanMode::Trunk(None))
@@ -195,7 +195,7 @@ fn control_errors_change_nothing() {
         .add_bridge("br", registry::create("patch").expect("m"), None)
         .is_err());
     assert!(sw.del_port(Some("br"), "nope").is_err());
-    assert_eq!(sw.show(true), before);
+    assert_eq!(sw.report(), before);
 }
 
 #[test]

@@ -162,23 +162,20 @@ struct DpBridge {
 }
 
 fn read_datapath(pmd: &Datapath) -> Result<Vec<DpBridge>, String> {
-    pmd.call(|sw| {
-        sw.bridges()
-            .iter()
-            .map(|b| DpBridge {
-                name: b.name.clone(),
-                module: b.module.name(),
-                ports: b
-                    .ports()
-                    .map(|(_, s)| (s.port.name().to_string(), s.ofport))
-                    .collect(),
-                local_mac: b
-                    .ports()
-                    .find(|(_, s)| s.ofport == LOCAL_OFPORT)
-                    .and_then(|(_, s)| s.port.mac()),
-            })
-            .collect()
-    })
+    let bridges = pmd.call(|sw| sw.report())?;
+    Ok(bridges
+        .into_iter()
+        .map(|b| DpBridge {
+            local_mac: b
+                .ports
+                .iter()
+                .find(|p| p.ofport == LOCAL_OFPORT)
+                .and_then(|p| p.mac),
+            ports: b.ports.into_iter().map(|p| (p.name, p.ofport)).collect(),
+            name: b.name,
+            module: b.module,
+        })
+        .collect())
 }
 
 fn sig_of(port_vlan: &VlanMode, i: &IfaceCfg) -> PortSig {
@@ -298,7 +295,7 @@ impl Reconfigurer {
                     vlog::err("dpif_netdev", &format!("pmd-rxq-assign: {e}"));
                 }
             }
-            Err(e) => self.warn_once(&e),
+            Err(e) => self.warn_once(&e.to_string()),
         }
         let num = |k: &str, d: u64| -> u64 {
             oc.get(k)
@@ -482,7 +479,7 @@ impl Reconfigurer {
                 let Some(i) = p.ifaces.first() else { continue };
                 let spec = i.rxq_affinity.clone().unwrap_or_default();
                 if let Err(e) = self.pmd.set_affinity(&i.name, &spec) {
-                    out.iface_errors.insert(i.uuid.clone(), e);
+                    out.iface_errors.insert(i.uuid.clone(), e.to_string());
                 }
             }
         }
