@@ -124,7 +124,7 @@ fn flows(s: &str) {
         if c != FlowModCommand::Add {
             continue;
         }
-        let line = text::format_flow_stats(&fm, &text::FlowStats::default());
+        let line = text::format_flow_stats(&fm, &text::FlowCounters::default());
         assert_eq!(text::parse_flow(&line, c).as_ref(), Ok(&fm), "text: {line}");
         if fm.validate().is_err() {
             continue;

@@ -183,3 +183,40 @@ def test_patch_forwards_one_way_only(daemon, net, tmp_path):
     assert got1 == []
     ports = {p["name"]: p for p in daemon.json("dump-ports", "brp")["ports"]}
     assert ports[s2]["rx_packets"] >= 5 and ports[s1]["tx_packets"] == 0
+
+
+def test_pmd_trace_records_the_next_packets(daemon, net):
+    """`pmd-trace BR N` records the next N packets a bridge receives: in port, the openflow
+    module's cache decision with its datapath actions, and where the packet went."""
+    h1, s1 = net.host("t", ip="10.79.0.1/24", mac="02:79:00:00:00:01")
+    h2, s2 = net.host("u", ip="10.79.0.2/24", mac="02:79:00:00:00:02")
+    br = f"ftr{net.tag}"[:15]
+    daemon.cli("add-br", br)
+    daemon.cli("add-port", br, s1)
+    daemon.cli("add-port", br, s2)
+    assert daemon.json("pmd-trace-show", br) == []
+    decisions = ("upcall", "megaflow hit", "emc hit")
+    # The bridge's internal port may send packets of its own too: the budget is large.
+    daemon.cli("pmd-trace", br, "1000")
+    assert ping(net, h1, "10.79.0.2").returncode == 0
+    recs = daemon.json("pmd-trace-show", br)
+    assert len(recs) >= 6, recs
+    assert [r["seq"] for r in recs] == list(range(len(recs)))
+    assert all(r["bridge"] == br and r["in_port"] in (s1, s2, br) for r in recs), recs
+    assert all(r["decision"].startswith(decisions) for r in recs), recs
+    # The caches start empty: h1's first packet goes to the slow path.
+    first = next(r for r in recs if r["in_port"] == s1)
+    assert first["decision"].startswith("upcall") and not first["outputs"], recs
+    # Traced again once the megaflows exist: echo requests hit them and go to h2's port.
+    daemon.cli("pmd-trace", br, "0")
+    assert daemon.json("pmd-trace-show", br) == []
+    daemon.cli("pmd-trace", br, "1000")
+    assert ping(net, h1, "10.79.0.2").returncode == 0
+    recs = daemon.json("pmd-trace-show", br)
+    hits = [r for r in recs if r["decision"].startswith(("megaflow hit", "emc hit"))]
+    assert all("actions:" in r["decision"] for r in hits), recs
+    assert any(r["in_port"] == s1 and r["outputs"] == [s2] for r in hits), recs
+    text = daemon.cli("pmd-trace-show", br).stdout
+    assert text.splitlines()[0].startswith(f"#0 bridge {br} in_port "), text
+    assert "more packets to trace" in text.splitlines()[-1], text
+    daemon.cli("pmd-trace", br, "0")

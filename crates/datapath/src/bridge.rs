@@ -1,13 +1,21 @@
 //! A bridge: its ports, its switching-logic module, and the fabric that moves packets between
 //! them.
 //!
-//! ## The forwarding pass (mSwitch's two passes)
-//! For each received batch: (1) stamp every packet with its ingress slot and ask the module for
-//! all destinations at once; (2) walk the batch once, moving each packet into the output batch
-//! of its destination port (flooding copies it into each other port's batch, the last copy
-//! being the original), then transmit each touched port's batch in one burst. Output batches
+//! ## The forwarding pass (one contract for every module)
+//! For each received batch: stamp every packet with its ingress slot and hand the batch to
+//! the module's [`SwitchLogic::forward`] with a [`Delivery`] sink; the module hands every
+//! packet (or copies, or nothing) to the sink, which moves each into the output batch of its
+//! destination port; then each touched port's batch is sent in one burst. Modules that pick
+//! one destination per packet use [`Delivery::by_dest`]: all destinations of the batch at
+//! once, then one walk moving each packet to its port (flooding copies it into each other
+//! port's batch, the last copy being the original) — mSwitch's two passes. Output batches
 //! that fill up mid-pass are sent early. No allocation happens on this path: batches, the
 //! destination array and the list of touched ports are all sized once.
+//!
+//! The pass has two instantiations (`forward_pass::<TRACE>`): the normal one, and the
+//! traced one ([`watched`]) that hands the module one watched packet at a time and reads
+//! where it went, for the fast-path trace ([`trace`], `pmd-trace`) and for packet samples.
+//! A batch pays one test to choose.
 //!
 //! ## Ports
 //! Ports live in dense slots (`u16` indices) so that per-packet work indexes arrays instead of
@@ -21,7 +29,7 @@
 //! output batches just before they are sent; a bridge without mirrors pays one test per batch.
 //! Packet sampling ([`crate::sample`], for sFlow) sees each received batch after the mirror
 //! check; a bridge without a sampler pays one test per batch too, and a batch without a
-//! sample one more. A batch with samples takes the path in [`sampled`], which tells each
+//! sample one more. A batch with samples takes the traced pass ([`watched`]), which tells each
 //! sample where the module sent its packet.
 
 use crate::mirror::{MirrorSpec, MirrorStats, Mirrors};
@@ -30,13 +38,23 @@ use crate::sample::Sampler;
 use netdev::{Port, PortStats};
 use packet::{Batch, Pool, MAX_BATCH};
 
+mod deliver;
 mod mirrored;
-mod sampled;
+pub mod trace;
+mod watched;
+
+pub use deliver::Delivery;
 
 /// The ofport of a bridge's own internal port in the bridge's numbering (OVSDB's `ofport`
-/// column, OpenFlow 1.0's 16-bit `LOCAL_OFPORT`). OpenFlow 1.1+ calls it `LOCAL_OFPORT`
-/// (0xfffffffe, `openflow::actions`); `ofmodule::to_of` maps one to the other.
+/// column, the number OpenFlow 1.0 gives `OFPP_LOCAL`). It is the one definition of that
+/// number in this numbering space; OpenFlow 1.1+ numbers the same port
+/// [`ofproto::OFPP_LOCAL`] (0xfffffffe, defined once in `openflow::actions`), and
+/// `ofmodule::to_of` maps one to the other (as OVS keeps `ODPP_LOCAL` and `OFPP_LOCAL`
+/// apart).
 pub const LOCAL_OFPORT: u32 = 65534;
+/// The in-port of a delivery pass whose packets did not come from one port (packets back
+/// from a slow path, packet-outs): no port is excluded from a flood.
+const NO_PORT: u16 = u16::MAX;
 /// The largest ofport a user may request (OpenFlow 1.0's `OFPP_MAX`).
 pub const MAX_OFPORT: u32 = 0xff00;
 
@@ -104,9 +122,11 @@ pub struct Bridge {
     mirrors: Option<Box<Mirrors>>,
     /// Packet samplers by owner (sFlow, IPFIX), usually none.
     samplers: Vec<(&'static str, Sampler)>,
-    /// The rest of a sampled batch while it is handed to the module in pieces (see
-    /// [`sampled`]).
+    /// The rest of a watched batch while it is handed to the module in pieces (see
+    /// [`watched`]).
     sample_rest: Batch,
+    /// The fast-path trace, while one is armed or has records ([`trace`]).
+    trace: Option<Box<trace::Trace>>,
 }
 
 struct SlotsView<'a>(&'a [Option<PortSlot>]);
@@ -154,6 +174,7 @@ impl Bridge {
             mirrors: None,
             samplers: Vec::new(),
             sample_rest: Batch::new(),
+            trace: None,
         }
     }
 
@@ -424,8 +445,35 @@ impl Bridge {
         json: bool,
         ctx: &Ctx,
     ) -> Result<String, String> {
+        match verb {
+            "pmd-trace" => return self.arm_trace(args),
+            "pmd-trace-show" => return Ok(trace::render(&self.name, self.trace.as_deref(), json)),
+            _ => {}
+        }
         let Bridge { module, slots, .. } = self;
         module.command(verb, args, json, ctx, &SlotsView(slots))
+    }
+
+    /// `pmd-trace BR N`: traces the next `N` packets this bridge receives (on this poll
+    /// thread); 0 disarms the trace and forgets its records.
+    fn arm_trace(&mut self, args: &[String]) -> Result<String, String> {
+        let n = match args {
+            [n] => n
+                .parse::<u64>()
+                .map_err(|_| format!("pmd-trace: '{n}' is not a packet count"))?,
+            _ => return Err("usage: pmd-trace BR N".into()),
+        };
+        if n == 0 {
+            self.trace = None;
+            return Ok(String::new());
+        }
+        self.trace.get_or_insert_with(Default::default).budget = n;
+        Ok(String::new())
+    }
+
+    /// The fast-path trace's budget and records, if one was armed.
+    pub fn trace(&self) -> Option<&trace::Trace> {
+        self.trace.as_deref()
     }
 
     /// Counters of the port in slot `idx`.
@@ -461,45 +509,61 @@ impl Bridge {
         (total, self.poll_pending(ctx, pool))
     }
 
-    /// Runs `f` with the module and an emitter onto this bridge's ports (and the receive
-    /// batch), then sends every burst the module emitted. For modules that hand packets to
-    /// the fabric themselves.
-    fn with_emitter<R>(
+    /// Runs `f` with the module and a delivery sink onto this bridge's ports (and the
+    /// receive batch), then sends every burst the module handed over. `tracing`: the pass
+    /// is traced (see [`Delivery::tracing`]); `observe`, if given, is told what the pass
+    /// left in the output batches before they are sent.
+    #[inline(always)]
+    fn with_delivery<R>(
         &mut self,
+        in_port: u16,
+        tracing: bool,
         pool: &mut Pool,
-        f: impl FnOnce(
-            &mut dyn SwitchLogic,
-            &mut Batch,
-            &mut Pool,
-            &mut dyn crate::module::Emitter,
-        ) -> R,
+        f: impl FnOnce(&mut dyn SwitchLogic, &mut Batch, &mut Pool, &mut Delivery<'_>) -> R,
+        observe: Option<&mut dyn FnMut(&Delivery<'_>)>,
     ) -> R {
         let Bridge {
             module,
             slots,
+            live,
             out,
             touched,
+            dests,
             rxb,
             stats,
             mirrors,
             ..
         } = self;
-        let mut fab = Fabric {
-            module: None,
+        let mut d = Delivery {
+            in_port,
             slots,
+            live,
             out,
             touched,
             stats,
             mirrors: mirrors.as_deref_mut(),
+            dests,
+            by_dest_len: 0,
+            tracing,
+            note: None,
         };
-        let r = f(module.as_mut(), rxb, pool, &mut fab);
-        fab.flush_all(pool);
+        let r = f(module.as_mut(), rxb, pool, &mut d);
+        if let Some(o) = observe {
+            o(&d);
+        }
+        d.flush_all(pool);
         r
     }
 
     /// Lets the module emit packets that did not come from a receive batch.
     fn poll_pending(&mut self, ctx: &Ctx, pool: &mut Pool) -> usize {
-        self.with_emitter(pool, |m, _, pool, out| m.poll_pending(ctx, pool, out))
+        self.with_delivery(
+            NO_PORT,
+            false,
+            pool,
+            |m, _, pool, out| m.poll_pending(ctx, pool, out),
+            None,
+        )
     }
 
     /// Receives one batch on queue `q` of slot `i` and forwards it.
@@ -517,8 +581,8 @@ impl Bridge {
     }
 
     /// Forwards whatever is in the receive batch as coming from slot `in_port`.
+    #[inline]
     fn forward(&mut self, in_port: u16, ctx: &Ctx, pool: &mut Pool) {
-        let n = self.rxb.len();
         for p in self.rxb.packets_mut() {
             p.in_port = in_port;
         }
@@ -529,74 +593,34 @@ impl Bridge {
         for (_, s) in self.samplers.iter_mut() {
             sampled |= s.observe(in_port, &self.rxb);
         }
-        if self.module.custom_process() {
-            if sampled {
-                self.process_sampled(ctx, in_port, pool);
-                return;
-            }
-            self.with_emitter(pool, |m, rxb, pool, out| {
-                m.process(ctx, in_port, rxb, pool, out);
-                pool.free_batch(rxb);
-            });
+        if sampled || self.trace.as_ref().is_some_and(|t| t.budget > 0) {
+            self.forward_pass::<true>(in_port, ctx, pool);
+        } else {
+            self.forward_pass::<false>(in_port, ctx, pool);
+        }
+    }
+
+    /// The forwarding pass over the receive batch: the module hands every packet to the
+    /// delivery sink, then each port's run is sent as one burst. `TRACE`: the instantiation
+    /// that watches packets one at a time (a trace is armed, or the batch holds packet
+    /// samples; see [`watched`]); the other one has no per-packet cost for it.
+    #[inline(always)]
+    fn forward_pass<const TRACE: bool>(&mut self, in_port: u16, ctx: &Ctx, pool: &mut Pool) {
+        if TRACE {
+            self.forward_watched(in_port, ctx, pool);
             return;
         }
-        self.module.lookup(ctx, &mut self.rxb, &mut self.dests[..n]);
-        if sampled {
-            self.resolve_from_dests(in_port, n);
-        }
-
-        let Bridge {
-            module,
-            slots,
-            live,
-            out,
-            touched,
-            dests,
-            rxb,
-            stats,
-            mirrors,
-            ..
-        } = self;
-        let mut fab = Fabric {
-            module: Some(module.as_mut()),
-            slots,
-            out,
-            touched,
-            stats,
-            mirrors: mirrors.as_deref_mut(),
-        };
-        for (pkt, d) in rxb.drain().zip(dests.iter()) {
-            match *d {
-                Dest::Port(o) => fab.enqueue(o, pkt, pool),
-                Dest::Drop => {
-                    fab.stats.module_drops += 1;
-                    pool.free(pkt);
-                }
-                Dest::Flood => {
-                    let mut last: Option<u16> = None;
-                    for &o in live.iter() {
-                        if o == in_port {
-                            continue;
-                        }
-                        if let Some(prev) = last {
-                            match pool.clone_packet(&pkt) {
-                                Some(c) => {
-                                    fab.stats.flood_copies += 1;
-                                    fab.enqueue(prev, c, pool);
-                                }
-                                None => fab.stats.copy_failures += 1,
-                            }
-                        }
-                        last = Some(o);
-                    }
-                    match last {
-                        Some(o) => fab.enqueue(o, pkt, pool),
-                        None => pool.free(pkt),
-                    }
-                }
-            }
-        }
-        fab.flush_all(pool);
+        self.with_delivery(
+            in_port,
+            false,
+            pool,
+            |m, rxb, pool, out| {
+                m.forward(ctx, rxb, pool, out);
+                // Whatever a module left in the batch is freed.
+                pool.free_batch(rxb);
+            },
+            None,
+        );
     }
 
     /// Runs an OpenFlow packet-out through the module (see
@@ -609,9 +633,13 @@ impl Bridge {
         actions: &[ofproto::DpAction],
         pool: &mut Pool,
     ) -> Result<(), String> {
-        self.with_emitter(pool, |m, _, pool, out| {
-            m.packet_out(ctx, in_port, frame, actions, pool, out)
-        })
+        self.with_delivery(
+            NO_PORT,
+            false,
+            pool,
+            |m, _, pool, out| m.packet_out(ctx, in_port, frame, actions, pool, out),
+            None,
+        )
     }
 
     /// Injects a batch as if received on slot `in_port` (tests and benchmarks).
@@ -623,170 +651,6 @@ impl Bridge {
         }
         if !self.rxb.is_empty() {
             self.forward(in_port, ctx, pool);
-        }
-    }
-}
-
-struct Fabric<'a> {
-    module: Option<&'a mut dyn SwitchLogic>,
-    slots: &'a mut Vec<Option<PortSlot>>,
-    out: &'a mut Vec<Batch>,
-    touched: &'a mut Vec<u16>,
-    stats: &'a mut BridgeStats,
-    /// The bridge's mirrors, if it has any (egress copies, reserved output ports).
-    mirrors: Option<&'a mut Mirrors>,
-}
-
-impl crate::module::Emitter for Fabric<'_> {
-    fn emit(&mut self, port: u16, pkt: packet::Packet, pool: &mut Pool) {
-        self.enqueue(port, pkt, pool);
-    }
-
-    fn emit_run(&mut self, port: u16, pkts: &mut Batch, pool: &mut Pool) {
-        for p in pkts.drain() {
-            self.enqueue(port, p, pool);
-        }
-    }
-
-    fn drop_packet(&mut self, pkt: packet::Packet, pool: &mut Pool) {
-        self.stats.module_drops += 1;
-        pool.free(pkt);
-    }
-}
-
-impl Fabric<'_> {
-    #[inline(always)]
-    fn enqueue(&mut self, o: u16, pkt: packet::Packet, pool: &mut Pool) {
-        if self.mirrors.is_some() {
-            self.enqueue_checked(o, pkt, pool);
-        } else {
-            self.enqueue_raw(o, pkt, pool);
-        }
-    }
-
-    /// [`Fabric::enqueue`] on a bridge with mirrors: a mirror's output port is reserved for
-    /// mirrored copies, as in OVS. Out of line, so the common path stays small.
-    #[cold]
-    #[inline(never)]
-    fn enqueue_checked(&mut self, o: u16, pkt: packet::Packet, pool: &mut Pool) {
-        if let Some(m) = self.mirrors.as_deref_mut() {
-            if m.is_output(o) {
-                m.reserved_drops += 1;
-                pool.free(pkt);
-                return;
-            }
-        }
-        self.enqueue_raw(o, pkt, pool);
-    }
-
-    /// Sends a copy of `p` to the output port of every mirror in `sel` (a bit per mirror).
-    fn copy_to_mirrors(&mut self, m: &Mirrors, mut sel: u32, p: &packet::Packet, pool: &mut Pool) {
-        while sel != 0 {
-            let i = sel.trailing_zeros();
-            sel &= sel - 1;
-            match pool.clone_packet(p) {
-                Some(c) => self.enqueue_raw(m.output(i), c, pool),
-                None => self.stats.copy_failures += 1,
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn enqueue_raw(&mut self, o: u16, pkt: packet::Packet, pool: &mut Pool) {
-        let Some(b) = self.out.get_mut(o as usize) else {
-            self.stats.stale_dest += 1;
-            pool.free(pkt);
-            return;
-        };
-        if b.is_empty() {
-            self.touched.push(o);
-        }
-        if let Err(pkt) = b.push(pkt) {
-            self.flush(o, pool);
-            // `o` is still on the touched list: it went there when its batch first filled.
-            let b = &mut self.out[o as usize];
-            if let Err(p) = b.push(pkt) {
-                pool.free(p);
-            }
-        }
-    }
-
-    #[inline]
-    fn flush(&mut self, o: u16, pool: &mut Pool) {
-        let Some(b) = self.out.get_mut(o as usize) else {
-            return;
-        };
-        if b.is_empty() {
-            return;
-        }
-        if self.mirrors.is_some() {
-            self.mirror_egress(o, pool);
-        }
-        let Some(b) = self.out.get_mut(o as usize) else {
-            return;
-        };
-        match self.slots.get_mut(o as usize) {
-            Some(Some(slot)) => {
-                if let Some(m) = self.module.as_deref_mut() {
-                    if m.wants_egress() {
-                        m.egress(o, b, pool);
-                    }
-                }
-                self.stats.tx_bursts += 1;
-                self.stats.tx_packets += b.len() as u64;
-                slot.port.tx_batch(pool, b);
-            }
-            _ => {
-                self.stats.stale_dest += b.len() as u64;
-                pool.free_batch(b);
-            }
-        }
-        // Anything a port left behind is freed so the batch is empty for the next pass.
-        pool.free_batch(b);
-    }
-
-    /// Copies output batch `o`, as it is about to leave, to the mirrors that select it.
-    #[cold]
-    #[inline(never)]
-    fn mirror_egress(&mut self, o: u16, pool: &mut Pool) {
-        if !self.mirrors.as_deref().is_some_and(|m| m.watches_egress(o)) {
-            return;
-        }
-        let Some(m) = self.mirrors.take() else {
-            return;
-        };
-        let vlan = match self.slots.get(usize::from(o)) {
-            Some(Some(s)) if m.selects_vlans() => s.vlan.clone(),
-            _ => VlanMode::Trunk(None),
-        };
-        let n = self.out.get(usize::from(o)).map_or(0, Batch::len);
-        for k in 0..n {
-            let Some(p) = self.out[usize::from(o)].packets().get(k) else {
-                break;
-            };
-            let sel = m.egress(o, &vlan, p);
-            if sel == 0 {
-                continue;
-            }
-            let Some(c) = pool.clone_packet(p) else {
-                self.stats.copy_failures += u64::from(sel.count_ones());
-                continue;
-            };
-            // One clone made: reuse it for the first mirror, copy again for the others.
-            let mut rest = sel;
-            let first = rest.trailing_zeros();
-            rest &= rest - 1;
-            if rest != 0 {
-                self.copy_to_mirrors(m, rest, &c, pool);
-            }
-            self.enqueue_raw(m.output(first), c, pool);
-        }
-        self.mirrors = Some(m);
-    }
-
-    fn flush_all(&mut self, pool: &mut Pool) {
-        while let Some(o) = self.touched.pop() {
-            self.flush(o, pool);
         }
     }
 }

@@ -28,7 +28,9 @@
 //! ports never touches packet bytes.
 
 use crate::fasthash::{FastMap, FastState};
-use crate::module::{Ctx, Dest, ModuleCommand, PortInfo, PortLookup, SwitchLogic, VlanMode};
+use crate::module::{
+    Ctx, Delivery, Dest, ModuleCommand, PortInfo, PortLookup, SwitchLogic, VlanMode,
+};
 use packet::{Batch, Pool};
 use std::collections::VecDeque;
 
@@ -380,12 +382,10 @@ pub(crate) const COMMANDS: &[ModuleCommand] = &[
     },
 ];
 
-impl SwitchLogic for Learning {
-    fn name(&self) -> &'static str {
-        "learning"
-    }
-
-    fn lookup(&mut self, ctx: &Ctx, batch: &mut Batch, dests: &mut [Dest]) {
+impl Learning {
+    /// Chooses the destination of every packet of `batch` (`dests.len() == batch.len()`);
+    /// strips a VLAN tag from a tagged frame it takes in.
+    pub fn classify(&mut self, ctx: &Ctx, batch: &mut Batch, dests: &mut [Dest]) {
         let now = ctx.now_ms;
         for (pkt, d) in batch.packets_mut().iter_mut().zip(dests.iter_mut()) {
             let in_port = pkt.in_port;
@@ -393,11 +393,9 @@ impl SwitchLogic for Learning {
         }
     }
 
-    fn wants_egress(&self) -> bool {
-        self.any_vlan_cfg
-    }
-
-    fn egress(&mut self, port: u16, batch: &mut Batch, pool: &mut Pool) {
+    /// The egress stage: adapts a burst for port `port` to its VLAN mode (tags, untags, or
+    /// frees what the port does not carry).
+    pub fn egress(&mut self, port: u16, batch: &mut Batch, pool: &mut Pool) {
         let mode = self.vlan_mode(port).clone();
         batch.retain_or_free(pool, |p| {
             let vlan = p.meta & VLAN_MASK;
@@ -429,6 +427,20 @@ impl SwitchLogic for Learning {
                 }
             }
         });
+    }
+}
+
+impl SwitchLogic for Learning {
+    fn name(&self) -> &'static str {
+        "learning"
+    }
+
+    fn forward(&mut self, ctx: &Ctx, batch: &mut Batch, pool: &mut Pool, out: &mut Delivery<'_>) {
+        out.by_dest(batch, pool, |batch, dests| self.classify(ctx, batch, dests));
+        // The egress stage: each burst adapted to its port's VLAN mode.
+        if self.any_vlan_cfg {
+            out.adapt_bursts(pool, |port, burst, pool| self.egress(port, burst, pool));
+        }
     }
 
     fn port_added(&mut self, info: &PortInfo) {
@@ -569,7 +581,7 @@ mod tests {
         p.in_port = in_port;
         assert!(b.push(p).is_ok());
         let mut d = [Dest::Drop];
-        l.lookup(&Ctx { now_ms: now }, &mut b, &mut d);
+        l.classify(&Ctx { now_ms: now }, &mut b, &mut d);
         pool.free_batch(&mut b);
         d[0]
     }
@@ -672,7 +684,7 @@ mod tests {
         l.port_added(&info(0, VlanMode::Access(10)));
         l.port_added(&info(1, VlanMode::Access(20)));
         l.port_added(&info(2, VlanMode::Trunk(None)));
-        assert!(l.wants_egress());
+        assert!(l.any_vlan_cfg);
         run1(&mut l, &mut pool, 0, 0, &frame(BCAST, A, None));
         // B on the trunk in VLAN 10 reaches A; in VLAN 20 it does not know A.
         assert_eq!(
@@ -705,7 +717,7 @@ mod tests {
         p.in_port = 0;
         assert!(b.push(p).is_ok());
         let mut d = [Dest::Drop];
-        l.lookup(&Ctx { now_ms: 0 }, &mut b, &mut d);
+        l.classify(&Ctx { now_ms: 0 }, &mut b, &mut d);
         let mut c = Batch::new();
         assert!(c
             .push(pool.clone_packet(&b.packets()[0]).expect("clone"))
@@ -721,7 +733,7 @@ mod tests {
         p.set_frame(&frame(BCAST, B, Some(10)));
         p.in_port = 1;
         assert!(b2.push(p).is_ok());
-        l.lookup(&Ctx { now_ms: 0 }, &mut b2, &mut d);
+        l.classify(&Ctx { now_ms: 0 }, &mut b2, &mut d);
         l.egress(0, &mut b2, &mut pool);
         assert_eq!(&b2.packets()[0].data()[12..14], &[0x08, 0x00]);
         pool.free_batch(&mut b);

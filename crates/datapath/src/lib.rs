@@ -4,7 +4,11 @@
 //! knows nothing of sockets, OVSDB or the CLI.
 //!
 //! * [`module`]: the switching-logic trait ([`module::SwitchLogic`]) every bridge module
-//!   implements; [`registry`]: modules by name (each module registers itself).
+//!   implements, with its one forwarding contract: `forward` hands every packet of a batch
+//!   to the fabric's delivery sink ([`bridge::Delivery`]), which groups packets per
+//!   destination port and sends each port's run as one burst; modules that pick one
+//!   destination per packet use its two-pass helper. [`registry`]: modules by name (each
+//!   module registers itself; the trait knows none of them).
 //! * [`learning`], [`patch`], [`tuple3`]: simple built-in modules; [`flowtable`] and
 //!   [`fasthash`] serve them.
 //! * [`ofmodule`]: the `openflow` module, OVS's caching datapath: [`emc`] (exact-match cache)
@@ -12,7 +16,9 @@
 //!   revalidator threads, and the state they share with the control plane) behind them.
 //!   The OpenFlow verbs on that state (flows, groups, meters, trace) live above, in `ofctl`:
 //!   this crate knows neither the OpenFlow text syntax nor the wire codec.
-//! * [`bridge`]: a bridge's ports and the fabric's per-batch forwarding pass.
+//! * [`bridge`]: a bridge's ports and the fabric's per-batch forwarding pass, in two
+//!   instantiations: the normal one and the traced one (`pmd-trace`, [`bridge::trace`]),
+//!   which also serves packet samples.
 //! * [`switch`]: all bridges of one poll thread, the buffer pool, control operations and the
 //!   status reports (`show`, `dump-ports`, `pmd-stats-show`).
 //! * [`pmd`]: the poll-mode thread and the control plane's handle on it; [`dpif`]: several

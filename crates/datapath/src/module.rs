@@ -4,22 +4,40 @@
 //! (deciding where each packet goes). [`SwitchLogic`] is that second half. Its shape follows
 //! the classic netmap bridge operations — a batch lookup, a configuration entry point, and
 //! callbacks when a port comes or goes — but destinations are a typed [`Dest`] rather than
-//! magic port numbers.
+//! magic port numbers, and there is one forwarding entry point for every module.
 //!
-//! ## Contract
-//! * [`SwitchLogic::lookup`] is called once per received batch with one slot in `dests` per
-//!   packet. It may rewrite packets in place (e.g. strip a VLAN tag) but must not reorder, add
-//!   or remove them. It runs on the poll thread: no blocking, no allocation per packet.
-//! * [`SwitchLogic::egress`] is called once per (destination port, burst) just before
-//!   transmission when [`SwitchLogic::wants_egress`] is true; it may adapt packets to the port
-//!   (add or remove a VLAN tag) and free those the port must not carry.
+//! ## The forwarding contract (one for every module)
+//! * [`SwitchLogic::forward`] is called once per received batch (every packet from one port,
+//!   stamped with its slot). The module hands every packet to the fabric's [`Delivery`] sink,
+//!   which groups them per destination port; the fabric sends each port's run as one burst
+//!   once the module returns. Two ways to use the sink, mixed freely:
+//!   - one destination per packet (`learning`, `patch`, `tuple3`): [`Delivery::by_dest`]
+//!     takes a closure that fills one [`Dest`] per packet for the whole batch, then makes the
+//!     second pass (mSwitch's two passes; a flood is copied per port);
+//!   - several stages per packet (`openflow`: rewrites, several outputs, `NORMAL`,
+//!     recirculation through its caches, `ct`, tunnel metadata): [`Delivery::emit`],
+//!     [`Delivery::emit_run`], [`Delivery::flood`], [`Delivery::drop_packet`] as each output
+//!     is decided. Recirculation and the `ct` stage run inside the module; a tunnel is a
+//!     port.
+//!
+//!   A module may rewrite packets in place. It runs on the poll thread: no blocking, no
+//!   allocation per packet. A module's egress stage (e.g. `learning`'s VLAN tagging per
+//!   port) runs over the pass's bursts with [`Delivery::adapt_bursts`] before it returns.
+//! * [`SwitchLogic::poll_pending`] (packets back from a slow path) and
+//!   [`SwitchLogic::packet_out`] hand packets to the same sink.
+//! * Tracing: with a trace armed on the bridge (`pmd-trace`), the fabric runs its traced
+//!   instantiation of the forwarding pass and gives the module one packet at a time with
+//!   [`Delivery::tracing`] set; the module may describe its decision with
+//!   [`Delivery::note`] (the `openflow` module names the cache that answered and the
+//!   actions). Modules that use [`Delivery::by_dest`] are described by their [`Dest`].
 //! * Port indices are the bridge's dense slot numbers (`u16`), stable while the port exists.
 //!   After [`SwitchLogic::port_removed`] the module must not name that index again until a
 //!   later [`SwitchLogic::port_added`] reuses it.
 //! * [`SwitchLogic::command`] runs a module-specific configuration or status verb; it is called
 //!   on the poll thread between batches, so it sees a consistent state.
+//! * Modules are found by name in [`crate::registry`]; this file knows none of them.
 
-use packet::{Batch, Packet, Pool};
+use packet::{Batch, Pool};
 use std::fmt;
 
 /// Where one packet goes.
@@ -97,56 +115,33 @@ pub struct ModuleCommand {
     pub usage: &'static str,
 }
 
-/// Where a module that processes packets itself ([`SwitchLogic::process`]) hands them over.
-pub trait Emitter {
-    /// Queues `pkt` for transmission on port slot `port` (freed if there is no such port).
-    fn emit(&mut self, port: u16, pkt: Packet, pool: &mut Pool);
-    /// Queues every packet of `pkts` (in order) for port slot `port`, leaving it empty: one
-    /// call for a run of packets with the same destination.
-    fn emit_run(&mut self, port: u16, pkts: &mut Batch, pool: &mut Pool) {
-        for p in pkts.drain() {
-            self.emit(port, p, pool);
-        }
-    }
-    /// Frees a packet the module decided to drop (counted as a module drop).
-    fn drop_packet(&mut self, pkt: Packet, pool: &mut Pool);
-}
+pub use crate::bridge::Delivery;
 
 /// Switching logic. See the module documentation for the contract.
 pub trait SwitchLogic: Send {
     /// The module's name (`learning`, `patch`, `tuple3`, ...).
     fn name(&self) -> &'static str;
 
-    /// Chooses a destination for every packet of `batch` (`dests.len() == batch.len()`).
-    fn lookup(&mut self, ctx: &Ctx, batch: &mut Batch, dests: &mut [Dest]);
-
-    /// Whether the fabric should call [`SwitchLogic::process`] instead of
-    /// [`SwitchLogic::lookup`]: for modules whose treatment of a packet is more than one
-    /// destination (several outputs with rewrites in between, copies to a controller...).
-    fn custom_process(&self) -> bool {
-        false
-    }
-
-    /// Takes every packet of `batch` (all from port slot `in_port`) and emits or drops each
-    /// one through `out`; the batch must be empty afterwards. Only called when
-    /// [`SwitchLogic::custom_process`] is true.
-    fn process(
-        &mut self,
-        _ctx: &Ctx,
-        _in_port: u16,
-        batch: &mut Batch,
-        pool: &mut Pool,
-        out: &mut dyn Emitter,
-    ) {
-        for p in batch.drain() {
-            out.drop_packet(p, pool);
-        }
-    }
+    /// The forwarding contract: takes every packet of `batch` (all received on port slot
+    /// [`Delivery::in_port`], in order, each stamped with it) and hands each one — or copies
+    /// of it, or nothing — to `out`, which groups them per destination port and sends each
+    /// port's run as one burst after the pass. The batch must be empty afterwards.
+    ///
+    /// A module that picks one [`Dest`] per packet calls [`Delivery::by_dest`] with a
+    /// closure filling the destinations of the whole batch (mSwitch's two passes); one that
+    /// runs several stages per packet (rewrites, several outputs, recirculation, `ct`)
+    /// calls [`Delivery::emit`], [`Delivery::emit_run`], [`Delivery::flood`] and
+    /// [`Delivery::drop_packet`] as it decides. When [`Delivery::tracing`] is true the batch
+    /// holds one packet being traced, and the module may describe its decision with
+    /// [`Delivery::note`].
+    ///
+    /// Runs on the poll thread: no blocking, no allocation per packet.
+    fn forward(&mut self, ctx: &Ctx, batch: &mut Batch, pool: &mut Pool, out: &mut Delivery<'_>);
 
     /// Called on every poll iteration, after the ports were polled: lets a module emit
     /// packets that did not arrive in a receive batch (e.g. packets coming back from a slow
     /// path). Returns how many packets it handled.
-    fn poll_pending(&mut self, _ctx: &Ctx, _pool: &mut Pool, _out: &mut dyn Emitter) -> usize {
+    fn poll_pending(&mut self, _ctx: &Ctx, _pool: &mut Pool, _out: &mut Delivery<'_>) -> usize {
         0
     }
 
@@ -170,7 +165,7 @@ pub trait SwitchLogic: Send {
         _frame: &[u8],
         _actions: &[ofproto::DpAction],
         _pool: &mut Pool,
-        _out: &mut dyn Emitter,
+        _out: &mut Delivery<'_>,
     ) -> Result<(), String> {
         Err(format!("module '{}' does not run OpenFlow", self.name()))
     }
@@ -186,14 +181,6 @@ pub trait SwitchLogic: Send {
 
     /// A port's carrier went up or down.
     fn port_status(&mut self, _idx: u16, _up: bool) {}
-
-    /// Whether [`SwitchLogic::egress`] must be called.
-    fn wants_egress(&self) -> bool {
-        false
-    }
-
-    /// Adapts a burst for port `port` before it is sent; may free packets into `pool`.
-    fn egress(&mut self, _port: u16, _batch: &mut Batch, _pool: &mut Pool) {}
 
     /// A port joined the bridge.
     fn port_added(&mut self, _info: &PortInfo) {}

@@ -5,8 +5,8 @@
 //! are dropped. Lookup is one array index per packet: the module measures the raw cost of the
 //! fabric itself.
 
-use crate::module::{Ctx, Dest, ModuleCommand, PortLookup, SwitchLogic};
-use packet::Batch;
+use crate::module::{Ctx, Delivery, Dest, ModuleCommand, PortLookup, SwitchLogic};
+use packet::{Batch, Pool};
 
 /// This module in the registry ([`crate::registry`]).
 pub const REGISTRATION: crate::registry::Registration = crate::registry::Registration {
@@ -77,16 +77,13 @@ impl SwitchLogic for Patch {
     }
 
     #[inline]
-    fn lookup(&mut self, _ctx: &Ctx, batch: &mut Batch, dests: &mut [Dest]) {
-        let Some(first) = batch.packets().first() else {
-            return;
-        };
+    fn forward(&mut self, _ctx: &Ctx, batch: &mut Batch, pool: &mut Pool, out: &mut Delivery<'_>) {
         // Every packet of a batch comes from the same port.
-        let d = match self.get(first.in_port) {
+        let d = match self.get(out.in_port()) {
             Some(t) => Dest::Port(t),
             None => Dest::Drop,
         };
-        dests.fill(d);
+        out.by_dest(batch, pool, |_, dests| dests.fill(d));
     }
 
     fn port_removed(&mut self, idx: u16) {

@@ -412,7 +412,8 @@ impl Switch {
             .iter_mut()
             .find(|b| b.name == br)
             .ok_or_else(|| Error::NoSuchBridge(br.to_string()))?;
-        if !b.module.commands().iter().any(|c| c.verb == verb) {
+        let known = |cs: &[crate::module::ModuleCommand]| cs.iter().any(|c| c.verb == verb);
+        if !known(b.module.commands()) && !known(crate::bridge::trace::COMMANDS) {
             return Err(Error::NoSuchCommand {
                 bridge: br.to_string(),
                 module: b.module.name(),

@@ -20,9 +20,9 @@
 //! Protocols other than TCP, UDP and SCTP have no ports; their tuples use port 0.
 
 use crate::fasthash::{FastMap, FastState};
-use crate::module::{Ctx, Dest, ModuleCommand, PortLookup, SwitchLogic};
+use crate::module::{Ctx, Delivery, Dest, ModuleCommand, PortLookup, SwitchLogic};
 use packet::wire::{EthernetFrame, Ipv4Packet, L4Ports, ETH_TYPE_IPV4};
-use packet::Batch;
+use packet::{Batch, Pool};
 use std::net::Ipv4Addr;
 
 /// This module in the registry ([`crate::registry`]).
@@ -247,10 +247,12 @@ impl SwitchLogic for Tuple3 {
         "tuple3"
     }
 
-    fn lookup(&mut self, _ctx: &Ctx, batch: &mut Batch, dests: &mut [Dest]) {
-        for (pkt, d) in batch.packets().iter().zip(dests.iter_mut()) {
-            *d = self.lookup_one(pkt.in_port, pkt.data());
-        }
+    fn forward(&mut self, _ctx: &Ctx, batch: &mut Batch, pool: &mut Pool, out: &mut Delivery<'_>) {
+        out.by_dest(batch, pool, |batch, dests| {
+            for (pkt, d) in batch.packets().iter().zip(dests.iter_mut()) {
+                *d = self.lookup_one(pkt.in_port, pkt.data());
+            }
+        });
     }
 
     fn port_removed(&mut self, idx: u16) {

@@ -388,9 +388,9 @@ impl Udpif {
     /// poll threads.
     pub fn tlv_mod(
         &self,
-        command: openflow::wire::nicira::TlvTableCommand,
-        maps: &[openflow::wire::nicira::TlvMap],
-    ) -> Result<(), openflow::OfError> {
+        command: ofproto::tlv::TlvTableCommand,
+        maps: &[ofproto::tlv::TlvMap],
+    ) -> Result<(), ofproto::OfError> {
         let mut of = self.of();
         of.tlv_mod(command, maps)?;
         self.tlv.store(std::sync::Arc::new(of.tlv.clone()));

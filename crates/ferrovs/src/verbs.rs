@@ -91,6 +91,8 @@ pub const VERBS: &[Verb] = &[
     v(PMD, "top", "[BR...] [--interval SECS] [--once]", "live per-port and per-thread rates, refreshing in place (q quits)"),
     v(PMD, "pmd-stats-show", "[--json]", "per poll thread: packets, cache hits, upcalls, cycles per packet"),
     v(PMD, "pmd-stats-clear", "", "reset the poll threads' counters"),
+    v(PMD, "pmd-trace", "BR N", "trace the next N packets BR receives through the fast path (0: stop, forget)"),
+    v(PMD, "pmd-trace-show", "BR [--json]", "traced packets: in port, the module's decision (cache, actions), outputs"),
     v(PMD, "dpif-netdev/pmd-rxq-show", "[--json]", "which thread polls which receive queue"),
     v(PMD, "dpif-netdev/pmd-rxq-rebalance", "", "reassign receive queues to threads now"),
     v(PMD, "dpif/show", "", "bridges and ports as the datapath sees them"),

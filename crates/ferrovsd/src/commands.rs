@@ -71,6 +71,8 @@ const COMMANDS: &[(&str, &str)] = &[
     ("tuple3-del", "BR PORT IP PROTO PORTNUM"),
     ("tuple3-uplink", "BR PORT|none"),
     ("tuple3-show", "BR [--json]"),
+    ("pmd-trace", "BR N"),
+    ("pmd-trace-show", "BR [--json]"),
     ("pmd-stats-show", "[--json]"),
     ("pmd-stats-clear", ""),
     ("dpif-netdev/pmd-stats-show", "[--json]"),
@@ -116,6 +118,8 @@ fn module_verb(m: &str) -> Option<&'static str> {
         "tuple3-del" => "tuple3-del",
         "tuple3-uplink" => "tuple3-uplink",
         "tuple3-show" => "tuple3-show",
+        "pmd-trace" => "pmd-trace",
+        "pmd-trace-show" => "pmd-trace-show",
         _ => return None,
     })
 }
@@ -349,7 +353,12 @@ impl Daemon {
         let Some((br, rest)) = args.split_first() else {
             return Err(usage(method));
         };
-        if !matches!(verb, "fdb-show" | "fdb-flush" | "fdb-stats") {
+        // The MAC table's verbs and the bridge's own (the fast-path trace) go to the poll
+        // threads whatever the module; the other verbs of an OpenFlow bridge to its state.
+        if !matches!(
+            verb,
+            "fdb-show" | "fdb-flush" | "fdb-stats" | "pmd-trace" | "pmd-trace-show"
+        ) {
             if let Some(u) = self.openflow_handle(br)? {
                 if verb == "trace" {
                     return ofctl::trace_bridge(&u, br, rest, json);

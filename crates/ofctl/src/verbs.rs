@@ -8,7 +8,7 @@
 use datapath::udpif::{self, Udpif};
 use ofproto::table::TableMiss;
 use openflow::messages::OFPM_ALL;
-use openflow::text::{self, FlowStats};
+use openflow::text::{self, FlowCounters};
 use openflow::{
     FlowMod, FlowModCommand, GroupMod, GroupModCommand, MeterMod, MeterModCommand, OfError,
 };
@@ -396,7 +396,7 @@ fn rule_counters(r: &ofproto::Rule, now: u64) -> (u64, u64, Duration, u64) {
 /// One `dump-flows` line, as ovs-ofctl writes it.
 fn flow_line(r: &ofproto::Rule, now: u64) -> String {
     let (n_packets, n_bytes, duration, idle_age) = rule_counters(r, now);
-    let stats = FlowStats {
+    let stats = FlowCounters {
         duration,
         n_packets,
         n_bytes,

@@ -41,6 +41,8 @@ pub use odp::DpAction;
 /// "the whole packet" in a CONTROLLER action.
 pub use openflow::actions::{OFPCML_NO_BUFFER, OFPP_LOCAL};
 pub use openflow::sample::Sample as SampleAction;
+/// OpenFlow's error (type, code, data): what every state change here may fail with.
+pub use openflow::OfError;
 pub use rule::Rule;
 pub use switch::versions::{Snapshot, Versions, Writer};
 pub use switch::{FlowModResult, OfPort, Ofproto};

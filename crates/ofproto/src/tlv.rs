@@ -28,7 +28,10 @@
 
 use openflow::messages::err::flow_mod_failed;
 use openflow::messages::err::{bad_action, bad_match, nx_tlv};
-use openflow::wire::nicira::{TlvMap, TlvTableCommand, TUN_METADATA_NUM_OPTS};
+use openflow::wire::nicira::TUN_METADATA_NUM_OPTS;
+/// The mod's command and one map, as the wire codec decodes them: re-exported so that layers
+/// above `ofproto` (the datapath) need not name `openflow`.
+pub use openflow::wire::nicira::{TlvMap, TlvTableCommand};
 use openflow::{Action, Field, Instruction, Match, OfError};
 use packet::flow::TUN_OPTS_LEN;
 

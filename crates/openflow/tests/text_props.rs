@@ -371,7 +371,7 @@ proptest! {
         let s = text::format_flow(&fm);
         let back = text::parse_flow(&s, FlowModCommand::Add);
         prop_assert_eq!(back.as_ref(), Ok(&fm), "text: {}", s);
-        let line = text::format_flow_stats(&fm, &text::FlowStats::default());
+        let line = text::format_flow_stats(&fm, &text::FlowCounters::default());
         let back = text::parse_flow(&line, FlowModCommand::Add);
         prop_assert_eq!(back.as_ref(), Ok(&fm), "text: {}", line);
     }

@@ -1,7 +1,7 @@
 //! The bridge's ingress mirroring hook ([`crate::mirror`]): received batches copied to the
 //! mirrors that select them, before the module sees them.
 
-use super::{Bridge, Fabric};
+use super::{Bridge, Delivery};
 use crate::module::VlanMode;
 use packet::Pool;
 
@@ -13,8 +13,10 @@ impl Bridge {
     pub(super) fn mirror_ingress(&mut self, in_port: u16, pool: &mut Pool) -> bool {
         let Bridge {
             slots,
+            live,
             out,
             touched,
+            dests,
             rxb,
             stats,
             mirrors,
@@ -33,13 +35,18 @@ impl Bridge {
             Some(Some(s)) if m.selects_vlans() => s.vlan.clone(),
             _ => VlanMode::Trunk(None),
         };
-        let mut fab = Fabric {
-            module: None,
+        let mut fab = Delivery {
+            in_port,
             slots,
+            live,
             out,
             touched,
             stats,
             mirrors: None,
+            dests,
+            by_dest_len: 0,
+            tracing: false,
+            note: None,
         };
         for p in rxb.packets() {
             let sel = m.ingress(in_port, &vlan, p);

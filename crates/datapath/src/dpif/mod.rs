@@ -310,15 +310,26 @@ impl State {
         br: &str,
         f: impl Fn(&mut Switch, &str) -> Result<R, Error> + Send + Sync + Clone + 'static,
     ) -> Result<R, Error> {
+        let mut all = self.on_bridge_threads_all(br, f)?;
+        Ok(all.swap_remove(0))
+    }
+
+    /// [`State::on_bridge_threads`], returning every thread's result (the home thread's
+    /// first).
+    pub fn on_bridge_threads_all<R: Send + 'static>(
+        &self,
+        br: &str,
+        f: impl Fn(&mut Switch, &str) -> Result<R, Error> + Send + Sync + Clone + 'static,
+    ) -> Result<Vec<R>, Error> {
         let (b, g) = (br.to_string(), f.clone());
-        let home = self.call(move |sw| g(sw, &b))??;
+        let mut all = vec![self.call(move |sw| g(sw, &b))??];
         if self.is_replicated(br) {
             for i in 1..self.pmds.len() {
                 let (b, g) = (br.to_string(), f.clone());
-                self.call_on(i, move |sw| g(sw, &b))??;
+                all.push(self.call_on(i, move |sw| g(sw, &b))??);
             }
         }
-        Ok(home)
+        Ok(all)
     }
 
     /// Applies a module setting on every thread that serves the bridge.
@@ -327,7 +338,8 @@ impl State {
         self.on_bridge_threads(br, move |sw, b| sw.configure_bridge(b, &k, &v))
     }
 
-    /// Runs a module verb on every thread that serves the bridge. Returns the home output.
+    /// Runs a module verb on every thread that serves the bridge. Returns the home output
+    /// (for `pmd-trace-show`, every thread's records).
     pub fn module_command(
         &self,
         br: &str,
@@ -336,7 +348,17 @@ impl State {
         json: bool,
     ) -> Result<String, Error> {
         let (v, a) = (verb.to_string(), args.to_vec());
-        self.on_bridge_threads(br, move |sw, b| sw.module_command(b, &v, &a, json))
+        let all =
+            self.on_bridge_threads_all(br, move |sw, b| sw.module_command(b, &v, &a, json))?;
+        let mut all = all.into_iter();
+        let mut out = all.next().unwrap_or_default();
+        // Each thread traces the packets it receives: the records of all of them.
+        if verb == "pmd-trace-show" {
+            for more in all {
+                out = crate::bridge::trace::merge(out, &more, json);
+            }
+        }
+        Ok(out)
     }
 
     /// What `pmd-stats-show` presents: one report per poll thread, in order.

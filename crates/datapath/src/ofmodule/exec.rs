@@ -4,7 +4,7 @@
 
 use super::lock;
 use crate::learning::Learning;
-use crate::module::{Dest, Emitter};
+use crate::module::{Delivery, Dest};
 use crate::sample::FlowTag;
 use crate::udpif::Udpif;
 use ofproto::meter::{remark_dscp, Verdict};
@@ -140,7 +140,7 @@ impl Exec {
         layers: Option<Offsets>,
         pkt: Packet,
         pool: &mut Pool,
-        out: &mut dyn Emitter,
+        out: &mut Delivery<'_>,
     ) {
         self.stats.uncached_xlates += 1;
         let x = ofproto::xlate(of, key, Some(pkt.data()), None);
@@ -170,7 +170,7 @@ impl Exec {
         actions: &[DpAction],
         mut pkt: Packet,
         pool: &mut Pool,
-        out: &mut dyn Emitter,
+        out: &mut Delivery<'_>,
     ) {
         // Fast case: a single output.
         if let [DpAction::Output(p)] = actions {
@@ -429,27 +429,12 @@ impl Exec {
         in_slot: u16,
         pkt: Packet,
         pool: &mut Pool,
-        out: &mut dyn Emitter,
+        out: &mut Delivery<'_>,
     ) {
         match dest {
             Dest::Port(p) => out.emit(p, pkt, pool),
             Dest::Drop => out.drop_packet(pkt, pool),
-            Dest::Flood => {
-                let targets: Vec<u16> = (0..self.slot_of.len() as u16)
-                    .filter(|&s| s != in_slot && self.slot_of[usize::from(s)] != 0)
-                    .collect();
-                let Some((&last, rest)) = targets.split_last() else {
-                    out.drop_packet(pkt, pool);
-                    return;
-                };
-                for &s in rest {
-                    match pool.clone_packet(&pkt) {
-                        Some(c) => out.emit(s, c, pool),
-                        None => self.stats.copy_failures += 1,
-                    }
-                }
-                out.emit(last, pkt, pool);
-            }
+            Dest::Flood => out.flood(in_slot, pkt, pool),
         }
     }
 }

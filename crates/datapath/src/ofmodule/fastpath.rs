@@ -5,7 +5,7 @@
 use super::lookup::{Lookup, Tally};
 use super::OpenFlow;
 use crate::dpcls::{Megaflow, LOOKUP_CHUNK};
-use crate::module::Emitter;
+use crate::module::Delivery;
 use packet::{Packet, Pool};
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ impl OpenFlow {
         total: usize,
         mut pkts: impl Iterator<Item = Packet>,
         pool: &mut Pool,
-        out: &mut dyn Emitter,
+        out: &mut Delivery<'_>,
     ) {
         let Some(slow) = &self.slow else {
             for pkt in pkts {
@@ -149,7 +149,7 @@ impl OpenFlow {
     /// packets may recirculate again, up to `MAX_RECIRC_DEPTH`), through the same caches
     /// and slow path as received packets; consecutive packets of one ingress port form
     /// one batch.
-    pub(super) fn drain_recirc(&mut self, now: u64, pool: &mut Pool, out: &mut dyn Emitter) {
+    pub(super) fn drain_recirc(&mut self, now: u64, pool: &mut Pool, out: &mut Delivery<'_>) {
         let mut depth = 0u8;
         // The two queues trade places each round and keep their capacity. A round from one
         // ingress slot that fits a batch (what one received batch recirculates) is one
@@ -208,7 +208,7 @@ impl OpenFlow {
         slot: u16,
         pkts: &mut Vec<Packet>,
         pool: &mut Pool,
-        out: &mut dyn Emitter,
+        out: &mut Delivery<'_>,
     ) {
         let n = pkts.len();
         if self.slow.is_some() {
@@ -227,7 +227,7 @@ impl OpenFlow {
         in_slot: u16,
         mut pkts: impl Iterator<Item = Packet>,
         pool: &mut Pool,
-        out: &mut dyn Emitter,
+        out: &mut Delivery<'_>,
     ) {
         let udpif = Arc::clone(&self.exec.udpif);
         let of = udpif.snapshot();

@@ -39,7 +39,7 @@ use crate::bridge::LOCAL_OFPORT;
 use crate::dpcls::{Dpcls, Megaflow};
 use crate::emc::Emc;
 use crate::learning::Learning;
-use crate::module::{Ctx, Dest, Emitter, ModuleCommand, PortInfo, PortLookup, SwitchLogic};
+use crate::module::{Ctx, Delivery, ModuleCommand, PortInfo, PortLookup, SwitchLogic};
 use crate::udpif::{Lane, PortChange, Udpif};
 use exec::{Exec, NO_SLOT};
 
@@ -266,53 +266,16 @@ impl SwitchLogic for OpenFlow {
         "openflow"
     }
 
-    fn lookup(&mut self, _ctx: &Ctx, _batch: &mut Batch, dests: &mut [Dest]) {
-        // Never called: `custom_process` is true.
-        dests.fill(Dest::Drop);
-    }
-
-    fn custom_process(&self) -> bool {
-        true
-    }
-
-    fn process(
-        &mut self,
-        ctx: &Ctx,
-        in_slot: u16,
-        batch: &mut Batch,
-        pool: &mut Pool,
-        out: &mut dyn Emitter,
-    ) {
-        let in_port = self.exec.of_port(in_slot);
-        // Extract every key first, then look them up: keys are written a field at a time
-        // and read a word at a time; reading a key long after it was written avoids
-        // stalling on store-to-load forwarding.
-        for ((k, o), p) in self
-            .keys
-            .iter_mut()
-            .zip(self.offs.iter_mut())
-            .zip(batch.packets())
-        {
-            *o = flow::extract_into(k, p.data(), in_port);
-        }
-        // A batch comes from one port, and only a tunnel port's packets carry tunnel
-        // metadata (it sets it on every one): one test per batch for every other port.
-        if batch.packets().first().is_some_and(|p| p.has_tun()) {
-            self.tunnel_keys(batch, pool);
-        }
-        let total = batch.len().min(self.keys.len());
-        let pkts = batch.drain();
-        if self.slow.is_some() {
-            self.process_cached(ctx.now_ms, in_slot, total, pkts, pool, out);
+    #[inline]
+    fn forward(&mut self, ctx: &Ctx, batch: &mut Batch, pool: &mut Pool, out: &mut Delivery<'_>) {
+        if out.tracing() {
+            self.forward_traced(ctx, batch, pool, out);
         } else {
-            self.process_uncached(ctx.now_ms, in_slot, pkts, pool, out);
-        }
-        if !self.exec.recirc.is_empty() {
-            self.drain_recirc(ctx.now_ms, pool, out);
+            self.forward_batch(ctx, batch, pool, out);
         }
     }
 
-    fn poll_pending(&mut self, ctx: &Ctx, pool: &mut Pool, out: &mut dyn Emitter) -> usize {
+    fn poll_pending(&mut self, ctx: &Ctx, pool: &mut Pool, out: &mut Delivery<'_>) -> usize {
         // Single writer: a plain load and store, no locked read-modify-write per iteration.
         let e = &*self.epoch;
         e.store(e.load(Ordering::Relaxed) + 1, Ordering::Release);
@@ -355,7 +318,7 @@ impl SwitchLogic for OpenFlow {
         frame: &[u8],
         actions: &[DpAction],
         pool: &mut Pool,
-        out: &mut dyn Emitter,
+        out: &mut Delivery<'_>,
     ) -> Result<(), String> {
         let Some(mut pkt) = pool.alloc() else {
             return Err("packet pool exhausted".into());
@@ -570,6 +533,100 @@ impl SwitchLogic for OpenFlow {
 }
 
 impl OpenFlow {
+    /// The module's pass over one received batch (from [`Delivery::in_port`]).
+    #[inline]
+    fn forward_batch(
+        &mut self,
+        ctx: &Ctx,
+        batch: &mut Batch,
+        pool: &mut Pool,
+        out: &mut Delivery<'_>,
+    ) {
+        let in_slot = out.in_port();
+        let in_port = self.exec.of_port(in_slot);
+        // Extract every key first, then look them up: keys are written a field at a time
+        // and read a word at a time; reading a key long after it was written avoids
+        // stalling on store-to-load forwarding.
+        for ((k, o), p) in self
+            .keys
+            .iter_mut()
+            .zip(self.offs.iter_mut())
+            .zip(batch.packets())
+        {
+            *o = flow::extract_into(k, p.data(), in_port);
+        }
+        // A batch comes from one port, and only a tunnel port's packets carry tunnel
+        // metadata (it sets it on every one): one test per batch for every other port.
+        if batch.packets().first().is_some_and(|p| p.has_tun()) {
+            self.tunnel_keys(batch, pool);
+        }
+        let total = batch.len().min(self.keys.len());
+        let pkts = batch.drain();
+        if self.slow.is_some() {
+            self.process_cached(ctx.now_ms, in_slot, total, pkts, pool, out);
+        } else {
+            self.process_uncached(ctx.now_ms, in_slot, pkts, pool, out);
+        }
+        if !self.exec.recirc.is_empty() {
+            self.drain_recirc(ctx.now_ms, pool, out);
+        }
+    }
+
+    /// [`OpenFlow::forward_batch`] for a traced packet (the batch holds one): notes which
+    /// cache answered and the datapath actions it gave.
+    #[cold]
+    #[inline(never)]
+    fn forward_traced(
+        &mut self,
+        ctx: &Ctx,
+        batch: &mut Batch,
+        pool: &mut Pool,
+        out: &mut Delivery<'_>,
+    ) {
+        let b = self.exec.stats;
+        self.forward_batch(ctx, batch, pool, out);
+        let s = self.exec.stats;
+        let actions = |m: Option<&Arc<Megaflow>>| {
+            m.map(|m| {
+                let a: Vec<String> = m.actions.iter().map(|a| a.to_string()).collect();
+                if a.is_empty() {
+                    "drop".to_string()
+                } else {
+                    a.join(",")
+                }
+            })
+            .unwrap_or_default()
+        };
+        let mut what = if s.emc_hits > b.emc_hits {
+            format!("emc hit, actions:{}", actions(self.last[0].as_ref()))
+        } else if s.megaflow_hits > b.megaflow_hits {
+            let how = if s.subtable_lookups > b.subtable_lookups {
+                "megaflow hit (dpcls)"
+            } else {
+                "megaflow hit (the previous packet's)"
+            };
+            format!("{how}, actions:{}", actions(self.last[0].as_ref()))
+        } else if s.upcalls > b.upcalls {
+            let lost = if s.lost_upcalls > b.lost_upcalls {
+                " (queue full: lost)"
+            } else {
+                ""
+            };
+            format!("upcall{lost}: actions run when the handler answers")
+        } else if s.uncached_xlates > b.uncached_xlates {
+            "uncached: full pipeline on the poll thread".to_string()
+        } else {
+            "-".to_string()
+        };
+        if s.recirculations > b.recirculations {
+            what.push_str(&format!(
+                "; {} recirculation(s)",
+                s.recirculations - b.recirculations
+            ));
+        }
+        out.note(|| what);
+    }
+
     /// Picks the lookup path for the next second from the last one's traffic (like OVS
     /// choosing a specialised lookup once). The EMC hashes and compares the whole 26-word
     /// key, so it pays only when it saves more than that: it is bypassed when megaflow

@@ -504,7 +504,7 @@ fn reader(
     b: &Arc<BridgeOf>,
     c: &Arc<Conn>,
     mut rd: Stream,
-    cfg: &super::BridgeCfg,
+    cfg: &super::OfSettings,
     stop: &AtomicBool,
     slot: Option<&connlimit::Slot>,
 ) {

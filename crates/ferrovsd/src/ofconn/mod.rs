@@ -95,9 +95,12 @@ pub enum FailMode {
     Secure,
 }
 
-/// Per-bridge OpenFlow settings.
+/// Per-bridge OpenFlow settings as the connection manager applies them (fail mode, allowed
+/// versions, probe and backoff times, packet-in rate limits, datapath id). Not the database's
+/// view of a bridge (`vswitch::model::BridgeCfg`, a `Bridge` row with its ports): the
+/// reconfiguration resolves that row's OpenFlow columns into this (`vswitch::ofbridge`).
 #[derive(Clone, Debug)]
-pub struct BridgeCfg {
+pub struct OfSettings {
     pub fail_mode: FailMode,
     /// Allowed wire versions.
     pub versions: Vec<u8>,
@@ -109,9 +112,9 @@ pub struct BridgeCfg {
     pub datapath_id: Option<u64>,
 }
 
-impl Default for BridgeCfg {
+impl Default for OfSettings {
     fn default() -> Self {
-        BridgeCfg {
+        OfSettings {
             fail_mode: FailMode::Standalone,
             versions: wire::VERSIONS.to_vec(),
             inactivity_probe_ms: 5000,
@@ -144,7 +147,7 @@ pub struct BridgeOf {
     pub name: String,
     pub udpif: Arc<Udpif>,
     pub pmd: Arc<Datapath>,
-    pub cfg: Mutex<BridgeCfg>,
+    pub cfg: Mutex<OfSettings>,
     pub conns: Mutex<Vec<Arc<Conn>>>,
     pub snoops: Mutex<Vec<crossbeam_channel::Sender<Vec<u8>>>>,
     /// The master election (see [`role`]); held while a role request is applied.
@@ -366,7 +369,7 @@ impl ConnMgr {
             name: name.to_string(),
             udpif,
             pmd: Arc::clone(&self.pmd),
-            cfg: Mutex::new(BridgeCfg::default()),
+            cfg: Mutex::new(OfSettings::default()),
             conns: Mutex::new(Vec::new()),
             snoops: Mutex::new(Vec::new()),
             roles: Mutex::new(role::Election::default()),

@@ -112,7 +112,8 @@ pub struct PortCfg {
     pub ifaces: Vec<IfaceCfg>,
 }
 
-/// One bridge.
+/// One bridge as the database describes it (its `Bridge` row, settings and ports); its
+/// OpenFlow columns end up, resolved, in the connection manager's `ofconn::OfSettings`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BridgeCfg {
     pub uuid: String,

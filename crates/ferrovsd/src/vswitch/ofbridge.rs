@@ -6,7 +6,7 @@
 //! `bridge_removed` when the bridge goes, and on every change of the bridge's Controller rows,
 //! `fail_mode`, `protocols` or datapath ID: the controller targets (`set_controllers`) and the
 //! per-bridge settings (`fail_mode`, the allowed OpenFlow versions, `datapath_id`, and the
-//! first controller's `inactivity_probe`/`max_backoff`) in the manager's `BridgeCfg`; then
+//! first controller's `inactivity_probe`/`max_backoff`) in the manager's `OfSettings`; then
 //! the flow table is reset where ovs-vswitchd resets it ([`crate::ofconn::default_flow`]).
 //!
 //! Threads: called from the reconfiguration thread; the manager takes its own locks.

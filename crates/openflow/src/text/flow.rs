@@ -681,9 +681,13 @@ pub fn format_flow(fm: &FlowMod) -> String {
     items.join(",")
 }
 
-/// Counters and ages of a flow entry, for [`format_flow_stats`].
+/// Counters and ages of a flow entry, for [`format_flow_stats`] (which takes the entry's
+/// description as a [`FlowMod`]). Not a statistics record: the wire's flow statistics records
+/// are `wire::multipart::FlowStats` (OpenFlow 1.0-1.4 and Nicira) and
+/// `wire::of14::FlowStats15` (1.5's, whose counters are OXS fields and which carries no
+/// instructions).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub struct FlowStats {
+pub struct FlowCounters {
     /// Time since the flow was added.
     pub duration: Duration,
     /// Packets matched.
@@ -702,7 +706,7 @@ pub struct FlowStats {
 /// `cookie=0x0, duration=1.500s, table=0, n_packets=3, n_bytes=180, idle_timeout=10,
 /// idle_age=1, priority=100,ip,nw_dst=10.0.0.1 actions=output:2`.
 /// The line parses back with [`parse_flow`] (counters are ignored).
-pub fn format_flow_stats(fm: &FlowMod, stats: &FlowStats) -> String {
+pub fn format_flow_stats(fm: &FlowMod, stats: &FlowCounters) -> String {
     let mut s = format!(
         "cookie=0x{:x}, duration={}.{:03}s, table={}, n_packets={}, n_bytes={}, ",
         fm.cookie,

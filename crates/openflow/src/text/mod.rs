@@ -35,7 +35,9 @@ pub use actions::{
     format_action, format_actions, format_instructions, parse_actions, parse_instructions,
 };
 pub use fields::{format_port, format_value, parse_port, parse_value};
-pub use flow::{format_flow, format_flow_stats, format_match, parse_flow, parse_match, FlowStats};
+pub use flow::{
+    format_flow, format_flow_stats, format_match, parse_flow, parse_match, FlowCounters,
+};
 pub use group::{format_group, parse_group, parse_group_buckets};
 pub use meter::{format_meter, meter_id_text, parse_meter};
 

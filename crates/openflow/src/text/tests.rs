@@ -712,7 +712,7 @@ fn dump_flows_line() {
         C::Add,
     )
     .unwrap();
-    let stats = FlowStats {
+    let stats = FlowCounters {
         duration: std::time::Duration::from_millis(1500),
         n_packets: 3,
         n_bytes: 180,
@@ -727,13 +727,13 @@ fn dump_flows_line() {
     );
     assert_eq!(parse_flow(&line, C::Add), Ok(fm));
     let fm = parse_flow("priority=0,actions=NORMAL", C::Add).unwrap();
-    let line = format_flow_stats(&fm, &FlowStats::default());
+    let line = format_flow_stats(&fm, &FlowCounters::default());
     assert_eq!(
         line,
         "cookie=0x0, duration=0.000s, table=0, n_packets=0, n_bytes=0, priority=0 actions=NORMAL"
     );
     let fm = parse_flow("actions=drop", C::Add).unwrap();
-    let line = format_flow_stats(&fm, &FlowStats::default());
+    let line = format_flow_stats(&fm, &FlowCounters::default());
     assert!(line.ends_with("n_bytes=0, actions=drop"), "{line}");
     assert_eq!(parse_flow(&line, C::Add), Ok(fm));
 }

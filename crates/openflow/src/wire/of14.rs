@@ -144,7 +144,9 @@ pub struct BundleFeatures {
     pub props: Vec<Prop>,
 }
 
-/// One OpenFlow 1.5 flow statistics record (multipart 17).
+/// One OpenFlow 1.5 flow statistics record (multipart 17). A record of its own, not
+/// [`super::multipart::FlowStats`] in a later version: 1.5 sends the counters as OXS fields
+/// ([`OxsStats`]) and no cookie, timeouts or instructions.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct FlowStats15 {
     /// Table.

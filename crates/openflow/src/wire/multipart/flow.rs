@@ -44,7 +44,8 @@ pub struct FlowStatsRequest {
     pub match_: Match,
 }
 
-/// One flow's statistics.
+/// One flow's statistics record (OpenFlow 1.0-1.4 and Nicira's `NXST_FLOW`); the one type
+/// both directions use (1.5's record is `of14::FlowStats15`).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct FlowStats {
     /// Table.

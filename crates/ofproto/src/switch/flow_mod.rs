@@ -1,0 +1,287 @@
+//! Applying a checked flow_mod: add, modify, delete, and rule expiry.
+
+use super::*;
+
+impl Ofproto {
+    pub(super) fn make_rule(&mut self, fm: Cow<'_, FlowMod>, table_id: u8, now_ms: u64) -> Rule {
+        let id = self.next_id;
+        self.next_id += 1;
+        let (priority, cookie, idle_timeout, hard_timeout, flags) = (
+            fm.priority,
+            fm.cookie,
+            fm.idle_timeout,
+            fm.hard_timeout,
+            fm.flags,
+        );
+        let (match_, instructions) = match fm {
+            Cow::Owned(f) => (f.match_, f.instructions),
+            Cow::Borrowed(f) => (f.match_.clone(), f.instructions.clone()),
+        };
+        Rule {
+            id,
+            table_id,
+            priority,
+            match_,
+            cookie,
+            idle_timeout,
+            hard_timeout,
+            flags,
+            instructions,
+            created_ms: now_ms,
+            modified_ms: now_ms,
+            stats: Arc::new(RuleStats::default()),
+        }
+    }
+
+    pub(super) fn add(
+        &mut self,
+        fm: Cow<'_, FlowMod>,
+        now_ms: u64,
+    ) -> Result<FlowModResult, OfError> {
+        let tid = fm.table_id;
+        if usize::from(tid) >= N_TABLES {
+            return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
+        }
+        self.check_instructions(&fm.match_, &fm.instructions)?;
+        let table = &self.tables[usize::from(tid)];
+        let existing = table
+            .find_strict(&fm.match_, fm.priority, &self.tlv)
+            .map(|r| r.id);
+        if fm.flags.contains(FlowModFlags::CHECK_OVERLAP) {
+            let overlap = table.iter().any(|r| {
+                r.priority == fm.priority && Some(r.id) != existing && r.match_.overlaps(&fm.match_)
+            });
+            if overlap {
+                return Err(fm_err(err::flow_mod_failed::OVERLAP));
+            }
+        }
+        if existing.is_none() && table.len() >= table.max_entries {
+            return Err(fm_err(err::flow_mod_failed::TABLE_FULL));
+        }
+        let rule = self.make_rule(fm, tid, now_ms);
+        let table = &mut self.tables[usize::from(tid)];
+        // An identical entry is replaced: the new one starts with fresh counters and
+        // duration, and no flow_removed is sent for the old one (OpenFlow 1.3 §6.4).
+        let replaced = existing.and_then(|old| table.remove(old));
+        let rule = Arc::new(rule);
+        let (key, mask) = crate::tun_md::match_to_key(&rule.match_, &self.tlv);
+        table.insert(Arc::clone(&rule), CMatch::from_flow(&key, &mask));
+        if let Some(old) = replaced {
+            self.unref_learns(&old);
+        }
+        self.ref_learns(&rule);
+        self.log_event(FlowEventKind::Added, &rule);
+        self.version += 1;
+        Ok(FlowModResult {
+            added: 1,
+            ..Default::default()
+        })
+    }
+
+    /// Rules a modify/delete selects: strict = same match and priority; otherwise every
+    /// rule whose match refines the flow_mod's. Cookie, out_port and out_group filter.
+    pub(super) fn select(&self, fm: &FlowMod) -> Vec<(u8, u64)> {
+        let strict = fm.command.is_strict();
+        let tables: Vec<u8> = if fm.table_id == OFPTT_ALL {
+            (0..N_TABLES as u8).collect()
+        } else {
+            vec![fm.table_id]
+        };
+        let mut out = Vec::new();
+        for tid in tables {
+            let Some(t) = self.tables.get(usize::from(tid)) else {
+                continue;
+            };
+            // Strict: the one rule with this match and priority, found by hash, so OVN's
+            // strict modifies and deletes cost the same in a table of any size.
+            let candidates: Box<dyn Iterator<Item = &Arc<Rule>>> = if strict {
+                Box::new(
+                    t.find_strict(&fm.match_, fm.priority, &self.tlv)
+                        .into_iter(),
+                )
+            } else {
+                Box::new(t.iter().filter(|r| r.match_.refines(&fm.match_)))
+            };
+            for r in candidates {
+                if (r.cookie & fm.cookie_mask) != (fm.cookie & fm.cookie_mask) {
+                    continue;
+                }
+                if fm.command.is_delete() {
+                    if fm.out_port != OFPP_ANY && !r.outputs_to(fm.out_port) {
+                        continue;
+                    }
+                    if fm.out_group != OFPG_ANY && !r.uses_group(fm.out_group) {
+                        continue;
+                    }
+                }
+                out.push((tid, r.id));
+            }
+        }
+        out
+    }
+
+    pub(super) fn modify(&mut self, fm: &FlowMod, now_ms: u64) -> Result<FlowModResult, OfError> {
+        let sel = self.select(fm);
+        // Validate the new instructions against every selected rule's match first.
+        for &(tid, id) in &sel {
+            if let Some(r) = self.tables[usize::from(tid)].get(id) {
+                self.check_instructions(&r.match_, &fm.instructions)?;
+            }
+        }
+        if sel.is_empty() {
+            self.check_instructions(&fm.match_, &fm.instructions)?;
+        }
+        let reset = fm.flags.contains(FlowModFlags::RESET_COUNTS);
+        for &(tid, id) in &sel {
+            let t = &mut self.tables[usize::from(tid)];
+            let Some(old) = t.get(id).cloned() else {
+                continue;
+            };
+            if reset {
+                old.stats.reset();
+            }
+            let new = Rule {
+                id: old.id,
+                table_id: old.table_id,
+                priority: old.priority,
+                match_: old.match_.clone(),
+                cookie: old.cookie,
+                idle_timeout: old.idle_timeout,
+                hard_timeout: old.hard_timeout,
+                flags: old.flags,
+                instructions: fm.instructions.clone(),
+                created_ms: old.created_ms,
+                modified_ms: now_ms,
+                stats: Arc::clone(&old.stats),
+            };
+            let new = Arc::new(new);
+            t.replace(Arc::clone(&new));
+            self.ref_learns(&new);
+            self.unref_learns(&old);
+            self.log_event(FlowEventKind::Modified, &new);
+        }
+        if !sel.is_empty() {
+            self.version += 1;
+        }
+        Ok(FlowModResult {
+            modified: sel.len(),
+            ..Default::default()
+        })
+    }
+
+    pub(super) fn delete(&mut self, fm: &FlowMod, reason: RemovedReason, now_ms: u64) -> usize {
+        if fm.command == FlowModCommand::Delete
+            && fm.match_.is_empty()
+            && fm.cookie_mask == 0
+            && fm.out_port == OFPP_ANY
+            && fm.out_group == OFPG_ANY
+        {
+            return self.delete_all(fm.table_id, reason, now_ms);
+        }
+        let sel = self.select(fm);
+        for &(tid, id) in &sel {
+            if let Some(r) = self.tables[usize::from(tid)].remove(id) {
+                self.unref_learns(&r);
+                self.removed(r, reason, now_ms);
+            }
+        }
+        if !sel.is_empty() {
+            self.version += 1;
+        }
+        sel.len()
+    }
+
+    /// Deletes every rule of table `table_id` (or of all tables): each table is swapped for
+    /// an empty one, the rules are reported as removed, and the old tables are freed on a
+    /// short-lived thread when they are large, as OVS defers frees past its RCU grace
+    /// period, so `del-flows` of a million rules answers in the time it takes to list them.
+    pub(super) fn delete_all(&mut self, table_id: u8, reason: RemovedReason, now_ms: u64) -> usize {
+        let mut n = 0;
+        let mut graveyard = Vec::new();
+        for t in &mut self.tables {
+            if (table_id != OFPTT_ALL && t.id != table_id) || t.is_empty() {
+                continue;
+            }
+            n += t.len();
+            graveyard.push(t.take_all());
+        }
+        if n == 0 {
+            return 0;
+        }
+        let wanted = self.monitoring;
+        for old in &graveyard {
+            for r in old.iter().map(|r| r.payload()) {
+                self.unref_learns(r);
+                if wanted || r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
+                    self.removed(Arc::clone(r), reason, now_ms);
+                }
+            }
+        }
+        self.version += 1;
+        if n >= DEFER_FREE_RULES {
+            let spawned = std::thread::Builder::new()
+                .name("free-rules".into())
+                .spawn(move || drop(graveyard));
+            // If no thread can be made, the closure (and the tables) drop here instead.
+            drop(spawned);
+        }
+        n
+    }
+
+    pub(super) fn delete_where(
+        &mut self,
+        pred: impl Fn(&Rule) -> bool,
+        reason: RemovedReason,
+        now_ms: u64,
+    ) -> usize {
+        let mut victims = Vec::new();
+        for t in &self.tables {
+            for r in t.iter() {
+                if pred(r) {
+                    victims.push((t.id, r.id));
+                }
+            }
+        }
+        for &(tid, id) in &victims {
+            if let Some(r) = self.tables[usize::from(tid)].remove(id) {
+                self.unref_learns(&r);
+                self.removed(r, reason, now_ms);
+            }
+        }
+        if !victims.is_empty() {
+            self.version += 1;
+        }
+        victims.len()
+    }
+
+    /// Removes rules whose idle or hard timeout has passed. Returns how many.
+    pub fn expire(&mut self, now_ms: u64) -> usize {
+        let mut victims = Vec::new();
+        for t in &self.tables {
+            for r in t.timed() {
+                let hard = r.hard_timeout != 0
+                    && now_ms.saturating_sub(r.created_ms) >= u64::from(r.hard_timeout) * 1000;
+                let (_, _, used) = r.stats.get();
+                let last = used.max(r.created_ms);
+                let idle = r.idle_timeout != 0
+                    && now_ms.saturating_sub(last) >= u64::from(r.idle_timeout) * 1000;
+                if hard {
+                    victims.push((t.id, r.id, RemovedReason::HardTimeout));
+                } else if idle {
+                    victims.push((t.id, r.id, RemovedReason::IdleTimeout));
+                }
+            }
+        }
+        for &(tid, id, why) in &victims {
+            if let Some(r) = self.tables[usize::from(tid)].remove(id) {
+                self.unref_learns(&r);
+                self.removed(r, why, now_ms);
+            }
+        }
+        if !victims.is_empty() {
+            self.version += 1;
+        }
+        self.flush_learned(now_ms);
+        victims.len()
+    }
+}

@@ -1,0 +1,213 @@
+//! The TLV table, group and meter mods.
+
+use super::*;
+
+impl Ofproto {
+    /// Applies a TLV-table mod: refused whole with `NXTTMFC_INVALID_TLV_DEL` if it would
+    /// unmap a field some rule uses (see [`crate::tlv`]).
+    pub fn tlv_mod(
+        &mut self,
+        command: openflow::wire::nicira::TlvTableCommand,
+        maps: &[openflow::wire::nicira::TlvMap],
+    ) -> Result<(), OfError> {
+        let in_use = self.tables.iter().flat_map(|t| t.iter()).fold(0, |acc, r| {
+            acc | crate::tlv::fields_used(&r.match_, &r.instructions)
+        });
+        self.tlv.apply_in_use(command, maps, in_use)?;
+        self.version += 1;
+        Ok(())
+    }
+
+    // ---- groups ---------------------------------------------------------------------
+
+    /// Applies a group_mod.
+    pub fn group_mod(&mut self, gm: &GroupMod, now_ms: u64) -> Result<(), OfError> {
+        use err::group_mod_failed as g;
+        gm.validate()?;
+        match gm.command {
+            GroupModCommand::Add | GroupModCommand::Modify => {
+                let exists = self.groups.contains_key(&gm.group_id);
+                if gm.command == GroupModCommand::Add && exists {
+                    return Err(OfError::group_mod_failed(g::GROUP_EXISTS));
+                }
+                if gm.command == GroupModCommand::Modify && !exists {
+                    return Err(OfError::group_mod_failed(g::UNKNOWN_GROUP));
+                }
+                for b in &gm.buckets {
+                    for a in &b.actions {
+                        if let Action::Group(c) = a {
+                            if *c == gm.group_id || self.reaches(*c, gm.group_id) {
+                                return Err(OfError::group_mod_failed(g::LOOP));
+                            }
+                            if !self.groups.contains_key(c) {
+                                return Err(OfError::group_mod_failed(g::UNKNOWN_GROUP));
+                            }
+                        }
+                    }
+                    // A bucket has no match to be inconsistent with: its set_field
+                    // prerequisites are checked per packet by xlate.
+                    self.check_actions_inner(&Match::new(), &b.actions, false, false)?;
+                }
+                let grp = Group::new(gm.group_id, gm.group_type, gm.buckets.clone(), now_ms);
+                match self.groups.get_mut(&gm.group_id) {
+                    Some(old) if gm.command == GroupModCommand::Modify => {
+                        let created = old.created_ms;
+                        *old = grp;
+                        old.created_ms = created;
+                    }
+                    _ => {
+                        self.groups.insert(gm.group_id, grp);
+                    }
+                }
+            }
+            GroupModCommand::Delete => {
+                let ids: Vec<u32> = if gm.group_id == OFPG_ALL {
+                    self.groups.keys().copied().collect()
+                } else {
+                    vec![gm.group_id]
+                };
+                for id in ids {
+                    if self.groups.remove(&id).is_some() {
+                        self.delete_where(|r| r.uses_group(id), RemovedReason::GroupDelete, now_ms);
+                    }
+                }
+            }
+        }
+        self.version += 1;
+        self.meta_gen += 1;
+        self.flush_learned(now_ms);
+        Ok(())
+    }
+
+    /// True if group `from` reaches group `to` through chained group actions.
+    pub(super) fn reaches(&self, from: u32, to: u32) -> bool {
+        let mut stack = vec![from];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(g) = stack.pop() {
+            if g == to {
+                return true;
+            }
+            if !seen.insert(g) {
+                continue;
+            }
+            if let Some(grp) = self.groups.get(&g) {
+                stack.extend(grp.chained());
+            }
+        }
+        false
+    }
+
+    /// True if group `g` is live (fast-failover watch semantics): some bucket is live.
+    pub fn group_live(&self, g: u32, depth: u32) -> bool {
+        if depth > 16 {
+            return false;
+        }
+        self.groups
+            .get(&g)
+            .is_some_and(|grp| grp.buckets.iter().any(|b| self.bucket_live(b, depth + 1)))
+    }
+
+    /// True if a bucket's watched port and group are live (unwatched means live).
+    pub fn bucket_live(&self, b: &openflow::Bucket, depth: u32) -> bool {
+        let port_ok = b.watch_port == OFPP_ANY || self.port_live(b.watch_port);
+        let group_ok = b.watch_group == OFPG_ANY || self.group_live(b.watch_group, depth);
+        port_ok && group_ok
+    }
+
+    // ---- meters ---------------------------------------------------------------------
+
+    /// Applies a meter_mod.
+    pub fn meter_mod(&mut self, mm: &MeterMod, now_ms: u64) -> Result<(), OfError> {
+        use err::meter_mod_failed as m;
+        mm.validate()?;
+        let pktps = mm.flags.contains(MeterFlags::PKTPS);
+        let burst = mm.flags.contains(MeterFlags::BURST);
+        let stats = mm.flags.contains(MeterFlags::STATS);
+        let bands: Vec<Band> = mm
+            .bands
+            .iter()
+            .map(|b| match *b {
+                MeterBand::Drop { rate, burst_size } => {
+                    Band::new(BandKind::Drop, rate, burst_size, burst)
+                }
+                MeterBand::DscpRemark {
+                    rate,
+                    burst_size,
+                    prec_level,
+                } => Band::new(BandKind::DscpRemark { prec_level }, rate, burst_size, burst),
+            })
+            .collect();
+        let now_us = now_ms * 1000;
+        match mm.command {
+            MeterModCommand::Add => {
+                if self.meters.contains_key(&mm.meter_id) {
+                    return Err(OfError::meter_mod_failed(m::METER_EXISTS));
+                }
+                self.meters.insert(
+                    mm.meter_id,
+                    Arc::new(LiveMeter::new(
+                        mm.meter_id,
+                        pktps,
+                        burst,
+                        stats,
+                        &bands,
+                        now_us,
+                    )),
+                );
+                self.meter_specs.insert(mm.meter_id, mm.clone());
+            }
+            MeterModCommand::Modify => match self.meters.get_mut(&mm.meter_id) {
+                Some(meter) => {
+                    *meter = Arc::new(meter.reconfigured(pktps, burst, stats, &bands, now_us));
+                    self.meter_specs.insert(mm.meter_id, mm.clone());
+                }
+                None => return Err(OfError::meter_mod_failed(m::UNKNOWN_METER)),
+            },
+            MeterModCommand::Delete => {
+                let ids: Vec<u32> = if mm.meter_id == OFPM_ALL {
+                    self.meters.keys().copied().collect()
+                } else {
+                    vec![mm.meter_id]
+                };
+                for id in ids {
+                    if self.meters.remove(&id).is_some() {
+                        self.meter_specs.remove(&id);
+                        self.delete_where(
+                            |r| r.meter() == Some(id),
+                            RemovedReason::MeterDelete,
+                            now_ms,
+                        );
+                    }
+                }
+            }
+        }
+        self.publish_meters();
+        self.version += 1;
+        self.meta_gen += 1;
+        self.flush_learned(now_ms);
+        Ok(())
+    }
+
+    /// Number of rules using each meter, in one pass over the tables.
+    pub fn meter_flow_counts(&self) -> std::collections::HashMap<u32, usize> {
+        let mut n = std::collections::HashMap::new();
+        for id in self
+            .tables
+            .iter()
+            .flat_map(|t| t.iter())
+            .filter_map(|r| r.meter())
+        {
+            *n.entry(id).or_insert(0) += 1;
+        }
+        n
+    }
+
+    /// Number of rules using meter `id`.
+    pub fn meter_flow_count(&self, id: u32) -> usize {
+        self.tables
+            .iter()
+            .flat_map(|t| t.iter())
+            .filter(|r| r.meter() == Some(id))
+            .count()
+    }
+}
