@@ -20,7 +20,7 @@
 //! Not here: `output_vlan` (remote SPAN onto a VLAN) is refused when the mirror is set.
 
 use crate::module::VlanMode;
-use crate::{Datapath, Error, Switch};
+use crate::{Datapath, Error, PollSet};
 use packet::Packet;
 
 /// A mirror as the configuration names it (OVSDB's `Mirror` row, ports by name).
@@ -34,7 +34,7 @@ pub struct MirrorConfig {
     pub output_port: Option<String>,
 }
 
-impl Switch {
+impl PollSet {
     /// Sets bridge `br`'s mirrors on this thread. Returns the port names not on the bridge
     /// (left out of the selection; a mirror whose output port is missing selects nothing).
     pub fn set_mirrors(&mut self, br: &str, cfg: &[MirrorConfig]) -> Result<Vec<String>, Error> {
@@ -74,7 +74,7 @@ impl Switch {
 
 impl Datapath {
     /// Sets bridge `br`'s mirrors on every poll thread that serves it (see
-    /// [`Switch::set_mirrors`]). At most [`MAX_MIRRORS`] per bridge.
+    /// [`PollSet::set_mirrors`]). At most [`MAX_MIRRORS`] per bridge.
     pub fn set_mirrors(&self, br: &str, cfg: &[MirrorConfig]) -> Result<Vec<String>, Error> {
         if cfg.len() > MAX_MIRRORS {
             return Err(Error::TooManyMirrors {

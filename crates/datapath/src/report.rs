@@ -9,7 +9,7 @@
 
 use crate::bridge::BridgeStats;
 use crate::module::VlanMode;
-use crate::switch::PmdStats;
+use crate::pollset::PmdStats;
 use netdev::{LinkState, PortStats};
 
 /// One bridge of `show`: its module and ports (in slot order).

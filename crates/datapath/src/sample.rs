@@ -25,7 +25,7 @@
 //! Threads: a [`Sampler`] lives in one poll thread's bridge; the sink's sender is cloned into
 //! every thread that serves the bridge, the receiver belongs to the exporter.
 
-use crate::{Error, Switch};
+use crate::{Error, PollSet};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use packet::Batch;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -312,7 +312,7 @@ impl FlowSampleTap {
     }
 }
 
-impl Switch {
+impl PollSet {
     /// Sets (or with `None` removes) bridge `br`'s sampler for `owner` on this thread.
     pub fn set_sampler(
         &mut self,
@@ -320,7 +320,7 @@ impl Switch {
         owner: &'static str,
         cfg: Option<SamplerConfig>,
     ) -> Result<(), Error> {
-        let seed = self as *const Switch as u64 ^ 0x9e37_79b9_7f4a_7c15;
+        let seed = self as *const PollSet as u64 ^ 0x9e37_79b9_7f4a_7c15;
         let b = self
             .bridge_mut(br)
             .ok_or_else(|| Error::NoSuchBridge(br.to_string()))?;

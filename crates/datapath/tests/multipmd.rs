@@ -1,7 +1,7 @@
 //! Several poll threads serving one bridge: queues spread and moved, every packet forwarded
 //! once, counters summed over the threads.
 
-use datapath::dpif::Assign;
+use datapath::threads::Assign;
 use datapath::{registry, Datapath, VlanMode};
 use netdev::Options;
 use std::time::{Duration, Instant};
@@ -218,7 +218,7 @@ fn auto_rebalance_splits_the_busy_queues() {
         st.assign = Assign::Cycles;
         st.measure().expect("measure");
     }
-    dp.set_auto_lb(datapath::dpif::AutoLb {
+    dp.set_auto_lb(datapath::threads::AutoLb {
         enabled: true,
         load_threshold: 50,
         improvement_threshold: 25,

@@ -1,6 +1,6 @@
 //! Applying the desired configuration to the datapath.
 //!
-//! What: [`Reconfigurer::apply`] makes the poll thread's [`datapath::Switch`] match a
+//! What: [`Reconfigurer::apply`] makes the poll thread's [`datapath::PollSet`] match a
 //! [`Desired`] read from the database, in two passes as ovs-vswitchd's bridge reconfiguration
 //! does: first remove what must go (bridges no longer wanted or whose module changed, ports no
 //! longer wanted or whose type, options, VLAN mode or requested ofport changed), then add what
@@ -249,7 +249,7 @@ impl Reconfigurer {
 
     fn apply_threads(&mut self, oc: &std::collections::BTreeMap<String, String>) {
         let cores = match oc.get("pmd-cpu-mask") {
-            Some(m) => match datapath::dpif::parse_cpu_mask(m) {
+            Some(m) => match datapath::threads::parse_cpu_mask(m) {
                 Ok(c) => Some(c),
                 Err(e) => {
                     self.warn_once(&format!("{e}; keeping the current poll threads"));
@@ -289,7 +289,7 @@ impl Reconfigurer {
             .get("pmd-rxq-assign")
             .map(String::as_str)
             .unwrap_or("cycles");
-        match assign.parse::<datapath::dpif::Assign>() {
+        match assign.parse::<datapath::threads::Assign>() {
             Ok(a) => {
                 if let Err(e) = self.pmd.set_assign(a) {
                     vlog::err("dpif_netdev", &format!("pmd-rxq-assign: {e}"));
@@ -303,7 +303,7 @@ impl Reconfigurer {
                 .filter(|n| *n <= 100)
                 .unwrap_or(d)
         };
-        let lb = datapath::dpif::AutoLb {
+        let lb = datapath::threads::AutoLb {
             enabled: oc.get("pmd-auto-lb").is_some_and(|v| v == "true"),
             load_threshold: num("pmd-auto-lb-load-threshold", 95),
             improvement_threshold: num("pmd-auto-lb-improvement-threshold", 25),

@@ -1,12 +1,13 @@
-//! The switch: every bridge served by one poll thread, with its buffer pool and counters.
+//! The poll set: every bridge served by one poll thread, with its buffer pool and counters.
 //!
-//! A [`Switch`] is owned by exactly one thread (the poll-mode thread, see [`crate::pmd`]). The
+//! A [`PollSet`] is owned by exactly one thread (the poll-mode thread, see [`crate::pmd`]). The
 //! control plane never touches it directly: it sends closures that run between two polls
 //! (see [`crate::pmd::PmdHandle::call`]), so every change is applied atomically with respect to
 //! forwarding and no lock is ever taken on the fast path.
 //!
-//! Port names are unique across the whole switch (like kernel interface names); ofports are
-//! unique within a bridge.
+//! Port names are unique across the whole datapath (like kernel interface names); ofports are
+//! unique within a bridge. Status leaves as plain structs ([`crate::report`]); the layout of
+//! `show`, `dump-ports` and `pmd-stats-show` is the daemon's.
 
 use crate::bridge::{Bridge, LOCAL_OFPORT, MAX_OFPORT};
 use crate::cycles;
@@ -50,7 +51,7 @@ impl PmdStats {
 }
 
 /// See the module documentation.
-pub struct Switch {
+pub struct PollSet {
     bridges: Vec<Bridge>,
     pub pool: Pool,
     last_run_ms: u64,
@@ -60,7 +61,7 @@ pub struct Switch {
     /// Module cache counters at the last `pmd-stats-clear`.
     cache_base: std::collections::BTreeMap<&'static str, u64>,
     /// New ports' receive queues wait, unpolled, until the control plane places them
-    /// ([`Switch::unpark_rxq`]); set for threads run by [`crate::Datapath`].
+    /// ([`PollSet::unpark_rxq`]); set for threads run by [`crate::Datapath`].
     pub park_new_rxqs: bool,
     /// Packets received by the last poll.
     last_rx: usize,
@@ -68,16 +69,16 @@ pub struct Switch {
     cursor: u64,
 }
 
-impl Default for Switch {
+impl Default for PollSet {
     fn default() -> Self {
         Self::new(DEFAULT_POOL)
     }
 }
 
-impl Switch {
+impl PollSet {
     /// An empty switch with a pool of `pool_size` buffers.
-    pub fn new(pool_size: usize) -> Switch {
-        Switch {
+    pub fn new(pool_size: usize) -> PollSet {
+        PollSet {
             bridges: Vec::new(),
             pool: Pool::new(pool_size),
             last_run_ms: 0,
@@ -320,7 +321,7 @@ impl Switch {
 
     /// Detaches slot `idx` of bridge `br` (a replica's handle; the internal port included).
     pub fn detach_slot(&mut self, br: &str, idx: u16) {
-        let Switch { bridges, pool, .. } = self;
+        let PollSet { bridges, pool, .. } = self;
         if let Some(b) = bridges.iter_mut().find(|b| b.name == br) {
             b.detach(idx, pool);
         }
@@ -499,7 +500,7 @@ impl Switch {
         let ctx = Ctx {
             now_ms: self.now_ms(),
         };
-        let Switch { bridges, pool, .. } = self;
+        let PollSet { bridges, pool, .. } = self;
         let b = bridges
             .iter_mut()
             .find(|b| b.name == br)
@@ -538,7 +539,7 @@ impl Switch {
         let ctx = Ctx {
             now_ms: self.now_ms(),
         };
-        let Switch { bridges, pool, .. } = self;
+        let PollSet { bridges, pool, .. } = self;
         let b = bridges
             .iter_mut()
             .find(|b| b.name == br)

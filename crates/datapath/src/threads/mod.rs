@@ -34,8 +34,8 @@ pub use rxq::{parse_affinity, parse_cpu_mask, Assign, AutoLb, RxqRec, MEASURE_EV
 use crate::error::Error;
 use crate::module::{SwitchLogic, VlanMode};
 use crate::pmd::PmdHandle;
+use crate::pollset::PollSet;
 use crate::report::{PmdReport, PmdRxqReport, PortCountersReport};
-use crate::switch::Switch;
 use netdev::{Port, PortStats};
 use std::collections::BTreeMap;
 
@@ -100,7 +100,7 @@ impl State {
 
     /// Starts poll thread number `i` on `core` with an empty switch.
     fn spawn_pmd(&mut self, i: usize, core: Option<usize>) -> std::io::Result<()> {
-        let mut sw = Switch::new(self.pool_size);
+        let mut sw = PollSet::new(self.pool_size);
         sw.park_new_rxqs = true;
         let handle = PmdHandle::spawn_on(sw, &pmd_name(i, core), core)?;
         self.pmds.push(Pmd {
@@ -125,7 +125,7 @@ impl State {
     /// Runs `f` on the home thread (where bridges and ports live) between two polls.
     pub fn call<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Switch) -> R + Send + 'static,
+        f: impl FnOnce(&mut PollSet) -> R + Send + 'static,
     ) -> Result<R, Error> {
         self.pmds[0].handle.call(f)
     }
@@ -134,7 +134,7 @@ impl State {
     pub fn call_on<R: Send + 'static>(
         &self,
         i: usize,
-        f: impl FnOnce(&mut Switch) -> R + Send + 'static,
+        f: impl FnOnce(&mut PollSet) -> R + Send + 'static,
     ) -> Result<R, Error> {
         match self.pmds.get(i) {
             Some(p) => p.handle.call(f),
@@ -145,7 +145,7 @@ impl State {
     /// Runs `f` on every poll thread, in order; returns the results.
     pub fn call_all<R: Send + 'static>(
         &self,
-        f: impl Fn(&mut Switch) -> R + Send + Sync + Clone + 'static,
+        f: impl Fn(&mut PollSet) -> R + Send + Sync + Clone + 'static,
     ) -> Result<Vec<R>, Error> {
         let mut v = Vec::with_capacity(self.pmds.len());
         for p in &self.pmds {
@@ -160,7 +160,7 @@ impl State {
         self.bridges.get(br).copied().unwrap_or(false)
     }
 
-    /// Creates a bridge (see [`Switch::add_bridge`]) and replicates it where possible.
+    /// Creates a bridge (see [`PollSet::add_bridge`]) and replicates it where possible.
     pub fn add_bridge(
         &mut self,
         name: &str,
@@ -242,7 +242,7 @@ impl State {
         Ok(())
     }
 
-    /// Adds a port (see [`Switch::add_port`]), shares it with the bridge's replicas and
+    /// Adds a port (see [`PollSet::add_port`]), shares it with the bridge's replicas and
     /// assigns its receive queues. Returns its ofport.
     pub fn add_port(
         &mut self,
@@ -308,7 +308,7 @@ impl State {
     pub fn on_bridge_threads<R: Send + 'static>(
         &self,
         br: &str,
-        f: impl Fn(&mut Switch, &str) -> Result<R, Error> + Send + Sync + Clone + 'static,
+        f: impl Fn(&mut PollSet, &str) -> Result<R, Error> + Send + Sync + Clone + 'static,
     ) -> Result<R, Error> {
         let mut all = self.on_bridge_threads_all(br, f)?;
         Ok(all.swap_remove(0))
@@ -319,7 +319,7 @@ impl State {
     pub fn on_bridge_threads_all<R: Send + 'static>(
         &self,
         br: &str,
-        f: impl Fn(&mut Switch, &str) -> Result<R, Error> + Send + Sync + Clone + 'static,
+        f: impl Fn(&mut PollSet, &str) -> Result<R, Error> + Send + Sync + Clone + 'static,
     ) -> Result<Vec<R>, Error> {
         let (b, g) = (br.to_string(), f.clone());
         let mut all = vec![self.call(move |sw| g(sw, &b))??];
@@ -490,7 +490,7 @@ impl Datapath {
     /// Runs `f` on the home thread (where bridges and ports live) between two polls.
     pub fn call<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Switch) -> R + Send + 'static,
+        f: impl FnOnce(&mut PollSet) -> R + Send + 'static,
     ) -> Result<R, Error> {
         self.lock().call(f)
     }
@@ -498,7 +498,7 @@ impl Datapath {
     /// Runs `f` on every poll thread, in order; returns the results.
     pub fn call_all<R: Send + 'static>(
         &self,
-        f: impl Fn(&mut Switch) -> R + Send + Sync + Clone + 'static,
+        f: impl Fn(&mut PollSet) -> R + Send + Sync + Clone + 'static,
     ) -> Result<Vec<R>, Error> {
         self.lock().call_all(f)
     }
@@ -507,7 +507,7 @@ impl Datapath {
     pub fn on_bridge_threads<R: Send + 'static>(
         &self,
         br: &str,
-        f: impl Fn(&mut Switch, &str) -> Result<R, Error> + Send + Sync + Clone + 'static,
+        f: impl Fn(&mut PollSet, &str) -> Result<R, Error> + Send + Sync + Clone + 'static,
     ) -> Result<R, Error> {
         self.lock().on_bridge_threads(br, f)
     }
