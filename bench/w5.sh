@@ -14,7 +14,10 @@
 # measured; a step that fails prints FAILED and the script exits 3. With --w1, also W1
 # forwarding on ferrovs while the N flows are added (bench/w5_w1.py; plain and --bundle).
 # --json FILE also writes every number (seconds per step and switch, or "FAILED"; the W1
-# lines of w5_w1.py) with the date and load average.
+# lines of w5_w1.py) with the date and load average. Beside each wall time: ovs-ofctl's own
+# CPU time (user + system) on each switch; "best", OVS's time over that CPU time on ferrovs,
+# the highest wall-time ratio any switch could reach against this client; and the switch
+# process's own CPU time for the step (ferrovsd, ovs-vswitchd) with OVS's over ferrovs's.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,7 +34,7 @@ while [ $# -gt 0 ]; do
         --keep-tmp) KEEP_TMP=1; shift ;;
         --w1) W1=1; shift ;;
         --json) JSON_OUT=$2; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "w5: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -86,17 +89,30 @@ incr() { # TARGET
     done
 }
 
+export WORK
+export -f incr
 now() { date +%s.%N; }
-declare -A RES
+# The switch process's CPU time so far (user + system), in clock ticks.
+SPID=""
+ticks() { awk '{ print $14 + $15 }' "/proc/$SPID/stat"; }
+declare -A RES CPU SW
 FAILED=0
 # timed NAME SWITCH cmd...: runs cmd, stores seconds in RES[SWITCH.NAME].
 timed() {
     local name=$1 sw=$2; shift 2
     local t0 t1
+    local s0 s1
+    s0=$(ticks)
     t0=$(now)
-    if "$@" > "$WORK/$sw.$name.out" 2>&1; then
+    # The client's own CPU time (user + system, its children included) is the floor of the
+    # step's wall time whatever the switch does: printed beside the wall time.
+    if /usr/bin/time -f '%U %S' -o "$WORK/$sw.$name.cpu" "$@" > "$WORK/$sw.$name.out" 2>&1; then
         t1=$(now)
+        s1=$(ticks)
         RES[$sw.$name]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+        CPU[$sw.$name]=$(awk '{ printf "%.3f", $1 + $2 }' "$WORK/$sw.$name.cpu")
+        SW[$sw.$name]=$(awk -v a="$s0" -v b="$s1" -v hz="$(getconf CLK_TCK)" \
+            'BEGIN { printf "%.2f", (b - a) / hz }')
     else
         RES[$sw.$name]=FAILED; FAILED=1
         echo "w5: $sw $name failed:" >&2; tail -5 "$WORK/$sw.$name.out" >&2
@@ -117,7 +133,7 @@ run_steps() { # SWITCH TARGET
     timed bundle "$sw" ovs-ofctl -O OpenFlow14 --bundle add-flows "$tgt" "$WORK/flows.txt"
     n=$(count_flows "$tgt")
     [ "$n" = "$FLOWS" ] || { echo "w5: $sw has $n flows after the bundle, want $FLOWS" >&2; RES[$sw.bundle]=FAILED; FAILED=1; }
-    timed incr "$sw" incr "$tgt"
+    timed incr "$sw" bash -c 'incr "$1"' incr "$tgt"
     n=$(ovs-ofctl -O OpenFlow14 dump-flows "$tgt" | grep -c 'nw_src=' || true)
     [ "$n" = 1000 ] || { echo "w5: $sw has $n incremental flows, want 1000" >&2; RES[$sw.incr]=FAILED; FAILED=1; }
     timed del_after_bundle "$sw" ovs-ofctl -O OpenFlow14 del-flows "$tgt"
@@ -127,6 +143,7 @@ if [ "$ONLY" != ovs ]; then
     mkdir -p "$WORK/ferrovs"
     "$BIN/ferrovsd" --rundir "$WORK/ferrovs" > "$WORK/ferrovs/log" 2>&1 &
     FPID=$!
+    SPID=$FPID
     for _ in $(seq 100); do [ -S "$WORK/ferrovs/ferrovsd.ctl" ] && break; sleep 0.1; done
     ovs-vsctl --db="unix:$WORK/ferrovs/db.sock" add-br br0 -- set bridge br0 protocols=OpenFlow10,OpenFlow13,OpenFlow14
     for _ in $(seq 100); do [ -S "$WORK/ferrovs/br0.mgmt" ] && break; sleep 0.1; done
@@ -147,11 +164,13 @@ if [ "$ONLY" != ferrovs ]; then
         protocols=OpenFlow10,OpenFlow13,OpenFlow14
     for _ in $(seq 100); do [ -S "$O/br0.mgmt" ] && break; sleep 0.1; done
     echo "w5: OVS $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), $FLOWS flows" >&2
+    SPID=$(cat "$O/vswitchd.pid")
     run_steps ovs "unix:$O/br0.mgmt"
 fi
 
 printf '\nW5: %d flows (nw_dst=/32), seconds (flows/s), ovs-ofctl -O OpenFlow14\n' "$FLOWS"
-printf '%-22s %22s %22s %10s\n' step ferrovs "OVS 3.1" "OVS/ferrovs"
+printf '%-18s %20s %20s %8s %16s %8s %16s %8s\n' step ferrovs "OVS 3.1" "OVS/fv" \
+    "client CPU f/O" "best" "switch CPU f/O" "O/f CPU"
 for s in add bundle dump del del_after_bundle incr; do
     f=${RES[ferrovs.$s]:--}; o=${RES[ovs.$s]:--}
     cell() { if [[ $1 =~ ^[0-9.]+$ ]] && [[ $s != del* && $s != incr ]]; then
@@ -161,7 +180,18 @@ for s in add bundle dump del del_after_bundle incr; do
     if [[ $f =~ ^[0-9.]+$ && $o =~ ^[0-9.]+$ ]]; then
         ratio=$(awk -v o="$o" -v f="$f" 'BEGIN { printf "%.2fx", o / (f + 0.0005) }')
     fi
-    printf '%-22s %22s %22s %10s\n' "$s" "$(cell "$f")" "$(cell "$o")" "$ratio"
+    # best: OVS's wall time over the client's own CPU time on ferrovs, the ratio a switch
+    # answering in no time at all would reach with this client.
+    fc=${CPU[ferrovs.$s]:--}; oc=${CPU[ovs.$s]:--}; best=-
+    if [[ $fc =~ ^[0-9.]+$ && $o =~ ^[0-9.]+$ ]]; then
+        best=$(awk -v o="$o" -v c="$fc" 'BEGIN { printf "%.2fx", o / (c + 0.0005) }')
+    fi
+    fs=${SW[ferrovs.$s]:--}; os=${SW[ovs.$s]:--}; cratio=-
+    if [[ $fs =~ ^[0-9.]+$ && $os =~ ^[0-9.]+$ ]] && awk -v f="$fs" 'BEGIN { exit !(f > 0) }'; then
+        cratio=$(awk -v o="$os" -v f="$fs" 'BEGIN { printf "%.2fx", o / f }')
+    fi
+    printf '%-18s %20s %20s %8s %16s %8s %16s %8s\n' "$s" "$(cell "$f")" "$(cell "$o")" "$ratio" \
+        "$fc/$oc" "$best" "$fs/$os" "$cratio"
 done
 if [ "$W1" -eq 1 ] && [ "$ONLY" != ovs ]; then
     [ -x "$BIN/ferrovs-bench" ] || { echo "w5: $BIN/ferrovs-bench missing: cargo build --release -p ferrovs-bench" >&2; exit 1; }
@@ -179,7 +209,9 @@ if [ "$W1" -eq 1 ] && [ "$ONLY" != ovs ]; then
     done
 fi
 if [ -n "$JSON_OUT" ]; then
-    for k in "${!RES[@]}"; do printf '%s %s\n' "$k" "${RES[$k]}"; done > "$WORK/res.txt"
+    for k in "${!RES[@]}"; do
+        printf '%s %s %s %s\n' "$k" "${RES[$k]}" "${CPU[$k]:-FAILED}" "${SW[$k]:-FAILED}"
+    done > "$WORK/res.txt"
     [ -f "$WORK/w1.jsonl" ] || : > "$WORK/w1.jsonl"
     python3 - "$WORK/res.txt" "$WORK/w1.jsonl" "$FLOWS" "$JSON_OUT" "$ONLY" \
         "$(ovs-vswitchd --version | head -1 | awk '{print $NF}')" <<'EOF'
@@ -187,9 +219,11 @@ import json, os, sys, time
 res, w1, flows, out, only, ovs = sys.argv[1:7]
 steps = {}
 for line in open(res):
-    key, val = line.split()
+    key, val, cpu, swcpu = line.split()
     sw, step = key.split(".", 1)
     steps.setdefault(step, {})[sw] = val if val == "FAILED" else float(val)
+    steps[step][sw + "_client_cpu"] = cpu if cpu == "FAILED" else float(cpu)
+    steps[step][sw + "_switch_cpu"] = swcpu if swcpu == "FAILED" else float(swcpu)
 doc = {"benchmark": "W5", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "flows": int(flows),
        "only": only or None, "ovs_version": ovs, "load": list(os.getloadavg()),
        "steps": steps, "w1_during_add": [json.loads(l) for l in open(w1) if l.strip()]}

@@ -12,7 +12,7 @@
 //!
 //! Replies that may be long (flows, table features and descriptions) are split over
 //! several messages, all but the last flagged `OFPMPF_REPLY_MORE`, and there is always at
-//! least one; a message that would pass 64 KiB is split further ([`send_split`]). A flow
+//! least one; messages are filled to about 64 KiB, as OVS's are ([`send_split`]). A flow
 //! statistics record the connection's version cannot express is left out rather than
 //! failing the whole reply. Any other reply too long for one message is
 //! `BAD_REQUEST/MULTIPART_BUFFER_OVERFLOW`.
@@ -36,7 +36,7 @@ use openflow::OfError;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Flow statistics records per multipart reply message.
+/// Flow statistics records in a reply's first message (later ones are filled to 64 KiB).
 const FLOWS_PER_REPLY: usize = 128;
 /// Table descriptions per message (a few dozen bytes each).
 const TABLE_DESCS_PER_REPLY: usize = 100;
@@ -167,14 +167,21 @@ pub(super) fn send_chunked<T: Clone>(
     per: usize,
     body: impl Fn(Vec<T>) -> MpReply,
 ) {
-    send_split(c, xid, recs, per, T::clone, body);
+    let mut parts = recs.chunks(per.max(1)).peekable();
+    if parts.peek().is_none() {
+        send_part(c, xid, recs, false, &T::clone, &body);
+    }
+    while let Some(part) = parts.next() {
+        send_part(c, xid, part, parts.peek().is_some(), &T::clone, &body);
+    }
 }
 
 /// Sends a multipart reply with a record for each of `items`, made by `record` only when
-/// its message is built (a dump of 100K flows never holds them all as records at once):
-/// at most `per` records a message, fewer where a message would exceed OpenFlow's 64 KiB
-/// (the part is halved until it fits), a record the connection's version cannot express
-/// left out, and always at least one message, the last without `OFPMPF_REPLY_MORE`.
+/// its message is built (a dump of 100K flows never holds them all as records at once).
+/// The first message takes `per` records; each later one as many as the records so far
+/// say will fill it to OpenFlow's 64 KiB, as OVS fills its replies. A message that would still exceed 64 KiB is halved until it fits; a
+/// record the connection's version cannot express is left out; there is always at least
+/// one message, the last without `OFPMPF_REPLY_MORE`.
 pub(super) fn send_split<I, T>(
     c: &Conn,
     xid: u32,
@@ -187,13 +194,35 @@ pub(super) fn send_split<I, T>(
         send_part(c, xid, items, false, &record, &body);
         return;
     }
-    let n = items.len().div_ceil(per.max(1));
-    for (i, part) in items.chunks(per.max(1)).enumerate() {
-        send_part(c, xid, part, i + 1 < n, &record, &body);
+    let mut per = per.max(1);
+    let mut rest = items;
+    while !rest.is_empty() {
+        let (part, after) = rest.split_at(per.min(rest.len()));
+        if let Some(len) = send_part(c, xid, part, !after.is_empty(), &record, &body) {
+            per = fill(part.len(), len);
+        }
+        rest = after;
     }
 }
 
-/// One part of [`send_split`]: `more` says whether messages follow it.
+/// The largest multipart reply message (OpenFlow's 16-bit length).
+const MAX_MESSAGE: usize = u16::MAX as usize;
+/// The bytes of a multipart reply message before its records (OpenFlow 1.1+; 1.0's 12).
+const MP_REPLY_HEADER: usize = 16;
+
+/// How many records fill a message, from one of `n` records that came to `len` bytes:
+/// records averaging what these did, with 1/32 left for larger ones.
+fn fill(n: usize, len: usize) -> usize {
+    let per_record = len
+        .saturating_sub(MP_REPLY_HEADER)
+        .div_ceil(n.max(1))
+        .max(1);
+    let room = (MAX_MESSAGE - MP_REPLY_HEADER) - (MAX_MESSAGE - MP_REPLY_HEADER) / 32;
+    (room / per_record).max(1)
+}
+
+/// One part of [`send_split`]: `more` says whether messages follow it. Returns the
+/// message's length when the part went out as one message.
 fn send_part<I, T>(
     c: &Conn,
     xid: u32,
@@ -201,14 +230,17 @@ fn send_part<I, T>(
     more: bool,
     record: &impl Fn(&I) -> T,
     body: &impl Fn(Vec<T>) -> MpReply,
-) {
+) -> Option<usize> {
     let m = Message::MultipartReply(MultipartReply {
         flags: u16::from(more),
         body: body(items.iter().map(record).collect()),
     });
     if let Ok(bytes) = wire::encode(&m, c.version(), xid) {
+        let len = bytes.len();
         c.send_raw(bytes);
-    } else if items.len() > 1 {
+        return Some(len);
+    }
+    if items.len() > 1 {
         let (a, b) = items.split_at(items.len() / 2);
         send_part(c, xid, a, true, record, body);
         send_part(c, xid, b, more, record, body);
@@ -216,6 +248,7 @@ fn send_part<I, T>(
         // The last record cannot be sent: an empty message still ends the reply.
         send_part(c, xid, &items[..0], false, record, body);
     }
+    None
 }
 
 /// The rules a flow or aggregate statistics request selects.
@@ -255,6 +288,12 @@ fn idle_ms(rule: &ofproto::Rule, used: u64, now: u64) -> u64 {
     now.saturating_sub(if used == 0 { rule.created_ms } else { used })
 }
 
+/// An age in milliseconds as Nicira's flow statistics carry it: whole seconds plus one
+/// (0 would mean "unknown"), at most 65,535.
+fn age_plus_one(ms: u64) -> u16 {
+    (ms / 1000 + 1).min(u64::from(u16::MAX)) as u16
+}
+
 /// A rule's flow statistics record.
 fn flow_record(rule: &ofproto::Rule, now: u64) -> FlowStats {
     let (packets, bytes, used) = rule.stats.get();
@@ -272,8 +311,8 @@ fn flow_record(rule: &ofproto::Rule, now: u64) -> FlowStats {
         cookie: rule.cookie,
         packet_count: packets,
         byte_count: bytes,
-        idle_age: (idle / 1000).min(u64::from(u16::MAX)) as u16,
-        hard_age: (now.saturating_sub(rule.modified_ms) / 1000).min(u64::from(u16::MAX)) as u16,
+        idle_age: age_plus_one(idle),
+        hard_age: age_plus_one(now.saturating_sub(rule.modified_ms)),
         match_: rule.match_.clone(),
         instructions: rule.instructions.clone(),
     }
@@ -529,6 +568,20 @@ fn meter_features() -> MpReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn later_messages_are_filled_to_64_kib() {
+        // 128 records of 100 bytes: the next message takes as many as fit 64 KiB, less
+        // the 1/32 kept for larger records.
+        let per = fill(128, MP_REPLY_HEADER + 128 * 100);
+        assert!(
+            per > 600 && MP_REPLY_HEADER + per * 100 <= MAX_MESSAGE,
+            "{per}"
+        );
+        // A record that fills a message on its own still goes out, one a message.
+        assert_eq!(fill(1, MAX_MESSAGE), 1);
+        assert_eq!(fill(3, MP_REPLY_HEADER), fill(1, MP_REPLY_HEADER + 1));
+    }
 
     #[test]
     fn durations_split_into_seconds_and_nanoseconds() {

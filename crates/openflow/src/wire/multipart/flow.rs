@@ -70,9 +70,10 @@ pub struct FlowStats {
     pub packet_count: u64,
     /// Bytes.
     pub byte_count: u64,
-    /// Seconds since last hit (Nicira only; 0 = unknown).
+    /// Seconds since last hit plus one, as Nicira's records carry it (0 = unknown); in
+    /// OpenFlow 1.5 the OXS `idle_time` (whole seconds). Not in OpenFlow 1.0-1.4's records.
     pub idle_age: u16,
-    /// Seconds since last modification (Nicira only; 0 = unknown).
+    /// Seconds since last modification plus one (Nicira only; 0 = unknown).
     pub hard_age: u16,
     /// Match.
     pub match_: Match,
@@ -252,7 +253,9 @@ fn decode_flow_desc15(mut r: Rd<'_>) -> Result<FlowStats, DecodeError> {
         cookie,
         packet_count: st.packet_count,
         byte_count: st.byte_count,
-        idle_age: 0,
+        idle_age: st
+            .idle_time
+            .map_or(0, |(sec, _)| sec.min(u32::from(u16::MAX) - 1) as u16 + 1),
         hard_age: 0,
         match_,
         instructions,
@@ -322,6 +325,7 @@ fn encode_flow_desc15(out: &mut Vec<u8>, f: &FlowStats) -> Result<(), EncodeErro
         duration_nsec: f.duration_nsec,
         packet_count: f.packet_count,
         byte_count: f.byte_count,
+        idle_time: f.idle_age.checked_sub(1).map(|sec| (u32::from(sec), 0)),
         ..Default::default()
     };
     encode_oxs(out, &st, false);
