@@ -125,27 +125,84 @@ fn main() -> ExitCode {
     }
 }
 
+/// Becomes `spec`'s user (keeping the capabilities in `privdrop::KEPT`) after handing it
+/// the run and database directories, the database and the log file.
+fn drop_privileges(args: &args::Args, spec: &str) -> Result<(), String> {
+    let id = privdrop::resolve(spec)?;
+    let db = args.dbdir.join("conf.db");
+    let mut owned: Vec<&Path> = vec![&args.rundir, &args.dbdir];
+    if db.exists() {
+        owned.push(&db);
+    }
+    if let Some(f) = &args.log_file {
+        owned.push(f);
+    }
+    privdrop::become_user(&id, &owned)?;
+    let caps: Vec<String> = privdrop::KEPT.iter().map(|c| c.to_string()).collect();
+    log(&format!(
+        "running as {} (uid {}, gid {}) with {}",
+        privdrop::user_name(id.uid).unwrap_or_else(|| id.user.clone()),
+        id.uid,
+        id.gid,
+        caps.join(", ")
+    ));
+    Ok(())
+}
+
+/// SIGINT and SIGTERM send "signal" on `sig_tx`.
+fn stop_on_signals(sig_tx: crossbeam_channel::Sender<&'static str>) -> Result<(), String> {
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            let _ = sig_tx.send("signal");
+        }
+    });
+    Ok(())
+}
+
+/// Load measurement and automatic rebalancing of receive queues, once a second while the
+/// datapath lives.
+fn spawn_auto_lb(pmd: &Arc<Datapath>) {
+    let weak = Arc::downgrade(pmd);
+    std::thread::Builder::new()
+        .name("pmd-lb".into())
+        .spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let Some(dp) = weak.upgrade() else { return };
+            match dp.tick() {
+                Ok(true) => log("pmd-auto-lb: receive queues reassigned"),
+                Ok(false) => {}
+                Err(e) => log(&format!("pmd-auto-lb: {e}")),
+            }
+        })
+        .ok();
+}
+
+/// The database: the one named by `--db`, else the embedded server with its socket in the
+/// run directory and the `--remote`s.
+fn db_mode(args: &args::Args) -> vswitch::DbMode {
+    match &args.db {
+        Some(t) => vswitch::DbMode::External(t.clone()),
+        None => {
+            let mut remotes = vec![format!("punix:{}", args.rundir.join("db.sock").display())];
+            remotes.extend(args.remotes.iter().cloned());
+            vswitch::DbMode::Embedded {
+                path: args.dbdir.join("conf.db"),
+                remotes,
+                ssl: args.ssl.clone(),
+            }
+        }
+    }
+}
+
 /// The daemon proper: everything after the forks.
 fn run(args: &args::Args, ready: &mut daemonize::Ready) -> Result<(), String> {
     if let Some(spec) = &args.user {
-        let id = privdrop::resolve(spec)?;
-        let db = args.dbdir.join("conf.db");
-        let mut owned: Vec<&Path> = vec![&args.rundir, &args.dbdir];
-        if db.exists() {
-            owned.push(&db);
-        }
-        if let Some(f) = &args.log_file {
-            owned.push(f);
-        }
-        privdrop::become_user(&id, &owned)?;
-        let caps: Vec<String> = privdrop::KEPT.iter().map(|c| c.to_string()).collect();
-        log(&format!(
-            "running as {} (uid {}, gid {}) with {}",
-            privdrop::user_name(id.uid).unwrap_or_else(|| id.user.clone()),
-            id.uid,
-            id.gid,
-            caps.join(", ")
-        ));
+        drop_privileges(args, spec)?;
     }
     policy::init(policy::Policy {
         rundir: args
@@ -161,17 +218,7 @@ fn run(args: &args::Args, ready: &mut daemonize::Ready) -> Result<(), String> {
     let ctl = args.unixctl.clone();
     check_ctl(&ctl)?;
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<&'static str>(4);
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])
-    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let sig_tx = stop_tx.clone();
-    std::thread::spawn(move || {
-        if signals.forever().next().is_some() {
-            let _ = sig_tx.send("signal");
-        }
-    });
+    stop_on_signals(stop_tx.clone())?;
 
     // Warm the cycle-counter calibration before the poll thread needs it for reports.
     let _ = datapath::cycles::hz();
@@ -180,33 +227,9 @@ fn run(args: &args::Args, ready: &mut daemonize::Ready) -> Result<(), String> {
         Datapath::new(&[None], args.pool)
             .map_err(|e| format!("cannot start the poll thread: {e}"))?,
     );
-    // Load measurement and automatic rebalancing of receive queues.
-    let weak = Arc::downgrade(&pmd);
-    std::thread::Builder::new()
-        .name("pmd-lb".into())
-        .spawn(move || loop {
-            std::thread::sleep(std::time::Duration::from_secs(1));
-            let Some(dp) = weak.upgrade() else { return };
-            match dp.tick() {
-                Ok(true) => log("pmd-auto-lb: receive queues reassigned"),
-                Ok(false) => {}
-                Err(e) => log(&format!("pmd-auto-lb: {e}")),
-            }
-        })
-        .ok();
+    spawn_auto_lb(&pmd);
     let ofconn = ofconn::ConnMgr::new(&args.rundir, Arc::clone(&pmd));
-    let mode = match &args.db {
-        Some(t) => vswitch::DbMode::External(t.clone()),
-        None => {
-            let mut remotes = vec![format!("punix:{}", args.rundir.join("db.sock").display())];
-            remotes.extend(args.remotes.iter().cloned());
-            vswitch::DbMode::Embedded {
-                path: args.dbdir.join("conf.db"),
-                remotes,
-                ssl: args.ssl.clone(),
-            }
-        }
-    };
+    let mode = db_mode(args);
     let of_sink = Arc::new(vswitch::ofbridge::ConnMgrSink(Arc::clone(&ofconn)));
     let vs = vswitch::Vswitch::start(Arc::clone(&pmd), &mode, of_sink)?;
     let daemon = Arc::new(commands::Daemon::new(

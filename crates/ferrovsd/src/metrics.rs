@@ -190,9 +190,8 @@ fn u(v: &Value, k: &str) -> u64 {
     v.get(k).and_then(Value::as_u64).unwrap_or(0)
 }
 
-/// One scrape, as OpenMetrics text.
-pub fn render(src: &Source) -> Result<String, String> {
-    let mut reg = Registry::with_prefix("ferrovs");
+/// Per-port counters and per-bridge megaflow counts, from `show` and `dump-ports`.
+fn port_metrics(reg: &mut Registry, src: &Source) -> Result<(), String> {
     let port_counters: Vec<(&str, &str, Family<Labels, Counter>)> = [
         (
             "port_rx_packets",
@@ -264,6 +263,11 @@ pub fn render(src: &Source) -> Result<String, String> {
                 .set(n);
         }
     }
+    Ok(())
+}
+
+/// Per-poll-thread counters, from `pmd-stats-show`.
+fn pmd_metrics(reg: &mut Registry, src: &Source) -> Result<(), String> {
     let pmd_counters: Vec<(&str, Family<Labels, Counter>)> = [
         (
             "packets_received",
@@ -317,6 +321,14 @@ pub fn render(src: &Source) -> Result<String, String> {
             fam.get_or_create(&labels).inc_by(u(p, key));
         }
     }
+    Ok(())
+}
+
+/// One scrape, as OpenMetrics text.
+pub fn render(src: &Source) -> Result<String, String> {
+    let mut reg = Registry::with_prefix("ferrovs");
+    port_metrics(&mut reg, src)?;
+    pmd_metrics(&mut reg, src)?;
     let mut out = String::new();
     encode(&mut out, &reg).map_err(|e| format!("encoding: {e}"))?;
     Ok(out)

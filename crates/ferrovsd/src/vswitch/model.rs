@@ -420,19 +420,7 @@ impl Desired {
         d.cur_cfg = int_of(root.get("cur_cfg")).unwrap_or(0);
         d.other_config = map_of(root.get("other_config"));
         check_columns("Open_vSwitch", root, &mut d.warnings);
-        for k in d.other_config.keys() {
-            // `ovn-*` keys are ovn-controller's own bookkeeping (`ovn-chassis-idx-*`), which
-            // no switch reads.
-            if !k.starts_with("ovn-")
-                && !GLOBAL_MODULE_KEYS.contains(&k.as_str())
-                && !DATAPATH_KEYS.contains(&k.as_str())
-                && !DAEMON_KEYS.contains(&k.as_str())
-            {
-                d.warnings.push(format!(
-                    "Open_vSwitch other_config:{k} is stored but ignored by ferrovs"
-                ));
-            }
-        }
+        warn_ignored_globals(&mut d);
         let mut global = BTreeMap::new();
         for k in GLOBAL_MODULE_KEYS {
             if let Some(v) = d.other_config.get(*k) {
@@ -440,10 +428,7 @@ impl Desired {
             }
         }
         let mut bridge_names: HashSet<String> = HashSet::new();
-        let mut port_owner: HashMap<String, String> = HashMap::new();
-        let mut iface_owner: HashMap<String, String> = HashMap::new();
-        let mut used_ports: HashSet<String> = HashSet::new();
-        let mut used_ifaces: HashSet<String> = HashSet::new();
+        let mut seen = Seen::default();
         let mut bridge_uuids = uuids(root.get("bridges"));
         bridge_uuids.sort_by_key(|u| {
             table("Bridge")
@@ -488,106 +473,14 @@ impl Desired {
                     "bridge {name}: in-band control is not implemented; other_config:disable-in-band is treated as true"
                 ));
             }
-            let datapath_id = match oc.get("datapath-id") {
-                Some(s) => {
-                    let v = parse_dpid(s);
-                    if v.is_none() {
-                        d.warnings.push(format!(
-                            "bridge {name}: other_config:datapath-id '{s}' is not 16 hex digits; ignored"
-                        ));
-                    }
-                    v
-                }
-                None => None,
-            };
-            let controllers = uuids(br.get("controller"))
-                .into_iter()
-                .filter_map(|cu| {
-                    let c = table("Controller").get(&cu)?;
-                    check_columns("Controller", c, &mut d.warnings);
-                    let target = string_of(c.get("target"))?;
-                    if let Err(e) = crate::policy::check_controller(&name, &target) {
-                        d.warnings.push(format!("bridge {name}: {e}"));
-                        return None;
-                    }
-                    Some(ControllerCfg {
-                        uuid: cu.clone(),
-                        target,
-                        connection_mode: string_of(c.get("connection_mode")),
-                        max_backoff: int_of(c.get("max_backoff")),
-                        inactivity_probe: int_of(c.get("inactivity_probe")),
-                    })
-                })
-                .collect();
+            let datapath_id = datapath_id_of(&name, &oc, &mut d.warnings);
+            let controllers = controllers_of(t, &name, br, &mut d.warnings);
             let mut protocols: Vec<String> = set_items(br.get("protocols"))
                 .into_iter()
                 .filter_map(|v| v.as_str().map(str::to_string))
                 .collect();
             protocols.sort();
-            let mut ports = Vec::new();
-            let mut port_uuids = uuids(br.get("ports"));
-            port_uuids.sort_by_key(|u| {
-                table("Port")
-                    .get(u)
-                    .and_then(|r| string_of(r.get("name")))
-                    .unwrap_or_default()
-            });
-            for pu in port_uuids {
-                let Some(p) = table("Port").get(&pu) else {
-                    continue;
-                };
-                let pname = string_of(p.get("name")).unwrap_or_default();
-                if !used_ports.insert(pu.clone()) {
-                    d.warnings
-                        .push(format!("port {pname} is in more than one bridge; ignored"));
-                    continue;
-                }
-                if let Some(owner) = port_owner.get(&pname) {
-                    d.warnings.push(format!(
-                        "port name {pname} is used twice (first in bridge {owner}); ignored"
-                    ));
-                    continue;
-                }
-                port_owner.insert(pname.clone(), name.clone());
-                check_columns("Port", p, &mut d.warnings);
-                let vlan = vlan_of(p, &pname, &mut d.warnings);
-                let mut ifaces = Vec::new();
-                let mut iface_uuids = uuids(p.get("interfaces"));
-                iface_uuids.sort();
-                for iu in iface_uuids {
-                    let Some(i) = table("Interface").get(&iu) else {
-                        continue;
-                    };
-                    check_columns("Interface", i, &mut d.warnings);
-                    let mut cfg = iface_of(&iu, i);
-                    if !used_ifaces.insert(iu.clone()) {
-                        continue;
-                    }
-                    if let Some(owner) = iface_owner.get(&cfg.name) {
-                        d.rejected.push((
-                            iu.clone(),
-                            format!(
-                                "could not open network device {} (the name is already used in bridge {owner})",
-                                cfg.name
-                            ),
-                        ));
-                        continue;
-                    }
-                    iface_owner.insert(cfg.name.clone(), name.clone());
-                    if !ifaces.is_empty() {
-                        cfg.error = Some(format!(
-                            "port {pname} has more than one interface (bonds are not supported by ferrovs); only the first is used"
-                        ));
-                    }
-                    ifaces.push(cfg);
-                }
-                ports.push(PortCfg {
-                    uuid: pu,
-                    name: pname,
-                    vlan,
-                    ifaces,
-                });
-            }
+            let ports = ports_of(t, &name, br, &mut seen, &mut d);
             let (mirrors, mirror_warnings) = super::mirrors::parse(t, &name, br);
             d.warnings.extend(mirror_warnings);
             d.bridges.push(BridgeCfg {
@@ -608,6 +501,161 @@ impl Desired {
         }
         d
     }
+}
+
+/// Names and rows already taken while reading the bridges (a port or interface belongs to
+/// one bridge, a name to one port or interface).
+#[derive(Default)]
+struct Seen {
+    port_owner: HashMap<String, String>,
+    iface_owner: HashMap<String, String>,
+    used_ports: HashSet<String>,
+    used_ifaces: HashSet<String>,
+}
+
+/// Warns of root `other_config` keys nothing reads.
+fn warn_ignored_globals(d: &mut Desired) {
+    for k in d.other_config.keys() {
+        // `ovn-*` keys are ovn-controller's own bookkeeping (`ovn-chassis-idx-*`), which
+        // no switch reads.
+        if !k.starts_with("ovn-")
+            && !GLOBAL_MODULE_KEYS.contains(&k.as_str())
+            && !DATAPATH_KEYS.contains(&k.as_str())
+            && !DAEMON_KEYS.contains(&k.as_str())
+        {
+            d.warnings.push(format!(
+                "Open_vSwitch other_config:{k} is stored but ignored by ferrovs"
+            ));
+        }
+    }
+}
+
+/// A bridge's `other_config:datapath-id`, if set and valid.
+fn datapath_id_of(
+    name: &str,
+    oc: &BTreeMap<String, String>,
+    warnings: &mut Vec<String>,
+) -> Option<u64> {
+    match oc.get("datapath-id") {
+        Some(s) => {
+            let v = parse_dpid(s);
+            if v.is_none() {
+                warnings.push(format!(
+                    "bridge {name}: other_config:datapath-id '{s}' is not 16 hex digits; ignored"
+                ));
+            }
+            v
+        }
+        None => None,
+    }
+}
+
+/// A bridge's controllers, those the policy refuses left out.
+fn controllers_of(
+    t: &Tables,
+    name: &str,
+    br: &Map<String, Value>,
+    warnings: &mut Vec<String>,
+) -> Vec<ControllerCfg> {
+    let empty = BTreeMap::new();
+    let table = |n: &str| t.get(n).unwrap_or(&empty);
+    uuids(br.get("controller"))
+        .into_iter()
+        .filter_map(|cu| {
+            let c = table("Controller").get(&cu)?;
+            check_columns("Controller", c, warnings);
+            let target = string_of(c.get("target"))?;
+            if let Err(e) = crate::policy::check_controller(name, &target) {
+                warnings.push(format!("bridge {name}: {e}"));
+                return None;
+            }
+            Some(ControllerCfg {
+                uuid: cu.clone(),
+                target,
+                connection_mode: string_of(c.get("connection_mode")),
+                max_backoff: int_of(c.get("max_backoff")),
+                inactivity_probe: int_of(c.get("inactivity_probe")),
+            })
+        })
+        .collect()
+}
+
+/// A bridge's ports and their interfaces, in name order; a port or interface already
+/// taken is left out with a warning (or an interface error).
+fn ports_of(
+    t: &Tables,
+    name: &str,
+    br: &Map<String, Value>,
+    seen: &mut Seen,
+    d: &mut Desired,
+) -> Vec<PortCfg> {
+    let empty = BTreeMap::new();
+    let table = |n: &str| t.get(n).unwrap_or(&empty);
+    let mut ports = Vec::new();
+    let mut port_uuids = uuids(br.get("ports"));
+    port_uuids.sort_by_key(|u| {
+        table("Port")
+            .get(u)
+            .and_then(|r| string_of(r.get("name")))
+            .unwrap_or_default()
+    });
+    for pu in port_uuids {
+        let Some(p) = table("Port").get(&pu) else {
+            continue;
+        };
+        let pname = string_of(p.get("name")).unwrap_or_default();
+        if !seen.used_ports.insert(pu.clone()) {
+            d.warnings
+                .push(format!("port {pname} is in more than one bridge; ignored"));
+            continue;
+        }
+        if let Some(owner) = seen.port_owner.get(&pname) {
+            d.warnings.push(format!(
+                "port name {pname} is used twice (first in bridge {owner}); ignored"
+            ));
+            continue;
+        }
+        seen.port_owner.insert(pname.clone(), name.to_string());
+        check_columns("Port", p, &mut d.warnings);
+        let vlan = vlan_of(p, &pname, &mut d.warnings);
+        let mut ifaces = Vec::new();
+        let mut iface_uuids = uuids(p.get("interfaces"));
+        iface_uuids.sort();
+        for iu in iface_uuids {
+            let Some(i) = table("Interface").get(&iu) else {
+                continue;
+            };
+            check_columns("Interface", i, &mut d.warnings);
+            let mut cfg = iface_of(&iu, i);
+            if !seen.used_ifaces.insert(iu.clone()) {
+                continue;
+            }
+            if let Some(owner) = seen.iface_owner.get(&cfg.name) {
+                d.rejected.push((
+                    iu.clone(),
+                    format!(
+                        "could not open network device {} (the name is already used in bridge {owner})",
+                        cfg.name
+                    ),
+                ));
+                continue;
+            }
+            seen.iface_owner.insert(cfg.name.clone(), name.to_string());
+            if !ifaces.is_empty() {
+                cfg.error = Some(format!(
+                    "port {pname} has more than one interface (bonds are not supported by ferrovs); only the first is used"
+                ));
+            }
+            ifaces.push(cfg);
+        }
+        ports.push(PortCfg {
+            uuid: pu,
+            name: pname,
+            vlan,
+            ifaces,
+        });
+    }
+    ports
 }
 
 #[cfg(test)]

@@ -339,8 +339,45 @@ impl Reconfigurer {
         let wanted: HashMap<&str, &BridgeCfg> =
             d.bridges.iter().map(|b| (b.name.as_str(), b)).collect();
 
-        // Pass 1: removals.
-        for b in &dp {
+        self.remove_stale(&dp, &wanted, &mut out);
+
+        // Pass 2: bridges and their settings.
+        for cfg in &d.bridges {
+            if !self.applied.contains_key(&cfg.name) {
+                if self.create_bridge(cfg, &mut out) {
+                    out.changed = true;
+                } else {
+                    continue;
+                }
+            }
+            self.update_settings(cfg);
+        }
+
+        // Pass 3: ports, requested ofports first, then previously assigned ones.
+        let dp = read_datapath(&self.pmd).unwrap_or_default();
+        self.add_ports(d, &dp, &mut out);
+        self.apply_affinity(d, &mut out);
+        self.apply_mirrors(d, &mut out);
+        // Log each interface error once, and again only if it changes or comes back.
+        for (u, e) in &out.iface_errors {
+            if self.failures.get(u) != Some(e) {
+                vlog::warn("bridge", e);
+            }
+        }
+        self.failures = out.iface_errors.clone();
+
+        self.apply_openflow(d, &dp, &mut out);
+        out
+    }
+
+    /// Pass 1: bridges that go (or change module) and ports that go or changed.
+    fn remove_stale(
+        &mut self,
+        dp: &[DpBridge],
+        wanted: &HashMap<&str, &BridgeCfg>,
+        out: &mut Outcome,
+    ) {
+        for b in dp {
             let keep = wanted
                 .get(b.name.as_str())
                 .is_some_and(|w| w.module == b.module)
@@ -398,21 +435,10 @@ impl Reconfigurer {
                 out.changed = true;
             }
         }
+    }
 
-        // Pass 2: bridges and their settings.
-        for cfg in &d.bridges {
-            if !self.applied.contains_key(&cfg.name) {
-                if self.create_bridge(cfg, &mut out) {
-                    out.changed = true;
-                } else {
-                    continue;
-                }
-            }
-            self.update_settings(cfg);
-        }
-
-        // Pass 3: ports, requested ofports first, then previously assigned ones.
-        let dp = read_datapath(&self.pmd).unwrap_or_default();
+    /// Pass 3: the ports not on their bridge yet (`dp` is the datapath after pass 2).
+    fn add_ports(&mut self, d: &Desired, dp: &[DpBridge], out: &mut Outcome) {
         let present: HashMap<String, HashSet<String>> = dp
             .iter()
             .map(|b| {
@@ -473,7 +499,10 @@ impl Reconfigurer {
                 }
             }
         }
-        // Receive queue pinning (Interface other_config:pmd-rxq-affinity).
+    }
+
+    /// Receive queue pinning (Interface other_config:pmd-rxq-affinity).
+    fn apply_affinity(&mut self, d: &Desired, out: &mut Outcome) {
         for cfg in &d.bridges {
             for p in &cfg.ports {
                 let Some(i) = p.ifaces.first() else { continue };
@@ -483,7 +512,10 @@ impl Reconfigurer {
                 }
             }
         }
-        // Mirrors: set again when they or the bridge's ports changed.
+    }
+
+    /// Mirrors: set again when they or the bridge's ports changed.
+    fn apply_mirrors(&mut self, d: &Desired, out: &mut Outcome) {
         for cfg in &d.bridges {
             let Some(ab) = self.applied.get_mut(&cfg.name) else {
                 continue;
@@ -506,15 +538,10 @@ impl Reconfigurer {
                 Err(e) => self.warn_once(&format!("bridge {}: mirrors: {e}", cfg.name)),
             }
         }
-        // Log each interface error once, and again only if it changes or comes back.
-        for (u, e) in &out.iface_errors {
-            if self.failures.get(u) != Some(e) {
-                vlog::warn("bridge", e);
-            }
-        }
-        self.failures = out.iface_errors.clone();
+    }
 
-        // Pass 4: OpenFlow settings.
+    /// Pass 4: each bridge's OpenFlow settings, given to the OpenFlow side when they changed.
+    fn apply_openflow(&mut self, d: &Desired, dp: &[DpBridge], out: &mut Outcome) {
         for cfg in &d.bridges {
             let mac = dp
                 .iter()
@@ -555,7 +582,6 @@ impl Reconfigurer {
                 }
             }
         }
-        out
     }
 
     fn create_bridge(&mut self, cfg: &BridgeCfg, out: &mut Outcome) -> bool {

@@ -22,7 +22,7 @@
 //! Threads: runs on the reconfiguration thread; reads the datapath through one
 //! [`datapath::Datapath::call`].
 
-use super::model::{Desired, Tables};
+use super::model::{BridgeCfg, Desired, IfaceCfg, Tables};
 use super::ofhooks::OfConfigSink;
 use super::reconfigure::Outcome;
 use datapath::{Datapath, LOCAL_OFPORT};
@@ -153,46 +153,7 @@ pub fn ops(
             for i in &p.ifaces {
                 seen.insert(i.uuid.clone());
                 let have = ifaces.get(&i.uuid);
-                let mut row = Map::new();
-                let live = dp.get(&i.name).filter(|s| {
-                    s.bridge == b.name && (i.name != b.name || s.ofport == LOCAL_OFPORT)
-                });
-                match (out.iface_errors.get(&i.uuid), live) {
-                    (None, Some(s)) => {
-                        diff(&mut row, have, "ofport", json!(i64::from(s.ofport)));
-                        diff(&mut row, have, "ifindex", json!(s.ifindex.unwrap_or(0)));
-                        diff(
-                            &mut row,
-                            have,
-                            "mac_in_use",
-                            s.mac.map(|m| json!(fmt_mac(m))).unwrap_or_else(empty_set),
-                        );
-                        diff(&mut row, have, "admin_state", json!("up"));
-                        diff(
-                            &mut row,
-                            have,
-                            "link_state",
-                            json!(if s.up { "up" } else { "down" }),
-                        );
-                        diff(&mut row, have, "error", empty_set());
-                        let no_stats = have
-                            .and_then(|h| h.get("statistics"))
-                            .is_none_or(|v| norm(v) == json!(["map", []]));
-                        if with_stats || no_stats {
-                            diff(&mut row, have, "statistics", stats_map(&s.stats));
-                        }
-                    }
-                    (err, _) => {
-                        let msg = err.cloned().unwrap_or_else(|| {
-                            format!("could not open network device {} (not set up yet)", i.name)
-                        });
-                        diff(&mut row, have, "ofport", json!(-1));
-                        diff(&mut row, have, "error", json!(msg));
-                        diff(&mut row, have, "admin_state", empty_set());
-                        diff(&mut row, have, "link_state", empty_set());
-                        diff(&mut row, have, "mac_in_use", empty_set());
-                    }
-                }
+                let row = interface_row(b, i, have, out.iface_errors.get(&i.uuid), dp, with_stats);
                 if !row.is_empty() {
                     ops.push(update("Interface", &i.uuid, row));
                 }
@@ -238,6 +199,66 @@ pub fn ops(
             ops.push(update("Interface", u, row));
         }
     }
+    root_ops(snap, d, &mut ops);
+    ops
+}
+
+/// The changed columns of interface `i` of bridge `b` (`have` is its row): its port's
+/// state from the datapath, or its error.
+fn interface_row(
+    b: &BridgeCfg,
+    i: &IfaceCfg,
+    have: Option<&Map<String, Value>>,
+    err: Option<&String>,
+    dp: &HashMap<String, PortStatus>,
+    with_stats: bool,
+) -> Map<String, Value> {
+    let mut row = Map::new();
+    let live = dp
+        .get(&i.name)
+        .filter(|s| s.bridge == b.name && (i.name != b.name || s.ofport == LOCAL_OFPORT));
+    match (err, live) {
+        (None, Some(s)) => {
+            diff(&mut row, have, "ofport", json!(i64::from(s.ofport)));
+            diff(&mut row, have, "ifindex", json!(s.ifindex.unwrap_or(0)));
+            diff(
+                &mut row,
+                have,
+                "mac_in_use",
+                s.mac.map(|m| json!(fmt_mac(m))).unwrap_or_else(empty_set),
+            );
+            diff(&mut row, have, "admin_state", json!("up"));
+            diff(
+                &mut row,
+                have,
+                "link_state",
+                json!(if s.up { "up" } else { "down" }),
+            );
+            diff(&mut row, have, "error", empty_set());
+            let no_stats = have
+                .and_then(|h| h.get("statistics"))
+                .is_none_or(|v| norm(v) == json!(["map", []]));
+            if with_stats || no_stats {
+                diff(&mut row, have, "statistics", stats_map(&s.stats));
+            }
+        }
+        (err, _) => {
+            let msg = err.cloned().unwrap_or_else(|| {
+                format!("could not open network device {} (not set up yet)", i.name)
+            });
+            diff(&mut row, have, "ofport", json!(-1));
+            diff(&mut row, have, "error", json!(msg));
+            diff(&mut row, have, "admin_state", empty_set());
+            diff(&mut row, have, "link_state", empty_set());
+            diff(&mut row, have, "mac_in_use", empty_set());
+        }
+    }
+    row
+}
+
+/// The root row's status columns and the Datapath rows' capabilities.
+fn root_ops(snap: &Tables, d: &Desired, ops: &mut Vec<Value>) {
+    let empty = Default::default();
     if let Some(root) = &d.root {
         let have = snap.get("Open_vSwitch").and_then(|t| t.get(root));
         let mut row = Map::new();
@@ -267,7 +288,6 @@ pub fn ops(
             }
         }
     }
-    ops
 }
 
 /// The Datapath rows `Open_vSwitch:datapaths` names for the datapath types ferrovs runs.

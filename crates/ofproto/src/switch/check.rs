@@ -95,7 +95,7 @@ impl Ofproto {
         // VLAN fields known before each push, so that a pop brings them back (as OVS
         // tracks its tag stack: `dl_vlan=10,actions=push_vlan,pop_vlan,mod_vlan_pcp:4` still
         // knows the tag is there).
-        let mut vlan_stack: Vec<(Option<MatchField>, Option<MatchField>)> = Vec::new();
+        let mut vlan_stack = VlanStack::new();
         for a in acts {
             a.validate()?;
             match *a {
@@ -104,46 +104,14 @@ impl Ofproto {
                         err::meter_mod_failed::UNKNOWN_METER,
                     ));
                 }
-                Action::Output { port, .. } => {
-                    let ok = (port > 0 && port <= OFPP_MAX)
-                        || matches!(
-                            port,
-                            OFPP_IN_PORT
-                                | OFPP_NORMAL
-                                | OFPP_FLOOD
-                                | OFPP_ALL
-                                | OFPP_CONTROLLER
-                                | OFPP_LOCAL
-                        )
-                        || (packet_out && port == OFPP_TABLE);
-                    if !ok {
-                        return Err(OfError::bad_action(err::bad_action::BAD_OUT_PORT));
-                    }
+                Action::Output { port, .. } if !out_port_ok(port, packet_out) => {
+                    return Err(OfError::bad_action(err::bad_action::BAD_OUT_PORT));
                 }
                 Action::Group(g) if !self.groups.contains_key(&g) => {
                     return Err(OfError::bad_action(err::bad_action::BAD_OUT_GROUP));
                 }
-                Action::PushVlan(_) => {
-                    vlan_stack.push((
-                        m.get(openflow::Field::VlanVid).cloned(),
-                        m.get(openflow::Field::VlanPcp).cloned(),
-                    ));
-                    m.remove(openflow::Field::VlanPcp);
-                    m.set_masked(
-                        openflow::Field::VlanVid,
-                        u128::from(openflow::oxm::OFPVID_PRESENT),
-                        u128::from(openflow::oxm::OFPVID_PRESENT),
-                    );
-                }
-                Action::PopVlan => {
-                    m.remove(openflow::Field::VlanVid);
-                    m.remove(openflow::Field::VlanPcp);
-                    if let Some((vid, pcp)) = vlan_stack.pop() {
-                        for f in [vid, pcp].into_iter().flatten() {
-                            m.set_masked(f.field, f.value, f.mask_bits());
-                        }
-                    }
-                }
+                Action::PushVlan(_) => push_vlan(&mut m, &mut vlan_stack),
+                Action::PopVlan => pop_vlan(&mut m, &mut vlan_stack),
                 Action::PushMpls(et) | Action::PopMpls(et) => {
                     m.set_exact(openflow::Field::EthType, u128::from(et));
                 }
@@ -188,5 +156,43 @@ impl Ofproto {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether an `output` may name `port` (`TABLE` only in a packet-out).
+fn out_port_ok(port: u32, packet_out: bool) -> bool {
+    (port > 0 && port <= OFPP_MAX)
+        || matches!(
+            port,
+            OFPP_IN_PORT | OFPP_NORMAL | OFPP_FLOOD | OFPP_ALL | OFPP_CONTROLLER | OFPP_LOCAL
+        )
+        || (packet_out && port == OFPP_TABLE)
+}
+
+/// The VLAN fields a `check_actions` walk knows, saved per pushed tag.
+type VlanStack = Vec<(Option<MatchField>, Option<MatchField>)>;
+
+/// After a `push_vlan`: a tag is present, its PCP unknown; what was known is saved.
+fn push_vlan(m: &mut Match, stack: &mut VlanStack) {
+    stack.push((
+        m.get(openflow::Field::VlanVid).cloned(),
+        m.get(openflow::Field::VlanPcp).cloned(),
+    ));
+    m.remove(openflow::Field::VlanPcp);
+    m.set_masked(
+        openflow::Field::VlanVid,
+        u128::from(openflow::oxm::OFPVID_PRESENT),
+        u128::from(openflow::oxm::OFPVID_PRESENT),
+    );
+}
+
+/// After a `pop_vlan`: the fields known before the matching push come back.
+fn pop_vlan(m: &mut Match, stack: &mut VlanStack) {
+    m.remove(openflow::Field::VlanVid);
+    m.remove(openflow::Field::VlanPcp);
+    if let Some((vid, pcp)) = stack.pop() {
+        for f in [vid, pcp].into_iter().flatten() {
+            m.set_masked(f.field, f.value, f.mask_bits());
+        }
     }
 }

@@ -45,17 +45,7 @@ impl Ctx<'_> {
             && value & u128::from(VLAN_PRESENT) != 0
             && mask.is_none_or(|m| m & u128::from(VLAN_PRESENT) != 0)
         {
-            self.wc.vlan_tci[0] |= VLAN_PRESENT;
-            if self.flow.vlan_tci[0] & VLAN_PRESENT == 0 {
-                self.wc.vlan_tci = [0xffff, 0xffff];
-                self.wc.vlan_tpid = [0xffff, 0xffff];
-                self.flow.vlan_tci = [VLAN_PRESENT, self.flow.vlan_tci[0]];
-                self.flow.vlan_tpid = [flow::ETH_TYPE_VLAN, self.flow.vlan_tpid[0]];
-                self.out.push(DpAction::PushVlan {
-                    tpid: flow::ETH_TYPE_VLAN,
-                    tci: 0,
-                });
-            }
+            self.tag_for_vid();
         }
         if !self.flow_has(f) {
             self.note(|| {
@@ -85,116 +75,137 @@ impl Ctx<'_> {
             m &= 0x0fff;
         }
         fields::set(&mut self.flow, f, value, m);
-        let k = &self.flow;
-        let v = fields::get(k, f);
-        let act = match f {
-            Field::EthDst => DpAction::SetEthDst(k.dl_dst),
-            Field::EthSrc => DpAction::SetEthSrc(k.dl_src),
-            Field::EthType => DpAction::SetEthType(k.dl_type),
-            Field::VlanVid => DpAction::SetVlanTci {
-                tci: (v as u16) & 0x0fff,
-                mask: 0x0fff,
-            },
-            Field::VlanPcp => DpAction::SetVlanTci {
-                tci: (v as u16) << 13,
-                mask: 0xe000,
-            },
-            Field::IpDscp => DpAction::SetIpTos {
-                tos: (v as u8) << 2,
-                mask: 0xfc,
-            },
-            Field::IpEcn => DpAction::SetIpTos {
-                tos: v as u8,
-                mask: 0x03,
-            },
-            Field::IpProto => DpAction::SetIpProto(v as u8),
-            Field::NwTtl => DpAction::SetIpTtl(v as u8),
-            Field::Ipv4Src => DpAction::SetIpv4Src(k.nw_src),
-            Field::Ipv4Dst => DpAction::SetIpv4Dst(k.nw_dst),
-            Field::ArpSpa => DpAction::SetArpSpa(k.nw_src),
-            Field::ArpTpa => DpAction::SetArpTpa(k.nw_dst),
-            Field::ArpSha => DpAction::SetArpSha(k.arp_sha),
-            Field::ArpTha => DpAction::SetArpTha(k.arp_tha),
-            Field::ArpOp => DpAction::SetArpOp(v as u16),
-            Field::TcpSrc | Field::UdpSrc | Field::SctpSrc => DpAction::SetTpSrc(v as u16),
-            Field::TcpDst | Field::UdpDst | Field::SctpDst => DpAction::SetTpDst(v as u16),
-            Field::Icmpv4Type | Field::Icmpv6Type => DpAction::SetIcmpType(v as u8),
-            Field::Icmpv4Code | Field::Icmpv6Code => DpAction::SetIcmpCode(v as u8),
-            Field::Ipv6Src => DpAction::SetIpv6Src(k.ipv6_src),
-            Field::Ipv6Dst => DpAction::SetIpv6Dst(k.ipv6_dst),
-            Field::Ipv6Flabel => DpAction::SetIpv6Label(v as u32),
-            Field::Ipv6NdTarget => DpAction::SetNdTarget(k.nd_target),
-            Field::Ipv6NdSll => DpAction::SetNdSll(k.arp_sha),
-            Field::Ipv6NdTll => DpAction::SetNdTll(k.arp_tha),
-            Field::MplsLabel => DpAction::SetMplsLse {
-                lse: (v as u32) << 12,
-                mask: 0xffff_f000,
-            },
-            Field::MplsTc => DpAction::SetMplsLse {
-                lse: (v as u32) << 9,
-                mask: 0x0e00,
-            },
-            Field::MplsBos => DpAction::SetMplsLse {
-                lse: (v as u32) << 8,
-                mask: 0x0100,
-            },
-            Field::PbbIsid => DpAction::SetPbbIsid(v as u32),
-            Field::TunnelId => DpAction::SetTunnelId(v as u64),
-            Field::TunSrc => DpAction::SetTunnelSrc(k.tun_src),
-            Field::TunDst => DpAction::SetTunnelDst(k.tun_dst),
-            // Pipeline state only: nothing to write into the packet (ct_mark and
-            // ct_label are written by `ct(commit,exec(..))`, never by a set_field here).
-            Field::RecircId
-            | Field::DpHash
-            | Field::CtState
-            | Field::CtZone
-            | Field::CtMark
-            | Field::CtLabel
-            | Field::CtNwSrc
-            | Field::CtNwDst
-            | Field::CtIpv6Src
-            | Field::CtIpv6Dst
-            | Field::CtNwProto
-            | Field::CtTpSrc
-            | Field::CtTpDst
-            | Field::Metadata
-            | Field::InPort
-            | Field::InPhyPort
-            | Field::Ipv6Exthdr
-            | Field::TcpFlags
-            | Field::IpFrag
-            | Field::PktMark
-            | Field::Reg0
-            | Field::Reg1
-            | Field::Reg2
-            | Field::Reg3
-            | Field::Reg4
-            | Field::Reg5
-            | Field::Reg6
-            | Field::Reg7
-            | Field::Reg8
-            | Field::Reg9
-            | Field::Reg10
-            | Field::Reg11
-            | Field::Reg12
-            | Field::Reg13
-            | Field::Reg14
-            | Field::Reg15
-            | Field::Xreg0
-            | Field::Xreg1
-            | Field::Xreg2
-            | Field::Xreg3
-            | Field::Xreg4
-            | Field::Xreg5
-            | Field::Xreg6
-            | Field::Xreg7
-            | Field::Xxreg0
-            | Field::Xxreg1
-            | Field::Xxreg2
-            | Field::Xxreg3 => return,
-            // The tunnel options went to `set_tun_metadata` above.
-            _ => return,
-        };
-        self.out.push(act);
+        if let Some(act) = write_action(&self.flow, f) {
+            self.out.push(act);
+        }
     }
+
+    /// A VID set with `OFPVID_PRESENT`: an untagged packet gets an 802.1Q tag first.
+    fn tag_for_vid(&mut self) {
+        self.wc.vlan_tci[0] |= VLAN_PRESENT;
+        if self.flow.vlan_tci[0] & VLAN_PRESENT == 0 {
+            self.wc.vlan_tci = [0xffff, 0xffff];
+            self.wc.vlan_tpid = [0xffff, 0xffff];
+            self.flow.vlan_tci = [VLAN_PRESENT, self.flow.vlan_tci[0]];
+            self.flow.vlan_tpid = [flow::ETH_TYPE_VLAN, self.flow.vlan_tpid[0]];
+            self.out.push(DpAction::PushVlan {
+                tpid: flow::ETH_TYPE_VLAN,
+                tci: 0,
+            });
+        }
+    }
+}
+
+/// The datapath action that writes field `f` of the packet as the flow `k` has it, if the
+/// field is in the packet (pipeline state is not).
+fn write_action(k: &FlowKey, f: Field) -> Option<DpAction> {
+    let v = fields::get(k, f);
+    Some(match f {
+        Field::EthDst => DpAction::SetEthDst(k.dl_dst),
+        Field::EthSrc => DpAction::SetEthSrc(k.dl_src),
+        Field::EthType => DpAction::SetEthType(k.dl_type),
+        Field::VlanVid => DpAction::SetVlanTci {
+            tci: (v as u16) & 0x0fff,
+            mask: 0x0fff,
+        },
+        Field::VlanPcp => DpAction::SetVlanTci {
+            tci: (v as u16) << 13,
+            mask: 0xe000,
+        },
+        Field::IpDscp => DpAction::SetIpTos {
+            tos: (v as u8) << 2,
+            mask: 0xfc,
+        },
+        Field::IpEcn => DpAction::SetIpTos {
+            tos: v as u8,
+            mask: 0x03,
+        },
+        Field::IpProto => DpAction::SetIpProto(v as u8),
+        Field::NwTtl => DpAction::SetIpTtl(v as u8),
+        Field::Ipv4Src => DpAction::SetIpv4Src(k.nw_src),
+        Field::Ipv4Dst => DpAction::SetIpv4Dst(k.nw_dst),
+        Field::ArpSpa => DpAction::SetArpSpa(k.nw_src),
+        Field::ArpTpa => DpAction::SetArpTpa(k.nw_dst),
+        Field::ArpSha => DpAction::SetArpSha(k.arp_sha),
+        Field::ArpTha => DpAction::SetArpTha(k.arp_tha),
+        Field::ArpOp => DpAction::SetArpOp(v as u16),
+        Field::TcpSrc | Field::UdpSrc | Field::SctpSrc => DpAction::SetTpSrc(v as u16),
+        Field::TcpDst | Field::UdpDst | Field::SctpDst => DpAction::SetTpDst(v as u16),
+        Field::Icmpv4Type | Field::Icmpv6Type => DpAction::SetIcmpType(v as u8),
+        Field::Icmpv4Code | Field::Icmpv6Code => DpAction::SetIcmpCode(v as u8),
+        Field::Ipv6Src => DpAction::SetIpv6Src(k.ipv6_src),
+        Field::Ipv6Dst => DpAction::SetIpv6Dst(k.ipv6_dst),
+        Field::Ipv6Flabel => DpAction::SetIpv6Label(v as u32),
+        Field::Ipv6NdTarget => DpAction::SetNdTarget(k.nd_target),
+        Field::Ipv6NdSll => DpAction::SetNdSll(k.arp_sha),
+        Field::Ipv6NdTll => DpAction::SetNdTll(k.arp_tha),
+        Field::MplsLabel => DpAction::SetMplsLse {
+            lse: (v as u32) << 12,
+            mask: 0xffff_f000,
+        },
+        Field::MplsTc => DpAction::SetMplsLse {
+            lse: (v as u32) << 9,
+            mask: 0x0e00,
+        },
+        Field::MplsBos => DpAction::SetMplsLse {
+            lse: (v as u32) << 8,
+            mask: 0x0100,
+        },
+        Field::PbbIsid => DpAction::SetPbbIsid(v as u32),
+        Field::TunnelId => DpAction::SetTunnelId(v as u64),
+        Field::TunSrc => DpAction::SetTunnelSrc(k.tun_src),
+        Field::TunDst => DpAction::SetTunnelDst(k.tun_dst),
+        // Pipeline state only: nothing to write into the packet (ct_mark and
+        // ct_label are written by `ct(commit,exec(..))`, never by a set_field here).
+        Field::RecircId
+        | Field::DpHash
+        | Field::CtState
+        | Field::CtZone
+        | Field::CtMark
+        | Field::CtLabel
+        | Field::CtNwSrc
+        | Field::CtNwDst
+        | Field::CtIpv6Src
+        | Field::CtIpv6Dst
+        | Field::CtNwProto
+        | Field::CtTpSrc
+        | Field::CtTpDst
+        | Field::Metadata
+        | Field::InPort
+        | Field::InPhyPort
+        | Field::Ipv6Exthdr
+        | Field::TcpFlags
+        | Field::IpFrag
+        | Field::PktMark
+        | Field::Reg0
+        | Field::Reg1
+        | Field::Reg2
+        | Field::Reg3
+        | Field::Reg4
+        | Field::Reg5
+        | Field::Reg6
+        | Field::Reg7
+        | Field::Reg8
+        | Field::Reg9
+        | Field::Reg10
+        | Field::Reg11
+        | Field::Reg12
+        | Field::Reg13
+        | Field::Reg14
+        | Field::Reg15
+        | Field::Xreg0
+        | Field::Xreg1
+        | Field::Xreg2
+        | Field::Xreg3
+        | Field::Xreg4
+        | Field::Xreg5
+        | Field::Xreg6
+        | Field::Xreg7
+        | Field::Xxreg0
+        | Field::Xxreg1
+        | Field::Xxreg2
+        | Field::Xxreg3 => return None,
+        // The tunnel options went to `set_tun_metadata` above.
+        _ => return None,
+    })
 }

@@ -12,7 +12,7 @@
 //!
 //! Formatting prints the dump-meters form, which parses back to an equal `MeterMod`.
 
-use super::{need_value, uint_for, TextError, Tokens};
+use super::{need_value, uint_for, TextError, Token, Tokens};
 use crate::messages::{
     MeterBand, MeterFlags, MeterMod, MeterModCommand, OFPM_ALL, OFPM_CONTROLLER, OFPM_MAX,
     OFPM_SLOWPATH,
@@ -62,35 +62,7 @@ pub fn parse_meter(text: &str, command: MeterModCommand) -> Result<MeterMod, Tex
         let tok = tok?;
         let text = tok.text();
         if in_bands {
-            match tok.key {
-                "type" => {
-                    let v = need_value(&tok)?;
-                    let dscp = match v {
-                        "drop" => false,
-                        "dscp_remark" => true,
-                        _ => {
-                            return Err(TextError::new(format!(
-                                "{text}: '{v}' is not a band type (drop, dscp_remark)"
-                            )))
-                        }
-                    };
-                    bands.push(BandBuilder {
-                        dscp,
-                        ..BandBuilder::default()
-                    });
-                }
-                "rate" | "burst_size" | "prec_level" => {
-                    let b = bands.last_mut().ok_or_else(|| {
-                        TextError::new(format!("{text}: a band must start with type="))
-                    })?;
-                    match tok.key {
-                        "rate" => b.rate = Some(uint_for(&tok, 32)? as u32),
-                        "burst_size" => b.burst_size = uint_for(&tok, 32)? as u32,
-                        _ => b.prec_level = Some(uint_for(&tok, 8)? as u8),
-                    }
-                }
-                k => return Err(TextError::new(format!("unknown band keyword '{k}'"))),
-            }
+            band_keyword(&tok, &mut bands)?;
             continue;
         }
         match tok.key {
@@ -120,29 +92,7 @@ pub fn parse_meter(text: &str, command: MeterModCommand) -> Result<MeterMod, Tex
             "bands" => {
                 in_bands = true;
                 if let Some(v) = tok.value.filter(|v| !v.is_empty()) {
-                    // `bands=type=drop`: the first band's type rides on `bands=`.
-                    let mut inner = Tokens::new(v);
-                    if let Some(t) = inner.next_token() {
-                        let t = t?;
-                        if t.key != "type" {
-                            return Err(TextError::new(format!(
-                                "{text}: a band must start with type="
-                            )));
-                        }
-                        let dscp = match t.value {
-                            Some("drop") => false,
-                            Some("dscp_remark") => true,
-                            _ => {
-                                return Err(TextError::new(format!(
-                                    "{text}: not a band type (drop, dscp_remark)"
-                                )))
-                            }
-                        };
-                        bands.push(BandBuilder {
-                            dscp,
-                            ..BandBuilder::default()
-                        });
-                    }
+                    first_band(&text, v, &mut bands)?;
                 }
             }
             k => return Err(TextError::new(format!("unknown keyword '{k}'"))),
@@ -184,6 +134,69 @@ pub fn parse_meter(text: &str, command: MeterModCommand) -> Result<MeterMod, Tex
     m.validate()
         .map_err(|e| TextError::new(format!("invalid meter: {e}")))?;
     Ok(m)
+}
+
+/// One keyword after `bands=`: `type=` starts a band, `rate=`, `burst_size=` and
+/// `prec_level=` fill in the current one.
+fn band_keyword(tok: &Token<'_>, bands: &mut Vec<BandBuilder>) -> Result<(), TextError> {
+    let text = tok.text();
+    match tok.key {
+        "type" => {
+            let v = need_value(tok)?;
+            let dscp = match v {
+                "drop" => false,
+                "dscp_remark" => true,
+                _ => {
+                    return Err(TextError::new(format!(
+                        "{text}: '{v}' is not a band type (drop, dscp_remark)"
+                    )))
+                }
+            };
+            bands.push(BandBuilder {
+                dscp,
+                ..BandBuilder::default()
+            });
+        }
+        "rate" | "burst_size" | "prec_level" => {
+            let b = bands
+                .last_mut()
+                .ok_or_else(|| TextError::new(format!("{text}: a band must start with type=")))?;
+            match tok.key {
+                "rate" => b.rate = Some(uint_for(tok, 32)? as u32),
+                "burst_size" => b.burst_size = uint_for(tok, 32)? as u32,
+                _ => b.prec_level = Some(uint_for(tok, 8)? as u8),
+            }
+        }
+        k => return Err(TextError::new(format!("unknown band keyword '{k}'"))),
+    }
+    Ok(())
+}
+
+/// `bands=type=drop`: the first band's type rides on `bands=` (`text` is the whole token).
+fn first_band(text: &str, v: &str, bands: &mut Vec<BandBuilder>) -> Result<(), TextError> {
+    let mut inner = Tokens::new(v);
+    if let Some(t) = inner.next_token() {
+        let t = t?;
+        if t.key != "type" {
+            return Err(TextError::new(format!(
+                "{text}: a band must start with type="
+            )));
+        }
+        let dscp = match t.value {
+            Some("drop") => false,
+            Some("dscp_remark") => true,
+            _ => {
+                return Err(TextError::new(format!(
+                    "{text}: not a band type (drop, dscp_remark)"
+                )))
+            }
+        };
+        bands.push(BandBuilder {
+            dscp,
+            ..BandBuilder::default()
+        });
+    }
+    Ok(())
 }
 
 /// Format a meter as dump-meters does: `meter=1 kbps burst stats bands=` then one

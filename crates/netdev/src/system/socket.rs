@@ -1,0 +1,171 @@
+//! Opening the `AF_PACKET` socket and mapping its TPACKET_V3 rings (see the parent module).
+
+use super::*;
+
+/// True if `name` is a TUN/TAP device. What is sent to one is for whoever reads its file
+/// descriptor or captures on it (`ovs-tcpdump` mirrors onto a TAP device and runs tcpdump
+/// there): it is sent through the kernel's transmit path, which packet capture sees, instead
+/// of bypassing the queueing layer (which capture does not see).
+pub(super) fn is_tap(name: &str) -> bool {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return false;
+    }
+    std::path::Path::new("/sys/class/net")
+        .join(name)
+        .join("tun_flags")
+        .exists()
+}
+
+/// One AF_PACKET socket on `name` with its mapped rings: a receive ring of `rx_blocks`
+/// blocks (0: a transmit-only socket that receives nothing) and the transmit ring.
+pub(super) fn open_socket(
+    name: &str,
+    rx_blocks: usize,
+) -> Result<(OwnedFd, Rings, u32, u32), NetdevError> {
+    let err = |call: &str, e: std::io::Error| sys::os_error(KIND, name, call, &e);
+
+    // Protocol 0: the socket receives nothing until `bind` below, after the rings exist.
+    // SAFETY: plain socket(2) call.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    };
+    if raw < 0 {
+        return Err(err("socket(AF_PACKET)", sys::last_err()));
+    }
+    // SAFETY: `raw` is a fresh descriptor owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let s = fd.as_raw_fd();
+
+    let ifindex = sys::if_index(s, name).map_err(|e| err("SIOCGIFINDEX", e))?;
+    let mtu = sys::if_mtu(s, name).map_err(|e| err("SIOCGIFMTU", e))?;
+
+    let v3 = libc::tpacket_versions::TPACKET_V3 as libc::c_int;
+    sys::setsockopt(s, libc::SOL_PACKET, libc::PACKET_VERSION, &v3)
+        .map_err(|e| err("setsockopt(PACKET_VERSION=TPACKET_V3)", e))?;
+    let one: libc::c_int = 1;
+    sys::setsockopt(s, libc::SOL_PACKET, libc::PACKET_VNET_HDR, &one)
+        .map_err(|e| err("setsockopt(PACKET_VNET_HDR)", e))?;
+    // Best effort: older kernels lack it, and rx also filters PACKET_OUTGOING frames.
+    let _ = sys::setsockopt(s, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one);
+    if !is_tap(name) {
+        sys::setsockopt(s, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one)
+            .map_err(|e| err("setsockopt(PACKET_QDISC_BYPASS)", e))?;
+    }
+    sys::setsockopt(s, libc::SOL_PACKET, PACKET_LOSS, &one)
+        .map_err(|e| err("setsockopt(PACKET_LOSS)", e))?;
+
+    if rx_blocks > 0 {
+        let rx_req = libc::tpacket_req3 {
+            tp_block_size: RX_BLOCK_SIZE as u32,
+            tp_block_nr: rx_blocks as u32,
+            tp_frame_size: RX_FRAME_SIZE as u32,
+            tp_frame_nr: (rx_blocks * (RX_BLOCK_SIZE / RX_FRAME_SIZE)) as u32,
+            tp_retire_blk_tov: RX_RETIRE_MS,
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
+        };
+        sys::setsockopt(s, libc::SOL_PACKET, libc::PACKET_RX_RING, &rx_req)
+            .map_err(|e| err("setsockopt(PACKET_RX_RING)", e))?;
+    }
+    let tx_frame = tx_frame_size(mtu);
+    let tx_blocks = TX_RING_BYTES / TX_BLOCK_SIZE;
+    let tx_nframes = tx_blocks * (TX_BLOCK_SIZE / tx_frame);
+    let tx_req = libc::tpacket_req3 {
+        tp_block_size: TX_BLOCK_SIZE as u32,
+        tp_block_nr: tx_blocks as u32,
+        tp_frame_size: tx_frame as u32,
+        tp_frame_nr: tx_nframes as u32,
+        tp_retire_blk_tov: 0,
+        tp_sizeof_priv: 0,
+        tp_feature_req_word: 0,
+    };
+    sys::setsockopt(s, libc::SOL_PACKET, libc::PACKET_TX_RING, &tx_req)
+        .map_err(|e| err("setsockopt(PACKET_TX_RING)", e))?;
+
+    let rx_bytes = rx_blocks * RX_BLOCK_SIZE;
+    let map_len = rx_bytes + TX_RING_BYTES;
+    // SAFETY: maps the socket's rings (RX first, then TX, as the kernel lays them out);
+    // the kernel checks the length against the ring sizes.
+    let base = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            map_len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_POPULATE,
+            s,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(err("mmap(packet rings)", sys::last_err()));
+    }
+    let base = base.cast::<u8>();
+    let rings = Rings {
+        rx: RxRing {
+            base,
+            nblocks: rx_blocks,
+            cur: 0,
+            left: 0,
+            off: 0,
+            seg: 0,
+        },
+        tx: TxRing {
+            base: base.wrapping_add(rx_bytes),
+            frame_size: tx_frame,
+            nframes: tx_nframes,
+            head: 0,
+        },
+        _map: Mapping { base, len: map_len },
+    };
+
+    if rx_blocks > 0 {
+        sys::if_up(s, name).map_err(|e| err("SIOCSIFFLAGS(IFF_UP)", e))?;
+        let mreq = libc::packet_mreq {
+            mr_ifindex: ifindex as libc::c_int,
+            mr_type: libc::PACKET_MR_PROMISC as libc::c_ushort,
+            mr_alen: 0,
+            mr_address: [0; 8],
+        };
+        sys::setsockopt(s, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
+            .map_err(|e| err("setsockopt(PACKET_ADD_MEMBERSHIP, promisc)", e))?;
+    }
+
+    // SAFETY: sockaddr_ll is plain integers; zero is valid for every field.
+    let mut sll: libc::sockaddr_ll = unsafe { mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    // A transmit-only socket binds with protocol 0: it receives nothing.
+    sll.sll_protocol = if rx_blocks > 0 {
+        (libc::ETH_P_ALL as u16).to_be()
+    } else {
+        0
+    };
+    sll.sll_ifindex = ifindex as i32;
+    // SAFETY: `sll` is a live sockaddr_ll and the length passed is its size.
+    let rc = unsafe {
+        libc::bind(
+            s,
+            (&sll as *const libc::sockaddr_ll).cast(),
+            mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(err("bind", sys::last_err()));
+    }
+
+    Ok((fd, rings, ifindex, mtu))
+}
+
+/// Slot size for the transmit ring: room for the slot header, the vnet header and a frame of
+/// MTU + 18 bytes.
+pub(super) fn tx_frame_size(mtu: u32) -> usize {
+    let need = TX_DATA_OFF + VNET_HDR_LEN + mtu as usize + 18;
+    if need <= TX_FRAME_SIZE {
+        TX_FRAME_SIZE
+    } else {
+        2 * TX_FRAME_SIZE
+    }
+}
