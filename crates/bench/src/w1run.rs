@@ -1,11 +1,11 @@
 //! The W1 run: a pcap replayed from memory (every packet copied into a fresh pool buffer)
 //! through one bridge into a null sink, on the calling thread, for a fixed time.
 //!
-//! The same `Switch` and poll loop the daemon runs are used, so the figure includes the real
+//! The same `PollSet` and poll loop the daemon runs are used, so the figure includes the real
 //! per-batch fabric work: receive, module lookup, per-destination grouping, transmit, free.
 
 use datapath::module::VlanMode;
-use datapath::{cycles, Switch};
+use datapath::{cycles, PollSet};
 use netdev::Options;
 use packet::{Batch, Pool};
 use std::time::{Duration, Instant};
@@ -73,7 +73,7 @@ pub fn run(
     rule_set: &str,
     settings: &[(String, String)],
 ) -> Result<W1Result, String> {
-    let mut sw = Switch::new(datapath::switch::DEFAULT_POOL);
+    let mut sw = PollSet::new(datapath::pollset::DEFAULT_POOL);
     let ofctl::Created { logic, openflow } = ofctl::create(module_name)?;
     sw.add_bridge("w1", logic, None)?;
     for (k, v) in settings {
@@ -165,7 +165,7 @@ pub fn run(
     })
 }
 
-fn counters(sw: &Switch) -> Vec<(String, u64)> {
+fn counters(sw: &PollSet) -> Vec<(String, u64)> {
     sw.bridge("w1")
         .map(|b| {
             b.module
@@ -177,7 +177,7 @@ fn counters(sw: &Switch) -> Vec<(String, u64)> {
         .unwrap_or_default()
 }
 
-fn tx_packets(sw: &Switch) -> u64 {
+fn tx_packets(sw: &PollSet) -> u64 {
     sw.bridge("w1")
         .and_then(|b| b.find_port("w1-tx").and_then(|i| b.port_stats(i)))
         .map(|s| s.tx_packets)
@@ -198,9 +198,9 @@ pub fn run_pmds(
     cores: &[usize],
 ) -> Result<W1Result, String> {
     let cs: Vec<Option<usize>> = cores.iter().map(|&c| Some(c)).collect();
-    let dp = datapath::Datapath::new(&cs, datapath::switch::DEFAULT_POOL)
+    let dp = datapath::Datapath::new(&cs, datapath::pollset::DEFAULT_POOL)
         .map_err(|e| format!("cannot start poll threads: {e}"))?;
-    dp.set_assign(datapath::dpif::Assign::RoundRobin)?;
+    dp.set_assign(datapath::threads::Assign::RoundRobin)?;
     let r = run_on(
         &dp,
         module_name,

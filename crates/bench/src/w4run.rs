@@ -7,7 +7,7 @@
 //! established flow's delivered packets on its own sink port.
 
 use datapath::module::VlanMode;
-use datapath::Switch;
+use datapath::PollSet;
 use netdev::Options;
 use std::time::{Duration, Instant};
 
@@ -27,21 +27,21 @@ pub struct W4Result {
     pub megaflows: u64,
 }
 
-fn count(sw: &Switch, port: &str) -> u64 {
+fn count(sw: &PollSet, port: &str) -> u64 {
     sw.bridge("w4")
         .and_then(|b| b.find_port(port).and_then(|i| b.port_stats(i)))
         .map(|s| s.tx_packets)
         .unwrap_or(0)
 }
 
-fn rx(sw: &Switch, port: &str) -> u64 {
+fn rx(sw: &PollSet, port: &str) -> u64 {
     sw.bridge("w4")
         .and_then(|b| b.find_port(port).and_then(|i| b.port_stats(i)))
         .map(|s| s.rx_packets)
         .unwrap_or(0)
 }
 
-fn counter(sw: &Switch, name: &str) -> u64 {
+fn counter(sw: &PollSet, name: &str) -> u64 {
     sw.bridge("w4")
         .and_then(|b| {
             b.module
@@ -53,7 +53,7 @@ fn counter(sw: &Switch, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn run_for(sw: &mut Switch, secs: f64) {
+fn run_for(sw: &mut PollSet, secs: f64) {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs_f64(secs) {
         for _ in 0..16 {
@@ -70,11 +70,11 @@ pub fn run(
     offered_pps: u64,
     secs: f64,
 ) -> Result<W4Result, String> {
-    let mut sw = Switch::new(datapath::switch::DEFAULT_POOL);
+    let mut sw = PollSet::new(datapath::pollset::DEFAULT_POOL);
     let ofctl::Created { logic, openflow } = ofctl::create("openflow")?;
     let u = openflow.ok_or("the openflow module has OpenFlow state")?;
     sw.add_bridge("w4", logic, None)?;
-    let null = |sw: &mut Switch, name: &str, ofport: u32| -> Result<(), String> {
+    let null = |sw: &mut PollSet, name: &str, ofport: u32| -> Result<(), String> {
         let p = netdev::open(name, "null", &Options::new()).map_err(|e| e.to_string())?;
         sw.add_port("w4", p, Some(ofport), VlanMode::Trunk(None))?;
         Ok(())

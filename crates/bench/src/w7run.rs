@@ -22,7 +22,7 @@
 
 use crate::w7gen::Endpoints;
 use datapath::module::VlanMode;
-use datapath::{cycles, Switch};
+use datapath::{cycles, PollSet};
 use netdev::Options;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -58,7 +58,7 @@ const TUN: &str = "vx0";
 const SRC: &str = "w7-rx";
 const SINK: &str = "w7-tx";
 
-fn flows(sw: &Switch, u: &Arc<datapath::udpif::Udpif>, rules: &[&str]) -> Result<(), String> {
+fn flows(sw: &PollSet, u: &Arc<datapath::udpif::Udpif>, rules: &[&str]) -> Result<(), String> {
     let rules: Vec<String> = rules.iter().map(|r| r.to_string()).collect();
     let now = sw.now_ms();
     // This thread runs the switch's only loop: the verbs revalidate inline.
@@ -106,14 +106,14 @@ fn oncpu_ns() -> Option<u64> {
         .ok()
 }
 
-fn port_stats(sw: &Switch, port: &str) -> netdev::PortStats {
+fn port_stats(sw: &PollSet, port: &str) -> netdev::PortStats {
     sw.bridges()
         .iter()
         .find_map(|b| b.find_port(port).and_then(|i| b.port_stats(i)))
         .unwrap_or_default()
 }
 
-fn counters(sw: &Switch, phy: &str) -> Vec<(String, u64)> {
+fn counters(sw: &PollSet, phy: &str) -> Vec<(String, u64)> {
     let mut v = Vec::new();
     for (br, tag) in [(INT, "int."), (phy, "phy.")] {
         if let Some(b) = sw.bridge(br) {
@@ -146,7 +146,7 @@ pub fn run(
     underlay: &str,
     capture: Option<&str>,
 ) -> Result<W7Result, String> {
-    let mut sw = Switch::new(datapath::switch::DEFAULT_POOL);
+    let mut sw = PollSet::new(datapath::pollset::DEFAULT_POOL);
     let int = ofctl::create("openflow")?;
     let phy = ofctl::create("openflow")?;
     let u_int = int

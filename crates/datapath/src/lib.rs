@@ -19,18 +19,23 @@
 //! * [`bridge`]: a bridge's ports and the fabric's per-batch forwarding pass, in two
 //!   instantiations: the normal one and the traced one (`pmd-trace`, [`bridge::trace`]),
 //!   which also serves packet samples.
-//! * [`switch`]: all bridges of one poll thread, the buffer pool, control operations and the
-//!   status reports (`show`, `dump-ports`, `pmd-stats-show`).
-//! * [`pmd`]: the poll-mode thread and the control plane's handle on it; [`dpif`]: several
-//!   poll threads serving the bridges ([`Datapath`]: receive-queue placement, affinity,
-//!   rebalancing); [`cycles`] and [`clock`]: their time keeping.
+//! * [`pollset`]: what one poll thread owns ([`PollSet`]): its bridges, its buffer pool,
+//!   its counters, and the control operations on them.
+//! * [`pmd`]: the poll-mode thread and the control plane's handle on it; [`threads`]: several
+//!   poll threads serving the bridges ([`Datapath`]: replicas, receive-queue placement,
+//!   affinity, rebalancing); [`cycles`] and [`clock`]: their time keeping.
+//! * [`report`]: status as plain structs (`show`, `dump-ports`, `pmd-stats-show`,
+//!   `pmd-rxq-show`); the daemon lays them out as text or JSON. [`error`]: the typed
+//!   [`Error`] every control operation returns (its text is the message users see).
+//! * [`mirror`], [`sample`]: port mirroring and packet sampling in the fabric; [`ct`]: the
+//!   connection-tracking stage; [`capabilities`]: what the datapath reports to OVSDB.
 //!
 //! ## Threads
 //! Poll threads (one per core in the pmd mask) run the fabric; each `openflow` bridge adds
 //! one upcall handler and one revalidator thread shared by the bridge's poll threads.
 //!
 //! ## Thread-safety contract
-//! A [`switch::Switch`] and everything in it belongs to one poll thread. The control plane
+//! A [`PollSet`] and everything in it belongs to one poll thread. The control plane
 //! talks to it only through [`pmd::PmdHandle::call`], whose closures run between two polls.
 //! No datapath thread (poll thread, upcall handler, revalidator) waits for a lock the control
 //! plane can hold: the `openflow` module's shared state is built for that. The OpenFlow
@@ -44,8 +49,8 @@ pub mod clock;
 pub mod ct;
 pub mod cycles;
 pub mod dpcls;
-pub mod dpif;
 pub mod emc;
+pub mod error;
 pub mod fasthash;
 pub mod flowtable;
 pub mod learning;
@@ -54,14 +59,17 @@ pub mod module;
 pub mod ofmodule;
 pub mod patch;
 pub mod pmd;
+pub mod pollset;
 pub mod registry;
+pub mod report;
 pub mod sample;
-pub mod switch;
+pub mod threads;
 pub mod tuple3;
 pub mod udpif;
 
 pub use bridge::{Bridge, LOCAL_OFPORT};
-pub use dpif::Datapath;
+pub use error::Error;
 pub use module::{Ctx, Dest, SwitchLogic, VlanMode};
 pub use pmd::PmdHandle;
-pub use switch::Switch;
+pub use pollset::PollSet;
+pub use threads::Datapath;

@@ -20,7 +20,7 @@
 //! Not here: `output_vlan` (remote SPAN onto a VLAN) is refused when the mirror is set.
 
 use crate::module::VlanMode;
-use crate::{Datapath, Switch};
+use crate::{Datapath, Error, PollSet};
 use packet::Packet;
 
 /// A mirror as the configuration names it (OVSDB's `Mirror` row, ports by name).
@@ -34,13 +34,13 @@ pub struct MirrorConfig {
     pub output_port: Option<String>,
 }
 
-impl Switch {
+impl PollSet {
     /// Sets bridge `br`'s mirrors on this thread. Returns the port names not on the bridge
     /// (left out of the selection; a mirror whose output port is missing selects nothing).
-    pub fn set_mirrors(&mut self, br: &str, cfg: &[MirrorConfig]) -> Result<Vec<String>, String> {
+    pub fn set_mirrors(&mut self, br: &str, cfg: &[MirrorConfig]) -> Result<Vec<String>, Error> {
         let b = self
             .bridge_mut(br)
-            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+            .ok_or_else(|| Error::NoSuchBridge(br.to_string()))?;
         let mut missing = Vec::new();
         let mut slots = |names: &[String]| -> Vec<u16> {
             names
@@ -74,29 +74,22 @@ impl Switch {
 
 impl Datapath {
     /// Sets bridge `br`'s mirrors on every poll thread that serves it (see
-    /// [`Switch::set_mirrors`]). At most [`MAX_MIRRORS`] per bridge.
-    pub fn set_mirrors(&self, br: &str, cfg: &[MirrorConfig]) -> Result<Vec<String>, String> {
+    /// [`PollSet::set_mirrors`]). At most [`MAX_MIRRORS`] per bridge.
+    pub fn set_mirrors(&self, br: &str, cfg: &[MirrorConfig]) -> Result<Vec<String>, Error> {
         if cfg.len() > MAX_MIRRORS {
-            return Err(format!(
-                "{} mirrors on bridge '{br}': at most {MAX_MIRRORS}",
-                cfg.len()
-            ));
+            return Err(Error::TooManyMirrors {
+                bridge: br.to_string(),
+                n: cfg.len(),
+                max: MAX_MIRRORS,
+            });
         }
-        let st = self.lock();
-        let (b, c) = (br.to_string(), cfg.to_vec());
-        let home = st.call(move |sw| sw.set_mirrors(&b, &c))??;
-        if st.is_replicated(br) {
-            for i in 1..st.n_pmds() {
-                let (b, c) = (br.to_string(), cfg.to_vec());
-                st.call_on(i, move |sw| sw.set_mirrors(&b, &c))??;
-            }
-        }
-        Ok(home)
+        let c = cfg.to_vec();
+        self.on_bridge_threads(br, move |sw, b| sw.set_mirrors(b, &c))
     }
 
     /// Bridge `br`'s mirror counters summed over its poll threads, and the packets dropped at
     /// mirror output ports.
-    pub fn mirror_stats(&self, br: &str) -> Result<(Vec<(String, MirrorStats)>, u64), String> {
+    pub fn mirror_stats(&self, br: &str) -> Result<(Vec<(String, MirrorStats)>, u64), Error> {
         let b = br.to_string();
         let per = self.call_all(move |sw| sw.bridge(&b).map(|x| x.mirror_stats()))?;
         let mut sum: Vec<(String, MirrorStats)> = Vec::new();

@@ -1,6 +1,6 @@
 //! The poll-mode thread and the handle the control plane uses to talk to it.
 //!
-//! One thread owns the [`Switch`] and loops: poll every receiving port, forward, account the
+//! One thread owns the [`PollSet`] and loops: poll every receiving port, forward, account the
 //! cycles. Between polls it runs the closures the control plane sent ([`PmdHandle::call`]), so
 //! configuration changes and status reads see the switch between two batches, never in the
 //! middle of one, and the fast path takes no lock.
@@ -17,7 +17,8 @@
 //! asleep the modules are told they are parked (see `SwitchLogic::park`), so nothing waits
 //! for a sleeping thread to finish a batch.
 
-use crate::switch::Switch;
+use crate::error::Error;
+use crate::pollset::PollSet;
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
@@ -33,7 +34,7 @@ pub const DEEP_SLEEP_MS: i32 = 100;
 /// How long a control call waits for the poll thread.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
-type Command = Box<dyn FnOnce(&mut Switch) + Send>;
+type Command = Box<dyn FnOnce(&mut PollSet) + Send>;
 
 enum Msg {
     Run(Command),
@@ -77,12 +78,16 @@ fn drain(fd: &OwnedFd) {
 
 impl PmdHandle {
     /// Starts a poll thread that owns `sw`.
-    pub fn spawn(sw: Switch) -> std::io::Result<PmdHandle> {
+    pub fn spawn(sw: PollSet) -> std::io::Result<PmdHandle> {
         Self::spawn_on(sw, "pmd0", None)
     }
 
     /// Starts a poll thread named `name` that owns `sw`, pinned to CPU `core` if given.
-    pub fn spawn_on(mut sw: Switch, name: &str, core: Option<usize>) -> std::io::Result<PmdHandle> {
+    pub fn spawn_on(
+        mut sw: PollSet,
+        name: &str,
+        core: Option<usize>,
+    ) -> std::io::Result<PmdHandle> {
         let (tx, rx) = unbounded();
         sw.core_id = core;
         let wake = Arc::new(eventfd()?);
@@ -107,18 +112,18 @@ impl PmdHandle {
     /// Runs `f` on the poll thread between two polls and returns its result.
     pub fn call<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Switch) -> R + Send + 'static,
-    ) -> Result<R, String> {
+        f: impl FnOnce(&mut PollSet) -> R + Send + 'static,
+    ) -> Result<R, Error> {
         let (rtx, rrx) = bounded(1);
         let cmd: Command = Box::new(move |sw| {
             let _ = rtx.send(f(sw));
         });
         self.tx
             .send(Msg::Run(cmd))
-            .map_err(|_| "the poll thread has stopped".to_string())?;
+            .map_err(|_| Error::ThreadStopped)?;
         kick(&self.wake);
         rrx.recv_timeout(CALL_TIMEOUT)
-            .map_err(|_| "the poll thread did not answer".to_string())
+            .map_err(|_| Error::ThreadTimeout)
     }
 
     /// Stops the thread after it closes every port.
@@ -202,7 +207,7 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 /// again with the same switch, ports and flow tables, so one bad packet or command costs the
 /// batch it was in, not all forwarding. The control call that panicked gets "did not answer".
 /// A thread that keeps panicking aborts the process (see [`MAX_PANICS`]).
-fn pmd_main(mut sw: Switch, rx: Receiver<Msg>, wake: &OwnedFd) {
+fn pmd_main(mut sw: PollSet, rx: Receiver<Msg>, wake: &OwnedFd) {
     let name = std::thread::current().name().unwrap_or("pmd").to_string();
     let mut panics: std::collections::VecDeque<Instant> = std::collections::VecDeque::new();
     loop {
@@ -236,7 +241,7 @@ fn pmd_main(mut sw: Switch, rx: Receiver<Msg>, wake: &OwnedFd) {
     }
 }
 
-fn pmd_loop(sw: &mut Switch, rx: &Receiver<Msg>, wake: &OwnedFd) {
+fn pmd_loop(sw: &mut PollSet, rx: &Receiver<Msg>, wake: &OwnedFd) {
     let mut idle: u32 = 0;
     let mut sleep_us: u64 = 1;
     let mut iter: u64 = 0;
@@ -312,10 +317,10 @@ mod tests {
 
     #[test]
     fn a_panic_restarts_the_loop_with_the_same_switch() {
-        let mut sw = Switch::new(64);
+        let mut sw = PollSet::new(64);
         sw.pmd.packets = 7;
         let h = PmdHandle::spawn(sw).expect("poll thread");
-        let r: Result<(), String> = h.call(|_| panic!("injected"));
+        let r: Result<(), Error> = h.call(|_| panic!("injected"));
         assert!(r.is_err(), "the panicking call gets an error");
         // The same switch (its counters kept) answers the next call.
         let (packets, restarts) = h

@@ -25,7 +25,7 @@
 //! Threads: a [`Sampler`] lives in one poll thread's bridge; the sink's sender is cloned into
 //! every thread that serves the bridge, the receiver belongs to the exporter.
 
-use crate::Switch;
+use crate::{Error, PollSet};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use packet::Batch;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -312,18 +312,18 @@ impl FlowSampleTap {
     }
 }
 
-impl Switch {
+impl PollSet {
     /// Sets (or with `None` removes) bridge `br`'s sampler for `owner` on this thread.
     pub fn set_sampler(
         &mut self,
         br: &str,
         owner: &'static str,
         cfg: Option<SamplerConfig>,
-    ) -> Result<(), String> {
-        let seed = self as *const Switch as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    ) -> Result<(), Error> {
+        let seed = self as *const PollSet as u64 ^ 0x9e37_79b9_7f4a_7c15;
         let b = self
             .bridge_mut(br)
-            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+            .ok_or_else(|| Error::NoSuchBridge(br.to_string()))?;
         let s = cfg.map(|c| {
             let mut ifindex = Vec::new();
             for (i, s) in b.ports() {
@@ -349,17 +349,8 @@ impl crate::Datapath {
         br: &str,
         owner: &'static str,
         cfg: Option<SamplerConfig>,
-    ) -> Result<(), String> {
-        let st = self.lock();
-        let (b, c) = (br.to_string(), cfg.clone());
-        st.call(move |sw| sw.set_sampler(&b, owner, c))??;
-        if st.is_replicated(br) {
-            for i in 1..st.n_pmds() {
-                let (b, c) = (br.to_string(), cfg.clone());
-                st.call_on(i, move |sw| sw.set_sampler(&b, owner, c))??;
-            }
-        }
-        Ok(())
+    ) -> Result<(), Error> {
+        self.on_bridge_threads(br, move |sw, b| sw.set_sampler(b, owner, cfg.clone()))
     }
 }
 

@@ -5,7 +5,7 @@
 //! would deliver a frame the uncached pipeline does not.
 
 use datapath::udpif::Udpif;
-use datapath::Switch;
+use datapath::PollSet;
 use proptest::prelude::*;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +14,7 @@ mod common;
 
 use common::{of, Log};
 
-fn switch(cache: bool) -> (Switch, Vec<Log>, Arc<Udpif>) {
+fn switch(cache: bool) -> (PollSet, Vec<Log>, Arc<Udpif>) {
     // The daemon's default, OVS's: one tag parsed (this file is its own process).
     packet::flow::set_vlan_limit(1);
     let (sw, logs, u) = common::switch(cache, 8192, 4);

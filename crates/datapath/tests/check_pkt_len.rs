@@ -2,7 +2,7 @@
 //! one cached megaflow (one translation) and still go where their length says, because the
 //! cached actions hold both answers and the datapath picks per packet.
 
-use datapath::Switch;
+use datapath::PollSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ fn count(log: &Log) -> usize {
     log.lock().map(|l| l.len()).unwrap_or(0)
 }
 
-fn send(sw: &mut Switch, f: Vec<u8>) {
+fn send(sw: &mut PollSet, f: Vec<u8>) {
     sw.inject("br", "p1", &[f]).expect("inject");
     assert!(sw.settle(Duration::from_secs(10)), "upcalls did not settle");
 }

@@ -14,7 +14,7 @@
 
 use conntrack::{ConnKey, CtResult};
 use datapath::udpif::Udpif;
-use datapath::Switch;
+use datapath::PollSet;
 use packet::flow::{self, FlowKey};
 use packet::Pool;
 use proptest::prelude::*;
@@ -182,7 +182,7 @@ fn of(u: &Udpif, verb: &str, arg: &str) {
     common::of(u, verb, Some(arg)).unwrap_or_else(|e| panic!("{verb} {arg}: {e}"));
 }
 
-fn switch(cache: bool, flows: &[&str]) -> (Switch, Vec<Log>, Arc<Udpif>) {
+fn switch(cache: bool, flows: &[&str]) -> (PollSet, Vec<Log>, Arc<Udpif>) {
     let (sw, logs, u) = common::switch(cache, 1024, 3);
     for f in flows {
         of(&u, "add-flow", f);
@@ -197,7 +197,7 @@ fn take(log: &Log) -> Vec<Vec<u8>> {
 }
 
 /// Injects `f` on p1 and returns what each of p2 and p3 received.
-fn send(sw: &mut Switch, logs: &[Log], f: &[u8]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+fn send(sw: &mut PollSet, logs: &[Log], f: &[u8]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     sw.inject("br", "p1", &[f.to_vec()]).expect("inject");
     assert!(sw.settle(Duration::from_secs(10)), "upcalls did not settle");
     (take(&logs[1]), take(&logs[2]))

@@ -5,7 +5,7 @@
 //! (group bucket) or packet-in. Found by the differential harness against OVS 3.1.
 
 use datapath::udpif::Udpif;
-use datapath::Switch;
+use datapath::PollSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ fn of(u: &Udpif, verb: &str, arg: &str) {
     common::of(u, verb, Some(arg)).unwrap_or_else(|e| panic!("{verb} {arg}: {e}"));
 }
 
-fn switch(cache: bool) -> (Switch, Vec<Log>, Arc<Udpif>) {
+fn switch(cache: bool) -> (PollSet, Vec<Log>, Arc<Udpif>) {
     common::switch(cache, 1024, 3)
 }
 

@@ -3,7 +3,7 @@
 
 use datapath::module::VlanMode;
 use datapath::registry;
-use datapath::{Ctx, Switch};
+use datapath::{Ctx, PollSet};
 use netdev::{LinkState, Port, PortStats};
 use packet::{Batch, Pool};
 use std::sync::{Arc, Mutex};
@@ -83,7 +83,7 @@ fn bursts(l: &Log) -> Vec<Vec<Vec<u8>>> {
 
 #[test]
 fn learning_groups_per_destination_and_floods_unknowns() {
-    let mut sw = Switch::new(1024);
+    let mut sw = PollSet::new(1024);
     sw.add_bridge("br", registry::create("learning").expect("module"), None)
         .expect("bridge");
     // Hosts 1, 2, 3 behind ports a, b, c; b and c announce themselves first.
@@ -143,7 +143,7 @@ fn learning_groups_per_destination_and_floods_unknowns() {
 
 #[test]
 fn patch_drops_unmapped_and_counts() {
-    let mut sw = Switch::new(1024);
+    let mut sw = PollSet::new(1024);
     sw.add_bridge("br", registry::create("patch").expect("module"), None)
         .expect("bridge");
     let (pa, la) = port("a", (0..300).map(|i| frame(2, 1, i as u8)).collect());
@@ -176,13 +176,13 @@ fn patch_drops_unmapped_and_counts() {
 
 #[test]
 fn control_errors_change_nothing() {
-    let mut sw = Switch::new(1024);
+    let mut sw = PollSet::new(1024);
     sw.add_bridge("br", registry::create("learning").expect("m"), None)
         .expect("br");
     let (p, _) = port("x", vec![]);
     sw.add_port("br", p, Some(7), VlanMode::Trunk(None))
         .expect("x");
-    let before = sw.show(true);
+    let before = sw.report();
     let (p, _) = port("y", vec![]);
     assert!(sw
         .add_port("br", p, Some(7), VlanMode::Trunk(None))
@@ -195,13 +195,13 @@ fn control_errors_change_nothing() {
         .add_bridge("br", registry::create("patch").expect("m"), None)
         .is_err());
     assert!(sw.del_port(Some("br"), "nope").is_err());
-    assert_eq!(sw.show(true), before);
+    assert_eq!(sw.report(), before);
 }
 
 #[test]
 fn mirrors_copy_both_sides_once_and_reserve_their_output() {
     use datapath::mirror::MirrorConfig;
-    let mut sw = Switch::new(1024);
+    let mut sw = PollSet::new(1024);
     sw.add_bridge("br", registry::create("learning").expect("module"), None)
         .expect("bridge");
     // b and m announce themselves; a then sends to b's host, c sends to a broadcast.

@@ -5,7 +5,7 @@
 //! chosen packets are counted as such. The same through the megaflow cache and without it.
 
 use datapath::sample::{FlowTag, SampleSink};
-use datapath::Switch;
+use datapath::PollSet;
 use std::time::Duration;
 
 mod common;
@@ -19,7 +19,7 @@ fn frame(i: u16) -> Vec<u8> {
     f
 }
 
-fn send(sw: &mut Switch, n: u16) {
+fn send(sw: &mut PollSet, n: u16) {
     for i in 0..n {
         sw.inject("br", "p1", &[frame(i)]).expect("inject");
         if i % 64 == 63 {

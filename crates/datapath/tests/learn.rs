@@ -3,7 +3,7 @@
 //! revalidator's if no other comes), and those flows then forward traffic. With the
 //! megaflow cache and without it.
 
-use datapath::Switch;
+use datapath::PollSet;
 use std::time::{Duration, Instant};
 
 mod common;
@@ -17,7 +17,7 @@ fn frame(src: u8, dst: u8) -> Vec<u8> {
     f
 }
 
-fn send(sw: &mut Switch, port: &str, frames: &[Vec<u8>]) {
+fn send(sw: &mut PollSet, port: &str, frames: &[Vec<u8>]) {
     for f in frames {
         sw.inject("br", port, std::slice::from_ref(f))
             .expect("inject");

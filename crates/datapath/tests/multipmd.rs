@@ -1,7 +1,7 @@
 //! Several poll threads serving one bridge: queues spread and moved, every packet forwarded
 //! once, counters summed over the threads.
 
-use datapath::dpif::Assign;
+use datapath::threads::Assign;
 use datapath::{registry, Datapath, VlanMode};
 use netdev::Options;
 use std::time::{Duration, Instant};
@@ -89,14 +89,11 @@ fn setup(
 }
 
 fn delivered(dp: &Datapath) -> u64 {
-    let s = dp.dump_ports("br", true).expect("dump");
-    let v: serde_json::Value = serde_json::from_str(&s).expect("json");
-    v["ports"]
-        .as_array()
-        .expect("ports")
+    let r = dp.port_counters_report("br").expect("dump");
+    r.ports
         .iter()
-        .filter(|p| p["name"] == "sink")
-        .map(|p| p["tx_packets"].as_u64().unwrap_or(0))
+        .filter(|p| p.name == "sink")
+        .map(|p| p.stats.tx_packets)
         .sum()
 }
 
@@ -121,11 +118,11 @@ fn two_threads_share_a_patch_bridge() {
         sink_remote >= 100,
         "second thread's sink handle sent {sink_remote}"
     );
-    let show = dp.rxq_show(false).expect("show");
+    let show = dp.rxq_report().expect("show");
     dp.shutdown();
-    assert!(show.contains("queue-id:  0"), "{show}");
-    assert!(show.contains("queue-id:  1"), "{show}");
-    assert_eq!(show.matches("pmd thread").count(), 2, "{show}");
+    assert_eq!(show.len(), 2, "{show:?}");
+    let queues: Vec<u16> = show.iter().flat_map(|p| &p.rxqs).map(|r| r.queue).collect();
+    assert!(queues.contains(&0) && queues.contains(&1), "{show:?}");
     let _ = std::fs::remove_file(path);
 }
 
@@ -173,8 +170,10 @@ fn queues_move_and_rebalance_by_load() {
     // cannot be honoured and the queue is placed like the others (never left unpolled).
     dp.set_affinity("src", "3:7").expect("affinity");
     assert_eq!(dp.rxqs().len(), 4);
-    let show = dp.rxq_show(false).expect("show");
-    assert!(show.contains("pinned to core 7, not in mask"), "{show}");
+    let show = dp.rxq_report().expect("show");
+    let q3 = show.iter().flat_map(|p| &p.rxqs).find(|r| r.queue == 3);
+    assert_eq!(q3.map(|r| r.pinned), Some(Some(7)), "{show:?}");
+    assert!(show.iter().all(|p| p.core_id != Some(7)), "{show:?}");
     dp.del_port(Some("br"), "src").expect("del");
     assert!(dp.rxqs().is_empty());
     dp.shutdown();
@@ -219,7 +218,7 @@ fn auto_rebalance_splits_the_busy_queues() {
         st.assign = Assign::Cycles;
         st.measure().expect("measure");
     }
-    dp.set_auto_lb(datapath::dpif::AutoLb {
+    dp.set_auto_lb(datapath::threads::AutoLb {
         enabled: true,
         load_threshold: 50,
         improvement_threshold: 25,

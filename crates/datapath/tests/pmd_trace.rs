@@ -7,7 +7,7 @@
 
 use datapath::bridge::trace::TraceRecord;
 use datapath::module::VlanMode;
-use datapath::{registry, Switch};
+use datapath::{registry, PollSet};
 use std::time::Duration;
 
 mod common;
@@ -29,19 +29,19 @@ fn count(log: &Log) -> usize {
     log.lock().map(|l| l.len()).unwrap_or(0)
 }
 
-fn send(sw: &mut Switch, port: &str, f: Vec<u8>) {
+fn send(sw: &mut PollSet, port: &str, f: Vec<u8>) {
     sw.inject("br", port, &[f]).expect("inject");
     assert!(sw.settle(Duration::from_secs(10)), "upcalls did not settle");
 }
 
-fn records(sw: &Switch) -> Vec<TraceRecord> {
+fn records(sw: &PollSet) -> Vec<TraceRecord> {
     sw.bridge("br")
         .and_then(|b| b.trace())
         .map(|t| t.records.iter().cloned().collect())
         .unwrap_or_default()
 }
 
-fn cmd(sw: &mut Switch, verb: &str, args: &[&str]) -> String {
+fn cmd(sw: &mut PollSet, verb: &str, args: &[&str]) -> String {
     let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     sw.module_command("br", verb, &a, false)
         .unwrap_or_else(|e| panic!("{verb}: {e}"))
@@ -109,7 +109,7 @@ fn openflow_trace_names_the_cache_that_answered() {
 
 #[test]
 fn learning_trace_shows_destinations_and_drops() {
-    let mut sw = Switch::new(1024);
+    let mut sw = PollSet::new(1024);
     sw.add_bridge("br", registry::create("learning").expect("module"), None)
         .expect("bridge");
     let mut logs = Vec::new();

@@ -4,7 +4,7 @@
 use datapath::module::VlanMode;
 use datapath::ofmodule::OpenFlow;
 use datapath::udpif::{self, Udpif};
-use datapath::Switch;
+use datapath::PollSet;
 use netdev::Options;
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,7 +42,7 @@ fn packets_of(u: &Udpif, priority: u64) -> u64 {
 
 #[test]
 fn a_shadowing_rule_with_the_same_actions_gets_the_traffic() {
-    let mut sw = Switch::new(1024);
+    let mut sw = PollSet::new(1024);
     let m = OpenFlow::new(true).expect("module");
     let u: Arc<Udpif> = Arc::clone(m.udpif());
     sw.add_bridge("br", Box::new(m), None).expect("bridge");

@@ -8,7 +8,7 @@
 use datapath::module::VlanMode;
 use datapath::registry;
 use datapath::sample::{Sample, SampleSink, SamplerConfig};
-use datapath::Switch;
+use datapath::PollSet;
 use netdev::{Port, PortStats};
 use packet::{Batch, Pool};
 use std::sync::Arc;
@@ -43,7 +43,7 @@ impl Port for Indexed {
 }
 
 /// Ports p1 (ifindex 101), p2 (102) and p3 (none) on bridge `br`; their logs.
-fn add_ports(sw: &mut Switch) -> Vec<Log> {
+fn add_ports(sw: &mut PollSet) -> Vec<Log> {
     let mut logs = Vec::new();
     for (i, ix) in [(1u32, Some(101)), (2, Some(102)), (3, None)] {
         let (s, log) = Sink::new(&format!("p{i}"));
@@ -59,7 +59,7 @@ fn add_ports(sw: &mut Switch) -> Vec<Log> {
     logs
 }
 
-fn sample_every_packet(sw: &mut Switch) -> Arc<SampleSink> {
+fn sample_every_packet(sw: &mut PollSet) -> Arc<SampleSink> {
     let sink = SampleSink::new(4096);
     let cfg = SamplerConfig {
         id: 1,
@@ -150,7 +150,7 @@ fn openflow_normal_reports_the_learned_port_or_the_flood() {
     of(&u, "add-flow", Some("actions=NORMAL")).expect("flow");
     let sink = sample_every_packet(&mut sw);
     // Each packet twice: the first may go to the slow path (unknown), the second may not.
-    let twice = |sw: &mut Switch, port: &str, f: Vec<u8>, want: u32| {
+    let twice = |sw: &mut PollSet, port: &str, f: Vec<u8>, want: u32| {
         for k in 0..2 {
             sw.inject("br", port, std::slice::from_ref(&f))
                 .expect("inject");
@@ -172,7 +172,7 @@ fn openflow_normal_reports_the_learned_port_or_the_flood() {
 
 #[test]
 fn learning_samples_report_the_destination() {
-    let mut sw = Switch::new(1024);
+    let mut sw = PollSet::new(1024);
     sw.add_bridge("br", registry::create("learning").expect("module"), None)
         .expect("bridge");
     add_ports(&mut sw);

@@ -34,14 +34,11 @@ fn udp(dport: u16, src: u8) -> Vec<u8> {
 }
 
 fn tx(dp: &Datapath, br: &str, name: &str) -> u64 {
-    let s = dp.dump_ports(br, true).expect("dump");
-    let v: serde_json::Value = serde_json::from_str(&s).expect("json");
-    v["ports"]
-        .as_array()
-        .expect("ports")
+    let r = dp.port_counters_report(br).expect("dump");
+    r.ports
         .iter()
-        .filter(|p| p["name"] == name)
-        .map(|p| p["tx_packets"].as_u64().unwrap_or(0))
+        .filter(|p| p.name == name)
+        .map(|p| p.stats.tx_packets)
         .sum()
 }
 

@@ -164,7 +164,7 @@ pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Option<Args>, Str
         pool: m
             .get_one::<u64>("pool")
             .map(|n| *n as usize)
-            .unwrap_or(datapath::switch::DEFAULT_POOL),
+            .unwrap_or(datapath::pollset::DEFAULT_POOL),
         db: m.get_one::<String>("db").cloned(),
         remotes: m
             .get_many::<String>("remote")

@@ -293,18 +293,19 @@ impl Daemon {
             }
             "show" => {
                 no_args(method, args)?;
-                self.pmd.call(move |sw| sw.show(json))
+                let bridges = self.pmd.call(|sw| sw.report())?;
+                Ok(crate::render::show(&bridges, json))
             }
             "dump-ports" => {
                 let [br] = args else {
                     return Err(usage("dump-ports"));
                 };
-                let br = br.clone();
-                self.pmd.dump_ports(&br, json)
+                let report = self.pmd.port_counters_report(br)?;
+                Ok(crate::render::dump_ports(&report, json))
             }
             "pmd-stats-show" | "dpif-netdev/pmd-stats-show" => {
                 no_args(method, args)?;
-                self.pmd.pmd_stats(json)
+                Ok(crate::render::pmd_stats(&self.pmd.pmd_reports()?, json))
             }
             "pmd-stats-clear" | "dpif-netdev/pmd-stats-clear" => {
                 no_args(method, args)?;
@@ -365,7 +366,7 @@ impl Daemon {
                 return ofctl::run(&u, verb, rest, json, datapath::clock::now_ms());
             }
         }
-        self.pmd.module_command(br, verb, rest, json)
+        Ok(self.pmd.module_command(br, verb, rest, json)?)
     }
 
     /// The shared OpenFlow state of bridge `br`, if it runs the openflow module.

@@ -23,6 +23,7 @@ mod metrics;
 mod ofconn;
 mod policy;
 mod privdrop;
+mod render;
 mod sflow;
 mod vswitch;
 

@@ -49,7 +49,7 @@ pub const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum Caller {
     /// The control plane's own thread: wait for a revalidation round and the poll thread.
     Control,
-    /// The thread that runs the bridge's only poll loop itself (a `Switch` driven in
+    /// The thread that runs the bridge's only poll loop itself (a `PollSet` driven in
     /// process, as tests and benchmarks do), between two polls: revalidate inline (nothing
     /// is in flight).
     PollThread,

@@ -6,7 +6,7 @@
 use datapath::module::VlanMode;
 use datapath::ofmodule::OpenFlow;
 use datapath::udpif::Udpif;
-use datapath::Switch;
+use datapath::PollSet;
 use netdev::{Port, PortStats};
 use packet::{Batch, Pool};
 use std::sync::{Arc, Mutex};
@@ -75,8 +75,8 @@ pub fn of(u: &Udpif, verb: &str, arg: Option<&str>) -> Result<String, String> {
 
 /// A switch with one OpenFlow bridge `br` (the megaflow cache on or off), `ports` recording
 /// ports `p1..` as ofports 1.., and no flows; with the logs and the bridge's OpenFlow state.
-pub fn switch(cache: bool, pool: usize, ports: u32) -> (Switch, Vec<Log>, Arc<Udpif>) {
-    let mut sw = Switch::new(pool);
+pub fn switch(cache: bool, pool: usize, ports: u32) -> (PollSet, Vec<Log>, Arc<Udpif>) {
+    let mut sw = PollSet::new(pool);
     let m = OpenFlow::new(true).expect("module");
     let u = Arc::clone(m.udpif());
     sw.add_bridge("br", Box::new(m), None).expect("bridge");

@@ -76,7 +76,7 @@ pub fn run(
         "vlog/list" => Ok(vlog::list()),
         "vlog/set" => vlog::set(args),
         "dpif/show" => dpif_show(pmd, ofs),
-        "dpif-netdev/pmd-rxq-show" => pmd.rxq_show(json),
+        "dpif-netdev/pmd-rxq-show" => Ok(crate::render::rxq_show(&pmd.rxq_report()?, json)),
         "dpif-netdev/pmd-rxq-rebalance" => rxq_rebalance(pmd),
         "coverage/show" => coverage_show(pmd, ofs),
         "memory/show" => memory_show(pmd, ofs),
@@ -99,27 +99,24 @@ fn dpif_show(pmd: &Datapath, ofs: &BTreeMap<String, Arc<Udpif>>) -> Result<Strin
         .values()
         .map(|u| u.stats.upcalls.load(Ordering::Relaxed))
         .sum();
-    pmd.call(move |sw| {
-        let hit = received.saturating_sub(missed);
-        let mut s = format!("netdev@ferrovs: hit:{hit} missed:{missed}\n");
-        let mut names: Vec<&datapath::Bridge> = sw.bridges().iter().collect();
-        names.sort_by(|a, b| a.name.cmp(&b.name));
-        for b in names {
-            s.push_str(&format!("  {}:\n", b.name));
-            let mut ports: Vec<_> = b.ports().collect();
-            ports.sort_by_key(|(_, p)| p.ofport);
-            for (slot, p) in ports {
-                s.push_str(&format!(
-                    "    {} {}/{}: ({})\n",
-                    p.port.name(),
-                    ofport_text(p.ofport),
-                    slot,
-                    p.port.kind()
-                ));
-            }
+    let mut bridges = pmd.call(|sw| sw.report())?;
+    let hit = received.saturating_sub(missed);
+    let mut s = format!("netdev@ferrovs: hit:{hit} missed:{missed}\n");
+    bridges.sort_by(|a, b| a.name.cmp(&b.name));
+    for b in &mut bridges {
+        s.push_str(&format!("  {}:\n", b.name));
+        b.ports.sort_by_key(|p| p.ofport);
+        for p in &b.ports {
+            s.push_str(&format!(
+                "    {} {}/{}: ({})\n",
+                p.name,
+                ofport_text(p.ofport),
+                p.slot,
+                p.kind
+            ));
         }
-        s
-    })
+    }
+    Ok(s)
 }
 
 /// Decodes one frame in hex (as `trace` takes it), at most a frame's worth.
@@ -229,7 +226,7 @@ fn memory_show(pmd: &Datapath, ofs: &BTreeMap<String, Arc<Udpif>>) -> Result<Str
         megaflows += u.idx().len();
         queue += u.handling.load(Ordering::Relaxed);
     }
-    pmd.call(move |sw| {
+    Ok(pmd.call(move |sw| {
         let bridges = sw.bridges().len();
         let ports: usize = sw.bridges().iter().map(|b| b.port_count()).sum();
         format!(
@@ -237,7 +234,7 @@ fn memory_show(pmd: &Datapath, ofs: &BTreeMap<String, Arc<Udpif>>) -> Result<Str
              rules:{rules} pool free buffers:{}\n",
             sw.pool.available()
         )
-    })
+    })?)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //!                 reconfiguration thread: snapshot ─▶ model::Desired ─▶ Reconfigurer::apply
 //!                                               │                         │ Datapath::call
 //!                                               │                         ▼
-//!                                               │                     poll thread (Switch)
+//!                                               │                     poll thread (PollSet)
 //!                                               ◀── status::ops (ofport, error, stats, cur_cfg)
 //! ```
 //!

@@ -66,7 +66,7 @@ pub const GLOBAL_MODULE_KEYS: &[&str] = &["flow-limit", "max-idle"];
 pub const DAEMON_KEYS: &[&str] = &["metrics-address", "vlan-limit"];
 
 /// Open_vSwitch `other_config` keys that configure the poll threads (see
-/// `datapath::dpif`).
+/// `datapath::threads`).
 pub const DATAPATH_KEYS: &[&str] = &[
     "pmd-cpu-mask",
     "pmd-rxq-assign",

@@ -1,6 +1,6 @@
 //! Applying the desired configuration to the datapath.
 //!
-//! What: [`Reconfigurer::apply`] makes the poll thread's [`datapath::Switch`] match a
+//! What: [`Reconfigurer::apply`] makes the poll thread's [`datapath::PollSet`] match a
 //! [`Desired`] read from the database, in two passes as ovs-vswitchd's bridge reconfiguration
 //! does: first remove what must go (bridges no longer wanted or whose module changed, ports no
 //! longer wanted or whose type, options, VLAN mode or requested ofport changed), then add what
@@ -162,23 +162,20 @@ struct DpBridge {
 }
 
 fn read_datapath(pmd: &Datapath) -> Result<Vec<DpBridge>, String> {
-    pmd.call(|sw| {
-        sw.bridges()
-            .iter()
-            .map(|b| DpBridge {
-                name: b.name.clone(),
-                module: b.module.name(),
-                ports: b
-                    .ports()
-                    .map(|(_, s)| (s.port.name().to_string(), s.ofport))
-                    .collect(),
-                local_mac: b
-                    .ports()
-                    .find(|(_, s)| s.ofport == LOCAL_OFPORT)
-                    .and_then(|(_, s)| s.port.mac()),
-            })
-            .collect()
-    })
+    let bridges = pmd.call(|sw| sw.report())?;
+    Ok(bridges
+        .into_iter()
+        .map(|b| DpBridge {
+            local_mac: b
+                .ports
+                .iter()
+                .find(|p| p.ofport == LOCAL_OFPORT)
+                .and_then(|p| p.mac),
+            ports: b.ports.into_iter().map(|p| (p.name, p.ofport)).collect(),
+            name: b.name,
+            module: b.module,
+        })
+        .collect())
 }
 
 fn sig_of(port_vlan: &VlanMode, i: &IfaceCfg) -> PortSig {
@@ -252,7 +249,7 @@ impl Reconfigurer {
 
     fn apply_threads(&mut self, oc: &std::collections::BTreeMap<String, String>) {
         let cores = match oc.get("pmd-cpu-mask") {
-            Some(m) => match datapath::dpif::parse_cpu_mask(m) {
+            Some(m) => match datapath::threads::parse_cpu_mask(m) {
                 Ok(c) => Some(c),
                 Err(e) => {
                     self.warn_once(&format!("{e}; keeping the current poll threads"));
@@ -292,13 +289,13 @@ impl Reconfigurer {
             .get("pmd-rxq-assign")
             .map(String::as_str)
             .unwrap_or("cycles");
-        match assign.parse::<datapath::dpif::Assign>() {
+        match assign.parse::<datapath::threads::Assign>() {
             Ok(a) => {
                 if let Err(e) = self.pmd.set_assign(a) {
                     vlog::err("dpif_netdev", &format!("pmd-rxq-assign: {e}"));
                 }
             }
-            Err(e) => self.warn_once(&e),
+            Err(e) => self.warn_once(&e.to_string()),
         }
         let num = |k: &str, d: u64| -> u64 {
             oc.get(k)
@@ -306,7 +303,7 @@ impl Reconfigurer {
                 .filter(|n| *n <= 100)
                 .unwrap_or(d)
         };
-        let lb = datapath::dpif::AutoLb {
+        let lb = datapath::threads::AutoLb {
             enabled: oc.get("pmd-auto-lb").is_some_and(|v| v == "true"),
             load_threshold: num("pmd-auto-lb-load-threshold", 95),
             improvement_threshold: num("pmd-auto-lb-improvement-threshold", 25),
@@ -511,7 +508,7 @@ impl Reconfigurer {
                 let Some(i) = p.ifaces.first() else { continue };
                 let spec = i.rxq_affinity.clone().unwrap_or_default();
                 if let Err(e) = self.pmd.set_affinity(&i.name, &spec) {
-                    out.iface_errors.insert(i.uuid.clone(), e);
+                    out.iface_errors.insert(i.uuid.clone(), e.to_string());
                 }
             }
         }

@@ -130,7 +130,7 @@ pub(super) fn update(table: &str, uuid: &str, row: Map<String, Value>) -> Value 
 }
 
 fn fmt_mac(m: [u8; 6]) -> String {
-    datapath::switch::fmt_mac(m)
+    crate::render::fmt_mac(m)
 }
 
 /// The status updates for one pass. See the module documentation.

@@ -1,25 +1,29 @@
-//! The switch: every bridge served by one poll thread, with its buffer pool and counters.
+//! The poll set: every bridge served by one poll thread, with its buffer pool and counters.
 //!
-//! A [`Switch`] is owned by exactly one thread (the poll-mode thread, see [`crate::pmd`]). The
+//! A [`PollSet`] is owned by exactly one thread (the poll-mode thread, see [`crate::pmd`]). The
 //! control plane never touches it directly: it sends closures that run between two polls
 //! (see [`crate::pmd::PmdHandle::call`]), so every change is applied atomically with respect to
 //! forwarding and no lock is ever taken on the fast path.
 //!
-//! Port names are unique across the whole switch (like kernel interface names); ofports are
-//! unique within a bridge.
+//! Port names are unique across the whole datapath (like kernel interface names); ofports are
+//! unique within a bridge. Status leaves as plain structs ([`crate::report`]); the layout of
+//! `show`, `dump-ports` and `pmd-stats-show` is the daemon's.
 
 use crate::bridge::{Bridge, LOCAL_OFPORT, MAX_OFPORT};
 use crate::cycles;
+use crate::error::Error;
 use crate::module::{Ctx, SwitchLogic, VlanMode};
+use crate::report::{
+    BridgeReport, CacheCounters, PmdReport, PortCounters, PortCountersReport, PortReport,
+};
 use netdev::Port;
 use packet::Pool;
-use serde_json::{json, Value};
 
 /// Default number of packet buffers in the poll thread's pool.
 pub const DEFAULT_POOL: usize = 16_384;
 
 /// Poll-thread counters, in the spirit of `dpif-netdev/pmd-stats-show`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PmdStats {
     pub packets: u64,
     pub iterations: u64,
@@ -47,7 +51,7 @@ impl PmdStats {
 }
 
 /// See the module documentation.
-pub struct Switch {
+pub struct PollSet {
     bridges: Vec<Bridge>,
     pub pool: Pool,
     last_run_ms: u64,
@@ -57,7 +61,7 @@ pub struct Switch {
     /// Module cache counters at the last `pmd-stats-clear`.
     cache_base: std::collections::BTreeMap<&'static str, u64>,
     /// New ports' receive queues wait, unpolled, until the control plane places them
-    /// ([`Switch::unpark_rxq`]); set for threads run by [`crate::Datapath`].
+    /// ([`PollSet::unpark_rxq`]); set for threads run by [`crate::Datapath`].
     pub park_new_rxqs: bool,
     /// Packets received by the last poll.
     last_rx: usize,
@@ -65,24 +69,16 @@ pub struct Switch {
     cursor: u64,
 }
 
-impl Default for Switch {
+impl Default for PollSet {
     fn default() -> Self {
         Self::new(DEFAULT_POOL)
     }
 }
 
-fn ofport_str(n: u32) -> String {
-    if n == LOCAL_OFPORT {
-        "LOCAL".into()
-    } else {
-        n.to_string()
-    }
-}
-
-impl Switch {
+impl PollSet {
     /// An empty switch with a pool of `pool_size` buffers.
-    pub fn new(pool_size: usize) -> Switch {
-        Switch {
+    pub fn new(pool_size: usize) -> PollSet {
+        PollSet {
             bridges: Vec::new(),
             pool: Pool::new(pool_size),
             last_run_ms: 0,
@@ -117,9 +113,9 @@ impl Switch {
         self.bridges.iter_mut().find(|b| b.name == name)
     }
 
-    fn bridge_or_err(&self, name: &str) -> Result<&Bridge, String> {
+    fn bridge_or_err(&self, name: &str) -> Result<&Bridge, Error> {
         self.bridge(name)
-            .ok_or_else(|| format!("no such bridge '{name}'"))
+            .ok_or_else(|| Error::NoSuchBridge(name.to_string()))
     }
 
     /// The bridge holding port `name`, if any.
@@ -131,12 +127,15 @@ impl Switch {
     }
 
     /// Checks that a bridge named `name` could be created.
-    pub fn check_add_bridge(&self, name: &str) -> Result<(), String> {
+    pub fn check_add_bridge(&self, name: &str) -> Result<(), Error> {
         if self.bridge(name).is_some() {
-            return Err(format!("bridge '{name}' already exists"));
+            return Err(Error::BridgeExists(name.to_string()));
         }
         if let Some(b) = self.port_owner(name) {
-            return Err(format!("'{name}' is already a port of bridge '{b}'"));
+            return Err(Error::NameIsPort {
+                name: name.to_string(),
+                bridge: b.to_string(),
+            });
         }
         Ok(())
     }
@@ -147,7 +146,7 @@ impl Switch {
         name: &str,
         module: Box<dyn SwitchLogic>,
         local: Option<Box<dyn Port>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         self.check_add_bridge(name)?;
         let mut br = Bridge::new(name, module);
         if let Some(p) = local {
@@ -161,12 +160,12 @@ impl Switch {
     }
 
     /// Removes a bridge and all its ports.
-    pub fn del_bridge(&mut self, name: &str) -> Result<(), String> {
+    pub fn del_bridge(&mut self, name: &str) -> Result<(), Error> {
         let i = self
             .bridges
             .iter()
             .position(|b| b.name == name)
-            .ok_or_else(|| format!("no such bridge '{name}'"))?;
+            .ok_or_else(|| Error::NoSuchBridge(name.to_string()))?;
         let mut br = self.bridges.remove(i);
         let ports = br.detach_all(&mut self.pool);
         drop(ports);
@@ -174,17 +173,23 @@ impl Switch {
     }
 
     /// Checks that port `name` could be added to bridge `br` with `ofport`.
-    pub fn check_add_port(&self, br: &str, name: &str, ofport: Option<u32>) -> Result<(), String> {
+    pub fn check_add_port(&self, br: &str, name: &str, ofport: Option<u32>) -> Result<(), Error> {
         let b = self.bridge_or_err(br)?;
         if let Some(owner) = self.port_owner(name) {
-            return Err(format!("port '{name}' already exists on bridge '{owner}'"));
+            return Err(Error::PortExists {
+                port: name.to_string(),
+                bridge: owner.to_string(),
+            });
         }
         if self.bridge(name).is_some() {
-            return Err(format!("'{name}' is the name of a bridge"));
+            return Err(Error::NameIsBridge(name.to_string()));
         }
         if let Some(n) = ofport {
             if n == 0 || n > MAX_OFPORT {
-                return Err(format!("ofport {n} is outside 1..={MAX_OFPORT}"));
+                return Err(Error::OfportRange {
+                    ofport: n,
+                    max: MAX_OFPORT,
+                });
             }
             if let Some(idx) = b.find_ofport(n) {
                 let other = b
@@ -192,7 +197,10 @@ impl Switch {
                     .find(|(i, _)| *i == idx)
                     .map(|(_, s)| s.port.name().to_string())
                     .unwrap_or_default();
-                return Err(format!("ofport {n} is already used by port '{other}'"));
+                return Err(Error::OfportInUse {
+                    ofport: n,
+                    port: other,
+                });
             }
         }
         Ok(())
@@ -205,12 +213,12 @@ impl Switch {
         port: Box<dyn Port>,
         ofport: Option<u32>,
         vlan: VlanMode,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, Error> {
         self.check_add_port(br, port.name(), ofport)?;
         let park = self.park_new_rxqs;
         let b = self
             .bridge_mut(br)
-            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+            .ok_or_else(|| Error::NoSuchBridge(br.to_string()))?;
         let n = ofport.unwrap_or_else(|| b.free_ofport());
         let idx = b.attach(port, n, vlan);
         if park {
@@ -220,7 +228,7 @@ impl Switch {
     }
 
     /// Removes port `name` from bridge `br` (any bridge if `br` is `None`).
-    pub fn del_port(&mut self, br: Option<&str>, name: &str) -> Result<(), String> {
+    pub fn del_port(&mut self, br: Option<&str>, name: &str) -> Result<(), Error> {
         let owner = match br {
             Some(b) => {
                 self.bridge_or_err(b)?;
@@ -228,7 +236,7 @@ impl Switch {
             }
             None => self
                 .port_owner(name)
-                .ok_or_else(|| format!("no port named '{name}'"))?
+                .ok_or_else(|| Error::NoSuchPort(name.to_string()))?
                 .to_string(),
         };
         let pool = &mut self.pool;
@@ -236,14 +244,13 @@ impl Switch {
             .bridges
             .iter_mut()
             .find(|b| b.name == owner)
-            .ok_or_else(|| format!("no such bridge '{owner}'"))?;
-        let idx = b
-            .find_port(name)
-            .ok_or_else(|| format!("bridge '{owner}' has no port '{name}'"))?;
+            .ok_or_else(|| Error::NoSuchBridge(owner.clone()))?;
+        let idx = b.find_port(name).ok_or_else(|| Error::NoPortOnBridge {
+            bridge: owner.clone(),
+            port: name.to_string(),
+        })?;
         if b.ports().any(|(i, s)| i == idx && s.ofport == LOCAL_OFPORT) {
-            return Err(format!(
-                "port '{name}' is the bridge's own internal port; delete the bridge instead"
-            ));
+            return Err(Error::LocalPort(name.to_string()));
         }
         b.detach(idx, pool);
         Ok(())
@@ -284,11 +291,9 @@ impl Switch {
         name: &str,
         module: Box<dyn SwitchLogic>,
         ports: Vec<(u16, u32, VlanMode, Box<dyn Port>)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         if self.bridge(name).is_some() {
-            return Err(format!(
-                "bridge '{name}' already exists on this poll thread"
-            ));
+            return Err(Error::ReplicaExists(name.to_string()));
         }
         let mut br = Bridge::new(name, module);
         for (idx, ofport, vlan, p) in ports {
@@ -306,17 +311,17 @@ impl Switch {
         ofport: u32,
         vlan: VlanMode,
         port: Box<dyn Port>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let b = self
             .bridge_mut(br)
-            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+            .ok_or_else(|| Error::NoSuchBridge(br.to_string()))?;
         b.attach_shared(idx, port, ofport, vlan);
         Ok(())
     }
 
     /// Detaches slot `idx` of bridge `br` (a replica's handle; the internal port included).
     pub fn detach_slot(&mut self, br: &str, idx: u16) {
-        let Switch { bridges, pool, .. } = self;
+        let PollSet { bridges, pool, .. } = self;
         if let Some(b) = bridges.iter_mut().find(|b| b.name == br) {
             b.detach(idx, pool);
         }
@@ -385,11 +390,11 @@ impl Switch {
     }
 
     /// Applies a module setting to bridge `br`.
-    pub fn configure_bridge(&mut self, br: &str, key: &str, value: &str) -> Result<(), String> {
+    pub fn configure_bridge(&mut self, br: &str, key: &str, value: &str) -> Result<(), Error> {
         let b = self
             .bridge_mut(br)
-            .ok_or_else(|| format!("no such bridge '{br}'"))?;
-        b.module.configure(key, value)
+            .ok_or_else(|| Error::NoSuchBridge(br.to_string()))?;
+        Ok(b.module.configure(key, value)?)
     }
 
     /// Runs a module verb on bridge `br`.
@@ -399,7 +404,7 @@ impl Switch {
         verb: &str,
         args: &[String],
         json: bool,
-    ) -> Result<String, String> {
+    ) -> Result<String, Error> {
         let ctx = Ctx {
             now_ms: self.now_ms(),
         };
@@ -407,15 +412,16 @@ impl Switch {
             .bridges
             .iter_mut()
             .find(|b| b.name == br)
-            .ok_or_else(|| format!("no such bridge '{br}'"))?;
+            .ok_or_else(|| Error::NoSuchBridge(br.to_string()))?;
         let known = |cs: &[crate::module::ModuleCommand]| cs.iter().any(|c| c.verb == verb);
         if !known(b.module.commands()) && !known(crate::bridge::trace::COMMANDS) {
-            return Err(format!(
-                "bridge '{br}' runs module '{}', which has no command '{verb}'",
-                b.module.name()
-            ));
+            return Err(Error::NoSuchCommand {
+                bridge: br.to_string(),
+                module: b.module.name(),
+                verb: verb.to_string(),
+            });
         }
-        b.module_command(verb, args, json, &ctx)
+        Ok(b.module_command(verb, args, json, &ctx)?)
     }
 
     /// One pass over every bridge's receiving ports. Returns the packets handled: received
@@ -490,23 +496,24 @@ impl Switch {
     }
 
     /// Injects frames into bridge `br` as if received on port `port` (tests, benchmarks).
-    pub fn inject(&mut self, br: &str, port: &str, frames: &[Vec<u8>]) -> Result<(), String> {
+    pub fn inject(&mut self, br: &str, port: &str, frames: &[Vec<u8>]) -> Result<(), Error> {
         let ctx = Ctx {
             now_ms: self.now_ms(),
         };
-        let Switch { bridges, pool, .. } = self;
+        let PollSet { bridges, pool, .. } = self;
         let b = bridges
             .iter_mut()
             .find(|b| b.name == br)
-            .ok_or_else(|| format!("no such bridge '{br}'"))?;
-        let slot = b
-            .find_port(port)
-            .ok_or_else(|| format!("bridge '{br}' has no port '{port}'"))?;
+            .ok_or_else(|| Error::NoSuchBridge(br.to_string()))?;
+        let slot = b.find_port(port).ok_or_else(|| Error::NoPortOnBridge {
+            bridge: br.to_string(),
+            port: port.to_string(),
+        })?;
         for chunk in frames.chunks(packet::MAX_BATCH) {
             let mut batch = packet::Batch::new();
             for f in chunk {
                 let Some(mut p) = pool.alloc() else {
-                    return Err("packet pool exhausted".into());
+                    return Err(Error::PoolExhausted);
                 };
                 if !p.set_frame(f) {
                     pool.free(p);
@@ -528,16 +535,16 @@ impl Switch {
         in_port: u32,
         frame: &[u8],
         actions: &[ofproto::DpAction],
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let ctx = Ctx {
             now_ms: self.now_ms(),
         };
-        let Switch { bridges, pool, .. } = self;
+        let PollSet { bridges, pool, .. } = self;
         let b = bridges
             .iter_mut()
             .find(|b| b.name == br)
-            .ok_or_else(|| format!("no such bridge '{br}'"))?;
-        b.packet_out(&ctx, in_port, frame, actions, pool)
+            .ok_or_else(|| Error::NoSuchBridge(br.to_string()))?;
+        Ok(b.packet_out(&ctx, in_port, frame, actions, pool)?)
     }
 
     /// Polls until no module has packets in flight elsewhere (or `timeout` passes).
@@ -568,173 +575,65 @@ impl Switch {
         }
     }
 
-    /// `show`.
-    pub fn show(&self, json: bool) -> String {
-        if json {
-            let brs: Vec<Value> = self
-                .bridges
-                .iter()
-                .map(|b| {
-                    let ports: Vec<Value> = b
-                        .ports()
-                        .map(|(_, s)| {
-                            let opts: serde_json::Map<String, Value> = s
-                                .port
-                                .options()
-                                .into_iter()
-                                .map(|(k, v)| (k, Value::String(v)))
-                                .collect();
-                            json!({
-                                "name": s.port.name(),
-                                "ofport": s.ofport,
-                                "type": s.port.kind(),
-                                "options": opts,
-                                "vlan": s.vlan.to_string(),
-                                "link_state": s.port.link_state().to_string(),
-                                "mac": s.port.mac().map(fmt_mac),
-                                "ifindex": s.port.ifindex(),
-                            })
-                        })
-                        .collect();
-                    json!({"name": b.name, "module": b.module.name(), "ports": ports})
-                })
-                .collect();
-            return json!({ "bridges": brs }).to_string();
-        }
-        let mut s = String::new();
-        for b in &self.bridges {
-            s.push_str(&format!(
-                "    Bridge {}\n        module: {}\n",
-                b.name,
-                b.module.name()
-            ));
-            let mut ports: Vec<_> = b.ports().collect();
-            ports.sort_by_key(|(_, p)| p.port.name().to_string());
-            for (_, p) in ports {
-                s.push_str(&format!(
-                    "        Port {}\n            ofport: {}\n            type: {}\n",
-                    p.port.name(),
-                    ofport_str(p.ofport),
-                    p.port.kind()
-                ));
-                if !matches!(p.vlan, VlanMode::Trunk(None)) {
-                    s.push_str(&format!("            {}\n", p.vlan));
-                }
-                let opts = p.port.options();
-                if !opts.is_empty() {
-                    let o: Vec<String> = opts.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    s.push_str(&format!("            options: {{{}}}\n", o.join(", ")));
-                }
-                if p.port.link_state() == netdev::LinkState::Down {
-                    s.push_str("            link_state: down\n");
-                }
-            }
-        }
-        s
+    /// What `show` presents: every bridge with its ports.
+    pub fn report(&self) -> Vec<BridgeReport> {
+        self.bridges
+            .iter()
+            .map(|b| BridgeReport {
+                name: b.name.clone(),
+                module: b.module.name(),
+                ports: b
+                    .ports()
+                    .map(|(slot, s)| PortReport {
+                        slot,
+                        name: s.port.name().to_string(),
+                        ofport: s.ofport,
+                        kind: s.port.kind(),
+                        options: s.port.options(),
+                        vlan: s.vlan.clone(),
+                        link_state: s.port.link_state(),
+                        mac: s.port.mac(),
+                        ifindex: s.port.ifindex(),
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 
-    /// `dump-ports BR`.
-    pub fn dump_ports(&self, br: &str, json: bool) -> Result<String, String> {
-        self.dump_ports_with(br, json, &std::collections::BTreeMap::new())
-    }
-
-    /// `dump-ports BR`, adding `extra` (by slot: what the port's handles on other poll
-    /// threads counted) to each port's counters.
-    pub fn dump_ports_with(
+    /// What `dump-ports BR` presents, adding `extra` (by slot: what the port's handles on
+    /// other poll threads counted) to each port's counters.
+    pub fn port_counters_report(
         &self,
         br: &str,
-        json: bool,
         extra: &std::collections::BTreeMap<u16, netdev::PortStats>,
-    ) -> Result<String, String> {
-        let stats_of = |i: u16, p: &crate::bridge::PortSlot| {
-            let mut st = p.port.stats();
-            if let Some(x) = extra.get(&i) {
-                st.add(x);
-            }
-            st
-        };
+    ) -> Result<PortCountersReport, Error> {
         let b = self.bridge_or_err(br)?;
-        let mut ports: Vec<_> = b.ports().collect();
-        ports.sort_by_key(|(_, p)| p.ofport);
-        if json {
-            let v: Vec<Value> = ports
-                .iter()
-                .map(|(i, p)| {
-                    let st = stats_of(*i, p);
-                    json!({
-                        "port": p.ofport, "name": p.port.name(),
-                        "rx_packets": st.rx_packets, "rx_bytes": st.rx_bytes,
-                        "rx_dropped": st.rx_dropped, "rx_errors": st.rx_errors,
-                        "tx_packets": st.tx_packets, "tx_bytes": st.tx_bytes,
-                        "tx_dropped": st.tx_dropped, "tx_errors": st.tx_errors,
-                    })
-                })
-                .collect();
-            let counters: serde_json::Map<String, Value> = b
-                .module
-                .counters()
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), json!(v)))
-                .collect();
-            return Ok(json!({
-                "bridge": b.name, "ports": v, "module": b.module.name(),
-                "module_counters": counters,
-                "fabric": {
-                    "module_drops": b.stats.module_drops, "flood_copies": b.stats.flood_copies,
-                    "copy_failures": b.stats.copy_failures, "tx_bursts": b.stats.tx_bursts,
-                    "tx_packets": b.stats.tx_packets,
+        let ports = b
+            .ports()
+            .map(|(slot, p)| {
+                let mut stats = p.port.stats();
+                if let Some(x) = extra.get(&slot) {
+                    stats.add(x);
+                }
+                PortCounters {
+                    slot,
+                    ofport: p.ofport,
+                    name: p.port.name().to_string(),
+                    stats,
                 }
             })
-            .to_string());
-        }
-        let mut s = format!(
-            "port statistics of bridge {}: {} ports\n",
-            b.name,
-            ports.len()
-        );
-        for (i, p) in ports {
-            let st = stats_of(i, p);
-            s.push_str(&format!(
-                "  port {:>2}: rx pkts={}, bytes={}, drop={}, errs={}, frame=?, over=?, crc=?\n           tx pkts={}, bytes={}, drop={}, errs={}, coll=?\n",
-                ofport_str(p.ofport),
-                st.rx_packets, st.rx_bytes, st.rx_dropped, st.rx_errors,
-                st.tx_packets, st.tx_bytes, st.tx_dropped, st.tx_errors
-            ));
-        }
-        s.push_str(&format!(
-            "  fabric: module drops={}, flood copies={}, copy failures={}, output bursts={}\n",
-            b.stats.module_drops, b.stats.flood_copies, b.stats.copy_failures, b.stats.tx_bursts
-        ));
-        Ok(s)
+            .collect();
+        Ok(PortCountersReport {
+            bridge: b.name.clone(),
+            module: b.module.name(),
+            module_counters: b.module.counters(),
+            fabric: b.stats,
+            ports,
+        })
     }
 
-    /// `pmd-stats-show`.
-    pub fn pmd_stats(&self, json: bool) -> String {
-        let st = &self.pmd;
-        let total = st.busy_cycles + st.idle_cycles;
-        let pct = |x: u64| {
-            if total == 0 {
-                0.0
-            } else {
-                100.0 * x as f64 / total as f64
-            }
-        };
-        let per_pkt = |x: u64| {
-            if st.packets == 0 {
-                0.0
-            } else {
-                x as f64 / st.packets as f64
-            }
-        };
-        let tx: u64 = self.bridges.iter().map(|b| b.stats.tx_packets).sum();
-        let bursts: u64 = self.bridges.iter().map(|b| b.stats.tx_bursts).sum();
-        let drops: u64 = self.bridges.iter().map(|b| b.stats.module_drops).sum();
-        let per_burst = if bursts == 0 {
-            0.0
-        } else {
-            tx as f64 / bursts as f64
-        };
-        // Cache counters of the openflow bridges, summed (OVS reports one datapath).
+    /// What `pmd-stats-show` presents for this thread.
+    pub fn pmd_report(&self) -> PmdReport {
         let cache = self.cache_counters();
         let c = |k: &str| {
             cache
@@ -743,59 +642,23 @@ impl Switch {
                 .unwrap_or(0)
                 .saturating_sub(self.cache_base.get(k).copied().unwrap_or(0))
         };
-        let sub_per_hit = if c("megaflow_hits") == 0 {
-            0.0
-        } else {
-            c("subtable_lookups") as f64 / c("megaflow_hits") as f64
-        };
-        let core = self
-            .core_id
-            .map(|c| c.to_string())
-            .unwrap_or_else(|| "unpinned".into());
-        if json {
-            return json!({"pmds": [{
-                "numa_id": 0, "core_id": self.core_id,
-                "packets_received": st.packets, "packets_sent": tx, "module_drops": drops,
-                "emc_hits": c("emc_hits"), "megaflow_hits": c("megaflow_hits"),
-                "avg_subtable_lookups_per_megaflow_hit": sub_per_hit,
-                "miss_with_success_upcall": c("upcalls").saturating_sub(c("lost_upcalls")),
-                "miss_with_failed_upcall": c("lost_upcalls"),
-                "iterations": st.iterations, "busy_iterations": st.busy_iterations,
-                "idle_cycles": st.idle_cycles, "processing_cycles": st.busy_cycles,
-                "avg_cycles_per_packet": per_pkt(total),
-                "avg_processing_cycles_per_packet": per_pkt(st.busy_cycles),
-                "avg_packets_per_output_batch": per_burst,
-                "sleep_us": st.sleep_us, "restarts": st.restarts, "tsc_hz": cycles::hz(),
-                "pool_buffers": self.pool.capacity(), "pool_in_use": self.pool.outstanding(),
-            }]})
-            .to_string();
+        PmdReport {
+            core_id: self.core_id,
+            stats: self.pmd,
+            tx_packets: self.bridges.iter().map(|b| b.stats.tx_packets).sum(),
+            tx_bursts: self.bridges.iter().map(|b| b.stats.tx_bursts).sum(),
+            module_drops: self.bridges.iter().map(|b| b.stats.module_drops).sum(),
+            cache: CacheCounters {
+                emc_hits: c("emc_hits"),
+                megaflow_hits: c("megaflow_hits"),
+                subtable_lookups: c("subtable_lookups"),
+                upcalls: c("upcalls"),
+                lost_upcalls: c("lost_upcalls"),
+            },
+            tsc_hz: cycles::hz(),
+            pool_buffers: self.pool.capacity(),
+            pool_in_use: self.pool.outstanding(),
         }
-        let restarts = if st.restarts > 0 {
-            format!("  loop restarts after a panic: {}\n", st.restarts)
-        } else {
-            String::new()
-        };
-        format!(
-            "pmd thread numa_id 0 core_id {core}:\n  packets received: {}\n  packets sent: {tx}\n  module drops: {drops}\n  emc hits: {}\n  megaflow hits: {}\n  avg. subtable lookups per megaflow hit: {sub_per_hit:.2}\n  miss with success upcall: {}\n  miss with failed upcall: {}\n  avg. packets per output batch: {per_burst:.2}\n  iterations: {} (busy {})\n  idle cycles: {} ({:.2}%)\n  processing cycles: {} ({:.2}%)\n  avg cycles per packet: {:.2} ({}/{})\n  avg processing cycles per packet: {:.2} ({}/{})\n  sleep time: {} us\n{restarts}",
-            st.packets,
-            c("emc_hits"),
-            c("megaflow_hits"),
-            c("upcalls").saturating_sub(c("lost_upcalls")),
-            c("lost_upcalls"),
-            st.iterations,
-            st.busy_iterations,
-            st.idle_cycles,
-            pct(st.idle_cycles),
-            st.busy_cycles,
-            pct(st.busy_cycles),
-            per_pkt(total),
-            total,
-            st.packets,
-            per_pkt(st.busy_cycles),
-            st.busy_cycles,
-            st.packets,
-            st.sleep_us
-        )
     }
 
     fn cache_counters(&self) -> std::collections::BTreeMap<&'static str, u64> {
@@ -823,12 +686,4 @@ impl Switch {
             b.stats.module_drops = 0;
         }
     }
-}
-
-/// Formats a MAC address.
-pub fn fmt_mac(m: [u8; 6]) -> String {
-    format!(
-        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-        m[0], m[1], m[2], m[3], m[4], m[5]
-    )
 }
