@@ -179,9 +179,10 @@ pub(super) fn send_chunked<T: Clone>(
 /// Sends a multipart reply with a record for each of `items`, made by `record` only when
 /// its message is built (a dump of 100K flows never holds them all as records at once).
 /// The first message takes `per` records; each later one as many as the records so far
-/// say will fill it to OpenFlow's 64 KiB, as OVS fills its replies. A message that would still exceed 64 KiB is halved until it fits; a
-/// record the connection's version cannot express is left out; there is always at least
-/// one message, the last without `OFPMPF_REPLY_MORE`.
+/// say will fill it to OpenFlow's 64 KiB, as OVS fills its replies. A message that would
+/// still exceed 64 KiB is halved until it fits; a record the connection's version cannot
+/// express is left out; there is always at least one message, the last without
+/// `OFPMPF_REPLY_MORE`.
 pub(super) fn send_split<I, T>(
     c: &Conn,
     xid: u32,
