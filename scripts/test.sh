@@ -35,6 +35,9 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
+step "vocabulary: docs/vocabulary.md names every public type of the core crates"
+python3 scripts/vocabulary.py --check
+
 step "cargo test (with the root-only tests)"
 # `packet_rates` are benchmarks kept as ignored tests (see their comments), not checks.
 cargo test --workspace -- --include-ignored --skip packet_rates 2>&1 | tee /tmp/ferrovs-cargo-test.log
