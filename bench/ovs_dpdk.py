@@ -158,8 +158,9 @@ def busy(processing, idle, other=0.0):
 class Ovs:
     """A private ovsdb-server + ovs-vswitchd-dpdk with bridge br0 (see the module doc)."""
 
-    def __init__(self, base, tag, core, mem_mode, nice=None):
+    def __init__(self, base, tag, core, mem_mode, nice=None, other_config=None):
         self.dir = base
+        self.other_config = dict(other_config or {})
         for d in ("run", "db", "log", "etc"):
             (base / d).mkdir(parents=True, exist_ok=True)
         self.run = base / "run"
@@ -209,6 +210,7 @@ class Ovs:
         else:
             cfg.append("other_config:dpdk-socket-mem=1024")
         cfg.append(f'other_config:dpdk-extra="{extra}"')
+        cfg += [f'other_config:{k}="{v}"' for k, v in self.other_config.items()]
         self.vsctl("--no-wait", "set", "Open_vSwitch", ".", *cfg)
         self.sh(*pin, VSWITCHD, f"unix:{self.run}/db.sock",
                 f"--pidfile={self.run}/ovs-vswitchd.pid",
@@ -290,8 +292,11 @@ class Ovs:
                 pid = int(pidf.read_text().strip())
             except (OSError, ValueError):
                 continue
+            # --cleanup: ovs-vswitchd deletes its datapath, and with it the persistent taps
+            # of the netdev datapath (ovs-netdev, br0) it made in the root namespace.
             subprocess.run(["ovs-appctl", "-t", str(self.run / f"{d}.ctl"), "--timeout=10",
-                            "exit"], capture_output=True, env=self.env, timeout=30)
+                            "exit", *(["--cleanup"] if d == "ovs-vswitchd" else [])],
+                           capture_output=True, env=self.env, timeout=30)
             for sig in (0, 15, 9):
                 if sig:
                     try:

@@ -23,7 +23,7 @@ from conftest import Daemon, need_root, require
 
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 from testpmd import stats, vsctl, wait_link, wait_until  # noqa: E402
-from vm import Guest  # noqa: E402
+from vm import CLIENT_JOB, SERVER_JOB, Guest, iperf3_result  # noqa: E402
 
 BOOT = 240.0  # seconds for a TCG guest to boot and load its modules on a loaded machine
 
@@ -44,34 +44,6 @@ def rundir():
 def mac(i):
     return f"52:54:00:{os.getpid() >> 8 & 0xff:02x}:{os.getpid() & 0xff:02x}:{i:02x}"
 
-
-SERVER_JOB = """
-ip addr add {ip}/24 dev eth0
-ip link set eth0 up
-iperf3 -s -1 > /tmp/iperf3.out 2>&1 &
-echo IPERF-SERVER-READY
-wait
-cat /tmp/iperf3.out
-"""
-
-CLIENT_JOB = """
-ip addr add {ip}/24 dev eth0
-ip link set eth0 up
-n=0
-until ping -c 1 -W 1 {peer} > /dev/null; do
-    n=$((n + 1))
-    if [ $n -ge 150 ]; then echo PING-FAILED; exit 1; fi
-done
-ping -c 5 -i 0.2 {peer}
-n=0
-until iperf3 -c {peer} -t 5 -f m > /tmp/iperf3.out 2>&1; do
-    n=$((n + 1))
-    if [ $n -ge 20 ]; then cat /tmp/iperf3.out; echo IPERF-FAILED; exit 1; fi
-    sleep 1
-done
-cat /tmp/iperf3.out
-echo IPERF-DONE
-"""
 
 PING_JOB = """
 ip addr add {ip}/24 dev eth0
@@ -94,7 +66,7 @@ def test_two_guests_ping_and_iperf3(rundir):
         guests.append(Guest(rundir, "g1", rundir / "vm1", mac(1),
                             SERVER_JOB.format(ip=ips[0])))
         guests.append(Guest(rundir, "g2", rundir / "vm2", mac(2),
-                            CLIENT_JOB.format(ip=ips[1], peer=ips[0])))
+                            CLIENT_JOB.format(ip=ips[1], peer=ips[0], seconds=5)))
         wait_link(rundir, "vm1", "up", timeout=BOOT)
         wait_link(rundir, "vm2", "up", timeout=BOOT)
         guests[0].wait_text(r"IPERF-SERVER-READY", BOOT)
@@ -102,10 +74,10 @@ def test_two_guests_ping_and_iperf3(rundir):
         assert "IPERF-DONE" in out, out[-3000:]
         assert re.search(r"5 packets transmitted, 5 packets received, 0% packet loss", out), out
 
-        m = re.search(r"([\d.]+) (K|M|G)Bytes\s+([\d.]+) Mbits/sec\s+receiver", out)
-        assert m, out[-3000:]
-        nbytes = float(m.group(1)) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2)]
-        print(f"\niperf3 TCP guest to guest through ferrovs (TCG guests): {m.group(3)} Mbit/s,"
+        res = iperf3_result(out)
+        assert res, out[-3000:]
+        nbytes, mbits = res
+        print(f"\niperf3 TCP guest to guest through ferrovs (TCG guests): {mbits} Mbit/s,"
               f" {nbytes / 1e6:.1f} MB received")
         assert nbytes > 0
         # What iperf3 counted went through the switch: the client's port received it from

@@ -43,6 +43,47 @@ poweroff -f
 """
 
 
+# Guest jobs for an iperf3 TCP pair (test_vm.py, bench/w6_vm.py): the server guest prints
+# IPERF-SERVER-READY and serves one test; the client pings its peer until it answers, then
+# runs iperf3 for `seconds` and prints the report and IPERF-DONE (or PING-FAILED/IPERF-FAILED).
+SERVER_JOB = """
+ip addr add {ip}/24 dev eth0
+ip link set eth0 up
+iperf3 -s -1 > /tmp/iperf3.out 2>&1 &
+echo IPERF-SERVER-READY
+wait
+cat /tmp/iperf3.out
+"""
+
+CLIENT_JOB = """
+ip addr add {ip}/24 dev eth0
+ip link set eth0 up
+n=0
+until ping -c 1 -W 1 {peer} > /dev/null; do
+    n=$((n + 1))
+    if [ $n -ge 150 ]; then echo PING-FAILED; exit 1; fi
+done
+ping -c 5 -i 0.2 {peer}
+n=0
+until iperf3 -c {peer} -t {seconds} -f m > /tmp/iperf3.out 2>&1; do
+    n=$((n + 1))
+    if [ $n -ge 20 ]; then cat /tmp/iperf3.out; echo IPERF-FAILED; exit 1; fi
+    sleep 1
+done
+cat /tmp/iperf3.out
+echo IPERF-DONE
+"""
+
+
+def iperf3_result(text):
+    """(bytes received, Mbit/s) from the receiver line of an iperf3 client's report, or None."""
+    m = re.search(r"([\d.]+) (K|M|G)Bytes\s+([\d.]+) Mbits/sec\s+receiver", text)
+    if not m:
+        return None
+    return float(m.group(1)) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2)], \
+        float(m.group(3))
+
+
 def _run(cmd, cwd=None, timeout=600):
     r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
