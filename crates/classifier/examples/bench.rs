@@ -10,7 +10,7 @@
 //! bits per lookup, for direct lookups and for lookups through a `Reader` snapshot.
 
 use std::hint::black_box;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use classifier::{Classifier, Config, LookupStats, Match, Writer};
 use packet::flow::{FlowKey, FLOW_KEY_WORDS};
@@ -214,24 +214,7 @@ fn main() {
     } else {
         random(&o)
     };
-
-    let t = Instant::now();
-    let mut cls: Classifier<u32, W> = Classifier::new(config(&o));
-    cls.batch(|b| {
-        for (i, (m, p)) in rules.iter().enumerate() {
-            b.insert(*m, *p, i as u32);
-        }
-    });
-    let build = t.elapsed();
-    let mut w: Writer<u32, W> = Writer::new(config(&o));
-    let t = Instant::now();
-    w.batch(|b| {
-        for (i, (m, p)) in rules.iter().enumerate() {
-            b.insert(*m, *p, i as u32);
-        }
-    });
-    let publish_build = t.elapsed();
-
+    let (cls, w, took) = build(&o, &rules);
     println!(
         "mode={} rules={} subtables={} flows={} lookups={} prefix={} partition={} stages={}",
         o.mode,
@@ -245,16 +228,46 @@ fn main() {
     );
     println!(
         "build: {:.2} ms batch insert ({:.0} ns/rule); writer batch+publish {:.2} ms",
-        build.as_secs_f64() * 1e3,
-        build.as_secs_f64() * 1e9 / rules.len().max(1) as f64,
-        publish_build.as_secs_f64() * 1e3
+        took[0].as_secs_f64() * 1e3,
+        took[0].as_secs_f64() * 1e9 / rules.len().max(1) as f64,
+        took[1].as_secs_f64() * 1e3
     );
+    print_lookup_stats(&cls, &keys);
+    time_direct(&cls, &keys, o.lookups);
+    time_reader(&w, &keys, o.lookups);
+}
 
-    // Statistics pass (untimed).
+/// The same rules into a plain classifier and into a writer (batch insert, then publish);
+/// returns both and how long each took.
+fn build(
+    o: &Opts,
+    rules: &[(Match<W>, u32)],
+) -> (Classifier<u32, W>, Writer<u32, W>, [Duration; 2]) {
+    let t = Instant::now();
+    let mut cls: Classifier<u32, W> = Classifier::new(config(o));
+    cls.batch(|b| {
+        for (i, (m, p)) in rules.iter().enumerate() {
+            b.insert(*m, *p, i as u32);
+        }
+    });
+    let build = t.elapsed();
+    let mut w: Writer<u32, W> = Writer::new(config(o));
+    let t = Instant::now();
+    w.batch(|b| {
+        for (i, (m, p)) in rules.iter().enumerate() {
+            b.insert(*m, *p, i as u32);
+        }
+    });
+    let publish_build = t.elapsed();
+    (cls, w, [build, publish_build])
+}
+
+/// One untimed pass over the keys: subtables visited, unwildcarded bits, hits.
+fn print_lookup_stats(cls: &Classifier<u32, W>, keys: &[[u64; W]]) {
     let mut stats = LookupStats::default();
     let mut wc_bits = 0u64;
     let mut hits = 0u64;
-    for k in &keys {
+    for k in keys {
         let mut wc = [0u64; W];
         if cls.lookup_traced(k, &mut wc, &mut stats).is_some() {
             hits += 1;
@@ -272,11 +285,13 @@ fn main() {
         stats.early_stage_misses as f64 / n,
         stats.partition_skips as f64 / n,
     );
+}
 
-    // Timed: direct lookups.
+/// Timed: `lookups` direct lookups, cycling over the keys.
+fn time_direct(cls: &Classifier<u32, W>, keys: &[[u64; W]], lookups: usize) {
     let mut sum = 0u64;
     let t = Instant::now();
-    for i in 0..o.lookups {
+    for i in 0..lookups {
         let k = &keys[i % keys.len()];
         let mut wc = [0u64; W];
         let r = cls.lookup(k, &mut wc);
@@ -286,16 +301,18 @@ fn main() {
     black_box(sum);
     println!(
         "direct:   {:>6.2} Mlookups/s  {:>7.1} ns/lookup",
-        o.lookups as f64 / el / 1e6,
-        el * 1e9 / o.lookups as f64
+        lookups as f64 / el / 1e6,
+        el * 1e9 / lookups as f64
     );
+}
 
-    // Timed: through a reader, one snapshot load per batch of 32 lookups.
+/// Timed: lookups through a reader, one snapshot load per batch of 32.
+fn time_reader(w: &Writer<u32, W>, keys: &[[u64; W]], lookups: usize) {
     let reader = w.reader();
     let mut sum = 0u64;
     let t = Instant::now();
     let mut i = 0;
-    while i < o.lookups {
+    while i < lookups {
         let snap = reader.load();
         for _ in 0..32 {
             let k = &keys[i % keys.len()];
