@@ -353,12 +353,12 @@ impl Daemon {
         let Some((br, rest)) = args.split_first() else {
             return Err(usage(method));
         };
+        if verb == "pmd-trace-show" {
+            return Ok(crate::render::pmd_trace(&self.pmd.trace_report(br)?, json));
+        }
         // The MAC table's verbs and the bridge's own (the fast-path trace) go to the poll
         // threads whatever the module; the other verbs of an OpenFlow bridge to its state.
-        if !matches!(
-            verb,
-            "fdb-show" | "fdb-flush" | "fdb-stats" | "pmd-trace" | "pmd-trace-show"
-        ) {
+        if !matches!(verb, "fdb-show" | "fdb-flush" | "fdb-stats" | "pmd-trace") {
             if let Some(u) = self.openflow_handle(br)? {
                 if verb == "trace" {
                     return ofctl::trace_bridge(&u, br, rest, json);
