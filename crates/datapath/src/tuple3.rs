@@ -265,6 +265,93 @@ fn parse_tuple(args: &[String]) -> Result<(u32, u8, u16), BadTuple> {
     Ok((u32::from(ip), proto, port))
 }
 
+/// The port named `s` (a name or an OpenFlow port number).
+fn port_named(ports: &dyn PortLookup, s: &str) -> Result<crate::module::PortInfo, ModuleError> {
+    ports
+        .resolve(s)
+        .ok_or_else(|| ModuleError::NoSuchPort(s.to_string()))
+}
+
+/// A tuple as users write it: `IP/PROTO/PORT`.
+fn tuple_text(ip: u32, proto: u8, dport: u16) -> String {
+    format!("{}/{}/{dport}", Ipv4Addr::from(ip), proto_name(proto))
+}
+
+impl Tuple3 {
+    /// `tuple3-add`/`tuple3-del BR PORT IP PROTO PORTNUM`: registers or withdraws the
+    /// tuple for the port.
+    fn add_or_del(
+        &mut self,
+        verb: &str,
+        port: &str,
+        tuple: &[String],
+        ports: &dyn PortLookup,
+    ) -> Result<(), ModuleError> {
+        let p = port_named(ports, port)?;
+        let (ip, proto, dport) = parse_tuple(tuple).map_err(|why| ModuleError::BadTuple {
+            verb: verb.to_string(),
+            why,
+        })?;
+        if verb == "tuple3-add" {
+            self.add(p.idx, ip, proto, dport)
+                .map_err(|o| ModuleError::TupleTaken {
+                    tuple: tuple_text(ip, proto, dport),
+                    owner: ports.info(o).map(|i| i.name).unwrap_or_else(|| "?".into()),
+                })
+        } else if self.del(p.idx, ip, proto, dport) {
+            Ok(())
+        } else {
+            Err(ModuleError::NoTuple {
+                port: p.name,
+                tuple: tuple_text(ip, proto, dport),
+            })
+        }
+    }
+
+    /// `tuple3-show`: the registered tuples (sorted), the uplink and the counters.
+    fn show(&self, json: bool, ports: &dyn PortLookup) -> String {
+        let mut rows: Vec<(String, Ipv4Addr, u8, u16)> = self
+            .owners
+            .iter()
+            .map(|(k, o)| {
+                let (ip, pr, pt) = key_parts(*k);
+                let n = ports.info(*o).map(|i| i.name).unwrap_or_else(|| "?".into());
+                (n, ip, pr, pt)
+            })
+            .collect();
+        rows.sort();
+        let up = self.uplink.and_then(|u| ports.info(u)).map(|i| i.name);
+        let s = &self.stats;
+        if json {
+            let t: Vec<_> = rows
+                .iter()
+                .map(|(n, ip, pr, pt)| {
+                    serde_json::json!({"port": n, "ip": ip.to_string(), "proto": proto_name(*pr), "port_num": pt})
+                })
+                .collect();
+            return serde_json::json!({
+                "tuples": t, "uplink": up,
+                "stats": {"forwarded": s.forwarded, "to_uplink": s.to_uplink,
+                    "not_ipv4": s.not_ipv4, "bad_header": s.bad_header,
+                    "bad_checksum": s.bad_checksum, "fragment": s.fragment,
+                    "spoofed": s.spoofed, "unregistered": s.unregistered}
+            })
+            .to_string();
+        }
+        let mut out = String::new();
+        for (n, ip, pr, pt) in &rows {
+            out.push_str(&format!("{n}: {ip} {} {pt}\n", proto_name(*pr)));
+        }
+        out.push_str(&format!(
+            "uplink: {}\nforwarded={} to_uplink={} not_ipv4={} bad_header={} bad_checksum={} fragment={} spoofed={} unregistered={}\n",
+            up.unwrap_or_else(|| "none".into()),
+            s.forwarded, s.to_uplink, s.not_ipv4, s.bad_header, s.bad_checksum,
+            s.fragment, s.spoofed, s.unregistered
+        ));
+        out
+    }
+}
+
 impl SwitchLogic for Tuple3 {
     fn name(&self) -> &'static str {
         "tuple3"
@@ -300,98 +387,27 @@ impl SwitchLogic for Tuple3 {
         _ctx: &Ctx,
         ports: &dyn PortLookup,
     ) -> Result<String, ModuleError> {
-        let port = |s: &String| {
-            ports
-                .resolve(s)
-                .ok_or_else(|| ModuleError::NoSuchPort(s.clone()))
-        };
         let usage = |usage| ModuleError::Usage {
             verb: verb.to_string(),
             usage,
         };
-        let tuple = |ip: u32, proto: u8, dport: u16| {
-            format!("{}/{}/{dport}", Ipv4Addr::from(ip), proto_name(proto))
-        };
-        match verb {
-            "tuple3-add" | "tuple3-del" => {
-                let Some((p, rest)) = args.split_first() else {
-                    return Err(usage("BR PORT IP PROTO PORTNUM"));
-                };
-                let p = port(p)?;
-                let (ip, proto, dport) =
-                    parse_tuple(rest).map_err(|why| ModuleError::BadTuple {
-                        verb: verb.to_string(),
-                        why,
-                    })?;
-                if verb == "tuple3-add" {
-                    self.add(p.idx, ip, proto, dport)
-                        .map_err(|o| ModuleError::TupleTaken {
-                            tuple: tuple(ip, proto, dport),
-                            owner: ports.info(o).map(|i| i.name).unwrap_or_else(|| "?".into()),
-                        })?;
-                } else if !self.del(p.idx, ip, proto, dport) {
-                    return Err(ModuleError::NoTuple {
-                        port: p.name,
-                        tuple: tuple(ip, proto, dport),
-                    });
-                }
+        match (verb, args) {
+            ("tuple3-add" | "tuple3-del", [p, rest @ ..]) => {
+                self.add_or_del(verb, p, rest, ports)?;
                 Ok(String::new())
             }
-            "tuple3-uplink" => match args {
-                [a] if a == "none" => {
-                    self.uplink = None;
-                    Ok(String::new())
-                }
-                [a] => {
-                    self.uplink = Some(port(a)?.idx);
-                    Ok(String::new())
-                }
-                _ => Err(usage("BR PORT|none")),
-            },
-            "tuple3-show" => {
-                if !args.is_empty() {
-                    return Err(usage("BR"));
-                }
-                let mut rows: Vec<(String, Ipv4Addr, u8, u16)> = self
-                    .owners
-                    .iter()
-                    .map(|(k, o)| {
-                        let (ip, pr, pt) = key_parts(*k);
-                        let n = ports.info(*o).map(|i| i.name).unwrap_or_else(|| "?".into());
-                        (n, ip, pr, pt)
-                    })
-                    .collect();
-                rows.sort();
-                let up = self.uplink.and_then(|u| ports.info(u)).map(|i| i.name);
-                let s = &self.stats;
-                if json {
-                    let t: Vec<_> = rows
-                        .iter()
-                        .map(|(n, ip, pr, pt)| {
-                            serde_json::json!({"port": n, "ip": ip.to_string(), "proto": proto_name(*pr), "port_num": pt})
-                        })
-                        .collect();
-                    return Ok(serde_json::json!({
-                        "tuples": t, "uplink": up,
-                        "stats": {"forwarded": s.forwarded, "to_uplink": s.to_uplink,
-                            "not_ipv4": s.not_ipv4, "bad_header": s.bad_header,
-                            "bad_checksum": s.bad_checksum, "fragment": s.fragment,
-                            "spoofed": s.spoofed, "unregistered": s.unregistered}
-                    })
-                    .to_string());
-                }
-                let mut out = String::new();
-                for (n, ip, pr, pt) in &rows {
-                    out.push_str(&format!("{n}: {ip} {} {pt}\n", proto_name(*pr)));
-                }
-                out.push_str(&format!(
-                    "uplink: {}\nforwarded={} to_uplink={} not_ipv4={} bad_header={} bad_checksum={} fragment={} spoofed={} unregistered={}\n",
-                    up.unwrap_or_else(|| "none".into()),
-                    s.forwarded, s.to_uplink, s.not_ipv4, s.bad_header, s.bad_checksum,
-                    s.fragment, s.spoofed, s.unregistered
-                ));
-                Ok(out)
+            ("tuple3-add" | "tuple3-del", []) => Err(usage("BR PORT IP PROTO PORTNUM")),
+            ("tuple3-uplink", [a]) if a == "none" => {
+                self.uplink = None;
+                Ok(String::new())
             }
+            ("tuple3-uplink", [a]) => {
+                self.uplink = Some(port_named(ports, a)?.idx);
+                Ok(String::new())
+            }
+            ("tuple3-uplink", _) => Err(usage("BR PORT|none")),
+            ("tuple3-show", []) => Ok(self.show(json, ports)),
+            ("tuple3-show", _) => Err(usage("BR")),
             _ => Err(ModuleError::NoSuchVerb {
                 module: "tuple3",
                 verb: verb.to_string(),
