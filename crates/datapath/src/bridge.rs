@@ -33,7 +33,7 @@
 //! sample where the module sent its packet.
 
 use crate::mirror::{MirrorSpec, MirrorStats, Mirrors};
-use crate::module::{Ctx, Dest, PortInfo, PortLookup, SwitchLogic, VlanMode};
+use crate::module::{Ctx, Dest, ModuleError, PortInfo, PortLookup, SwitchLogic, VlanMode};
 use crate::sample::Sampler;
 use netdev::{Port, PortStats};
 use packet::{Batch, Pool, MAX_BATCH};
@@ -444,11 +444,9 @@ impl Bridge {
         args: &[String],
         json: bool,
         ctx: &Ctx,
-    ) -> Result<String, String> {
-        match verb {
-            "pmd-trace" => return self.arm_trace(args),
-            "pmd-trace-show" => return Ok(trace::render(&self.name, self.trace.as_deref(), json)),
-            _ => {}
+    ) -> Result<String, ModuleError> {
+        if verb == "pmd-trace" {
+            return self.arm_trace(args);
         }
         let Bridge { module, slots, .. } = self;
         module.command(verb, args, json, ctx, &SlotsView(slots))
@@ -456,12 +454,19 @@ impl Bridge {
 
     /// `pmd-trace BR N`: traces the next `N` packets this bridge receives (on this poll
     /// thread); 0 disarms the trace and forgets its records.
-    fn arm_trace(&mut self, args: &[String]) -> Result<String, String> {
+    fn arm_trace(&mut self, args: &[String]) -> Result<String, ModuleError> {
         let n = match args {
-            [n] => n
-                .parse::<u64>()
-                .map_err(|_| format!("pmd-trace: '{n}' is not a packet count"))?,
-            _ => return Err("usage: pmd-trace BR N".into()),
+            [n] => n.parse::<u64>().map_err(|_| ModuleError::BadValue {
+                key: "pmd-trace".into(),
+                value: n.clone(),
+                expected: "a packet count".into(),
+            })?,
+            _ => {
+                return Err(ModuleError::Usage {
+                    verb: "pmd-trace".into(),
+                    usage: "BR N",
+                })
+            }
         };
         if n == 0 {
             self.trace = None;
@@ -474,6 +479,11 @@ impl Bridge {
     /// The fast-path trace's budget and records, if one was armed.
     pub fn trace(&self) -> Option<&trace::Trace> {
         self.trace.as_deref()
+    }
+
+    /// The fast-path trace's budget and records, as a report (empty when none was armed).
+    pub fn trace_report(&self) -> trace::ThreadTrace {
+        trace::report(self.trace.as_deref())
     }
 
     /// Counters of the port in slot `idx`.
@@ -632,7 +642,7 @@ impl Bridge {
         frame: &[u8],
         actions: &[ofproto::DpAction],
         pool: &mut Pool,
-    ) -> Result<(), String> {
+    ) -> Result<(), ModuleError> {
         self.with_delivery(
             NO_PORT,
             false,

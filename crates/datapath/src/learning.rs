@@ -28,6 +28,7 @@
 //! ports never touches packet bytes.
 
 use crate::fasthash::{FastMap, FastState};
+use crate::module::ModuleError;
 use crate::module::{
     Ctx, Delivery, Dest, ModuleCommand, PortInfo, PortLookup, SwitchLogic, VlanMode,
 };
@@ -469,15 +470,17 @@ impl SwitchLogic for Learning {
         self.expire(ctx.now_ms);
     }
 
-    fn configure(&mut self, key: &str, value: &str) -> Result<(), String> {
+    fn configure(&mut self, key: &str, value: &str) -> Result<(), ModuleError> {
         match key {
             "mac-aging-time" => {
                 let s: u64 = value
                     .parse()
                     .ok()
                     .filter(|s| (1..=1_000_000).contains(s))
-                    .ok_or_else(|| {
-                        format!("mac-aging-time: '{value}' is not a number of seconds in 1..=1000000")
+                    .ok_or_else(|| ModuleError::BadValue {
+                        key: key.to_string(),
+                        value: value.to_string(),
+                        expected: "a number of seconds in 1..=1000000".into(),
                     })?;
                 self.aging_ms = s * 1000;
                 Ok(())
@@ -487,8 +490,10 @@ impl SwitchLogic for Learning {
                     .parse()
                     .ok()
                     .filter(|n| (1..=1_000_000).contains(n))
-                    .ok_or_else(|| {
-                        format!("mac-table-size: '{value}' is not a size in 1..=1000000")
+                    .ok_or_else(|| ModuleError::BadValue {
+                        key: key.to_string(),
+                        value: value.to_string(),
+                        expected: "a size in 1..=1000000".into(),
                     })?;
                 self.max_entries = n;
                 while self.table.len() > self.max_entries {
@@ -498,9 +503,11 @@ impl SwitchLogic for Learning {
                 }
                 Ok(())
             }
-            _ => Err(format!(
-                "module 'learning' has no setting '{key}' (settings: mac-aging-time, mac-table-size)"
-            )),
+            _ => Err(ModuleError::UnknownSetting {
+                module: "learning",
+                key: key.to_string(),
+                settings: "mac-aging-time, mac-table-size",
+            }),
         }
     }
 
@@ -515,9 +522,12 @@ impl SwitchLogic for Learning {
         json: bool,
         ctx: &Ctx,
         ports: &dyn PortLookup,
-    ) -> Result<String, String> {
-        if !args.is_empty() {
-            return Err(format!("{verb}: unexpected argument '{}'", args[0]));
+    ) -> Result<String, ModuleError> {
+        if let Some(arg) = args.first() {
+            return Err(ModuleError::UnexpectedArgument {
+                verb: verb.to_string(),
+                arg: arg.clone(),
+            });
         }
         match verb {
             "fdb-show" => Ok(self.fdb_show(ctx.now_ms, json, ports)),
@@ -526,7 +536,10 @@ impl SwitchLogic for Learning {
                 Ok("table successfully flushed\n".into())
             }
             "fdb-stats" => Ok(self.fdb_stats(json)),
-            _ => Err(format!("module 'learning' has no command '{verb}'")),
+            _ => Err(ModuleError::NoSuchVerb {
+                module: "learning",
+                verb: verb.to_string(),
+            }),
         }
     }
 

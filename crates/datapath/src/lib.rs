@@ -68,7 +68,7 @@ pub mod tuple3;
 pub mod udpif;
 
 pub use bridge::{Bridge, LOCAL_OFPORT};
-pub use error::Error;
+pub use error::{Error, ModuleError};
 pub use module::{Ctx, Dest, SwitchLogic, VlanMode};
 pub use pmd::PmdHandle;
 pub use pollset::PollSet;

@@ -37,6 +37,7 @@
 //!   on the poll thread between batches, so it sees a consistent state.
 //! * Modules are found by name in [`crate::registry`]; this file knows none of them.
 
+pub use crate::error::ModuleError;
 use packet::{Batch, Pool};
 use std::fmt;
 
@@ -166,8 +167,8 @@ pub trait SwitchLogic: Send {
         _actions: &[ofproto::DpAction],
         _pool: &mut Pool,
         _out: &mut Delivery<'_>,
-    ) -> Result<(), String> {
-        Err(format!("module '{}' does not run OpenFlow", self.name()))
+    ) -> Result<(), ModuleError> {
+        Err(ModuleError::NotOpenFlow(self.name()))
     }
 
     /// True while the module has packets in flight outside the poll thread (e.g. upcalls).
@@ -192,11 +193,12 @@ pub trait SwitchLogic: Send {
     fn run(&mut self, _ctx: &Ctx) {}
 
     /// Applies `KEY=VALUE` settings (from `add-br` or `set-bridge`). Unknown keys are errors.
-    fn configure(&mut self, key: &str, value: &str) -> Result<(), String> {
-        Err(format!(
-            "module '{}' has no setting '{key}' (value '{value}')",
-            self.name()
-        ))
+    fn configure(&mut self, key: &str, value: &str) -> Result<(), ModuleError> {
+        Err(ModuleError::NoSuchSetting {
+            module: self.name(),
+            key: key.to_string(),
+            value: value.to_string(),
+        })
     }
 
     /// The verbs [`SwitchLogic::command`] accepts.
@@ -212,8 +214,11 @@ pub trait SwitchLogic: Send {
         _json: bool,
         _ctx: &Ctx,
         _ports: &dyn PortLookup,
-    ) -> Result<String, String> {
-        Err(format!("module '{}' has no command '{verb}'", self.name()))
+    ) -> Result<String, ModuleError> {
+        Err(ModuleError::NoSuchVerb {
+            module: self.name(),
+            verb: verb.to_string(),
+        })
     }
 
     /// Module counters for `show --json` and `dump-ports` (name, value).

@@ -5,7 +5,7 @@
 //! are dropped. Lookup is one array index per packet: the module measures the raw cost of the
 //! fabric itself.
 
-use crate::module::{Ctx, Delivery, Dest, ModuleCommand, PortLookup, SwitchLogic};
+use crate::module::{Ctx, Delivery, Dest, ModuleCommand, ModuleError, PortLookup, SwitchLogic};
 use packet::{Batch, Pool};
 
 /// This module in the registry ([`crate::registry`]).
@@ -108,17 +108,17 @@ impl SwitchLogic for Patch {
         json: bool,
         _ctx: &Ctx,
         ports: &dyn PortLookup,
-    ) -> Result<String, String> {
+    ) -> Result<String, ModuleError> {
         let port = |s: &String| {
             ports
                 .resolve(s)
-                .ok_or_else(|| format!("no such port '{s}'"))
+                .ok_or_else(|| ModuleError::NoSuchPort(s.clone()))
         };
         match (verb, args) {
             ("patch-set", [a, b]) => {
                 let (a, b) = (port(a)?, port(b)?);
                 if a.idx == b.idx {
-                    return Err(format!("cannot patch port '{}' to itself", a.name));
+                    return Err(ModuleError::PatchToItself(a.name));
                 }
                 self.set(a.idx, b.idx);
                 Ok(String::new())
@@ -126,7 +126,7 @@ impl SwitchLogic for Patch {
             ("patch-del", [a]) => {
                 let a = port(a)?;
                 if self.get(a.idx).is_none() {
-                    return Err(format!("port '{}' is not patched", a.name));
+                    return Err(ModuleError::NotPatched(a.name));
                 }
                 self.port_removed_entry(a.idx);
                 Ok(String::new())
@@ -161,9 +161,15 @@ impl SwitchLogic for Patch {
                     .find(|c| c.verb == verb)
                     .map(|c| c.usage)
                     .unwrap_or("");
-                Err(format!("usage: {verb} {u}"))
+                Err(ModuleError::Usage {
+                    verb: verb.to_string(),
+                    usage: u,
+                })
             }
-            _ => Err(format!("module 'patch' has no command '{verb}'")),
+            _ => Err(ModuleError::NoSuchVerb {
+                module: "patch",
+                verb: verb.to_string(),
+            }),
         }
     }
 }

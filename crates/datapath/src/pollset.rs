@@ -397,6 +397,13 @@ impl PollSet {
         Ok(b.module.configure(key, value)?)
     }
 
+    /// The fast-path trace of bridge `br` on this thread (`pmd-trace-show`).
+    pub fn trace_report(&self, br: &str) -> Result<crate::report::ThreadTrace, Error> {
+        self.bridge(br)
+            .map(Bridge::trace_report)
+            .ok_or_else(|| Error::NoSuchBridge(br.to_string()))
+    }
+
     /// Runs a module verb on bridge `br`.
     pub fn module_command(
         &mut self,

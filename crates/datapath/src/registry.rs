@@ -6,6 +6,7 @@
 //! embedding the datapath adds its own with [`register`] before creating bridges. The trait
 //! ([`crate::module`]) knows none of them.
 
+use crate::error::ModuleError;
 use crate::module::SwitchLogic;
 use std::sync::{Mutex, MutexGuard};
 
@@ -13,7 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 #[derive(Clone, Copy)]
 pub struct Registration {
     pub name: &'static str,
-    pub create: fn() -> Result<Box<dyn SwitchLogic>, String>,
+    pub create: fn() -> Result<Box<dyn SwitchLogic>, ModuleError>,
 }
 
 /// The modules every datapath has.
@@ -32,9 +33,9 @@ fn extra() -> MutexGuard<'static, Vec<Registration>> {
 }
 
 /// Adds a module; refused if its name is taken.
-pub fn register(r: Registration) -> Result<(), String> {
+pub fn register(r: Registration) -> Result<(), ModuleError> {
     if find(r.name).is_some() {
-        return Err(format!("a module named '{}' is already registered", r.name));
+        return Err(ModuleError::AlreadyRegistered(r.name));
     }
     extra().push(r);
     Ok(())
@@ -58,13 +59,13 @@ pub fn names() -> Vec<&'static str> {
 }
 
 /// A new instance of module `name`.
-pub fn create(name: &str) -> Result<Box<dyn SwitchLogic>, String> {
+pub fn create(name: &str) -> Result<Box<dyn SwitchLogic>, ModuleError> {
     match find(name) {
         Some(r) => (r.create)(),
-        None => Err(format!(
-            "unknown module '{name}' (known: {})",
-            names().join(", ")
-        )),
+        None => Err(ModuleError::UnknownModule {
+            name: name.to_string(),
+            known: names().join(", "),
+        }),
     }
 }
 
@@ -77,7 +78,10 @@ mod tests {
         for n in ["openflow", "learning", "patch", "tuple3"] {
             assert_eq!(create(n).map(|m| m.name()), Ok(n));
         }
-        let e = create("nope").err().unwrap_or_default();
+        let e = create("nope")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(
             e.contains("known: openflow, learning, patch, tuple3"),
             "{e}"

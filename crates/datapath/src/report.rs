@@ -2,7 +2,8 @@
 //!
 //! The poll threads fill these structs (between two polls, see [`crate::pmd::PmdHandle::call`])
 //! and hand them to the control plane, which lays them out as text or JSON (the daemon's
-//! `render` module: `show`, `dump-ports`, `pmd-stats-show`, `dpif-netdev/pmd-rxq-show`). Nothing
+//! `render` module: `show`, `dump-ports`, `pmd-stats-show`, `dpif-netdev/pmd-rxq-show`,
+//! `pmd-trace-show`). Nothing
 //! here knows a output format; figures that are only arithmetic over counters (percentages,
 //! averages) are left to the reader, figures that need the datapath's state (a queue's share
 //! of its thread) are computed here.
@@ -113,4 +114,38 @@ pub struct RxqLoad {
     pub cycles: u64,
     /// The core `pmd-rxq-affinity` asked for, if any.
     pub pinned: Option<usize>,
+}
+
+/// What happened to one traced packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceRecord {
+    /// Packets traced on this bridge and thread before this one.
+    pub seq: u64,
+    /// The ingress port's name.
+    pub in_port: String,
+    /// The frame's length.
+    pub len: usize,
+    /// The module's decision, in its words.
+    pub decision: String,
+    /// The ports the packet (or its copies) was queued for, in the order sent.
+    pub outputs: Vec<String>,
+    /// The module dropped it.
+    pub dropped: bool,
+}
+
+/// One poll thread's trace of a bridge: the packets still to trace and the records.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadTrace {
+    /// Packets still to trace.
+    pub budget: u64,
+    /// The traced packets, oldest first.
+    pub records: Vec<TraceRecord>,
+}
+
+/// What `pmd-trace-show BR` presents: the trace of bridge `bridge` on each poll thread that
+/// serves it (the home thread first).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceReport {
+    pub bridge: String,
+    pub threads: Vec<ThreadTrace>,
 }

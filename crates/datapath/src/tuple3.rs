@@ -20,9 +20,10 @@
 //! Protocols other than TCP, UDP and SCTP have no ports; their tuples use port 0.
 
 use crate::fasthash::{FastMap, FastState};
-use crate::module::{Ctx, Delivery, Dest, ModuleCommand, PortLookup, SwitchLogic};
+use crate::module::{Ctx, Delivery, Dest, ModuleCommand, ModuleError, PortLookup, SwitchLogic};
 use packet::wire::{EthernetFrame, Ipv4Packet, L4Ports, ETH_TYPE_IPV4};
 use packet::{Batch, Pool};
+use std::fmt;
 use std::net::Ipv4Addr;
 
 /// This module in the registry ([`crate::registry`]).
@@ -67,7 +68,33 @@ impl Default for Tuple3 {
     }
 }
 
-fn proto_num(s: &str) -> Result<u8, String> {
+/// Why a `tuple3-add`/`tuple3-del` tuple (`IP PROTO PORTNUM`) does not parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BadTuple {
+    /// Not three words.
+    Arity,
+    /// The first word is not an IPv4 address.
+    Ip(String),
+    /// The second word is not a protocol.
+    Proto(String),
+    /// The third word is not a port number.
+    Port(String),
+}
+
+impl fmt::Display for BadTuple {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BadTuple::Arity => f.write_str("expected IP PROTO PORTNUM"),
+            BadTuple::Ip(s) => write!(f, "'{s}' is not an IPv4 address"),
+            BadTuple::Proto(s) => {
+                write!(f, "'{s}' is not a protocol (tcp, udp, sctp, icmp or 0-255)")
+            }
+            BadTuple::Port(s) => write!(f, "'{s}' is not a port number (0-65535)"),
+        }
+    }
+}
+
+fn proto_num(s: &str) -> Result<u8, BadTuple> {
     match s.to_ascii_lowercase().as_str() {
         "tcp" => Ok(6),
         "udp" => Ok(17),
@@ -75,7 +102,7 @@ fn proto_num(s: &str) -> Result<u8, String> {
         "icmp" => Ok(1),
         other => other
             .parse::<u8>()
-            .map_err(|_| format!("'{s}' is not a protocol (tcp, udp, sctp, icmp or 0-255)")),
+            .map_err(|_| BadTuple::Proto(s.to_string())),
     }
 }
 
@@ -228,18 +255,101 @@ const COMMANDS: &[ModuleCommand] = &[
     },
 ];
 
-fn parse_tuple(args: &[String]) -> Result<(u32, u8, u16), String> {
+fn parse_tuple(args: &[String]) -> Result<(u32, u8, u16), BadTuple> {
     let [ip, proto, port] = args else {
-        return Err("expected IP PROTO PORTNUM".into());
+        return Err(BadTuple::Arity);
     };
-    let ip: Ipv4Addr = ip
-        .parse()
-        .map_err(|_| format!("'{ip}' is not an IPv4 address"))?;
+    let ip: Ipv4Addr = ip.parse().map_err(|_| BadTuple::Ip(ip.clone()))?;
     let proto = proto_num(proto)?;
-    let port: u16 = port
-        .parse()
-        .map_err(|_| format!("'{port}' is not a port number (0-65535)"))?;
+    let port: u16 = port.parse().map_err(|_| BadTuple::Port(port.clone()))?;
     Ok((u32::from(ip), proto, port))
+}
+
+/// The port named `s` (a name or an OpenFlow port number).
+fn port_named(ports: &dyn PortLookup, s: &str) -> Result<crate::module::PortInfo, ModuleError> {
+    ports
+        .resolve(s)
+        .ok_or_else(|| ModuleError::NoSuchPort(s.to_string()))
+}
+
+/// A tuple as users write it: `IP/PROTO/PORT`.
+fn tuple_text(ip: u32, proto: u8, dport: u16) -> String {
+    format!("{}/{}/{dport}", Ipv4Addr::from(ip), proto_name(proto))
+}
+
+impl Tuple3 {
+    /// `tuple3-add`/`tuple3-del BR PORT IP PROTO PORTNUM`: registers or withdraws the
+    /// tuple for the port.
+    fn add_or_del(
+        &mut self,
+        verb: &str,
+        port: &str,
+        tuple: &[String],
+        ports: &dyn PortLookup,
+    ) -> Result<(), ModuleError> {
+        let p = port_named(ports, port)?;
+        let (ip, proto, dport) = parse_tuple(tuple).map_err(|why| ModuleError::BadTuple {
+            verb: verb.to_string(),
+            why,
+        })?;
+        if verb == "tuple3-add" {
+            self.add(p.idx, ip, proto, dport)
+                .map_err(|o| ModuleError::TupleTaken {
+                    tuple: tuple_text(ip, proto, dport),
+                    owner: ports.info(o).map(|i| i.name).unwrap_or_else(|| "?".into()),
+                })
+        } else if self.del(p.idx, ip, proto, dport) {
+            Ok(())
+        } else {
+            Err(ModuleError::NoTuple {
+                port: p.name,
+                tuple: tuple_text(ip, proto, dport),
+            })
+        }
+    }
+
+    /// `tuple3-show`: the registered tuples (sorted), the uplink and the counters.
+    fn show(&self, json: bool, ports: &dyn PortLookup) -> String {
+        let mut rows: Vec<(String, Ipv4Addr, u8, u16)> = self
+            .owners
+            .iter()
+            .map(|(k, o)| {
+                let (ip, pr, pt) = key_parts(*k);
+                let n = ports.info(*o).map(|i| i.name).unwrap_or_else(|| "?".into());
+                (n, ip, pr, pt)
+            })
+            .collect();
+        rows.sort();
+        let up = self.uplink.and_then(|u| ports.info(u)).map(|i| i.name);
+        let s = &self.stats;
+        if json {
+            let t: Vec<_> = rows
+                .iter()
+                .map(|(n, ip, pr, pt)| {
+                    serde_json::json!({"port": n, "ip": ip.to_string(), "proto": proto_name(*pr), "port_num": pt})
+                })
+                .collect();
+            return serde_json::json!({
+                "tuples": t, "uplink": up,
+                "stats": {"forwarded": s.forwarded, "to_uplink": s.to_uplink,
+                    "not_ipv4": s.not_ipv4, "bad_header": s.bad_header,
+                    "bad_checksum": s.bad_checksum, "fragment": s.fragment,
+                    "spoofed": s.spoofed, "unregistered": s.unregistered}
+            })
+            .to_string();
+        }
+        let mut out = String::new();
+        for (n, ip, pr, pt) in &rows {
+            out.push_str(&format!("{n}: {ip} {} {pt}\n", proto_name(*pr)));
+        }
+        out.push_str(&format!(
+            "uplink: {}\nforwarded={} to_uplink={} not_ipv4={} bad_header={} bad_checksum={} fragment={} spoofed={} unregistered={}\n",
+            up.unwrap_or_else(|| "none".into()),
+            s.forwarded, s.to_uplink, s.not_ipv4, s.bad_header, s.bad_checksum,
+            s.fragment, s.spoofed, s.unregistered
+        ));
+        out
+    }
 }
 
 impl SwitchLogic for Tuple3 {
@@ -276,97 +386,32 @@ impl SwitchLogic for Tuple3 {
         json: bool,
         _ctx: &Ctx,
         ports: &dyn PortLookup,
-    ) -> Result<String, String> {
-        let port = |s: &String| {
-            ports
-                .resolve(s)
-                .ok_or_else(|| format!("no such port '{s}'"))
+    ) -> Result<String, ModuleError> {
+        let usage = |usage| ModuleError::Usage {
+            verb: verb.to_string(),
+            usage,
         };
-        match verb {
-            "tuple3-add" | "tuple3-del" => {
-                let Some((p, rest)) = args.split_first() else {
-                    return Err(format!("usage: {verb} BR PORT IP PROTO PORTNUM"));
-                };
-                let p = port(p)?;
-                let (ip, proto, dport) = parse_tuple(rest)
-                    .map_err(|e| format!("{e} (usage: {verb} BR PORT IP PROTO PORTNUM)"))?;
-                if verb == "tuple3-add" {
-                    self.add(p.idx, ip, proto, dport).map_err(|o| {
-                        let owner = ports.info(o).map(|i| i.name).unwrap_or_else(|| "?".into());
-                        format!(
-                            "tuple {}/{}/{} is already registered by port '{owner}'",
-                            Ipv4Addr::from(ip),
-                            proto_name(proto),
-                            dport
-                        )
-                    })?;
-                } else if !self.del(p.idx, ip, proto, dport) {
-                    return Err(format!(
-                        "port '{}' has no tuple {}/{}/{}",
-                        p.name,
-                        Ipv4Addr::from(ip),
-                        proto_name(proto),
-                        dport
-                    ));
-                }
+        match (verb, args) {
+            ("tuple3-add" | "tuple3-del", [p, rest @ ..]) => {
+                self.add_or_del(verb, p, rest, ports)?;
                 Ok(String::new())
             }
-            "tuple3-uplink" => match args {
-                [a] if a == "none" => {
-                    self.uplink = None;
-                    Ok(String::new())
-                }
-                [a] => {
-                    self.uplink = Some(port(a)?.idx);
-                    Ok(String::new())
-                }
-                _ => Err("usage: tuple3-uplink BR PORT|none".into()),
-            },
-            "tuple3-show" => {
-                if !args.is_empty() {
-                    return Err("usage: tuple3-show BR".into());
-                }
-                let mut rows: Vec<(String, Ipv4Addr, u8, u16)> = self
-                    .owners
-                    .iter()
-                    .map(|(k, o)| {
-                        let (ip, pr, pt) = key_parts(*k);
-                        let n = ports.info(*o).map(|i| i.name).unwrap_or_else(|| "?".into());
-                        (n, ip, pr, pt)
-                    })
-                    .collect();
-                rows.sort();
-                let up = self.uplink.and_then(|u| ports.info(u)).map(|i| i.name);
-                let s = &self.stats;
-                if json {
-                    let t: Vec<_> = rows
-                        .iter()
-                        .map(|(n, ip, pr, pt)| {
-                            serde_json::json!({"port": n, "ip": ip.to_string(), "proto": proto_name(*pr), "port_num": pt})
-                        })
-                        .collect();
-                    return Ok(serde_json::json!({
-                        "tuples": t, "uplink": up,
-                        "stats": {"forwarded": s.forwarded, "to_uplink": s.to_uplink,
-                            "not_ipv4": s.not_ipv4, "bad_header": s.bad_header,
-                            "bad_checksum": s.bad_checksum, "fragment": s.fragment,
-                            "spoofed": s.spoofed, "unregistered": s.unregistered}
-                    })
-                    .to_string());
-                }
-                let mut out = String::new();
-                for (n, ip, pr, pt) in &rows {
-                    out.push_str(&format!("{n}: {ip} {} {pt}\n", proto_name(*pr)));
-                }
-                out.push_str(&format!(
-                    "uplink: {}\nforwarded={} to_uplink={} not_ipv4={} bad_header={} bad_checksum={} fragment={} spoofed={} unregistered={}\n",
-                    up.unwrap_or_else(|| "none".into()),
-                    s.forwarded, s.to_uplink, s.not_ipv4, s.bad_header, s.bad_checksum,
-                    s.fragment, s.spoofed, s.unregistered
-                ));
-                Ok(out)
+            ("tuple3-add" | "tuple3-del", []) => Err(usage("BR PORT IP PROTO PORTNUM")),
+            ("tuple3-uplink", [a]) if a == "none" => {
+                self.uplink = None;
+                Ok(String::new())
             }
-            _ => Err(format!("module 'tuple3' has no command '{verb}'")),
+            ("tuple3-uplink", [a]) => {
+                self.uplink = Some(port_named(ports, a)?.idx);
+                Ok(String::new())
+            }
+            ("tuple3-uplink", _) => Err(usage("BR PORT|none")),
+            ("tuple3-show", []) => Ok(self.show(json, ports)),
+            ("tuple3-show", _) => Err(usage("BR")),
+            _ => Err(ModuleError::NoSuchVerb {
+                module: "tuple3",
+                verb: verb.to_string(),
+            }),
         }
     }
 

@@ -214,87 +214,31 @@ impl Daemon {
         if ofconn::cli::is_verb(method) {
             return ofconn::cli::run(&self.ofconn, &*self.vs, method, args);
         }
+        self.run_own(method, args, json)
+    }
+
+    /// The daemon's own verbs (bridges, ports, reports).
+    fn run_own(&self, method: &str, args: &[String], json: bool) -> Result<String, String> {
         match method {
             "list-commands" => Ok(list_commands()),
             "version" => Ok(format!(
                 "ferrovsd (ferrovs) {}\n",
                 env!("CARGO_PKG_VERSION")
             )),
-            // Every exit removes what the daemon made (ports, internal devices, sockets):
-            // `--cleanup`, which OVS needs for that, is accepted and changes nothing.
-            "exit" => match args.iter().map(String::as_str).find(|p| *p != "--cleanup") {
-                Some(bad) => Err(format!("exit: unknown argument '{bad}' (only --cleanup)")),
-                None => {
-                    let _ = self.stop.try_send("exit command");
-                    Ok(String::new())
-                }
-            },
+            "exit" => self.exit(args),
             "vlog/reopen" => crate::daemonize::reopen_log(),
             "add-br" => cli::add_br(&self.vs, args, &usage("add-br")),
             "del-br" => cli::del_br(&self.vs, args, &usage("del-br")),
-            "list-br" => {
-                no_args(method, args)?;
-                let mut names = self.pmd.call(|sw| {
-                    sw.bridges()
-                        .iter()
-                        .map(|b| b.name.clone())
-                        .collect::<Vec<_>>()
-                })?;
-                names.sort();
-                Ok(lines_or_json(&names, json))
-            }
-            "br-exists" => {
-                let [br] = args else {
-                    return Err(usage("br-exists"));
-                };
-                let br = br.clone();
-                let b2 = br.clone();
-                if self.pmd.call(move |sw| sw.bridge(&br).is_some())? {
-                    Ok(String::new())
-                } else {
-                    Err(format!("no such bridge '{b2}'"))
-                }
-            }
+            "list-br" => self.list_br(method, args, json),
+            "br-exists" => self.br_exists(args),
             "set-bridge" => cli::set_bridge(&self.vs, args, &usage("set-bridge")),
             "add-port" => cli::add_port(&self.vs, args, &usage("add-port")),
             "del-port" => cli::del_port(&self.vs, args, &usage("del-port")),
-            "list-ports" => {
-                let [br] = args else {
-                    return Err(usage("list-ports"));
-                };
-                let br = br.clone();
-                let mut names = self.pmd.call(move |sw| {
-                    let b = sw
-                        .bridge(&br)
-                        .ok_or_else(|| format!("no such bridge '{br}'"))?;
-                    Ok::<_, String>(
-                        b.ports()
-                            .filter(|(_, s)| s.ofport != datapath::LOCAL_OFPORT)
-                            .map(|(_, s)| s.port.name().to_string())
-                            .collect::<Vec<_>>(),
-                    )
-                })??;
-                names.sort();
-                Ok(lines_or_json(&names, json))
-            }
-            "port-to-br" => {
-                let [p] = args else {
-                    return Err(usage("port-to-br"));
-                };
-                let p = p.clone();
-                let p2 = p.clone();
-                match self
-                    .pmd
-                    .call(move |sw| sw.port_owner(&p).map(str::to_string))?
-                {
-                    Some(b) => Ok(format!("{b}\n")),
-                    None => Err(format!("no port named '{p2}'")),
-                }
-            }
+            "list-ports" => self.list_ports(args, json),
+            "port-to-br" => self.port_to_br(args),
             "show" => {
                 no_args(method, args)?;
-                let bridges = self.pmd.call(|sw| sw.report())?;
-                Ok(crate::render::show(&bridges, json))
+                Ok(crate::render::show(&self.pmd.call(|sw| sw.report())?, json))
             }
             "dump-ports" => {
                 let [br] = args else {
@@ -313,34 +257,114 @@ impl Daemon {
                 Ok(String::new())
             }
             "dpctl/dump-flows" => self.dpctl_dump_flows(args, json),
-            "fdb/flush" => {
-                // OVS flushes every bridge when none is named.
-                let br = args.first().cloned();
-                if args.len() > 1 {
-                    return Err(usage("fdb/flush"));
-                }
-                self.pmd.call(move |sw| {
-                    let names: Vec<String> = match br {
-                        Some(b) => {
-                            sw.bridge(&b)
-                                .ok_or_else(|| format!("no such bridge '{b}'"))?;
-                            vec![b]
-                        }
-                        None => sw
-                            .bridges()
-                            .iter()
-                            .filter(|b| b.module.name() == "learning")
-                            .map(|b| b.name.clone())
-                            .collect(),
-                    };
-                    for n in names {
-                        sw.module_command(&n, "fdb-flush", &[], false)?;
-                    }
-                    Ok::<_, String>("table successfully flushed\n".to_string())
-                })?
-            }
+            "fdb/flush" => self.fdb_flush(args),
             _ => Err("not implemented by this daemon".to_string()),
         }
+    }
+
+    /// `exit [--cleanup]`. Every exit removes what the daemon made (ports, internal
+    /// devices, sockets): `--cleanup`, which OVS needs for that, is accepted and changes
+    /// nothing.
+    fn exit(&self, args: &[String]) -> Result<String, String> {
+        match args.iter().map(String::as_str).find(|p| *p != "--cleanup") {
+            Some(bad) => Err(format!("exit: unknown argument '{bad}' (only --cleanup)")),
+            None => {
+                let _ = self.stop.try_send("exit command");
+                Ok(String::new())
+            }
+        }
+    }
+
+    /// `list-br`: the bridges' names, sorted.
+    fn list_br(&self, method: &str, args: &[String], json: bool) -> Result<String, String> {
+        no_args(method, args)?;
+        let mut names = self.pmd.call(|sw| {
+            sw.bridges()
+                .iter()
+                .map(|b| b.name.clone())
+                .collect::<Vec<_>>()
+        })?;
+        names.sort();
+        Ok(lines_or_json(&names, json))
+    }
+
+    /// `br-exists BR`: success or an error.
+    fn br_exists(&self, args: &[String]) -> Result<String, String> {
+        let [br] = args else {
+            return Err(usage("br-exists"));
+        };
+        let br = br.clone();
+        let b2 = br.clone();
+        if self.pmd.call(move |sw| sw.bridge(&br).is_some())? {
+            Ok(String::new())
+        } else {
+            Err(format!("no such bridge '{b2}'"))
+        }
+    }
+
+    /// `list-ports BR`: the bridge's ports but its own internal one, sorted.
+    fn list_ports(&self, args: &[String], json: bool) -> Result<String, String> {
+        let [br] = args else {
+            return Err(usage("list-ports"));
+        };
+        let br = br.clone();
+        let mut names = self.pmd.call(move |sw| {
+            let b = sw
+                .bridge(&br)
+                .ok_or_else(|| format!("no such bridge '{br}'"))?;
+            Ok::<_, String>(
+                b.ports()
+                    .filter(|(_, s)| s.ofport != datapath::LOCAL_OFPORT)
+                    .map(|(_, s)| s.port.name().to_string())
+                    .collect::<Vec<_>>(),
+            )
+        })??;
+        names.sort();
+        Ok(lines_or_json(&names, json))
+    }
+
+    /// `port-to-br PORT`: the bridge that has the port.
+    fn port_to_br(&self, args: &[String]) -> Result<String, String> {
+        let [p] = args else {
+            return Err(usage("port-to-br"));
+        };
+        let p = p.clone();
+        let p2 = p.clone();
+        match self
+            .pmd
+            .call(move |sw| sw.port_owner(&p).map(str::to_string))?
+        {
+            Some(b) => Ok(format!("{b}\n")),
+            None => Err(format!("no port named '{p2}'")),
+        }
+    }
+
+    /// `fdb/flush [BR]`: empties the MAC table of the bridge, or (as OVS does when none is
+    /// named) of every `learning` bridge.
+    fn fdb_flush(&self, args: &[String]) -> Result<String, String> {
+        let br = args.first().cloned();
+        if args.len() > 1 {
+            return Err(usage("fdb/flush"));
+        }
+        self.pmd.call(move |sw| {
+            let names: Vec<String> = match br {
+                Some(b) => {
+                    sw.bridge(&b)
+                        .ok_or_else(|| format!("no such bridge '{b}'"))?;
+                    vec![b]
+                }
+                None => sw
+                    .bridges()
+                    .iter()
+                    .filter(|b| b.module.name() == "learning")
+                    .map(|b| b.name.clone())
+                    .collect(),
+            };
+            for n in names {
+                sw.module_command(&n, "fdb-flush", &[], false)?;
+            }
+            Ok::<_, String>("table successfully flushed\n".to_string())
+        })?
     }
 
     fn module_cmd(
@@ -353,12 +377,12 @@ impl Daemon {
         let Some((br, rest)) = args.split_first() else {
             return Err(usage(method));
         };
+        if verb == "pmd-trace-show" {
+            return Ok(crate::render::pmd_trace(&self.pmd.trace_report(br)?, json));
+        }
         // The MAC table's verbs and the bridge's own (the fast-path trace) go to the poll
         // threads whatever the module; the other verbs of an OpenFlow bridge to its state.
-        if !matches!(
-            verb,
-            "fdb-show" | "fdb-flush" | "fdb-stats" | "pmd-trace" | "pmd-trace-show"
-        ) {
+        if !matches!(verb, "fdb-show" | "fdb-flush" | "fdb-stats" | "pmd-trace") {
             if let Some(u) = self.openflow_handle(br)? {
                 if verb == "trace" {
                     return ofctl::trace_bridge(&u, br, rest, json);

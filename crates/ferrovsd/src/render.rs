@@ -1,14 +1,17 @@
 //! The datapath's status reports laid out for people and for scripts.
 //!
 //! The datapath hands its state over as plain structs ([`datapath::report`]); this module
-//! turns them into the text of `show`, `dump-ports`, `pmd-stats-show` and
-//! `dpif-netdev/pmd-rxq-show` (OVS's layouts where OVS has the verb) and into their `--json`
-//! form. The outputs are an interface: scripts and the integration tests read them, so a
+//! turns them into the text of `show`, `dump-ports`, `pmd-stats-show`,
+//! `dpif-netdev/pmd-rxq-show` (OVS's layouts where OVS has the verb) and `pmd-trace-show`, and
+//! into their `--json` form. The outputs are an interface: scripts and the integration tests read them, so a
 //! change here is a change users see.
 //!
-//! JSON objects are built with `serde_json`'s map, whose keys come out sorted.
+//! JSON objects are built with `serde_json`'s map, whose keys come out sorted (except
+//! `pmd-trace-show`'s records, whose keys keep the order a record is read in).
 
-use datapath::report::{BridgeReport, PmdReport, PmdRxqReport, PortCountersReport};
+use datapath::report::{
+    BridgeReport, PmdReport, PmdRxqReport, PortCountersReport, TraceRecord, TraceReport,
+};
 use datapath::{VlanMode, LOCAL_OFPORT};
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -304,10 +307,84 @@ pub fn rxq_show(pmds: &[PmdRxqReport], json: bool) -> String {
     out
 }
 
+/// A JSON string literal (quotes, backslashes and control characters escaped).
+fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// One `pmd-trace-show` record as a JSON object (keys in reading order).
+fn trace_record_json(br: &str, r: &TraceRecord) -> String {
+    let outs: Vec<String> = r.outputs.iter().map(|o| json_str(o)).collect();
+    format!(
+        "{{\"seq\":{},\"bridge\":{},\"in_port\":{},\"len\":{},\"decision\":{},\"outputs\":[{}],\"dropped\":{}}}",
+        r.seq,
+        json_str(br),
+        json_str(&r.in_port),
+        r.len,
+        json_str(&r.decision),
+        outs.join(","),
+        r.dropped
+    )
+}
+
+/// One `pmd-trace-show` record as a line: `#SEQ bridge BR in_port P len N: DECISION -> FATE`.
+fn trace_record_line(o: &mut String, br: &str, r: &TraceRecord) {
+    let fate = if r.dropped && r.outputs.is_empty() {
+        "drop".to_string()
+    } else if r.outputs.is_empty() {
+        "none (yet)".to_string()
+    } else {
+        r.outputs.join(",")
+    };
+    let _ = writeln!(
+        o,
+        "#{} bridge {br} in_port {} len {}: {} -> {fate}",
+        r.seq, r.in_port, r.len, r.decision
+    );
+}
+
+/// `pmd-trace-show`: every poll thread's records of the bridge. Text: each thread's records,
+/// one line per packet, then what remains of its budget; JSON: one array of all records.
+pub fn pmd_trace(r: &TraceReport, json: bool) -> String {
+    let br = r.bridge.as_str();
+    if json {
+        let items: Vec<String> = r
+            .threads
+            .iter()
+            .flat_map(|t| &t.records)
+            .map(|rec| trace_record_json(br, rec))
+            .collect();
+        return format!("[{}]\n", items.join(","));
+    }
+    let mut o = String::new();
+    for t in &r.threads {
+        for rec in &t.records {
+            trace_record_line(&mut o, br, rec);
+        }
+        if t.budget > 0 {
+            let _ = writeln!(o, "({} more packets to trace)", t.budget);
+        }
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datapath::report::{PortReport, RxqLoad};
+    use datapath::report::{PortReport, RxqLoad, ThreadTrace};
     use netdev::LinkState;
 
     fn port(slot: u16, name: &str, ofport: u32) -> PortReport {
@@ -392,5 +469,58 @@ mod tests {
         assert!(!text.contains("restarts"), "{text}");
         let v: Value = serde_json::from_str(&pmd_stats(&[r.clone(), r], true)).expect("json");
         assert_eq!(v["pmds"].as_array().map(Vec::len), Some(2));
+    }
+
+    fn trace_record(seq: u64, decision: &str, outputs: &[&str], dropped: bool) -> TraceRecord {
+        TraceRecord {
+            seq,
+            in_port: "p1".into(),
+            len: 60,
+            decision: decision.into(),
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            dropped,
+        }
+    }
+
+    #[test]
+    fn pmd_trace_lists_each_threads_records_then_merges_them_in_json() {
+        let r = TraceReport {
+            bridge: "br".into(),
+            threads: vec![
+                ThreadTrace {
+                    budget: 2,
+                    records: vec![
+                        trace_record(0, "emc hit, actions:2", &["p2"], false),
+                        trace_record(1, "upcall", &[], false),
+                    ],
+                },
+                ThreadTrace {
+                    budget: 0,
+                    records: vec![trace_record(0, "drop", &[], true)],
+                },
+            ],
+        };
+        assert_eq!(
+            pmd_trace(&r, false),
+            "#0 bridge br in_port p1 len 60: emc hit, actions:2 -> p2\n\
+             #1 bridge br in_port p1 len 60: upcall -> none (yet)\n\
+             (2 more packets to trace)\n\
+             #0 bridge br in_port p1 len 60: drop -> drop\n"
+        );
+        assert_eq!(
+            pmd_trace(&r, true),
+            "[{\"seq\":0,\"bridge\":\"br\",\"in_port\":\"p1\",\"len\":60,\"decision\":\"emc hit, actions:2\",\"outputs\":[\"p2\"],\"dropped\":false},\
+             {\"seq\":1,\"bridge\":\"br\",\"in_port\":\"p1\",\"len\":60,\"decision\":\"upcall\",\"outputs\":[],\"dropped\":false},\
+             {\"seq\":0,\"bridge\":\"br\",\"in_port\":\"p1\",\"len\":60,\"decision\":\"drop\",\"outputs\":[],\"dropped\":true}]\n"
+        );
+        let none = TraceReport {
+            bridge: "br".into(),
+            threads: vec![ThreadTrace::default()],
+        };
+        assert_eq!(
+            (pmd_trace(&none, false), pmd_trace(&none, true)),
+            (String::new(), "[]\n".into())
+        );
+        assert_eq!(json_str("a\"b\\c\u{1}"), "\"a\\\"b\\\\c\\u0001\"");
     }
 }

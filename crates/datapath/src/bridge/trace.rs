@@ -15,28 +15,11 @@
 //! batch. A traced packet is sent in a burst of its own; nothing else changes. At most
 //! [`MAX_RECORDS`] records are kept (the oldest are dropped first).
 
+pub use crate::report::{ThreadTrace, TraceRecord};
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 
 /// Records kept per bridge and poll thread.
 pub const MAX_RECORDS: usize = 1024;
-
-/// What happened to one traced packet.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TraceRecord {
-    /// Packets traced on this bridge and thread before this one.
-    pub seq: u64,
-    /// The ingress port's name.
-    pub in_port: String,
-    /// The frame's length.
-    pub len: usize,
-    /// The module's decision, in its words.
-    pub decision: String,
-    /// The ports the packet (or its copies) was queued for, in the order sent.
-    pub outputs: Vec<String>,
-    /// The module dropped it.
-    pub dropped: bool,
-}
 
 /// A bridge's trace budget and records.
 #[derive(Debug, Default)]
@@ -60,95 +43,17 @@ impl Trace {
 }
 
 /// The verbs a bridge answers itself, whatever its module (see
-/// [`super::Bridge::module_command`]).
-pub const COMMANDS: &[crate::module::ModuleCommand] = &[
-    crate::module::ModuleCommand {
-        verb: "pmd-trace",
-        usage: "BR N",
-    },
-    crate::module::ModuleCommand {
-        verb: "pmd-trace-show",
-        usage: "BR",
-    },
-];
+/// [`super::Bridge::module_command`]). `pmd-trace-show` is a report
+/// ([`crate::Datapath::trace_report`]), laid out by the daemon.
+pub const COMMANDS: &[crate::module::ModuleCommand] = &[crate::module::ModuleCommand {
+    verb: "pmd-trace",
+    usage: "BR N",
+}];
 
-fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
-/// The records of bridge `br` as text (one line per packet) or as a JSON array.
-pub fn render(br: &str, t: Option<&Trace>, json: bool) -> String {
-    let empty = VecDeque::new();
-    let recs = t.map_or(&empty, |t| &t.records);
-    let budget = t.map_or(0, |t| t.budget);
-    if json {
-        let items: Vec<String> = recs
-            .iter()
-            .map(|r| {
-                let outs: Vec<String> = r.outputs.iter().map(|o| json_str(o)).collect();
-                format!(
-                    "{{\"seq\":{},\"bridge\":{},\"in_port\":{},\"len\":{},\"decision\":{},\"outputs\":[{}],\"dropped\":{}}}",
-                    r.seq,
-                    json_str(br),
-                    json_str(&r.in_port),
-                    r.len,
-                    json_str(&r.decision),
-                    outs.join(","),
-                    r.dropped
-                )
-            })
-            .collect();
-        return format!("[{}]\n", items.join(","));
-    }
-    let mut o = String::new();
-    for r in recs {
-        let fate = if r.dropped && r.outputs.is_empty() {
-            "drop".to_string()
-        } else if r.outputs.is_empty() {
-            "none (yet)".to_string()
-        } else {
-            r.outputs.join(",")
-        };
-        let _ = writeln!(
-            o,
-            "#{} bridge {br} in_port {} len {}: {} -> {fate}",
-            r.seq, r.in_port, r.len, r.decision
-        );
-    }
-    if budget > 0 {
-        let _ = writeln!(o, "({budget} more packets to trace)");
-    }
-    o
-}
-
-/// Two threads' `pmd-trace-show` outputs as one (text: one after the other; JSON: one array).
-pub fn merge(mut a: String, b: &str, json: bool) -> String {
-    if !json {
-        a.push_str(b);
-        return a;
-    }
-    let inner = |s: &str| {
-        s.trim()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string()
-    };
-    let parts: Vec<String> = [inner(&a), inner(b)]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect();
-    format!("[{}]\n", parts.join(","))
+/// What one poll thread's trace of a bridge holds (nothing when none was armed).
+pub fn report(t: Option<&Trace>) -> ThreadTrace {
+    t.map_or_else(ThreadTrace::default, |t| ThreadTrace {
+        budget: t.budget,
+        records: t.records.iter().cloned().collect(),
+    })
 }

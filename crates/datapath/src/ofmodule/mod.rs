@@ -39,7 +39,7 @@ use crate::bridge::LOCAL_OFPORT;
 use crate::dpcls::{Dpcls, Megaflow};
 use crate::emc::Emc;
 use crate::learning::Learning;
-use crate::module::{Ctx, Delivery, ModuleCommand, PortInfo, PortLookup, SwitchLogic};
+use crate::module::{Ctx, Delivery, ModuleCommand, ModuleError, PortInfo, PortLookup, SwitchLogic};
 use crate::udpif::{Lane, PortChange, Udpif};
 use exec::{Exec, NO_SLOT};
 
@@ -141,7 +141,7 @@ pub struct OpenFlow {
 impl OpenFlow {
     /// A bridge whose table 0 holds `priority=0,actions=NORMAL`; with `cache`, the caching
     /// datapath (starting its handler and revalidator threads).
-    pub fn new(cache: bool) -> Result<OpenFlow, String> {
+    pub fn new(cache: bool) -> Result<OpenFlow, ModuleError> {
         let udpif = Arc::new(Udpif::new(Ofproto::with_default_flow(
             crate::clock::now_ms(),
         )));
@@ -149,7 +149,7 @@ impl OpenFlow {
             Some(
                 udpif
                     .lane()
-                    .map_err(|e| format!("cannot start the upcall threads: {e}"))?,
+                    .map_err(|e| ModuleError::UpcallThreads(e.to_string()))?,
             )
         } else {
             None
@@ -227,14 +227,14 @@ impl OpenFlow {
         self.slow.as_ref().is_some_and(|s| s.pending())
     }
 
-    fn set_cache(&mut self, on: bool) -> Result<(), String> {
+    fn set_cache(&mut self, on: bool) -> Result<(), ModuleError> {
         match (on, self.slow.is_some()) {
             (true, false) => {
                 self.slow = Some(
                     self.exec
                         .udpif
                         .lane()
-                        .map_err(|e| format!("cannot start the upcall threads: {e}"))?,
+                        .map_err(|e| ModuleError::UpcallThreads(e.to_string()))?,
                 );
             }
             (false, true) => {
@@ -319,13 +319,13 @@ impl SwitchLogic for OpenFlow {
         actions: &[DpAction],
         pool: &mut Pool,
         out: &mut Delivery<'_>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ModuleError> {
         let Some(mut pkt) = pool.alloc() else {
-            return Err("packet pool exhausted".into());
+            return Err(ModuleError::PoolExhausted);
         };
         if !pkt.set_frame(frame) {
             pool.free(pkt);
-            return Err("frame too long for a packet buffer".into());
+            return Err(ModuleError::FrameTooLong);
         }
         let mut key = FlowKey::ZERO;
         let offs = flow::extract_into(&mut key, frame, in_port);
@@ -437,17 +437,26 @@ impl SwitchLogic for OpenFlow {
         self.dpcls.rerank();
     }
 
-    fn configure(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let num = |v: &str, lo: u64, hi: u64| -> Result<u64, String> {
+    fn configure(&mut self, key: &str, value: &str) -> Result<(), ModuleError> {
+        let num = |v: &str, lo: u64, hi: u64| {
             v.parse::<u64>()
                 .ok()
                 .filter(|n| (lo..=hi).contains(n))
-                .ok_or_else(|| format!("{key}: '{v}' is not a number in {lo}..={hi}"))
+                .ok_or_else(|| ModuleError::BadValue {
+                    key: key.to_string(),
+                    value: v.to_string(),
+                    expected: format!("a number in {lo}..={hi}"),
+                })
         };
         let u = &self.exec.udpif;
         match key {
             "mac-aging-time" | "mac-table-size" => lock(&self.exec.normal).configure(key, value),
-            "cache" => self.set_cache(netdev::parse_bool(key, value).map_err(|e| e.to_string())?),
+            "cache" => self.set_cache(netdev::parse_bool(key, value).map_err(|_| {
+                ModuleError::NotBool {
+                    key: key.to_string(),
+                    value: value.to_string(),
+                }
+            })?),
             "emc-insert-inv-prob" => {
                 self.emc.insert_inv_prob = num(value, 0, 1 << 20)? as u32;
                 self.emc_active = self.emc.insert_inv_prob != 0;
@@ -467,9 +476,11 @@ impl SwitchLogic for OpenFlow {
                 u.max_idle_ms.store(num(value, 100, 3_600_000)?, Ordering::Relaxed);
                 Ok(())
             }
-            _ => Err(format!(
-                "module 'openflow' has no setting '{key}' (settings: cache, emc-insert-inv-prob, flow-limit, max-idle, mac-aging-time, mac-table-size)"
-            )),
+            _ => Err(ModuleError::UnknownSetting {
+                module: "openflow",
+                key: key.to_string(),
+                settings: "cache, emc-insert-inv-prob, flow-limit, max-idle, mac-aging-time, mac-table-size",
+            }),
         }
     }
 
@@ -485,7 +496,7 @@ impl SwitchLogic for OpenFlow {
         json: bool,
         ctx: &Ctx,
         ports: &dyn PortLookup,
-    ) -> Result<String, String> {
+    ) -> Result<String, ModuleError> {
         if self.replica {
             // Replicas share the NORMAL table with the first instance, which has already
             // run the verb.

@@ -35,7 +35,7 @@ use crate::error::Error;
 use crate::module::{SwitchLogic, VlanMode};
 use crate::pmd::PmdHandle;
 use crate::pollset::PollSet;
-use crate::report::{PmdReport, PmdRxqReport, PortCountersReport};
+use crate::report::{PmdReport, PmdRxqReport, PortCountersReport, TraceReport};
 use netdev::{Port, PortStats};
 use std::collections::BTreeMap;
 
@@ -338,8 +338,7 @@ impl State {
         self.on_bridge_threads(br, move |sw, b| sw.configure_bridge(b, &k, &v))
     }
 
-    /// Runs a module verb on every thread that serves the bridge. Returns the home output
-    /// (for `pmd-trace-show`, every thread's records).
+    /// Runs a module verb on every thread that serves the bridge. Returns the home output.
     pub fn module_command(
         &self,
         br: &str,
@@ -350,15 +349,16 @@ impl State {
         let (v, a) = (verb.to_string(), args.to_vec());
         let all =
             self.on_bridge_threads_all(br, move |sw, b| sw.module_command(b, &v, &a, json))?;
-        let mut all = all.into_iter();
-        let mut out = all.next().unwrap_or_default();
-        // Each thread traces the packets it receives: the records of all of them.
-        if verb == "pmd-trace-show" {
-            for more in all {
-                out = crate::bridge::trace::merge(out, &more, json);
-            }
-        }
-        Ok(out)
+        Ok(all.into_iter().next().unwrap_or_default())
+    }
+
+    /// What `pmd-trace-show` presents: the fast-path trace of bridge `br` on every thread
+    /// that serves it (each thread traces the packets it receives).
+    pub fn trace_report(&self, br: &str) -> Result<TraceReport, Error> {
+        Ok(TraceReport {
+            bridge: br.to_string(),
+            threads: self.on_bridge_threads_all(br, |sw, b| sw.trace_report(b))?,
+        })
     }
 
     /// What `pmd-stats-show` presents: one report per poll thread, in order.
@@ -525,6 +525,8 @@ impl Datapath {
         fn configure_bridge(&self, br: &str, key: &str, value: &str) -> Result<(), Error>;
         /// See [`State::module_command`].
         fn module_command(&self, br: &str, verb: &str, args: &[String], json: bool) -> Result<String, Error>;
+        /// See [`State::trace_report`].
+        fn trace_report(&self, br: &str) -> Result<TraceReport, Error>;
         /// See [`State::is_replicated`].
         fn is_replicated(&self, br: &str) -> bool;
         /// See [`State::set_affinity`].

@@ -149,7 +149,7 @@ fn receive(pmd: &Datapath, args: &[String]) -> Result<String, String> {
         let br = sw
             .port_owner(&port)
             .map(str::to_string)
-            .ok_or_else(|| format!("no such port '{port}'"))?;
+            .ok_or_else(|| datapath::ModuleError::NoSuchPort(port.clone()))?;
         sw.inject(&br, &port, &frames)
     })??;
     Ok(String::new())
