@@ -146,31 +146,7 @@ pub fn run(
     underlay: &str,
     capture: Option<&str>,
 ) -> Result<W7Result, String> {
-    let mut sw = PollSet::new(datapath::pollset::DEFAULT_POOL);
-    let int = ofctl::create("openflow")?;
-    let phy = ofctl::create("openflow")?;
-    let u_int = int
-        .openflow
-        .ok_or("openflow module without OpenFlow state")?;
-    let u_phy = phy
-        .openflow
-        .ok_or("openflow module without OpenFlow state")?;
-    let local = open(underlay, "internal", &[])?;
-    if local.mac() != Some(e.local_mac) {
-        return Err(format!(
-            "{underlay}: MAC {:02x?} is not the configured local MAC {:02x?}",
-            local.mac(),
-            e.local_mac
-        ));
-    }
-    // Bridges in the packets' order: one poll carries a batch all the way.
-    if dir == Dir::Encap {
-        sw.add_bridge(INT, int.logic, None)?;
-        sw.add_bridge(underlay, phy.logic, Some(local))?;
-    } else {
-        sw.add_bridge(underlay, phy.logic, Some(local))?;
-        sw.add_bridge(INT, int.logic, None)?;
-    }
+    let (mut sw, u_int, u_phy) = bridges(dir, e, underlay)?;
     let tunnel = open(
         TUN,
         &e.proto,
@@ -192,8 +168,7 @@ pub fn run(
         src_opts.push(("rx_pps", "200000".to_string()));
     }
     let trunk = || VlanMode::Trunk(None);
-    let src_bridge;
-    match dir {
+    let src_bridge = match dir {
         Dir::Encap => {
             sw.add_port(INT, tunnel, Some(2), trunk())?;
             sw.add_port(underlay, sink, Some(2), trunk())?;
@@ -203,65 +178,111 @@ pub fn run(
                 &u_phy,
                 &["in_port=LOCAL,actions=output:2", "in_port=2,actions=LOCAL"],
             )?;
-            src_bridge = INT;
-            // The remote answers the switch's ARP probe; wait until the tunnel has its
-            // outer headers (route, source address, next-hop MAC).
-            let t0 = Instant::now();
-            let mut last: Option<Instant> = None;
-            while !netdev::tunnel::resolved(TUN) {
-                if t0.elapsed() > Duration::from_secs(10) {
-                    return Err(format!(
-                        "tunnel {TUN} not resolved after 10 s (does {underlay} hold {}/24 and \
-                         is it up?)\n{}{}",
-                        e.local_ip,
-                        netdev::tunnel::route_show(),
-                        netdev::tunnel::neigh_show()
-                    ));
-                }
-                if last.is_none_or(|l| l.elapsed() > Duration::from_millis(200)) {
-                    sw.inject(underlay, SINK, &[arp_reply(e)])?;
-                    last = Some(Instant::now());
-                }
-                sw.poll_once();
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            resolve_tunnel(&mut sw, e, underlay)?;
+            INT
         }
         Dir::Decap => {
             sw.add_port(INT, tunnel, Some(1), trunk())?;
             sw.add_port(INT, sink, Some(2), trunk())?;
             flows(&sw, &u_int, &["in_port=1,actions=output:2"])?;
             flows(&sw, &u_phy, &["in_port=1,actions=LOCAL"])?;
-            src_bridge = underlay;
+            underlay
         }
-    }
+    };
     let src = open(SRC, "pcap", &src_opts)?;
     sw.add_port(src_bridge, src, Some(1), trunk())?;
     if capture.is_some() {
-        // Replay once; stop when nothing has moved for half a second.
-        let t0 = Instant::now();
-        let mut quiet = Instant::now();
-        while quiet.elapsed() < Duration::from_millis(500) && t0.elapsed() < Duration::from_secs(30)
-        {
-            if sw.poll_once() > 0 {
-                quiet = Instant::now();
-            }
-        }
-        let delivered = port_stats(&sw, SINK).tx_packets;
-        let received = port_stats(&sw, SRC).rx_packets;
-        let counters = counters(&sw, underlay);
-        sw.shutdown();
-        return Ok(W7Result {
-            pcap: pcap.into(),
-            seconds: t0.elapsed().as_secs_f64(),
-            mpps: 0.0,
-            cycles_per_packet: 0.0,
-            cpu_share: None,
-            delivered,
-            received,
-            counters,
-        });
+        Ok(replay_once(sw, pcap, underlay))
+    } else {
+        Ok(measure(sw, pcap, secs, underlay))
     }
-    // Warm up for a tenth of the run (the slow path installs the flows), then measure.
+}
+
+type Udpif = Arc<datapath::udpif::Udpif>;
+
+/// The two bridges, `br-int` and `br-phy` (named after the underlay, whose port is its
+/// internal port), in the packets' order so that one poll carries a batch all the way.
+fn bridges(dir: Dir, e: &Endpoints, underlay: &str) -> Result<(PollSet, Udpif, Udpif), String> {
+    let mut sw = PollSet::new(datapath::pollset::DEFAULT_POOL);
+    let int = ofctl::create("openflow")?;
+    let phy = ofctl::create("openflow")?;
+    let u_int = int
+        .openflow
+        .ok_or("openflow module without OpenFlow state")?;
+    let u_phy = phy
+        .openflow
+        .ok_or("openflow module without OpenFlow state")?;
+    let local = open(underlay, "internal", &[])?;
+    if local.mac() != Some(e.local_mac) {
+        return Err(format!(
+            "{underlay}: MAC {:02x?} is not the configured local MAC {:02x?}",
+            local.mac(),
+            e.local_mac
+        ));
+    }
+    if dir == Dir::Encap {
+        sw.add_bridge(INT, int.logic, None)?;
+        sw.add_bridge(underlay, phy.logic, Some(local))?;
+    } else {
+        sw.add_bridge(underlay, phy.logic, Some(local))?;
+        sw.add_bridge(INT, int.logic, None)?;
+    }
+    Ok((sw, u_int, u_phy))
+}
+
+/// Answers the switch's ARP probe as the remote would, until the tunnel has its outer
+/// headers (route, source address, next-hop MAC); gives up after 10 s.
+fn resolve_tunnel(sw: &mut PollSet, e: &Endpoints, underlay: &str) -> Result<(), String> {
+    let t0 = Instant::now();
+    let mut last: Option<Instant> = None;
+    while !netdev::tunnel::resolved(TUN) {
+        if t0.elapsed() > Duration::from_secs(10) {
+            return Err(format!(
+                "tunnel {TUN} not resolved after 10 s (does {underlay} hold {}/24 and \
+                 is it up?)\n{}{}",
+                e.local_ip,
+                netdev::tunnel::route_show(),
+                netdev::tunnel::neigh_show()
+            ));
+        }
+        if last.is_none_or(|l| l.elapsed() > Duration::from_millis(200)) {
+            sw.inject(underlay, SINK, &[arp_reply(e)])?;
+            last = Some(Instant::now());
+        }
+        sw.poll_once();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+/// `--capture`: replays the pcap once and stops when nothing has moved for half a second.
+fn replay_once(mut sw: PollSet, pcap: &str, underlay: &str) -> W7Result {
+    let t0 = Instant::now();
+    let mut quiet = Instant::now();
+    while quiet.elapsed() < Duration::from_millis(500) && t0.elapsed() < Duration::from_secs(30) {
+        if sw.poll_once() > 0 {
+            quiet = Instant::now();
+        }
+    }
+    let delivered = port_stats(&sw, SINK).tx_packets;
+    let received = port_stats(&sw, SRC).rx_packets;
+    let counters = counters(&sw, underlay);
+    sw.shutdown();
+    W7Result {
+        pcap: pcap.into(),
+        seconds: t0.elapsed().as_secs_f64(),
+        mpps: 0.0,
+        cycles_per_packet: 0.0,
+        cpu_share: None,
+        delivered,
+        received,
+        counters,
+    }
+}
+
+/// Warms up for a tenth of the run (the slow path installs the flows), then measures for
+/// `secs` seconds.
+fn measure(mut sw: PollSet, pcap: &str, secs: f64, underlay: &str) -> W7Result {
     let warm = Instant::now();
     while warm.elapsed() < Duration::from_secs_f64((secs / 10.0).max(0.2)) {
         sw.poll_once();
@@ -294,7 +315,7 @@ pub fn run(
         })
         .collect();
     sw.shutdown();
-    Ok(W7Result {
+    W7Result {
         pcap: pcap.into(),
         seconds: dt,
         mpps: delivered as f64 / dt / 1e6,
@@ -305,5 +326,5 @@ pub fn run(
         delivered,
         received,
         counters,
-    })
+    }
 }

@@ -15,7 +15,7 @@ mod verbs;
 
 use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -181,79 +181,109 @@ fn main() -> ExitCode {
     let Some((verb, sub)) = m.subcommand() else {
         return fail_usage("missing command");
     };
-    let verb = verb.to_string();
-    // A known verb's arguments are "args"; a verb only the daemon knows (an external
-    // subcommand) keeps them under the empty id.
-    let params: Vec<String> = if let Ok(Some(v)) = sub.try_get_many::<String>("args") {
+    let params = verb_params(sub);
+    if let Some(code) = local_verb(&m, verb, &params, &sock, timeout) {
+        return code;
+    }
+    call_daemon(&sock, verb, &params, timeout)
+}
+
+/// A verb's arguments: a known verb's are "args"; a verb only the daemon knows (an external
+/// subcommand) keeps them under the empty id.
+fn verb_params(sub: &ArgMatches) -> Vec<String> {
+    if let Ok(Some(v)) = sub.try_get_many::<String>("args") {
         v.cloned().collect()
     } else if let Ok(Some(v)) = sub.try_get_many::<std::ffi::OsString>("") {
         v.map(|s| s.to_string_lossy().into_owned()).collect()
     } else {
         Vec::new()
-    };
-    match verb.as_str() {
-        "help" => {
-            return match params.first() {
-                None => {
-                    print!("{}", help_all(&sock, timeout));
-                    ExitCode::SUCCESS
-                }
-                Some(name) => match help_one(name, &sock, timeout) {
-                    Ok(t) => {
-                        print!("{t}");
-                        ExitCode::SUCCESS
-                    }
-                    Err(e) => fail_usage(&e),
-                },
-            };
-        }
-        "completions" => {
-            let shell = match params.first().map(String::as_str) {
-                Some("bash") => clap_complete::Shell::Bash,
-                Some("zsh") => clap_complete::Shell::Zsh,
-                Some("fish") => clap_complete::Shell::Fish,
-                _ => return fail_usage("usage: completions bash|zsh|fish"),
-            };
-            clap_complete::generate(shell, &mut cli(), "ferrovs", &mut std::io::stdout());
-            return ExitCode::SUCCESS;
-        }
-        "top" => return top::run(&sock, timeout, &params),
+    }
+}
+
+/// Runs the verbs handled here rather than by the daemon's unixctl socket; `None` for the
+/// others.
+fn local_verb(
+    m: &ArgMatches,
+    verb: &str,
+    params: &[String],
+    sock: &Path,
+    timeout: Duration,
+) -> Option<ExitCode> {
+    Some(match verb {
+        "help" => help(params, sock, timeout),
+        "completions" => completions(params),
+        "top" => top::run(sock, timeout, params),
         "dump-ports" if params.iter().any(|p| p == "--rate") => {
-            return top::dump_ports_rate(&sock, timeout, &params)
+            top::dump_ports_rate(sock, timeout, params)
         }
-        "man" => {
-            return match clap_mangen::Man::new(cli()).render(&mut std::io::stdout()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("ferrovs: man: {e}");
-                    ExitCode::from(1)
-                }
-            };
+        "man" => man(),
+        "snoop" | "monitor" => ofclient::run(&rundir(m), verb, params),
+        "add-flows" => add_flows(m, params, timeout),
+        _ => return None,
+    })
+}
+
+/// `help [VERB]`.
+fn help(params: &[String], sock: &Path, timeout: Duration) -> ExitCode {
+    match params.first() {
+        None => {
+            print!("{}", help_all(sock, timeout));
+            ExitCode::SUCCESS
         }
-        _ => {}
+        Some(name) => match help_one(name, sock, timeout) {
+            Ok(t) => {
+                print!("{t}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail_usage(&e),
+        },
     }
-    if verb == "snoop" || verb == "monitor" {
-        return ofclient::run(&rundir(&m), &verb, &params);
+}
+
+/// `completions bash|zsh|fish`.
+fn completions(params: &[String]) -> ExitCode {
+    let shell = match params.first().map(String::as_str) {
+        Some("bash") => clap_complete::Shell::Bash,
+        Some("zsh") => clap_complete::Shell::Zsh,
+        Some("fish") => clap_complete::Shell::Fish,
+        _ => return fail_usage("usage: completions bash|zsh|fish"),
+    };
+    clap_complete::generate(shell, &mut cli(), "ferrovs", &mut std::io::stdout());
+    ExitCode::SUCCESS
+}
+
+/// `man`: the manual page, from the command table.
+fn man() -> ExitCode {
+    match clap_mangen::Man::new(cli()).render(&mut std::io::stdout()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ferrovs: man: {e}");
+            ExitCode::from(1)
+        }
     }
-    // Like `ovs-ofctl --bundle add-flows`: the file is read and parsed here and sent as one
-    // OpenFlow bundle over the bridge's management socket, so any size works.
-    if verb == "add-flows" {
-        let [br, path] = &params[..] else {
-            return fail_usage("usage: add-flows BR FILE|-");
-        };
-        let dir = match (
-            m.get_one::<PathBuf>("rundir"),
-            m.get_one::<PathBuf>("target"),
-        ) {
-            (None, Some(t)) => t.parent().map(PathBuf::from).unwrap_or_else(|| rundir(&m)),
-            _ => rundir(&m),
-        };
-        return addflows::run(&dir, br, path, timeout);
-    }
-    let params = &params[..];
-    // The reply is printed as it arrives (a dump of a million flows is never held whole).
+}
+
+/// Like `ovs-ofctl --bundle add-flows`: the file is read and parsed here and sent as one
+/// OpenFlow bundle over the bridge's management socket, so any size works.
+fn add_flows(m: &ArgMatches, params: &[String], timeout: Duration) -> ExitCode {
+    let [br, path] = params else {
+        return fail_usage("usage: add-flows BR FILE|-");
+    };
+    let dir = match (
+        m.get_one::<PathBuf>("rundir"),
+        m.get_one::<PathBuf>("target"),
+    ) {
+        (None, Some(t)) => t.parent().map(PathBuf::from).unwrap_or_else(|| rundir(m)),
+        _ => rundir(m),
+    };
+    addflows::run(&dir, br, path, timeout)
+}
+
+/// Sends the verb to the daemon and prints the reply as it arrives (a dump of a million
+/// flows is never held whole).
+fn call_daemon(sock: &Path, verb: &str, params: &[String], timeout: Duration) -> ExitCode {
     let mut out = Tail::new(std::io::stdout().lock());
-    let r = unixctl::call_to(&sock, &verb, params, timeout, &mut out);
+    let r = unixctl::call_to(sock, verb, params, timeout, &mut out);
     let _ = out.finish();
     match r {
         Ok(unixctl::Outcome::Ok) => ExitCode::SUCCESS,

@@ -153,56 +153,24 @@ fn print_raw(bytes: &[u8]) {
 
 /// Runs `snoop` or `monitor` against the sockets in `rundir`.
 pub fn run(rundir: &Path, verb: &str, args: &[String]) -> ExitCode {
-    let mut br = None;
-    let mut duration = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "--duration" {
-            match it.next().and_then(|v| v.parse::<u64>().ok()) {
-                Some(s) => duration = Some(Duration::from_secs(s)),
-                None => {
-                    eprintln!("ferrovs: --duration needs a number of seconds");
-                    return ExitCode::from(2);
-                }
-            }
-        } else if br.is_none() {
-            br = Some(a.clone());
-        } else {
-            eprintln!("ferrovs: usage: {verb} BR [--duration SECS]");
-            return ExitCode::from(2);
-        }
-    }
-    let Some(br) = br else {
-        eprintln!("ferrovs: usage: {verb} BR [--duration SECS]");
-        return ExitCode::from(2);
+    let (br, duration) = match parse_args(verb, args) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     let suffix = if verb == "snoop" { "snoop" } else { "mgmt" };
     let path = rundir.join(format!("{br}.{suffix}"));
-    let mut s = match UnixStream::connect(&path) {
+    let mut session = match Session::connect(&path, verb) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("ferrovs: {}: {e}", path.display());
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
-    let hello = Message::Hello(wire::Hello::for_versions(&wire::VERSIONS));
-    let Ok(h) = wire::encode(&hello, wire::OFP15, 1) else {
-        return ExitCode::from(2);
-    };
-    if s.write_all(&h).is_err() {
-        eprintln!("ferrovs: {}: connection closed", path.display());
-        return ExitCode::from(2);
-    }
     let t0 = Instant::now();
-    let mut version = 0u8;
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 65536];
     loop {
         if duration.is_some_and(|d| t0.elapsed() >= d) {
             return ExitCode::SUCCESS;
         }
-        match s.read(&mut chunk) {
+        match session.s.read(&mut chunk) {
             Ok(0) => return ExitCode::SUCCESS,
             Ok(n) => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
             Err(e)
@@ -227,44 +195,118 @@ pub fn run(rundir: &Path, verb: &str, args: &[String]) -> ExitCode {
         };
         buf.drain(..used);
         for m in msgs {
-            let Ok(h) = wire::Header::parse(&m) else {
-                continue;
-            };
-            if version == 0 && h.type_ == 0 {
-                // Negotiate like the daemon does: the highest common version.
-                let peer = match wire::decode(&m) {
-                    Ok((Message::Hello(x), _)) => x,
-                    _ => wire::Hello::default(),
-                };
-                version = wire::VERSIONS
-                    .iter()
-                    .copied()
-                    .filter(|v| peer.supports(h.version, *v))
-                    .max()
-                    .unwrap_or(wire::OFP10);
-                if verb == "monitor" {
-                    let cfg = Message::SetConfig(wire::SwitchConfig {
-                        flags: 0,
-                        miss_send_len: u16::MAX,
-                    });
-                    if let Ok(b) = wire::encode(&cfg, version, 2) {
-                        let _ = s.write_all(&b);
-                    }
-                }
-                if verb == "snoop" {
-                    continue;
+            session.handle(&m);
+        }
+    }
+}
+
+/// `BR [--duration SECS]`; on a usage error, the exit code (the message is printed).
+fn parse_args(verb: &str, args: &[String]) -> Result<(String, Option<Duration>), ExitCode> {
+    let mut br = None;
+    let mut duration = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--duration" {
+            match it.next().and_then(|v| v.parse::<u64>().ok()) {
+                Some(s) => duration = Some(Duration::from_secs(s)),
+                None => {
+                    eprintln!("ferrovs: --duration needs a number of seconds");
+                    return Err(ExitCode::from(2));
                 }
             }
-            if verb == "monitor" && h.type_ == 2 && h.version == version {
-                // Echo request: answer so the daemon keeps us.
-                if let Ok((Message::EchoRequest(d), _)) = wire::decode(&m) {
-                    if let Ok(b) = wire::encode(&Message::EchoReply(d), version, h.xid) {
-                        let _ = s.write_all(&b);
-                    }
-                }
-                continue;
+        } else if br.is_none() {
+            br = Some(a.clone());
+        } else {
+            eprintln!("ferrovs: usage: {verb} BR [--duration SECS]");
+            return Err(ExitCode::from(2));
+        }
+    }
+    let Some(br) = br else {
+        eprintln!("ferrovs: usage: {verb} BR [--duration SECS]");
+        return Err(ExitCode::from(2));
+    };
+    Ok((br, duration))
+}
+
+/// The connection to the daemon's snoop or management socket.
+struct Session<'a> {
+    s: UnixStream,
+    verb: &'a str,
+    /// The negotiated version, 0 until the daemon's hello arrived.
+    version: u8,
+}
+
+impl<'a> Session<'a> {
+    /// Connects and sends our hello; on failure, the exit code (the message is printed).
+    fn connect(path: &Path, verb: &'a str) -> Result<Session<'a>, ExitCode> {
+        let mut s = match UnixStream::connect(path) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("ferrovs: {}: {e}", path.display());
+                return Err(ExitCode::from(2));
             }
-            print_raw(&m);
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+        let hello = Message::Hello(wire::Hello::for_versions(&wire::VERSIONS));
+        let Ok(h) = wire::encode(&hello, wire::OFP15, 1) else {
+            return Err(ExitCode::from(2));
+        };
+        if s.write_all(&h).is_err() {
+            eprintln!("ferrovs: {}: connection closed", path.display());
+            return Err(ExitCode::from(2));
+        }
+        Ok(Session {
+            s,
+            verb,
+            version: 0,
+        })
+    }
+
+    /// One message from the daemon: the first hello is negotiated, `monitor` answers echo
+    /// requests, everything else is printed.
+    fn handle(&mut self, m: &[u8]) {
+        let Ok(h) = wire::Header::parse(m) else {
+            return;
+        };
+        if self.version == 0 && h.type_ == 0 {
+            self.negotiate(&h, m);
+            if self.verb == "snoop" {
+                return;
+            }
+        }
+        if self.verb == "monitor" && h.type_ == 2 && h.version == self.version {
+            // Echo request: answer so the daemon keeps us.
+            if let Ok((Message::EchoRequest(d), _)) = wire::decode(m) {
+                if let Ok(b) = wire::encode(&Message::EchoReply(d), self.version, h.xid) {
+                    let _ = self.s.write_all(&b);
+                }
+            }
+            return;
+        }
+        print_raw(m);
+    }
+
+    /// Picks the highest version both sides support, as the daemon does; `monitor` then
+    /// asks for whole packets in packet-ins.
+    fn negotiate(&mut self, h: &wire::Header, hello: &[u8]) {
+        let peer = match wire::decode(hello) {
+            Ok((Message::Hello(x), _)) => x,
+            _ => wire::Hello::default(),
+        };
+        self.version = wire::VERSIONS
+            .iter()
+            .copied()
+            .filter(|v| peer.supports(h.version, *v))
+            .max()
+            .unwrap_or(wire::OFP10);
+        if self.verb == "monitor" {
+            let cfg = Message::SetConfig(wire::SwitchConfig {
+                flags: 0,
+                miss_send_len: u16::MAX,
+            });
+            if let Ok(b) = wire::encode(&cfg, self.version, 2) {
+                let _ = self.s.write_all(&b);
+            }
         }
     }
 }

@@ -93,6 +93,7 @@ fn params_of(msg: &Value) -> &[Value] {
         .unwrap_or(&[])
 }
 
+/// The checks every request passes before its method runs, and the dispatch to the method.
 pub(crate) fn handle_message(shared: &Shared, st: &mut State, sid: SessionId, msg: Value) {
     let Some(obj) = msg.as_object() else {
         send(
@@ -119,210 +120,248 @@ pub(crate) fn handle_message(shared: &Shared, st: &mut State, sid: SessionId, ms
         );
         return;
     }
-    let dbname = st.db.schema().name.clone();
-    let check_db = |p: Option<&Value>| -> Result<(), Value> {
-        match p.and_then(Value::as_str) {
-            Some(n) if n == dbname => Ok(()),
-            Some(n) => Err(
-                json!({"error": "unknown database", "details": format!("no database named {n}")}),
-            ),
-            None => Err(
-                json!({"error": "syntax error", "details": "first parameter must be a database name"}),
-            ),
-        }
+    let req = Request {
+        shared,
+        sid,
+        id: &id,
+        params,
     };
     match method {
         "echo" => send(st, sid, reply(&id, Value::Array(params.to_vec()))),
-        "list_dbs" => send(st, sid, reply(&id, json!([dbname]))),
-        "get_schema" => match check_db(params.first()) {
-            Ok(()) => {
-                let s = st.db.schema().to_json().clone();
-                send(st, sid, reply(&id, s));
-            }
-            Err(e) => send(st, sid, error_reply(&id, e)),
-        },
-        "transact" => match check_db(params.first()) {
-            Ok(()) => {
-                let ops = params[1..].to_vec();
-                run_transact(shared, st, sid, id, ops, Instant::now());
-            }
-            Err(e) => send(st, sid, error_reply(&id, e)),
-        },
-        "cancel" => {
-            let target = params.first().cloned().unwrap_or(Value::Null);
-            if let Some(pos) = st
-                .pending
-                .iter()
-                .position(|p| p.session == sid && p.id == target)
-            {
-                let p = st.pending.remove(pos);
-                send(st, sid, error_reply(&p.id, json!("canceled")));
-            }
+        "list_dbs" => {
+            let dbname = st.db.schema().name.clone();
+            send(st, sid, reply(&id, json!([dbname])));
         }
-        "monitor" | "monitor_cond" | "monitor_cond_since" => {
-            if let Err(e) = check_db(params.first()) {
-                send(st, sid, error_reply(&id, e));
-                return;
-            }
-            let version = match method {
-                "monitor" => Version::V1,
-                "monitor_cond" => Version::V2,
-                _ => Version::V3,
-            };
-            let mid = params.get(1).cloned().unwrap_or(Value::Null);
-            let key = mid.to_string();
-            let reqs = params.get(2).cloned().unwrap_or(Value::Null);
-            let max = shared.config.max_monitors;
-            if st
-                .sessions
-                .get(&sid)
-                .is_some_and(|s| s.monitors.len() >= max)
-            {
-                send(st, sid, error_reply(&id, exhausted("monitors", max)));
-                return;
-            }
-            if st
-                .sessions
-                .get(&sid)
-                .is_some_and(|s| s.monitors.contains_key(&key))
-            {
-                send(
-                    st,
-                    sid,
-                    error_reply(
-                        &id,
-                        json!({"error": "duplicate monitor ID", "details": key}),
-                    ),
-                );
-                return;
-            }
-            match Monitor::from_json(st.db.schema(), version, &reqs) {
-                Ok(m) => {
-                    let initial = m.initial(&st.db);
-                    let result = match version {
-                        Version::V3 => json!([false, st.last_txn.to_string(), initial]),
-                        _ => initial,
-                    };
-                    if let Some(s) = st.sessions.get_mut(&sid) {
-                        s.monitors.insert(key, (mid, m));
-                    }
-                    send(st, sid, reply(&id, result));
-                }
-                Err(e) => send(st, sid, error_reply(&id, e.to_json())),
-            }
-        }
-        "monitor_cond_change" => {
-            let old = params.first().map(Value::to_string).unwrap_or_default();
-            let new_id = params.get(1).cloned().unwrap_or(Value::Null);
-            let reqs = params.get(2).cloned().unwrap_or(Value::Null);
-            let Some(s) = st.sessions.get_mut(&sid) else {
-                return;
-            };
-            let Some((_, mut m)) = s.monitors.remove(&old) else {
-                send(
-                    st,
-                    sid,
-                    error_reply(&id, json!({"error": "unknown monitor", "details": old})),
-                );
-                return;
-            };
-            match m.change_conditions(&st.db, &reqs) {
-                Ok(u) => {
-                    let v = m.version;
-                    if let Some(s) = st.sessions.get_mut(&sid) {
-                        s.monitors.insert(new_id.to_string(), (new_id.clone(), m));
-                    }
-                    if u.as_object().is_some_and(|o| !o.is_empty()) {
-                        let n = match v {
-                            Version::V3 => {
-                                notification("update3", json!([new_id, st.last_txn.to_string(), u]))
-                            }
-                            _ => notification("update2", json!([new_id, u])),
-                        };
-                        send(st, sid, n);
-                    }
-                    send(st, sid, reply(&id, json!({})));
-                }
-                Err(e) => {
-                    if let Some(s) = st.sessions.get_mut(&sid) {
-                        s.monitors.insert(old.clone(), (params[0].clone(), m));
-                    }
-                    send(st, sid, error_reply(&id, e.to_json()));
-                }
-            }
-        }
-        "monitor_cancel" => {
-            let key = params.first().map(Value::to_string).unwrap_or_default();
-            let removed = st
-                .sessions
-                .get_mut(&sid)
-                .and_then(|s| s.monitors.remove(&key))
-                .is_some();
-            if removed {
-                send(st, sid, reply(&id, json!({})));
-            } else {
-                send(
-                    st,
-                    sid,
-                    error_reply(&id, json!({"error": "unknown monitor", "details": key})),
-                );
-            }
-        }
-        "lock" | "steal" | "unlock" => {
-            let Some(name) = params.first().and_then(Value::as_str).map(str::to_string) else {
-                send(
-                    st,
-                    sid,
-                    error_reply(
-                        &id,
-                        json!({"error": "syntax error", "details": "lock name must be a string"}),
-                    ),
-                );
-                return;
-            };
-            match method {
-                "lock" | "steal"
-                    if !st.locks.get(&name).is_some_and(|q| q.contains(&sid))
-                        && st.locks.values().filter(|q| q.contains(&sid)).count()
-                            >= shared.config.max_locks =>
-                {
-                    let e = exhausted("locks", shared.config.max_locks);
-                    send(st, sid, error_reply(&id, e));
-                }
-                "lock" => {
-                    let q = st.locks.entry(name.clone()).or_default();
-                    if q.contains(&sid) {
-                        send(
-                            st,
-                            sid,
-                            error_reply(&id, json!({"error": "duplicate lock", "details": name})),
-                        );
-                        return;
-                    }
-                    q.push_back(sid);
-                    let locked = q.front() == Some(&sid);
-                    send(st, sid, reply(&id, json!({"locked": locked})));
-                }
-                "steal" => {
-                    let q = st.locks.entry(name.clone()).or_default();
-                    let victim = q.front().copied().filter(|v| *v != sid);
-                    q.retain(|s| *s != sid);
-                    q.push_front(sid);
-                    send(st, sid, reply(&id, json!({"locked": true})));
-                    if let Some(v) = victim {
-                        send(st, v, notification("stolen", json!([name])));
-                    }
-                }
-                _ => {
-                    release_lock(st, &name, sid);
-                    send(st, sid, reply(&id, json!({})));
-                }
-            }
-        }
+        "get_schema" => get_schema(st, &req),
+        "transact" => transact(st, &req),
+        "cancel" => cancel(st, &req),
+        "monitor" => monitor(st, &req, Version::V1),
+        "monitor_cond" => monitor(st, &req, Version::V2),
+        "monitor_cond_since" => monitor(st, &req, Version::V3),
+        "monitor_cond_change" => monitor_cond_change(st, &req),
+        "monitor_cancel" => monitor_cancel(st, &req),
+        "lock" => lock(st, &req, LockVerb::Lock),
+        "steal" => lock(st, &req, LockVerb::Steal),
+        "unlock" => lock(st, &req, LockVerb::Unlock),
         _ => {
             if !id.is_null() {
                 send(st, sid, error_reply(&id, json!("unknown method")));
             }
         }
+    }
+}
+
+/// One request, as its method handler sees it.
+struct Request<'a> {
+    shared: &'a Shared,
+    sid: SessionId,
+    id: &'a Value,
+    params: &'a [Value],
+}
+
+impl Request<'_> {
+    fn reply(&self, st: &mut State, result: Value) {
+        send(st, self.sid, reply(self.id, result));
+    }
+
+    fn error(&self, st: &mut State, e: Value) {
+        send(st, self.sid, error_reply(self.id, e));
+    }
+
+    /// Checks that the first parameter names our database; answers with the error if not.
+    fn check_db(&self, st: &mut State) -> bool {
+        let e = match self.params.first().and_then(Value::as_str) {
+            Some(n) if n == st.db.schema().name => return true,
+            Some(n) => {
+                json!({"error": "unknown database", "details": format!("no database named {n}")})
+            }
+            None => {
+                json!({"error": "syntax error", "details": "first parameter must be a database name"})
+            }
+        };
+        self.error(st, e);
+        false
+    }
+}
+
+fn get_schema(st: &mut State, req: &Request) {
+    if req.check_db(st) {
+        let s = st.db.schema().to_json().clone();
+        req.reply(st, s);
+    }
+}
+
+fn transact(st: &mut State, req: &Request) {
+    if req.check_db(st) {
+        let ops = req.params[1..].to_vec();
+        run_transact(req.shared, st, req.sid, req.id.clone(), ops, Instant::now());
+    }
+}
+
+/// `cancel`: fails the session's blocked transaction with that id; no reply of its own.
+fn cancel(st: &mut State, req: &Request) {
+    let target = req.params.first().cloned().unwrap_or(Value::Null);
+    if let Some(pos) = st
+        .pending
+        .iter()
+        .position(|p| p.session == req.sid && p.id == target)
+    {
+        let p = st.pending.remove(pos);
+        send(st, req.sid, error_reply(&p.id, json!("canceled")));
+    }
+}
+
+/// `monitor`, `monitor_cond` and `monitor_cond_since`: registers the monitor and answers
+/// with its initial contents.
+fn monitor(st: &mut State, req: &Request, version: Version) {
+    if !req.check_db(st) {
+        return;
+    }
+    let mid = req.params.get(1).cloned().unwrap_or(Value::Null);
+    let key = mid.to_string();
+    let reqs = req.params.get(2).cloned().unwrap_or(Value::Null);
+    let max = req.shared.config.max_monitors;
+    let session = st.sessions.get(&req.sid);
+    if session.is_some_and(|s| s.monitors.len() >= max) {
+        req.error(st, exhausted("monitors", max));
+        return;
+    }
+    if session.is_some_and(|s| s.monitors.contains_key(&key)) {
+        req.error(st, json!({"error": "duplicate monitor ID", "details": key}));
+        return;
+    }
+    match Monitor::from_json(st.db.schema(), version, &reqs) {
+        Ok(m) => {
+            let initial = m.initial(&st.db);
+            let result = match version {
+                Version::V3 => json!([false, st.last_txn.to_string(), initial]),
+                _ => initial,
+            };
+            if let Some(s) = st.sessions.get_mut(&req.sid) {
+                s.monitors.insert(key, (mid, m));
+            }
+            req.reply(st, result);
+        }
+        Err(e) => req.error(st, e.to_json()),
+    }
+}
+
+/// `monitor_cond_change`: swaps a monitor's conditions (and maybe its id), sends the rows
+/// that came into or went out of view, then the reply.
+fn monitor_cond_change(st: &mut State, req: &Request) {
+    let params = req.params;
+    let old = params.first().map(Value::to_string).unwrap_or_default();
+    let new_id = params.get(1).cloned().unwrap_or(Value::Null);
+    let reqs = params.get(2).cloned().unwrap_or(Value::Null);
+    let Some(s) = st.sessions.get_mut(&req.sid) else {
+        return;
+    };
+    let Some((_, mut m)) = s.monitors.remove(&old) else {
+        req.error(st, json!({"error": "unknown monitor", "details": old}));
+        return;
+    };
+    match m.change_conditions(&st.db, &reqs) {
+        Ok(u) => {
+            let v = m.version;
+            if let Some(s) = st.sessions.get_mut(&req.sid) {
+                s.monitors.insert(new_id.to_string(), (new_id.clone(), m));
+            }
+            if u.as_object().is_some_and(|o| !o.is_empty()) {
+                let n = match v {
+                    Version::V3 => {
+                        notification("update3", json!([new_id, st.last_txn.to_string(), u]))
+                    }
+                    _ => notification("update2", json!([new_id, u])),
+                };
+                send(st, req.sid, n);
+            }
+            req.reply(st, json!({}));
+        }
+        Err(e) => {
+            if let Some(s) = st.sessions.get_mut(&req.sid) {
+                s.monitors.insert(old.clone(), (params[0].clone(), m));
+            }
+            req.error(st, e.to_json());
+        }
+    }
+}
+
+fn monitor_cancel(st: &mut State, req: &Request) {
+    let key = req.params.first().map(Value::to_string).unwrap_or_default();
+    let removed = st
+        .sessions
+        .get_mut(&req.sid)
+        .and_then(|s| s.monitors.remove(&key))
+        .is_some();
+    if removed {
+        req.reply(st, json!({}));
+    } else {
+        req.error(st, json!({"error": "unknown monitor", "details": key}));
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum LockVerb {
+    Lock,
+    Steal,
+    Unlock,
+}
+
+/// `lock`, `steal` and `unlock`: checks the name and the session's lock budget, then runs
+/// the verb.
+fn lock(st: &mut State, req: &Request, verb: LockVerb) {
+    let Some(name) = req
+        .params
+        .first()
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        req.error(
+            st,
+            json!({"error": "syntax error", "details": "lock name must be a string"}),
+        );
+        return;
+    };
+    let max = req.shared.config.max_locks;
+    let sid = req.sid;
+    let new_lock = !st.locks.get(&name).is_some_and(|q| q.contains(&sid));
+    if verb != LockVerb::Unlock
+        && new_lock
+        && st.locks.values().filter(|q| q.contains(&sid)).count() >= max
+    {
+        req.error(st, exhausted("locks", max));
+        return;
+    }
+    match verb {
+        LockVerb::Lock => take_lock(st, req, name),
+        LockVerb::Steal => steal_lock(st, req, name),
+        LockVerb::Unlock => {
+            release_lock(st, &name, sid);
+            req.reply(st, json!({}));
+        }
+    }
+}
+
+/// `lock`: queues the session for the lock; it holds it at once if the queue was empty.
+fn take_lock(st: &mut State, req: &Request, name: String) {
+    let q = st.locks.entry(name.clone()).or_default();
+    if q.contains(&req.sid) {
+        req.error(st, json!({"error": "duplicate lock", "details": name}));
+        return;
+    }
+    q.push_back(req.sid);
+    let locked = q.front() == Some(&req.sid);
+    req.reply(st, json!({"locked": locked}));
+}
+
+/// `steal`: puts the session at the head of the queue and tells the former owner.
+fn steal_lock(st: &mut State, req: &Request, name: String) {
+    let q = st.locks.entry(name.clone()).or_default();
+    let victim = q.front().copied().filter(|v| *v != req.sid);
+    q.retain(|s| *s != req.sid);
+    q.push_front(req.sid);
+    req.reply(st, json!({"locked": true}));
+    if let Some(v) = victim {
+        send(st, v, notification("stolen", json!([name])));
     }
 }

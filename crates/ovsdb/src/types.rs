@@ -137,101 +137,9 @@ impl BaseType {
                     .ok_or_else(|| Error::syntax(format!("unknown atomic type \"{ty}\"")))?;
                 let mut b = BaseType::new(atomic);
                 for (k, val) in o {
-                    match k.as_str() {
-                        "type" => {}
-                        "enum" => {
-                            let unconstrained = ColumnType {
-                                key: BaseType::new(atomic),
-                                value: None,
-                                min: 0,
-                                max: u64::MAX,
-                            };
-                            let d = Datum::from_json(&unconstrained, val, None)?;
-                            b.enumeration = Some(d.keys().cloned().collect());
-                        }
-                        "minInteger" | "maxInteger" => {
-                            if atomic != AtomicType::Integer {
-                                return Err(Error::syntax(format!("{k} on a {atomic} base type")));
-                            }
-                            let n = val
-                                .as_i64()
-                                .ok_or_else(|| Error::syntax(format!("{k} must be an integer")))?;
-                            if k == "minInteger" {
-                                b.min_integer = Some(n);
-                            } else {
-                                b.max_integer = Some(n);
-                            }
-                        }
-                        "minReal" | "maxReal" => {
-                            if atomic != AtomicType::Real {
-                                return Err(Error::syntax(format!("{k} on a {atomic} base type")));
-                            }
-                            let n = val
-                                .as_f64()
-                                .ok_or_else(|| Error::syntax(format!("{k} must be a number")))?;
-                            if k == "minReal" {
-                                b.min_real = Some(n);
-                            } else {
-                                b.max_real = Some(n);
-                            }
-                        }
-                        "minLength" | "maxLength" => {
-                            if atomic != AtomicType::String {
-                                return Err(Error::syntax(format!("{k} on a {atomic} base type")));
-                            }
-                            let n = val.as_u64().ok_or_else(|| {
-                                Error::syntax(format!("{k} must be a non-negative integer"))
-                            })?;
-                            if k == "minLength" {
-                                b.min_length = Some(n);
-                            } else {
-                                b.max_length = Some(n);
-                            }
-                        }
-                        "refTable" => {
-                            if atomic != AtomicType::Uuid {
-                                return Err(Error::syntax(format!(
-                                    "refTable on a {atomic} base type"
-                                )));
-                            }
-                            let t = val
-                                .as_str()
-                                .ok_or_else(|| Error::syntax("refTable must be a string"))?;
-                            b.ref_table = Some(t.to_string());
-                        }
-                        "refType" => {
-                            b.ref_type = match val.as_str() {
-                                Some("strong") => RefType::Strong,
-                                Some("weak") => RefType::Weak,
-                                _ => {
-                                    return Err(Error::syntax(
-                                        "refType must be \"strong\" or \"weak\"",
-                                    ))
-                                }
-                            };
-                        }
-                        other => {
-                            return Err(Error::syntax(format!(
-                                "unknown base type member \"{other}\""
-                            )))
-                        }
-                    }
+                    b.set_member(k, val)?;
                 }
-                if let (Some(a), Some(z)) = (b.min_integer, b.max_integer) {
-                    if a > z {
-                        return Err(Error::syntax(format!("minInteger {a} > maxInteger {z}")));
-                    }
-                }
-                if let (Some(a), Some(z)) = (b.min_real, b.max_real) {
-                    if a > z {
-                        return Err(Error::syntax(format!("minReal {a} > maxReal {z}")));
-                    }
-                }
-                if let (Some(a), Some(z)) = (b.min_length, b.max_length) {
-                    if a > z {
-                        return Err(Error::syntax(format!("minLength {a} > maxLength {z}")));
-                    }
-                }
+                b.check_bounds()?;
                 if o.contains_key("refType") && b.ref_table.is_none() {
                     return Err(Error::syntax("refType without refTable"));
                 }
@@ -241,6 +149,104 @@ impl BaseType {
                 "base type must be a string or object, not {v}"
             ))),
         }
+    }
+
+    /// Applies one member of a `<base-type>` object (`type` itself is already read).
+    fn set_member(&mut self, k: &str, val: &Value) -> Result<()> {
+        let atomic = self.atomic;
+        let only_on = |want: AtomicType| {
+            if atomic == want {
+                Ok(())
+            } else {
+                Err(Error::syntax(format!("{k} on a {atomic} base type")))
+            }
+        };
+        match k {
+            "type" => {}
+            "enum" => {
+                let unconstrained = ColumnType {
+                    key: BaseType::new(atomic),
+                    value: None,
+                    min: 0,
+                    max: u64::MAX,
+                };
+                let d = Datum::from_json(&unconstrained, val, None)?;
+                self.enumeration = Some(d.keys().cloned().collect());
+            }
+            "minInteger" | "maxInteger" => {
+                only_on(AtomicType::Integer)?;
+                let n = val
+                    .as_i64()
+                    .ok_or_else(|| Error::syntax(format!("{k} must be an integer")))?;
+                *if k == "minInteger" {
+                    &mut self.min_integer
+                } else {
+                    &mut self.max_integer
+                } = Some(n);
+            }
+            "minReal" | "maxReal" => {
+                only_on(AtomicType::Real)?;
+                let n = val
+                    .as_f64()
+                    .ok_or_else(|| Error::syntax(format!("{k} must be a number")))?;
+                *if k == "minReal" {
+                    &mut self.min_real
+                } else {
+                    &mut self.max_real
+                } = Some(n);
+            }
+            "minLength" | "maxLength" => {
+                only_on(AtomicType::String)?;
+                let n = val
+                    .as_u64()
+                    .ok_or_else(|| Error::syntax(format!("{k} must be a non-negative integer")))?;
+                *if k == "minLength" {
+                    &mut self.min_length
+                } else {
+                    &mut self.max_length
+                } = Some(n);
+            }
+            "refTable" => {
+                only_on(AtomicType::Uuid)?;
+                let t = val
+                    .as_str()
+                    .ok_or_else(|| Error::syntax("refTable must be a string"))?;
+                self.ref_table = Some(t.to_string());
+            }
+            "refType" => {
+                self.ref_type = match val.as_str() {
+                    Some("strong") => RefType::Strong,
+                    Some("weak") => RefType::Weak,
+                    _ => return Err(Error::syntax("refType must be \"strong\" or \"weak\"")),
+                };
+            }
+            other => {
+                return Err(Error::syntax(format!(
+                    "unknown base type member \"{other}\""
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// Rejects a minimum above its maximum.
+    fn check_bounds(&self) -> Result<()> {
+        if let (Some(a), Some(z)) = (self.min_integer, self.max_integer) {
+            if a > z {
+                return Err(Error::syntax(format!("minInteger {a} > maxInteger {z}")));
+            }
+        }
+        if let (Some(a), Some(z)) = (self.min_real, self.max_real) {
+            if a > z {
+                return Err(Error::syntax(format!("minReal {a} > maxReal {z}")));
+            }
+        }
+        if let (Some(a), Some(z)) = (self.min_length, self.max_length) {
+            if a > z {
+                return Err(Error::syntax(format!("minLength {a} > maxLength {z}")));
+            }
+        }
+        Ok(())
     }
 
     /// Back to schema JSON (short form when unconstrained).

@@ -31,7 +31,7 @@ mod run;
 use clap::{Parser, ValueEnum};
 use frame::{FrameGen, FrameSpec, Vary};
 use netdev::Options;
-use run::{Mode, Ports, RunCfg};
+use run::{Mode, Outcome, Ports, RunCfg};
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -200,50 +200,92 @@ fn real_main(cli: Cli) -> Result<(), String> {
     if !cli.rx_options.is_empty() && cli.rx_iface.is_none() {
         return Err("--rx-option needs --rx-iface".into());
     }
+    let cfg = run_cfg(&cli, mode)?;
+    // Open the ports first: the default source MAC is the interface's.
+    let mut ports = open_ports(&cli, mode, &opts, &rx_opts)?;
+    wait_for_links(
+        &ports.ports,
+        secs(cli.link_wait, "--link-wait")?.unwrap_or_default(),
+    );
+    let spec = frame_spec(&cli, &ports)?;
+    let gen = FrameGen::new(&spec).map_err(|e| e.to_string())?;
+    let stop = stop_on_signals()?;
+    announce(&cli, mode, ports.rx);
+
+    let outcome = run::run(&cfg, &gen, &mut ports, &stop);
+    for p in ports.ports.iter_mut() {
+        p.close();
+    }
+    print_summary(&cli, &cfg, &spec, &gen, &outcome);
+    Ok(())
+}
+
+/// The loop's parameters from the command line.
+fn run_cfg(cli: &Cli, mode: Mode) -> Result<RunCfg, String> {
     let duration = secs(cli.duration, "--duration")?;
     let idle_timeout = match cli.idle_timeout {
         Some(v) => secs(v, "--idle-timeout")?,
         None => None,
     };
+    Ok(RunCfg {
+        mode,
+        batch: usize::from(cli.batch),
+        rate: cli.rate,
+        duration,
+        count: cli.count,
+        idle_timeout,
+        drain: Duration::from_millis(cli.drain_ms),
+        report: !cli.quiet,
+        report_to_stderr: cli.json,
+        size: usize::from(cli.size),
+    })
+}
 
-    // Open the ports first: the default source MAC is the interface's.
+/// Opens `--iface` and, if it is another interface, `--rx-iface`.
+fn open_ports(cli: &Cli, mode: Mode, opts: &Options, rx_opts: &Options) -> Result<Ports, String> {
     let mut list = Vec::new();
     let open = |name: &str, opts: &Options| {
         netdev::open(name, &cli.kind, opts).map_err(|e| format!("{name} ({}): {e}", cli.kind))
     };
-    list.push(open(&cli.iface, &opts)?);
+    list.push(open(&cli.iface, opts)?);
     let rx_idx = match (&cli.rx_iface, mode) {
         (_, Mode::Tx) => None,
         (Some(r), _) if *r != cli.iface => {
-            list.push(open(r, &rx_opts)?);
+            list.push(open(r, rx_opts)?);
             Some(1)
         }
         _ => Some(0),
     };
-    let link_wait = secs(cli.link_wait, "--link-wait")?.unwrap_or_default();
+    Ok(Ports {
+        ports: list,
+        tx: (mode != Mode::Rx).then_some(0),
+        rx: rx_idx,
+    })
+}
+
+/// Waits up to `limit` for every port's link to come up (memif ports connect in the
+/// background); starts anyway after that, with a warning.
+fn wait_for_links(ports: &[Box<dyn netdev::Port>], limit: Duration) {
     let t0 = std::time::Instant::now();
-    while list
+    while ports
         .iter()
         .any(|p| p.link_state() == netdev::LinkState::Down)
     {
-        if t0.elapsed() >= link_wait {
-            eprintln!("ferrovs-pktgen: link still down after {link_wait:?}; starting anyway");
+        if t0.elapsed() >= limit {
+            eprintln!("ferrovs-pktgen: link still down after {limit:?}; starting anyway");
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let tx_idx = (mode != Mode::Rx).then_some(0);
-    let mut ports = Ports {
-        ports: list,
-        tx: tx_idx,
-        rx: rx_idx,
-    };
+}
 
+/// The frames to send; the source MAC defaults to the transmit interface's.
+fn frame_spec(cli: &Cli, ports: &Ports) -> Result<FrameSpec, String> {
     let src_mac = match &cli.src_mac {
         Some(m) => frame::parse_mac(m)?,
         None => ports.ports[0].mac().unwrap_or([0x02, 0, 0, 0, 0, 0x01]),
     };
-    let spec = FrameSpec {
+    Ok(FrameSpec {
         size: usize::from(cli.size),
         src_mac,
         dst_mac: frame::parse_mac(&cli.dst_mac)?,
@@ -257,34 +299,31 @@ fn real_main(cli: Cli) -> Result<(), String> {
             VaryArg::Dip => Vary::Dip,
             VaryArg::Both => Vary::Both,
         },
-    };
-    let gen = FrameGen::new(&spec).map_err(|e| e.to_string())?;
+    })
+}
 
+/// The flag SIGINT and SIGTERM set, which the loop polls.
+fn stop_on_signals() -> Result<Arc<AtomicBool>, String> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .map_err(|e| format!("cannot install a signal handler: {e}"))?;
     }
+    Ok(stop)
+}
 
-    let cfg = RunCfg {
-        mode,
-        batch: usize::from(cli.batch),
-        rate: cli.rate,
-        duration,
-        count: cli.count,
-        idle_timeout,
-        drain: Duration::from_millis(cli.drain_ms),
-        report: !cli.quiet,
-        report_to_stderr: cli.json,
-        size: usize::from(cli.size),
-    };
-    let rx_name = cli.rx_iface.clone().unwrap_or_else(|| cli.iface.clone());
+fn rx_name(cli: &Cli) -> String {
+    cli.rx_iface.clone().unwrap_or_else(|| cli.iface.clone())
+}
+
+/// The line on stderr that says what the run does.
+fn announce(cli: &Cli, mode: Mode, rx_idx: Option<usize>) {
     eprintln!(
         "ferrovs-pktgen: {} on {}{} ({}), {} B frames, {} flow(s), rate {}",
         mode.as_str(),
         cli.iface,
         if rx_idx == Some(1) {
-            format!(" -> {rx_name}")
+            format!(" -> {}", rx_name(cli))
         } else {
             String::new()
         },
@@ -297,34 +336,32 @@ fn real_main(cli: Cli) -> Result<(), String> {
             format!("{} pps", cli.rate)
         }
     );
+}
 
-    let outcome = run::run(&cfg, &gen, &mut ports, &stop);
-    for p in ports.ports.iter_mut() {
-        p.close();
+/// The summary on stdout: text, or with `--json` one object.
+fn print_summary(cli: &Cli, cfg: &RunCfg, spec: &FrameSpec, gen: &FrameGen, outcome: &Outcome) {
+    if !cli.json {
+        print!("{}", run::summary_text(outcome, cfg));
+        return;
     }
-
-    if cli.json {
-        let head = serde_json::json!({
-            "mode": mode.as_str(),
-            "iface": cli.iface,
-            "rx_iface": if mode == Mode::Tx { serde_json::Value::Null } else { rx_name.into() },
-            "type": cli.kind,
-            "size": cli.size,
-            "frame_len": gen.frame_len(),
-            "flows": cli.flows,
-            "vary": spec.vary.as_str(),
-            "batch": cli.batch,
-            "rate_limit_pps": cli.rate,
-            "src_mac": frame::fmt_mac(&spec.src_mac),
-            "dst_mac": frame::fmt_mac(&spec.dst_mac),
-            "src_ip": cli.src_ip.to_string(),
-            "dst_ip": cli.dst_ip.to_string(),
-        });
-        println!("{}", run::summary_json(&outcome, &cfg, head));
-    } else {
-        print!("{}", run::summary_text(&outcome, &cfg));
-    }
-    Ok(())
+    let mode = cfg.mode;
+    let head = serde_json::json!({
+        "mode": mode.as_str(),
+        "iface": cli.iface,
+        "rx_iface": if mode == Mode::Tx { serde_json::Value::Null } else { rx_name(cli).into() },
+        "type": cli.kind,
+        "size": cli.size,
+        "frame_len": gen.frame_len(),
+        "flows": cli.flows,
+        "vary": spec.vary.as_str(),
+        "batch": cli.batch,
+        "rate_limit_pps": cli.rate,
+        "src_mac": frame::fmt_mac(&spec.src_mac),
+        "dst_mac": frame::fmt_mac(&spec.dst_mac),
+        "src_ip": cli.src_ip.to_string(),
+        "dst_ip": cli.dst_ip.to_string(),
+    });
+    println!("{}", run::summary_json(outcome, cfg, head));
 }
 
 fn main() -> ExitCode {

@@ -177,242 +177,388 @@ pub fn si(v: f64) -> String {
 
 /// Runs the loop until a stop condition; `stop` is polled every turn.
 pub fn run(cfg: &RunCfg, gen: &FrameGen, ports: &mut Ports, stop: &AtomicBool) -> Outcome {
-    let mode = cfg.mode;
-    let batch_size = cfg.batch.clamp(1, packet::MAX_BATCH);
-    let mut pool = Pool::new(4 * packet::MAX_BATCH);
-    let mut txb = Batch::new();
-    let mut rxb = Batch::new();
-    let frame_len = gen.frame_len();
-    let nflows = gen.flows();
-    let wire = cfg.size as u64;
-
-    let base = Instant::now();
-    // With a rate limit, send in chunks of about 100 µs of traffic (at least 1, at most a
-    // batch): a port's cost is mostly per call, so tiny batches would cap the rate.
-    let chunk = if cfg.rate == 0 {
-        batch_size as u64
-    } else {
-        (cfg.rate / 10_000).clamp(1, batch_size as u64)
-    };
-    // The bucket holds a millisecond of traffic (at least a batch), so a thread descheduled
-    // for less than that catches up instead of losing the time.
-    let burst = (cfg.rate / 1000).max(batch_size as u64);
-    let mut bucket = TokenBucket::new(cfg.rate, burst, 0);
-    let mut lat = Latency::new();
-    let mut flow = 0usize;
-    let mut seq = 0u32;
-    let mut offered = 0u64;
-
-    let tx0 = ports.tx.map(|i| ports.ports[i].stats()).unwrap_or_default();
-    let rx0 = ports.rx.map(|i| ports.ports[i].stats()).unwrap_or_default();
-    let mut rx_pkts = 0u64;
-    let mut rx_bytes = 0u64;
-    let mut matched = 0u64;
-    let mut first_rx: Option<Instant> = None;
-    let mut last_rx = base;
-
-    let mut tx_on = mode.tx();
-    let mut tx_end = base;
-    let mut drain_until: Option<Instant> = None;
-    let mut stopped_by = "duration";
-
-    let mut next_report = base + Duration::from_secs(1);
-    let mut last_report = base;
-    let mut rep_tx = tx0;
-    let mut rep_rx = (0u64, 0u64);
-
+    let mut lp = Loop::new(cfg, gen, ports);
     loop {
         let now = Instant::now();
-        let now_ns = ns_since(base, now);
-
-        // Stop conditions.
-        if tx_on {
-            let mut why = None;
-            if stop.load(Ordering::Relaxed) {
-                why = Some("signal");
-            } else if cfg.duration.is_some_and(|d| now - base >= d) {
-                why = Some("duration");
-            } else if cfg.count > 0 && offered >= cfg.count {
-                why = Some("count");
-            }
-            if let Some(w) = why {
-                tx_on = false;
-                tx_end = now;
-                stopped_by = w;
-                if mode == Mode::Tx || w == "signal" {
-                    break;
-                }
-                drain_until = Some(now + cfg.drain);
-            }
-        } else if let Some(d) = drain_until {
-            if now >= d || stop.load(Ordering::Relaxed) {
-                break;
-            }
-        } else {
-            // rx only.
-            if stop.load(Ordering::Relaxed) {
-                stopped_by = "signal";
-                break;
-            }
-            if cfg.duration.is_some_and(|d| now - base >= d) {
-                stopped_by = "duration";
-                break;
-            }
-            if cfg.count > 0 && rx_pkts >= cfg.count {
-                stopped_by = "count";
-                break;
-            }
-            if let (Some(idle), Some(_)) = (cfg.idle_timeout, first_rx) {
-                if now - last_rx >= idle {
-                    stopped_by = "idle";
-                    break;
-                }
-            }
+        if lp.should_stop(now, stop) {
+            break;
         }
+        let waiting_ns = lp.transmit(now);
+        lp.receive();
+        lp.report(now);
+        idle(waiting_ns, cfg.mode);
+    }
+    lp.finish()
+}
 
-        // Transmit.
-        let mut waiting_ns = 0u64;
-        if let (true, Some(ti)) = (tx_on, ports.tx) {
-            let mut want = chunk;
-            if cfg.count > 0 {
-                want = want.min(cfg.count - offered);
-            }
-            let n = if bucket.take_all(now_ns, want) {
-                want
-            } else {
-                0
-            };
-            for _ in 0..n {
-                let Some(mut p) = pool.alloc() else { break };
-                match p.reset_for_rx(frame_len) {
-                    Some(buf) => {
-                        gen.fill(buf, flow, seq, now_ns);
-                    }
-                    None => {
-                        pool.free(p);
-                        break;
-                    }
+/// The transmitter's state: what it may send and what it sends next.
+struct Tx {
+    bucket: TokenBucket,
+    /// Frames asked of the bucket per turn.
+    chunk: u64,
+    frame_len: usize,
+    nflows: usize,
+    /// The next frame's flow and sequence number.
+    flow: usize,
+    seq: u32,
+    /// Frames handed to the port so far.
+    offered: u64,
+    /// Still transmitting; when it stopped.
+    on: bool,
+    end: Instant,
+    /// txrx: receive until then after the transmitter stopped.
+    drain_until: Option<Instant>,
+}
+
+impl Tx {
+    /// Puts up to `n` frames in `txb`, each the next flow's, stamped with its sequence
+    /// number and `now_ns`. Stops early when the pool or the batch runs out. Not inlined:
+    /// alone, the per-frame loop compiles as tightly as it did inside the one big loop.
+    #[inline(never)]
+    fn fill_batch(
+        &mut self,
+        gen: &FrameGen,
+        pool: &mut Pool,
+        txb: &mut Batch,
+        n: u64,
+        now_ns: u64,
+    ) {
+        let (mut flow, mut seq) = (self.flow, self.seq);
+        let (frame_len, nflows) = (self.frame_len, self.nflows);
+        for _ in 0..n {
+            let Some(mut p) = pool.alloc() else { break };
+            match p.reset_for_rx(frame_len) {
+                Some(buf) => {
+                    gen.fill(buf, flow, seq, now_ns);
                 }
-                flow += 1;
-                if flow == nflows {
-                    flow = 0;
-                }
-                seq = seq.wrapping_add(1);
-                if let Err(p) = txb.push(p) {
+                None => {
                     pool.free(p);
                     break;
                 }
             }
-            offered += txb.len() as u64;
-            // An empty batch still lets the port retry a stalled kick.
-            ports.ports[ti].tx_batch(&mut pool, &mut txb);
-            if n == 0 {
-                waiting_ns = bucket.wait_ns(now_ns, want);
+            flow += 1;
+            if flow == nflows {
+                flow = 0;
+            }
+            seq = seq.wrapping_add(1);
+            if let Err(p) = txb.push(p) {
+                pool.free(p);
+                break;
             }
         }
+        (self.flow, self.seq) = (flow, seq);
+    }
+}
 
-        // Receive.
-        if let (true, Some(ri)) = (mode.rx(), ports.rx) {
-            let got = ports.ports[ri].rx_batch(&mut pool, &mut rxb);
-            if got > 0 {
-                let t = Instant::now();
-                let t_ns = ns_since(base, t);
-                if first_rx.is_none() {
-                    first_rx = Some(t);
-                }
-                last_rx = t;
-                for p in rxb.packets() {
-                    rx_bytes += p.len() as u64;
-                    if let Some((_seq, ts)) = frame::probe(p.data()) {
-                        matched += 1;
-                        if mode == Mode::TxRx {
-                            lat.record(t_ns.saturating_sub(ts));
-                        }
-                    }
-                }
-                rx_pkts += got as u64;
-                pool.free_batch(&mut rxb);
-            }
-        }
+/// What the receiver has counted.
+struct Rx {
+    pkts: u64,
+    bytes: u64,
+    matched: u64,
+    first: Option<Instant>,
+    last: Instant,
+    lat: Latency,
+}
 
-        // Report.
-        if now >= next_report {
-            if cfg.report {
-                let dt = (now - last_report).as_secs_f64();
-                let mut line = format!("{:8.3}s", (now - base).as_secs_f64());
-                if let Some(ti) = ports.tx {
-                    if mode.tx() {
-                        let s = ports.ports[ti].stats();
-                        let p = s.tx_packets - rep_tx.tx_packets;
-                        let d =
-                            (s.tx_dropped + s.tx_errors) - (rep_tx.tx_dropped + rep_tx.tx_errors);
-                        line += &format!(
-                            "  tx {}pps {}bps drop {}pps",
-                            si(per_sec(p, dt)),
-                            si(per_sec(p * wire * 8, dt)),
-                            si(per_sec(d, dt))
-                        );
-                        rep_tx = s;
-                    }
-                }
-                if mode.rx() {
-                    let p = rx_pkts - rep_rx.0;
-                    let b = rx_bytes - rep_rx.1 + p * FCS_LEN as u64;
-                    line += &format!(
-                        "  rx {}pps {}bps",
-                        si(per_sec(p, dt)),
-                        si(per_sec(b * 8, dt))
-                    );
-                    rep_rx = (rx_pkts, rx_bytes);
-                }
-                emit(cfg.report_to_stderr, &line);
-            }
-            last_report = now;
-            next_report += Duration::from_secs(1);
-            if next_report <= now {
-                next_report = now + Duration::from_secs(1);
-            }
-        }
+/// The per-second report's state: when it is due and the counters at the last one.
+struct Report {
+    next: Instant,
+    last: Instant,
+    tx: PortStats,
+    rx: (u64, u64),
+}
 
-        // Idle: sleep through long token waits when nothing needs polling.
-        if waiting_ns > 200_000 && !mode.rx() {
-            std::thread::sleep(Duration::from_nanos(waiting_ns.min(10_000_000) - 50_000));
-        } else if waiting_ns > 0 {
-            std::hint::spin_loop();
+/// Everything one run's loop keeps between turns.
+struct Loop<'a> {
+    cfg: &'a RunCfg,
+    gen: &'a FrameGen,
+    ports: &'a mut Ports,
+    pool: Pool,
+    txb: Batch,
+    rxb: Batch,
+    base: Instant,
+    /// The ports' counters when the run started.
+    tx0: PortStats,
+    rx0: PortStats,
+    tx: Tx,
+    rx: Rx,
+    rep: Report,
+    stopped_by: &'static str,
+}
+
+impl<'a> Loop<'a> {
+    /// Makes the pool, the batches and the token bucket: nothing allocates after this.
+    fn new(cfg: &'a RunCfg, gen: &'a FrameGen, ports: &'a mut Ports) -> Self {
+        let batch_size = cfg.batch.clamp(1, packet::MAX_BATCH);
+        let base = Instant::now();
+        // With a rate limit, send in chunks of about 100 µs of traffic (at least 1, at most a
+        // batch): a port's cost is mostly per call, so tiny batches would cap the rate.
+        let chunk = if cfg.rate == 0 {
+            batch_size as u64
+        } else {
+            (cfg.rate / 10_000).clamp(1, batch_size as u64)
+        };
+        // The bucket holds a millisecond of traffic (at least a batch), so a thread descheduled
+        // for less than that catches up instead of losing the time.
+        let burst = (cfg.rate / 1000).max(batch_size as u64);
+        let tx0 = ports.tx.map(|i| ports.ports[i].stats()).unwrap_or_default();
+        let rx0 = ports.rx.map(|i| ports.ports[i].stats()).unwrap_or_default();
+        Loop {
+            cfg,
+            gen,
+            ports,
+            pool: Pool::new(4 * packet::MAX_BATCH),
+            txb: Batch::new(),
+            rxb: Batch::new(),
+            base,
+            tx0,
+            rx0,
+            tx: Tx {
+                bucket: TokenBucket::new(cfg.rate, burst, 0),
+                chunk,
+                frame_len: gen.frame_len(),
+                nflows: gen.flows(),
+                flow: 0,
+                seq: 0,
+                offered: 0,
+                on: cfg.mode.tx(),
+                end: base,
+                drain_until: None,
+            },
+            rx: Rx {
+                pkts: 0,
+                bytes: 0,
+                matched: 0,
+                first: None,
+                last: base,
+                lat: Latency::new(),
+            },
+            rep: Report {
+                next: base + Duration::from_secs(1),
+                last: base,
+                tx: tx0,
+                rx: (0, 0),
+            },
+            stopped_by: "duration",
         }
     }
 
-    let end = Instant::now();
-    if tx_on {
-        tx_end = end;
+    /// Checks the stop conditions (see the module documentation): stops the transmitter
+    /// and starts the drain, or says the loop is over.
+    #[inline]
+    fn should_stop(&mut self, now: Instant, stop: &AtomicBool) -> bool {
+        let cfg = self.cfg;
+        if self.tx.on {
+            let why = if stop.load(Ordering::Relaxed) {
+                "signal"
+            } else if cfg.duration.is_some_and(|d| now - self.base >= d) {
+                "duration"
+            } else if cfg.count > 0 && self.tx.offered >= cfg.count {
+                "count"
+            } else {
+                return false;
+            };
+            self.tx.on = false;
+            self.tx.end = now;
+            self.stopped_by = why;
+            if cfg.mode == Mode::Tx || why == "signal" {
+                return true;
+            }
+            self.tx.drain_until = Some(now + cfg.drain);
+            false
+        } else if let Some(d) = self.tx.drain_until {
+            now >= d || stop.load(Ordering::Relaxed)
+        } else {
+            match self.rx_stop_reason(now, stop) {
+                Some(why) => {
+                    self.stopped_by = why;
+                    true
+                }
+                None => false,
+            }
+        }
     }
-    let elapsed = (end - base).as_secs_f64();
-    let tx = ports.tx.filter(|_| mode.tx()).map(|i| {
-        let s = ports.ports[i].stats();
-        TxTotals {
-            packets: s.tx_packets - tx0.tx_packets,
-            bytes: s.tx_bytes - tx0.tx_bytes,
-            dropped: s.tx_dropped - tx0.tx_dropped,
-            errors: s.tx_errors - tx0.tx_errors,
-            seconds: (tx_end - base).as_secs_f64(),
+
+    /// Why an `rx` run ends now, if it does.
+    #[inline]
+    fn rx_stop_reason(&self, now: Instant, stop: &AtomicBool) -> Option<&'static str> {
+        let cfg = self.cfg;
+        if stop.load(Ordering::Relaxed) {
+            return Some("signal");
         }
-    });
-    let rx = ports.rx.filter(|_| mode.rx()).map(|i| {
-        let s: PortStats = ports.ports[i].stats();
-        RxTotals {
-            packets: rx_pkts,
-            bytes: rx_bytes,
-            matched,
-            dropped: s.rx_dropped - rx0.rx_dropped,
-            active_seconds: first_rx.map_or(0.0, |f| (last_rx - f).as_secs_f64()),
+        if cfg.duration.is_some_and(|d| now - self.base >= d) {
+            return Some("duration");
         }
-    });
-    Outcome {
-        elapsed,
-        tx,
-        rx,
-        latency: lat.summary(),
-        stopped_by,
+        if cfg.count > 0 && self.rx.pkts >= cfg.count {
+            return Some("count");
+        }
+        if let (Some(idle), Some(_)) = (cfg.idle_timeout, self.rx.first) {
+            if now - self.rx.last >= idle {
+                return Some("idle");
+            }
+        }
+        None
+    }
+
+    /// Sends what the token bucket allows of the next chunk. Returns how many nanoseconds
+    /// until the bucket would allow it when it allowed nothing, else 0.
+    #[inline]
+    fn transmit(&mut self, now: Instant) -> u64 {
+        let (true, Some(ti)) = (self.tx.on, self.ports.tx) else {
+            return 0;
+        };
+        let now_ns = ns_since(self.base, now);
+        let mut want = self.tx.chunk;
+        if self.cfg.count > 0 {
+            want = want.min(self.cfg.count - self.tx.offered);
+        }
+        let n = if self.tx.bucket.take_all(now_ns, want) {
+            want
+        } else {
+            0
+        };
+        self.tx
+            .fill_batch(self.gen, &mut self.pool, &mut self.txb, n, now_ns);
+        self.tx.offered += self.txb.len() as u64;
+        // An empty batch still lets the port retry a stalled kick.
+        self.ports.ports[ti].tx_batch(&mut self.pool, &mut self.txb);
+        if n == 0 {
+            self.tx.bucket.wait_ns(now_ns, want)
+        } else {
+            0
+        }
+    }
+
+    /// Takes one batch from the receive port and counts it: frames, bytes, our probes and,
+    /// in `txrx`, their latency.
+    #[inline]
+    fn receive(&mut self) {
+        let (true, Some(ri)) = (self.cfg.mode.rx(), self.ports.rx) else {
+            return;
+        };
+        let got = self.ports.ports[ri].rx_batch(&mut self.pool, &mut self.rxb);
+        if got == 0 {
+            return;
+        }
+        let t = Instant::now();
+        let t_ns = ns_since(self.base, t);
+        let rx = &mut self.rx;
+        if rx.first.is_none() {
+            rx.first = Some(t);
+        }
+        rx.last = t;
+        for p in self.rxb.packets() {
+            rx.bytes += p.len() as u64;
+            if let Some((_seq, ts)) = frame::probe(p.data()) {
+                rx.matched += 1;
+                if self.cfg.mode == Mode::TxRx {
+                    rx.lat.record(t_ns.saturating_sub(ts));
+                }
+            }
+        }
+        rx.pkts += got as u64;
+        self.pool.free_batch(&mut self.rxb);
+    }
+
+    /// Once a second: prints the rates since the last report (if asked to).
+    #[inline]
+    fn report(&mut self, now: Instant) {
+        if now < self.rep.next {
+            return;
+        }
+        if self.cfg.report {
+            let line = self.report_line(now);
+            emit(self.cfg.report_to_stderr, &line);
+        }
+        self.rep.last = now;
+        self.rep.next += Duration::from_secs(1);
+        if self.rep.next <= now {
+            self.rep.next = now + Duration::from_secs(1);
+        }
+    }
+
+    /// The per-second line; moves the report's counters on.
+    #[cold]
+    fn report_line(&mut self, now: Instant) -> String {
+        let mode = self.cfg.mode;
+        let wire = self.cfg.size as u64;
+        let dt = (now - self.rep.last).as_secs_f64();
+        let mut line = format!("{:8.3}s", (now - self.base).as_secs_f64());
+        if let (Some(ti), true) = (self.ports.tx, mode.tx()) {
+            let s = self.ports.ports[ti].stats();
+            let r = &self.rep.tx;
+            let p = s.tx_packets - r.tx_packets;
+            let d = (s.tx_dropped + s.tx_errors) - (r.tx_dropped + r.tx_errors);
+            line += &format!(
+                "  tx {}pps {}bps drop {}pps",
+                si(per_sec(p, dt)),
+                si(per_sec(p * wire * 8, dt)),
+                si(per_sec(d, dt))
+            );
+            self.rep.tx = s;
+        }
+        if mode.rx() {
+            let p = self.rx.pkts - self.rep.rx.0;
+            let b = self.rx.bytes - self.rep.rx.1 + p * FCS_LEN as u64;
+            line += &format!(
+                "  rx {}pps {}bps",
+                si(per_sec(p, dt)),
+                si(per_sec(b * 8, dt))
+            );
+            self.rep.rx = (self.rx.pkts, self.rx.bytes);
+        }
+        line
+    }
+
+    /// The totals: the ports' counters since the start, ours, and the latency summary.
+    fn finish(mut self) -> Outcome {
+        let end = Instant::now();
+        if self.tx.on {
+            self.tx.end = end;
+        }
+        let mode = self.cfg.mode;
+        let (base, ports) = (self.base, &*self.ports);
+        let tx = ports.tx.filter(|_| mode.tx()).map(|i| {
+            let s = ports.ports[i].stats();
+            let s0 = &self.tx0;
+            TxTotals {
+                packets: s.tx_packets - s0.tx_packets,
+                bytes: s.tx_bytes - s0.tx_bytes,
+                dropped: s.tx_dropped - s0.tx_dropped,
+                errors: s.tx_errors - s0.tx_errors,
+                seconds: (self.tx.end - base).as_secs_f64(),
+            }
+        });
+        let rx = ports.rx.filter(|_| mode.rx()).map(|i| {
+            let s: PortStats = ports.ports[i].stats();
+            RxTotals {
+                packets: self.rx.pkts,
+                bytes: self.rx.bytes,
+                matched: self.rx.matched,
+                dropped: s.rx_dropped - self.rx0.rx_dropped,
+                active_seconds: self
+                    .rx
+                    .first
+                    .map_or(0.0, |f| (self.rx.last - f).as_secs_f64()),
+            }
+        });
+        Outcome {
+            elapsed: (end - base).as_secs_f64(),
+            tx,
+            rx,
+            latency: self.rx.lat.summary(),
+            stopped_by: self.stopped_by,
+        }
+    }
+}
+
+/// Between turns: sleeps through long token waits when nothing needs polling, else spins.
+#[inline]
+fn idle(waiting_ns: u64, mode: Mode) {
+    if waiting_ns > 200_000 && !mode.rx() {
+        std::thread::sleep(Duration::from_nanos(waiting_ns.min(10_000_000) - 50_000));
+    } else if waiting_ns > 0 {
+        std::hint::spin_loop();
     }
 }
 

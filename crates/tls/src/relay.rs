@@ -132,114 +132,195 @@ pub fn handshake(
 /// The relay loop; `Err` says why it ended abnormally, for the log.
 fn run(conn: &mut Connection, tcp: &mut TcpStream, app: &mut UnixStream) -> Result<(), String> {
     app.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let mut to_app: Vec<u8> = Vec::new();
-    let mut buf = vec![0u8; CHUNK];
-    // peer_done: the peer sent close_notify or EOF; app_done: the application's end gave
-    // EOF (close_notify queued); app_hup: it hung up while we were not reading it.
-    let (mut peer_done, mut app_done, mut app_hup, mut app_shut) = (false, false, false, false);
-    let mut grace_until: Option<Instant> = None;
+    let mut r = Relay {
+        conn,
+        tcp,
+        app,
+        to_app: Vec::new(),
+        buf: vec![0u8; CHUNK],
+        peer_done: false,
+        app_done: false,
+        app_hup: false,
+        app_shut: false,
+        grace_until: None,
+    };
     loop {
-        flush_tls(conn, tcp).map_err(|e| format!("sending: {e}"))?;
-        while !to_app.is_empty() {
-            match app.write(&to_app) {
-                Ok(n) => {
-                    to_app.drain(..n);
-                }
-                Err(e) if would_block(&e) => break,
-                // The application closed its end: nothing more to deliver.
-                Err(_) => return Ok(()),
-            }
+        flush_tls(r.conn, r.tcp).map_err(|e| format!("sending: {e}"))?;
+        if !r.write_app() || r.pass_on_close() {
+            return Ok(());
         }
-        if peer_done && to_app.is_empty() {
-            if app_done && !conn.wants_write() {
-                return Ok(());
-            }
-            if !app_shut {
-                // Pass the peer's close on as EOF; the application may still write.
-                let _ = app.shutdown(std::net::Shutdown::Write);
-                app_shut = true;
-            }
-        }
-        if (app_done || app_hup) && grace_until.is_none() {
-            grace_until = Some(Instant::now() + GRACE);
-        }
-        let mut tcp_ev = 0;
-        if !peer_done && to_app.len() < MAX_PENDING {
-            tcp_ev |= READ;
-        }
-        if conn.wants_write() {
-            tcp_ev |= WRITE;
-        }
-        let mut app_ev = 0;
-        if !app_done && !conn.wants_write() {
-            app_ev |= READ;
-        }
-        if !to_app.is_empty() {
-            app_ev |= WRITE;
-        }
-        // While we do not read the application's end we still watch it for a hang-up.
-        let app_watch = if app_ev == 0 && !app_done && !app_hup {
-            libc::POLLRDHUP
-        } else {
-            app_ev
-        };
-        // Once the application is done, the peer has a grace period to finish.
-        let timeout = match grace_until {
-            Some(t) => {
-                let left = t.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err("the peer did not finish after the local side closed".into());
-                }
-                i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX)
-            }
-            None => -1,
-        };
+        let ev = r.interest();
+        let timeout = r.poll_timeout()?;
         let rev = poll(
-            &[(tcp.as_raw_fd(), tcp_ev), (app.as_raw_fd(), app_watch)],
+            &[
+                (r.tcp.as_raw_fd(), ev.tcp),
+                (r.app.as_raw_fd(), ev.app_watch),
+            ],
             timeout,
         )
         .map_err(|e| format!("poll: {e}"))?;
-        if rev[0] & (READ | GONE) != 0 && tcp_ev & READ != 0 {
-            if !read_tls(conn, tcp)? {
-                peer_done = true;
-            }
-            loop {
-                match conn.reader().read(&mut buf) {
-                    Ok(0) => {
-                        peer_done = true;
-                        break;
-                    }
-                    Ok(n) => to_app.extend_from_slice(&buf[..n]),
-                    Err(e) if would_block(&e) => break,
-                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                        peer_done = true;
-                        break;
-                    }
-                    Err(e) => return Err(e.to_string()),
+        if rev[0] & (READ | GONE) != 0 && ev.tcp & READ != 0 {
+            r.read_peer()?;
+        }
+        r.read_app(ev.app, rev[1])?;
+    }
+}
+
+/// One connection's relay state.
+struct Relay<'a> {
+    conn: &'a mut Connection,
+    tcp: &'a mut TcpStream,
+    app: &'a mut UnixStream,
+    /// Plaintext from the peer not yet taken by the application.
+    to_app: Vec<u8>,
+    buf: Vec<u8>,
+    /// The peer sent close_notify or EOF.
+    peer_done: bool,
+    /// The application's end gave EOF (close_notify queued).
+    app_done: bool,
+    /// The application hung up while we were not reading it.
+    app_hup: bool,
+    /// The peer's close was passed on to the application.
+    app_shut: bool,
+    /// Once the application is done, the peer has until then to finish.
+    grace_until: Option<Instant>,
+}
+
+/// What a turn polls for: the TCP socket's events, the application's, and what is
+/// actually watched on the application's end.
+struct Interest {
+    tcp: i16,
+    app: i16,
+    app_watch: i16,
+}
+
+impl Relay<'_> {
+    /// Gives the application what the peer sent, as far as it takes it. `false` when the
+    /// application closed its end: nothing more to deliver.
+    fn write_app(&mut self) -> bool {
+        while !self.to_app.is_empty() {
+            match self.app.write(&self.to_app) {
+                Ok(n) => {
+                    self.to_app.drain(..n);
                 }
+                Err(e) if would_block(&e) => break,
+                Err(_) => return false,
             }
         }
-        if app_ev == 0 {
-            if rev[1] & (libc::POLLRDHUP | GONE) != 0 {
-                app_hup = true;
+        true
+    }
+
+    /// Once the peer is done and everything is delivered: passes the close on as EOF (the
+    /// application may still write). `true` when both sides are done and flushed.
+    fn pass_on_close(&mut self) -> bool {
+        if self.peer_done && self.to_app.is_empty() {
+            if self.app_done && !self.conn.wants_write() {
+                return true;
             }
-        } else if rev[1] & (READ | GONE) != 0 && app_ev & READ != 0 {
-            match app.read(&mut buf) {
+            if !self.app_shut {
+                let _ = self.app.shutdown(std::net::Shutdown::Write);
+                self.app_shut = true;
+            }
+        }
+        false
+    }
+
+    /// Reads the peer while the application keeps up, the application while the peer's
+    /// records are sent; watches the application for a hang-up while not reading it.
+    fn interest(&self) -> Interest {
+        let mut tcp = 0;
+        if !self.peer_done && self.to_app.len() < MAX_PENDING {
+            tcp |= READ;
+        }
+        if self.conn.wants_write() {
+            tcp |= WRITE;
+        }
+        let mut app = 0;
+        if !self.app_done && !self.conn.wants_write() {
+            app |= READ;
+        }
+        if !self.to_app.is_empty() {
+            app |= WRITE;
+        }
+        let app_watch = if app == 0 && !self.app_done && !self.app_hup {
+            libc::POLLRDHUP
+        } else {
+            app
+        };
+        Interest {
+            tcp,
+            app,
+            app_watch,
+        }
+    }
+
+    /// The poll timeout: none until the application is done, then what is left of the
+    /// peer's grace period; `Err` once it is over.
+    fn poll_timeout(&mut self) -> Result<i32, String> {
+        if (self.app_done || self.app_hup) && self.grace_until.is_none() {
+            self.grace_until = Some(Instant::now() + GRACE);
+        }
+        let Some(t) = self.grace_until else {
+            return Ok(-1);
+        };
+        let left = t.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("the peer did not finish after the local side closed".into());
+        }
+        Ok(i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX))
+    }
+
+    /// Takes the peer's records and queues their plaintext for the application.
+    fn read_peer(&mut self) -> Result<(), String> {
+        if !read_tls(self.conn, self.tcp)? {
+            self.peer_done = true;
+        }
+        loop {
+            match self.conn.reader().read(&mut self.buf) {
                 Ok(0) => {
-                    conn.send_close_notify();
-                    app_done = true;
+                    self.peer_done = true;
+                    return Ok(());
                 }
-                Ok(n) => conn
-                    .writer()
-                    .write_all(&buf[..n])
-                    .map_err(|e| e.to_string())?,
-                Err(e) if would_block(&e) => {}
-                Err(_) => {
-                    conn.send_close_notify();
-                    app_done = true;
+                Ok(n) => self.to_app.extend_from_slice(&self.buf[..n]),
+                Err(e) if would_block(&e) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    self.peer_done = true;
+                    return Ok(());
                 }
+                Err(e) => return Err(e.to_string()),
             }
         }
+    }
+
+    /// Notes a hang-up of the application's end when it was only watched (`app_ev` 0),
+    /// else reads it and queues what it wrote as TLS records; its EOF queues close_notify.
+    fn read_app(&mut self, app_ev: i16, rev: i16) -> Result<(), String> {
+        if app_ev == 0 {
+            if rev & (libc::POLLRDHUP | GONE) != 0 {
+                self.app_hup = true;
+            }
+            return Ok(());
+        }
+        if rev & (READ | GONE) == 0 || app_ev & READ == 0 {
+            return Ok(());
+        }
+        match self.app.read(&mut self.buf) {
+            Ok(0) => {
+                self.conn.send_close_notify();
+                self.app_done = true;
+            }
+            Ok(n) => self
+                .conn
+                .writer()
+                .write_all(&self.buf[..n])
+                .map_err(|e| e.to_string())?,
+            Err(e) if would_block(&e) => {}
+            Err(_) => {
+                self.conn.send_close_notify();
+                self.app_done = true;
+            }
+        }
+        Ok(())
     }
 }
 

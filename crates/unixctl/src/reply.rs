@@ -53,6 +53,14 @@ enum State {
     Done,
 }
 
+/// What one step of [`ReplyDecoder::feed`] did.
+enum Step {
+    /// Consumed that many bytes (0: the byte is read again in the new state).
+    Took(usize),
+    /// The object is complete.
+    Finished,
+}
+
 /// Decodes one unixctl reply object fed in chunks (see the module documentation).
 pub struct ReplyDecoder {
     state: State,
@@ -118,194 +126,203 @@ impl ReplyDecoder {
     ) -> Result<Option<Outcome>, DecodeError> {
         let mut i = 0;
         while i < data.len() {
-            let b = data[i];
-            match self.state {
-                State::Start => match b {
-                    b'{' => self.state = State::Name { first: true },
-                    _ if b.is_ascii_whitespace() => {}
-                    _ => return bad(format!("reply does not start with '{{' (byte {b:#04x})")),
-                },
-                State::Name { first } => match b {
-                    b'"' => {
-                        self.name.clear();
-                        self.state = State::NameText { escaped: false };
-                    }
-                    b'}' if first => return Ok(Some(self.finish())),
-                    _ if b.is_ascii_whitespace() => {}
-                    _ => return bad(format!("expected a member name, got byte {b:#04x}")),
-                },
-                State::NameText { escaped } => {
-                    if self.name.len() > 256 {
-                        return bad("member name longer than 256 bytes");
-                    }
-                    match (escaped, b) {
-                        (false, b'"') => self.state = State::Colon,
-                        (false, b'\\') => {
-                            self.name.push(b);
-                            self.state = State::NameText { escaped: true };
-                        }
-                        _ => {
-                            self.name.push(b);
-                            self.state = State::NameText { escaped: false };
-                        }
-                    }
-                }
-                State::Colon => match b {
-                    b':' => self.state = State::Value,
-                    _ if b.is_ascii_whitespace() => {}
-                    _ => return bad(format!("expected ':', got byte {b:#04x}")),
-                },
-                State::Value => {
-                    if b.is_ascii_whitespace() {
-                        i += 1;
-                        continue;
-                    }
-                    if self.name == b"result" && b == b'"' {
-                        self.state = State::Text { escaped: false };
-                    } else {
-                        self.value.clear();
-                        self.state = State::Other {
-                            depth: 0,
-                            string: false,
-                            escaped: false,
-                        };
-                        continue; // the byte starts the value
-                    }
-                }
-                State::Text { escaped: false } => {
-                    // A run of plain bytes goes out in one write.
-                    let run = data[i..]
-                        .iter()
-                        .position(|&c| c == b'"' || c == b'\\')
-                        .unwrap_or(data.len() - i);
-                    if run > 0 {
-                        if self.high.take().is_some() {
-                            return bad("unpaired surrogate in result");
-                        }
-                        self.put(out, &data[i..i + run])?;
-                        i += run;
-                        continue;
-                    }
-                    if b == b'"' {
-                        if self.high.is_some() {
-                            return bad("unpaired surrogate in result");
-                        }
-                        self.state = State::After;
-                    } else {
-                        self.state = State::Text { escaped: true };
-                    }
-                }
-                State::Text { escaped: true } => {
-                    let c = match b {
-                        b'"' => b'"',
-                        b'\\' => b'\\',
-                        b'/' => b'/',
-                        b'b' => 0x08,
-                        b'f' => 0x0c,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'u' => {
-                            self.hex.clear();
-                            self.state = State::Hex;
-                            i += 1;
-                            continue;
-                        }
-                        _ => return bad(format!("bad escape '\\{}' in result", b as char)),
-                    };
-                    if self.high.take().is_some() {
-                        return bad("unpaired surrogate in result");
-                    }
-                    self.put(out, &[c])?;
-                    self.state = State::Text { escaped: false };
-                }
-                State::Hex => {
-                    if !b.is_ascii_hexdigit() {
-                        return bad("bad \\u escape in result");
-                    }
-                    self.hex.push(b);
-                    if self.hex.len() == 4 {
-                        self.unicode(out)?;
-                        self.state = State::Text { escaped: false };
-                    }
-                }
-                State::Other {
-                    depth,
-                    string,
-                    escaped,
-                } => {
-                    if self.value.len() >= crate::MAX_MESSAGE {
-                        return bad("a reply member other than the result is too long");
-                    }
-                    let mut next = State::Other {
-                        depth,
-                        string,
-                        escaped: false,
-                    };
-                    if string {
-                        match (escaped, b) {
-                            (true, _) => {}
-                            (false, b'\\') => {
-                                next = State::Other {
-                                    depth,
-                                    string,
-                                    escaped: true,
-                                }
-                            }
-                            (false, b'"') => {
-                                next = State::Other {
-                                    depth,
-                                    string: false,
-                                    escaped: false,
-                                }
-                            }
-                            _ => {}
-                        }
-                    } else {
-                        match b {
-                            b'"' => {
-                                next = State::Other {
-                                    depth,
-                                    string: true,
-                                    escaped: false,
-                                }
-                            }
-                            b'{' | b'[' => {
-                                next = State::Other {
-                                    depth: depth + 1,
-                                    string,
-                                    escaped: false,
-                                }
-                            }
-                            b'}' | b']' if depth > 0 => {
-                                next = State::Other {
-                                    depth: depth - 1,
-                                    string,
-                                    escaped: false,
-                                }
-                            }
-                            b',' | b'}' if depth == 0 => {
-                                self.end_value(out)?;
-                                self.state = State::After;
-                                continue; // the byte ends the value and is read again
-                            }
-                            _ => {}
-                        }
-                    }
-                    self.value.push(b);
-                    self.state = next;
-                }
-                State::After => match b {
-                    b',' => self.state = State::Name { first: false },
-                    b'}' => return Ok(Some(self.finish())),
-                    _ if b.is_ascii_whitespace() => {}
-                    _ => return bad(format!("expected ',' or '}}', got byte {b:#04x}")),
-                },
-                State::Done => return Ok(Some(self.finish())),
+            match self.step(&data[i..], out)? {
+                Step::Took(n) => i += n,
+                Step::Finished => return Ok(Some(self.finish())),
             }
-            i += 1;
         }
         Ok(None)
+    }
+
+    /// Runs the state machine on the start of `rest` (never empty): one byte, or a run of
+    /// plain result text, or nothing when the byte is to be read again in the new state.
+    #[inline]
+    fn step(&mut self, rest: &[u8], out: &mut dyn Write) -> Result<Step, DecodeError> {
+        let b = rest[0];
+        match self.state {
+            State::Start => match b {
+                b'{' => self.state = State::Name { first: true },
+                _ if b.is_ascii_whitespace() => {}
+                _ => return bad(format!("reply does not start with '{{' (byte {b:#04x})")),
+            },
+            State::Name { first } => match b {
+                b'"' => {
+                    self.name.clear();
+                    self.state = State::NameText { escaped: false };
+                }
+                b'}' if first => return Ok(Step::Finished),
+                _ if b.is_ascii_whitespace() => {}
+                _ => return bad(format!("expected a member name, got byte {b:#04x}")),
+            },
+            State::NameText { escaped } => self.name_byte(escaped, b)?,
+            State::Colon => match b {
+                b':' => self.state = State::Value,
+                _ if b.is_ascii_whitespace() => {}
+                _ => return bad(format!("expected ':', got byte {b:#04x}")),
+            },
+            State::Value => return Ok(self.value_start(b)),
+            State::Text { escaped: false } => return self.text(rest, out),
+            State::Text { escaped: true } => self.text_escape(b, out)?,
+            State::Hex => self.hex_digit(b, out)?,
+            State::Other {
+                depth,
+                string,
+                escaped,
+            } => return self.other_byte(depth, string, escaped, b, out),
+            State::After => match b {
+                b',' => self.state = State::Name { first: false },
+                b'}' => return Ok(Step::Finished),
+                _ if b.is_ascii_whitespace() => {}
+                _ => return bad(format!("expected ',' or '}}', got byte {b:#04x}")),
+            },
+            State::Done => return Ok(Step::Finished),
+        }
+        Ok(Step::Took(1))
+    }
+
+    /// A byte of a member name.
+    #[inline]
+    fn name_byte(&mut self, escaped: bool, b: u8) -> Result<(), DecodeError> {
+        if self.name.len() > 256 {
+            return bad("member name longer than 256 bytes");
+        }
+        match (escaped, b) {
+            (false, b'"') => self.state = State::Colon,
+            (false, b'\\') => {
+                self.name.push(b);
+                self.state = State::NameText { escaped: true };
+            }
+            _ => {
+                self.name.push(b);
+                self.state = State::NameText { escaped: false };
+            }
+        }
+        Ok(())
+    }
+
+    /// The first byte of a value: the result string is streamed, any other value collected.
+    #[inline]
+    fn value_start(&mut self, b: u8) -> Step {
+        if b.is_ascii_whitespace() {
+            return Step::Took(1);
+        }
+        if self.name == b"result" && b == b'"' {
+            self.state = State::Text { escaped: false };
+            Step::Took(1)
+        } else {
+            self.value.clear();
+            self.state = State::Other {
+                depth: 0,
+                string: false,
+                escaped: false,
+            };
+            Step::Took(0) // the byte starts the value
+        }
+    }
+
+    /// Result text outside an escape: a run of plain bytes goes out in one write; then the
+    /// closing quote or a backslash.
+    #[inline]
+    fn text(&mut self, rest: &[u8], out: &mut dyn Write) -> Result<Step, DecodeError> {
+        let run = rest
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\')
+            .unwrap_or(rest.len());
+        if run > 0 {
+            if self.high.take().is_some() {
+                return bad("unpaired surrogate in result");
+            }
+            self.put(out, &rest[..run])?;
+            return Ok(Step::Took(run));
+        }
+        if rest[0] == b'"' {
+            if self.high.is_some() {
+                return bad("unpaired surrogate in result");
+            }
+            self.state = State::After;
+        } else {
+            self.state = State::Text { escaped: true };
+        }
+        Ok(Step::Took(1))
+    }
+
+    /// The byte after a backslash in the result.
+    #[inline]
+    fn text_escape(&mut self, b: u8, out: &mut dyn Write) -> Result<(), DecodeError> {
+        let c = match b {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                self.hex.clear();
+                self.state = State::Hex;
+                return Ok(());
+            }
+            _ => return bad(format!("bad escape '\\{}' in result", b as char)),
+        };
+        if self.high.take().is_some() {
+            return bad("unpaired surrogate in result");
+        }
+        self.put(out, &[c])?;
+        self.state = State::Text { escaped: false };
+        Ok(())
+    }
+
+    /// A digit of a `\u` escape in the result.
+    #[inline]
+    fn hex_digit(&mut self, b: u8, out: &mut dyn Write) -> Result<(), DecodeError> {
+        if !b.is_ascii_hexdigit() {
+            return bad("bad \\u escape in result");
+        }
+        self.hex.push(b);
+        if self.hex.len() == 4 {
+            self.unicode(out)?;
+            self.state = State::Text { escaped: false };
+        }
+        Ok(())
+    }
+
+    /// A byte of a value other than the result string: tracks strings and brackets until a
+    /// `,` or `}` at depth 0 ends the value (that byte is then read again).
+    #[inline]
+    fn other_byte(
+        &mut self,
+        depth: u32,
+        string: bool,
+        escaped: bool,
+        b: u8,
+        out: &mut dyn Write,
+    ) -> Result<Step, DecodeError> {
+        if self.value.len() >= crate::MAX_MESSAGE {
+            return bad("a reply member other than the result is too long");
+        }
+        let (depth, string, escaped) = match (string, escaped, b) {
+            (true, true, _) => (depth, true, false),
+            (true, false, b'\\') => (depth, true, true),
+            (true, false, b'"') => (depth, false, false),
+            (true, false, _) => (depth, true, false),
+            (false, _, b'"') => (depth, true, false),
+            (false, _, b'{' | b'[') => (depth + 1, false, false),
+            (false, _, b'}' | b']') if depth > 0 => (depth - 1, false, false),
+            (false, _, b',' | b'}') if depth == 0 => {
+                self.end_value(out)?;
+                self.state = State::After;
+                return Ok(Step::Took(0));
+            }
+            (false, _, _) => (depth, false, false),
+        };
+        self.value.push(b);
+        self.state = State::Other {
+            depth,
+            string,
+            escaped,
+        };
+        Ok(Step::Took(1))
     }
 
     fn put(&mut self, out: &mut dyn Write, bytes: &[u8]) -> Result<(), DecodeError> {
