@@ -174,14 +174,41 @@ impl Exec {
     ) {
         // Fast case: a single output.
         if let [DpAction::Output(p)] = actions {
-            return self.output_only(*p, pkt, pool, out);
+            match self.slot(*p) {
+                Some(slot) => out.emit(slot, pkt, pool),
+                None => {
+                    self.stats.unknown_port += 1;
+                    out.drop_packet(pkt, pool);
+                }
+            }
+            return;
         }
-        let pass = Pass {
-            now_ms,
-            in_slot,
-            key,
-        };
-        let last_send = last_send(actions);
+        // The last action that sends the packet somewhere (an output, NORMAL, or a `recirc`
+        // into the next pass) may take it without a copy, if nothing after it needs the
+        // packet: a clone, a packet-in, a `ct` or another send after it still runs, so only
+        // rewrites and meters, which change nothing that is sent, may follow.
+        let last_send = actions
+            .iter()
+            .rposition(|a| {
+                matches!(
+                    a,
+                    DpAction::Output(_) | DpAction::Normal | DpAction::Recirc(_)
+                )
+            })
+            .filter(|&i| {
+                actions[i + 1..].iter().all(|a| {
+                    a.is_rewrite()
+                        || matches!(
+                            a,
+                            DpAction::Meter(_)
+                                | DpAction::SetQueue(_)
+                                | DpAction::SetTunnelId(_)
+                                | DpAction::SetTunnelSrc(_)
+                                | DpAction::SetTunnelDst(_)
+                                | DpAction::SetTunnelOpts(_)
+                        )
+                })
+            });
         let mut offs = None;
         // The verdict of the last `ct` of this pass, for a `recirc` after it.
         let mut ct_res = None;
@@ -200,23 +227,79 @@ impl Exec {
                     self.stats.ct_executions += 1;
                     offs = None;
                 }
-                // The last send takes the packet, the others a copy.
-                DpAction::Output(_) | DpAction::Normal | DpAction::Recirc(_) => {
-                    let Some(to) = self.send_target(a, clean, ct_res.as_ref()) else {
+                DpAction::Recirc(id) => {
+                    if self.depth >= MAX_RECIRC_DEPTH {
+                        self.stats.recirc_too_deep += 1;
                         continue;
-                    };
+                    }
+                    self.stats.recirculations += 1;
                     if Some(i) == last_send {
-                        self.send(to, pass, pkt, pool, out);
+                        self.push_recirc(key, clean, *id, ct_res.as_ref(), in_slot, pkt);
                         return;
                     }
                     match pool.clone_packet(&pkt) {
-                        Some(c) => self.send(to, pass, c, pool, out),
+                        Some(c) => self.push_recirc(key, clean, *id, ct_res.as_ref(), in_slot, c),
                         None => self.stats.copy_failures += 1,
                     }
                 }
-                DpAction::Controller { .. } => self.packet_in(a, key, &pkt),
-                DpAction::Learn(f) if f.due(now_ms) => self.udpif.push_learned(Arc::clone(f)),
-                DpAction::Learn(_) => {}
+                DpAction::Output(p) => {
+                    let Some(slot) = self.slot(*p) else {
+                        self.stats.unknown_port += 1;
+                        continue;
+                    };
+                    if Some(i) == last_send {
+                        out.emit(slot, pkt, pool);
+                        return;
+                    }
+                    match pool.clone_packet(&pkt) {
+                        Some(c) => out.emit(slot, c, pool),
+                        None => self.stats.copy_failures += 1,
+                    }
+                }
+                DpAction::Normal => {
+                    if Some(i) == last_send {
+                        let dest = lock(&self.normal).lookup_packet(now_ms, in_slot, &mut pkt);
+                        self.normal_deliver(dest, in_slot, pkt, pool, out);
+                        return;
+                    }
+                    match pool.clone_packet(&pkt) {
+                        Some(mut c) => {
+                            let dest = lock(&self.normal).lookup_packet(now_ms, in_slot, &mut c);
+                            self.normal_deliver(dest, in_slot, c, pool, out);
+                        }
+                        None => self.stats.copy_failures += 1,
+                    }
+                }
+                DpAction::Controller {
+                    max_len,
+                    reason,
+                    table_id,
+                    cookie,
+                    meta,
+                    extra,
+                } => {
+                    let n = if *max_len == OFPCML_NO_BUFFER {
+                        pkt.len()
+                    } else {
+                        usize::from(*max_len).min(pkt.len())
+                    };
+                    self.stats.packet_ins += 1;
+                    self.udpif.push_packet_in(PacketIn {
+                        data: pkt.data()[..n].to_vec(),
+                        total_len: pkt.len(),
+                        reason: *reason,
+                        table_id: *table_id,
+                        cookie: *cookie,
+                        key: *key,
+                        meta: **meta,
+                        extra: extra.clone(),
+                    });
+                }
+                DpAction::Learn(f) => {
+                    if f.due(now_ms) {
+                        self.udpif.push_learned(Arc::clone(f));
+                    }
+                }
                 DpAction::Clone(sub) => match pool.clone_packet(&pkt) {
                     Some(c) => self.execute(now_ms, in_slot, key, clean, sub, c, pool, out),
                     None => self.stats.copy_failures += 1,
@@ -234,155 +317,49 @@ impl Exec {
                         None => self.stats.copy_failures += 1,
                     }
                 }
-                DpAction::Meter(id) => match self.meter(*id, &mut pkt, now_ms, &mut offs) {
-                    Verdict::Pass => {}
-                    Verdict::Drop => {
-                        out.drop_packet(pkt, pool);
-                        return;
+                DpAction::Meter(id) => {
+                    // Lock-free: the meters are published apart from the OpenFlow state.
+                    let verdict = self.udpif.meters.apply(*id, pkt.len(), now_ms * 1000);
+                    match verdict {
+                        Verdict::Pass => {}
+                        Verdict::Drop => {
+                            self.stats.meter_drops += 1;
+                            out.drop_packet(pkt, pool);
+                            return;
+                        }
+                        Verdict::Remark { prec_level } => {
+                            clean = None;
+                            let mut k = FlowKey::ZERO;
+                            flow::extract_into(&mut k, pkt.data(), 0);
+                            let dscp = remark_dscp(k.nw_tos >> 2, prec_level);
+                            odp::apply(
+                                &mut pkt,
+                                &DpAction::SetIpTos {
+                                    tos: dscp << 2,
+                                    mask: 0xfc,
+                                },
+                                &mut offs,
+                            );
+                        }
                     }
-                    Verdict::Remark { .. } => clean = None,
-                },
+                }
                 DpAction::Sample(s) => self.sample(s, in_slot, &pkt),
                 DpAction::SetQueue(_) => {}
-                DpAction::SetTunnelId(_)
-                | DpAction::SetTunnelSrc(_)
-                | DpAction::SetTunnelDst(_)
-                | DpAction::SetTunnelOpts(_) => set_tunnel_field(&mut pkt, a),
+                DpAction::SetTunnelId(id) => set_tunnel(&mut pkt, |m| {
+                    m.id = *id;
+                    m.flags |= 8;
+                }),
+                DpAction::SetTunnelSrc(a) => set_tunnel(&mut pkt, |m| m.src = *a),
+                DpAction::SetTunnelDst(a) => set_tunnel(&mut pkt, |m| m.dst = *a),
+                DpAction::SetTunnelOpts(o) => set_tunnel(&mut pkt, |m| {
+                    let n = o.len().min(m.opts.len());
+                    m.opts[..n].copy_from_slice(&o[..n]);
+                    m.opts_len = n as u8;
+                }),
                 rewrite => odp::apply(&mut pkt, rewrite, &mut offs),
             }
         }
         out.drop_packet(pkt, pool);
-    }
-
-    /// An action list of one output: the packet to that port (dropped, and counted, if
-    /// the bridge has no such port).
-    #[inline(always)]
-    fn output_only(&mut self, ofport: u32, pkt: Packet, pool: &mut Pool, out: &mut Delivery<'_>) {
-        match self.slot(ofport) {
-            Some(slot) => out.emit(slot, pkt, pool),
-            None => {
-                self.stats.unknown_port += 1;
-                out.drop_packet(pkt, pool);
-            }
-        }
-    }
-
-    /// Where a send action (an output, NORMAL or a `recirc`) takes the packet, or `None`
-    /// (counted) for an output to a port the bridge does not have and a `recirc` past
-    /// [`MAX_RECIRC_DEPTH`]. `clean` and `ct` are what a `recirc` carries into the next pass.
-    #[inline(always)]
-    fn send_target<'c>(
-        &mut self,
-        a: &DpAction,
-        clean: Option<Offsets>,
-        ct: Option<&'c conntrack::CtResult>,
-    ) -> Option<SendTo<'c>> {
-        match a {
-            DpAction::Output(p) => {
-                let slot = self.slot(*p);
-                if slot.is_none() {
-                    self.stats.unknown_port += 1;
-                }
-                slot.map(SendTo::Port)
-            }
-            DpAction::Recirc(id) => {
-                if self.depth >= MAX_RECIRC_DEPTH {
-                    self.stats.recirc_too_deep += 1;
-                    return None;
-                }
-                self.stats.recirculations += 1;
-                Some(SendTo::Recirc {
-                    id: *id,
-                    layers: clean,
-                    ct,
-                })
-            }
-            _ => Some(SendTo::Normal),
-        }
-    }
-
-    /// Sends `pkt` (the packet or a copy) where [`Exec::send_target`] said.
-    #[inline(always)]
-    fn send(
-        &mut self,
-        to: SendTo<'_>,
-        pass: Pass<'_>,
-        mut pkt: Packet,
-        pool: &mut Pool,
-        out: &mut Delivery<'_>,
-    ) {
-        match to {
-            SendTo::Port(slot) => out.emit(slot, pkt, pool),
-            SendTo::Normal => {
-                let dest = lock(&self.normal).lookup_packet(pass.now_ms, pass.in_slot, &mut pkt);
-                self.normal_deliver(dest, pass.in_slot, pkt, pool, out);
-            }
-            SendTo::Recirc { id, layers, ct } => {
-                self.push_recirc(pass.key, layers, id, ct, pass.in_slot, pkt)
-            }
-        }
-    }
-
-    /// `controller`: the packet's first `max_len` bytes (all of it for `OFPCML_NO_BUFFER`)
-    /// onto the packet-in queue.
-    fn packet_in(&mut self, a: &DpAction, key: &FlowKey, pkt: &Packet) {
-        let DpAction::Controller {
-            max_len,
-            reason,
-            table_id,
-            cookie,
-            meta,
-            extra,
-        } = a
-        else {
-            return;
-        };
-        let n = if *max_len == OFPCML_NO_BUFFER {
-            pkt.len()
-        } else {
-            usize::from(*max_len).min(pkt.len())
-        };
-        self.stats.packet_ins += 1;
-        self.udpif.push_packet_in(PacketIn {
-            data: pkt.data()[..n].to_vec(),
-            total_len: pkt.len(),
-            reason: *reason,
-            table_id: *table_id,
-            cookie: *cookie,
-            key: *key,
-            meta: **meta,
-            extra: extra.clone(),
-        });
-    }
-
-    /// `meter`: the meter's verdict on `pkt` (lock-free: the meters are published apart
-    /// from the OpenFlow state). A drop is counted; a remark rewrites the packet's DSCP.
-    fn meter(
-        &mut self,
-        id: u32,
-        pkt: &mut Packet,
-        now_ms: u64,
-        offs: &mut Option<Offsets>,
-    ) -> Verdict {
-        let verdict = self.udpif.meters.apply(id, pkt.len(), now_ms * 1000);
-        match verdict {
-            Verdict::Pass => {}
-            Verdict::Drop => self.stats.meter_drops += 1,
-            Verdict::Remark { prec_level } => {
-                let mut k = FlowKey::ZERO;
-                flow::extract_into(&mut k, pkt.data(), 0);
-                let dscp = remark_dscp(k.nw_tos >> 2, prec_level);
-                odp::apply(
-                    pkt,
-                    &DpAction::SetIpTos {
-                        tos: dscp << 2,
-                        mask: 0xfc,
-                    },
-                    offs,
-                );
-            }
-        }
-        verdict
     }
 
     /// Queues `p` for its next pass under `id`, its key written in its queue slot (see
@@ -459,73 +436,6 @@ impl Exec {
             Dest::Drop => out.drop_packet(pkt, pool),
             Dest::Flood => out.flood(in_slot, pkt, pool),
         }
-    }
-}
-
-/// What every action of one `execute` call sees: the time, the ingress slot, the key.
-#[derive(Clone, Copy)]
-struct Pass<'k> {
-    now_ms: u64,
-    in_slot: u16,
-    key: &'k FlowKey,
-}
-
-/// Where a send action takes a packet (see [`Exec::send_target`]).
-enum SendTo<'c> {
-    Port(u16),
-    Normal,
-    Recirc {
-        id: u32,
-        layers: Option<Offsets>,
-        ct: Option<&'c conntrack::CtResult>,
-    },
-}
-
-/// The last action that sends the packet somewhere (an output, NORMAL, or a `recirc` into
-/// the next pass), if it may take the packet without a copy because nothing after it needs
-/// the packet: a clone, a packet-in, a `ct` or another send after it still runs, so only
-/// rewrites and meters, which change nothing that is sent, may follow.
-#[inline(always)]
-fn last_send(actions: &[DpAction]) -> Option<usize> {
-    actions
-        .iter()
-        .rposition(|a| {
-            matches!(
-                a,
-                DpAction::Output(_) | DpAction::Normal | DpAction::Recirc(_)
-            )
-        })
-        .filter(|&i| {
-            actions[i + 1..].iter().all(|a| {
-                a.is_rewrite()
-                    || matches!(
-                        a,
-                        DpAction::Meter(_)
-                            | DpAction::SetQueue(_)
-                            | DpAction::SetTunnelId(_)
-                            | DpAction::SetTunnelSrc(_)
-                            | DpAction::SetTunnelDst(_)
-                            | DpAction::SetTunnelOpts(_)
-                    )
-            })
-        })
-}
-
-/// The `set(tunnel(..))` actions: one field of the packet's tunnel metadata.
-fn set_tunnel_field(pkt: &mut Packet, a: &DpAction) {
-    match a {
-        DpAction::SetTunnelId(id) => set_tunnel(pkt, |m| {
-            m.id = *id;
-            m.flags |= 8;
-        }),
-        DpAction::SetTunnelSrc(a) => set_tunnel(pkt, |m| m.src = *a),
-        DpAction::SetTunnelDst(a) => set_tunnel(pkt, |m| m.dst = *a),
-        DpAction::SetTunnelOpts(o) => set_tunnel(pkt, |m| {
-            let n = o.len().min(m.opts.len());
-            m.opts[..n].copy_from_slice(&o[..n]);
-            m.opts_len = n as u8;
-        }),
-        _ => {}
     }
 }
 

@@ -2,18 +2,15 @@
 //! EMC, megaflow classifier, upcall on a miss) and the uncached reference pipeline, which
 //! translates every packet and keeps packets while the OpenFlow state is busy.
 
-use super::exec::Exec;
 use super::lookup::{Lookup, Tally};
 use super::OpenFlow;
 use crate::dpcls::{Megaflow, LOOKUP_CHUNK};
 use crate::module::Delivery;
-use packet::{Batch, Packet, Pool};
+use packet::{Packet, Pool};
 use std::sync::Arc;
 
 impl OpenFlow {
-    /// The caching datapath over one received batch whose keys are in `self.keys`: each
-    /// chunk of keys looked up at once, then each packet upcalled (a miss), collected for
-    /// its megaflow's single output port, or run through its megaflow's actions.
+    /// The caching datapath over one received batch whose keys are in `self.keys`.
     pub(super) fn process_cached(
         &mut self,
         now: u64,
@@ -24,7 +21,9 @@ impl OpenFlow {
         out: &mut Delivery<'_>,
     ) {
         let Some(slow) = &self.slow else {
-            drop_all(pkts, pool, out);
+            for pkt in pkts {
+                out.drop_packet(pkt, pool);
+            }
             return;
         };
         let lookup = Lookup {
@@ -37,8 +36,14 @@ impl OpenFlow {
         // kind starts from the megaflow its own previous batch ended on.
         let kind = usize::from(self.exec.depth.min(1));
         let mut prev = self.last[kind].as_ref().filter(|m| !m.is_dead());
-        let mut runs = MegaflowRuns::default();
-        let mut collect = PortRun::default();
+        // Counters: one update per run of packets of one megaflow.
+        let mut acc: Option<&Arc<Megaflow>> = None;
+        let mut run = (0u64, 0u64);
+        // Single-output packets are collected per port while consecutive packets go to
+        // the same port, and handed to the fabric in one call; the port of the last
+        // megaflow seen is resolved once.
+        let mut cur_out: Option<u16> = None;
+        let mut port_of: (*const Megaflow, Option<u16>) = (std::ptr::null(), None);
         let mut base = 0;
         while base < total {
             let end = (base + LOOKUP_CHUNK).min(total);
@@ -71,42 +76,68 @@ impl OpenFlow {
                     }
                     continue;
                 };
-                runs.add(m, pkt.len(), now);
-                match m.single_output {
-                    Some(p) => {
-                        collect.push(&mut self.exec, &mut self.run_out, m, p, pkt, pool, out)
+                match acc {
+                    Some(a) if Arc::ptr_eq(a, m) => {
+                        run.0 += 1;
+                        run.1 += pkt.len() as u64;
                     }
-                    None => {
-                        // Keep each port's packets in order: what is collected goes first.
-                        collect.flush(&mut self.run_out, pool, out);
-                        self.exec.execute(
-                            now,
-                            in_slot,
-                            key,
-                            Some(*offs),
-                            &m.actions,
-                            pkt,
-                            pool,
-                            out,
-                        );
+                    _ => {
+                        if let Some(a) = acc {
+                            a.account(run.0, run.1, now);
+                        }
+                        acc = Some(m);
+                        run = (1, pkt.len() as u64);
                     }
+                }
+                let Some(p) = m.single_output else {
+                    // Keep each port's packets in order: what is collected goes first.
+                    if let Some(c) = cur_out.take() {
+                        out.emit_run(c, &mut self.run_out, pool);
+                    }
+                    self.exec
+                        .execute(now, in_slot, key, Some(*offs), &m.actions, pkt, pool, out);
+                    continue;
+                };
+                if !std::ptr::eq(port_of.0, Arc::as_ptr(m)) {
+                    port_of = (Arc::as_ptr(m), self.exec.slot(p));
+                }
+                let Some(slot) = port_of.1 else {
+                    self.exec.stats.unknown_port += 1;
+                    out.drop_packet(pkt, pool);
+                    continue;
+                };
+                if cur_out != Some(slot) {
+                    if let Some(c) = cur_out {
+                        out.emit_run(c, &mut self.run_out, pool);
+                    }
+                    cur_out = Some(slot);
+                }
+                if let Err(p) = self.run_out.push(pkt) {
+                    // Never: what is collected is at most one received batch.
+                    out.drop_packet(p, pool);
                 }
             }
             base = end;
         }
-        drop_all(pkts, pool, out);
-        collect.flush(&mut self.run_out, pool, out);
-        runs.flush(now);
-        if !same_megaflow(prev, self.last[kind].as_ref()) {
+        for pkt in pkts {
+            out.drop_packet(pkt, pool);
+        }
+        if let Some(c) = cur_out {
+            out.emit_run(c, &mut self.run_out, pool);
+        }
+        if let Some(a) = acc {
+            a.account(run.0, run.1, now);
+        }
+        let keep = match (prev, &self.last[kind]) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !keep {
             let next = prev.cloned();
             self.last[kind] = next;
         }
-        self.insert_emc_offers();
-    }
-
-    /// The EMC insertions chosen during a batch's lookups, made once nothing borrows the EMC.
-    #[inline]
-    fn insert_emc_offers(&mut self) {
+        // EMC insertions chosen during the lookups, made now that nothing borrows it.
         for (i, h, m) in self.offers.drain(..) {
             if let Some(k) = self.keys.get(i) {
                 self.emc.insert(h, k.as_words(), &m);
@@ -211,120 +242,5 @@ impl OpenFlow {
         // No revalidator runs for this pipeline: flows its `learn`s produced are applied
         // here, when that costs little.
         udpif.apply_learned_now();
-    }
-}
-
-/// Drops every packet `pkts` still holds.
-#[inline]
-fn drop_all(pkts: impl Iterator<Item = Packet>, pool: &mut Pool, out: &mut Delivery<'_>) {
-    for pkt in pkts {
-        out.drop_packet(pkt, pool);
-    }
-}
-
-/// Both `None` or the same megaflow.
-#[inline]
-fn same_megaflow(a: Option<&Arc<Megaflow>>, b: Option<&Arc<Megaflow>>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-        (None, None) => true,
-        _ => false,
-    }
-}
-
-/// A batch's megaflow counters: one update per run of consecutive packets of one megaflow.
-#[derive(Default)]
-struct MegaflowRuns<'m> {
-    /// The megaflow of the current run.
-    cur: Option<&'m Arc<Megaflow>>,
-    /// Packets and bytes of the current run.
-    packets: u64,
-    bytes: u64,
-}
-
-impl<'m> MegaflowRuns<'m> {
-    /// Counts a packet of `len` bytes that hit `m`.
-    #[inline(always)]
-    fn add(&mut self, m: &'m Arc<Megaflow>, len: usize, now: u64) {
-        match self.cur {
-            Some(a) if Arc::ptr_eq(a, m) => {
-                self.packets += 1;
-                self.bytes += len as u64;
-            }
-            _ => {
-                self.flush(now);
-                self.cur = Some(m);
-                (self.packets, self.bytes) = (1, len as u64);
-            }
-        }
-    }
-
-    /// Credits the current run to its megaflow.
-    #[inline(always)]
-    fn flush(&self, now: u64) {
-        if let Some(a) = self.cur {
-            a.account(self.packets, self.bytes, now);
-        }
-    }
-}
-
-/// Single-output packets collected while consecutive packets go to the same port, handed to
-/// the fabric in one call (in `OpenFlow::run_out`); the port of the last megaflow seen is
-/// resolved once.
-struct PortRun {
-    /// The port the collected packets go to.
-    cur: Option<u16>,
-    /// The last megaflow seen and its output's slot.
-    port_of: (*const Megaflow, Option<u16>),
-}
-
-impl Default for PortRun {
-    fn default() -> Self {
-        PortRun {
-            cur: None,
-            port_of: (std::ptr::null(), None),
-        }
-    }
-}
-
-impl PortRun {
-    /// Adds `pkt`, which hit `m` (single output to OpenFlow port `p`); a packet for another
-    /// port first sends what is collected, one for a port the bridge lacks is dropped.
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn push(
-        &mut self,
-        exec: &mut Exec,
-        run_out: &mut Batch,
-        m: &Arc<Megaflow>,
-        p: u32,
-        pkt: Packet,
-        pool: &mut Pool,
-        out: &mut Delivery<'_>,
-    ) {
-        if !std::ptr::eq(self.port_of.0, Arc::as_ptr(m)) {
-            self.port_of = (Arc::as_ptr(m), exec.slot(p));
-        }
-        let Some(slot) = self.port_of.1 else {
-            exec.stats.unknown_port += 1;
-            out.drop_packet(pkt, pool);
-            return;
-        };
-        if self.cur != Some(slot) {
-            self.flush(run_out, pool, out);
-            self.cur = Some(slot);
-        }
-        if let Err(p) = run_out.push(pkt) {
-            // Never: what is collected is at most one received batch.
-            out.drop_packet(p, pool);
-        }
-    }
-
-    /// Sends what is collected.
-    #[inline(always)]
-    fn flush(&mut self, run_out: &mut Batch, pool: &mut Pool, out: &mut Delivery<'_>) {
-        if let Some(c) = self.cur.take() {
-            out.emit_run(c, run_out, pool);
-        }
     }
 }
