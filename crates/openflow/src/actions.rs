@@ -378,7 +378,7 @@ impl Action {
             Action::StackPush(sf) => fault_unless(sf.is_valid(), BAD_SET_LEN),
             Action::StackPop(sf) => destination_fault(sf, true, BAD_SET_TYPE),
             Action::Resubmit { in_port, table, .. } => fault_unless(
-                (in_port.is_some() || table.is_some()) && !table.is_some_and(|t| t > OFPTT_MAX),
+                (in_port.is_some() || table.is_some()) && table.is_none_or(|t| t <= OFPTT_MAX),
                 BAD_ARGUMENT,
             ),
             Action::Meter(m) => fault_unless(meter_id_ok(m), BAD_ARGUMENT),
