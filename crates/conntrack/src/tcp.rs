@@ -200,154 +200,249 @@ impl TcpConn {
         if invalid_flags(f) {
             return TcpUpdate::Invalid;
         }
-        let (si, di) = if reply { (1, 0) } else { (0, 1) };
         let [p0, p1] = &mut self.peer;
-        let (src, dst) = if si == 0 { (p0, p1) } else { (p1, p0) };
-
+        let (src, dst) = if reply { (p1, p0) } else { (p0, p1) };
         if f & (F_SYN | F_ACK) == F_SYN && dst.state >= FIN_WAIT_2 && src.state >= FIN_WAIT_2 {
             src.state = CLOSED;
             dst.state = CLOSED;
             return TcpUpdate::New;
         }
-        let _ = di;
-
-        let mut sws: u8 = 0;
-        let mut dws: u8 = 0;
-        if src.wscale & WS_PRESENT != 0 && dst.wscale & WS_PRESENT != 0 && f & F_SYN == 0 {
-            sws = src.wscale & WS_MASK;
-            dws = dst.wscale & WS_MASK;
-        } else if src.wscale & WS_UNKNOWN != 0 && dst.wscale & WS_UNKNOWN != 0 && f & F_SYN == 0 {
-            sws = WSCALE_MAX;
-            dws = WSCALE_MAX;
-        }
-
-        let mut win = u32::from(seg.win);
-        let orig_seq = seg.seq;
-        let mut seq = seg.seq;
-        let mut ack = seg.ack;
-        let mut end = seq.wrapping_add(seg.len);
-        if f & F_SYN != 0 {
-            end = end.wrapping_add(1);
-        }
-        if f & F_FIN != 0 {
-            end = end.wrapping_add(1);
-        }
-        let mut check_ackskew = true;
-
-        if src.state < SYN_SENT {
-            // The first segment from this side.
-            if f & F_SYN != 0 && dst.wscale & WS_PRESENT != 0 {
-                src.wscale = wscale_of(seg);
-                if src.wscale & WS_PRESENT != 0 {
-                    sws = src.wscale & WS_MASK;
-                    win = (win + (1 << sws) - 1) >> sws;
-                    dws = dst.wscale & WS_MASK;
-                } else {
-                    // The other side's window was scaled for nothing.
-                    let d = u32::from(dst.max_win) << (dst.wscale & WS_MASK);
-                    dst.max_win = d.min(0xffff) as u16;
-                    dst.wscale = 0;
-                }
-            }
-            src.seqlo = seq;
-            src.state = SYN_SENT;
-            let reach = end.wrapping_add((u32::from(dst.max_win) << dws).max(1));
-            if src.seqhi == 1 || seq_geq(reach, src.seqhi) {
-                src.seqhi = reach;
-                check_ackskew = false;
-            }
-            if win > u32::from(src.max_win) {
-                src.max_win = win.min(0xffff) as u16;
-            }
-        }
-
-        if f & F_ACK == 0 || (ack == 0 && f & (F_ACK | F_RST) == F_ACK | F_RST) {
-            // No acknowledgement to check (or a broken stack's RST).
-            ack = dst.seqlo;
-        }
-        if seq == end {
-            // No data: relax the sequence checks.
-            seq = src.seqlo;
-            end = seq;
-        }
-
-        let ackskew: i64 = if check_ackskew {
-            i64::from(seq_diff(dst.seqlo, ack))
+        let mut scales = Scales::of(src, dst, f);
+        let mut span = Span::of(seg);
+        let check_ackskew = if src.state < SYN_SENT {
+            first_from(src, dst, seg, &mut span, &mut scales)
         } else {
-            0
+            true
         };
-        let dst_win = u32::from(dst.max_win) << dws;
-        let in_window = seq_geq(src.seqhi, end)
-            && seq_geq(seq, src.seqlo.wrapping_sub(dst_win))
-            && ackskew >= -MAX_ACK_WINDOW
-            && ackskew <= (MAX_ACK_WINDOW << sws)
-            && (f & F_RST == 0
-                || orig_seq == src.seqlo
-                || orig_seq == src.seqlo.wrapping_add(1)
-                || orig_seq.wrapping_add(1) == src.seqlo);
-
-        let slide = |src: &mut Peer, dst: &mut Peer| {
-            if u32::from(src.max_win) < win {
-                src.max_win = win.min(0xffff) as u16;
-            }
-            if seq_gt(end, src.seqlo) {
-                src.seqlo = end;
-            }
-            let scaled = win << sws;
-            if seq_geq(ack.wrapping_add(scaled), dst.seqhi) {
-                dst.seqhi = ack.wrapping_add(scaled.max(1));
-            }
-        };
-
-        if in_window || !seq_check {
-            slide(src, dst);
-            if f & F_SYN != 0 && src.state < SYN_SENT {
-                src.state = SYN_SENT;
-            }
-            if f & F_FIN != 0 && src.state < CLOSING {
-                src.state = CLOSING;
-            }
-            if f & F_ACK != 0 {
-                if dst.state == SYN_SENT {
-                    dst.state = ESTABLISHED;
-                } else if dst.state == CLOSING {
-                    dst.state = FIN_WAIT_2;
-                }
-            }
-            if f & F_RST != 0 {
-                src.state = TIME_WAIT;
-                dst.state = TIME_WAIT;
-            }
-            let class = if src.state >= FIN_WAIT_2 && dst.state >= FIN_WAIT_2 {
-                Class::TcpClosed
-            } else if src.state >= CLOSING && dst.state >= CLOSING {
-                Class::TcpFinWait
-            } else if src.state < ESTABLISHED || dst.state < ESTABLISHED {
-                Class::TcpOpening
-            } else if src.state >= CLOSING || dst.state >= CLOSING {
-                Class::TcpClosing
-            } else {
-                Class::TcpEstablished
-            };
-            TcpUpdate::Valid(Some(class))
-        } else if (dst.state < SYN_SENT || dst.state >= FIN_WAIT_2 || src.state >= FIN_WAIT_2)
-            && seq_geq(src.seqhi.wrapping_add(MAX_ACK_WINDOW as u32), end)
-            && seq_geq(seq, src.seqlo.wrapping_sub(MAX_ACK_WINDOW as u32))
-        {
+        span.relax(src, dst, f);
+        if !seq_check || span.in_window(src, dst, scales, check_ackskew, seg) {
+            span.slide(src, dst, scales);
+            advance(src, dst, f);
+            TcpUpdate::Valid(Some(timeout_class(src, dst)))
+        } else if span.loosely_acceptable(src, dst) {
             // Loose acceptance: shotgunned SYNs, connections picked up late, stray
             // segments after close. The expiry is not refreshed.
-            slide(src, dst);
-            if f & F_FIN != 0 && src.state < CLOSING {
-                src.state = CLOSING;
-            }
-            if f & F_RST != 0 {
-                src.state = TIME_WAIT;
-                dst.state = TIME_WAIT;
-            }
+            span.slide(src, dst, scales);
+            advance_loosely(src, dst, f);
             TcpUpdate::Valid(None)
         } else {
             TcpUpdate::Invalid
         }
+    }
+}
+
+/// The window scales of the sender and the receiver of a segment.
+#[derive(Clone, Copy)]
+struct Scales {
+    src: u8,
+    dst: u8,
+}
+
+impl Scales {
+    /// The scales in force for a segment with flags `f`: none on a SYN or unless both
+    /// peers sent the option; the maximum for a connection picked up mid-stream.
+    #[inline]
+    fn of(src: &Peer, dst: &Peer, f: u16) -> Scales {
+        let both = |flag: u8| src.wscale & flag != 0 && dst.wscale & flag != 0;
+        if f & F_SYN != 0 {
+            Scales { src: 0, dst: 0 }
+        } else if both(WS_PRESENT) {
+            Scales {
+                src: src.wscale & WS_MASK,
+                dst: dst.wscale & WS_MASK,
+            }
+        } else if both(WS_UNKNOWN) {
+            Scales {
+                src: WSCALE_MAX,
+                dst: WSCALE_MAX,
+            }
+        } else {
+            Scales { src: 0, dst: 0 }
+        }
+    }
+}
+
+/// A segment's numbers as the window check sees them: its first and past-the-end
+/// sequence numbers (SYN and FIN count one each), its acknowledgement and window.
+struct Span {
+    seq: u32,
+    end: u32,
+    ack: u32,
+    win: u32,
+}
+
+impl Span {
+    #[inline]
+    fn of(seg: &TcpSeg) -> Span {
+        let mut end = seg.seq.wrapping_add(seg.len);
+        if seg.flags & F_SYN != 0 {
+            end = end.wrapping_add(1);
+        }
+        if seg.flags & F_FIN != 0 {
+            end = end.wrapping_add(1);
+        }
+        Span {
+            seq: seg.seq,
+            end,
+            ack: seg.ack,
+            win: u32::from(seg.win),
+        }
+    }
+
+    /// Leaves out what cannot be checked: the acknowledgement of a segment without one
+    /// (or of a broken stack's RST), the sequence numbers of a segment without data.
+    #[inline]
+    fn relax(&mut self, src: &Peer, dst: &Peer, f: u16) {
+        if f & F_ACK == 0 || (self.ack == 0 && f & (F_ACK | F_RST) == F_ACK | F_RST) {
+            self.ack = dst.seqlo;
+        }
+        if self.seq == self.end {
+            self.seq = src.seqlo;
+            self.end = self.seq;
+        }
+    }
+
+    /// The window check: the data inside what `dst` allows, the acknowledgement within
+    /// a window of what `dst` sent, and an RST exactly at `src`'s sequence number.
+    #[inline]
+    fn in_window(
+        &self,
+        src: &Peer,
+        dst: &Peer,
+        scales: Scales,
+        check_ackskew: bool,
+        seg: &TcpSeg,
+    ) -> bool {
+        let ackskew: i64 = if check_ackskew {
+            i64::from(seq_diff(dst.seqlo, self.ack))
+        } else {
+            0
+        };
+        let dst_win = u32::from(dst.max_win) << scales.dst;
+        let orig_seq = seg.seq;
+        seq_geq(src.seqhi, self.end)
+            && seq_geq(self.seq, src.seqlo.wrapping_sub(dst_win))
+            && ackskew >= -MAX_ACK_WINDOW
+            && ackskew <= (MAX_ACK_WINDOW << scales.src)
+            && (seg.flags & F_RST == 0
+                || orig_seq == src.seqlo
+                || orig_seq == src.seqlo.wrapping_add(1)
+                || orig_seq.wrapping_add(1) == src.seqlo)
+    }
+
+    /// The loose check of a segment outside the window, accepted when one side has not
+    /// spoken yet or either is closed, if it is within a maximal window.
+    #[inline]
+    fn loosely_acceptable(&self, src: &Peer, dst: &Peer) -> bool {
+        (dst.state < SYN_SENT || dst.state >= FIN_WAIT_2 || src.state >= FIN_WAIT_2)
+            && seq_geq(src.seqhi.wrapping_add(MAX_ACK_WINDOW as u32), self.end)
+            && seq_geq(self.seq, src.seqlo.wrapping_sub(MAX_ACK_WINDOW as u32))
+    }
+
+    /// Moves the window: `src`'s largest window and highest sequence number, and how far
+    /// `dst` may now send.
+    #[inline]
+    fn slide(&self, src: &mut Peer, dst: &mut Peer, scales: Scales) {
+        if u32::from(src.max_win) < self.win {
+            src.max_win = self.win.min(0xffff) as u16;
+        }
+        if seq_gt(self.end, src.seqlo) {
+            src.seqlo = self.end;
+        }
+        let scaled = self.win << scales.src;
+        if seq_geq(self.ack.wrapping_add(scaled), dst.seqhi) {
+            dst.seqhi = self.ack.wrapping_add(scaled.max(1));
+        }
+    }
+}
+
+/// The first segment from `src`: its window scale (a SYN's option, taken when `dst` sent
+/// one too, else `dst`'s window unscaled), sequence number and window. False when the
+/// acknowledgement is not to be checked (the window was set from this segment).
+#[inline]
+fn first_from(
+    src: &mut Peer,
+    dst: &mut Peer,
+    seg: &TcpSeg,
+    span: &mut Span,
+    scales: &mut Scales,
+) -> bool {
+    if seg.flags & F_SYN != 0 && dst.wscale & WS_PRESENT != 0 {
+        src.wscale = wscale_of(seg);
+        if src.wscale & WS_PRESENT != 0 {
+            scales.src = src.wscale & WS_MASK;
+            span.win = (span.win + (1 << scales.src) - 1) >> scales.src;
+            scales.dst = dst.wscale & WS_MASK;
+        } else {
+            // The other side's window was scaled for nothing.
+            let d = u32::from(dst.max_win) << (dst.wscale & WS_MASK);
+            dst.max_win = d.min(0xffff) as u16;
+            dst.wscale = 0;
+        }
+    }
+    src.seqlo = span.seq;
+    src.state = SYN_SENT;
+    let mut check_ackskew = true;
+    let reach = span
+        .end
+        .wrapping_add((u32::from(dst.max_win) << scales.dst).max(1));
+    if src.seqhi == 1 || seq_geq(reach, src.seqhi) {
+        src.seqhi = reach;
+        check_ackskew = false;
+    }
+    if span.win > u32::from(src.max_win) {
+        src.max_win = span.win.min(0xffff) as u16;
+    }
+    check_ackskew
+}
+
+/// The peers' states after a segment in window with flags `f`.
+#[inline]
+fn advance(src: &mut Peer, dst: &mut Peer, f: u16) {
+    if f & F_SYN != 0 && src.state < SYN_SENT {
+        src.state = SYN_SENT;
+    }
+    if f & F_FIN != 0 && src.state < CLOSING {
+        src.state = CLOSING;
+    }
+    if f & F_ACK != 0 {
+        if dst.state == SYN_SENT {
+            dst.state = ESTABLISHED;
+        } else if dst.state == CLOSING {
+            dst.state = FIN_WAIT_2;
+        }
+    }
+    if f & F_RST != 0 {
+        src.state = TIME_WAIT;
+        dst.state = TIME_WAIT;
+    }
+}
+
+/// The peers' states after a loosely accepted segment: a FIN closes, an RST ends.
+#[inline]
+fn advance_loosely(src: &mut Peer, dst: &mut Peer, f: u16) {
+    if f & F_FIN != 0 && src.state < CLOSING {
+        src.state = CLOSING;
+    }
+    if f & F_RST != 0 {
+        src.state = TIME_WAIT;
+        dst.state = TIME_WAIT;
+    }
+}
+
+/// The expiry class of a connection whose peers are in these states.
+#[inline]
+fn timeout_class(src: &Peer, dst: &Peer) -> Class {
+    if src.state >= FIN_WAIT_2 && dst.state >= FIN_WAIT_2 {
+        Class::TcpClosed
+    } else if src.state >= CLOSING && dst.state >= CLOSING {
+        Class::TcpFinWait
+    } else if src.state < ESTABLISHED || dst.state < ESTABLISHED {
+        Class::TcpOpening
+    } else if src.state >= CLOSING || dst.state >= CLOSING {
+        Class::TcpClosing
+    } else {
+        Class::TcpEstablished
     }
 }
 

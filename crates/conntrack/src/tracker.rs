@@ -36,15 +36,17 @@
 //! allocates except a connection's own 160-byte record and its two table slots.
 
 use crate::cache::ConnCache;
-use crate::key::{self, parse, ConnKey, PacketMeta, Parsed, TcpSeg};
-use crate::nat::{for_each_candidate, Nat};
+use crate::key::{parse, ConnKey, PacketMeta, Parsed, TcpSeg};
+use crate::nat::Nat;
 use crate::rewrite;
-use crate::table::{Conn, ConnState, ProtoState, Table, Taken, NAT_DST, NAT_SRC};
-use crate::tcp::{self, TcpConn, TcpUpdate};
+use crate::table::{Conn, ConnState, ProtoState, Table, NAT_SRC};
+use crate::tcp::TcpUpdate;
 use crate::timeout::{Class, Policies};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+
+mod create;
 
 /// `ct_state` bits, as OpenFlow's `ct_state` field numbers them.
 pub mod ct_state {
@@ -206,24 +208,6 @@ enum Found {
     Restart(Arc<Conn>),
     /// The connection has expired: treat it as absent.
     Expired,
-}
-
-thread_local! {
-    static RNG: std::cell::Cell<u64> = std::cell::Cell::new({
-        let s = std::collections::hash_map::RandomState::new();
-        std::hash::BuildHasher::hash_one(&s, 0u8) | 1
-    });
-}
-
-fn random_u64() -> u64 {
-    RNG.with(|c| {
-        let mut x = c.get();
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        c.set(x);
-        x
-    })
 }
 
 impl Conntrack {
@@ -513,175 +497,6 @@ impl Conntrack {
             }
         }
         Found::Done(CtResult {
-            state,
-            zone: req.zone,
-            mark,
-            label,
-            orig: Some(conn.key),
-        })
-    }
-
-    /// A packet without a (live) connection. `Err` asks the caller to look up again (another
-    /// thread created the connection first).
-    fn new_conn(
-        &self,
-        frame: &mut [u8],
-        meta: &PacketMeta,
-        key: &ConnKey,
-        tcp: Option<&TcpSeg>,
-        req: &CtRequest<'_>,
-        now: u64,
-    ) -> Result<CtResult, ()> {
-        let proto = match (key.proto, tcp) {
-            (key::PROTO_TCP, Some(seg)) => {
-                if !tcp::valid_new(seg.flags) {
-                    return Ok(self.invalid(req.zone));
-                }
-                ProtoState::Tcp(TcpConn::new(seg))
-            }
-            (key::PROTO_TCP, None) => return Ok(self.invalid(req.zone)),
-            (p, _) if key::is_icmp_proto(p) => {
-                if !key::icmp_is_request(key.v6, key.icmp_type) {
-                    return Ok(self.invalid(req.zone));
-                }
-                ProtoState::Icmp(false)
-            }
-            _ => ProtoState::Other(0),
-        };
-        let new_only = CtResult {
-            state: TRK | NEW,
-            zone: req.zone,
-            ..CtResult::default()
-        };
-        if !req.commit {
-            return Ok(new_only);
-        }
-        // Reserve room: the zone limit, then the global maximum.
-        let zone = usize::from(req.zone);
-        let zl = match self.zones.limit[zone].load(Relaxed) {
-            u32::MAX => self.zones.default_limit.load(Relaxed),
-            l => l,
-        };
-        // Compare-and-swap increments: a count never passes its limit, even for a moment.
-        let below = |limit: u32| move |n: u32| (limit == 0 || n < limit).then_some(n + 1);
-        if self.zones.count[zone]
-            .fetch_update(Relaxed, Relaxed, below(zl))
-            .is_err()
-        {
-            self.counters.zone_full.fetch_add(1, Relaxed);
-            return Ok(new_only);
-        }
-        let max = self.max_conns.load(Relaxed);
-        if max == 0
-            || self
-                .n_conns
-                .fetch_update(Relaxed, Relaxed, below(max))
-                .is_err()
-        {
-            self.zones.count[zone].fetch_sub(1, Relaxed);
-            self.counters.full.fetch_add(1, Relaxed);
-            return Ok(new_only);
-        }
-        let unreserve = || {
-            self.n_conns.fetch_sub(1, Relaxed);
-            self.zones.count[zone].fetch_sub(1, Relaxed);
-        };
-
-        let class = match proto {
-            ProtoState::Tcp(_) => Class::TcpFirst,
-            ProtoState::Icmp(_) => Class::IcmpFirst,
-            ProtoState::Other(_) => Class::OtherFirst,
-        };
-        let mut st = ConnState {
-            expires: now.saturating_add(self.policies.timeout_ms(req.zone, class)),
-            proto,
-            mark: 0,
-            label: [0; 2],
-        };
-        apply_mark_label(&mut st, req);
-        let (mark, label) = (st.mark, st.label());
-
-        let nat_req = req.nat.filter(|n| !matches!(n, Nat::Apply));
-        let nat_flag = match nat_req {
-            Some(Nat::Src(_)) => NAT_SRC,
-            Some(Nat::Dst(_)) => NAT_DST,
-            _ => 0,
-        };
-        let mut inserted: Option<Arc<Conn>> = None;
-        let mut retry = false;
-        let mut attempt = |rev: &ConnKey| -> bool {
-            if nat_flag != 0 && self.table.contains(rev) {
-                return false;
-            }
-            let conn = Arc::new(Conn {
-                key: *key,
-                rev: *rev,
-                nat: nat_flag,
-                departed: AtomicBool::new(false),
-                st: parking_lot::Mutex::new(st),
-            });
-            // An expired holder of either key is removed and the insertion retried.
-            for _ in 0..3 {
-                match self.table.insert(conn.clone()) {
-                    Ok(()) => {
-                        inserted = Some(conn);
-                        return true;
-                    }
-                    Err(Taken { conn: other, rev }) => {
-                        if other.st.lock().expires <= now {
-                            self.remove_conn(&other);
-                            continue;
-                        }
-                        if !rev {
-                            // Someone else committed this connection first.
-                            retry = true;
-                            return true;
-                        }
-                        return false;
-                    }
-                }
-            }
-            false
-        };
-        match nat_req {
-            Some(n) => {
-                let h = match n {
-                    Nat::Src(r) | Nat::Dst(r) if r.random => random_u64(),
-                    Nat::Src(r) | Nat::Dst(r) if r.persistent => self
-                        .table
-                        .hash_any(&(key.src, key.dst, key.zone, key.proto)),
-                    _ => self.table.hash(key),
-                };
-                if !for_each_candidate(key, n, h, &mut attempt) {
-                    self.counters.nat_exhausted.fetch_add(1, Relaxed);
-                }
-            }
-            None => {
-                attempt(&key.reverse());
-            }
-        }
-        let Some(conn) = inserted else {
-            unreserve();
-            if retry {
-                return Err(());
-            }
-            return Ok(new_only);
-        };
-        self.counters.created.fetch_add(1, Relaxed);
-        let mut state = TRK | NEW;
-        if nat_flag != 0 {
-            if let Some(l4) = meta.l4 {
-                rewrite::rewrite(
-                    frame,
-                    usize::from(meta.l3),
-                    usize::from(l4),
-                    &conn.key,
-                    &conn.rev.reverse(),
-                );
-                state |= nat_bits(nat_flag, false);
-            }
-        }
-        Ok(CtResult {
             state,
             zone: req.zone,
             mark,

@@ -208,6 +208,156 @@ enum Kind {
     Segment(Gso),
 }
 
+/// A frame without segmentation (`t` bytes of tag to re-insert): the checksum to complete,
+/// at (start, offset), if the vnet header asks for one.
+#[inline]
+fn plain_checksum(
+    frame: &[u8],
+    t: usize,
+    v: &VnetHdr,
+) -> Result<Option<(usize, usize)>, OffloadError> {
+    if frame.len() + t > MAX_FRAME {
+        return Err(OffloadError::TooBig);
+    }
+    if v.flags & F_NEEDS_CSUM == 0 {
+        return Ok(None);
+    }
+    let start = usize::from(v.csum_start);
+    let field = start + usize::from(v.csum_offset);
+    if start < 14 || field + 2 > frame.len() {
+        return Err(OffloadError::Malformed);
+    }
+    Ok(Some((start, usize::from(v.csum_offset))))
+}
+
+/// Where a frame's L3 header starts and its ethertype: after the Ethernet header and up
+/// to two in-band VLAN tags.
+#[inline]
+fn l3_start(frame: &[u8]) -> Result<(usize, u16), OffloadError> {
+    let mut off = 12;
+    let mut ethertype = be16(frame, off).ok_or(OffloadError::Malformed)?;
+    let mut tags = 0;
+    while (ethertype == ETH_P_8021Q || ethertype == ETH_P_8021AD) && tags < 2 {
+        off += 4;
+        tags += 1;
+        ethertype = be16(frame, off).ok_or(OffloadError::Malformed)?;
+    }
+    Ok((off + 2, ethertype))
+}
+
+/// The IP header at `l3_off`: its version, where its fixed part ends, and the L4 protocol
+/// when it follows directly (IPv6 extension headers leave it unknown).
+#[inline]
+fn ip_header(
+    frame: &[u8],
+    ethertype: u16,
+    l3_off: usize,
+) -> Result<(L3, usize, Option<u8>), OffloadError> {
+    match ethertype {
+        ETH_P_IPV4 => {
+            let vihl = *frame.get(l3_off).ok_or(OffloadError::Malformed)?;
+            let ihl = usize::from(vihl & 0x0f) * 4;
+            if vihl >> 4 != 4 || ihl < 20 {
+                return Err(OffloadError::Malformed);
+            }
+            let proto = *frame.get(l3_off + 9).ok_or(OffloadError::Malformed)?;
+            Ok((L3::V4, l3_off + ihl, Some(proto)))
+        }
+        ETH_P_IPV6 => {
+            let nh = *frame.get(l3_off + 6).ok_or(OffloadError::Malformed)?;
+            let direct = nh == IPPROTO_TCP || nh == IPPROTO_UDP;
+            Ok((L3::V6, l3_off + 40, if direct { Some(nh) } else { None }))
+        }
+        _ => Err(OffloadError::Malformed),
+    }
+}
+
+/// Where the L4 header starts: where the checksum starts if the kernel said so (this also
+/// covers IPv6 extension headers), else right after the fixed L3 header, which must then
+/// carry `l4` directly (`parsed` and `proto` from [`ip_header`]).
+#[inline]
+fn l4_start(v: &VnetHdr, parsed: usize, proto: Option<u8>, l4: L4) -> Result<usize, OffloadError> {
+    let l4_off = if v.flags & F_NEEDS_CSUM != 0 {
+        usize::from(v.csum_start)
+    } else {
+        if proto.is_none() {
+            return Err(OffloadError::Malformed);
+        }
+        parsed
+    };
+    if l4_off < parsed {
+        return Err(OffloadError::Malformed);
+    }
+    let want = match l4 {
+        L4::Tcp => IPPROTO_TCP,
+        L4::Udp => IPPROTO_UDP,
+    };
+    if l4_off == parsed && proto.is_some_and(|p| p != want) {
+        return Err(OffloadError::Malformed);
+    }
+    Ok(l4_off)
+}
+
+/// The length of the L4 header at `l4_off`: TCP's data offset, UDP's 8 bytes.
+#[inline]
+fn l4_header_len(frame: &[u8], l4: L4, l4_off: usize) -> Result<usize, OffloadError> {
+    match l4 {
+        L4::Tcp => {
+            let doff = *frame.get(l4_off + 12).ok_or(OffloadError::Malformed)?;
+            let n = usize::from(doff >> 4) * 4;
+            if n < 20 {
+                return Err(OffloadError::Malformed);
+            }
+            Ok(n)
+        }
+        L4::Udp => Ok(8),
+    }
+}
+
+impl Gso {
+    /// The segmentation of `frame` (`t` bytes of tag to re-insert) as the vnet header's
+    /// GSO type `gso` and size ask: its headers found and checked against the type, the
+    /// payload cut into segments that each fit in a frame.
+    #[inline]
+    fn plan(frame: &[u8], t: usize, gso: u8, v: &VnetHdr) -> Result<Gso, OffloadError> {
+        let l4 = match gso {
+            GSO_TCPV4 | GSO_TCPV6 => L4::Tcp,
+            GSO_UDP_L4 => L4::Udp,
+            other => return Err(OffloadError::UnsupportedGso(other)),
+        };
+        let (l3_off, ethertype) = l3_start(frame)?;
+        let (l3, parsed_l4_off, proto) = ip_header(frame, ethertype, l3_off)?;
+        match (gso, l3) {
+            (GSO_TCPV4, L3::V4) | (GSO_TCPV6, L3::V6) | (GSO_UDP_L4, _) => {}
+            _ => return Err(OffloadError::Malformed),
+        }
+        let l4_off = l4_start(v, parsed_l4_off, proto, l4)?;
+        let hdr_end = l4_off + l4_header_len(frame, l4, l4_off)?;
+        if hdr_end > frame.len() {
+            return Err(OffloadError::Malformed);
+        }
+        let mss = usize::from(v.gso_size);
+        if mss == 0 {
+            return Err(OffloadError::Malformed);
+        }
+        let payload = frame.len() - hdr_end;
+        let segs = payload.div_ceil(mss).max(1);
+        if hdr_end + t + mss.min(payload) > MAX_FRAME {
+            return Err(OffloadError::TooBig);
+        }
+        Ok(Gso {
+            l3,
+            l4,
+            l3_off,
+            l4_off,
+            hdr_end,
+            mss,
+            payload,
+            segs,
+        })
+    }
+}
+
 /// How one received frame becomes one or more ordinary frames. See the module documentation.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan<'a> {
@@ -235,120 +385,12 @@ impl<'a> Plan<'a> {
             return Err(OffloadError::Malformed);
         }
         let gso = v.gso_type & !GSO_ECN;
-        if gso == GSO_NONE {
-            if frame.len() + t > MAX_FRAME {
-                return Err(OffloadError::TooBig);
-            }
-            let cs = if v.flags & F_NEEDS_CSUM != 0 {
-                let start = usize::from(v.csum_start);
-                let field = start + usize::from(v.csum_offset);
-                if start < 14 || field + 2 > frame.len() {
-                    return Err(OffloadError::Malformed);
-                }
-                Some((start, usize::from(v.csum_offset)))
-            } else {
-                None
-            };
-            return Ok(Plan {
-                frame,
-                tag,
-                kind: Kind::Plain(cs),
-            });
-        }
-        let l4 = match gso {
-            GSO_TCPV4 | GSO_TCPV6 => L4::Tcp,
-            GSO_UDP_L4 => L4::Udp,
-            other => return Err(OffloadError::UnsupportedGso(other)),
-        };
-        // Walk the Ethernet header and any in-band VLAN tags.
-        let mut off = 12;
-        let mut ethertype = be16(frame, off).ok_or(OffloadError::Malformed)?;
-        let mut tags = 0;
-        while (ethertype == ETH_P_8021Q || ethertype == ETH_P_8021AD) && tags < 2 {
-            off += 4;
-            tags += 1;
-            ethertype = be16(frame, off).ok_or(OffloadError::Malformed)?;
-        }
-        let l3_off = off + 2;
-        let (l3, parsed_l4_off, proto) = match ethertype {
-            ETH_P_IPV4 => {
-                let vihl = *frame.get(l3_off).ok_or(OffloadError::Malformed)?;
-                let ihl = usize::from(vihl & 0x0f) * 4;
-                if vihl >> 4 != 4 || ihl < 20 {
-                    return Err(OffloadError::Malformed);
-                }
-                let proto = *frame.get(l3_off + 9).ok_or(OffloadError::Malformed)?;
-                (L3::V4, l3_off + ihl, Some(proto))
-            }
-            ETH_P_IPV6 => {
-                let nh = *frame.get(l3_off + 6).ok_or(OffloadError::Malformed)?;
-                let direct = nh == IPPROTO_TCP || nh == IPPROTO_UDP;
-                (L3::V6, l3_off + 40, if direct { Some(nh) } else { None })
-            }
-            _ => return Err(OffloadError::Malformed),
-        };
-        match (gso, l3) {
-            (GSO_TCPV4, L3::V4) | (GSO_TCPV6, L3::V6) | (GSO_UDP_L4, _) => {}
-            _ => return Err(OffloadError::Malformed),
-        }
-        // The L4 header: where the checksum starts if the kernel said so (this also covers
-        // IPv6 extension headers), else right after the fixed L3 header.
-        let l4_off = if v.flags & F_NEEDS_CSUM != 0 {
-            usize::from(v.csum_start)
+        let kind = if gso == GSO_NONE {
+            Kind::Plain(plain_checksum(frame, t, v)?)
         } else {
-            if proto.is_none() {
-                return Err(OffloadError::Malformed);
-            }
-            parsed_l4_off
+            Kind::Segment(Gso::plan(frame, t, gso, v)?)
         };
-        if l4_off < parsed_l4_off {
-            return Err(OffloadError::Malformed);
-        }
-        let want = match l4 {
-            L4::Tcp => IPPROTO_TCP,
-            L4::Udp => IPPROTO_UDP,
-        };
-        if l4_off == parsed_l4_off && proto.is_some_and(|p| p != want) {
-            return Err(OffloadError::Malformed);
-        }
-        let l4_len = match l4 {
-            L4::Tcp => {
-                let doff = *frame.get(l4_off + 12).ok_or(OffloadError::Malformed)?;
-                let n = usize::from(doff >> 4) * 4;
-                if n < 20 {
-                    return Err(OffloadError::Malformed);
-                }
-                n
-            }
-            L4::Udp => 8,
-        };
-        let hdr_end = l4_off + l4_len;
-        if hdr_end > frame.len() {
-            return Err(OffloadError::Malformed);
-        }
-        let mss = usize::from(v.gso_size);
-        if mss == 0 {
-            return Err(OffloadError::Malformed);
-        }
-        let payload = frame.len() - hdr_end;
-        let segs = payload.div_ceil(mss).max(1);
-        if hdr_end + t + mss.min(payload) > MAX_FRAME {
-            return Err(OffloadError::TooBig);
-        }
-        Ok(Plan {
-            frame,
-            tag,
-            kind: Kind::Segment(Gso {
-                l3,
-                l4,
-                l3_off,
-                l4_off,
-                hdr_end,
-                mss,
-                payload,
-                segs,
-            }),
-        })
+        Ok(Plan { frame, tag, kind })
     }
 
     /// How many frames this plan yields.

@@ -140,110 +140,126 @@ fn set_dl_type(st: &mut Headers, t: u16) {
 /// Writes the rewrites made since the last commit, in OVS's order, and makes them the base.
 fn commit(st: &mut Headers, out: &mut Vec<String>) {
     let (b, c) = (&st.base, &st.cur);
-    let mut f = Vec::new();
-    if c.dl_src != b.dl_src {
-        f.push(format!("src={}", mac(&c.dl_src)));
-    }
-    if c.dl_dst != b.dl_dst {
-        f.push(format!("dst={}", mac(&c.dl_dst)));
-    }
-    put(out, "eth", &mut f);
+    commit_eth(b, c, out);
     match c.dl_type {
-        flow::ETH_TYPE_IPV4 => {
-            if c.nw_src != b.nw_src {
-                f.push(format!("src={}", Ipv4Addr::from(c.nw_src)));
-            }
-            if c.nw_dst != b.nw_dst {
-                f.push(format!("dst={}", Ipv4Addr::from(c.nw_dst)));
-            }
-            tos(st, "tos", &mut f);
-            if c.nw_ttl != b.nw_ttl {
-                f.push(format!("ttl={}", c.nw_ttl));
-            }
-            put(out, "ipv4", &mut f);
-        }
-        flow::ETH_TYPE_IPV6 => {
-            if c.ipv6_src != b.ipv6_src {
-                f.push(format!("src={}", Ipv6Addr::from(c.ipv6_src)));
-            }
-            if c.ipv6_dst != b.ipv6_dst {
-                f.push(format!("dst={}", Ipv6Addr::from(c.ipv6_dst)));
-            }
-            if c.ipv6_label != b.ipv6_label {
-                f.push(format!("label={:#x}", c.ipv6_label));
-            }
-            tos(st, "tclass", &mut f);
-            if c.nw_ttl != b.nw_ttl {
-                f.push(format!("hlimit={}", c.nw_ttl));
-            }
-            put(out, "ipv6", &mut f);
-        }
-        flow::ETH_TYPE_ARP | flow::ETH_TYPE_RARP => {
-            if c.nw_src != b.nw_src {
-                f.push(format!("sip={}", Ipv4Addr::from(c.nw_src)));
-            }
-            if c.nw_dst != b.nw_dst {
-                f.push(format!("tip={}", Ipv4Addr::from(c.nw_dst)));
-            }
-            if c.nw_proto != b.nw_proto {
-                f.push(format!("op={}", c.nw_proto));
-            }
-            if c.arp_sha != b.arp_sha {
-                f.push(format!("sha={}", mac(&c.arp_sha)));
-            }
-            if c.arp_tha != b.arp_tha {
-                f.push(format!("tha={}", mac(&c.arp_tha)));
-            }
-            put(out, "arp", &mut f);
-        }
+        flow::ETH_TYPE_IPV4 => commit_ipv4(st, out),
+        flow::ETH_TYPE_IPV6 => commit_ipv6(st, out),
+        flow::ETH_TYPE_ARP | flow::ETH_TYPE_RARP => commit_arp(b, c, out),
         _ => {}
     }
-    let ip = matches!(c.dl_type, flow::ETH_TYPE_IPV4 | flow::ETH_TYPE_IPV6);
-    let l4 = match c.nw_proto {
-        6 => Some("tcp"),
-        17 => Some("udp"),
-        132 => Some("sctp"),
-        _ => None,
-    };
-    if let (true, Some(name)) = (ip, l4) {
-        if c.tp_src != b.tp_src {
-            f.push(format!("src={}", c.tp_src));
-        }
-        if c.tp_dst != b.tp_dst {
-            f.push(format!("dst={}", c.tp_dst));
-        }
-        put(out, name, &mut f);
-    }
-    let icmp = match (c.dl_type, c.nw_proto) {
-        (flow::ETH_TYPE_IPV4, 1) => Some("icmp"),
-        (flow::ETH_TYPE_IPV6, 58) => Some("icmpv6"),
-        _ => None,
-    };
-    if let Some(name) = icmp {
-        // OVS sets ICMP's type and code together, changed or not.
-        if (c.tp_src, c.tp_dst) != (b.tp_src, b.tp_dst) {
-            out.push(format!(
-                "set({name}(type={},code={}))",
-                c.tp_src & 0xff,
-                c.tp_dst & 0xff
-            ));
-        }
-        if name == "icmpv6" {
-            if c.nd_target != b.nd_target {
-                f.push(format!("target={}", Ipv6Addr::from(c.nd_target)));
-            }
-            if c.arp_sha != b.arp_sha {
-                f.push(format!("sll={}", mac(&c.arp_sha)));
-            }
-            if c.arp_tha != b.arp_tha {
-                f.push(format!("tll={}", mac(&c.arp_tha)));
-            }
-            put(out, "nd", &mut f);
-        }
-    }
+    commit_ports(b, c, out);
+    commit_icmp(b, c, out);
     vlans(b, c, out);
     st.base = st.cur;
     st.tos_mask = 0;
+}
+
+/// Adds `name=` the field's new value (as `show` writes it) to `f` if it changed from `b`
+/// to `c`.
+fn changed<T: PartialEq>(f: &mut Vec<String>, name: &str, b: T, c: T, show: impl Fn(T) -> String) {
+    if c != b {
+        f.push(format!("{name}={}", show(c)));
+    }
+}
+
+/// `set(eth(src=..,dst=..))`.
+fn commit_eth(b: &FlowKey, c: &FlowKey, out: &mut Vec<String>) {
+    let mut f = Vec::new();
+    changed(&mut f, "src", &b.dl_src, &c.dl_src, mac);
+    changed(&mut f, "dst", &b.dl_dst, &c.dl_dst, mac);
+    put(out, "eth", &mut f);
+}
+
+/// `set(ipv4(src=..,dst=..,tos=..,ttl=..))`.
+fn commit_ipv4(st: &Headers, out: &mut Vec<String>) {
+    let (b, c) = (&st.base, &st.cur);
+    let mut f = Vec::new();
+    changed(&mut f, "src", b.nw_src, c.nw_src, |a| {
+        Ipv4Addr::from(a).to_string()
+    });
+    changed(&mut f, "dst", b.nw_dst, c.nw_dst, |a| {
+        Ipv4Addr::from(a).to_string()
+    });
+    tos(st, "tos", &mut f);
+    changed(&mut f, "ttl", b.nw_ttl, c.nw_ttl, |t| t.to_string());
+    put(out, "ipv4", &mut f);
+}
+
+/// `set(ipv6(src=..,dst=..,label=..,tclass=..,hlimit=..))`.
+fn commit_ipv6(st: &Headers, out: &mut Vec<String>) {
+    let (b, c) = (&st.base, &st.cur);
+    let mut f = Vec::new();
+    changed(&mut f, "src", b.ipv6_src, c.ipv6_src, |a| {
+        Ipv6Addr::from(a).to_string()
+    });
+    changed(&mut f, "dst", b.ipv6_dst, c.ipv6_dst, |a| {
+        Ipv6Addr::from(a).to_string()
+    });
+    changed(&mut f, "label", b.ipv6_label, c.ipv6_label, |l| {
+        format!("{l:#x}")
+    });
+    tos(st, "tclass", &mut f);
+    changed(&mut f, "hlimit", b.nw_ttl, c.nw_ttl, |t| t.to_string());
+    put(out, "ipv6", &mut f);
+}
+
+/// `set(arp(sip=..,tip=..,op=..,sha=..,tha=..))`.
+fn commit_arp(b: &FlowKey, c: &FlowKey, out: &mut Vec<String>) {
+    let mut f = Vec::new();
+    changed(&mut f, "sip", b.nw_src, c.nw_src, |a| {
+        Ipv4Addr::from(a).to_string()
+    });
+    changed(&mut f, "tip", b.nw_dst, c.nw_dst, |a| {
+        Ipv4Addr::from(a).to_string()
+    });
+    changed(&mut f, "op", b.nw_proto, c.nw_proto, |o| o.to_string());
+    changed(&mut f, "sha", &b.arp_sha, &c.arp_sha, mac);
+    changed(&mut f, "tha", &b.arp_tha, &c.arp_tha, mac);
+    put(out, "arp", &mut f);
+}
+
+/// `set(tcp(src=..,dst=..))` (or `udp`, `sctp`) for an IP packet of that protocol.
+fn commit_ports(b: &FlowKey, c: &FlowKey, out: &mut Vec<String>) {
+    if !matches!(c.dl_type, flow::ETH_TYPE_IPV4 | flow::ETH_TYPE_IPV6) {
+        return;
+    }
+    let name = match c.nw_proto {
+        6 => "tcp",
+        17 => "udp",
+        132 => "sctp",
+        _ => return,
+    };
+    let mut f = Vec::new();
+    changed(&mut f, "src", b.tp_src, c.tp_src, |p| p.to_string());
+    changed(&mut f, "dst", b.tp_dst, c.tp_dst, |p| p.to_string());
+    put(out, name, &mut f);
+}
+
+/// `set(icmp(type=..,code=..))` (or `icmpv6`), and for ICMPv6 `set(nd(target=..,sll=..,
+/// tll=..))`.
+fn commit_icmp(b: &FlowKey, c: &FlowKey, out: &mut Vec<String>) {
+    let name = match (c.dl_type, c.nw_proto) {
+        (flow::ETH_TYPE_IPV4, 1) => "icmp",
+        (flow::ETH_TYPE_IPV6, 58) => "icmpv6",
+        _ => return,
+    };
+    // OVS sets ICMP's type and code together, changed or not.
+    if (c.tp_src, c.tp_dst) != (b.tp_src, b.tp_dst) {
+        out.push(format!(
+            "set({name}(type={},code={}))",
+            c.tp_src & 0xff,
+            c.tp_dst & 0xff
+        ));
+    }
+    if name == "icmpv6" {
+        let mut f = Vec::new();
+        changed(&mut f, "target", b.nd_target, c.nd_target, |a| {
+            Ipv6Addr::from(a).to_string()
+        });
+        changed(&mut f, "sll", &b.arp_sha, &c.arp_sha, mac);
+        changed(&mut f, "tll", &b.arp_tha, &c.arp_tha, mac);
+        put(out, "nd", &mut f);
+    }
 }
 
 /// The TOS field (IPv6: `tclass`) as OVS writes a masked set: the whole byte, and the bits

@@ -259,6 +259,54 @@ pub enum Action {
 /// codecs accept: ovs-ofctl refuses text nested 100 deep ("Action nested too deeply").
 pub const MAX_NESTING: usize = 99;
 
+/// `code` unless `ok`: one condition of [`Action::validate`].
+fn fault_unless(ok: bool, code: u16) -> Option<u16> {
+    (!ok).then_some(code)
+}
+
+/// The check of a written subfield, as OVS's: its bits inside the field (and `shape_ok`,
+/// the action's own condition on them), then a writable field (else `unwritable`).
+fn destination_fault(dst: Subfield, shape_ok: bool, unwritable: u16) -> Option<u16> {
+    if !dst.is_valid() || !shape_ok {
+        return Some(bad_action::BAD_SET_LEN);
+    }
+    fault_unless(field_writable(dst.field), unwritable)
+}
+
+/// A set-field's check: a writable field outside `ct` (ct_mark and ct_label are only set
+/// inside ct(exec(..)), which checks its own list), a value and mask within its width, a
+/// value within its mask.
+fn set_field_fault(field: Field, value: u128, mask: Option<u128>) -> Option<u16> {
+    if !field_writable(field) {
+        return Some(bad_action::BAD_SET_TYPE);
+    }
+    if matches!(field, Field::CtMark | Field::CtLabel) {
+        return Some(bad_action::BAD_SET_ARGUMENT);
+    }
+    let max = field.max();
+    let too_wide = value & !max != 0 || mask.is_some_and(|m| m & !max != 0 || value & !m != 0);
+    fault_unless(!too_wide, bad_action::BAD_SET_ARGUMENT)
+}
+
+/// A port an `output` may name: a physical port or a reserved one other than `ANY`.
+fn output_port_ok(port: u32) -> bool {
+    !(port == 0 || port == OFPP_ANY || (port > OFPP_MAX && port < OFPP_IN_PORT))
+}
+
+/// A meter an action may name: a numbered one, or the slow-path or controller meter.
+fn meter_id_ok(m: u32) -> bool {
+    use crate::messages::{OFPM_CONTROLLER, OFPM_MAX, OFPM_SLOWPATH};
+    (1..=OFPM_MAX).contains(&m) || m == OFPM_SLOWPATH || m == OFPM_CONTROLLER
+}
+
+/// A `clone`: nested less than [`MAX_NESTING`] deep, and its actions valid.
+fn validate_clone(inner: &[Action]) -> Result<(), OfError> {
+    if nesting(inner) >= MAX_NESTING {
+        return Err(OfError::bad_action(bad_action::BAD_ARGUMENT));
+    }
+    validate_actions(inner)
+}
+
 /// How deeply `clone` actions nest in `acts` (0 for a list without one).
 pub fn nesting(acts: &[Action]) -> usize {
     acts.iter()
@@ -293,122 +341,53 @@ impl Action {
         }
     }
 
-    /// Static validity (see the module documentation).
+    /// Static validity (see the module documentation): each kind's own check.
     pub fn validate(&self) -> Result<(), OfError> {
-        let bad = |c| Err(OfError::bad_action(c));
-        match *self {
-            Action::Ct(ref ct) => ct.validate()?,
+        use bad_action::*;
+        let fault = match *self {
+            Action::Ct(ref ct) => return ct.validate(),
+            Action::Sample(ref smp) => return smp.validate(),
+            Action::Learn(ref l) => return l.validate(),
+            Action::Clone(ref inner) => return validate_clone(inner),
             // A NAT is only meaningful nested in a `ct` (whose validation checks it).
-            Action::Nat(_) => return bad(bad_action::BAD_ARGUMENT),
-            Action::CtClear | Action::Note(_) => {}
+            Action::Nat(_) => Some(BAD_ARGUMENT),
             // Any reason, id, length, user data and meter is accepted, as OVS does, if it
             // fits in an action.
-            Action::Controller(ref c) => {
-                if !c.fits() {
-                    return bad(bad_action::BAD_LEN);
-                }
-            }
-            Action::Sample(ref smp) => smp.validate()?,
-            Action::Learn(ref l) => l.validate()?,
-            Action::OutputReg { src, .. } => {
-                if !src.is_valid() {
-                    return bad(bad_action::BAD_SET_LEN);
-                }
-            }
-            // As OVS's check of a destination: bits inside the field, then writable.
+            Action::Controller(ref c) => fault_unless(c.fits(), BAD_LEN),
+            Action::OutputReg { src, .. } => fault_unless(src.is_valid(), BAD_SET_LEN),
             Action::CheckPktLarger { dst, .. } => {
-                if !dst.is_valid() || dst.n_bits != 1 {
-                    return bad(bad_action::BAD_SET_LEN);
-                }
-                if !field_writable(dst.field) {
-                    return bad(bad_action::BAD_SET_ARGUMENT);
-                }
+                destination_fault(dst, dst.n_bits == 1, BAD_SET_ARGUMENT)
             }
-            Action::Clone(ref inner) => {
-                if nesting(inner) >= MAX_NESTING {
-                    return bad(bad_action::BAD_ARGUMENT);
-                }
-                validate_actions(inner)?;
-            }
-            // An empty list is valid (OVS decodes and prints it as `dec_ttl()`): a TTL
-            // expiry then notifies no controller.
-            Action::DecTtlIds(_) => {}
-            Action::Output { port, .. } => {
-                if port == 0 || port == OFPP_ANY || (port > OFPP_MAX && port < OFPP_IN_PORT) {
-                    return bad(bad_action::BAD_OUT_PORT);
-                }
-            }
-            Action::Group(g) => {
-                if g > OFPG_MAX {
-                    return bad(bad_action::BAD_OUT_GROUP);
-                }
-            }
-            Action::PushVlan(t) => {
-                if t != ethertype::VLAN && t != ethertype::VLAN_8021AD {
-                    return bad(bad_action::BAD_ARGUMENT);
-                }
-            }
-            Action::PushMpls(t) => {
-                if t != ethertype::MPLS && t != ethertype::MPLS_MCAST {
-                    return bad(bad_action::BAD_ARGUMENT);
-                }
-            }
-            Action::PushPbb(t) => {
-                if t != ethertype::PBB {
-                    return bad(bad_action::BAD_ARGUMENT);
-                }
-            }
-            Action::SetField { field, value, mask } => {
-                if !field_writable(field) {
-                    return bad(bad_action::BAD_SET_TYPE);
-                }
-                // ct_mark / ct_label: only inside ct(exec(..)), which checks its own list.
-                if matches!(field, Field::CtMark | Field::CtLabel) {
-                    return bad(bad_action::BAD_SET_ARGUMENT);
-                }
-                let max = field.max();
-                if value & !max != 0 || mask.is_some_and(|m| m & !max != 0 || value & !m != 0) {
-                    return bad(bad_action::BAD_SET_ARGUMENT);
-                }
-            }
-            Action::Move { src, dst } => {
-                if !src.is_valid() || !dst.is_valid() || src.n_bits != dst.n_bits {
-                    return bad(bad_action::BAD_SET_LEN);
-                }
-                if !field_writable(dst.field) {
-                    return bad(bad_action::BAD_SET_TYPE);
-                }
-            }
-            Action::StackPush(sf) => {
-                if !sf.is_valid() {
-                    return bad(bad_action::BAD_SET_LEN);
-                }
-            }
-            Action::StackPop(sf) => {
-                if !sf.is_valid() {
-                    return bad(bad_action::BAD_SET_LEN);
-                }
-                if !field_writable(sf.field) {
-                    return bad(bad_action::BAD_SET_TYPE);
-                }
-            }
-            Action::Resubmit { in_port, table, .. } => {
-                if in_port.is_none() && table.is_none() {
-                    return bad(bad_action::BAD_ARGUMENT);
-                }
-                if table.is_some_and(|t| t > OFPTT_MAX) {
-                    return bad(bad_action::BAD_ARGUMENT);
-                }
-            }
-            Action::Meter(m) => {
-                let ok = (1..=crate::messages::OFPM_MAX).contains(&m)
-                    || m == crate::messages::OFPM_SLOWPATH
-                    || m == crate::messages::OFPM_CONTROLLER;
-                if !ok {
-                    return bad(bad_action::BAD_ARGUMENT);
-                }
-            }
-            Action::SetQueue(_)
+            Action::Output { port, .. } => fault_unless(output_port_ok(port), BAD_OUT_PORT),
+            Action::Group(g) => fault_unless(g <= OFPG_MAX, BAD_OUT_GROUP),
+            Action::PushVlan(t) => fault_unless(
+                t == ethertype::VLAN || t == ethertype::VLAN_8021AD,
+                BAD_ARGUMENT,
+            ),
+            Action::PushMpls(t) => fault_unless(
+                t == ethertype::MPLS || t == ethertype::MPLS_MCAST,
+                BAD_ARGUMENT,
+            ),
+            Action::PushPbb(t) => fault_unless(t == ethertype::PBB, BAD_ARGUMENT),
+            Action::SetField { field, value, mask } => set_field_fault(field, value, mask),
+            Action::Move { src, dst } => destination_fault(
+                dst,
+                src.is_valid() && src.n_bits == dst.n_bits,
+                BAD_SET_TYPE,
+            ),
+            Action::StackPush(sf) => fault_unless(sf.is_valid(), BAD_SET_LEN),
+            Action::StackPop(sf) => destination_fault(sf, true, BAD_SET_TYPE),
+            Action::Resubmit { in_port, table, .. } => fault_unless(
+                (in_port.is_some() || table.is_some()) && table.is_none_or(|t| t <= OFPTT_MAX),
+                BAD_ARGUMENT,
+            ),
+            Action::Meter(m) => fault_unless(meter_id_ok(m), BAD_ARGUMENT),
+            // An empty `DecTtlIds` list is valid (OVS decodes and prints it as
+            // `dec_ttl()`): a TTL expiry then notifies no controller.
+            Action::CtClear
+            | Action::Note(_)
+            | Action::DecTtlIds(_)
+            | Action::SetQueue(_)
             | Action::SetMplsTtl(_)
             | Action::DecMplsTtl
             | Action::SetNwTtl(_)
@@ -417,9 +396,9 @@ impl Action {
             | Action::CopyTtlIn
             | Action::PopVlan
             | Action::PopMpls(_)
-            | Action::PopPbb => {}
-        }
-        Ok(())
+            | Action::PopPbb => None,
+        };
+        fault.map_or(Ok(()), |code| Err(OfError::bad_action(code)))
     }
 
     /// The field a `SetField`, `move` or `pop` writes, whose prerequisites the packet

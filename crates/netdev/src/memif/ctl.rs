@@ -122,7 +122,6 @@ impl ServerSession {
                 "peer disconnected ({code}): {reason}"
             )));
         }
-        let ack = || Ok(Step::Send(vec![(Msg::Ack, None)]));
         match (&mut self.state, m) {
             (
                 SState::WaitInit,
@@ -134,21 +133,7 @@ impl ServerSession {
                     name,
                 },
             ) => {
-                if version != VERSION {
-                    return Err(format!("incompatible memif version {version:#06x}"));
-                }
-                if mode != MODE_ETHERNET {
-                    return Err(format!(
-                        "interface mode {mode} not supported (ethernet only)"
-                    ));
-                }
-                let i = lookup(id).ok_or_else(|| format!("no interface with id {id}"))?;
-                if i.busy {
-                    return Err(format!("interface {id} is already connected"));
-                }
-                if i.secret != secret {
-                    return Err("incorrect secret".into());
-                }
+                check_init(version, mode, id, &secret, lookup)?;
                 self.state = SState::Setup {
                     id,
                     peer: name,
@@ -156,32 +141,9 @@ impl ServerSession {
                     rings: Vec::new(),
                     total: 0,
                 };
-                ack()
             }
             (SState::Setup { regions, total, .. }, Msg::AddRegion { index, size }) => {
-                let fd = fd.ok_or("ADD_REGION without a memfd")?;
-                if usize::from(index) != regions.len() {
-                    return Err(format!(
-                        "region {index} out of order (expected {})",
-                        regions.len()
-                    ));
-                }
-                if regions.len() >= MAX_REGIONS {
-                    return Err(format!("more than {MAX_REGIONS} regions"));
-                }
-                if size == 0 || size > ring::MAX_REGION_SIZE {
-                    return Err(format!(
-                        "region size {size} not in 1..={}",
-                        ring::MAX_REGION_SIZE
-                    ));
-                }
-                *total += size;
-                if *total > MAX_TOTAL {
-                    return Err(format!("more than {MAX_TOTAL} bytes of regions"));
-                }
-                ring::check_memfd(fd.as_fd(), size)?;
-                regions.push((size, fd));
-                ack()
+                add_region(regions, total, index, size, fd)?;
             }
             (
                 SState::Setup { regions, rings, .. },
@@ -194,27 +156,15 @@ impl ServerSession {
                     private_hdr_size,
                 },
             ) => {
-                let fd = fd.ok_or("ADD_RING without an eventfd")?;
-                if !is_eventfd(fd.as_raw_fd()) {
-                    return Err("ADD_RING descriptor is not an eventfd".into());
-                }
-                if flags & !RING_FLAG_S2M != 0 {
-                    return Err(format!("unknown ring flags {flags:#x}"));
-                }
-                if usize::from(index) >= MAX_QUEUES {
-                    return Err(format!("ring index {index} >= {MAX_QUEUES}"));
-                }
-                if usize::from(region) >= regions.len() {
-                    return Err(format!("ring {index} in unknown region {region}"));
-                }
-                if log2_ring_size == 0 || log2_ring_size > MAX_LOG2_RING {
-                    return Err(format!(
-                        "ring size 2^{log2_ring_size} not in 2^1..=2^{MAX_LOG2_RING}"
-                    ));
-                }
-                if private_hdr_size != 0 {
-                    return Err("private ring headers are not supported".into());
-                }
+                let efd = announced_eventfd(fd)?;
+                check_ring(
+                    flags,
+                    index,
+                    region,
+                    log2_ring_size,
+                    private_hdr_size,
+                    regions.len(),
+                )?;
                 if rings.len() >= 2 * MAX_QUEUES {
                     return Err("too many rings".into());
                 }
@@ -224,30 +174,132 @@ impl ServerSession {
                     region,
                     offset,
                     log2: log2_ring_size,
-                    efd: fd,
+                    efd,
                 });
-                ack()
             }
-            (SState::Setup { .. }, Msg::Connect { .. }) => {
-                match std::mem::replace(&mut self.state, SState::Done) {
-                    SState::Setup {
-                        id,
-                        peer,
-                        regions,
-                        rings,
-                        ..
-                    } => Ok(Step::Connect {
-                        id,
-                        regions,
-                        rings,
-                        peer,
-                    }),
-                    _ => Err("internal state".into()),
-                }
-            }
-            (_, m) => Err(format!("unexpected message {}", name_of(&m))),
+            (SState::Setup { .. }, Msg::Connect { .. }) => return self.connect(),
+            (_, m) => return Err(format!("unexpected message {}", name_of(&m))),
+        }
+        Ok(Step::Send(vec![(Msg::Ack, None)]))
+    }
+
+    /// `CONNECT`: hands what the client announced to the caller; the session is done.
+    fn connect(&mut self) -> Result<Step, String> {
+        match std::mem::replace(&mut self.state, SState::Done) {
+            SState::Setup {
+                id,
+                peer,
+                regions,
+                rings,
+                ..
+            } => Ok(Step::Connect {
+                id,
+                regions,
+                rings,
+                peer,
+            }),
+            _ => Err("internal state".into()),
         }
     }
+}
+
+/// `INIT`'s checks: our version, ethernet mode, a known interface not yet connected, its
+/// secret.
+fn check_init(
+    version: u16,
+    mode: u8,
+    id: u32,
+    secret: &[u8; SECRET_SIZE],
+    lookup: &dyn Fn(u32) -> Option<Iface>,
+) -> Result<(), String> {
+    if version != VERSION {
+        return Err(format!("incompatible memif version {version:#06x}"));
+    }
+    if mode != MODE_ETHERNET {
+        return Err(format!(
+            "interface mode {mode} not supported (ethernet only)"
+        ));
+    }
+    let i = lookup(id).ok_or_else(|| format!("no interface with id {id}"))?;
+    if i.busy {
+        return Err(format!("interface {id} is already connected"));
+    }
+    if i.secret != *secret {
+        return Err("incorrect secret".into());
+    }
+    Ok(())
+}
+
+/// `ADD_REGION`: the next index, a bounded size (also in total), a memfd that holds it.
+fn add_region(
+    regions: &mut Vec<(u64, OwnedFd)>,
+    total: &mut u64,
+    index: u16,
+    size: u64,
+    fd: Option<OwnedFd>,
+) -> Result<(), String> {
+    let fd = fd.ok_or("ADD_REGION without a memfd")?;
+    if usize::from(index) != regions.len() {
+        return Err(format!(
+            "region {index} out of order (expected {})",
+            regions.len()
+        ));
+    }
+    if regions.len() >= MAX_REGIONS {
+        return Err(format!("more than {MAX_REGIONS} regions"));
+    }
+    if size == 0 || size > ring::MAX_REGION_SIZE {
+        return Err(format!(
+            "region size {size} not in 1..={}",
+            ring::MAX_REGION_SIZE
+        ));
+    }
+    *total += size;
+    if *total > MAX_TOTAL {
+        return Err(format!("more than {MAX_TOTAL} bytes of regions"));
+    }
+    ring::check_memfd(fd.as_fd(), size)?;
+    regions.push((size, fd));
+    Ok(())
+}
+
+/// The eventfd an `ADD_RING` must carry.
+fn announced_eventfd(fd: Option<OwnedFd>) -> Result<OwnedFd, String> {
+    let fd = fd.ok_or("ADD_RING without an eventfd")?;
+    if !is_eventfd(fd.as_raw_fd()) {
+        return Err("ADD_RING descriptor is not an eventfd".into());
+    }
+    Ok(fd)
+}
+
+/// `ADD_RING`'s fields: known flags, a queue index and a region in range, a bounded power
+/// of two of slots, no private header (`nregions` regions announced so far).
+fn check_ring(
+    flags: u16,
+    index: u16,
+    region: u16,
+    log2_ring_size: u8,
+    private_hdr_size: u16,
+    nregions: usize,
+) -> Result<(), String> {
+    if flags & !RING_FLAG_S2M != 0 {
+        return Err(format!("unknown ring flags {flags:#x}"));
+    }
+    if usize::from(index) >= MAX_QUEUES {
+        return Err(format!("ring index {index} >= {MAX_QUEUES}"));
+    }
+    if usize::from(region) >= nregions {
+        return Err(format!("ring {index} in unknown region {region}"));
+    }
+    if log2_ring_size == 0 || log2_ring_size > MAX_LOG2_RING {
+        return Err(format!(
+            "ring size 2^{log2_ring_size} not in 2^1..=2^{MAX_LOG2_RING}"
+        ));
+    }
+    if private_hdr_size != 0 {
+        return Err("private ring headers are not supported".into());
+    }
+    Ok(())
 }
 
 fn name_of(m: &Msg) -> &'static str {

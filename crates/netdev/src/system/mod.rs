@@ -66,7 +66,7 @@
 //! This file holds the ring layout and the port's state; `socket` opens the socket and maps the
 //! rings, `port` implements the port over them.
 
-use crate::offload::{OffloadError, Plan, VnetHdr, VNET_HDR_LEN};
+use crate::offload::{Plan, VnetHdr, VNET_HDR_LEN};
 use crate::sys::{self, LinkCache};
 use crate::{check_options, LinkState, NetdevError, Options, Port, PortStats, RxqState};
 use packet::{Batch, Pool};
@@ -196,6 +196,28 @@ impl RxRing {
         self.left = 0;
         self.off = 0;
         self.seg = 0;
+    }
+
+    /// Takes the next block the kernel has handed over and holds frames, releasing empty or
+    /// unreadable ones on the way; false if none is ready.
+    #[inline]
+    fn open_block(&mut self) -> bool {
+        while self.status().load(Ordering::Acquire) & libc::TP_STATUS_USER != 0 {
+            // SAFETY: the acquire load above saw TP_STATUS_USER, so the kernel has handed
+            // this block over and will not write it until we store TP_STATUS_KERNEL; the
+            // block lies inside the mapping. We only read through this slice.
+            let block = unsafe { std::slice::from_raw_parts(self.block_ptr(), RX_BLOCK_SIZE) };
+            match (rd32(block, BLK_NUM_PKTS), rd32(block, BLK_FIRST)) {
+                (Some(num), Some(first)) if num != 0 => {
+                    self.left = num;
+                    self.off = first as usize;
+                    self.seg = 0;
+                    return true;
+                }
+                _ => self.release_block(),
+            }
+        }
+        false
     }
 
     /// Moves past the frame at `off`, releasing the block after its last frame.

@@ -61,6 +61,48 @@ pub(super) fn parse_frame(block: &[u8], off: usize) -> Option<(RxFrame<'_>, u32)
     ))
 }
 
+/// Writes the frames of `plan` from segment `*seg` on into buffers from `pool` and onto
+/// `batch`, counting them in `stats`. Returns how many were delivered and whether the plan
+/// is done; if not (the batch is full or the pool empty), `*seg` is where to resume.
+#[inline]
+fn deliver(
+    plan: &Plan<'_>,
+    seg: &mut usize,
+    pool: &mut Pool,
+    batch: &mut Batch,
+    stats: &mut PortStats,
+) -> (usize, bool) {
+    let mut n = 0;
+    while *seg < plan.count() {
+        if batch.is_full() {
+            return (n, false);
+        }
+        let Some(mut pkt) = pool.alloc() else {
+            // Leave the rest in the ring; we resume here when buffers come back.
+            return (n, false);
+        };
+        let len = plan.len_of(*seg);
+        let written = match pkt.reset_for_rx(len) {
+            Some(buf) => plan.write(*seg, buf),
+            None => 0,
+        };
+        *seg += 1;
+        if written == 0 {
+            stats.rx_errors += 1;
+            pool.free(pkt);
+            continue;
+        }
+        stats.rx_packets += 1;
+        stats.rx_bytes += written as u64;
+        if let Err(p) = batch.push(pkt) {
+            pool.free(p);
+            return (n, false);
+        }
+        n += 1;
+    }
+    (n, true)
+}
+
 impl Port for SystemPort {
     fn name(&self) -> &str {
         &self.name
@@ -81,91 +123,39 @@ impl Port for SystemPort {
         let rx = &mut rings.rx;
         let stats = &mut self.stats;
         let mut n = 0;
-        'blocks: while !batch.is_full() {
-            if rx.left == 0 {
-                if rx.status().load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
-                    break;
-                }
-                // SAFETY: the acquire load above saw TP_STATUS_USER, so the kernel has handed
-                // this block over and will not write it until we store TP_STATUS_KERNEL; the
-                // block lies inside the mapping. We only read through this slice.
-                let block = unsafe { std::slice::from_raw_parts(rx.block_ptr(), RX_BLOCK_SIZE) };
-                let (Some(num), Some(first)) = (rd32(block, BLK_NUM_PKTS), rd32(block, BLK_FIRST))
-                else {
-                    rx.release_block();
-                    continue;
-                };
-                if num == 0 {
-                    rx.release_block();
-                    continue;
-                }
-                rx.left = num;
-                rx.off = first as usize;
-                rx.seg = 0;
+        while !batch.is_full() {
+            if rx.left == 0 && !rx.open_block() {
+                break;
             }
-            // SAFETY: as above: `rx.left > 0` means we own the current block (its status was
-            // seen as TP_STATUS_USER and not handed back yet).
+            // SAFETY: `rx.left > 0` means we own the current block (its status was seen as
+            // TP_STATUS_USER and not handed back yet); it lies inside the mapping.
             let block = unsafe { std::slice::from_raw_parts(rx.block_ptr(), RX_BLOCK_SIZE) };
-            let Some((frame, next)) = parse_frame(block, rx.off) else {
+            // Not even a readable header, or a frame that claims more frames follow but no
+            // offset to them: the rest of the block cannot be trusted.
+            let Some((frame, next)) =
+                parse_frame(block, rx.off).filter(|&(_, next)| rx.left <= 1 || next != 0)
+            else {
                 stats.rx_errors += 1;
                 rx.release_block();
                 continue;
             };
-            if rx.left > 1 && next == 0 {
-                // A frame that claims more frames follow but no offset to them.
-                stats.rx_errors += 1;
-                rx.release_block();
-                continue;
-            }
-            let (data, vnet, tag) = match frame {
-                RxFrame::Deliver { data, vnet, tag } => (data, vnet, tag),
+            let plan = match frame {
+                RxFrame::Deliver { data, vnet, tag } => Plan::new(data, tag, &vnet).ok(),
                 RxFrame::Skip => {
                     rx.advance(next);
                     continue;
                 }
-                RxFrame::Error => {
-                    stats.rx_errors += 1;
-                    rx.advance(next);
-                    continue;
-                }
+                RxFrame::Error => None,
             };
-            let plan = match Plan::new(data, tag, &vnet) {
-                Ok(p) => p,
-                Err(OffloadError::TooBig)
-                | Err(OffloadError::Malformed)
-                | Err(OffloadError::UnsupportedGso(_)) => {
-                    stats.rx_errors += 1;
-                    rx.advance(next);
-                    continue;
-                }
+            let Some(plan) = plan else {
+                stats.rx_errors += 1;
+                rx.advance(next);
+                continue;
             };
-            let count = plan.count();
-            while rx.seg < count {
-                if batch.is_full() {
-                    break 'blocks;
-                }
-                let Some(mut pkt) = pool.alloc() else {
-                    // Leave the rest in the ring; we resume here when buffers come back.
-                    break 'blocks;
-                };
-                let len = plan.len_of(rx.seg);
-                let written = match pkt.reset_for_rx(len) {
-                    Some(buf) => plan.write(rx.seg, buf),
-                    None => 0,
-                };
-                rx.seg += 1;
-                if written == 0 {
-                    stats.rx_errors += 1;
-                    pool.free(pkt);
-                    continue;
-                }
-                stats.rx_packets += 1;
-                stats.rx_bytes += written as u64;
-                if let Err(p) = batch.push(pkt) {
-                    pool.free(p);
-                    break 'blocks;
-                }
-                n += 1;
+            let (delivered, whole) = deliver(&plan, &mut rx.seg, pool, batch, stats);
+            n += delivered;
+            if !whole {
+                break;
             }
             rx.advance(next);
         }

@@ -364,6 +364,26 @@ fn keep_options(opts: &[u8], meta: &mut TunMeta) {
 /// `udp_port_known` says whether a UDP destination port belongs to a tunnel, and as which
 /// protocol.
 pub fn parse(f: &[u8], udp_port_known: impl Fn(u16) -> Option<Proto>) -> Option<Parsed> {
+    let (ip, ihl) = outer_ipv4(f)?;
+    let mut meta = outer_meta(ip);
+    let l4 = &ip[ihl..];
+    let (proto, dst_port, l4_len) = match ip[9] {
+        IPPROTO_UDP => udp_tunnel(l4, udp_port_known, &mut meta)?,
+        IPPROTO_GRE => (Proto::Gre, 0, gre_header(l4, &mut meta)?),
+        _ => return None,
+    };
+    Some(Parsed {
+        proto,
+        dst_port,
+        hdr_len: ETH_LEN + ihl + l4_len,
+        meta,
+    })
+}
+
+/// The outer IPv4 datagram of `f` (up to its total length) and its header length, if it is
+/// a well-formed one that is not a fragment.
+#[inline]
+fn outer_ipv4(f: &[u8]) -> Option<(&[u8], usize)> {
     if f.len() < ETH_LEN + IP_LEN || f[12..14] != ETH_P_IP.to_be_bytes() {
         return None;
     }
@@ -380,103 +400,106 @@ pub fn parse(f: &[u8], udp_port_known: impl Fn(u16) -> Option<Proto>) -> Option<
     if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
         return None;
     }
-    let mut meta = TunMeta {
+    Some((&ip[..total], ihl))
+}
+
+/// The tunnel metadata the outer IPv4 header gives: addresses, TOS, TTL, don't-fragment.
+#[inline]
+fn outer_meta(ip: &[u8]) -> TunMeta {
+    TunMeta {
         id: 0,
         src: [ip[12], ip[13], ip[14], ip[15]],
         dst: [ip[16], ip[17], ip[18], ip[19]],
-        flags: 0,
+        flags: if ip[6] & 0x40 != 0 {
+            F_DONT_FRAGMENT
+        } else {
+            0
+        },
         tos: ip[1],
         ttl: ip[8],
         ..TunMeta::default()
+    }
+}
+
+/// A UDP datagram to a tunnel port: its protocol, destination port and the length of the
+/// UDP and tunnel headers; the VNI, checksum and OAM flags and Geneve options go to `meta`.
+#[inline]
+fn udp_tunnel(
+    l4: &[u8],
+    udp_port_known: impl Fn(u16) -> Option<Proto>,
+    meta: &mut TunMeta,
+) -> Option<(Proto, u16, usize)> {
+    if l4.len() < UDP_LEN + 8 {
+        return None;
+    }
+    let dport = u16::from_be_bytes([l4[2], l4[3]]);
+    let proto = udp_port_known(dport)?;
+    if u16::from_be_bytes([l4[6], l4[7]]) != 0 {
+        meta.flags |= F_CSUM;
+    }
+    let t = &l4[UDP_LEN..];
+    let hlen = match proto {
+        Proto::Vxlan => {
+            if u32::from_be_bytes([t[0], t[1], t[2], t[3]]) != VXLAN_FLAGS {
+                return None;
+            }
+            8
+        }
+        Proto::Geneve => {
+            if t[0] >> 6 != 0 || u16::from_be_bytes([t[2], t[3]]) != ETH_P_TEB {
+                return None;
+            }
+            if t[1] & 0x80 != 0 {
+                meta.flags |= F_OAM;
+            }
+            8 + usize::from(t[0] & 0x3f) * 4
+        }
+        Proto::Gre => return None,
     };
-    if ip[6] & 0x40 != 0 {
-        meta.flags |= F_DONT_FRAGMENT;
+    meta.id = u64::from(u32::from_be_bytes([t[4], t[5], t[6], 0]) >> 8);
+    meta.flags |= F_KEY;
+    if t.len() < hlen + ETH_LEN {
+        return None;
     }
-    let l4 = &ip[ihl..total];
-    let base = ETH_LEN + ihl;
-    match ip[9] {
-        IPPROTO_UDP => {
-            if l4.len() < UDP_LEN + 8 {
-                return None;
-            }
-            let dport = u16::from_be_bytes([l4[2], l4[3]]);
-            let proto = udp_port_known(dport)?;
-            if u16::from_be_bytes([l4[6], l4[7]]) != 0 {
-                meta.flags |= F_CSUM;
-            }
-            let t = &l4[UDP_LEN..];
-            let hlen = match proto {
-                Proto::Vxlan => {
-                    if u32::from_be_bytes([t[0], t[1], t[2], t[3]]) != VXLAN_FLAGS {
-                        return None;
-                    }
-                    8
-                }
-                Proto::Geneve => {
-                    if t[0] >> 6 != 0 || u16::from_be_bytes([t[2], t[3]]) != ETH_P_TEB {
-                        return None;
-                    }
-                    if t[1] & 0x80 != 0 {
-                        meta.flags |= F_OAM;
-                    }
-                    8 + usize::from(t[0] & 0x3f) * 4
-                }
-                Proto::Gre => return None,
-            };
-            meta.id = u64::from(u32::from_be_bytes([t[4], t[5], t[6], 0]) >> 8);
-            meta.flags |= F_KEY;
-            if t.len() < hlen + ETH_LEN {
-                return None;
-            }
-            if proto == Proto::Geneve {
-                keep_options(&t[8..hlen], &mut meta);
-            }
-            Some(Parsed {
-                proto,
-                dst_port: dport,
-                hdr_len: base + UDP_LEN + hlen,
-                meta,
-            })
-        }
-        IPPROTO_GRE => {
-            if l4.len() < 4 {
-                return None;
-            }
-            let flags = u16::from_be_bytes([l4[0], l4[1]]);
-            // Version 0, no routing, no recursion or reserved bits.
-            if flags & !(GRE_CSUM | GRE_KEY | GRE_SEQ) != 0
-                || u16::from_be_bytes([l4[2], l4[3]]) != ETH_P_TEB
-            {
-                return None;
-            }
-            let mut n = 4;
-            if flags & GRE_CSUM != 0 {
-                meta.flags |= F_CSUM;
-                n += 4;
-            }
-            if flags & GRE_KEY != 0 {
-                if l4.len() < n + 4 {
-                    return None;
-                }
-                meta.id = u64::from(u32::from_be_bytes([l4[n], l4[n + 1], l4[n + 2], l4[n + 3]]));
-                meta.flags |= F_KEY;
-                n += 4;
-            }
-            if flags & GRE_SEQ != 0 {
-                n += 4;
-            }
-            if l4.len() < n + ETH_LEN {
-                return None;
-            }
-            Some(Parsed {
-                proto: Proto::Gre,
-                dst_port: 0,
-                hdr_len: base + n,
-                meta,
-            })
-        }
-        _ => None,
+    if proto == Proto::Geneve {
+        keep_options(&t[8..hlen], meta);
     }
+    Some((proto, dport, UDP_LEN + hlen))
+}
+
+/// A GRE header carrying Ethernet: its length; the key and checksum flag go to `meta`.
+#[inline]
+fn gre_header(l4: &[u8], meta: &mut TunMeta) -> Option<usize> {
+    if l4.len() < 4 {
+        return None;
+    }
+    let flags = u16::from_be_bytes([l4[0], l4[1]]);
+    // Version 0, no routing, no recursion or reserved bits.
+    if flags & !(GRE_CSUM | GRE_KEY | GRE_SEQ) != 0
+        || u16::from_be_bytes([l4[2], l4[3]]) != ETH_P_TEB
+    {
+        return None;
+    }
+    let mut n = 4;
+    if flags & GRE_CSUM != 0 {
+        meta.flags |= F_CSUM;
+        n += 4;
+    }
+    if flags & GRE_KEY != 0 {
+        if l4.len() < n + 4 {
+            return None;
+        }
+        meta.id = u64::from(u32::from_be_bytes([l4[n], l4[n + 1], l4[n + 2], l4[n + 3]]));
+        meta.flags |= F_KEY;
+        n += 4;
+    }
+    if flags & GRE_SEQ != 0 {
+        n += 4;
+    }
+    if l4.len() < n + ETH_LEN {
+        return None;
+    }
+    Some(n)
 }
 
 #[cfg(test)]

@@ -155,57 +155,11 @@ fn write_action(k: &FlowKey, f: Field) -> Option<DpAction> {
         Field::TunnelId => DpAction::SetTunnelId(v as u64),
         Field::TunSrc => DpAction::SetTunnelSrc(k.tun_src),
         Field::TunDst => DpAction::SetTunnelDst(k.tun_dst),
-        // Pipeline state only: nothing to write into the packet (ct_mark and
-        // ct_label are written by `ct(commit,exec(..))`, never by a set_field here).
-        Field::RecircId
-        | Field::DpHash
-        | Field::CtState
-        | Field::CtZone
-        | Field::CtMark
-        | Field::CtLabel
-        | Field::CtNwSrc
-        | Field::CtNwDst
-        | Field::CtIpv6Src
-        | Field::CtIpv6Dst
-        | Field::CtNwProto
-        | Field::CtTpSrc
-        | Field::CtTpDst
-        | Field::Metadata
-        | Field::InPort
-        | Field::InPhyPort
-        | Field::Ipv6Exthdr
-        | Field::TcpFlags
-        | Field::IpFrag
-        | Field::PktMark
-        | Field::Reg0
-        | Field::Reg1
-        | Field::Reg2
-        | Field::Reg3
-        | Field::Reg4
-        | Field::Reg5
-        | Field::Reg6
-        | Field::Reg7
-        | Field::Reg8
-        | Field::Reg9
-        | Field::Reg10
-        | Field::Reg11
-        | Field::Reg12
-        | Field::Reg13
-        | Field::Reg14
-        | Field::Reg15
-        | Field::Xreg0
-        | Field::Xreg1
-        | Field::Xreg2
-        | Field::Xreg3
-        | Field::Xreg4
-        | Field::Xreg5
-        | Field::Xreg6
-        | Field::Xreg7
-        | Field::Xxreg0
-        | Field::Xxreg1
-        | Field::Xxreg2
-        | Field::Xxreg3 => return None,
-        // The tunnel options went to `set_tun_metadata` above.
+        // Pipeline state only, nothing to write into the packet: the registers, metadata,
+        // in_port, pkt_mark, recirc_id, dp_hash, the ct_* fields (ct_mark and ct_label are
+        // written by `ct(commit,exec(..))`, never by a set_field here) and the read-only
+        // ipv6_exthdr, tcp_flags and ip_frag. The tunnel options went to
+        // `set_tun_metadata` above.
         _ => return None,
     })
 }

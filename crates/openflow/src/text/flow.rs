@@ -364,7 +364,6 @@ pub fn parse_flow(text: &str, command: FlowModCommand) -> Result<FlowMod, TextEr
     let mut toks = Tokens::new(text);
     while let Some(tok) = toks.next_token() {
         let tok = tok?;
-        let text = tok.text();
         match tok.key {
             "actions" => {
                 if tok.value.is_none() {
@@ -372,76 +371,19 @@ pub fn parse_flow(text: &str, command: FlowModCommand) -> Result<FlowMod, TextEr
                 }
                 actions = Some(toks.take_rest_from(tok.value_start));
             }
-            "table" => {
-                let v = need_value(&tok)?;
-                let t = match v {
-                    "all" => u128::from(OFPTT_ALL),
-                    _ => parse_uint(v, 8).ok_or_else(|| {
-                        TextError::new(format!("{text}: '{v}' is not a table number (0 to 254)"))
-                    })?,
-                } as u8;
-                if t == OFPTT_ALL && command == FlowModCommand::Add {
-                    return Err(TextError::new(format!(
-                        "{text}: flows must be added to one table (0 to {OFPTT_MAX})"
-                    )));
-                }
-                fm.table_id = t;
-            }
+            "table" => fm.table_id = table_for(&tok, command)?,
             "priority" => fm.priority = uint_for(&tok, 16)? as u16,
             "idle_timeout" => fm.idle_timeout = uint_for(&tok, 16)? as u16,
             "hard_timeout" => fm.hard_timeout = uint_for(&tok, 16)? as u16,
-            "cookie" => {
-                let (c, mask) = cookie_parts(&tok)?;
-                match (mask, command) {
-                    (Some(_), FlowModCommand::Add) => {
-                        return Err(TextError::new(format!(
-                            "{text}: flow additions cannot use a cookie mask"
-                        )))
-                    }
-                    (None, FlowModCommand::Delete | FlowModCommand::DeleteStrict) => {
-                        return Err(TextError::new(format!(
-                            "{text}: cannot set a cookie when deleting; use cookie=VALUE/MASK"
-                        )))
-                    }
-                    _ => {}
-                }
-                // A delete selects by the cookie's masked bits alone; keeping the others
-                // would give a flow_mod that prints (and parses back) differently.
-                fm.cookie = match mask {
-                    Some(m) if command.is_delete() => c & m,
-                    _ => c,
-                };
-                fm.cookie_mask = mask.unwrap_or(0);
-            }
+            "cookie" => (fm.cookie, fm.cookie_mask) = cookie_for(&tok, command)?,
             // As ovs-ofctl: an addition selects no flows, so it takes neither.
             "out_port" | "out_group" if command == FlowModCommand::Add => {
                 return Err(TextError::new(format!("unknown keyword {}", tok.key)));
             }
-            "out_port" => {
-                let v = need_value(&tok)?;
-                fm.out_port = parse_port(v).ok_or_else(|| {
-                    TextError::new(format!("{text}: '{v}' is not a port number or name"))
-                })?;
-            }
-            "out_group" => {
-                let v = need_value(&tok)?;
-                fm.out_group = match v {
-                    "any" | "ANY" => OFPG_ANY,
-                    "all" | "ALL" => OFPG_ALL,
-                    _ => uint_for(&tok, 32)? as u32,
-                };
-            }
+            "out_port" => fm.out_port = out_port_for(&tok)?,
+            "out_group" => fm.out_group = out_group_for(&tok)?,
             "duration" | "n_packets" | "n_bytes" | "idle_age" | "hard_age" => {}
-            key => {
-                if let Some((flag, _)) = FlowModFlags::NAMES.iter().find(|(_, n)| *n == key) {
-                    if tok.value.is_some() {
-                        return Err(TextError::new(format!("{text}: '{key}' takes no value")));
-                    }
-                    fm.flags.insert(*flag);
-                } else if !b.item(&tok)? {
-                    return Err(TextError::new(format!("unknown field '{key}'")));
-                }
-            }
+            _ => flag_or_field(&tok, &mut fm.flags, &mut b)?,
         }
     }
     fm.match_ = b.finish()?;
@@ -456,6 +398,97 @@ pub fn parse_flow(text: &str, command: FlowModCommand) -> Result<FlowMod, TextEr
         (None, true) => {}
     }
     Ok(fm)
+}
+
+/// `table=N` or `table=all` (which an addition cannot take).
+fn table_for(tok: &Token<'_>, command: FlowModCommand) -> Result<u8, TextError> {
+    let v = need_value(tok)?;
+    let t = match v {
+        "all" => u128::from(OFPTT_ALL),
+        _ => parse_uint(v, 8).ok_or_else(|| {
+            TextError::new(format!(
+                "{}: '{v}' is not a table number (0 to 254)",
+                tok.text()
+            ))
+        })?,
+    } as u8;
+    if t == OFPTT_ALL && command == FlowModCommand::Add {
+        return Err(TextError::new(format!(
+            "{}: flows must be added to one table (0 to {OFPTT_MAX})",
+            tok.text()
+        )));
+    }
+    Ok(t)
+}
+
+/// `cookie=V[/M]` as the flow_mod's cookie and cookie mask: an addition takes no mask, a
+/// delete needs one (see [`parse_flow`]).
+fn cookie_for(tok: &Token<'_>, command: FlowModCommand) -> Result<(u64, u64), TextError> {
+    let (c, mask) = cookie_parts(tok)?;
+    match (mask, command) {
+        (Some(_), FlowModCommand::Add) => {
+            return Err(TextError::new(format!(
+                "{}: flow additions cannot use a cookie mask",
+                tok.text()
+            )))
+        }
+        (None, FlowModCommand::Delete | FlowModCommand::DeleteStrict) => {
+            return Err(TextError::new(format!(
+                "{}: cannot set a cookie when deleting; use cookie=VALUE/MASK",
+                tok.text()
+            )))
+        }
+        _ => {}
+    }
+    // A delete selects by the cookie's masked bits alone; keeping the others would give a
+    // flow_mod that prints (and parses back) differently.
+    let cookie = match mask {
+        Some(m) if command.is_delete() => c & m,
+        _ => c,
+    };
+    Ok((cookie, mask.unwrap_or(0)))
+}
+
+/// `out_port=P`, a number or a reserved port's name.
+fn out_port_for(tok: &Token<'_>) -> Result<u32, TextError> {
+    let v = need_value(tok)?;
+    parse_port(v).ok_or_else(|| {
+        TextError::new(format!(
+            "{}: '{v}' is not a port number or name",
+            tok.text()
+        ))
+    })
+}
+
+/// `out_group=G`, a number, `any` or `all`.
+fn out_group_for(tok: &Token<'_>) -> Result<u32, TextError> {
+    Ok(match need_value(tok)? {
+        "any" | "ANY" => OFPG_ANY,
+        "all" | "ALL" => OFPG_ALL,
+        _ => uint_for(tok, 32)? as u32,
+    })
+}
+
+/// Any other item: a flow_mod flag (`send_flow_rem`...), which takes no value, or a match
+/// field.
+fn flag_or_field(
+    tok: &Token<'_>,
+    flags: &mut FlowModFlags,
+    b: &mut MatchBuilder,
+) -> Result<(), TextError> {
+    let key = tok.key;
+    if let Some((flag, _)) = FlowModFlags::NAMES.iter().find(|(_, n)| *n == key) {
+        if tok.value.is_some() {
+            return Err(TextError::new(format!(
+                "{}: '{key}' takes no value",
+                tok.text()
+            )));
+        }
+        flags.insert(*flag);
+    } else if !b.item(tok)? {
+        return Err(TextError::new(format!("unknown field '{key}'")));
+    }
+    Ok(())
 }
 
 /// Fields printed before the protocol shorthand, in OVS's order.

@@ -105,7 +105,7 @@ impl<'a> Tokens<'a> {
         rest.trim()
     }
 
-    /// The next item, `None` at the end.
+    /// The next item, `None` at the end. After an error the lexer is at the end.
     pub fn next_token(&mut self) -> Option<Result<Token<'a>, TextError>> {
         let s = self.s;
         let rest = s.get(self.pos..)?;
@@ -116,8 +116,6 @@ impl<'a> Tokens<'a> {
             .find(|c: char| is_delim(c) || matches!(c, '=' | ':' | '(' | ')'))
             .unwrap_or(item.len());
         let key = item.get(..key_len)?;
-        let after = item.get(key_len..).unwrap_or("");
-        let sep = after.chars().next();
         if key.is_empty() {
             self.pos = s.len();
             return Some(Err(TextError::new(format!(
@@ -125,114 +123,105 @@ impl<'a> Tokens<'a> {
                 truncate(item)
             ))));
         }
-        match sep {
-            Some('(') => {
-                let inner_start = start + key_len + 1;
-                let inner = s.get(inner_start..).unwrap_or("");
-                let mut depth = 1usize;
-                let mut close = None;
-                for (i, c) in inner.char_indices() {
-                    match c {
-                        '(' => depth += 1,
-                        ')' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                close = Some(i);
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                let Some(close) = close else {
-                    self.pos = s.len();
-                    return Some(Err(TextError::new(format!(
-                        "'{}': unbalanced parentheses",
-                        truncate(item)
-                    ))));
-                };
-                let mut value = inner.get(..close).unwrap_or("");
-                self.pos = inner_start + close + 1;
-                let mut tail = s.get(self.pos..).unwrap_or("");
-                // `key(x)->y`, as `check_pkt_larger(1500)->reg0[0]`: as ovs-ofctl, the value
-                // is `x)->y`, up to the next delimiter.
-                if tail.starts_with("->") {
-                    let end = tail.find(is_delim).unwrap_or(tail.len());
-                    self.pos += end;
-                    value = inner.get(..close + 1 + end).unwrap_or("");
-                    tail = s.get(self.pos..).unwrap_or("");
-                }
-                if let Some(c) = tail.chars().next() {
-                    if !is_delim(c) {
-                        self.pos = s.len();
-                        return Some(Err(TextError::new(format!(
-                            "'{}': unexpected text after ')'",
-                            truncate(item)
-                        ))));
-                    }
-                }
-                Some(Ok(Token {
-                    key,
-                    value: Some(value),
-                    value_start: inner_start,
-                }))
-            }
-            Some('=') | Some(':') => {
-                let vstart = start + key_len + 1;
-                let v = s.get(vstart..).unwrap_or("");
-                let mut depth = 0usize;
-                let mut end = v.len();
-                for (i, c) in v.char_indices() {
-                    match c {
-                        '(' => depth += 1,
-                        ')' => {
-                            if depth == 0 {
-                                self.pos = s.len();
-                                return Some(Err(TextError::new(format!(
-                                    "'{}': unbalanced parentheses",
-                                    truncate(item)
-                                ))));
-                            }
-                            depth -= 1;
-                        }
-                        c if depth == 0 && is_delim(c) => {
-                            end = i;
-                            break;
-                        }
-                        _ => {}
-                    }
-                }
-                if depth != 0 {
-                    self.pos = s.len();
-                    return Some(Err(TextError::new(format!(
-                        "'{}': unbalanced parentheses",
-                        truncate(item)
-                    ))));
-                }
-                self.pos = vstart + end;
-                Some(Ok(Token {
-                    key,
-                    value: Some(v.get(..end).unwrap_or("")),
-                    value_start: vstart,
-                }))
-            }
-            Some(')') => {
-                self.pos = s.len();
-                Some(Err(TextError::new(format!(
-                    "'{}': unbalanced parentheses",
-                    truncate(item)
-                ))))
-            }
+        let value_start = start + key_len + 1;
+        let token = match item.get(key_len..).unwrap_or("").chars().next() {
+            Some('(') => self.paren_value(key, value_start),
+            Some('=') | Some(':') => self.plain_value(key, value_start),
+            Some(')') => Err(UNBALANCED),
             _ => {
                 self.pos = start + key_len;
-                Some(Ok(Token {
+                Ok(Token {
                     key,
                     value: None,
                     value_start: start + key_len,
-                }))
+                })
             }
+        };
+        Some(token.map_err(|why| {
+            self.pos = s.len();
+            TextError::new(format!("'{}': {why}", truncate(item)))
+        }))
+    }
+
+    /// `key(value)`, the value starting at byte `inner_start` (after the `(`): up to the
+    /// matching `)`, which must end the item. Moves past it.
+    fn paren_value(&mut self, key: &'a str, inner_start: usize) -> Result<Token<'a>, &'static str> {
+        let s = self.s;
+        let inner = s.get(inner_start..).unwrap_or("");
+        let close = matching_paren(inner).ok_or(UNBALANCED)?;
+        let mut value = inner.get(..close).unwrap_or("");
+        self.pos = inner_start + close + 1;
+        let mut tail = s.get(self.pos..).unwrap_or("");
+        // `key(x)->y`, as `check_pkt_larger(1500)->reg0[0]`: as ovs-ofctl, the value
+        // is `x)->y`, up to the next delimiter.
+        if tail.starts_with("->") {
+            let end = tail.find(is_delim).unwrap_or(tail.len());
+            self.pos += end;
+            value = inner.get(..close + 1 + end).unwrap_or("");
+            tail = s.get(self.pos..).unwrap_or("");
+        }
+        if tail.chars().next().is_some_and(|c| !is_delim(c)) {
+            return Err("unexpected text after ')'");
+        }
+        Ok(Token {
+            key,
+            value: Some(value),
+            value_start: inner_start,
+        })
+    }
+
+    /// `key=value` or `key:value`, the value starting at byte `vstart`: up to the next
+    /// delimiter outside parentheses. Moves past it.
+    fn plain_value(&mut self, key: &'a str, vstart: usize) -> Result<Token<'a>, &'static str> {
+        let v = self.s.get(vstart..).unwrap_or("");
+        let end = value_end(v)?;
+        self.pos = vstart + end;
+        Ok(Token {
+            key,
+            value: Some(v.get(..end).unwrap_or("")),
+            value_start: vstart,
+        })
+    }
+}
+
+/// Why an item's parentheses do not pair up.
+const UNBALANCED: &str = "unbalanced parentheses";
+
+/// The byte offset of the `)` closing a `(` just before `inner`.
+fn matching_paren(inner: &str) -> Option<usize> {
+    let mut depth = 1usize;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
         }
     }
+    None
+}
+
+/// The length of the value at the start of `v`: up to the first delimiter outside
+/// parentheses, whose pairs must balance.
+fn value_end(v: &str) -> Result<usize, &'static str> {
+    let mut depth = 0usize;
+    for (i, c) in v.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 => return Err(UNBALANCED),
+            ')' => depth -= 1,
+            c if depth == 0 && is_delim(c) => return Ok(i),
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err(UNBALANCED);
+    }
+    Ok(v.len())
 }
 
 /// At most 40 characters of `s`, for quoting in messages.

@@ -16,8 +16,19 @@ impl fmt::Display for Mac<'_> {
 /// printed; metadata only when non-zero.
 impl fmt::Display for FlowKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "in_port={}", self.in_port)?;
+        self.fmt_metadata(f)?;
+        self.fmt_vlans(f)?;
+        self.fmt_l2(f)?;
+        self.fmt_l3(f)
+    }
+}
+
+impl FlowKey {
+    /// The pipeline metadata, tunnel and connection tracking fields that are set, and the
+    /// registers.
+    fn fmt_metadata(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let k = self;
-        write!(f, "in_port={}", k.in_port)?;
         if k.recirc_id != 0 {
             write!(f, ",recirc_id={:#x}", k.recirc_id)?;
         }
@@ -62,6 +73,12 @@ impl fmt::Display for FlowKey {
                 write!(f, ",reg{i}={r:#x}")?;
             }
         }
+        Ok(())
+    }
+
+    /// The PBB I-SID if set, and each VLAN tag present (outer first).
+    fn fmt_vlans(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let k = self;
         if k.pbb_isid != 0 {
             write!(f, ",pbb_isid={:#x}", k.pbb_isid)?;
         }
@@ -80,13 +97,24 @@ impl fmt::Display for FlowKey {
                 tci >> 13
             )?;
         }
+        Ok(())
+    }
+
+    /// The Ethernet addresses and type.
+    fn fmt_l2(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let k = self;
         write!(
             f,
             ",dl_src={},dl_dst={},dl_type={:#06x}",
             Mac(&k.dl_src),
             Mac(&k.dl_dst),
             k.dl_type
-        )?;
+        )
+    }
+
+    /// The network header's fields for the key's ethertype (and then its L4 fields).
+    fn fmt_l3(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let k = self;
         let frag = match k.nw_frag & 3 {
             0 => "no",
             NW_FRAG_ANY => "first",
@@ -155,9 +183,7 @@ impl fmt::Display for FlowKey {
         }
         Ok(())
     }
-}
 
-impl FlowKey {
     fn fmt_l4(&self, f: &mut fmt::Formatter<'_>, v6: bool) -> fmt::Result {
         let k = self;
         if k.nw_frag & NW_FRAG_LATER != 0 {

@@ -141,24 +141,25 @@ pub(super) fn cidr_wild(mask: u128) -> Option<u32> {
 
 /// Encode a match as the OpenFlow 1.0 struct, or say which field it cannot hold.
 pub(crate) fn encode_of10_match(out: &mut Vec<u8>, m: &Match) -> Result<(), EncodeError> {
-    let un = EncodeError::Unrepresentable;
-    let mut w = FW_ALL_CANON;
-    let (mut in_port, mut dl_vlan, mut pcp, mut dl_type, mut tos, mut proto) = (0, 0, 0, 0, 0, 0);
-    let (mut dl_src, mut dl_dst) = ([0u8; 6], [0u8; 6]);
-    let (mut nw_src, mut nw_dst, mut tp_src, mut tp_dst) = (0u32, 0u32, 0u16, 0u16);
+    let mut s = Of10Match::default();
     // OpenFlow 1.0 reads its L3/L4 fields only for IPv4 (and ARP for the ARP ones): with any
     // other dl_type they would be lost (e.g. `tcp6` would come back as `ipv6`).
     let (mut ip_fields, mut arp_fields) = (false, false);
-    let exact = |e: &MatchField, what| {
-        if e.mask.is_some() {
-            Err(un(what))
-        } else {
-            Ok(e.value)
-        }
-    };
     for e in m.iter() {
-        match e.field {
-            Field::IpDscp
+        ip_fields |= ipv4_only(e.field);
+        arp_fields |= matches!(e.field, Field::ArpOp | Field::ArpSpa | Field::ArpTpa);
+        s.set(e, m)?;
+    }
+    s.check_types(ip_fields, arp_fields)?;
+    s.write(out);
+    Ok(())
+}
+
+/// A field OpenFlow 1.0 matches only for IPv4.
+fn ipv4_only(f: Field) -> bool {
+    matches!(
+        f,
+        Field::IpDscp
             | Field::IpProto
             | Field::Ipv4Src
             | Field::Ipv4Dst
@@ -169,95 +170,155 @@ pub(crate) fn encode_of10_match(out: &mut Vec<u8>, m: &Match) -> Result<(), Enco
             | Field::SctpSrc
             | Field::SctpDst
             | Field::Icmpv4Type
-            | Field::Icmpv4Code => ip_fields = true,
-            Field::ArpOp | Field::ArpSpa | Field::ArpTpa => arp_fields = true,
-            _ => {}
+            | Field::Icmpv4Code
+    )
+}
+
+/// The OpenFlow 1.0 match struct being filled: the wildcards and each field.
+struct Of10Match {
+    w: u32,
+    in_port: u16,
+    dl_src: [u8; 6],
+    dl_dst: [u8; 6],
+    dl_vlan: u16,
+    pcp: u8,
+    dl_type: u16,
+    tos: u8,
+    proto: u8,
+    nw_src: u32,
+    nw_dst: u32,
+    tp_src: u16,
+    tp_dst: u16,
+}
+
+impl Default for Of10Match {
+    /// Everything wildcarded.
+    fn default() -> Of10Match {
+        Of10Match {
+            w: FW_ALL_CANON,
+            in_port: 0,
+            dl_src: [0; 6],
+            dl_dst: [0; 6],
+            dl_vlan: 0,
+            pcp: 0,
+            dl_type: 0,
+            tos: 0,
+            proto: 0,
+            nw_src: 0,
+            nw_dst: 0,
+            tp_src: 0,
+            tp_dst: 0,
         }
+    }
+}
+
+impl Of10Match {
+    /// Matches field `e` of `m`, clearing its wildcard, if OpenFlow 1.0 can hold it.
+    fn set(&mut self, e: &MatchField, m: &Match) -> Result<(), EncodeError> {
+        let un = EncodeError::Unrepresentable;
+        let exact = |e: &MatchField, what| {
+            if e.mask.is_some() {
+                Err(un(what))
+            } else {
+                Ok(e.value)
+            }
+        };
         match e.field {
             Field::InPort => {
-                in_port = port_to_of10(exact(e, "in_port mask")? as u32).ok_or(un("in_port"))?;
-                w &= !FW_IN_PORT;
+                self.in_port =
+                    port_to_of10(exact(e, "in_port mask")? as u32).ok_or(un("in_port"))?;
+                self.w &= !FW_IN_PORT;
             }
             Field::EthSrc => {
-                dl_src = crate::oxm::u128_to_mac(exact(e, "dl_src mask")?);
-                w &= !FW_DL_SRC;
+                self.dl_src = crate::oxm::u128_to_mac(exact(e, "dl_src mask")?);
+                self.w &= !FW_DL_SRC;
             }
             Field::EthDst => {
-                dl_dst = crate::oxm::u128_to_mac(exact(e, "dl_dst mask")?);
-                w &= !FW_DL_DST;
+                self.dl_dst = crate::oxm::u128_to_mac(exact(e, "dl_dst mask")?);
+                self.w &= !FW_DL_DST;
             }
             Field::VlanVid => match e.mask {
                 None if e.value == 0 => {
-                    dl_vlan = OFP10_VLAN_NONE;
-                    w &= !FW_DL_VLAN;
+                    self.dl_vlan = OFP10_VLAN_NONE;
+                    self.w &= !FW_DL_VLAN;
                 }
                 None => {
-                    dl_vlan = (e.value & 0x0fff) as u16;
-                    w &= !FW_DL_VLAN;
+                    self.dl_vlan = (e.value & 0x0fff) as u16;
+                    self.w &= !FW_DL_VLAN;
                 }
                 Some(0x1000) if m.contains(Field::VlanPcp) => {}
                 Some(_) => return Err(un("vlan_vid mask")),
             },
             Field::VlanPcp => {
-                pcp = exact(e, "vlan_pcp mask")? as u8;
-                w &= !FW_DL_VLAN_PCP;
+                self.pcp = exact(e, "vlan_pcp mask")? as u8;
+                self.w &= !FW_DL_VLAN_PCP;
             }
             Field::EthType => {
-                dl_type = exact(e, "dl_type mask")? as u16;
-                w &= !FW_DL_TYPE;
+                self.dl_type = exact(e, "dl_type mask")? as u16;
+                self.w &= !FW_DL_TYPE;
             }
             Field::IpDscp => {
-                tos = (exact(e, "nw_tos mask")? as u8) << 2;
-                w &= !FW_NW_TOS;
+                self.tos = (exact(e, "nw_tos mask")? as u8) << 2;
+                self.w &= !FW_NW_TOS;
             }
             Field::IpProto | Field::ArpOp => {
-                proto = u8::try_from(exact(e, "nw_proto mask")?).map_err(|_| un("arp_op"))?;
-                w &= !FW_NW_PROTO;
+                self.proto = u8::try_from(exact(e, "nw_proto mask")?).map_err(|_| un("arp_op"))?;
+                self.w &= !FW_NW_PROTO;
             }
             Field::Ipv4Src | Field::ArpSpa => {
-                nw_src = e.value as u32;
+                self.nw_src = e.value as u32;
                 let wb = cidr_wild(e.mask_bits()).ok_or(un("nw_src mask"))?;
-                w = (w & !(0x3f << FW_NW_SRC_SHIFT)) | (wb << FW_NW_SRC_SHIFT);
+                self.w = (self.w & !(0x3f << FW_NW_SRC_SHIFT)) | (wb << FW_NW_SRC_SHIFT);
             }
             Field::Ipv4Dst | Field::ArpTpa => {
-                nw_dst = e.value as u32;
+                self.nw_dst = e.value as u32;
                 let wb = cidr_wild(e.mask_bits()).ok_or(un("nw_dst mask"))?;
-                w = (w & !(0x3f << FW_NW_DST_SHIFT)) | (wb << FW_NW_DST_SHIFT);
+                self.w = (self.w & !(0x3f << FW_NW_DST_SHIFT)) | (wb << FW_NW_DST_SHIFT);
             }
             Field::TcpSrc | Field::UdpSrc | Field::SctpSrc | Field::Icmpv4Type => {
-                tp_src = exact(e, "tp_src mask")? as u16;
-                w &= !FW_TP_SRC;
+                self.tp_src = exact(e, "tp_src mask")? as u16;
+                self.w &= !FW_TP_SRC;
             }
             Field::TcpDst | Field::UdpDst | Field::SctpDst | Field::Icmpv4Code => {
-                tp_dst = exact(e, "tp_dst mask")? as u16;
-                w &= !FW_TP_DST;
+                self.tp_dst = exact(e, "tp_dst mask")? as u16;
+                self.w &= !FW_TP_DST;
             }
             _ => return Err(un("a field OpenFlow 1.0's match lacks")),
         }
+        Ok(())
     }
-    let typed = w & FW_DL_TYPE == 0;
-    if ip_fields && !(typed && dl_type == ethertype::IPV4) {
-        return Err(un("an L3/L4 field OpenFlow 1.0 matches only for IPv4"));
+
+    /// L3/L4 fields only with dl_type IPv4, ARP fields only with ARP or RARP.
+    fn check_types(&self, ip_fields: bool, arp_fields: bool) -> Result<(), EncodeError> {
+        let un = EncodeError::Unrepresentable;
+        let typed = self.w & FW_DL_TYPE == 0;
+        if ip_fields && !(typed && self.dl_type == ethertype::IPV4) {
+            return Err(un("an L3/L4 field OpenFlow 1.0 matches only for IPv4"));
+        }
+        if arp_fields && !(typed && matches!(self.dl_type, ethertype::ARP | ethertype::RARP)) {
+            return Err(un("an ARP field OpenFlow 1.0 matches only for ARP"));
+        }
+        Ok(())
     }
-    if arp_fields && !(typed && matches!(dl_type, ethertype::ARP | ethertype::RARP)) {
-        return Err(un("an ARP field OpenFlow 1.0 matches only for ARP"));
+
+    /// The 40-byte struct.
+    fn write(&self, out: &mut Vec<u8>) {
+        out.u32(self.w);
+        out.u16(self.in_port);
+        out.extend_from_slice(&self.dl_src);
+        out.extend_from_slice(&self.dl_dst);
+        out.u16(self.dl_vlan);
+        out.u8(self.pcp);
+        out.u8(0);
+        out.u16(self.dl_type);
+        out.u8(self.tos);
+        out.u8(self.proto);
+        out.u16(0);
+        out.u32(self.nw_src);
+        out.u32(self.nw_dst);
+        out.u16(self.tp_src);
+        out.u16(self.tp_dst);
     }
-    out.u32(w);
-    out.u16(in_port);
-    out.extend_from_slice(&dl_src);
-    out.extend_from_slice(&dl_dst);
-    out.u16(dl_vlan);
-    out.u8(pcp);
-    out.u8(0);
-    out.u16(dl_type);
-    out.u8(tos);
-    out.u8(proto);
-    out.u16(0);
-    out.u32(nw_src);
-    out.u32(nw_dst);
-    out.u16(tp_src);
-    out.u16(tp_dst);
-    Ok(())
 }
 
 /// Whether OpenFlow 1.0's fixed match can hold `m` (else NXM is needed).
