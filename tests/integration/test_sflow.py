@@ -224,7 +224,7 @@ def test_sflow_to_sfcapd_and_a_decoder(daemon, net):
         # The pool counts every packet the port received since sFlow was turned on, except
         # those after its last sample (a gap is at most 2 * 10 - 1 packets). On a loaded
         # machine the last datagrams may still be on their way: wait for them.
-        wait_for(lambda: flood_samples() and flood_samples()[-1]["pool"] >= rx1 - rx_on - 19 - 5,
+        wait_for(lambda: (m := flood_samples()) and m[-1]["pool"] >= rx1 - rx_on - 19 - 5,
                  timeout=10, what="the flood's last samples")
         mine = flood_samples()
         assert all(s["rate"] == 10 for s in mine)
