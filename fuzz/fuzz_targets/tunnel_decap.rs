@@ -1,4 +1,5 @@
-//! Fuzzes the reading of tunnel packets' outer headers (VXLAN, Geneve, GRE), which every
+//! Fuzzes the reading of tunnel packets' outer headers (VXLAN, Geneve, GRE over IPv4 or
+//! IPv6), which every
 //! frame an underlay bridge sends to its host goes through while tunnel ports exist: it must
 //! never panic, the header length it reports must leave an inner Ethernet frame, and
 //! re-encapsulating that frame with the key, addresses and Geneve options read must read back
@@ -23,12 +24,24 @@ fuzz_target!(|data: &[u8]| {
     assert!(r.hdr_len + 14 <= data.len());
     let inner = &data[r.hdr_len..];
     let _ = packet::flow::extract(inner, 1);
+    // The outer family is the frame's: an IPv6 one keeps its addresses in the IPv6 pair.
+    let ipv6 = data[12..14] == [0x86, 0xdd];
+    if ipv6 {
+        assert_eq!((r.meta.src, r.meta.dst), ([0; 4], [0; 4]));
+    } else {
+        assert_eq!((r.meta.ipv6_src, r.meta.ipv6_dst), ([0; 16], [0; 16]));
+    }
+    let (src, dst): (std::net::IpAddr, std::net::IpAddr) = if ipv6 {
+        (r.meta.ipv6_src.into(), r.meta.ipv6_dst.into())
+    } else {
+        (r.meta.src.into(), r.meta.dst.into())
+    };
     let t = Template::new(&Outer {
         proto: r.proto,
         src_mac: [2, 0, 0, 0, 0, 1],
         dst_mac: [2, 0, 0, 0, 0, 2],
-        src: r.meta.src.into(),
-        dst: r.meta.dst.into(),
+        src,
+        dst,
         dst_port: if r.proto == Proto::Gre { 0 } else { r.dst_port },
         tos: Some(r.meta.tos),
         ttl: r.meta.ttl.max(1),
@@ -48,6 +61,10 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(again.meta.opts(), r.meta.opts());
         }
         assert_eq!((again.meta.src, again.meta.dst), (r.meta.src, r.meta.dst));
+        assert_eq!(
+            (again.meta.ipv6_src, again.meta.ipv6_dst),
+            (r.meta.ipv6_src, r.meta.ipv6_dst)
+        );
         assert_eq!(&p.data()[again.hdr_len..], inner);
     }
 });

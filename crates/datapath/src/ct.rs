@@ -138,6 +138,8 @@ pub fn recirc_key_fresh(
     k.tunnel_id = first.tunnel_id;
     k.tun_src = first.tun_src;
     k.tun_dst = first.tun_dst;
+    k.tun_ipv6_src = first.tun_ipv6_src;
+    k.tun_ipv6_dst = first.tun_ipv6_dst;
     k.tun_opts_present = first.tun_opts_present;
     k.tun_opts = first.tun_opts;
     set_ct_fields(k, recirc_id, res);

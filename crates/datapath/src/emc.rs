@@ -8,10 +8,11 @@
 //! is busy gets in soon, a flood of short flows mostly does not. `insert_inv_prob = 0`
 //! disables the cache.
 //!
-//! The hash and the comparison cover the key's connection-tracking and tunnel-options
-//! words only for recirculated keys (`recirc_id != 0`) and keys with tunnel options
-//! (`tun_opts_present != 0`): for every other key they are zero, so pipelines without `ct`
-//! and packets without options pay nothing for them.
+//! The hash and the comparison cover the key's connection-tracking and tunnel words only
+//! for recirculated keys (`recirc_id != 0`), keys with tunnel options
+//! (`tun_opts_present != 0`) and keys with IPv6 tunnel addresses ([`FlowKey::has_tail`]):
+//! for every other key they are zero, so pipelines without `ct` and packets without
+//! options or an IPv6 underlay pay nothing for them.
 //!
 //! Entries hold the megaflow's `Arc`; a megaflow that the revalidator kills is dead at
 //! once (see [`crate::dpcls`]), and a dead entry reads as a miss.
@@ -45,14 +46,12 @@ impl Default for Entry {
 }
 
 /// The words of `k` that can differ between keys like it: all of them for a recirculated
-/// key or one with tunnel options, those before the connection-tracking block otherwise (a
-/// key whose `recirc_id` and `tun_opts_present` are 0 has all-zero blocks after it; see
+/// key or one with tunnel options or IPv6 tunnel addresses, those before the
+/// connection-tracking block otherwise (such a key has all-zero blocks after it; see
 /// `packet::flow`).
 #[inline(always)]
 fn live_words(k: &Words) -> &[u64] {
-    // `recirc_id` is the second u32 of word 0.
-    let key = FlowKey::from_words_ref(k);
-    if key.recirc_id == 0 && key.tun_opts_present == 0 {
+    if !FlowKey::from_words_ref(k).has_tail() {
         &k[..CT_WORDS_START]
     } else {
         &k[..]

@@ -29,6 +29,7 @@ fn applies(f: Field, k: &FlowKey) -> bool {
     match f {
         Field::InPort | Field::Metadata | Field::EthDst | Field::EthSrc | Field::EthType => true,
         Field::TunnelId | Field::TunSrc | Field::TunDst | Field::PktMark => true,
+        Field::TunIpv6Src | Field::TunIpv6Dst => true,
         Field::RecircId | Field::DpHash => true,
         Field::CtState | Field::CtZone | Field::CtMark | Field::CtLabel => true,
         Field::CtNwSrc | Field::CtNwDst => ip4,

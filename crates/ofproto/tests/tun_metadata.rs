@@ -307,3 +307,47 @@ fn packet_ins_carry_the_pipelines_tunnel() {
         "{mf}"
     );
 }
+
+/// The IPv6 tunnel addresses: matched, set (the datapath action OVS prints), pinned in the
+/// megaflow only as far as examined, shown in the final flow.
+#[test]
+fn ipv6_tunnel_addresses_are_matched_and_set() {
+    let mut of = Ofproto::new();
+    add(
+        &mut of,
+        "priority=10,tun_ipv6_src=fd00::/64,actions=set_field:fd00::9->tun_ipv6_dst,output:3",
+    )
+    .expect("add");
+    add(&mut of, "priority=1,actions=output:9").expect("add");
+    let v6 = |s: &str| s.parse::<std::net::Ipv6Addr>().expect("ipv6").octets();
+    let k = FlowKey {
+        in_port: 1,
+        tunnel_id: 5,
+        tun_ipv6_src: v6("fd00::2"),
+        tun_ipv6_dst: v6("fd00::1"),
+        dl_type: 0x0800,
+        ..FlowKey::ZERO
+    };
+    let x = xlate(&of, &k, None, None);
+    let text: Vec<String> = x.actions.iter().map(|a| a.to_string()).collect();
+    assert_eq!(text, vec!["set(tunnel(ipv6_dst=fd00::9))", "3"]);
+    assert_eq!(x.actions[0], DpAction::SetTunnelIpv6Dst(v6("fd00::9")));
+    assert_eq!(
+        ofproto::text::megaflow_text(&k, &x.wc, &of.tlv),
+        "recirc_id=0,tun_ipv6_src=fd00::/64,in_port=1,nw_frag=0x0"
+    );
+    let flow = tun_md::flow_text(&x.final_flow, &of.tlv);
+    assert!(
+        flow.contains("tun_id=0x5,tun_ipv6_src=fd00::2,tun_ipv6_dst=fd00::9,"),
+        "{flow}"
+    );
+    // Another remote (or an IPv4 one) misses.
+    let other = FlowKey {
+        tun_ipv6_src: v6("fd01::2"),
+        ..k
+    };
+    assert_eq!(
+        xlate(&of, &other, None, None).actions,
+        vec![DpAction::Output(9)]
+    );
+}

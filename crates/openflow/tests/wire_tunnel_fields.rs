@@ -69,3 +69,50 @@ fn tunnel_addresses_decode_and_encode_byte_exact_in_every_version() {
         );
     }
 }
+
+/// `tun_ipv6_src`/`tun_ipv6_dst` are Nicira class-1 fields 109 and 110
+/// (`NXM_NX_TUN_IPV6_SRC/DST`, 16 bytes, maskable) in every version, as in OVS (which has
+/// no OXM basic field for them).
+#[test]
+fn ipv6_tunnel_addresses_travel_as_nicira_fields_in_every_version() {
+    use openflow::text::parse_flow;
+    let text = "tun_id=0x5,tun_ipv6_src=fd00::1,tun_ipv6_dst=2001:db8::/64,\
+                actions=set_field:fd00::2->tun_ipv6_dst,output:1";
+    // The Nicira names in `load` and `move`.
+    let loads = "load:0xfd000000000000000000000000000002->NXM_NX_TUN_IPV6_DST[],\
+                 move:NXM_NX_TUN_IPV6_SRC[]->NXM_NX_XXREG0[],output:1";
+    let with_loads = format!("tun_id=0x5,actions={loads}");
+    let fm = parse_flow(&with_loads, openflow::messages::FlowModCommand::Add).expect("parses");
+    assert_eq!(format_instructions(&fm.instructions), loads);
+    for version in [OFP10, OFP13, OFP15] {
+        let actions = "set_field:fd00::2->tun_ipv6_dst,output:1";
+        let fm = parse_flow(text, openflow::messages::FlowModCommand::Add).expect("parses");
+        let msg = if version == OFP10 {
+            Message::Nx(NxMessage::FlowMod(fm))
+        } else {
+            Message::FlowMod(fm)
+        };
+        let bytes = encode(&msg, version, 3).expect("encodes");
+        // NXM_NX_TUN_IPV6_SRC exact (0x0001da10) and NXM_NX_TUN_IPV6_DST masked (0x0001dd20).
+        let find = |pat: &[u8]| bytes.windows(pat.len()).any(|w| w == pat);
+        let mut src = vec![0x00, 0x01, 0xda, 0x10, 0xfd, 0x00];
+        src.extend_from_slice(&[0; 13]);
+        src.push(1);
+        assert!(find(&src), "version {version}: {bytes:02x?}");
+        assert!(
+            find(&[0x00, 0x01, 0xdd, 0x20, 0x20, 0x01, 0x0d, 0xb8]),
+            "{version}"
+        );
+        let fm = match decode_frame(&bytes) {
+            Ok((_, Message::FlowMod(fm), _)) | Ok((_, Message::Nx(NxMessage::FlowMod(fm)), _)) => {
+                fm
+            }
+            other => panic!("not a flow_mod: {other:?}"),
+        };
+        assert_eq!(
+            format_match(&fm.match_, None),
+            "tun_id=0x5,tun_ipv6_src=fd00::1,tun_ipv6_dst=2001:db8::/64"
+        );
+        assert_eq!(format_instructions(&fm.instructions), actions);
+    }
+}

@@ -66,14 +66,19 @@ pub struct Packet {
 }
 
 const _: () = assert!(std::mem::size_of::<Packet>() == 24);
-const _: () = assert!(24 + TUN_OPTS_MAX <= TUN_META_LEN);
+const _: () = assert!(56 + TUN_OPTS_MAX <= TUN_META_LEN);
 
-/// Bytes at the start of a buffer that hold a packet's [`TunMeta`].
-pub const TUN_META_LEN: usize = 64;
+/// Bytes at the start of a buffer that hold a packet's [`TunMeta`]. Encapsulation forgets
+/// the metadata before it pushes the outer headers, so those may use the whole headroom (an
+/// IPv6 Geneve header with [`TUN_OPTS_MAX`] bytes of options is 102 bytes); only pushes
+/// made while the metadata is held (VLAN, MPLS) are limited to `HEADROOM - TUN_META_LEN`.
+pub const TUN_META_LEN: usize = 96;
 /// Bytes of Geneve options a [`TunMeta`] carries (whole options, in wire format).
 pub const TUN_OPTS_MAX: usize = 32;
 
-/// Tunnel metadata of a packet (OVS's `flow_tnl`, the part this switch carries).
+/// Tunnel metadata of a packet (OVS's `flow_tnl`, the part this switch carries). As in OVS,
+/// the outer addresses are either the IPv4 pair or the IPv6 pair: a packet tunnelled over
+/// IPv6 has `ipv6_dst` non-zero and `src`/`dst` zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TunMeta {
     /// Tunnel key (VXLAN/Geneve VNI, GRE key).
@@ -81,9 +86,12 @@ pub struct TunMeta {
     /// Outer IPv4 source and destination.
     pub src: [u8; 4],
     pub dst: [u8; 4],
+    /// Outer IPv6 source and destination (zero for an IPv4 underlay).
+    pub ipv6_src: [u8; 16],
+    pub ipv6_dst: [u8; 16],
     /// OVS's `FLOW_TNL_F_*` bits: 1 don't-fragment, 2 checksum, 4 OAM, 8 key present.
     pub flags: u16,
-    /// Outer TOS and TTL.
+    /// Outer TOS (IPv6: traffic class) and TTL (IPv6: hop limit).
     pub tos: u8,
     pub ttl: u8,
     /// Bytes of Geneve options in `opts`: received ones (whole options, as many as fit),
@@ -98,6 +106,11 @@ impl TunMeta {
     pub fn opts(&self) -> &[u8] {
         &self.opts[..usize::from(self.opts_len).min(TUN_OPTS_MAX)]
     }
+
+    /// Whether the outer header is (or is to be) IPv6: the IPv6 destination is set.
+    pub fn is_ipv6(&self) -> bool {
+        self.ipv6_dst != [0; 16]
+    }
 }
 
 impl TunMeta {
@@ -105,27 +118,36 @@ impl TunMeta {
         b[0..8].copy_from_slice(&self.id.to_ne_bytes());
         b[8..12].copy_from_slice(&self.src);
         b[12..16].copy_from_slice(&self.dst);
-        b[16..18].copy_from_slice(&self.flags.to_ne_bytes());
-        b[18] = self.tos;
-        b[19] = self.ttl;
-        b[20] = self.opts_len;
-        b[24..24 + TUN_OPTS_MAX].copy_from_slice(&self.opts);
+        b[16..32].copy_from_slice(&self.ipv6_src);
+        b[32..48].copy_from_slice(&self.ipv6_dst);
+        b[48..50].copy_from_slice(&self.flags.to_ne_bytes());
+        b[50] = self.tos;
+        b[51] = self.ttl;
+        b[52] = self.opts_len;
+        b[56..56 + TUN_OPTS_MAX].copy_from_slice(&self.opts);
     }
 
     fn read(b: &[u8]) -> TunMeta {
+        let arr16 = |at: usize| {
+            let mut a = [0u8; 16];
+            a.copy_from_slice(&b[at..at + 16]);
+            a
+        };
         let mut id = [0u8; 8];
         id.copy_from_slice(&b[0..8]);
         TunMeta {
             id: u64::from_ne_bytes(id),
             src: [b[8], b[9], b[10], b[11]],
             dst: [b[12], b[13], b[14], b[15]],
-            flags: u16::from_ne_bytes([b[16], b[17]]),
-            tos: b[18],
-            ttl: b[19],
-            opts_len: b[20],
+            ipv6_src: arr16(16),
+            ipv6_dst: arr16(32),
+            flags: u16::from_ne_bytes([b[48], b[49]]),
+            tos: b[50],
+            ttl: b[51],
+            opts_len: b[52],
             opts: {
                 let mut o = [0u8; TUN_OPTS_MAX];
-                o.copy_from_slice(&b[24..24 + TUN_OPTS_MAX]);
+                o.copy_from_slice(&b[56..56 + TUN_OPTS_MAX]);
                 o
             },
         }
@@ -634,9 +656,23 @@ mod tun_tests {
             ttl: 64,
             opts_len: 8,
             opts: [7; TUN_OPTS_MAX],
+            ..TunMeta::default()
         };
         assert!(p.set_tun(&m));
         assert_eq!(p.tun(), Some(m));
+        // Either family's addresses come back whole, next to the longest options.
+        let v6 = TunMeta {
+            src: [0; 4],
+            dst: [0; 4],
+            ipv6_src: [0xfd; 16],
+            ipv6_dst: [0xfe; 16],
+            opts_len: TUN_OPTS_MAX as u8,
+            ..m
+        };
+        assert!(!m.is_ipv6() && v6.is_ipv6());
+        assert!(p.set_tun(&v6));
+        assert_eq!(p.tun(), Some(v6));
+        assert!(p.set_tun(&m));
         // Pushes may not reach into the metadata area.
         assert!(p.push_front(HEADROOM - TUN_META_LEN + 1).is_none());
         assert!(p.push_front(HEADROOM - TUN_META_LEN).is_some());

@@ -80,6 +80,8 @@ fn keeps_bytes(a: &DpAction) -> bool {
                 | DpAction::SetTunnelId(_)
                 | DpAction::SetTunnelSrc(_)
                 | DpAction::SetTunnelDst(_)
+                | DpAction::SetTunnelIpv6Src(_)
+                | DpAction::SetTunnelIpv6Dst(_)
                 | DpAction::SetTunnelOpts(_)
         ),
     }
@@ -205,6 +207,8 @@ impl Exec {
                                 | DpAction::SetTunnelId(_)
                                 | DpAction::SetTunnelSrc(_)
                                 | DpAction::SetTunnelDst(_)
+                                | DpAction::SetTunnelIpv6Src(_)
+                                | DpAction::SetTunnelIpv6Dst(_)
                                 | DpAction::SetTunnelOpts(_)
                         )
                 })
@@ -351,6 +355,8 @@ impl Exec {
                 }),
                 DpAction::SetTunnelSrc(a) => set_tunnel(&mut pkt, |m| m.src = *a),
                 DpAction::SetTunnelDst(a) => set_tunnel(&mut pkt, |m| m.dst = *a),
+                DpAction::SetTunnelIpv6Src(a) => set_tunnel(&mut pkt, |m| m.ipv6_src = *a),
+                DpAction::SetTunnelIpv6Dst(a) => set_tunnel(&mut pkt, |m| m.ipv6_dst = *a),
                 DpAction::SetTunnelOpts(o) => set_tunnel(&mut pkt, |m| {
                     let n = o.len().min(m.opts.len());
                     m.opts[..n].copy_from_slice(&o[..n]);
@@ -363,7 +369,7 @@ impl Exec {
     }
 
     /// Queues `p` for its next pass under `id`, its key written in its queue slot (see
-    /// `ct::recirc_key`: the 328-byte key is not copied on the way); `layers` as for
+    /// `ct::recirc_key`: the 360-byte key is not copied on the way); `layers` as for
     /// `execute`.
     #[allow(clippy::too_many_arguments)]
     fn push_recirc(

@@ -2,7 +2,7 @@
 //! OVS puts in a packet-in's match (its "flow metadata"). Every field is reported only when
 //! it is not zero, except `in_port`, always there:
 //!
-//! * the tunnel's `tun_id`, `tun_src`, `tun_dst`, and each `tun_metadata<N>` option the
+//! * the tunnel's `tun_id`, `tun_src`, `tun_dst`, `tun_ipv6_src`, `tun_ipv6_dst`, and each `tun_metadata<N>` option the
 //!   packet has (present, and mapped by the bridge's TLV table), its value included even
 //!   when zero, as OVS reports the options in a packet's "present" map;
 //! * `metadata` and the registers, as the pipeline had them at the `controller` action;
@@ -24,10 +24,12 @@ use packet::flow::{FlowKey, ETH_TYPE_IPV4, ETH_TYPE_IPV6};
 /// The fields a resumed packet takes from the controller besides the registers (the rest
 /// of its flow comes from its bytes): every one [`metadata`] reports except `in_port`,
 /// which says where the packet came from, and `eth_type`, which the bytes say.
-pub const RESUMED: [Field; 16] = [
+pub const RESUMED: [Field; 18] = [
     Field::TunnelId,
     Field::TunSrc,
     Field::TunDst,
+    Field::TunIpv6Src,
+    Field::TunIpv6Dst,
     Field::Metadata,
     Field::PktMark,
     Field::CtState,
@@ -53,6 +55,8 @@ pub fn metadata(key: &FlowKey, meta: &PipelineMeta, tlv: &TlvTable, full: bool) 
         tunnel_id: meta.tunnel_id,
         tun_src: meta.tun_src,
         tun_dst: meta.tun_dst,
+        tun_ipv6_src: meta.tun_ipv6_src,
+        tun_ipv6_dst: meta.tun_ipv6_dst,
         tun_opts_present: meta.tun_opts_present,
         tun_opts: meta.tun_opts,
         ..*key
@@ -60,7 +64,13 @@ pub fn metadata(key: &FlowKey, meta: &PipelineMeta, tlv: &TlvTable, full: bool) 
     let get = |f| ofproto::fields::get(key, f);
     let mut m = Match::new();
     if full {
-        for f in [Field::TunnelId, Field::TunSrc, Field::TunDst] {
+        for f in [
+            Field::TunnelId,
+            Field::TunSrc,
+            Field::TunDst,
+            Field::TunIpv6Src,
+            Field::TunIpv6Dst,
+        ] {
             m = nonzero(m, f, get(f));
         }
         let mut present = key.tun_opts_present;

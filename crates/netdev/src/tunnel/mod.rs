@@ -3,7 +3,8 @@
 //! ## What
 //! A tunnel port sits on a bridge like any port (usually the integration bridge) and is
 //! configured as in OVS: `type=vxlan|geneve|gre`, `options:remote_ip=IP|flow`,
-//! `local_ip=IP`, `key`/`in_key`/`out_key=N|flow`, `dst_port`, `csum`, `tos`, `ttl`,
+//! `local_ip=IP` (IPv4 or IPv6, as in OVS: a `gre` port with IPv6 addresses is OVS's
+//! `ip6gre`), `key`/`in_key`/`out_key=N|flow`, `dst_port`, `csum`, `tos`, `ttl`,
 //! `df_default`, `packet_type=legacy_l2`. It owns no socket and no kernel device: its outer
 //! packets travel over an *underlay*, the bridge whose internal port owns the local address
 //! (OVS's "native tunnelling" in the userspace datapath).
@@ -11,23 +12,26 @@
 //! ## How
 //! * **Receive.** Every `internal` port is wrapped ([`underlay::UnderlayPort`]). When the
 //!   underlay bridge forwards a packet to its internal port (the host's address), the wrapper
-//!   looks at it before the host does: an IPv4 UDP packet to a tunnel's port (or GRE) for a
+//!   looks at it before the host does: an IPv4 or IPv6 UDP packet to a tunnel's port (or GRE) for a
 //!   tunnel whose remote address, local address and key fit is decapsulated right there (the
 //!   outer headers popped; key, outer addresses, TOS, TTL and flags kept as the packet's
 //!   [`packet::TunMeta`]) and queued to that tunnel port, which the poll thread then receives
 //!   like any port: the tunnel port is the packet's `in_port` and the OpenFlow module puts
-//!   the key and outer addresses in the flow key (`tun_id`, `tun_src`, `tun_dst`). ARP
-//!   packets seen there teach the neighbour cache.
+//!   the key and outer addresses in the flow key (`tun_id`, `tun_src`, `tun_dst`, or
+//!   `tun_ipv6_src`, `tun_ipv6_dst` over IPv6). ARP packets and IPv6 Neighbor
+//!   Advertisements seen there teach the neighbour cache.
 //! * **Send.** Packets the bridge sends to the tunnel port get the outer headers of the
 //!   tunnel's resolved next hop ([`wire::Template`]: MACs from the neighbour cache, addresses,
 //!   UDP source port from the inner flow's hash, key from the configuration or, with
 //!   `key=flow`, from the packet's metadata as the pipeline set it; with `remote_ip=flow`
-//!   the remote is the `tun_dst` the pipeline set) and are queued to the
+//!   the remote is the `tun_dst` the pipeline set, or else its `tun_ipv6_dst`, as OVS
+//!   picks them) and are queued to the
 //!   underlay's internal port, which hands them to its bridge as if the host had sent them,
 //!   so the underlay bridge's flows (`NORMAL` by default) carry them out.
 //! * **Resolution** runs off the poll threads ([`table`]): route to the remote address from
-//!   the kernel's table, the internal port it names, the next hop's MAC from ARP snooping or
-//!   the switch's own ARP request.
+//!   the kernel's tables (IPv4 and IPv6) and `ovs/route/add`, the internal port it names,
+//!   the next hop's MAC from ARP / Neighbor Advertisement snooping, `tnl/neigh/set`, or the
+//!   switch's own ARP request / Neighbor Solicitation.
 //!
 //! ## Invariants
 //! A bridge without tunnel ports pays nothing: the wrapper tests one flag per burst; the
@@ -42,6 +46,7 @@
 //! shared halves ([`table::Tunnel`], [`table::Underlay`]) are `Sync` and read without locks
 //! on the fast path.
 
+pub mod nd;
 pub mod route;
 pub mod table;
 pub mod underlay;
@@ -49,17 +54,19 @@ pub mod wire;
 
 use crate::{check_options, parse_bool, NetdevError, Options, Port, PortStats};
 use packet::{Batch, Pool};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use wire::Proto;
 
-pub use table::{neigh_flush, neigh_show, ports_show, resolved, route_lookup, route_show};
+pub use table::{
+    neigh_flush, neigh_set, neigh_show, ports_show, resolved, route_add, route_lookup, route_show,
+};
 
 /// An address option: a fixed address or `flow` (taken from the packet's metadata).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Addr {
-    Fixed(Ipv4Addr),
+    Fixed(IpAddr),
     Flow,
 }
 
@@ -111,14 +118,9 @@ fn parse_addr(key: &str, v: &str) -> Result<Addr, NetdevError> {
     if v == "flow" {
         return Ok(Addr::Flow);
     }
-    match v.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V4(a)) if !a.is_unspecified() && !a.is_multicast() => {
-            Ok(Addr::Fixed(a))
-        }
-        Ok(std::net::IpAddr::V4(_)) => Err(bad(key, format!("'{v}' is not a unicast address"))),
-        Ok(std::net::IpAddr::V6(_)) => {
-            Err(bad(key, format!("'{v}': IPv6 underlays are not supported")))
-        }
+    match v.parse::<IpAddr>() {
+        Ok(a) if !a.is_unspecified() && !a.is_multicast() => Ok(Addr::Fixed(a)),
+        Ok(_) => Err(bad(key, format!("'{v}' is not a unicast address"))),
         Err(_) => Err(bad(key, format!("'{v}' is not an IP address or 'flow'"))),
     }
 }
@@ -169,6 +171,14 @@ pub fn parse_config(proto: Proto, opts: &Options) -> Result<Config, NetdevError>
         .transpose()?;
     if local == Some(Addr::Flow) {
         return Err(bad("local_ip", "'flow' is not supported".into()));
+    }
+    if let (Addr::Fixed(r), Some(Addr::Fixed(l))) = (remote, local) {
+        if r.is_ipv4() != l.is_ipv4() {
+            return Err(bad(
+                "local_ip",
+                format!("'{l}' is not of remote_ip's family ({r})"),
+            ));
+        }
     }
     let key = opts
         .get("key")
@@ -284,8 +294,7 @@ impl TunnelPort {
 
     /// Resolved outer headers for a `remote_ip=flow` packet going to `ip`, asking the
     /// manager for them if they are not known yet.
-    fn flow_target(&self, ip: [u8; 4]) -> Option<Arc<table::Resolved>> {
-        let ip = Ipv4Addr::from(ip);
+    fn flow_target(&self, ip: IpAddr) -> Option<Arc<table::Resolved>> {
         let found = self
             .t
             .flow_out
@@ -313,6 +322,16 @@ impl TunnelPort {
             }
             Err(_) => self.stats.tx_dropped += n,
         }
+    }
+}
+
+/// The remote a `remote_ip=flow` packet asks for: `tun_dst` if the pipeline set it, else
+/// `tun_ipv6_dst` (OVS's `flow_tnl_dst`).
+fn flow_remote(m: &packet::TunMeta) -> IpAddr {
+    if m.dst != [0; 4] || !m.is_ipv6() {
+        IpAddr::from(m.dst)
+    } else {
+        IpAddr::from(m.ipv6_dst)
     }
 }
 
@@ -350,7 +369,7 @@ impl Port for TunnelPort {
             let target = match self.t.cfg.remote {
                 Addr::Fixed(_) => fixed.as_deref(),
                 Addr::Flow => {
-                    by_flow = meta.and_then(|m| self.flow_target(m.dst));
+                    by_flow = meta.and_then(|m| self.flow_target(flow_remote(&m)));
                     by_flow.as_deref()
                 }
             };
@@ -426,6 +445,18 @@ impl Drop for TunnelPort {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_flow_remote_is_tun_dst_else_tun_ipv6_dst() {
+        let mut m = packet::TunMeta {
+            ipv6_dst: [0xfd; 16],
+            ..packet::TunMeta::default()
+        };
+        assert_eq!(flow_remote(&m), IpAddr::from([0xfd; 16]));
+        m.dst = [10, 0, 0, 2];
+        assert_eq!(flow_remote(&m), IpAddr::from([10, 0, 0, 2]));
+        assert!(flow_remote(&packet::TunMeta::default()).is_unspecified());
+    }
+
     fn o(kv: &[(&str, &str)]) -> Options {
         kv.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -443,7 +474,7 @@ mod tests {
             ]),
         )
         .expect("valid");
-        assert_eq!(c.remote, Addr::Fixed(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(c.remote, Addr::Fixed(IpAddr::from([10, 0, 0, 1])));
         assert_eq!(
             (c.in_key, c.out_key, c.dst_port),
             (Key::Flow, Key::Flow, 8472)
@@ -461,7 +492,12 @@ mod tests {
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[], "remote_ip"),
             (&[("remote_ip", "10.0.0")], "remote_ip"),
-            (&[("remote_ip", "fe80::1")], "remote_ip"),
+            (&[("remote_ip", "ff02::1")], "remote_ip"),
+            (&[("remote_ip", "::")], "remote_ip"),
+            (
+                &[("remote_ip", "fd00::2"), ("local_ip", "10.0.0.1")],
+                "local_ip",
+            ),
             (&[("remote_ip", "1.1.1.1"), ("key", "16777216")], "key"),
             (&[("remote_ip", "1.1.1.1"), ("in_key", "x")], "in_key"),
             (&[("remote_ip", "1.1.1.1"), ("dst_port", "0")], "dst_port"),
@@ -488,6 +524,16 @@ mod tests {
             &o(&[("remote_ip", "1.1.1.1"), ("dst_port", "1")])
         )
         .is_err());
+        // IPv6 underlays (OVS's ip6gre for a gre port).
+        for proto in [Proto::Vxlan, Proto::Geneve, Proto::Gre] {
+            let c = parse_config(
+                proto,
+                &o(&[("remote_ip", "fd00::2"), ("local_ip", "fd00::1")]),
+            )
+            .expect("IPv6 addresses");
+            assert_eq!(c.remote, Addr::Fixed("fd00::2".parse().expect("v6")));
+            assert_eq!(c.local, Some(Addr::Fixed("fd00::1".parse().expect("v6"))));
+        }
         assert!(parse_config(
             Proto::Gre,
             &o(&[("remote_ip", "1.1.1.1"), ("key", "4294967295")])

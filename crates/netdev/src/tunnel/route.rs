@@ -1,34 +1,51 @@
-//! The underlay's IPv4 routes: the kernel's main routing table (as `/proc/net/route` shows it
-//! in the switch's network namespace) plus a host route for each address of a bridge's
-//! internal port, as OVS's route table caches them (`ovs-appctl ovs/route/show`).
+//! The underlay's routes, IPv4 and IPv6: the kernel's main routing tables (as
+//! `/proc/net/route` and `/proc/net/ipv6_route` show them in the switch's network
+//! namespace), a host route for each address of a bridge's internal port, and the routes
+//! added with `ovs/route/add`, as OVS's route table caches them (`ovs-appctl
+//! ovs/route/show`).
 //!
 //! A tunnel's outer packets leave through the internal port the route to its remote address
 //! names; the next hop is the route's gateway, or the remote address itself on a connected
-//! route. Lookups are longest-prefix first, then lowest metric. The table is re-read by the
-//! tunnel manager thread (never on a poll thread); lines that do not parse are skipped.
+//! route. Lookups are longest-prefix first (within the remote's family), then routes added
+//! by hand, then lowest metric. The table is re-read by the tunnel manager thread (never on
+//! a poll thread); lines that do not parse are skipped.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// One route.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
-    pub dst: Ipv4Addr,
+    pub dst: IpAddr,
     pub plen: u8,
     pub dev: String,
-    pub gw: Option<Ipv4Addr>,
+    pub gw: Option<IpAddr>,
     pub metric: u32,
     /// A host route to one of the switch's own addresses.
     pub local: bool,
+    /// Added with `ovs/route/add` (shown as `User:`).
+    pub user: bool,
     /// The source address for packets on this route, where the device has one.
-    pub src: Option<Ipv4Addr>,
+    pub src: Option<IpAddr>,
 }
 
 const RTF_UP: u32 = 0x1;
+/// `/proc/net/ipv6_route`: a rejecting route (unreachable, prohibit).
+const RTF_REJECT: u32 = 0x0200;
+/// `/proc/net/ipv6_route`: a route of the local table (the host's own addresses).
+const RTF_LOCAL: u32 = 0x8000_0000;
 
 fn hex_addr(s: &str) -> Option<Ipv4Addr> {
     // The kernel prints the address as a host-order (little-endian) 32-bit number.
     let v = u32::from_str_radix(s, 16).ok()?;
     Some(Ipv4Addr::from(v.swap_bytes()))
+}
+
+fn hex_addr6(s: &str) -> Option<Ipv6Addr> {
+    // 32 hex digits, in wire order.
+    if s.len() != 32 {
+        return None;
+    }
+    u128::from_str_radix(s, 16).ok().map(Ipv6Addr::from)
 }
 
 /// Parses `/proc/net/route` text.
@@ -56,50 +73,136 @@ pub fn parse_proc(text: &str) -> Vec<Route> {
             continue;
         }
         v.push(Route {
-            dst,
+            dst: IpAddr::V4(dst),
             plen: m.leading_ones() as u8,
             dev: f[0].to_string(),
-            gw: (!gw.is_unspecified()).then_some(gw),
+            gw: (!gw.is_unspecified()).then_some(IpAddr::V4(gw)),
             metric,
             local: false,
+            user: false,
             src: None,
         });
     }
     v
 }
 
-/// The kernel's routes now, each with its device's address as source.
-pub fn kernel_routes() -> Vec<Route> {
-    let text = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
-    let mut v = parse_proc(&text);
-    for r in &mut v {
-        r.src = crate::interface_ipv4(&r.dev).ok();
+/// Parses `/proc/net/ipv6_route` text: destination, prefix length, source, source prefix
+/// length, next hop, metric, refcount, use, flags, device. Routes that are not up, reject
+/// routes, the local table's and multicast ones are left out.
+pub fn parse_proc6(text: &str) -> Vec<Route> {
+    let mut v = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 10 {
+            continue;
+        }
+        let (Some(dst), Ok(plen), Some(gw), Ok(metric), Ok(flags)) = (
+            hex_addr6(f[0]),
+            u8::from_str_radix(f[1], 16),
+            hex_addr6(f[4]),
+            u32::from_str_radix(f[5], 16),
+            u32::from_str_radix(f[8], 16),
+        ) else {
+            continue;
+        };
+        if flags & RTF_UP == 0
+            || flags & (RTF_REJECT | RTF_LOCAL) != 0
+            || plen > 128
+            || dst.is_multicast()
+            || f[9] == "lo"
+        {
+            continue;
+        }
+        v.push(Route {
+            dst: IpAddr::V6(dst),
+            plen,
+            dev: f[9].to_string(),
+            gw: (!gw.is_unspecified()).then_some(IpAddr::V6(gw)),
+            metric,
+            local: false,
+            user: false,
+            src: None,
+        });
     }
     v
 }
 
-fn covers(r: &Route, ip: Ipv4Addr) -> bool {
-    let m = if r.plen == 0 {
-        0
-    } else {
-        u32::MAX << (32 - u32::from(r.plen))
-    };
-    u32::from(ip) & m == u32::from(r.dst) & m
+/// The global IPv6 addresses of each device, from `/proc/net/if_inet6` text (address,
+/// ifindex, prefix length, scope, flags, device); link-local and host-scope ones are left
+/// out.
+pub fn parse_if_inet6(text: &str) -> Vec<(String, Ipv6Addr)> {
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let a = hex_addr6(f.first()?)?;
+            let scope = u8::from_str_radix(f.get(3)?, 16).ok()?;
+            let dev = f.get(5)?.to_string();
+            (scope == 0).then_some((dev, a))
+        })
+        .collect()
 }
 
-/// The best route to `ip`: longest prefix, then lowest metric.
-pub fn lookup(routes: &[Route], ip: Ipv4Addr) -> Option<&Route> {
+/// The first global IPv6 address of device `dev`.
+pub fn interface_ipv6(dev: &str) -> Option<Ipv6Addr> {
+    let text = std::fs::read_to_string("/proc/net/if_inet6").unwrap_or_default();
+    parse_if_inet6(&text)
+        .into_iter()
+        .find(|(d, _)| d == dev)
+        .map(|(_, a)| a)
+}
+
+/// The kernel's routes now (both families), each with its device's address as source.
+pub fn kernel_routes() -> Vec<Route> {
+    let text = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
+    let mut v = parse_proc(&text);
+    for r in &mut v {
+        r.src = crate::interface_ipv4(&r.dev).ok().map(IpAddr::V4);
+    }
+    let text6 = std::fs::read_to_string("/proc/net/ipv6_route").unwrap_or_default();
+    let inet6 = std::fs::read_to_string("/proc/net/if_inet6").unwrap_or_default();
+    let addrs = parse_if_inet6(&inet6);
+    for mut r in parse_proc6(&text6) {
+        r.src = addrs
+            .iter()
+            .find(|(d, _)| *d == r.dev)
+            .map(|(_, a)| IpAddr::V6(*a));
+        v.push(r);
+    }
+    v
+}
+
+fn covers(r: &Route, ip: IpAddr) -> bool {
+    match (r.dst, ip) {
+        (IpAddr::V4(d), IpAddr::V4(a)) => {
+            let m = u32::MAX
+                .checked_shl(32 - u32::from(r.plen.min(32)))
+                .unwrap_or(0);
+            u32::from(a) & m == u32::from(d) & m
+        }
+        (IpAddr::V6(d), IpAddr::V6(a)) => {
+            let m = u128::MAX
+                .checked_shl(128 - u32::from(r.plen.min(128)))
+                .unwrap_or(0);
+            u128::from(a) & m == u128::from(d) & m
+        }
+        _ => false,
+    }
+}
+
+/// The best route to `ip`: longest prefix, then one added by hand, then lowest metric.
+pub fn lookup(routes: &[Route], ip: IpAddr) -> Option<&Route> {
     routes
         .iter()
         .filter(|r| covers(r, ip))
-        .min_by_key(|r| (std::cmp::Reverse(r.plen), r.metric))
+        .min_by_key(|r| (std::cmp::Reverse(r.plen), !r.user, r.metric))
 }
 
 /// `ovs/route/show`'s text.
 pub fn show(routes: &[Route]) -> String {
     let mut s = String::from("Route Table:\n");
     for r in routes {
-        s.push_str(&format!("Cached: {}/{} dev {}", r.dst, r.plen, r.dev));
+        let kind = if r.user { "User" } else { "Cached" };
+        s.push_str(&format!("{kind}: {}/{} dev {}", r.dst, r.plen, r.dev));
         if let Some(g) = r.gw {
             s.push_str(&format!(" GW {g}"));
         }
@@ -114,6 +217,63 @@ pub fn show(routes: &[Route]) -> String {
     s
 }
 
+/// Parses `ovs/route/add`'s arguments: `IP/PLEN BRIDGE [GW] [pkt_mark=N] [src=IP]` (the
+/// mark is accepted and not used: tunnel packets carry none).
+pub fn parse_add(args: &[String]) -> Result<Route, String> {
+    let usage = "usage: ovs/route/add ip/plen output_bridge [GW] [pkt_mark=mark] [src=src_ip]";
+    let (Some(prefix), Some(dev)) = (args.first(), args.get(1)) else {
+        return Err(usage.into());
+    };
+    let (addr, plen) = match prefix.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (prefix.as_str(), None),
+    };
+    let dst: IpAddr = addr
+        .parse()
+        .map_err(|_| format!("{prefix} is not a valid address"))?;
+    let max = if dst.is_ipv4() { 32 } else { 128 };
+    let plen = match plen {
+        None => max,
+        Some(p) => p
+            .parse::<u8>()
+            .ok()
+            .filter(|&p| p <= max)
+            .ok_or_else(|| format!("{prefix} is not a valid prefix"))?,
+    };
+    let mut r = Route {
+        dst,
+        plen,
+        dev: dev.clone(),
+        gw: None,
+        metric: 0,
+        local: false,
+        user: true,
+        src: None,
+    };
+    for a in &args[2..] {
+        let same = |ip: IpAddr| ip.is_ipv4() == dst.is_ipv4();
+        if let Some(v) = a.strip_prefix("src=") {
+            let ip: IpAddr = v
+                .parse()
+                .ok()
+                .filter(|ip| same(*ip))
+                .ok_or_else(|| format!("{v} is not a valid source address"))?;
+            r.src = Some(ip);
+        } else if let Some(v) = a.strip_prefix("pkt_mark=") {
+            v.parse::<u32>()
+                .map_err(|_| format!("{v} is not a valid pkt_mark"))?;
+        } else {
+            let ip: IpAddr = a
+                .parse()
+                .ok()
+                .filter(|ip| same(*ip))
+                .ok_or_else(|| format!("{a} is not a valid gateway"))?;
+            r.gw = (!ip.is_unspecified()).then_some(ip);
+        }
+    }
+    Ok(r)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,20 +285,97 @@ br-phy\t0000000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n\
 eth0\t0000000A\t00000000\t0001\t0\t0\t50\t0000FFFF\t0\t0\t0\n\
 junk line\n";
 
+    const PROC6: &str = "\
+fd000000000000000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001   br-phy
+fe800000000000000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000002 00000000 00000001     eth0
+00000000000000000000000000000000 00 00000000000000000000000000000000 00 fd000000000000000000000000000001 00000400 00000002 00000000 00000003     eth0
+00000000000000000000000000000001 80 00000000000000000000000000000000 00 00000000000000000000000000000000 00000000 00000002 00000000 80200001       lo
+fd000000000000000000000000000002 80 00000000000000000000000000000000 00 00000000000000000000000000000000 00000000 00000003 00000000 80200001   br-phy
+00000000000000000000000000000000 00 00000000000000000000000000000000 00 00000000000000000000000000000000 ffffffff 00000001 00000000 00200200       lo
+ff000000000000000000000000000000 08 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000004 00000000 00000001   br-phy
+junk
+";
+
+    fn v4(s: &str) -> IpAddr {
+        IpAddr::V4(s.parse().expect("v4"))
+    }
+
+    fn v6(s: &str) -> IpAddr {
+        IpAddr::V6(s.parse().expect("v6"))
+    }
+
     #[test]
     fn parses_the_kernel_table_and_picks_the_longest_prefix() {
         let r = parse_proc(PROC);
         assert_eq!(r.len(), 3);
-        assert_eq!(r[0].gw, Some(Ipv4Addr::new(10, 0, 0, 1)));
-        assert_eq!(r[1].dst, Ipv4Addr::new(10, 0, 0, 0));
+        assert_eq!(r[0].gw, Some(v4("10.0.0.1")));
+        assert_eq!(r[1].dst, v4("10.0.0.0"));
         assert_eq!(r[1].plen, 24);
-        let hit = lookup(&r, Ipv4Addr::new(10, 0, 0, 7)).expect("route");
+        let hit = lookup(&r, v4("10.0.0.7")).expect("route");
         assert_eq!(hit.dev, "br-phy");
-        let hit = lookup(&r, Ipv4Addr::new(10, 0, 9, 7)).expect("route");
+        let hit = lookup(&r, v4("10.0.9.7")).expect("route");
         assert_eq!(hit.dev, "eth0");
         assert_eq!(hit.plen, 16);
-        let def = lookup(&r, Ipv4Addr::new(8, 8, 8, 8)).expect("default");
+        let def = lookup(&r, v4("8.8.8.8")).expect("default");
         assert_eq!(def.plen, 0);
         assert!(show(&r).starts_with("Route Table:\nCached: 0.0.0.0/0 dev eth0 GW 10.0.0.1\n"));
+        // No IPv4 route covers an IPv6 address.
+        assert_eq!(lookup(&r, v6("fd00::7")), None);
+    }
+
+    #[test]
+    fn parses_the_kernel_ipv6_table() {
+        let r = parse_proc6(PROC6);
+        // The connected fd00::/64 and fe80::/64, the default route; not the local table's
+        // host routes, the reject route or multicast.
+        assert_eq!(r.len(), 3, "{r:?}");
+        assert_eq!((r[0].dst, r[0].plen), (v6("fd00::"), 64));
+        assert_eq!(r[0].dev, "br-phy");
+        assert_eq!(r[0].metric, 256);
+        assert_eq!(r[2].gw, Some(v6("fd00::1")));
+        let hit = lookup(&r, v6("fd00::9")).expect("route");
+        assert_eq!((hit.dev.as_str(), hit.gw), ("br-phy", None));
+        let def = lookup(&r, v6("2001:db8::1")).expect("default");
+        assert_eq!((def.plen, def.gw), (0, Some(v6("fd00::1"))));
+        assert_eq!(lookup(&r, v4("10.0.0.1")), None);
+        let mut r = r;
+        r[0].src = Some(v6("fd00::2"));
+        assert!(show(&r).contains("Cached: fd00::/64 dev br-phy SRC fd00::2\n"));
+        let a = parse_if_inet6(
+            "00000000000000000000000000000001 01 80 10 80       lo\n\
+             fe8000000000000000fc00fffe000001 04 40 20 80     eth0\n\
+             fd000000000000000000000000000002 04 40 00 82     eth0\n",
+        );
+        assert_eq!(
+            a,
+            vec![("eth0".to_string(), "fd00::2".parse().expect("v6"))]
+        );
+    }
+
+    #[test]
+    fn routes_added_by_hand_parse_and_win_a_tie() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let u = parse_add(&s(&["fd01::/64", "br0", "fd00::1", "src=fd00::2"])).expect("ok");
+        assert_eq!(
+            (u.dst, u.plen, u.gw, u.src, u.user),
+            (
+                v6("fd01::"),
+                64,
+                Some(v6("fd00::1")),
+                Some(v6("fd00::2")),
+                true
+            )
+        );
+        let h = parse_add(&s(&["10.1.0.1", "br0", "pkt_mark=3"])).expect("ok");
+        assert_eq!((h.plen, h.gw), (32, None));
+        assert!(parse_add(&s(&["fd01::/129", "br0"])).is_err());
+        assert!(parse_add(&s(&["fd01::/64", "br0", "10.0.0.1"])).is_err());
+        assert!(parse_add(&s(&["fd01::/64"])).is_err());
+        let mut cached = u.clone();
+        cached.user = false;
+        cached.dev = "eth9".into();
+        let routes = vec![cached, u];
+        assert_eq!(lookup(&routes, v6("fd01::5")).map(|r| r.user), Some(true));
+        assert!(show(&routes).contains("User: fd01::/64 dev br0 GW fd00::1 SRC fd00::2\n"));
     }
 }

@@ -1,21 +1,22 @@
 //! The process-wide tunnel state: which tunnel ports exist, which internal ports can carry
-//! their outer packets (underlays), the neighbour (ARP) cache, and the manager thread that
-//! resolves each tunnel's next hop.
+//! their outer packets (underlays), the neighbour (ARP and IPv6 ND) cache, the routes added
+//! by hand, and the manager thread that resolves each tunnel's next hop.
 //!
 //! ## Who touches what
 //! * Poll threads read [`decap_snapshot`] (an `arc-swap` snapshot of the receiving tunnels,
 //!   no lock) on each burst an underlay port sends towards the host, and a tunnel's
 //!   resolved outer headers ([`Tunnel::out`], also `arc-swap`) on each burst a tunnel port
-//!   sends. They snoop ARP into the neighbour cache with `try_lock` only: a busy cache
-//!   loses one snoop, never stalls a poll thread.
+//!   sends. They snoop ARP and Neighbor Advertisements into the neighbour cache with
+//!   `try_lock` only: a busy cache loses one snoop, never stalls a poll thread.
 //! * The manager thread (started with the first tunnel) wakes every 100 ms: it re-reads the
-//!   routes, resolves every tunnel's remote address to (underlay, source, next hop, MAC),
-//!   publishes the outer header template, and sends an ARP request (at most one a second per
-//!   next hop) for next hops whose MAC is unknown, through the underlay as if the host had
-//!   sent it. Until the MAC is known the tunnel drops what it is given (and counts it), as
+//!   routes (IPv4 and IPv6), resolves every tunnel's remote address to (underlay, source,
+//!   next hop, MAC), publishes the outer header template, and sends an ARP request or a
+//!   Neighbor Solicitation (at most one a second per next hop) for next hops whose MAC is
+//!   unknown, through the underlay as if the host had sent it. Until the MAC is known the tunnel drops what it is given (and counts it), as
 //!   OVS does.
 //! * The control plane reads and flushes the tables for `ovs-appctl`.
 
+use super::nd;
 use super::route::{self, Route};
 use super::wire::{Outer, Proto, Template};
 use super::{Addr, Config};
@@ -23,7 +24,7 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use crossbeam_channel::{bounded, Receiver, Sender};
 use packet::{Batch, Pool};
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -149,7 +150,7 @@ impl Drain {
 pub struct Resolved {
     pub underlay: Arc<Underlay>,
     pub tmpl: Template,
-    pub remote: Ipv4Addr,
+    pub remote: IpAddr,
 }
 
 /// A tunnel port's shared half.
@@ -164,7 +165,7 @@ pub struct Tunnel {
     /// `remote_ip=flow`: resolutions by remote address.
     pub flow_out: ArcSwap<Vec<Arc<Resolved>>>,
     /// `remote_ip=flow`: remote addresses packets asked for that are not resolved yet.
-    pub wanted: Mutex<Vec<Ipv4Addr>>,
+    pub wanted: Mutex<Vec<IpAddr>>,
 }
 
 /// An internal port that carries tunnel traffic: its outer packets leave through it as if
@@ -174,6 +175,8 @@ pub struct Underlay {
     pub mac: [u8; 6],
     /// Its IPv4 address (0 if none), refreshed by the manager.
     pub ip: AtomicU32,
+    /// Its global IPv6 address, refreshed by the manager.
+    pub ip6: Mutex<Option<Ipv6Addr>>,
     /// Bursts of outer packets (and ARP probes) waiting to be received "from the host".
     pub inject: Bursts,
 }
@@ -189,12 +192,14 @@ struct State {
     tunnels: Vec<Weak<Tunnel>>,
     underlays: Vec<Weak<Underlay>>,
     routes: Vec<Route>,
-    probed: BTreeMap<Ipv4Addr, Instant>,
+    /// Routes added with `ovs/route/add`.
+    user_routes: Vec<Route>,
+    probed: BTreeMap<IpAddr, Instant>,
 }
 
 struct Table {
     state: Mutex<State>,
-    neigh: Mutex<BTreeMap<Ipv4Addr, Neigh>>,
+    neigh: Mutex<BTreeMap<IpAddr, Neigh>>,
     decap: ArcSwap<Vec<Arc<Tunnel>>>,
     any: AtomicBool,
     /// Decapsulated packets no tunnel port accepted (dropped, as OVS does).
@@ -273,6 +278,7 @@ pub fn add_underlay(name: &str, mac: [u8; 6]) -> Arc<Underlay> {
         name: name.to_string(),
         mac,
         ip: AtomicU32::new(crate::interface_ipv4(name).map_or(0, u32::from)),
+        ip6: Mutex::new(route::interface_ipv6(name)),
         inject: Bursts::new(QUEUE),
     });
     let mut st = lock(&table().state);
@@ -281,9 +287,9 @@ pub fn add_underlay(name: &str, mac: [u8; 6]) -> Arc<Underlay> {
     u
 }
 
-/// Learns `ip` -> `mac` from an ARP packet seen on underlay `bridge` (skipped if the cache
-/// is busy).
-pub fn snoop(ip: Ipv4Addr, mac: [u8; 6], bridge: &str) {
+/// Learns `ip` -> `mac` from an ARP packet or Neighbor Advertisement seen on underlay
+/// `bridge` (skipped if the cache is busy).
+pub fn snoop(ip: IpAddr, mac: [u8; 6], bridge: &str) {
     if ip.is_unspecified() || mac == [0; 6] || mac[0] & 1 != 0 {
         return;
     }
@@ -331,18 +337,23 @@ fn manage() {
                 crate::interface_ipv4(&x.name).map_or(0, u32::from),
                 Ordering::Relaxed,
             );
+            *lock(&x.ip6) = route::interface_ipv6(&x.name);
         }
-        let mut routes = route::kernel_routes();
+        let mut routes = st.user_routes.clone();
+        routes.extend(route::kernel_routes());
         for x in &u {
             let ip = Ipv4Addr::from(x.ip.load(Ordering::Relaxed));
-            if !ip.is_unspecified() {
+            let ip = (!ip.is_unspecified()).then_some(IpAddr::V4(ip));
+            let ip6 = lock(&x.ip6).map(IpAddr::V6);
+            for ip in [ip, ip6].into_iter().flatten() {
                 routes.push(Route {
                     dst: ip,
-                    plen: 32,
+                    plen: if ip.is_ipv4() { 32 } else { 128 },
                     dev: x.name.clone(),
                     gw: None,
                     metric: 0,
                     local: true,
+                    user: false,
                     src: Some(ip),
                 });
             }
@@ -366,7 +377,7 @@ fn manage() {
                 }
             }
             Addr::Flow => {
-                let mut want: Vec<Ipv4Addr> = std::mem::take(&mut *lock(&tun.wanted));
+                let mut want: Vec<IpAddr> = std::mem::take(&mut *lock(&tun.wanted));
                 want.extend(tun.flow_out.load().iter().map(|r| r.remote));
                 want.sort_unstable();
                 want.dedup();
@@ -381,28 +392,38 @@ fn manage() {
     }
 }
 
-/// Outer headers for `cfg` towards `remote`, or `None` (with an ARP probe sent) if the next
-/// hop's MAC is not known yet, or no underlay carries the route.
+/// The underlay's own address of `remote`'s family, if it has one.
+fn underlay_addr(u: &Underlay, remote: IpAddr) -> Option<IpAddr> {
+    match remote {
+        IpAddr::V4(_) => {
+            let ip = Ipv4Addr::from(u.ip.load(Ordering::Relaxed));
+            (!ip.is_unspecified()).then_some(IpAddr::V4(ip))
+        }
+        IpAddr::V6(_) => lock(&u.ip6).map(IpAddr::V6),
+    }
+}
+
+/// Outer headers for `cfg` towards `remote`, or `None` (with an ARP request or Neighbor
+/// Solicitation sent) if the next hop's MAC is not known yet, or no underlay carries the
+/// route.
 fn resolve(
     cfg: &Config,
-    remote: Ipv4Addr,
+    remote: IpAddr,
     underlays: &[Arc<Underlay>],
     routes: &[Route],
 ) -> Option<Resolved> {
     let r = route::lookup(routes, remote)?;
     let u = underlays.iter().find(|u| u.name == r.dev)?;
-    let uip = Ipv4Addr::from(u.ip.load(Ordering::Relaxed));
+    let uip = underlay_addr(u, remote);
     let src = match cfg.local {
-        Some(Addr::Fixed(ip)) => ip,
-        _ => uip,
+        Some(Addr::Fixed(ip)) if ip.is_ipv4() == remote.is_ipv4() => ip,
+        Some(Addr::Fixed(_)) => return None,
+        _ => r.src.filter(|_| r.user).or(uip)?,
     };
-    if src.is_unspecified() {
-        return None;
-    }
     let nexthop = r.gw.unwrap_or(remote);
     let mac = lock(&table().neigh).get(&nexthop).map(|n| n.mac);
     let Some(dst_mac) = mac else {
-        probe(u, uip, nexthop);
+        probe(u, uip.unwrap_or(src), nexthop);
         return None;
     };
     let tmpl = Template::new(&Outer {
@@ -425,11 +446,14 @@ fn resolve(
     })
 }
 
-/// Sends an ARP request for `target` out of underlay `u` (at most once a second per target).
-fn probe(u: &Underlay, src: Ipv4Addr, target: Ipv4Addr) {
-    if src.is_unspecified() {
-        return;
-    }
+/// Sends an ARP request or a Neighbor Solicitation for `target` out of underlay `u` (at
+/// most once a second per target).
+fn probe(u: &Underlay, src: IpAddr, target: IpAddr) {
+    let f = match (src, target) {
+        (IpAddr::V4(s), IpAddr::V4(t)) => nd::arp_request(u.mac, s, t),
+        (IpAddr::V6(s), IpAddr::V6(t)) => nd::neighbor_solicitation(u.mac, s, t),
+        _ => return,
+    };
     {
         let mut st = lock(&table().state);
         if st
@@ -441,14 +465,6 @@ fn probe(u: &Underlay, src: Ipv4Addr, target: Ipv4Addr) {
         }
         st.probed.insert(target, Instant::now());
     }
-    let mut f = [0u8; 42];
-    f[0..6].copy_from_slice(&[0xff; 6]);
-    f[6..12].copy_from_slice(&u.mac);
-    f[12..14].copy_from_slice(&[0x08, 0x06]);
-    f[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
-    f[22..28].copy_from_slice(&u.mac);
-    f[28..32].copy_from_slice(&src.octets());
-    f[38..42].copy_from_slice(&target.octets());
     let mut pool = Pool::new(1);
     if let Some(mut p) = pool.alloc() {
         let mut b = u.inject.spare();
@@ -469,26 +485,79 @@ pub fn route_show() -> String {
     route::show(&routes)
 }
 
-/// `ovs-appctl ovs/route/lookup IP`.
+/// `ovs-appctl ovs/route/lookup IP` (IPv4 or IPv6).
 pub fn route_lookup(ip: &str) -> Result<String, String> {
-    let ip: Ipv4Addr = ip
+    let ip: IpAddr = ip
         .parse()
-        .map_err(|_| format!("{ip} is not a valid IPv4 address"))?;
-    let routes = lock(&table().state).routes.clone();
-    let routes = if routes.is_empty() {
-        route::kernel_routes()
+        .map_err(|_| format!("{ip} is not a valid IP address"))?;
+    let routes = {
+        let st = lock(&table().state);
+        if st.routes.is_empty() {
+            let mut r = st.user_routes.clone();
+            r.extend(route::kernel_routes());
+            r
+        } else {
+            st.routes.clone()
+        }
+    };
+    let none = if ip.is_ipv4() {
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
     } else {
-        routes
+        IpAddr::V6(Ipv6Addr::UNSPECIFIED)
     };
     match route::lookup(&routes, ip) {
         Some(r) => Ok(format!(
             "src {}\ngateway {}\ndev {}\n",
-            r.src.unwrap_or(Ipv4Addr::UNSPECIFIED),
-            r.gw.unwrap_or(Ipv4Addr::UNSPECIFIED),
+            r.src.unwrap_or(none),
+            r.gw.unwrap_or(none),
             r.dev
         )),
         None => Err("Not found".into()),
     }
+}
+
+/// `ovs-appctl ovs/route/add IP/PLEN BRIDGE [GW] [pkt_mark=N] [src=IP]`: a route the
+/// manager uses (before the kernel's on a tie) until the process ends.
+pub fn route_add(args: &[String]) -> Result<String, String> {
+    let r = route::parse_add(args)?;
+    let mut st = lock(&table().state);
+    st.user_routes
+        .retain(|u| (u.dst, u.plen) != (r.dst, r.plen));
+    st.user_routes.push(r);
+    let mut routes = st.user_routes.clone();
+    routes.extend(st.routes.iter().filter(|x| !x.user).cloned());
+    st.routes = routes;
+    Ok("OK\n".into())
+}
+
+/// `ovs-appctl tnl/neigh/set BRIDGE IP MAC` (IPv4 or IPv6).
+pub fn neigh_set(args: &[String]) -> Result<String, String> {
+    let [bridge, ip, mac] = args else {
+        return Err("usage: tnl/neigh/set BRIDGE IP MAC".into());
+    };
+    let ip: IpAddr = ip
+        .parse()
+        .map_err(|_| format!("error parsing IP address {ip}"))?;
+    let m: Vec<u8> = mac
+        .split(':')
+        .filter_map(|x| {
+            (x.len() <= 2)
+                .then(|| u8::from_str_radix(x, 16).ok())
+                .flatten()
+        })
+        .collect();
+    let mac: [u8; 6] = m
+        .try_into()
+        .map_err(|_| format!("error parsing MAC address {mac}"))?;
+    lock(&table().neigh).insert(
+        ip,
+        Neigh {
+            mac,
+            bridge: bridge.clone(),
+            seen: Instant::now(),
+        },
+    );
+    Ok("OK\n".into())
 }
 
 /// `ovs-appctl tnl/neigh/show`.

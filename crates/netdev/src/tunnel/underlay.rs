@@ -1,9 +1,9 @@
 //! The underlay side of native tunnelling: an `internal` port wrapped so that it
 //!
 //! * takes the tunnel packets its bridge forwards to the host out of each burst, pops their
-//!   outer headers and queues them to the tunnel port they belong to (OVS's `tnl_pop`,
-//!   done where OVS does it: at the output to the bridge's own port), and learns next-hop
-//!   MACs from the ARP packets in the burst;
+//!   outer headers (IPv4 or IPv6) and queues them to the tunnel port they belong to (OVS's
+//!   `tnl_pop`, done where OVS does it: at the output to the bridge's own port), and learns
+//!   next-hop MACs from the ARP packets and Neighbor Advertisements in the burst;
 //! * receives, besides what the host sends, the outer packets tunnel ports queued for it, so
 //!   the underlay bridge forwards them as it would the host's own packets (on receive queue
 //!   0, whichever poll thread holds it).
@@ -11,11 +11,12 @@
 //! While no tunnel port exists both additions cost one relaxed load per burst. Everything
 //! else is the wrapped port's (see [`crate::tap`]).
 
+use super::nd;
 use super::table::{self, Underlay};
 use super::wire::{self, Proto};
 use crate::{LinkState, Port, PortStats, RxqState};
 use packet::{Batch, Pool};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// An internal port that can carry tunnels (see the module documentation).
@@ -47,8 +48,8 @@ impl UnderlayPort {
         self.inject.fill(&self.u.inject, batch)
     }
 
-    /// Splits tunnel packets (decapsulated and queued) and ARP (snooped) out of a burst for
-    /// the host; what is left stays in `batch`.
+    /// Splits tunnel packets (decapsulated and queued) out of a burst for the host, and
+    /// snoops ARP and Neighbor Advertisements; what is left stays in `batch`.
     #[cold]
     #[inline(never)]
     fn intercept(&mut self, pool: &mut Pool, batch: &mut Batch) {
@@ -65,13 +66,7 @@ impl UnderlayPort {
         let mut to: Option<(&Arc<table::Tunnel>, Batch)> = None;
         for mut p in batch.drain() {
             let d = p.data();
-            if d.len() >= 42
-                && d[12..14] == [0x08, 0x06]
-                && d[14..22] == [0, 1, 8, 0, 6, 4, 0, d[21]]
-            {
-                let ip = Ipv4Addr::new(d[28], d[29], d[30], d[31]);
-                let mut mac = [0u8; 6];
-                mac.copy_from_slice(&d[22..28]);
+            if let Some((ip, mac)) = nd::snoop(d) {
                 table::snoop(ip, mac, &self.u.name);
             }
             let parsed = wire::parse(d, port_kind).filter(|r| r.proto != Proto::Gre || any_gre);
@@ -82,8 +77,11 @@ impl UnderlayPort {
                 }
                 continue;
             };
-            let outer_dst = Ipv4Addr::from(r.meta.dst);
-            let outer_src = Ipv4Addr::from(r.meta.src);
+            let (outer_src, outer_dst) = if r.meta.is_ipv6() {
+                (IpAddr::from(r.meta.ipv6_src), IpAddr::from(r.meta.ipv6_dst))
+            } else {
+                (IpAddr::from(r.meta.src), IpAddr::from(r.meta.dst))
+            };
             let best = tunnels
                 .iter()
                 .filter(|t| {

@@ -2,12 +2,19 @@
 //! the ones it pops.
 //!
 //! ## What
-//! * VXLAN (RFC 7348): outer Ethernet / IPv4 / UDP (port 4789 by default) and an 8-byte header
+//! * VXLAN (RFC 7348): outer Ethernet / IP / UDP (port 4789 by default) and an 8-byte header
 //!   whose flags word must be exactly "VNI present" (0x08000000), then the 24-bit VNI.
-//! * Geneve (RFC 8926): outer Ethernet / IPv4 / UDP (6081) and an 8-byte header (version 0,
+//! * Geneve (RFC 8926): outer Ethernet / IP / UDP (6081) and an 8-byte header (version 0,
 //!   option length in 4-byte words, the O bit, protocol 0x6558 = Ethernet) with options after it.
-//! * GRE (RFC 2784/2890): outer Ethernet / IPv4 (protocol 47) and a 4-byte header, then the
-//!   optional checksum, key and sequence words; protocol 0x6558 (Ethernet in GRE).
+//! * GRE (RFC 2784/2890): outer Ethernet / IP (protocol 47) and a 4-byte header, then the
+//!   optional checksum, key and sequence words; protocol 0x6558 (Ethernet in GRE). Over
+//!   IPv6 this is OVS's `ip6gre`.
+//!
+//! The outer IP header is IPv4 or IPv6, as the tunnel's addresses are. IPv6 as OVS 3.1's
+//! userspace datapath builds it: hop limit from `ttl`, traffic class from `tos` (or the
+//! inner packet's), flow label 0, no extension headers; the UDP checksum is filled when
+//! `csum=true` and left zero otherwise (RFC 6935's zero-checksum UDP for tunnels: a Linux
+//! peer accepts it only with `udp6zerocsumrx`).
 //!
 //! ## How
 //! The outer headers of a tunnel port depend on its configuration and its resolved next hop
@@ -23,7 +30,7 @@
 
 use packet::csum;
 use packet::TunMeta;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 /// The tunnel protocols.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -65,8 +72,10 @@ impl Proto {
 
 const ETH_LEN: usize = 14;
 const IP_LEN: usize = 20;
+const IP6_LEN: usize = 40;
 const UDP_LEN: usize = 8;
 const ETH_P_IP: u16 = 0x0800;
+const ETH_P_IPV6: u16 = 0x86dd;
 const ETH_P_TEB: u16 = 0x6558;
 const IPPROTO_UDP: u8 = 17;
 const IPPROTO_GRE: u8 = 47;
@@ -83,8 +92,9 @@ pub const F_CSUM: u16 = 2;
 pub const F_OAM: u16 = 4;
 pub const F_KEY: u16 = 8;
 
-/// The most bytes outer headers take (Ethernet, IPv4, GRE with checksum and key).
-pub const MAX_HDR: usize = 64;
+/// The most bytes outer headers take without Geneve options (Ethernet, IPv6, UDP and
+/// Geneve: 70).
+pub const MAX_HDR: usize = 72;
 
 /// Outer headers of one tunnel port towards one next hop, ready to be copied.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,6 +102,8 @@ pub struct Template {
     pub proto: Proto,
     hdr: [u8; MAX_HDR],
     len: usize,
+    /// Bytes of the outer IP header: 20 (IPv4) or 40 (IPv6).
+    ip_len: usize,
     /// Whether to fill the UDP checksum (or add a GRE checksum).
     csum: bool,
     /// Whether the TOS is copied from the inner IPv4/IPv6 header.
@@ -108,8 +120,9 @@ pub struct Outer {
     pub proto: Proto,
     pub src_mac: [u8; 6],
     pub dst_mac: [u8; 6],
-    pub src: Ipv4Addr,
-    pub dst: Ipv4Addr,
+    /// The outer addresses, both of one family.
+    pub src: IpAddr,
+    pub dst: IpAddr,
     pub dst_port: u16,
     pub tos: Option<u8>,
     pub ttl: u8,
@@ -125,22 +138,44 @@ impl Template {
         let mut h = [0u8; MAX_HDR];
         h[0..6].copy_from_slice(&o.dst_mac);
         h[6..12].copy_from_slice(&o.src_mac);
-        h[12..14].copy_from_slice(&ETH_P_IP.to_be_bytes());
-        let ip = &mut h[ETH_LEN..ETH_LEN + IP_LEN];
-        ip[0] = 0x45;
-        ip[1] = o.tos.unwrap_or(0);
-        if o.df {
-            ip[6] = 0x40;
-        }
-        ip[8] = o.ttl;
-        ip[9] = if o.proto == Proto::Gre {
+        let next = if o.proto == Proto::Gre {
             IPPROTO_GRE
         } else {
             IPPROTO_UDP
         };
-        ip[12..16].copy_from_slice(&o.src.octets());
-        ip[16..20].copy_from_slice(&o.dst.octets());
-        let l4 = ETH_LEN + IP_LEN;
+        let ip_len = match (o.src, o.dst) {
+            (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                h[12..14].copy_from_slice(&ETH_P_IPV6.to_be_bytes());
+                let ip = &mut h[ETH_LEN..ETH_LEN + IP6_LEN];
+                let tc = o.tos.unwrap_or(0);
+                ip[0] = 0x60 | (tc >> 4);
+                ip[1] = tc << 4;
+                ip[6] = next;
+                ip[7] = o.ttl;
+                ip[8..24].copy_from_slice(&src.octets());
+                ip[24..40].copy_from_slice(&dst.octets());
+                IP6_LEN
+            }
+            (src, dst) => {
+                h[12..14].copy_from_slice(&ETH_P_IP.to_be_bytes());
+                let ip = &mut h[ETH_LEN..ETH_LEN + IP_LEN];
+                ip[0] = 0x45;
+                ip[1] = o.tos.unwrap_or(0);
+                if o.df {
+                    ip[6] = 0x40;
+                }
+                ip[8] = o.ttl;
+                ip[9] = next;
+                let v4 = |a: IpAddr| match a {
+                    IpAddr::V4(a) => a.octets(),
+                    IpAddr::V6(_) => [0; 4],
+                };
+                ip[12..16].copy_from_slice(&v4(src));
+                ip[16..20].copy_from_slice(&v4(dst));
+                IP_LEN
+            }
+        };
+        let l4 = ETH_LEN + ip_len;
         let len = match o.proto {
             Proto::Vxlan => {
                 h[l4 + 2..l4 + 4].copy_from_slice(&o.dst_port.to_be_bytes());
@@ -173,6 +208,7 @@ impl Template {
             proto: o.proto,
             hdr: h,
             len,
+            ip_len,
             csum: o.csum,
             tos_inherit: o.tos.is_none(),
             ip_sum: csum::add(0, &h[ETH_LEN..ETH_LEN + IP_LEN]),
@@ -182,6 +218,11 @@ impl Template {
     /// Bytes of outer headers.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether the outer header is IPv6.
+    pub fn is_ipv6(&self) -> bool {
+        self.ip_len == IP6_LEN
     }
 
     /// Never true: a template holds at least Ethernet and IPv4.
@@ -216,20 +257,36 @@ impl Template {
             return false;
         };
         h[..self.len].copy_from_slice(&self.hdr[..self.len]);
+        let l4 = ETH_LEN + self.ip_len;
         if !opts.is_empty() {
             h[self.len..].copy_from_slice(opts);
-            let g = ETH_LEN + IP_LEN + UDP_LEN;
+            let g = l4 + UDP_LEN;
             h[g] |= (opts.len() / 4) as u8;
             if has_critical(opts) {
                 h[g + 1] |= 0x40;
             }
         }
-        let ip_total = (total - ETH_LEN) as u16;
-        h[ETH_LEN + 2..ETH_LEN + 4].copy_from_slice(&ip_total.to_be_bytes());
-        if self.tos_inherit {
-            h[ETH_LEN + 1] = inner_tos;
+        let ip6 = self.ip_len == IP6_LEN;
+        if ip6 {
+            let plen = (total - l4) as u16;
+            h[ETH_LEN + 4..ETH_LEN + 6].copy_from_slice(&plen.to_be_bytes());
+            if self.tos_inherit {
+                h[ETH_LEN] = 0x60 | (inner_tos >> 4);
+                h[ETH_LEN + 1] = (inner_tos << 4) | (h[ETH_LEN + 1] & 0x0f);
+            }
+        } else {
+            let ip_total = (total - ETH_LEN) as u16;
+            h[ETH_LEN + 2..ETH_LEN + 4].copy_from_slice(&ip_total.to_be_bytes());
+            if self.tos_inherit {
+                h[ETH_LEN + 1] = inner_tos;
+            }
+            let mut sum = self.ip_sum + u32::from(ip_total);
+            if self.tos_inherit {
+                sum += u32::from(inner_tos);
+            }
+            let ipc = !csum::fold(sum);
+            h[ETH_LEN + 10..ETH_LEN + 12].copy_from_slice(&ipc.to_be_bytes());
         }
-        let l4 = ETH_LEN + IP_LEN;
         match self.proto {
             Proto::Vxlan | Proto::Geneve => {
                 let sport = SRC_PORT_MIN
@@ -252,20 +309,17 @@ impl Template {
                 }
             }
         }
-        let mut sum = self.ip_sum + u32::from(ip_total);
-        if self.tos_inherit {
-            sum += u32::from(inner_tos);
-        }
-        let ipc = !csum::fold(sum);
-        h[ETH_LEN + 10..ETH_LEN + 12].copy_from_slice(&ipc.to_be_bytes());
         if self.csum {
             let d = pkt.data_mut();
             match self.proto {
                 Proto::Vxlan | Proto::Geneve => {
-                    let s = csum::add(
-                        u32::from(IPPROTO_UDP) + (total - l4) as u32,
-                        &d[ETH_LEN + 12..ETH_LEN + 20],
-                    );
+                    // The pseudo-header's addresses: IPv4 bytes 12..20, IPv6 bytes 8..40.
+                    let addrs = if ip6 {
+                        &d[ETH_LEN + 8..ETH_LEN + 40]
+                    } else {
+                        &d[ETH_LEN + 12..ETH_LEN + 20]
+                    };
+                    let s = csum::add(u32::from(IPPROTO_UDP) + (total - l4) as u32, addrs);
                     let c = !csum::fold(csum::add(s, &d[l4..]));
                     let c = if c == 0 { 0xffff } else { c };
                     d[l4 + 6..l4 + 8].copy_from_slice(&c.to_be_bytes());
@@ -360,14 +414,19 @@ fn keep_options(opts: &[u8], meta: &mut TunMeta) {
 }
 
 /// Reads the outer headers of a frame that may be a tunnel packet for this switch. `None` if
-/// it is not one (not IPv4, a fragment, not UDP/GRE, malformed, an unknown version).
-/// `udp_port_known` says whether a UDP destination port belongs to a tunnel, and as which
-/// protocol.
+/// it is not one (not IPv4 or IPv6, a fragment, an IPv6 extension header, not UDP/GRE,
+/// malformed, an unknown version). `udp_port_known` says whether a UDP destination port
+/// belongs to a tunnel, and as which protocol.
 pub fn parse(f: &[u8], udp_port_known: impl Fn(u16) -> Option<Proto>) -> Option<Parsed> {
-    let (ip, ihl) = outer_ipv4(f)?;
-    let mut meta = outer_meta(ip);
+    let (ip, ihl, next, mut meta) = if f.get(12..14) == Some(&ETH_P_IPV6.to_be_bytes()[..]) {
+        let (ip, ihl) = outer_ipv6(f)?;
+        (ip, ihl, ip[6], outer_meta6(ip))
+    } else {
+        let (ip, ihl) = outer_ipv4(f)?;
+        (ip, ihl, ip[9], outer_meta(ip))
+    };
     let l4 = &ip[ihl..];
-    let (proto, dst_port, l4_len) = match ip[9] {
+    let (proto, dst_port, l4_len) = match next {
         IPPROTO_UDP => udp_tunnel(l4, udp_port_known, &mut meta)?,
         IPPROTO_GRE => (Proto::Gre, 0, gre_header(l4, &mut meta)?),
         _ => return None,
@@ -401,6 +460,31 @@ fn outer_ipv4(f: &[u8]) -> Option<(&[u8], usize)> {
         return None;
     }
     Some((&ip[..total], ihl))
+}
+
+/// The outer IPv6 packet of `f` (up to its payload length) and its header length, if it is
+/// a well-formed one.
+#[inline]
+fn outer_ipv6(f: &[u8]) -> Option<(&[u8], usize)> {
+    let ip = f.get(ETH_LEN..)?;
+    if ip.len() < IP6_LEN || ip[0] >> 4 != 6 {
+        return None;
+    }
+    let end = IP6_LEN + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+    Some((ip.get(..end)?, IP6_LEN))
+}
+
+/// The tunnel metadata the outer IPv6 header gives: addresses, traffic class, hop limit.
+#[inline]
+fn outer_meta6(ip: &[u8]) -> TunMeta {
+    let mut m = TunMeta {
+        tos: (ip[0] << 4) | (ip[1] >> 4),
+        ttl: ip[7],
+        ..TunMeta::default()
+    };
+    m.ipv6_src.copy_from_slice(&ip[8..24]);
+    m.ipv6_dst.copy_from_slice(&ip[24..40]);
+    m
 }
 
 /// The tunnel metadata the outer IPv4 header gives: addresses, TOS, TTL, don't-fragment.
@@ -503,188 +587,5 @@ fn gre_header(l4: &[u8], meta: &mut TunMeta) -> Option<usize> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn outer(proto: Proto, csum: bool) -> Outer {
-        Outer {
-            proto,
-            src_mac: [2, 0, 0, 0, 0, 1],
-            dst_mac: [2, 0, 0, 0, 0, 2],
-            src: Ipv4Addr::new(10, 0, 0, 1),
-            dst: Ipv4Addr::new(10, 0, 0, 2),
-            dst_port: proto.default_port(),
-            tos: Some(0),
-            ttl: 64,
-            df: true,
-            csum,
-            gre_key: true,
-        }
-    }
-
-    fn inner() -> Vec<u8> {
-        let mut f = vec![0u8; 60];
-        f[0..6].copy_from_slice(&[0xaa; 6]);
-        f[6..12].copy_from_slice(&[0xbb; 6]);
-        f[12] = 0x08;
-        f[14] = 0x45;
-        f[23] = 17;
-        f
-    }
-
-    fn known(p: u16) -> Option<Proto> {
-        match p {
-            4789 => Some(Proto::Vxlan),
-            6081 => Some(Proto::Geneve),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn push_then_parse_gives_back_the_key_addresses_and_inner_frame() {
-        for proto in [Proto::Vxlan, Proto::Geneve, Proto::Gre] {
-            for csum in [false, true] {
-                let t = Template::new(&outer(proto, csum));
-                let mut pool = packet::Pool::new(1);
-                let mut p = pool.alloc().expect("buffer");
-                assert!(p.set_frame(&inner()));
-                assert!(t.push(&mut p, 0x12_3456, &[]));
-                let f = p.data().to_vec();
-                // The outer IPv4 checksum verifies.
-                assert!(csum::ipv4_header_ok(&f[14..34]), "{proto:?}");
-                let r = parse(&f, known).expect("a tunnel packet");
-                assert_eq!(r.proto, proto);
-                assert_eq!(r.meta.id, 0x12_3456);
-                assert_eq!(r.meta.src, [10, 0, 0, 1]);
-                assert_eq!(r.meta.dst, [10, 0, 0, 2]);
-                assert_eq!(&f[r.hdr_len..], &inner()[..]);
-                if csum && proto != Proto::Gre {
-                    let s = csum::add(17 + (f.len() - 34) as u32, &f[26..34]);
-                    assert_eq!(csum::fold(csum::add(s, &f[34..])), 0xffff);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn the_outer_checksum_covers_each_length_and_inherited_tos() {
-        for tos in [None, Some(0x10)] {
-            let t = Template::new(&Outer {
-                tos,
-                ..outer(Proto::Vxlan, false)
-            });
-            let mut pool = packet::Pool::new(1);
-            for (len, inner_tos) in [(60, 0xb8u8), (1400, 0xff), (61, 0)] {
-                let mut f = inner();
-                f.resize(len, 0x5a);
-                f[15] = inner_tos;
-                let mut p = pool.alloc().expect("buffer");
-                assert!(p.set_frame(&f));
-                assert!(t.push(&mut p, 1, &[]));
-                let d = p.data();
-                assert!(csum::ipv4_header_ok(&d[14..34]), "{tos:?} {len}");
-                assert_eq!(d[15], tos.unwrap_or(inner_tos));
-                assert_eq!(usize::from(u16::from_be_bytes([d[16], d[17]])), len + 36);
-                pool.free(p);
-            }
-        }
-    }
-
-    #[test]
-    fn flows_spread_over_source_ports_and_keep_theirs() {
-        let t = Template::new(&outer(Proto::Vxlan, false));
-        let mut pool = packet::Pool::new(1);
-        let sport = |pool: &mut packet::Pool, i: u32| {
-            let mut f = inner();
-            f[30..34].copy_from_slice(&(0x0a00_0000 + i).to_be_bytes());
-            f[34..36].copy_from_slice(&(1024 + (i % 50_000) as u16).to_be_bytes());
-            let mut p = pool.alloc().expect("buffer");
-            assert!(p.set_frame(&f));
-            assert!(t.push(&mut p, 1, &[]));
-            let d = p.data();
-            let s = u16::from_be_bytes([d[34], d[35]]);
-            pool.free(p);
-            s
-        };
-        let ports: std::collections::BTreeSet<u16> =
-            (0..1000).map(|i| sport(&mut pool, i)).collect();
-        assert!(ports.len() > 950, "{} distinct source ports", ports.len());
-        assert!(ports
-            .iter()
-            .all(|&p| (32768..61000).contains(&u32::from(p))));
-        assert_eq!(sport(&mut pool, 7), sport(&mut pool, 7));
-    }
-
-    #[test]
-    fn geneve_options_go_out_and_come_back() {
-        // OVN's option (class 0x0102, type 0x80: critical) and a non-critical one.
-        let opts = [
-            0x01, 0x02, 0x80, 0x01, 0x00, 0x01, 0x00, 0x02, 0xff, 0xff, 0x01, 0x02, 1, 2, 3, 4, 5,
-            6, 7, 8,
-        ];
-        for csum in [false, true] {
-            let t = Template::new(&outer(Proto::Geneve, csum));
-            let mut pool = packet::Pool::new(1);
-            let mut p = pool.alloc().expect("buffer");
-            assert!(p.set_frame(&inner()));
-            assert!(t.push(&mut p, 5, &opts));
-            let f = p.data().to_vec();
-            let g = 14 + 20 + 8;
-            // Version 0, option length in 4-byte words, the C bit for the critical option.
-            assert_eq!(&f[g..g + 8], &[0x05, 0x40, 0x65, 0x58, 0, 0, 5, 0]);
-            assert_eq!(&f[g + 8..g + 28], &opts);
-            assert_eq!(
-                usize::from(u16::from_be_bytes([f[38], f[39]])),
-                f.len() - 34
-            );
-            assert!(csum::ipv4_header_ok(&f[14..34]));
-            if csum {
-                let s = csum::add(17 + (f.len() - 34) as u32, &f[26..34]);
-                assert_eq!(csum::fold(csum::add(s, &f[34..])), 0xffff);
-            }
-            let r = parse(&f, known).expect("a tunnel packet");
-            assert_eq!(r.meta.opts(), &opts);
-            assert_eq!(&f[r.hdr_len..], &inner()[..]);
-        }
-        // VXLAN has no options: they are left out.
-        let t = Template::new(&outer(Proto::Vxlan, false));
-        let mut pool = packet::Pool::new(1);
-        let mut p = pool.alloc().expect("buffer");
-        assert!(p.set_frame(&inner()));
-        assert!(t.push(&mut p, 5, &opts));
-        assert_eq!(p.len(), inner().len() + t.len());
-        // Options beyond what a packet's metadata holds: the whole ones that fit are kept.
-        let mut many = Vec::new();
-        for i in 0..5u8 {
-            many.extend_from_slice(&[0, i, 0, 1, i, i, i, i]);
-        }
-        let t = Template::new(&outer(Proto::Geneve, false));
-        assert!(p.set_frame(&inner()));
-        assert!(t.push(&mut p, 5, &many));
-        let r = parse(p.data(), known).expect("a tunnel packet");
-        assert_eq!(r.meta.opts(), &many[..32]);
-    }
-
-    #[test]
-    fn truncations_and_junk_never_parse_out_of_bounds() {
-        let t = Template::new(&outer(Proto::Geneve, false));
-        let mut pool = packet::Pool::new(1);
-        let mut p = pool.alloc().expect("buffer");
-        assert!(p.set_frame(&inner()));
-        assert!(t.push(&mut p, 7, &[]));
-        let f = p.data().to_vec();
-        for n in 0..f.len() {
-            let _ = parse(&f[..n], known);
-        }
-        let mut g = f.clone();
-        // Geneve option length pointing past the end.
-        g[42] = 0x3f;
-        assert_eq!(parse(&g, known), None);
-        // A fragment is left to the host.
-        let mut h = f.clone();
-        h[20] = 0x20;
-        assert_eq!(parse(&h, known), None);
-        // Unknown UDP port.
-        assert_eq!(parse(&f, |_| None), None);
-    }
-}
+#[path = "wire_tests.rs"]
+mod tests;

@@ -107,6 +107,12 @@ impl std::fmt::Display for DpAction {
             DpAction::SetTunnelId(t) => write!(f, "set(tunnel(tun_id={t:#x}))"),
             DpAction::SetTunnelSrc(a) => write!(f, "set(tunnel(src={}))", Ipv4Addr::from(*a)),
             DpAction::SetTunnelDst(a) => write!(f, "set(tunnel(dst={}))", Ipv4Addr::from(*a)),
+            DpAction::SetTunnelIpv6Src(a) => {
+                write!(f, "set(tunnel(ipv6_src={}))", Ipv6Addr::from(*a))
+            }
+            DpAction::SetTunnelIpv6Dst(a) => {
+                write!(f, "set(tunnel(ipv6_dst={}))", Ipv6Addr::from(*a))
+            }
             DpAction::SetTunnelOpts(o) => {
                 write!(f, "set(tunnel({}))", crate::tun_md::format_geneve(o))
             }

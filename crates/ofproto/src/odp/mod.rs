@@ -68,6 +68,9 @@ pub struct PipelineMeta {
     /// `tun_src`, `tun_dst`.
     pub tun_src: [u8; 4],
     pub tun_dst: [u8; 4],
+    /// `tun_ipv6_src`, `tun_ipv6_dst`.
+    pub tun_ipv6_src: [u8; 16],
+    pub tun_ipv6_dst: [u8; 16],
     /// The `tun_metadata<N>` options: which are present (bit N), and their bytes where the
     /// bridge's TLV table places them (as in the flow key).
     pub tun_opts_present: u64,
@@ -175,6 +178,9 @@ pub enum DpAction {
     /// `local_ip=flow`) sends with.
     SetTunnelSrc([u8; 4]),
     SetTunnelDst([u8; 4]),
+    /// Sets the IPv6 outer source / destination a tunnel port uses.
+    SetTunnelIpv6Src([u8; 16]),
+    SetTunnelIpv6Dst([u8; 16]),
     /// Sets the Geneve options a Geneve port sends with (whole options in wire format,
     /// built from the `tun_metadata` fields by the TLV table; see `crate::tun_md`).
     SetTunnelOpts(Box<[u8]>),
@@ -206,6 +212,8 @@ impl DpAction {
                 | DpAction::SetTunnelId(_)
                 | DpAction::SetTunnelSrc(_)
                 | DpAction::SetTunnelDst(_)
+                | DpAction::SetTunnelIpv6Src(_)
+                | DpAction::SetTunnelIpv6Dst(_)
                 | DpAction::SetTunnelOpts(_)
                 | DpAction::Ct(_)
                 | DpAction::Recirc(_)
@@ -288,6 +296,8 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::SetTunnelId(_)
         | DpAction::SetTunnelSrc(_)
         | DpAction::SetTunnelDst(_)
+        | DpAction::SetTunnelIpv6Src(_)
+        | DpAction::SetTunnelIpv6Dst(_)
         | DpAction::SetTunnelOpts(_)
         | DpAction::Ct(_)
         | DpAction::Recirc(_)

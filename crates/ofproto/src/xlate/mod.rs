@@ -168,6 +168,8 @@ impl Ctx<'_> {
         self.wc.tunnel_id = u64::MAX;
         self.wc.tun_src = [0xff; 4];
         self.wc.tun_dst = [0xff; 4];
+        self.wc.tun_ipv6_src = [0xff; 16];
+        self.wc.tun_ipv6_dst = [0xff; 16];
         self.wc.tun_opts_present = u64::MAX;
         let tlv = &self.of.tlv;
         for g in (0..64).filter_map(Field::tun_metadata) {
@@ -183,6 +185,8 @@ impl Ctx<'_> {
             tunnel_id: f.tunnel_id,
             tun_src: f.tun_src,
             tun_dst: f.tun_dst,
+            tun_ipv6_src: f.tun_ipv6_src,
+            tun_ipv6_dst: f.tun_ipv6_dst,
             tun_opts_present: f.tun_opts_present,
             tun_opts: f.tun_opts,
         })
@@ -246,6 +250,8 @@ impl Ctx<'_> {
         k.tunnel_id = self.flow.tunnel_id;
         k.tun_src = self.flow.tun_src;
         k.tun_dst = self.flow.tun_dst;
+        k.tun_ipv6_src = self.flow.tun_ipv6_src;
+        k.tun_ipv6_dst = self.flow.tun_ipv6_dst;
         k.tun_opts_present = self.flow.tun_opts_present;
         k.tun_opts = self.flow.tun_opts;
         k.recirc_id = self.flow.recirc_id;

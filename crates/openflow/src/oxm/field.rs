@@ -92,6 +92,8 @@ impl Field {
         Field::CtTpDst,
         Field::TunSrc,
         Field::TunDst,
+        Field::TunIpv6Src,
+        Field::TunIpv6Dst,
         Field::TunMetadata0,
         Field::TunMetadata1,
         Field::TunMetadata2,

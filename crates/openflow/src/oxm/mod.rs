@@ -55,7 +55,7 @@ pub const OFPXMC_NXM_1: u16 = 0x0001;
 pub const OFPXMC_PACKET_REGS: u16 = 0x8001;
 
 /// Number of [`Field`]s.
-pub const N_FIELDS: usize = 151;
+pub const N_FIELDS: usize = 153;
 
 /// `vlan_vid` bit meaning "a VLAN tag is present".
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -288,6 +288,11 @@ pub enum Field {
     TunSrc,
     /// Outer IPv4 destination of a tunnelled packet (maskable; `NXM_NX_TUN_IPV4_DST`).
     TunDst,
+    /// Outer IPv6 source of a packet tunnelled over IPv6 (maskable; `NXM_NX_TUN_IPV6_SRC`).
+    TunIpv6Src,
+    /// Outer IPv6 destination of a packet tunnelled over IPv6 (maskable;
+    /// `NXM_NX_TUN_IPV6_DST`).
+    TunIpv6Dst,
     /// Tunnel option mapped to `tun_metadata0` (Nicira, variable length, maskable).
     TunMetadata0,
     /// Tunnel option mapped to `tun_metadata1` (Nicira, variable length, maskable).

@@ -119,6 +119,8 @@ pub(super) static FIELDS: [FieldInfo; N_FIELDS] = [
     fi!(CtTpDst, "ct_tp_dst", [], NX, 125, 16, true, Prereq::Ct(IP), Decimal),
     fi!(TunSrc, "tun_src", [], NX, 31, 32, true, Prereq::None, Ipv4),
     fi!(TunDst, "tun_dst", [], NX, 32, 32, true, Prereq::None, Ipv4),
+    fi!(TunIpv6Src, "tun_ipv6_src", [], NX, 109, 128, true, Prereq::None, Ipv6),
+    fi!(TunIpv6Dst, "tun_ipv6_dst", [], NX, 110, 128, true, Prereq::None, Ipv6),
     fi!(TunMetadata0, "tun_metadata0", [], NX, 40, 128, true, Prereq::None, Hex),
     fi!(TunMetadata1, "tun_metadata1", [], NX, 41, 128, true, Prereq::None, Hex),
     fi!(TunMetadata2, "tun_metadata2", [], NX, 42, 128, true, Prereq::None, Hex),

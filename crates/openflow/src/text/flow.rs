@@ -510,7 +510,7 @@ const PRE_SHORTHAND: [Field; 14] = [
 ];
 
 /// Order and names in which the other fields are printed (see the module documentation).
-const FORMAT_ORDER: [Field; 61] = [
+const FORMAT_ORDER: [Field; 63] = [
     Field::Reg0,
     Field::Reg1,
     Field::Reg2,
@@ -530,6 +530,8 @@ const FORMAT_ORDER: [Field; 61] = [
     Field::TunnelId,
     Field::TunSrc,
     Field::TunDst,
+    Field::TunIpv6Src,
+    Field::TunIpv6Dst,
     Field::Metadata,
     Field::InPort,
     Field::InPhyPort,
@@ -616,7 +618,7 @@ pub fn format_match(m: &Match, priority: Option<u16>) -> String {
     let pcp = m.contains(Field::VlanPcp);
     // The tunnel options follow the tunnel addresses, by index.
     let order = FORMAT_ORDER.into_iter().flat_map(|f| {
-        let options = if f == Field::TunDst { 0..64 } else { 0..0 };
+        let options = if f == Field::TunIpv6Dst { 0..64 } else { 0..0 };
         core::iter::once(f).chain(options.filter_map(Field::tun_metadata))
     });
     for f in order {

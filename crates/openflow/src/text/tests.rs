@@ -206,6 +206,12 @@ const FLOWS: &[(&str, C, &str)] = &[
         "pkt_mark=0x3,tun_id=0x5,tun_src=1.1.1.1,tun_dst=2.2.2.0/24,metadata=0x2,actions=set_field:3.3.3.3->tun_dst,output:1",
     ),
     (
+        // As Debian's ovs-ofctl 3.1 prints it (`ovs-ofctl -O OpenFlow13 parse-flow`).
+        "tun_ipv6_dst=2001:db8::/64,tun_id=5,tun_ipv6_src=fd00::1,actions=set_field:fd00::2->tun_ipv6_dst,output:1",
+        C::Add,
+        "tun_id=0x5,tun_ipv6_src=fd00::1,tun_ipv6_dst=2001:db8::/64,actions=set_field:fd00::2->tun_ipv6_dst,output:1",
+    ),
+    (
         "dl_type=0x88e7,pbb_isid=0x123,actions=drop",
         C::Add,
         "dl_type=0x88e7,pbb_isid=0x123,actions=drop",
@@ -660,6 +666,7 @@ fn prerequisites_satisfied_per_field() {
         "dl_type=0x88e7,pbb_isid=1",
         "tun_id=1,reg0=1,reg1=1,reg2=1,reg3=1,reg4=1,reg5=1,reg6=1,reg7=1",
         "tun_src=1.1.1.1,tun_dst=2.2.2.0/24",
+        "tun_ipv6_src=fd00::1,tun_ipv6_dst=2001:db8::/64",
         "reg8=1,reg9=1,reg10=1,reg11=1,reg12=1,reg13=1,reg14=1,reg15=1",
         "pkt_mark=0x1/0xff",
         "recirc_id=1,dp_hash=1/3,ct_state=+trk,ct_zone=1,ct_mark=1,ct_label=1",

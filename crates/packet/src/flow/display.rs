@@ -50,6 +50,20 @@ impl FlowKey {
         if k.tun_dst != [0; 4] {
             write!(f, ",tun_dst={}", std::net::Ipv4Addr::from(k.tun_dst))?;
         }
+        if k.tun_ipv6_src != [0; 16] {
+            write!(
+                f,
+                ",tun_ipv6_src={}",
+                std::net::Ipv6Addr::from(k.tun_ipv6_src)
+            )?;
+        }
+        if k.tun_ipv6_dst != [0; 16] {
+            write!(
+                f,
+                ",tun_ipv6_dst={}",
+                std::net::Ipv6Addr::from(k.tun_ipv6_dst)
+            )?;
+        }
         if k.tun_opts_present != 0 {
             write!(
                 f,

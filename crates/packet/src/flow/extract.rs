@@ -68,9 +68,9 @@ pub fn extract_into_with(
     max_tags: usize,
 ) -> Offsets {
     // Clear the key as whole words (a few vector stores), not field by field. The
-    // connection-tracking and tunnel-options blocks are cleared apart, and only when they
-    // are not already zero (they almost never are): one 328-byte clear compiles to a call
-    // to memset, the 240 bytes before them to inline stores.
+    // connection-tracking and tunnel blocks are cleared apart, and only when they are not
+    // already zero (they almost never are): one 360-byte clear compiles to a call to
+    // memset, the 240 bytes before them to inline stores.
     let w = bytemuck::cast_mut::<FlowKey, [u64; FLOW_KEY_WORDS]>(key);
     let (head, ct) = w.split_at_mut(CT_WORDS_START);
     head.fill(0);

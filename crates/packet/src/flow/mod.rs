@@ -10,7 +10,7 @@
 //! hashes the result; OpenFlow rules are compiled into (key, mask) pairs of the same shape.
 //!
 //! ## Layout
-//! The struct is `#[repr(C)]`, 328 bytes, 8-byte aligned and free of compiler padding (the
+//! The struct is `#[repr(C)]`, 360 bytes, 8-byte aligned and free of compiler padding (the
 //! explicit `pad_*` fields fill every gap and are always zero). It is split into six
 //! *stages*, each a whole number of 64-bit words, in the order a staged lookup consults them:
 //!
@@ -21,7 +21,7 @@
 //! | L3       | 18..25  | IPv4 and IPv6 addresses, flow label, proto, TOS, TTL, frag, ext |
 //! | L4       | 25..30  | ports / ICMP, TCP flags, ND target, ARP/ND hardware addresses, `tun_dst` |
 //! | ct       | 30..38  | `ct_state`, `ct_zone`, `ct_mark`, `ct_label`, the original tuple |
-//! | tunnel options | 38..41 | `tun_opts_present`, `tun_opts` (the `tun_metadata` fields)  |
+//! | tunnel   | 38..45  | `tun_opts_present`, `tun_opts` (the `tun_metadata` fields), `tun_ipv6_src`, `tun_ipv6_dst` |
 //!
 //! The connection-tracking block comes last on purpose. Only the datapath's `ct` action
 //! fills it, and that action ends a pass: the packet continues under a fresh non-zero
@@ -41,10 +41,18 @@
 //! 4-byte option with room to spare), and a bit per `tun_metadata` index saying which are
 //! present: OVS's "present" map, which a match on any `tun_metadata` field also requires.
 //!
+//! The IPv6 outer addresses (`tun_ipv6_src`, `tun_ipv6_dst`, words 41..45) close the tunnel
+//! block. They are zero for every packet that did not come through (or is not bound for) a
+//! tunnel with an IPv6 underlay, so they follow the same rule: the exact-match cache leaves
+//! them out when they are zero ([`FlowKey::has_tail`] says whether any of the blocks from
+//! [`CT_WORDS_START`] on can be non-zero), and the extractor clears them only when they are
+//! not already zero. Bridges without tunnels pay for them only in the extractor's check of
+//! four more words that are already in cache.
+//!
 //! [`STAGE_END_WORDS`] records these boundaries and a unit test pins every field offset, so a
 //! change to the struct that moves a field across a stage or introduces padding fails the
 //! build or the tests. [`FlowKey::to_words`] gives the native-endian image of the struct as
-//! `[u64; 41]` (what a C programmer would see through a union); it is built field by field
+//! `[u64; 45]` (what a C programmer would see through a union); it is built field by field
 //! with `offset_of!`, because this crate forbids `unsafe`, and the optimiser turns it into
 //! plain moves. [`FlowKey::from_words`] is its inverse, so a masked key can be built by
 //! ANDing word arrays.
@@ -68,7 +76,9 @@
 //! * `tun_src`/`tun_dst` are the outer IPv4 addresses of a packet a tunnel port received
 //!   (the OpenFlow module sets them from the packet's tunnel metadata; the extractor never
 //!   does). They sit in what were spare words of the L2 and L4 stages, so the key did not
-//!   grow and bridges without tunnels pay nothing for them.
+//!   grow and bridges without tunnels pay nothing for them. An IPv6 underlay's outer
+//!   addresses go to `tun_ipv6_src`/`tun_ipv6_dst` instead (OVS's `flow_tnl` has both pairs,
+//!   and a packet uses one): `tun_src`/`tun_dst` are then zero.
 //! * `nw_tos` is the whole IPv4 TOS / IPv6 traffic class byte: DSCP in the top six bits, ECN
 //!   in the bottom two.
 //! * `nw_frag` is [`NW_FRAG_ANY`] for any fragment (IPv4 MF or non-zero offset; IPv6 any
@@ -101,7 +111,7 @@
 //! ## Cost
 //! No allocation, no loops except over VLAN tags (two at most), MPLS entries (four at most),
 //! IPv6 extension headers and ND options (bounded by the frame length). The key is reset
-//! with one 328-byte store. A key is `Copy` and `Send + Sync`; extraction is a pure function.
+//! with one 240-byte store (plus a check that the ct and tunnel blocks are already zero). A key is `Copy` and `Send + Sync`; extraction is a pure function.
 
 use core::fmt;
 use core::mem::{offset_of, size_of};
@@ -115,15 +125,17 @@ pub use self::extract::*;
 pub use self::words::*;
 
 /// Size of a [`FlowKey`] in bytes.
-pub const FLOW_KEY_SIZE: usize = 328;
+pub const FLOW_KEY_SIZE: usize = 360;
 /// Size of a [`FlowKey`] in 64-bit words.
 pub const FLOW_KEY_WORDS: usize = FLOW_KEY_SIZE / 8;
 /// Number of pipeline registers (`reg0`..`reg15`).
 pub const N_REGS: usize = 16;
 /// Exclusive end, in words, of each lookup stage: metadata, L2, L3, L4.
-pub const STAGE_END_WORDS: [usize; 6] = [12, 18, 25, 30, 38, 41];
+pub const STAGE_END_WORDS: [usize; 6] = [12, 18, 25, 30, 38, 45];
 /// First word of the tunnel-options block; zero for every packet without tunnel options.
 pub const TUN_OPTS_WORDS_START: usize = 38;
+/// First word of the IPv6 tunnel addresses; zero for every packet without an IPv6 underlay.
+pub const TUN_IPV6_WORDS_START: usize = 41;
 /// Bytes of tunnel option values the key holds (see the module documentation).
 pub const TUN_OPTS_LEN: usize = 16;
 /// First word of the connection-tracking block; words from here on are zero for every
@@ -321,13 +333,18 @@ pub struct FlowKey {
     /// Original-direction destination address, as `ct_src`.
     pub ct_dst: [u8; 16],
 
-    // ---- stage 5: tunnel options (words 38..41) ----
+    // ---- stage 5: tunnel options and IPv6 outer addresses (words 38..45) ----
     /// Which `tun_metadata<N>` fields the packet has: bit N. Zero for every packet that did
     /// not arrive with (or was not given) a mapped tunnel option.
     pub tun_opts_present: u64,
     /// The values of the present options, each at the place the bridge's TLV table gives
     /// its index (big-endian, right-aligned in its length).
     pub tun_opts: [u8; TUN_OPTS_LEN],
+    /// Outer IPv6 source of a packet tunnelled over IPv6 (`tun_ipv6_src`); zero otherwise.
+    pub tun_ipv6_src: [u8; 16],
+    /// Outer IPv6 destination of a packet tunnelled over IPv6 (`tun_ipv6_dst`); zero
+    /// otherwise.
+    pub tun_ipv6_dst: [u8; 16],
 }
 
 const _: () = assert!(size_of::<FlowKey>() == FLOW_KEY_SIZE);
@@ -340,6 +357,7 @@ const _: () = assert!(offset_of!(FlowKey, ct_state) == STAGE_END_WORDS[3] * 8);
 const _: () = assert!(STAGE_END_WORDS[3] == CT_WORDS_START);
 const _: () = assert!(offset_of!(FlowKey, tun_opts_present) == STAGE_END_WORDS[4] * 8);
 const _: () = assert!(STAGE_END_WORDS[4] == TUN_OPTS_WORDS_START);
+const _: () = assert!(offset_of!(FlowKey, tun_ipv6_src) == TUN_IPV6_WORDS_START * 8);
 const _: () = assert!(STAGE_END_WORDS[5] == FLOW_KEY_WORDS);
 
 /// Where the headers of an extracted frame start (byte offsets into the frame), for actions

@@ -51,6 +51,8 @@ fn field_offsets_are_pinned() {
         (offset_of!(FlowKey, ct_dst), 288),
         (offset_of!(FlowKey, tun_opts_present), 304),
         (offset_of!(FlowKey, tun_opts), 312),
+        (offset_of!(FlowKey, tun_ipv6_src), 328),
+        (offset_of!(FlowKey, tun_ipv6_dst), 344),
     ];
     for (i, (got, want)) in expect.iter().enumerate() {
         assert_eq!(got, want, "field #{i}");
@@ -107,6 +109,8 @@ fn sample() -> FlowKey {
         ct_dst: [0x88; 16],
         tun_opts_present: 0x99,
         tun_opts: [0xaa; TUN_OPTS_LEN],
+        tun_ipv6_src: [0xbb; 16],
+        tun_ipv6_dst: [0xcc; 16],
     }
 }
 
@@ -154,6 +158,42 @@ fn extraction_clears_a_previous_connection_tracking_block() {
         [0; FLOW_KEY_WORDS - CT_WORDS_START]
     );
     assert_eq!(k, extract(&frame, 3));
+}
+
+#[test]
+fn the_tail_is_live_for_recirculation_tunnel_options_and_ipv6_tunnels() {
+    let mut k = FlowKey::ZERO;
+    assert!(!k.has_tail());
+    k.tun_ipv6_dst[15] = 1;
+    assert!(k.has_tail());
+    k.tun_ipv6_dst = [0; 16];
+    k.tun_ipv6_src[0] = 0xfd;
+    assert!(k.has_tail());
+    k.tun_ipv6_src = [0; 16];
+    k.tun_opts_present = 1;
+    assert!(k.has_tail());
+    k.tun_opts_present = 0;
+    k.recirc_id = 3;
+    assert!(k.has_tail());
+    // A key without any of them is zero from the ct block on.
+    let k = extract(&[0u8; 60], 1);
+    assert!(!k.has_tail());
+    assert_eq!(
+        k.as_words()[CT_WORDS_START..],
+        [0; FLOW_KEY_WORDS - CT_WORDS_START]
+    );
+}
+
+#[test]
+fn ipv6_tunnel_addresses_display_after_the_ipv4_ones() {
+    let mut k = FlowKey::ZERO;
+    k.tun_ipv6_src = std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1).octets();
+    k.tun_ipv6_dst = std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2).octets();
+    let s = k.to_string();
+    assert!(
+        s.contains("tun_ipv6_src=fd00::1,tun_ipv6_dst=fd00::2"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -208,6 +248,8 @@ fn display_tcp() {
     k.dp_hash = 0;
     k.metadata = 0;
     k.tunnel_id = 0;
+    k.tun_ipv6_src = [0; 16];
+    k.tun_ipv6_dst = [0; 16];
     k.regs = [0; N_REGS];
     k.regs[2] = 0x2a;
     k.pbb_isid = 0;

@@ -82,6 +82,8 @@ impl FlowKey {
         ct_dst: [0; 16],
         tun_opts_present: 0,
         tun_opts: [0; TUN_OPTS_LEN],
+        tun_ipv6_src: [0; 16],
+        tun_ipv6_dst: [0; 16],
     };
 
     /// The native-endian byte image of the key, identical to its in-memory representation.
@@ -137,6 +139,8 @@ impl FlowKey {
             ct_dst,
             tun_opts_present,
             tun_opts,
+            tun_ipv6_src,
+            tun_ipv6_dst,
         } = *self;
         let mut b = [0u8; FLOW_KEY_SIZE];
         macro_rules! o {
@@ -196,6 +200,8 @@ impl FlowKey {
         put(&mut b, o!(ct_dst), ct_dst);
         put(&mut b, o!(tun_opts_present), tun_opts_present.to_ne_bytes());
         put(&mut b, o!(tun_opts), tun_opts);
+        put(&mut b, o!(tun_ipv6_src), tun_ipv6_src);
+        put(&mut b, o!(tun_ipv6_dst), tun_ipv6_dst);
         b
     }
 
@@ -266,7 +272,24 @@ impl FlowKey {
             ct_dst: g!(ct_dst),
             tun_opts_present: u64::from_ne_bytes(g!(tun_opts_present)),
             tun_opts: g!(tun_opts),
+            tun_ipv6_src: g!(tun_ipv6_src),
+            tun_ipv6_dst: g!(tun_ipv6_dst),
         }
+    }
+
+    /// Whether any word from [`CT_WORDS_START`] on may be non-zero: the key was
+    /// recirculated, has tunnel options or an IPv6 tunnel address. When false the
+    /// exact-match cache hashes and compares only the words before the ct block.
+    #[inline(always)]
+    pub fn has_tail(&self) -> bool {
+        let w = self.as_words();
+        self.recirc_id != 0
+            || self.tun_opts_present != 0
+            || (w[TUN_IPV6_WORDS_START]
+                | w[TUN_IPV6_WORDS_START + 1]
+                | w[TUN_IPV6_WORDS_START + 2]
+                | w[TUN_IPV6_WORDS_START + 3])
+                != 0
     }
 
     /// The key as native-endian 64-bit words (its in-memory image).

@@ -216,7 +216,7 @@ fn header_name(class: u16, num: u8) -> Option<String> {
         "ARP_SPA",
         "ARP_TPA",
     ];
-    const NXM1_NAMES: [(u8, &str); 31] = [
+    const NXM1_NAMES: [(u8, &str); 33] = [
         (16, "TUN_ID"),
         (17, "ARP_SHA"),
         (18, "ARP_THA"),
@@ -241,6 +241,8 @@ fn header_name(class: u16, num: u8) -> Option<String> {
         (106, "CT_ZONE"),
         (107, "CT_MARK"),
         (108, "CT_LABEL"),
+        (109, "TUN_IPV6_SRC"),
+        (110, "TUN_IPV6_DST"),
         (119, "CT_NW_PROTO"),
         (120, "CT_NW_SRC"),
         (121, "CT_NW_DST"),

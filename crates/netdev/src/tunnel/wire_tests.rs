@@ -1,0 +1,303 @@
+//! Unit tests of the tunnel wire formats.
+
+use super::*;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+fn outer(proto: Proto, csum: bool) -> Outer {
+    Outer {
+        proto,
+        src_mac: [2, 0, 0, 0, 0, 1],
+        dst_mac: [2, 0, 0, 0, 0, 2],
+        src: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+        dst: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+        dst_port: proto.default_port(),
+        tos: Some(0),
+        ttl: 64,
+        df: true,
+        csum,
+        gre_key: true,
+    }
+}
+
+fn inner() -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[0..6].copy_from_slice(&[0xaa; 6]);
+    f[6..12].copy_from_slice(&[0xbb; 6]);
+    f[12] = 0x08;
+    f[14] = 0x45;
+    f[23] = 17;
+    f
+}
+
+fn known(p: u16) -> Option<Proto> {
+    match p {
+        4789 => Some(Proto::Vxlan),
+        6081 => Some(Proto::Geneve),
+        _ => None,
+    }
+}
+
+#[test]
+fn push_then_parse_gives_back_the_key_addresses_and_inner_frame() {
+    for proto in [Proto::Vxlan, Proto::Geneve, Proto::Gre] {
+        for csum in [false, true] {
+            let t = Template::new(&outer(proto, csum));
+            let mut pool = packet::Pool::new(1);
+            let mut p = pool.alloc().expect("buffer");
+            assert!(p.set_frame(&inner()));
+            assert!(t.push(&mut p, 0x12_3456, &[]));
+            let f = p.data().to_vec();
+            // The outer IPv4 checksum verifies.
+            assert!(csum::ipv4_header_ok(&f[14..34]), "{proto:?}");
+            let r = parse(&f, known).expect("a tunnel packet");
+            assert_eq!(r.proto, proto);
+            assert_eq!(r.meta.id, 0x12_3456);
+            assert_eq!(r.meta.src, [10, 0, 0, 1]);
+            assert_eq!(r.meta.dst, [10, 0, 0, 2]);
+            assert_eq!(&f[r.hdr_len..], &inner()[..]);
+            if csum && proto != Proto::Gre {
+                let s = csum::add(17 + (f.len() - 34) as u32, &f[26..34]);
+                assert_eq!(csum::fold(csum::add(s, &f[34..])), 0xffff);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_outer_checksum_covers_each_length_and_inherited_tos() {
+    for tos in [None, Some(0x10)] {
+        let t = Template::new(&Outer {
+            tos,
+            ..outer(Proto::Vxlan, false)
+        });
+        let mut pool = packet::Pool::new(1);
+        for (len, inner_tos) in [(60, 0xb8u8), (1400, 0xff), (61, 0)] {
+            let mut f = inner();
+            f.resize(len, 0x5a);
+            f[15] = inner_tos;
+            let mut p = pool.alloc().expect("buffer");
+            assert!(p.set_frame(&f));
+            assert!(t.push(&mut p, 1, &[]));
+            let d = p.data();
+            assert!(csum::ipv4_header_ok(&d[14..34]), "{tos:?} {len}");
+            assert_eq!(d[15], tos.unwrap_or(inner_tos));
+            assert_eq!(usize::from(u16::from_be_bytes([d[16], d[17]])), len + 36);
+            pool.free(p);
+        }
+    }
+}
+
+#[test]
+fn flows_spread_over_source_ports_and_keep_theirs() {
+    let t = Template::new(&outer(Proto::Vxlan, false));
+    let mut pool = packet::Pool::new(1);
+    let sport = |pool: &mut packet::Pool, i: u32| {
+        let mut f = inner();
+        f[30..34].copy_from_slice(&(0x0a00_0000 + i).to_be_bytes());
+        f[34..36].copy_from_slice(&(1024 + (i % 50_000) as u16).to_be_bytes());
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&f));
+        assert!(t.push(&mut p, 1, &[]));
+        let d = p.data();
+        let s = u16::from_be_bytes([d[34], d[35]]);
+        pool.free(p);
+        s
+    };
+    let ports: std::collections::BTreeSet<u16> = (0..1000).map(|i| sport(&mut pool, i)).collect();
+    assert!(ports.len() > 950, "{} distinct source ports", ports.len());
+    assert!(ports
+        .iter()
+        .all(|&p| (32768..61000).contains(&u32::from(p))));
+    assert_eq!(sport(&mut pool, 7), sport(&mut pool, 7));
+}
+
+#[test]
+fn geneve_options_go_out_and_come_back() {
+    // OVN's option (class 0x0102, type 0x80: critical) and a non-critical one.
+    let opts = [
+        0x01, 0x02, 0x80, 0x01, 0x00, 0x01, 0x00, 0x02, 0xff, 0xff, 0x01, 0x02, 1, 2, 3, 4, 5, 6,
+        7, 8,
+    ];
+    for csum in [false, true] {
+        let t = Template::new(&outer(Proto::Geneve, csum));
+        let mut pool = packet::Pool::new(1);
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&inner()));
+        assert!(t.push(&mut p, 5, &opts));
+        let f = p.data().to_vec();
+        let g = 14 + 20 + 8;
+        // Version 0, option length in 4-byte words, the C bit for the critical option.
+        assert_eq!(&f[g..g + 8], &[0x05, 0x40, 0x65, 0x58, 0, 0, 5, 0]);
+        assert_eq!(&f[g + 8..g + 28], &opts);
+        assert_eq!(
+            usize::from(u16::from_be_bytes([f[38], f[39]])),
+            f.len() - 34
+        );
+        assert!(csum::ipv4_header_ok(&f[14..34]));
+        if csum {
+            let s = csum::add(17 + (f.len() - 34) as u32, &f[26..34]);
+            assert_eq!(csum::fold(csum::add(s, &f[34..])), 0xffff);
+        }
+        let r = parse(&f, known).expect("a tunnel packet");
+        assert_eq!(r.meta.opts(), &opts);
+        assert_eq!(&f[r.hdr_len..], &inner()[..]);
+    }
+    // VXLAN has no options: they are left out.
+    let t = Template::new(&outer(Proto::Vxlan, false));
+    let mut pool = packet::Pool::new(1);
+    let mut p = pool.alloc().expect("buffer");
+    assert!(p.set_frame(&inner()));
+    assert!(t.push(&mut p, 5, &opts));
+    assert_eq!(p.len(), inner().len() + t.len());
+    // Options beyond what a packet's metadata holds: the whole ones that fit are kept.
+    let mut many = Vec::new();
+    for i in 0..5u8 {
+        many.extend_from_slice(&[0, i, 0, 1, i, i, i, i]);
+    }
+    let t = Template::new(&outer(Proto::Geneve, false));
+    assert!(p.set_frame(&inner()));
+    assert!(t.push(&mut p, 5, &many));
+    let r = parse(p.data(), known).expect("a tunnel packet");
+    assert_eq!(r.meta.opts(), &many[..32]);
+}
+
+#[test]
+fn truncations_and_junk_never_parse_out_of_bounds() {
+    let t = Template::new(&outer(Proto::Geneve, false));
+    let mut pool = packet::Pool::new(1);
+    let mut p = pool.alloc().expect("buffer");
+    assert!(p.set_frame(&inner()));
+    assert!(t.push(&mut p, 7, &[]));
+    let f = p.data().to_vec();
+    for n in 0..f.len() {
+        let _ = parse(&f[..n], known);
+    }
+    let mut g = f.clone();
+    // Geneve option length pointing past the end.
+    g[42] = 0x3f;
+    assert_eq!(parse(&g, known), None);
+    // A fragment is left to the host.
+    let mut h = f.clone();
+    h[20] = 0x20;
+    assert_eq!(parse(&h, known), None);
+    // Unknown UDP port.
+    assert_eq!(parse(&f, |_| None), None);
+}
+
+fn outer6(proto: Proto, csum: bool) -> Outer {
+    Outer {
+        src: IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
+        dst: IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2)),
+        tos: Some(0xb8),
+        ttl: 17,
+        ..outer(proto, csum)
+    }
+}
+
+/// The UDP checksum of an IPv6 outer frame verifies (pseudo-header with both addresses).
+fn udp6_ok(f: &[u8]) -> bool {
+    let s = csum::add(17 + (f.len() - 54) as u32, &f[22..54]);
+    csum::fold(csum::add(s, &f[54..])) == 0xffff
+}
+
+#[test]
+fn ipv6_outer_headers_go_out_and_come_back() {
+    let opts = [0x01, 0x02, 0x80, 0x01, 0x00, 0x01, 0x00, 0x02];
+    for proto in [Proto::Vxlan, Proto::Geneve, Proto::Gre] {
+        for csum in [false, true] {
+            let t = Template::new(&outer6(proto, csum));
+            assert!(t.is_ipv6());
+            let mut pool = packet::Pool::new(1);
+            let mut p = pool.alloc().expect("buffer");
+            assert!(p.set_frame(&inner()));
+            assert!(t.push(&mut p, 0x12_3456, &opts));
+            let f = p.data().to_vec();
+            // Ethernet type, version 6, traffic class 0xb8, flow label 0, payload length,
+            // next header, hop limit.
+            assert_eq!(&f[12..14], &[0x86, 0xdd], "{proto:?}");
+            assert_eq!(&f[14..18], &[0x6b, 0x80, 0, 0]);
+            assert_eq!(
+                usize::from(u16::from_be_bytes([f[18], f[19]])),
+                f.len() - 54
+            );
+            assert_eq!(f[20], if proto == Proto::Gre { 47 } else { 17 });
+            assert_eq!(f[21], 17);
+            let r = parse(&f, known).expect("a tunnel packet");
+            assert_eq!(r.proto, proto);
+            assert_eq!(r.meta.id, 0x12_3456);
+            assert!(r.meta.is_ipv6());
+            assert_eq!((r.meta.src, r.meta.dst), ([0; 4], [0; 4]));
+            assert_eq!(
+                Ipv6Addr::from(r.meta.ipv6_src),
+                Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)
+            );
+            assert_eq!(
+                Ipv6Addr::from(r.meta.ipv6_dst),
+                Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2)
+            );
+            assert_eq!((r.meta.tos, r.meta.ttl), (0xb8, 17));
+            assert_eq!(&f[r.hdr_len..], &inner()[..]);
+            if proto == Proto::Geneve {
+                assert_eq!(r.meta.opts(), &opts);
+            }
+            if proto != Proto::Gre {
+                let udp_csum = u16::from_be_bytes([f[60], f[61]]);
+                if csum {
+                    assert!(udp6_ok(&f), "{proto:?}");
+                } else {
+                    // Zero: RFC 6935, as OVS 3.1 sends without csum=true.
+                    assert_eq!(udp_csum, 0);
+                }
+                assert_eq!(r.meta.flags & F_CSUM != 0, csum);
+            }
+        }
+    }
+}
+
+#[test]
+fn ipv6_inherits_the_inner_traffic_class_and_fits_the_longest_options_in_the_headroom() {
+    let t = Template::new(&Outer {
+        tos: None,
+        ..outer6(Proto::Geneve, true)
+    });
+    let mut pool = packet::Pool::new(1);
+    let mut p = pool.alloc().expect("buffer");
+    let mut f = inner();
+    f[15] = 0x2e;
+    assert!(p.set_frame(&f));
+    // A received-size frame with the most options a packet carries: 102 bytes of outer
+    // headers in front.
+    let opts: Vec<u8> = (0..4u8).flat_map(|i| [0, i, 0, 1, i, i, i, i]).collect();
+    assert_eq!(opts.len(), packet::TUN_OPTS_MAX);
+    assert!(t.push(&mut p, 1, &opts));
+    let d = p.data();
+    assert_eq!(d.len(), 60 + 102);
+    assert_eq!((d[14], d[15] & 0xf0), (0x62, 0xe0));
+    assert!(udp6_ok(d));
+    assert_eq!(parse(d, known).expect("parses").meta.tos, 0x2e);
+}
+
+#[test]
+fn ipv6_truncations_fragments_and_extension_headers_stay_with_the_host() {
+    let t = Template::new(&outer6(Proto::Vxlan, false));
+    let mut pool = packet::Pool::new(1);
+    let mut p = pool.alloc().expect("buffer");
+    assert!(p.set_frame(&inner()));
+    assert!(t.push(&mut p, 7, &[]));
+    let f = p.data().to_vec();
+    for n in 0..f.len() {
+        let _ = parse(&f[..n], known);
+    }
+    // Payload length past the end.
+    let mut g = f.clone();
+    g[19] = g[19].wrapping_add(1);
+    assert_eq!(parse(&g, known), None);
+    // A Fragment header (or any other extension header) in front of UDP.
+    let mut h = f.clone();
+    h[20] = 44;
+    assert_eq!(parse(&h, known), None);
+    // Not version 6.
+    let mut v = f.clone();
+    v[14] = 0x45;
+    assert_eq!(parse(&v, known), None);
+}
