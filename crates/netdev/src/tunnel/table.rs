@@ -12,8 +12,8 @@
 //!   routes (IPv4 and IPv6), resolves every tunnel's remote address to (underlay, source,
 //!   next hop, MAC), publishes the outer header template, and sends an ARP request or a
 //!   Neighbor Solicitation (at most one a second per next hop) for next hops whose MAC is
-//!   unknown, through the underlay as if the host had sent it. Until the MAC is known the tunnel drops what it is given (and counts it), as
-//!   OVS does.
+//!   unknown, through the underlay as if the host had sent it. Until the MAC is known the
+//!   tunnel drops what it is given (and counts it), as OVS does.
 //! * The control plane reads and flushes the tables for `ovs-appctl`.
 
 use super::nd;
