@@ -197,8 +197,15 @@ impl Dev {
                 event_idx: self.acked & F_EVENT_IDX != 0,
                 ..Packed::default()
             };
+            // A running ring that moves to a new memory table keeps its position.
+            let running = {
+                let v = lock(&self.shared.vrings[i]);
+                v.packed.filter(|q| v.started && q.size == c.num)
+            };
+            if let Some(q) = running {
+                (p.next, p.wrap) = (q.next, q.wrap);
             // Without SET_VRING_BASE: the start of the ring, wrap counter 1.
-            if !p.set_base(c.base.unwrap_or(0x8000)) {
+            } else if !p.set_base(c.base.unwrap_or(0x8000)) {
                 return Err(refuse(
                     &format!("ring {i}: base {:#x} outside the ring", c.base.unwrap_or(0)),
                     &self.shared,
@@ -381,14 +388,17 @@ impl VhostUserBackendReqHandlerMut for Dev {
 
     fn get_vring_base(&mut self, index: u32) -> Result<VhostUserVringState> {
         let i = self.index(index)?;
+        let packed = self.acked & F_RING_PACKED != 0;
         let base = {
             let mut v = lock(&self.shared.vrings[i]);
             v.started = false;
             v.kick = None;
             v.q.set_ready(false);
             match v.packed {
-                Some(p) => p.base(),
-                None => u32::from(v.q.next_avail()),
+                Some(p) if packed => p.base(),
+                // A packed ring never started: where it would have started.
+                _ if packed => self.cfg[i].base.unwrap_or(0x8000),
+                _ => u32::from(v.q.next_avail()),
             }
         };
         self.cfg[i].base = Some(base);
