@@ -6,7 +6,9 @@ W3 it runs a closed loop (`start tx_first 16`, then io forwarding of whatever co
 that testpmd itself counts what the switch delivered; `txonly` does not receive. The switch
 runs on the other core with two `dpdkvhostuser` ports (it is the vhost-user server), forwarding
 port 1 <-> port 2. Delivered Mpps = testpmd's received packets (both ports) per second over the
-measured window. Frame size: `--size 64` (default) or 1518. Configurations, in one run:
+measured window. Frame size: `--size 64` (default) or 1518. `--packed`: testpmd's virtio ports
+use packed virtqueues (`packed_vq=1`, VIRTIO_F_RING_PACKED) with every backend, split ones
+otherwise. Configurations, in one run:
 
   ferrovs-patch   ferrovsd, patch module (v0 <-> v1)
   ferrovs-l3_4k   ferrovsd, openflow module, the W1 l3_4k rule set (both directions)
@@ -36,9 +38,12 @@ from w3_run import (Pmd, l3_rules, measure, run_all, sh, simple_rules, start_swi
                     stop_switch, summary)
 
 
+PACKED = False
+
+
 def guest_vdevs(socks, server):
     return [f"net_virtio_user{i},path={s},server={int(server)},queues=1"
-            for i, s in enumerate(socks)]
+            f",packed_vq={int(PACKED)}" for i, s in enumerate(socks)]
 
 
 def run_ferrovs(bins, work, module, args):
@@ -132,7 +137,10 @@ def main():
     p.add_argument("--json")
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--nice", type=int)
+    p.add_argument("--packed", action="store_true")
     args = p.parse_args()
+    global PACKED
+    PACKED = args.packed
     if args.nice is not None:
         apply_nice(args.nice)
     if args.smoke:
@@ -145,7 +153,7 @@ def main():
                ("ovs-l3_4k", lambda mem: run_ovs(work, "l3_4k", args, mem)),
                ("floor", lambda: run_floor(work, args))]
     try:
-        out = summary("W6", args, *run_all(args, configs, work), size=args.size)
+        out = summary("W6 packed rings" if args.packed else "W6", args, *run_all(args, configs, work), size=args.size)
         if args.json:
             Path(args.json).write_text(json.dumps(out))
         return 3 if None in out["results"].values() else 0

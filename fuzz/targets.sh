@@ -15,6 +15,7 @@ fuzz_max_len() {
         memif_msg) echo 4096 ;;      # a handshake: 32 control records of 128 bytes
         memif_ring) echo 8192 ;;     # a ring header and up to 256 descriptors
         vhost_vring) echo 8192 ;;    # a descriptor table and available ring of up to 256 slots
+        vhost_vring_packed) echo 4200 ;; # a packed ring of up to 256 descriptors
         ct_execute) echo 8192 ;;     # a few frames, each at most MAX_FRAME
         sampled_key) echo 512 ;;     # a sample keeps at most 256 bytes of a frame
         tunnel_decap) echo 4096 ;;   # one outer frame; packet::MAX_FRAME is 2,048

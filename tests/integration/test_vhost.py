@@ -10,6 +10,7 @@ testpmd runs without hugepages or PCI (`--no-huge --no-pci --no-shconf`, a priva
 `--file-prefix`): its memory is then a memfd, which it passes to the switch like QEMU does.
 """
 
+import re
 import shutil
 import struct
 import sys
@@ -39,11 +40,20 @@ def rundir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def virtio_pmd(rundir, paths, server=False, queues=1):
-    """testpmd with one net_virtio_user port per socket path."""
+def virtio_pmd(rundir, paths, server=False, queues=1, packed=False):
+    """testpmd with one net_virtio_user port per socket path; `packed`: packed virtqueues
+    (`packed_vq=1`), whose use testpmd's virtio driver logs ("using packed ring")."""
     vdevs = [f"net_virtio_user{i},path={p},server={int(server)},queues={queues}"
-             for i, p in enumerate(paths)]
-    return Pmd(rundir, "vhost", vdevs, [f"--rxq={queues}", f"--txq={queues}"])
+             f",packed_vq={int(packed)}" for i, p in enumerate(paths)]
+    return Pmd(rundir, "vhost", vdevs, [f"--rxq={queues}", f"--txq={queues}"],
+               eal=["--log-level=pmd.net.virtio.init:info"])
+
+
+def assert_ring_layout(pmd, packed, ports=2):
+    """testpmd's virtio driver chose the ring layout asked for on every port (a backend
+    that does not offer VIRTIO_F_RING_PACKED gets split rings even with packed_vq=1)."""
+    n = len(re.findall(r"using packed ring \S+ Tx path on port", pmd.text()))
+    assert n >= ports if packed else n == 0, (packed, n)
 
 
 def start_switch(rundir, kind, paths=None):
@@ -61,7 +71,8 @@ def start_switch(rundir, kind, paths=None):
     return d
 
 
-def test_server_ports_testpmd_both_ways_multiqueue(rundir):
+@pytest.mark.parametrize("packed", [False, True], ids=["split", "packed"])
+def test_server_ports_testpmd_both_ways_multiqueue(rundir, packed):
     d = start_switch(rundir, "dpdkvhostuser")
     pmd = None
     try:
@@ -69,10 +80,11 @@ def test_server_ports_testpmd_both_ways_multiqueue(rundir):
         for s in socks:
             wait_until(f"{s} exists", s.exists)
         assert iface(rundir, "v0", "link_state") == "down"
-        pmd = virtio_pmd(rundir, socks, server=False, queues=2)
+        pmd = virtio_pmd(rundir, socks, server=False, queues=2, packed=packed)
         wait_link(rundir, "v0", "up")
         wait_link(rundir, "v1", "up")
         n = pmd.burst(rundir, ("v0", "v1"), 4, [0, 0], queues=2)
+        assert_ring_layout(pmd, packed)
         fs = pmd.forward_stats()
         assert fs[0] == (n, n) and fs[1] == (n, n), fs
         for i in (0, 1):
@@ -84,7 +96,7 @@ def test_server_ports_testpmd_both_ways_multiqueue(rundir):
         # testpmd goes away: links go down; a new one connects and traffic flows again.
         pmd.quit()
         wait_link(rundir, "v0", "down")
-        pmd = virtio_pmd(rundir, socks, server=False, queues=1)
+        pmd = virtio_pmd(rundir, socks, server=False, queues=1, packed=packed)
         wait_link(rundir, "v0", "up")
         wait_link(rundir, "v1", "up")
         m = pmd.burst(rundir, ("v0", "v1"), 2, [n, n])
@@ -97,9 +109,10 @@ def test_server_ports_testpmd_both_ways_multiqueue(rundir):
     assert not (rundir / "v0").exists(), "the socket file outlived the switch"
 
 
-def test_client_ports_reconnect_across_switch_restart(rundir):
+@pytest.mark.parametrize("packed", [False, True], ids=["split", "packed"])
+def test_client_ports_reconnect_across_switch_restart(rundir, packed):
     paths = [rundir / "vm0.sock", rundir / "vm1.sock"]
-    pmd = virtio_pmd(rundir, paths, server=True)
+    pmd = virtio_pmd(rundir, paths, server=True, packed=packed)
     d = None
     try:
         # testpmd's server-mode ports wait for their backend one after the other while
@@ -109,6 +122,7 @@ def test_client_ports_reconnect_across_switch_restart(rundir):
         wait_link(rundir, "v1", "up")
         pmd.wait_text(r"testpmd> ")
         n = pmd.burst(rundir, ("v0", "v1"), 4, [0, 0])
+        assert_ring_layout(pmd, packed)
         fs = pmd.forward_stats()
         assert fs[0] == (n, n) and fs[1] == (n, n), fs
         for i in (0, 1):
@@ -267,6 +281,104 @@ def test_hostile_guest_is_contained(rundir):
         h.close()
         h = None
         wait_link(rundir, "h0", "down")
+    finally:
+        if h:
+            h.close()
+        d.stop()
+
+
+def test_hostile_guest_on_packed_rings_is_contained(rundir):
+    """The hostile guest again, on packed rings (VIRTIO_F_RING_PACKED): each bad chain is
+    returned used with length 0 and counted, a chain that never ends breaks its ring once,
+    a guest without receive buffers costs drops, and GET_VRING_BASE reports the ring
+    positions in the packed encoding (position, wrap counter at bit 15; the used side again
+    in bits 16-31)."""
+    pcap = rundir / "pk.pcap"
+    frame = pcap_file(pcap)
+    d = Daemon(rundir)
+    h = None
+    try:
+        vsctl(rundir, "add-br", "brk", "--", "set", "Bridge", "brk", "other_config:module=patch")
+        vsctl(rundir, "add-port", "brk", "k0", "--", "set", "Interface", "k0",
+              "type=dpdkvhostuser", "options:tx-retries-max=0")
+        vsctl(rundir, "add-port", "brk", "ksink", "--", "set", "Interface", "ksink",
+              "type=null")
+        vsctl(rundir, "add-port", "brk", "ksrc", "--", "set", "Interface", "ksrc", "type=pcap",
+              f"options:rx_pcap={pcap}", "options:infinite_rx=true", "options:rx_pps=20")
+        d.cli("patch-set", "brk", "ksrc", "k0")
+        d.cli("patch-set", "brk", "k0", "ksink")
+        sock = rundir / "k0"
+        wait_until("socket", sock.exists)
+        h = vf.Frontend(sock, packed=True)
+        wait_link(rundir, "k0", "up")
+        RX, TX = 0, 1
+        assert h.device_event_flags(TX) == 1, "the switch polls: kicks disabled"
+
+        # One good frame and five bad chains (seven descriptors in all).
+        gpa, off = h.buf(0)
+        h.write(off, bytes(vf.HDR) + frame)
+        good = h.poffer(TX, [(gpa, vf.HDR + len(frame), 0)])
+        bad = [h.poffer(TX, [(vf.GPA + vf.REGION + 0x1000, 72, 0)]),
+               h.poffer(TX, [(h.buf(1)[0], 0xFFFF_0000, 0)]),
+               h.poffer(TX, [(h.buf(2)[0], 72, vf.DESC_WRITE)]),
+               h.poffer(TX, [(h.buf(3)[0], 32, vf.DESC_INDIRECT), (h.buf(4)[0], 60, 0)]),
+               h.poffer(TX, [(vf.GPA + vf.REGION + 0x10000, 32, vf.DESC_INDIRECT)])]
+        used = []
+        wait_until("every chain returned",
+                   lambda: used.extend(h.pused(TX)) or len(used) == 6)
+        assert sorted(used) == sorted([(good, 0)] + [(b, 0) for b in bad]), used
+        wait_until("counters", lambda: stats(rundir, "k0")["rx_errors"] >= 5)
+        s = stats(rundir, "k0")
+        assert s["rx_packets"] == 1 and s["rx_errors"] == 5, s
+        wait_until("the good frame forwarded",
+                   lambda: stats(rundir, "ksink")["tx_packets"] == 1)
+
+        # No receive buffers: drops. Then a good buffer and one outside guest memory.
+        wait_until("tx drops counted", lambda: stats(rundir, "k0")["tx_dropped"] >= 3)
+        before = stats(rundir, "k0")
+        gpa, off = h.buf(10)
+        ok = h.poffer(RX, [(gpa, 2048, vf.DESC_WRITE)])
+        out = h.poffer(RX, [(vf.GPA + vf.REGION, 2048, vf.DESC_WRITE)])
+        rused = []
+        wait_until("both receive buffers used",
+                   lambda: rused.extend(h.pused(RX)) or len(rused) == 2)
+        assert rused == [(ok, vf.HDR + len(frame)), (out, 0)], rused
+        assert h.read(off, vf.HDR) == bytes(10) + b"\x01\x00"
+        assert h.read(off + vf.HDR, len(frame)) == frame
+        wait_until("tx error counted", lambda: stats(rundir, "k0")["tx_errors"] == 1)
+        assert stats(rundir, "k0")["tx_packets"] == before["tx_packets"] + 1
+
+        # A chain that never ends (NEXT on every descriptor of the ring): the ring is
+        # broken, counted once, and left alone.
+        before = stats(rundir, "k0")
+        pos, wrap = h.pk[TX][0], h.pk[TX][1]
+        for k in reversed(range(vf.SLOTS)):
+            p, w = pos + k, wrap
+            if p >= vf.SLOTS:
+                p, w = p - vf.SLOTS, wrap ^ 1
+            h.pdesc(TX, p, h.buf(1)[0], 12, 0,
+                    vf.DESC_NEXT | (vf.DESC_AVAIL if w else vf.DESC_USED))
+        wait_until("broken ring counted",
+                   lambda: stats(rundir, "k0")["rx_errors"] == before["rx_errors"] + 1)
+        time.sleep(0.5)
+        s = stats(rundir, "k0")
+        assert s["rx_errors"] == before["rx_errors"] + 1, s
+        assert s["rx_packets"] == before["rx_packets"], s
+        # Seven descriptors taken on the transmit ring, two on the receive ring.
+        assert h.get_vring_base(TX) == 0x8007_8007
+        assert h.get_vring_base(RX) == 0x8002_8002
+        h.close()
+        h = None
+        wait_link(rundir, "k0", "down")
+        assert d.proc.poll() is None, "the switch died"
+
+        # A well-behaved frontend can use the port again.
+        h = vf.Frontend(sock, packed=True)
+        wait_link(rundir, "k0", "up")
+        gpa, off = h.buf(0)
+        h.write(off, bytes(vf.HDR) + frame)
+        h.poffer(TX, [(gpa, vf.HDR + len(frame), 0)])
+        wait_until("forwarded again", lambda: stats(rundir, "ksink")["tx_packets"] == 2)
     finally:
         if h:
             h.close()

@@ -46,11 +46,12 @@ def wait_link(rundir, name, state, timeout=TIMEOUT):
 
 
 class Pmd:
-    """An interactive dpdk-testpmd with the given `--vdev` devices (ports 0..n-1 in order)."""
+    """An interactive dpdk-testpmd with the given `--vdev` devices (ports 0..n-1 in order)
+    and extra EAL arguments `eal`."""
 
     n = 0
 
-    def __init__(self, rundir, tag, vdevs, extra=()):
+    def __init__(self, rundir, tag, vdevs, extra=(), eal=()):
         Pmd.n += 1
         self.out = open(rundir / f"testpmd{Pmd.n}.log", "w+")
         args = []
@@ -58,7 +59,7 @@ class Pmd:
             args += ["--vdev", v]
         self.proc = subprocess.Popen(
             ["stdbuf", "-oL", "dpdk-testpmd", "-l", "0-1", "--no-huge", "-m", "512",
-             "--no-pci", "--no-shconf", f"--file-prefix=fv{tag}{os.getpid()}x{Pmd.n}", *args,
+             "--no-pci", "--no-shconf", f"--file-prefix=fv{tag}{os.getpid()}x{Pmd.n}", *eal, *args,
              "--", "-i", "--total-num-mbufs=16384", *extra],
             stdin=subprocess.PIPE, stdout=self.out, stderr=subprocess.STDOUT, text=True)
 

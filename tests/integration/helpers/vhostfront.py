@@ -8,6 +8,9 @@ virtual address" UVA, offset 0 in the memfd):
   ring q: descriptor table at RING(q), available ring at RING(q) + 0x1000, used ring at
           RING(q) + 0x2000 (q = 0 receive, 1 transmit), SLOTS entries each;
   buffers from BUF0 on, 2 KiB each.
+With `packed=True` (VIRTIO_F_RING_PACKED) each ring is a packed one: the descriptor ring at
+RING(q), the driver's event suppression area at RING(q) + 0x1000 and the device's at
+RING(q) + 0x2000; `poffer` and `pused` play the driver's side of it.
 """
 
 import mmap
@@ -28,6 +31,7 @@ F_HOST_TSO6 = 1 << 12
 F_MRG_RXBUF = 1 << 15
 F_PROTOCOL_FEATURES = 1 << 30
 F_VERSION_1 = 1 << 32
+F_RING_PACKED = 1 << 34
 
 GPA = 0x4000_0000
 UVA = 0x7f00_0000_0000
@@ -38,6 +42,7 @@ BUFSZ = 2048
 HDR = 12
 
 DESC_NEXT, DESC_WRITE, DESC_INDIRECT = 1, 2, 4
+DESC_AVAIL, DESC_USED = 1 << 7, 1 << 15
 
 
 def RING(q):
@@ -45,13 +50,19 @@ def RING(q):
 
 
 class Frontend:
-    def __init__(self, path, features=F_VERSION_1 | F_MRG_RXBUF, qemu_order=False):
+    def __init__(self, path, features=F_VERSION_1 | F_MRG_RXBUF, qemu_order=False,
+                 packed=False):
         """`qemu_order`: negotiate protocol features and enable both rings before
         SET_FEATURES, as QEMU does while it sets a vhost-user NIC up (it does not enable them
         again when it starts them)."""
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.s.settimeout(5)
         self.s.connect(str(path))
+        if packed:
+            features |= F_RING_PACKED
+        # Packed rings: the driver's next position and wrap counter, per ring, for offering
+        # and for reading used descriptors, and each offered buffer id's length.
+        self.pk = [[0, 1, 0, 1, {}, 0] for _ in (0, 1)]
         self.fd = os.memfd_create("vhost-test-guest")
         os.ftruncate(self.fd, REGION)
         self.mem = mmap.mmap(self.fd, REGION)
@@ -77,7 +88,7 @@ class Frontend:
             self.send(SET_VRING_ADDR, struct.pack("<IIQQQQ", q, 0, UVA + RING(q),
                                                   UVA + RING(q) + 0x2000,
                                                   UVA + RING(q) + 0x1000, 0))
-            self.send(SET_VRING_BASE, struct.pack("<II", q, 0))
+            self.send(SET_VRING_BASE, struct.pack("<II", q, 0x8000 if packed else 0))
             call = os.eventfd(0, os.EFD_NONBLOCK)
             self.calls.append(call)
             self.send(SET_VRING_CALL, struct.pack("<Q", q), fds=[call])
@@ -159,3 +170,48 @@ class Frontend:
         gpa, off = self.buf(buf_i)
         self.write(off, bytes(HDR) + frame)
         self.desc(q, slot, gpa, HDR + len(frame))
+
+    # ---- packed rings (the driver's side) -----------------------------------------------
+    def pdesc(self, q, pos, addr, length, id_, flags):
+        struct.pack_into("<QIHH", self.mem, RING(q) + 16 * pos, addr, length, id_, flags)
+
+    def poffer(self, q, descs):
+        """Makes a chain of (addr, len, flags) available on packed ring q, the head's
+        flags written last; returns its buffer id."""
+        st = self.pk[q]
+        id_ = st[5]
+        st[5] = (id_ + 1) & 0xFFFF
+        at = []
+        pos, wrap = st[0], st[1]
+        for _ in descs:
+            at.append((pos, wrap))
+            pos += 1
+            if pos == SLOTS:
+                pos, wrap = 0, wrap ^ 1
+        for k in reversed(range(len(descs))):
+            addr, length, flags = descs[k]
+            if k + 1 < len(descs):
+                flags |= DESC_NEXT
+            flags |= DESC_AVAIL if at[k][1] else DESC_USED
+            self.pdesc(q, at[k][0], addr, length, id_, flags)
+        st[0], st[1] = pos, wrap
+        st[4][id_] = len(descs)
+        return id_
+
+    def pused(self, q):
+        """The used descriptors (id, len) returned since the last look."""
+        st = self.pk[q]
+        out = []
+        while True:
+            _, length, id_, flags = struct.unpack_from("<QIHH", self.mem,
+                                                       RING(q) + 16 * st[2])
+            w = st[3]
+            if bool(flags & DESC_AVAIL) != bool(w) or bool(flags & DESC_USED) != bool(w):
+                return out
+            out.append((id_, length))
+            st[2] += st[4].pop(id_)
+            if st[2] >= SLOTS:
+                st[2], st[3] = st[2] - SLOTS, w ^ 1
+
+    def device_event_flags(self, q):
+        return struct.unpack_from("<H", self.mem, RING(q) + 0x2000 + 2)[0]

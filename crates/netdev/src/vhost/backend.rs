@@ -5,7 +5,8 @@
 //! ## What it does with each request
 //! * Features: we offer `VERSION_1`, `MRG_RXBUF`, `MQ`, `CTRL_VQ` (the frontend handles the
 //!   control queue itself and tells us which queue pairs to use with `SET_VRING_ENABLE`),
-//!   `INDIRECT_DESC`, `EVENT_IDX` and `PROTOCOL_FEATURES`; protocol features `MQ` (and
+//!   `INDIRECT_DESC`, `EVENT_IDX`, `RING_PACKED` (when acked, every ring of the device is
+//!   packed: `vring::packed`) and `PROTOCOL_FEATURES`; protocol features `MQ` (and
 //!   `REPLY_ACK`, which the crate implements). Acked features outside the offer are refused.
 //!   For the guest's transmissions also `CSUM`, `HOST_TSO4`, `HOST_TSO6`, `HOST_ECN` and
 //!   `HOST_USO`: the guest may leave checksums and TCP/UDP segmentation to us, and we finish
@@ -19,6 +20,12 @@
 //!   `SET_VRING_ENABLE`. `GET_VRING_BASE` stops the ring and reports where we are. A ring
 //!   whose used index in guest memory differs from the base it was given resumes at the used
 //!   index (a reconnecting frontend may say 0 for a ring that already ran), as DPDK does.
+//!   A packed ring takes its descriptor ring, driver and device event areas from
+//!   `SET_VRING_ADDR`'s descriptor, available and used addresses, and its position from the
+//!   base with the specification's encoding (bits 0-14 position, bit 15 wrap counter; no
+//!   `SET_VRING_BASE`: position 0, wrap counter 1); `GET_VRING_BASE` answers in the same
+//!   encoding, the used side repeated in bits 16-31. Any ring size up to 2^15 is accepted
+//!   for packed rings, powers of two for split ones.
 //! * `SET_VRING_CALL` keeps the guest's interrupt eventfd, made non-blocking.
 //! * Everything else (config space, inflight tracking, dirty logging, memory slots, device
 //!   state) is not offered, and refused if asked for anyway.
@@ -31,8 +38,8 @@
 //! the link state and the number of usable queue pairs are recomputed after each request and
 //! published as atomics.
 
-use super::mem::{GuestMem, RegionInfo};
-use super::vring::{Vring, HDR_LEGACY, HDR_MRG, MAX_RING};
+use super::mem::{Guest, GuestMem, RegionInfo};
+use super::vring::{Packed, Vring, HDR_LEGACY, HDR_MRG, MAX_RING};
 use super::{lock, Shared, MAX_QP};
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -59,6 +66,7 @@ pub const F_INDIRECT_DESC: u64 = 1 << 28;
 pub const F_EVENT_IDX: u64 = 1 << 29;
 pub const F_PROTOCOL_FEATURES: u64 = 1 << 30;
 pub const F_VERSION_1: u64 = 1 << 32;
+pub const F_RING_PACKED: u64 = 1 << 34;
 pub const F_HOST_USO: u64 = 1 << 56;
 
 /// The features that let the guest leave checksums or segmentation to us.
@@ -72,7 +80,8 @@ pub const FEATURES: u64 = OFFLOADS
     | F_INDIRECT_DESC
     | F_EVENT_IDX
     | F_PROTOCOL_FEATURES
-    | F_VERSION_1;
+    | F_VERSION_1
+    | F_RING_PACKED;
 
 /// What the frontend configured for one ring, in its own address space.
 #[derive(Clone, Copy, Default)]
@@ -81,7 +90,9 @@ struct RingCfg {
     desc: u64,
     avail: u64,
     used: u64,
-    base: u16,
+    /// SET_VRING_BASE's value (split: the next available index; packed: position and
+    /// wrap counter), if one was given.
+    base: Option<u32>,
 }
 
 /// The state of one vhost-user session.
@@ -175,14 +186,51 @@ impl Dev {
                 )
             })
         };
+        if self.acked & F_RING_PACKED != 0 {
+            // Packed: the descriptor ring, then the driver's and the device's event
+            // suppression areas where split rings have their available and used rings.
+            let mut p = Packed {
+                desc: tr(c.desc, 16 * n, "descriptor ring")?,
+                driver: tr(c.avail, 4, "driver event area")?,
+                device: tr(c.used, 4, "device event area")?,
+                size: c.num,
+                event_idx: self.acked & F_EVENT_IDX != 0,
+                ..Packed::default()
+            };
+            // A running ring that moves to a new memory table keeps its position.
+            let running = {
+                let v = lock(&self.shared.vrings[i]);
+                v.packed.filter(|q| v.started && q.size == c.num)
+            };
+            if let Some(q) = running {
+                (p.next, p.wrap) = (q.next, q.wrap);
+            // Without SET_VRING_BASE: the start of the ring, wrap counter 1.
+            } else if !p.set_base(c.base.unwrap_or(0x8000)) {
+                return Err(refuse(
+                    &format!("ring {i}: base {:#x} outside the ring", c.base.unwrap_or(0)),
+                    &self.shared,
+                ));
+            }
+            if !p.valid(&gm.mem) || !p.disable_kicks(&gm.mem) {
+                return Err(refuse(
+                    &format!("ring {i}: not inside guest memory"),
+                    &self.shared,
+                ));
+            }
+            let mem = gm.mem.clone();
+            let hdr = self.hdr_len();
+            let mut v = lock(&self.shared.vrings[i]);
+            v.q.set_ready(false);
+            v.packed = Some(p);
+            self.go(&mut v, mem, hdr, kick);
+            return Ok(());
+        }
         let desc = tr(c.desc, 16 * n, "descriptor table")?;
         let avail = tr(c.avail, 6 + 2 * n, "available ring")?;
         let used = tr(c.used, 6 + 8 * n, "used ring")?;
         let mem = gm.mem.clone();
         let hdr = self.hdr_len();
-        let mrg = self.acked & F_MRG_RXBUF != 0;
         let event_idx = self.acked & F_EVENT_IDX != 0;
-        let protocol = self.acked & F_PROTOCOL_FEATURES != 0;
         let mut v = lock(&self.shared.vrings[i]);
         let q = &mut v.q;
         q.try_set_size(c.num)
@@ -190,8 +238,9 @@ impl Dev {
             .and_then(|()| q.try_set_avail_ring_address(GuestAddress(avail)))
             .and_then(|()| q.try_set_used_ring_address(GuestAddress(used)))
             .map_err(|e| refuse(&format!("ring {i}: {e}"), &self.shared))?;
-        q.set_next_avail(c.base);
-        q.set_next_used(c.base);
+        let base = c.base.unwrap_or(0) as u16;
+        q.set_next_avail(base);
+        q.set_next_used(base);
         q.set_event_idx(event_idx);
         q.set_ready(true);
         if !q.is_valid(&mem.mem) {
@@ -206,23 +255,29 @@ impl Dev {
         // and resuming there neither resends old transmissions nor reuses filled buffers.
         // DPDK's vhost library, and so OVS, does the same.
         if let Ok(u) = q.used_idx(&mem.mem, Ordering::Acquire) {
-            if u.0 != c.base {
+            if u.0 != base {
                 q.set_next_avail(u.0);
                 q.set_next_used(u.0);
             }
         }
+        v.packed = None;
+        self.go(&mut v, mem, hdr, kick);
+        Ok(())
+    }
+
+    /// Makes a configured ring live.
+    fn go(&self, v: &mut Vring, mem: Arc<Guest>, hdr: usize, kick: Option<File>) {
         v.mem = Some(mem);
         v.kick = kick;
         v.hdr_len = hdr;
-        v.mrg = mrg;
+        v.mrg = self.acked & F_MRG_RXBUF != 0;
         v.offload = self.acked & OFFLOADS != 0;
         v.spill.clear();
         v.started = true;
         v.broken = false;
-        if !protocol {
+        if self.acked & F_PROTOCOL_FEATURES == 0 {
             v.enabled = true;
         }
-        Ok(())
     }
 }
 
@@ -296,7 +351,9 @@ impl VhostUserBackendReqHandlerMut for Dev {
 
     fn set_vring_num(&mut self, index: u32, num: u32) -> Result<()> {
         let i = self.index(index)?;
-        if num == 0 || num > u32::from(MAX_RING) || !num.is_power_of_two() {
+        // Split rings must have a power-of-two size (checked when the ring starts);
+        // packed ones any size up to 2^15.
+        if num == 0 || num > u32::from(MAX_RING) {
             return Err(refuse(
                 &format!("ring {i}: size {num} refused"),
                 &self.shared,
@@ -325,22 +382,28 @@ impl VhostUserBackendReqHandlerMut for Dev {
 
     fn set_vring_base(&mut self, index: u32, base: u32) -> Result<()> {
         let i = self.index(index)?;
-        self.cfg[i].base = base as u16;
+        self.cfg[i].base = Some(base);
         Ok(())
     }
 
     fn get_vring_base(&mut self, index: u32) -> Result<VhostUserVringState> {
         let i = self.index(index)?;
-        let next = {
+        let packed = self.acked & F_RING_PACKED != 0;
+        let base = {
             let mut v = lock(&self.shared.vrings[i]);
             v.started = false;
             v.kick = None;
             v.q.set_ready(false);
-            v.q.next_avail()
+            match v.packed {
+                Some(p) if packed => p.base(),
+                // A packed ring never started: where it would have started.
+                _ if packed => self.cfg[i].base.unwrap_or(0x8000),
+                _ => u32::from(v.q.next_avail()),
+            }
         };
-        self.cfg[i].base = next;
+        self.cfg[i].base = Some(base);
         self.publish();
-        Ok(VhostUserVringState::new(index, u32::from(next)))
+        Ok(VhostUserVringState::new(index, base))
     }
 
     fn set_vring_kick(&mut self, index: u8, fd: Option<File>) -> Result<()> {

@@ -24,9 +24,10 @@
 //! The guest decides how many queue pairs it uses (`MQ`, up to [`MAX_QP`]): the control
 //! thread publishes how many pairs are usable, handle `k` transmits on pair `k % pairs`, and
 //! the guest's transmit queues are spread over the port's receive queues. Everything is in
-//! poll mode: we never ask the guest to kick us (the `kick` eventfds are kept, not read) and
-//! we signal its `call` eventfd only when it asked to be told (`needs_notification`, which
-//! honours `EVENT_IDX`).
+//! poll mode: we never ask the guest to kick us (the `kick` eventfds are kept, not read; a
+//! packed ring's device event area says so) and we signal its `call` eventfd only when it
+//! asked to be told (`needs_notification`, which honours `EVENT_IDX`). Rings are split, or
+//! packed when the frontend acks `VIRTIO_F_RING_PACKED` (`vring::packed`).
 //!
 //! ## Copies
 //! Both directions copy once: the guest may rewrite its buffers at any moment, so a frame is

@@ -14,6 +14,10 @@
 //! buffers; [`scatter`] writes our frame (with a header) into the guest's buffers, several
 //! chains per packet when `VIRTIO_NET_F_MRG_RXBUF` was negotiated.
 //!
+//! Packed rings (`VIRTIO_F_RING_PACKED`) have their own walker and burst loops in
+//! [`packed`]; the copies ([`gather`], [`fill`], `offload::gather`) are shared through the
+//! [`Chains`] trait, so both layouts copy and check frames with the same code.
+//!
 //! ## Containment
 //! The guest writes the rings and descriptors and may rewrite them at any moment. So:
 //! * every index it writes is reduced modulo the ring size or checked against the table it
@@ -36,9 +40,11 @@
 //! `try_lock` for one burst and skips the ring if the control thread holds it.
 
 mod offload;
+pub mod packed;
 
 use super::mem::Guest;
 pub use offload::{Spill, MAX_SUPER};
+pub use packed::Packed;
 use packet::{Batch, Packet, Pool, MAX_FRAME};
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -105,6 +111,8 @@ pub struct Vring {
     pub offload: bool,
     /// The frame being finished, and its segments still to deliver.
     pub spill: Spill,
+    /// `VIRTIO_F_RING_PACKED` negotiated: the ring is packed and `q` unused.
+    pub packed: Option<Packed>,
 }
 
 impl Default for Vring {
@@ -121,6 +129,7 @@ impl Default for Vring {
             mrg: false,
             offload: false,
             spill: Spill::default(),
+            packed: None,
         }
     }
 }
@@ -128,7 +137,11 @@ impl Default for Vring {
 impl Vring {
     /// Whether poll threads should move packets through this ring.
     pub fn live(&self) -> bool {
-        self.started && self.enabled && !self.broken && self.mem.is_some() && self.q.ready()
+        self.started
+            && self.enabled
+            && !self.broken
+            && self.mem.is_some()
+            && (self.packed.is_some() || self.q.ready())
     }
 }
 
@@ -229,6 +242,33 @@ impl<'a> Ring<'a> {
         } else {
             self.avail_flags() & AVAIL_NO_INTERRUPT == 0
         }
+    }
+}
+
+/// A ring's chains as the copy loops ([`gather`], [`fill`], `offload::gather`) see them:
+/// the guest's memory and a walk over the data descriptors of the chain at `head`.
+trait Chains {
+    fn guest(&self) -> &Guest;
+    fn walk(
+        &self,
+        head: u16,
+        f: impl FnMut(Desc) -> Result<(), DescError>,
+    ) -> Result<(), DescError>;
+}
+
+impl Chains for Ring<'_> {
+    #[inline(always)]
+    fn guest(&self) -> &Guest {
+        self.g
+    }
+
+    #[inline(always)]
+    fn walk(
+        &self,
+        head: u16,
+        f: impl FnMut(Desc) -> Result<(), DescError>,
+    ) -> Result<(), DescError> {
+        walk(self, head, f)
     }
 }
 
@@ -343,6 +383,9 @@ fn signal(call: &Option<File>) {
 
 /// Receives up to `batch.room()` frames the guest transmitted on `v`.
 pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
+    if let Some(p) = v.packed {
+        return packed::rx_burst(v, p, pool, batch);
+    }
     let mut b = Burst::default();
     let Some(g) = v.mem.clone() else { return b };
     let Some(r) = Ring::new(&v.q, &g) else {
@@ -407,8 +450,8 @@ pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
 /// one that needs a checksum or segmentation is finished through `spill`.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-fn receive_offloaded(
-    r: &Ring<'_>,
+fn receive_offloaded<R: Chains>(
+    r: &R,
     head: u16,
     hdr: usize,
     mut pkt: Packet,
@@ -440,13 +483,13 @@ fn receive_offloaded(
 
 /// Copies the frame of guest transmit chain `head` (after its `hdr`-byte virtio-net header)
 /// into `pkt`; returns the frame length.
-fn gather(r: &Ring<'_>, head: u16, hdr: usize, pkt: &mut Packet) -> Result<usize, DescError> {
+fn gather<R: Chains>(r: &R, head: u16, hdr: usize, pkt: &mut Packet) -> Result<usize, DescError> {
     let Some(buf) = pkt.reset_for_rx(MAX_FRAME) else {
         return Err(DescError::Length);
     };
     let mut skip = hdr; // header bytes still to skip
     let mut len = 0usize;
-    walk(r, head, |d| {
+    r.walk(head, |d| {
         if d.flags & DESC_WRITE != 0 {
             return Err(DescError::Direction);
         }
@@ -461,7 +504,7 @@ fn gather(r: &Ring<'_>, head: u16, hdr: usize, pkt: &mut Packet) -> Result<usize
             return Err(DescError::Length);
         }
         let addr = d.addr.checked_add(h as u64).ok_or(DescError::Memory)?;
-        copy_in(r.g, addr, &mut buf[len..len + n])?;
+        copy_in(r.guest(), addr, &mut buf[len..len + n])?;
         len += n;
         Ok(())
     })?;
@@ -476,6 +519,9 @@ fn gather(r: &Ring<'_>, head: u16, hdr: usize, pkt: &mut Packet) -> Result<usize
 /// no buffers are dropped and counted. `retries` extra looks at the available index are
 /// allowed per burst when the guest's buffers run out.
 pub fn tx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch, retries: u32) -> Burst {
+    if let Some(p) = v.packed {
+        return packed::tx_burst(v, p, pool, batch, retries);
+    }
     let mut b = Burst::default();
     let g = v.mem.clone();
     let r = g.as_deref().and_then(|g| Ring::new(&v.q, g));
@@ -587,45 +633,71 @@ fn scatter(
         let head = r.avail_entry(next.wrapping_add(k as u16));
         used[k] = (head, 0);
         k += 1;
-        let mut written = 0u32;
-        let mut descs = 0;
-        let walked = walk(r, head, |d| {
-            descs += 1;
-            if d.flags & DESC_WRITE == 0 {
-                return Err(DescError::Direction);
-            }
-            let mut addr = d.addr;
-            let mut room = d.len as usize;
-            if hdr_at.is_none() {
-                // The header must sit whole in the first descriptor (Linux and DPDK drivers
-                // always give at least that much).
-                if room < hdr || r.g.host(addr, hdr as u64).is_none() {
-                    return Err(DescError::Length);
-                }
-                hdr_at = Some(addr);
-                addr += hdr as u64;
-                room -= hdr;
-                written += hdr as u32;
-            }
-            let n = room.min(frame.len() - off);
-            if n > 0 {
-                copy_out(r.g, addr, &frame[off..off + n])?;
-                off += n;
-                written += n as u32;
-            }
-            Ok(())
-        });
-        if walked.is_err() || descs == 0 {
-            return Err(Scatter::Bad(k));
+        match fill(r, head, hdr, frame, &mut off, &mut hdr_at) {
+            Some(written) => used[k - 1].1 = written,
+            None => return Err(Scatter::Bad(k)),
         }
-        used[k - 1].1 = written;
     }
-    let mut h = [0u8; HDR_MRG];
-    h[10..12].copy_from_slice(&(k as u16).to_le_bytes());
-    if let Some(at) = hdr_at {
-        if copy_out(r.g, at, &h[..hdr]).is_err() {
-            return Err(Scatter::Bad(k));
-        }
+    if !put_header(r.g, hdr_at, hdr, k) {
+        return Err(Scatter::Bad(k));
     }
     Ok(k)
+}
+
+/// Writes into the device-writable buffers of chain `head` what they take of `frame` from
+/// `*off` on, the `hdr`-byte header first if `*hdr_at` says it has no place yet; returns the
+/// bytes written, `None` if the chain is refused.
+#[inline]
+fn fill<R: Chains>(
+    r: &R,
+    head: u16,
+    hdr: usize,
+    frame: &[u8],
+    off: &mut usize,
+    hdr_at: &mut Option<u64>,
+) -> Option<u32> {
+    let g = r.guest();
+    let mut written = 0u32;
+    let mut descs = 0;
+    let walked = r.walk(head, |d| {
+        descs += 1;
+        if d.flags & DESC_WRITE == 0 {
+            return Err(DescError::Direction);
+        }
+        let mut addr = d.addr;
+        let mut room = d.len as usize;
+        if hdr_at.is_none() {
+            // The header must sit whole in the first descriptor (Linux and DPDK drivers
+            // always give at least that much).
+            if room < hdr || g.host(addr, hdr as u64).is_none() {
+                return Err(DescError::Length);
+            }
+            *hdr_at = Some(addr);
+            addr += hdr as u64;
+            room -= hdr;
+            written += hdr as u32;
+        }
+        let n = room.min(frame.len() - *off);
+        if n > 0 {
+            copy_out(g, addr, &frame[*off..*off + n])?;
+            *off += n;
+            written += n as u32;
+        }
+        Ok(())
+    });
+    if walked.is_err() || descs == 0 {
+        return None;
+    }
+    Some(written)
+}
+
+/// Writes the virtio-net header (`num_buffers` = `chains`) where [`fill`] left room for it.
+#[inline]
+fn put_header(g: &Guest, hdr_at: Option<u64>, hdr: usize, chains: usize) -> bool {
+    let mut h = [0u8; HDR_MRG];
+    h[10..12].copy_from_slice(&(chains as u16).to_le_bytes());
+    match hdr_at {
+        Some(at) => copy_out(g, at, &h[..hdr]).is_ok(),
+        None => true,
+    }
 }

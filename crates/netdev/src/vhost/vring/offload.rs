@@ -22,7 +22,7 @@
 //! A frame the plan refuses (offsets outside the frame, an unsupported `gso_type`, a
 //! segment larger than our buffers) is counted as an error like any refused chain.
 
-use super::{copy_in, walk, Burst, DescError, Ring, DESC_WRITE, HDR_MRG};
+use super::{copy_in, Burst, Chains, DescError, DESC_WRITE, HDR_MRG};
 use crate::offload::{Plan, VnetHdr, VNET_HDR_LEN};
 use packet::{Batch, Packet, Pool, MAX_FRAME};
 
@@ -64,8 +64,8 @@ pub(super) enum Got {
 /// Copies the frame of guest transmit chain `head` into `pkt`, or into `sp` once it
 /// outgrows `pkt`, reading its `hdr`-byte virtio-net header on the way.
 #[inline]
-pub(super) fn gather(
-    r: &Ring<'_>,
+pub(super) fn gather<R: Chains>(
+    r: &R,
     head: u16,
     hdr: usize,
     pkt: &mut Packet,
@@ -79,7 +79,8 @@ pub(super) fn gather(
     let mut got = 0usize; // header bytes read
     let mut len = 0usize;
     let mut spilled = false;
-    walk(r, head, |d| {
+    let g = r.guest();
+    r.walk(head, |d| {
         if d.flags & DESC_WRITE != 0 {
             return Err(DescError::Direction);
         }
@@ -87,15 +88,15 @@ pub(super) fn gather(
         let take = (hdr - got).min(dlen);
         if take == HDR_MRG {
             // The usual case, the whole header in one descriptor: a fixed-size copy.
-            match r.g.host(d.addr, HDR_MRG as u64) {
+            match g.host(d.addr, HDR_MRG as u64) {
                 // SAFETY: `p` points at HDR_MRG bytes inside a live mapping of the guest's
                 // memory; `h` is ours and HDR_MRG long. Bytes are copied, not interpreted.
                 Some(p) => unsafe { std::ptr::copy_nonoverlapping(p, h.as_mut_ptr(), HDR_MRG) },
-                None => copy_in(r.g, d.addr, &mut h)?,
+                None => copy_in(g, d.addr, &mut h)?,
             }
             got = HDR_MRG;
         } else if take > 0 {
-            copy_in(r.g, d.addr, &mut h[got..got + take])?;
+            copy_in(g, d.addr, &mut h[got..got + take])?;
             got += take;
         }
         let n = dlen - take;
@@ -104,7 +105,7 @@ pub(super) fn gather(
         }
         let addr = d.addr.checked_add(take as u64).ok_or(DescError::Memory)?;
         if !spilled && n <= buf.len() - len {
-            copy_in(r.g, addr, &mut buf[len..len + n])?;
+            copy_in(g, addr, &mut buf[len..len + n])?;
         } else {
             if n > MAX_SUPER - len {
                 return Err(DescError::Length);
@@ -116,7 +117,7 @@ pub(super) fn gather(
                 spilled = true;
             }
             sp.buf.resize(len + n, 0);
-            copy_in(r.g, addr, &mut sp.buf[len..len + n])?;
+            copy_in(g, addr, &mut sp.buf[len..len + n])?;
         }
         len += n;
         Ok(())
