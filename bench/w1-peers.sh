@@ -5,11 +5,13 @@
 # bench/README.md.
 #
 # Usage: bench/w1-peers.sh [--flows "1 1000 10000 100000"] [--seconds 10] [--warmup 3]
-#                          [--pcap-dir DIR] [--only testpmd|ovs] [--json FILE] [--workload w1|w8]
+#                          [--pcap-dir DIR] [--only testpmd|ovs] [--json FILE] [--workload w1|w8|w8new]
 #                          [--no-huge] [--no-install] [--keep-hugepages] [--keep-tmp]
 #                          [--main-core 0] [--fwd-core 1] [--rt] [--repeat N]
 # --workload w8: the W8 input (each flow a connection, both directions; `gen-w8`) through the
-# connection-tracking rules of bench/w8.sh (rule set ct_est) instead of W1's two rule sets.
+# connection-tracking rules of bench/w8.sh (rule set ct_est) instead of W1's two rule sets;
+# --workload w8new: W8's new-connection input (a SYN and an RST per connection; `gen-w8new`)
+# through the same rules (ct_new) and through their SNAT variant (ct_snat).
 # Runs as root.  Never prints a number that was not measured: a failed cell reads FAILED.
 # Exit status: 0 all cells measured, 3 some cell FAILED (table and JSON are written anyway),
 # 1 setup error (nothing measured).
@@ -42,7 +44,7 @@ OVS_VSWITCHD_DPDK=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
 OVS_SCHEMA=/usr/share/openvswitch/vswitch.ovsschema
 
 usage() {
-    sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit "${1:-2}"
 }
 
@@ -72,7 +74,7 @@ while [ $# -gt 0 ]; do
 done
 
 case "$ONLY" in ""|testpmd|ovs) ;; *) die "--only must be testpmd or ovs" ;; esac
-case "$WORKLOAD" in w1|w8) ;; *) die "--workload must be w1 or w8" ;; esac
+case "$WORKLOAD" in w1|w8|w8new) ;; *) die "--workload must be w1, w8 or w8new" ;; esac
 for f in $FLOWS; do [[ $f =~ ^[0-9]+$ && $f -gt 0 ]] || die "--flows: '$f' is not a positive integer"; done
 [[ $SECONDS_MEASURE =~ ^[0-9]+$ && $SECONDS_MEASURE -gt 0 ]] || die "--seconds must be a positive integer"
 [[ $WARMUP =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer"
@@ -301,6 +303,13 @@ if [ "$WORKLOAD" = w8 ]; then
     RULESETS="ct_est"
     RULEFILE[ct_est]="$WORK/ct_est.flows"
     "$SCRIPT_DIR/w8.sh" --print-rules > "${RULEFILE[ct_est]}" || die "bench/w8.sh --print-rules failed"
+elif [ "$WORKLOAD" = w8new ]; then
+    RULESETS="ct_new ct_snat"
+    RULEFILE[ct_new]="$WORK/ct_new.flows"
+    RULEFILE[ct_snat]="$WORK/ct_snat.flows"
+    "$SCRIPT_DIR/w8.sh" --print-rules > "${RULEFILE[ct_new]}" || die "bench/w8.sh --print-rules failed"
+    "$SCRIPT_DIR/w8.sh" --print-rules snat > "${RULEFILE[ct_snat]}" \
+        || die "bench/w8.sh --print-rules snat failed"
 else
     RULESETS="simple l3_4k"
     RULEFILE[simple]="$WORK/simple.flows"

@@ -351,3 +351,28 @@ def test_report_sh_from(data):
     assert set(images(md)) == {"w5-ratios.png", "load.png"}
     for p in images(md):
         check_png(out / p)
+
+
+def test_w8_new_connections(data):
+    """bench/w8.sh's JSON with (b) and (c): the established table as before, and a table of
+    the new-connection cases with OVS-DPDK beside them."""
+    old = load(data, "w8.json")
+    fv = {"est": old["ferrovs"],
+          "new": {"100000": {"mpps": 0.84, "cycles_per_packet": 2896.0}},
+          "snat": {"100000": {"mpps": 0.76, "cycles_per_packet": 3210.0}}}
+    peers = old["peers"]
+    peers.setdefault("100000", {}).update({
+        "ovs_ct_new": {"status": "ok", "mpps": 0.32, "cycles_per_packet": 7938.0},
+        "ovs_ct_snat": {"status": "ok", "mpps": 0.17, "cycles_per_packet": 14990.0}})
+    save(data, "w8.json", dict(old, ferrovs=fv, peers=peers))
+    r, out, md = build(data)
+    assert r.returncode == 0, r.stdout + r.stderr
+    t = rows_by_key(table_with(md, "connections")[0])
+    assert list(t) == [format(int(c), ",") for c in sorted(fv["est"], key=int)]
+    t = table_with(md, "new connections")[0]
+    assert [r[:5] for r in t[1]] == [
+        ["(b) ct(commit)", "100,000", "0.84 (2896)", "0.32 (7938)", "%.2fx" % (0.84 / 0.32)],
+        ["(c) ct(commit,nat(src=...))", "100,000", "0.76 (3210)", "0.17 (14990)",
+         "%.2fx" % (0.76 / 0.17)]]
+    summary = rows_by_key(table_with(md, "benchmark")[0])
+    assert "(c) 100,000 conns %.2fx" % (0.76 / 0.17) in summary["W8"]["headline ratio (goal)"]

@@ -1,7 +1,8 @@
 //! `ferrovs-bench`: benchmark inputs and in-memory datapath runs.
 //!
 //! * `ferrovs-bench gen-w1 --flows N --out FILE` writes the W1 input pcap; `gen-w8` the W8
-//!   one (N connections, both directions).
+//!   one (N connections, both directions), `gen-w8new` W8's new-connection one (N TCP
+//!   connections, each a SYN and an RST).
 //! * `ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k|@FILE]
 //!   [--seconds S] [--json]` runs W1 on the calling thread and prints Mpps and cycles per
 //!   packet; with `--cores C0,C1,...` it runs on one poll thread per listed core instead,
@@ -23,7 +24,7 @@ mod w7run;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: ferrovs-bench gen-w1|gen-w8 --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k|@FILE] [--set KEY=VALUE] [--seconds S] [--cores C0,C1,...] [--json]\n       ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]\n       ferrovs-bench gen-w7 --flows N --out FILE [ENDPOINTS]\n       ferrovs-bench w7 --dir encap|decap --pcap FILE --underlay TAP [--seconds S] [--capture FILE] [--json] [ENDPOINTS]\n       ENDPOINTS: [--proto vxlan|geneve] [--local-ip IP] [--local-mac MAC] [--remote-ip IP] [--remote-mac MAC] [--vni N]";
+const USAGE: &str = "usage: ferrovs-bench gen-w1|gen-w8|gen-w8new --flows N --out FILE\n       ferrovs-bench w1 --module patch|learning|openflow --pcap FILE [--rules simple|l3_4k|@FILE] [--set KEY=VALUE] [--seconds S] [--cores C0,C1,...] [--json]\n       ferrovs-bench w4 --established FILE --storm FILE [--pps N] [--seconds S] [--json]\n       ferrovs-bench gen-w7 --flows N --out FILE [ENDPOINTS]\n       ferrovs-bench w7 --dir encap|decap --pcap FILE --underlay TAP [--seconds S] [--capture FILE] [--json] [ENDPOINTS]\n       ENDPOINTS: [--proto vxlan|geneve] [--local-ip IP] [--local-mac MAC] [--remote-ip IP] [--remote-mac MAC] [--vni N]";
 
 fn usage() -> ExitCode {
     eprintln!("{USAGE}");
@@ -36,7 +37,7 @@ fn main() -> ExitCode {
         return usage();
     };
     match args.first().map(String::as_str) {
-        Some(g @ ("gen-w1" | "gen-w8" | "gen-w7")) => generate(g, a),
+        Some(g @ ("gen-w1" | "gen-w8" | "gen-w8new" | "gen-w7")) => generate(g, a),
         Some("w1") => w1(a),
         Some("w7") => w7(a),
         Some("w4") => w4(a),
@@ -163,7 +164,7 @@ fn counters_json(counters: &[(String, u64)]) -> serde_json::Value {
         .into()
 }
 
-/// `gen-w1`, `gen-w8` and `gen-w7`: writes the input pcap.
+/// `gen-w1`, `gen-w8`, `gen-w8new` and `gen-w7`: writes the input pcap.
 fn generate(g: &str, a: Args) -> ExitCode {
     let (Some(flows), Some(out)) = (a.flows, a.out) else {
         return usage();
@@ -178,6 +179,8 @@ fn generate(g: &str, a: Args) -> ExitCode {
     let out_file = std::io::BufWriter::new(f);
     let written = if g == "gen-w8" {
         w1gen::write_w8(out_file, flows)
+    } else if g == "gen-w8new" {
+        w1gen::write_w8new(out_file, flows)
     } else if g == "gen-w7" {
         w7gen::write_w7(out_file, flows, &a.ep)
     } else {

@@ -209,24 +209,55 @@ impl Table {
         }
     }
 
-    /// Inserts both keys of `conn`, or neither if one is present.
-    pub fn insert(&self, conn: Arc<Conn>) -> Result<(), Taken> {
-        let hk = self.hash(&conn.key);
+    /// Inserts both keys of `conn` (`hk`: the hash of its original key), or neither if one
+    /// is present. When both keys are those of one connection that `dead` says is expired,
+    /// `conn` takes its two slots and that connection is returned (marked departed): it has
+    /// left the table, as by [`Table::remove`]. `dead` runs under the shards' write locks.
+    pub fn insert(
+        &self,
+        conn: Arc<Conn>,
+        hk: u64,
+        dead: impl Fn(&Conn) -> bool,
+    ) -> Result<Option<Arc<Conn>>, Taken> {
         let hr = self.hash(&conn.rev);
         let (sk, sr) = (self.shard_of(hk), self.shard_of(hr));
         let (mut gk, mut gr) = self.write2(sk, sr);
-        if let Some(s) = gk.find(hk, |s| *s.key() == conn.key) {
-            return Err(Taken {
-                conn: s.conn.clone(),
-                rev: false,
-            });
-        }
+        let held = gk
+            .find(hk, |s| *s.key() == conn.key)
+            .map(|s| (s.conn.clone(), s.reply));
         let rev_tab = gr.as_deref().unwrap_or(&*gk);
-        if let Some(s) = rev_tab.find(hr, |s| *s.key() == conn.rev) {
-            return Err(Taken {
-                conn: s.conn.clone(),
-                rev: true,
-            });
+        let rev_held = rev_tab
+            .find(hr, |s| *s.key() == conn.rev)
+            .map(|s| (s.conn.clone(), s.reply));
+        match (held, rev_held) {
+            (None, None) => {}
+            (Some((old, r1)), Some((old2, r2)))
+                if Arc::ptr_eq(&old, &old2) && r1 != r2 && dead(&old) =>
+            {
+                // The same expired connection under both keys: take its slots.
+                if let Some(s) = gk.find_mut(hk, |s| Arc::ptr_eq(&s.conn, &old) && s.reply == r1) {
+                    *s = Slot {
+                        conn: conn.clone(),
+                        reply: false,
+                    };
+                }
+                let rev_tab = match gr.as_deref_mut() {
+                    Some(t) => t,
+                    None => &mut *gk,
+                };
+                if let Some(s) = rev_tab.find_mut(hr, |s| Arc::ptr_eq(&s.conn, &old)) {
+                    *s = Slot { conn, reply: true };
+                }
+                old.departed.store(true, Release);
+                return Ok(Some(old));
+            }
+            (Some((c, _)), _) => {
+                return Err(Taken {
+                    conn: c,
+                    rev: false,
+                })
+            }
+            (None, Some((c, _))) => return Err(Taken { conn: c, rev: true }),
         }
         let h = |s: &Slot| self.hash(s.key());
         gk.insert_unique(
@@ -242,7 +273,7 @@ impl Table {
             None => &mut *gk,
         };
         rev_tab.insert_unique(hr, Slot { conn, reply: true }, h);
-        Ok(())
+        Ok(None)
     }
 
     /// Removes both keys of `conn`; false if it was not (or no longer) in the table.
@@ -340,13 +371,15 @@ mod tests {
         for shards in [1, 2, 64] {
             let t = Table::new(shards);
             let c = conn(1, 2);
-            t.insert(c.clone()).ok().unwrap();
+            let alive = |_: &Conn| false;
+            t.insert(c.clone(), t.hash(&c.key), alive).ok().unwrap();
             let k = c.key;
             let r = c.rev;
             assert_eq!(t.lookup(&k, t.hash(&k), |_, rep| rep), Some(false));
             assert_eq!(t.lookup(&r, t.hash(&r), |_, rep| rep), Some(true));
             // The same connection again, or another whose reply key is taken: refused.
-            assert!(t.insert(conn(1, 2)).is_err());
+            let c2 = conn(1, 2);
+            assert!(t.insert(c2.clone(), t.hash(&c2.key), alive).is_err());
             let other = Arc::new(Conn {
                 key: c.rev,
                 rev: c.key,
@@ -354,13 +387,73 @@ mod tests {
                 departed: AtomicBool::new(false),
                 st: Mutex::new(*c.st.lock()),
             });
-            let taken = t.insert(other).err().unwrap();
+            let ho = t.hash(&other.key);
+            let taken = t.insert(other, ho, alive).err().unwrap();
             assert!(!taken.rev && Arc::ptr_eq(&taken.conn, &c));
             assert_eq!(t.shard_lens().iter().sum::<usize>(), 2);
             assert!(t.remove(&c));
             assert!(!t.remove(&c));
             assert!(!t.contains(&k) && !t.contains(&r));
             assert_eq!(t.shard_lens().iter().sum::<usize>(), 0);
+        }
+    }
+
+    /// A connection whose keys are held by one dead connection takes its slots; a dead
+    /// holder of only one of them, or a live one, refuses the insertion.
+    #[test]
+    fn insert_replaces_a_dead_connection_in_place() {
+        for shards in [1, 2, 64] {
+            let t = Table::new(shards);
+            let old = conn(1, 2);
+            t.insert(old.clone(), t.hash(&old.key), |_| false)
+                .ok()
+                .unwrap();
+            let new = conn(1, 2);
+            assert!(t.insert(new.clone(), t.hash(&new.key), |_| false).is_err());
+            assert!(!old.departed.load(std::sync::atomic::Ordering::Acquire));
+            let gone = t
+                .insert(new.clone(), t.hash(&new.key), |_| true)
+                .ok()
+                .unwrap()
+                .unwrap();
+            assert!(Arc::ptr_eq(&gone, &old));
+            assert!(old.departed.load(std::sync::atomic::Ordering::Acquire));
+            let (k, r) = (new.key, new.rev);
+            let got = |k: &ConnKey| t.lookup(k, t.hash(k), |c, rep| (c.clone(), rep)).unwrap();
+            assert!(Arc::ptr_eq(&got(&k).0, &new) && !got(&k).1);
+            assert!(Arc::ptr_eq(&got(&r).0, &new) && got(&r).1);
+            assert_eq!(t.shard_lens().iter().sum::<usize>(), 2);
+            assert!(!t.remove(&old));
+            // Reversed (a `force` restart): the dead connection's reply key is the new
+            // original key.
+            let back = Arc::new(Conn {
+                key: r,
+                rev: k,
+                nat: 0,
+                departed: AtomicBool::new(false),
+                st: Mutex::new(*new.st.lock()),
+            });
+            let gone = t
+                .insert(back.clone(), t.hash(&r), |_| true)
+                .ok()
+                .unwrap()
+                .unwrap();
+            assert!(Arc::ptr_eq(&gone, &new));
+            assert!(Arc::ptr_eq(&got(&r).0, &back) && !got(&r).1);
+            assert!(Arc::ptr_eq(&got(&k).0, &back) && got(&k).1);
+            // A dead holder of the original key alone: refused, as before.
+            let mut other_rev = k;
+            other_rev.sport = 99;
+            let half = Arc::new(Conn {
+                key: r,
+                rev: other_rev,
+                nat: 1,
+                departed: AtomicBool::new(false),
+                st: Mutex::new(*new.st.lock()),
+            });
+            let taken = t.insert(half, t.hash(&r), |_| true).err().unwrap();
+            assert!(Arc::ptr_eq(&taken.conn, &back) && !taken.rev);
+            assert_eq!(t.shard_lens().iter().sum::<usize>(), 2);
         }
     }
 }

@@ -20,10 +20,12 @@
 //!   a reply is seen, and a TCP segment outside the window is `+inv` (the connection is not
 //!   changed). An ICMP error quoting a packet of a connection is `+rel` (`+rpl` when it
 //!   travels in the reply direction).
-//! * With `force`, a packet that finds its connection in the reply direction deletes it and
-//!   is treated as new. A SYN on a TCP connection closed both ways replaces it.
-//! * Expired connections are treated as absent on lookup; only [`Conntrack::sweep`] frees
-//!   them.
+//! * With `force`, a packet that finds its connection in the reply direction ends it and is
+//!   treated as new. A SYN on a TCP connection closed both ways replaces it. Ending is
+//!   expiring, as OVS's `conn_force_expire`: the connection stays in the table, expired.
+//! * Expired connections are treated as absent on lookup; [`Conntrack::sweep`] frees them,
+//!   or a new connection under the same keys takes their place in the table (one update of
+//!   the two slots instead of a removal and an insertion: a reopened TCP connection).
 //! * NAT translates packets only when the action asks for `nat`. `+snat`/`+dnat` are set on
 //!   translated packets: SNAT connections' original packets are `+snat`, their replies
 //!   `+dnat`, and the other way round for DNAT.
@@ -204,9 +206,8 @@ impl Default for Conntrack {
 enum Found {
     /// The packet's result.
     Done(CtResult),
-    /// The connection must be replaced (TCP restart, `force`).
-    Restart(Arc<Conn>),
-    /// The connection has expired: treat it as absent.
+    /// The connection has expired, or was made to (a TCP restart, `force`): treat it as
+    /// absent. A new connection under its keys replaces it in the table.
     Expired,
 }
 
@@ -367,12 +368,8 @@ impl Conntrack {
         // A connection the cache holds is in the table (or leaving it this instant).
         if let Some(c) = cache.as_deref_mut() {
             if let Some((conn, reply)) = c.get(key, h) {
-                match self.update(conn, reply, frame, meta, tcp, req, now) {
-                    Found::Done(r) => return r,
-                    Found::Restart(old) => {
-                        self.remove_conn(&old);
-                    }
-                    Found::Expired => {}
+                if let Found::Done(r) = self.update(conn, reply, frame, meta, tcp, req, now) {
+                    return r;
                 }
             }
         }
@@ -385,12 +382,8 @@ impl Conntrack {
                 }
                 f
             });
-            match found {
-                Some(Found::Done(r)) => return r,
-                Some(Found::Restart(old)) => {
-                    self.remove_conn(&old);
-                }
-                Some(Found::Expired) | None => {}
+            if let Some(Found::Done(r)) = found {
+                return r;
             }
             match self.new_conn(frame, meta, key, tcp, req, now) {
                 Ok(r) => return r,
@@ -425,7 +418,8 @@ impl Conntrack {
             return Found::Expired;
         }
         if req.force && reply {
-            return Found::Restart(conn.clone());
+            st.expires = 0;
+            return Found::Expired;
         }
         let zone = conn.key.zone;
         let mut class = None;
@@ -435,7 +429,10 @@ impl Conntrack {
                 match t.update(seg, reply, self.seq_check.load(Relaxed)) {
                     TcpUpdate::Valid(c) => class = c,
                     TcpUpdate::Invalid => state |= INV,
-                    TcpUpdate::New => return Found::Restart(conn.clone()),
+                    TcpUpdate::New => {
+                        st.expires = 0;
+                        return Found::Expired;
+                    }
                 }
             }
             (ProtoState::Other(s), _) => {
@@ -508,12 +505,17 @@ impl Conntrack {
     /// Removes a connection and releases its counts; false if already gone.
     pub(crate) fn remove_conn(&self, conn: &Arc<Conn>) -> bool {
         if self.table.remove(conn) {
-            self.n_conns.fetch_sub(1, Relaxed);
-            self.zones.count[usize::from(conn.key.zone)].fetch_sub(1, Relaxed);
+            self.release(conn.key.zone);
             true
         } else {
             false
         }
+    }
+
+    /// Releases the counts of one connection of `zone` that left the table.
+    pub(crate) fn release(&self, zone: u16) {
+        self.n_conns.fetch_sub(1, Relaxed);
+        self.zones.count[usize::from(zone)].fetch_sub(1, Relaxed);
     }
 
     /// Turns TCP sequence checking on (the default) or off (liberal mode for every

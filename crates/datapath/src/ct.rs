@@ -17,10 +17,11 @@
 //! it (a [`Layers`]). The datapath keeps them with the packet through the pass and through
 //! the recirculation queue, so [`track`] takes the tracker's layer offsets from them and
 //! [`recirc_key`] builds the next pass's key from the pass's key by writing the fields a
-//! recirculation changes, instead of extracting the frame again. (OVS's userspace datapath
+//! recirculation changes, instead of extracting the frame again (a `ct` with `nat` counts as
+//! a change only when it translated the packet: [`left_bytes`]). (OVS's userspace datapath
 //! does extract a recirculated packet again, and its tracker reads the addresses and ports
 //! from the frame at the extractor's offsets, as this one does.) A packet that an action
-//! rewrote (a `set_field`, a VLAN push, a NAT `ct`) has no `Layers` and is extracted again
+//! rewrote (a `set_field`, a VLAN push, a translating `ct`) has no `Layers` and is extracted again
 //! ([`recirc_key_fresh`], the reference the incremental build is tested against).
 //!
 //! Invariant: a key with `recirc_id != 0` is the only kind with connection-tracking fields
@@ -85,6 +86,17 @@ pub fn track(
         now_ms,
         std::slice::from_mut(out),
     );
+}
+
+/// Whether the `ct` action `ct`, whose verdict was `res`, left the packet's bytes as they
+/// were: always without `nat`; with it, when nothing was translated (the tracker rewrites a
+/// packet only where it reports `+snat` or `+dnat`: an untranslated connection, a new
+/// packet not committed, an invalid one), so that the pass's layers still describe it and
+/// the next pass is not extracted again.
+#[inline]
+pub fn left_bytes(ct: &CtAction, res: &CtResult) -> bool {
+    use conntrack::ct_state::{DNAT, SNAT};
+    ct.nat.is_none() || res.state & (SNAT | DNAT) == 0
 }
 
 /// Writes into `k` the key `pkt` is re-injected with under `recirc_id`, after the `ct`

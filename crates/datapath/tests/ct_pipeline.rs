@@ -377,3 +377,47 @@ fn a_round_larger_than_a_batch_or_from_two_ports_keeps_every_packet_and_its_key(
         }
     }
 }
+
+/// A `ct` with `nat` that translates nothing (a new packet before its commit) leaves the
+/// pass's layers to the next pass; one that translates (a reply of an SNAT connection) makes
+/// the next pass see the translated packet.
+#[test]
+fn a_nat_ct_that_translates_nothing_keeps_the_layers_and_one_that_does_not() {
+    for (zone, cache, net) in [(65, true, 65u8), (66, false, 66)] {
+        let (mut sw, logs, _u) = switch(
+            cache,
+            &[
+                &format!("priority=10,ip,ct_state=-trk,actions=ct(zone={zone},nat,table=1)"),
+                &format!(
+                    "table=1,priority=20,ip,ct_state=+trk+new,nw_src=10.{net}.0.1,actions=ct(commit,zone={zone},nat(src=10.{net}.9.9)),output:2"
+                ),
+                &format!(
+                    "table=1,priority=20,ip,ct_state=+trk+est+rpl+dnat,nw_dst=10.{net}.0.1,actions=output:3"
+                ),
+                "table=1,priority=1,actions=drop",
+            ],
+        );
+        for (round, sport) in (1000..1000 + ROUNDS as u16).enumerate() {
+            let f = udp([10, net, 0, 1], [10, net, 0, 2], sport, 53);
+            let (p2, p3) = send(&mut sw, &logs, &f);
+            assert_eq!((p2.len(), p3.len()), (1, 0), "cache={cache} round {round}");
+            assert_eq!(&p2[0][26..30], &[10, net, 9, 9]);
+            let nat_port = [p2[0][34], p2[0][35]];
+            let r = conntrack::testpkt::udp4(
+                [10, net, 0, 2],
+                [10, net, 9, 9],
+                53,
+                u16::from_be_bytes(nat_port),
+                b"payload!",
+            );
+            let (p2, p3) = send(&mut sw, &logs, &r);
+            assert_eq!(
+                (p2.len(), p3.len()),
+                (0, 1),
+                "reply, cache={cache} round {round}"
+            );
+            assert_eq!(&p3[0][30..34], &[10, net, 0, 1]);
+            assert_eq!(u16::from_be_bytes([p3[0][36], p3[0][37]]), sport);
+        }
+    }
+}

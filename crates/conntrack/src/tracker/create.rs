@@ -127,8 +127,7 @@ impl Conntrack {
 
     /// Gives back what [`Conntrack::reserve`] took.
     fn unreserve(&self, zone: u16) {
-        self.n_conns.fetch_sub(1, Relaxed);
-        self.zones.count[usize::from(zone)].fetch_sub(1, Relaxed);
+        self.release(zone);
     }
 
     /// A committed connection's first state: its protocol's, the first-packet expiry, the
@@ -161,8 +160,9 @@ impl Conntrack {
             _ => 0,
         };
         let mut outcome = Insertion::Failed;
+        let hk = self.table.hash(key);
         let mut attempt = |rev: &ConnKey| -> bool {
-            if nat_flag != 0 && self.table.contains(rev) {
+            if nat_flag != 0 && self.holds_live(rev, now) {
                 return false;
             }
             let conn = Arc::new(Conn {
@@ -172,7 +172,7 @@ impl Conntrack {
                 departed: AtomicBool::new(false),
                 st: parking_lot::Mutex::new(st),
             });
-            outcome = self.insert_clearing_expired(conn, now);
+            outcome = self.insert_clearing_expired(conn, hk, now);
             !matches!(outcome, Insertion::Failed)
         };
         match nat {
@@ -188,14 +188,28 @@ impl Conntrack {
         outcome
     }
 
-    /// Inserts `conn` under both its keys. An expired holder of either key is removed and
-    /// the insertion retried; a live one that holds the original key committed this
-    /// connection first.
+    /// True if a connection that has not expired holds `key` (an expired one is absent for
+    /// NAT's choice of a tuple, as for lookups: the insertion clears it).
+    fn holds_live(&self, key: &ConnKey, now: u64) -> bool {
+        self.table
+            .lookup(key, self.table.hash(key), |c, _| c.st.lock().expires > now)
+            .unwrap_or(false)
+    }
+
+    /// Inserts `conn` (`hk`: its original key's hash) under both its keys. An expired
+    /// connection under both takes its place in the table; an expired holder of either
+    /// key alone is removed and the insertion retried; a live one that holds the original
+    /// key committed this connection first.
     #[inline]
-    fn insert_clearing_expired(&self, conn: Arc<Conn>, now: u64) -> Insertion {
+    fn insert_clearing_expired(&self, conn: Arc<Conn>, hk: u64, now: u64) -> Insertion {
+        let dead = |c: &Conn| c.st.lock().expires <= now;
         for _ in 0..3 {
-            match self.table.insert(conn.clone()) {
-                Ok(()) => return Insertion::Done(conn),
+            match self.table.insert(conn.clone(), hk, dead) {
+                Ok(None) => return Insertion::Done(conn),
+                Ok(Some(old)) => {
+                    self.release(old.key.zone);
+                    return Insertion::Done(conn);
+                }
                 Err(Taken { conn: other, rev }) => {
                     if other.st.lock().expires <= now {
                         self.remove_conn(&other);

@@ -230,6 +230,9 @@ impl Exec {
                     crate::ct::track(c, &mut pkt, l, now_ms, &mut self.ct_cache, r);
                     self.stats.ct_executions += 1;
                     offs = None;
+                    if crate::ct::left_bytes(c, r) {
+                        clean = before;
+                    }
                 }
                 DpAction::Recirc(id) => {
                     if self.depth >= MAX_RECIRC_DEPTH {
