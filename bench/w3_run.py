@@ -90,17 +90,24 @@ class Pmd:
         return self.log.read()
 
     def rx_total(self):
-        """Sum of RX-packets over both ports, from a fresh `show port stats all`."""
-        mark = len(self.text())
-        self.cmd("show port stats all")
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            t = self.text()[mark:]
-            v = re.findall(r"RX-packets:\s+(\d+)", t)
-            if len(v) >= 2:
-                return int(v[0]) + int(v[1]), time.time()
-            time.sleep(0.05)
-        raise RuntimeError("testpmd did not print its port stats")
+        """Sum of RX-packets over both ports, from a fresh `show port stats all`. The
+        command is sent again once if no answer came in 10 s (a CI run once saw none);
+        if testpmd exited, or still says nothing, the error says so with its last lines."""
+        for _ in range(2):
+            mark = len(self.text())
+            self.cmd("show port stats all")
+            deadline = time.time() + 10
+            while time.time() < deadline and self.proc.poll() is None:
+                t = self.text()[mark:]
+                v = re.findall(r"RX-packets:\s+(\d+)", t)
+                if len(v) >= 2:
+                    return int(v[0]) + int(v[1]), time.time()
+                time.sleep(0.05)
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"testpmd exited ({self.proc.returncode}) before printing "
+                                   f"its port stats:\n{self.tail()}")
+            print("testpmd printed no port stats in 10 s; asking again", file=sys.stderr)
+        raise RuntimeError("testpmd did not print its port stats:\n" + self.tail())
 
     def wait_for(self, text, timeout):
         """True once `text` is in the output, False after `timeout` s or if testpmd exits."""
