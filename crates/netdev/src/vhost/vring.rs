@@ -412,26 +412,20 @@ pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
     let mut used = old_used;
     let mut i = 0u16;
     while i < n && !batch.is_full() && !v.spill.pending() {
-        let Some(mut pkt) = pool.alloc() else { break };
+        let Some(pkt) = pool.alloc() else { break };
         let head = r.avail_entry(next.wrapping_add(i));
         i += 1;
-        if v.offload {
-            receive_offloaded(&r, head, hdr, pkt, &mut v.spill, pool, batch, &mut b);
-        } else {
-            match gather(&r, head, hdr, &mut pkt) {
-                Ok(len) => {
-                    b.packets += 1;
-                    b.bytes += len as u64;
-                    if let Err(p) = batch.push(pkt) {
-                        pool.free(p);
-                    }
-                }
-                Err(_) => {
-                    b.errors += 1;
-                    pool.free(pkt);
-                }
-            }
-        }
+        receive_chain(
+            &r,
+            head,
+            hdr,
+            pkt,
+            v.offload,
+            &mut v.spill,
+            pool,
+            batch,
+            &mut b,
+        );
         r.put_used(used, head, 0);
         used = used.wrapping_add(1);
     }
@@ -444,6 +438,40 @@ pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
         }
     }
     b
+}
+
+/// Receives chain `head` into `pkt` (either ring layout): with offloads through
+/// [`receive_offloaded`], otherwise copied as it is; counted in `b`, pushed to `batch`, or
+/// given back to `pool` when refused.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn receive_chain<R: Chains>(
+    r: &R,
+    head: u16,
+    hdr: usize,
+    mut pkt: Packet,
+    offload: bool,
+    spill: &mut Spill,
+    pool: &mut Pool,
+    batch: &mut Batch,
+    b: &mut Burst,
+) {
+    if offload {
+        return receive_offloaded(r, head, hdr, pkt, spill, pool, batch, b);
+    }
+    match gather(r, head, hdr, &mut pkt) {
+        Ok(len) => {
+            b.packets += 1;
+            b.bytes += len as u64;
+            if let Err(p) = batch.push(pkt) {
+                pool.free(p);
+            }
+        }
+        Err(_) => {
+            b.errors += 1;
+            pool.free(pkt);
+        }
+    }
 }
 
 /// Receives chain `head` on a ring with offloads: a plain frame goes to `batch` as it is;

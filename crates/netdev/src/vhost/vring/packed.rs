@@ -14,7 +14,7 @@
 //! We return chains in the order we take them, so one cursor serves both sides: the used
 //! descriptor of a chain goes where its head was. A burst loads the flags at the cursor
 //! (acquire), walks the chain ([`PRing::walk`]: direct descriptors through `NEXT`, or one
-//! indirect table read in order), copies with the split ring's [`gather`] and [`fill`], and
+//! indirect table read in order), copies with the split ring's [`gather`](super::gather) and [`fill`], and
 //! writes the used descriptors: ids and lengths as it goes, the flags of every chain but the
 //! first too, then the first chain's flags last with a release store, so the guest, which
 //! reads used descriptors in ring order, sees the whole burst at once (as virtio 1.1 §2.7.21
@@ -41,8 +41,8 @@
 //! costs one load of two bytes per poll.
 
 use super::{
-    fill, gather, put_header, receive_offloaded, signal, Burst, Chains, Desc, DescError, Guest,
-    Vring, DESC_INDIRECT, DESC_NEXT, DESC_WRITE, MAX_CHAINS_PER_PKT,
+    fill, put_header, receive_chain, signal, Burst, Chains, Desc, DescError, Guest, Vring,
+    DESC_INDIRECT, DESC_NEXT, DESC_WRITE, MAX_CHAINS_PER_PKT,
 };
 use packet::{Batch, Pool};
 use std::cell::Cell;
@@ -348,24 +348,18 @@ pub(super) fn rx_burst(v: &mut Vring, p: Packed, pool: &mut Pool, batch: &mut Ba
     let (mut pos, mut wrap) = start;
     let mut first = None;
     while !batch.is_full() && !v.spill.pending() && r.avail(pos, wrap) {
-        let Some(mut pkt) = pool.alloc() else { break };
-        if v.offload {
-            receive_offloaded(&r, pos, hdr, pkt, &mut v.spill, pool, batch, &mut b);
-        } else {
-            match gather(&r, pos, hdr, &mut pkt) {
-                Ok(len) => {
-                    b.packets += 1;
-                    b.bytes += len as u64;
-                    if let Err(p) = batch.push(pkt) {
-                        pool.free(p);
-                    }
-                }
-                Err(_) => {
-                    b.errors += 1;
-                    pool.free(pkt);
-                }
-            }
-        }
+        let Some(pkt) = pool.alloc() else { break };
+        receive_chain(
+            &r,
+            pos,
+            hdr,
+            pkt,
+            v.offload,
+            &mut v.spill,
+            pool,
+            batch,
+            &mut b,
+        );
         let (id, count) = r.last.get();
         if count == 0 {
             // No end within the ring: where the next chain starts is unknown.
