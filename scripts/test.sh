@@ -47,11 +47,14 @@ step "release build"
 cargo build --release --workspace
 
 step "integration tests"
+# `--durations`: the slowest tests, named in the log, so that the suite's time can be watched.
 FERROVS_BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/release" .venv/bin/python -m pytest -v -p no:cacheprovider \
-    tests/integration
+    --durations=25 tests/integration
 
 step "fuzz smoke"
-fuzz/smoke.sh "${FUZZ_SECONDS:-20}"
+# 10 s per target (22 targets): a smoke run that keeps the suite under 40 minutes on 2 cores;
+# fuzz/campaign.sh is the long run.
+fuzz/smoke.sh "${FUZZ_SECONDS:-10}"
 
 step "W1 benchmark smoke run"
 bench/w1.sh --smoke
