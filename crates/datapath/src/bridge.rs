@@ -673,7 +673,7 @@ impl Bridge {
         }
         let plain = self.mirrors.is_none()
             && self.samplers.is_empty()
-            && !self.trace.as_ref().is_some_and(|t| t.budget > 0);
+            && self.trace.as_ref().is_none_or(|t| t.budget == 0);
         if !(uniform && plain) {
             self.forward(in_port, ctx, pool);
             return;
