@@ -652,6 +652,47 @@ impl Bridge {
         )
     }
 
+    /// Forwards an outer burst a tunnel port of this thread handed over
+    /// (`netdev::tunnel::direct`) as if received on slot `in_port`, the underlay's internal
+    /// port, leaving `batch` empty. A uniform burst goes to the module's
+    /// [`SwitchLogic::forward_uniform`] unless the bridge mirrors, samples or traces (those
+    /// watch packets one at a time).
+    pub fn forward_encapsulated(
+        &mut self,
+        in_port: u16,
+        batch: &mut Batch,
+        uniform: bool,
+        ctx: &Ctx,
+        pool: &mut Pool,
+    ) {
+        // Between two passes the receive batch is empty: take the burst's storage.
+        pool.free_batch(&mut self.rxb);
+        std::mem::swap(&mut self.rxb, batch);
+        if self.rxb.is_empty() {
+            return;
+        }
+        let plain = self.mirrors.is_none()
+            && self.samplers.is_empty()
+            && self.trace.as_ref().is_none_or(|t| t.budget == 0);
+        if !(uniform && plain) {
+            self.forward(in_port, ctx, pool);
+            return;
+        }
+        for p in self.rxb.packets_mut() {
+            p.in_port = in_port;
+        }
+        self.with_delivery(
+            in_port,
+            false,
+            pool,
+            |m, rxb, pool, out| {
+                m.forward_uniform(ctx, rxb, pool, out);
+                pool.free_batch(rxb);
+            },
+            None,
+        );
+    }
+
     /// Injects a batch as if received on slot `in_port` (tests and benchmarks).
     pub fn inject(&mut self, in_port: u16, batch: &mut Batch, ctx: &Ctx, pool: &mut Pool) {
         for p in batch.drain() {

@@ -220,6 +220,12 @@ impl Learning {
         }
     }
 
+    /// Counts `n` packets forwarded on an answer [`Learning::lookup_packet`] gave once for
+    /// all of them (a uniform burst, see `ofmodule`'s single-pass encapsulation).
+    pub fn count_forwarded(&mut self, n: u64) {
+        self.stats.forwarded += n;
+    }
+
     #[inline(always)]
     pub fn lookup_packet(&mut self, now: u64, in_port: u16, pkt: &mut packet::Packet) -> Dest {
         let d = pkt.data();

@@ -139,6 +139,21 @@ pub trait SwitchLogic: Send {
     /// Runs on the poll thread: no blocking, no allocation per packet.
     fn forward(&mut self, ctx: &Ctx, batch: &mut Batch, pool: &mut Pool, out: &mut Delivery<'_>);
 
+    /// [`SwitchLogic::forward`] for a *uniform* batch: an encapsulating tunnel port's outer
+    /// packets of one header template (see `netdev::tunnel::direct`), which differ only in
+    /// their L4 source port, lengths and checksums. A module may decide once for the whole
+    /// batch when its decision provably ignores those fields; the default forwards it
+    /// packet by packet.
+    fn forward_uniform(
+        &mut self,
+        ctx: &Ctx,
+        batch: &mut Batch,
+        pool: &mut Pool,
+        out: &mut Delivery<'_>,
+    ) {
+        self.forward(ctx, batch, pool, out);
+    }
+
     /// Called on every poll iteration, after the ports were polled: lets a module emit
     /// packets that did not arrive in a receive batch (e.g. packets coming back from a slow
     /// path). Returns how many packets it handled.

@@ -19,6 +19,9 @@ use crate::report::{
 use netdev::Port;
 use packet::Pool;
 
+/// Outer bursts one call of [`PollSet::forward_encapsulated`] forwards on the thread.
+const MAX_HANDOVERS: usize = 64;
+
 /// Default number of packet buffers in the poll thread's pool.
 pub const DEFAULT_POOL: usize = 16_384;
 
@@ -438,10 +441,16 @@ impl PollSet {
         let now = self.now_ms();
         let ctx = Ctx { now_ms: now };
         let (mut rx, mut pending) = (0, 0);
-        for b in self.bridges.iter_mut() {
-            let (r, p) = b.poll(&ctx, &mut self.pool, &mut self.cursor);
+        // Tunnel ports transmitting during the polls hand their outer bursts over on this
+        // thread: each bridge's pass is followed by its tunnels' underlay pass.
+        let _direct = netdev::tunnel::direct::Scope::enter();
+        for i in 0..self.bridges.len() {
+            let (r, p) = self.bridges[i].poll(&ctx, &mut self.pool, &mut self.cursor);
             rx += r;
             pending += p;
+            if netdev::tunnel::direct::pending() {
+                self.forward_encapsulated(&ctx);
+            }
         }
         self.last_rx = rx;
         let n = rx + pending;
@@ -458,6 +467,39 @@ impl PollSet {
             }
         }
         n
+    }
+
+    /// Forwards the outer bursts tunnel ports left on this thread
+    /// (`netdev::tunnel::direct`) through the bridge holding their underlay port, the
+    /// second half of single-pass encapsulation. A burst whose underlay is on no bridge of
+    /// this thread goes to the underlay port's queue instead (the two-pass way), and so do
+    /// bursts beyond [`MAX_HANDOVERS`] per call (a tunnel whose outer packets come back to
+    /// a tunnel port cannot keep the thread here).
+    fn forward_encapsulated(&mut self, ctx: &Ctx) {
+        let mut n = 0;
+        while let Some(mut h) = netdev::tunnel::direct::take() {
+            n += 1;
+            let at = if n > MAX_HANDOVERS {
+                None
+            } else {
+                self.bridges
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, b)| b.find_port(&h.underlay.name).map(|s| (i, s)))
+            };
+            let Some((i, slot)) = at else {
+                netdev::tunnel::direct::queue(h, &mut self.pool);
+                continue;
+            };
+            self.bridges[i].forward_encapsulated(
+                slot,
+                &mut h.batch,
+                h.uniform,
+                ctx,
+                &mut self.pool,
+            );
+            netdev::tunnel::direct::recycle(&h.underlay, h.batch, &mut self.pool);
+        }
     }
 
     /// One poll with cycle accounting.
@@ -504,6 +546,28 @@ impl PollSet {
 
     /// Injects frames into bridge `br` as if received on port `port` (tests, benchmarks).
     pub fn inject(&mut self, br: &str, port: &str, frames: &[Vec<u8>]) -> Result<(), Error> {
+        self.inject_as(br, port, frames, None)
+    }
+
+    /// Injects frames into bridge `br` as an outer burst a tunnel port handed over for
+    /// underlay port `port` ([`Bridge::forward_encapsulated`]; tests).
+    pub fn inject_encapsulated(
+        &mut self,
+        br: &str,
+        port: &str,
+        frames: &[Vec<u8>],
+        uniform: bool,
+    ) -> Result<(), Error> {
+        self.inject_as(br, port, frames, Some(uniform))
+    }
+
+    fn inject_as(
+        &mut self,
+        br: &str,
+        port: &str,
+        frames: &[Vec<u8>],
+        encapsulated: Option<bool>,
+    ) -> Result<(), Error> {
         let ctx = Ctx {
             now_ms: self.now_ms(),
         };
@@ -530,7 +594,10 @@ impl PollSet {
                     pool.free(p);
                 }
             }
-            b.inject(slot, &mut batch, &ctx, pool);
+            match encapsulated {
+                None => b.inject(slot, &mut batch, &ctx, pool),
+                Some(u) => b.forward_encapsulated(slot, &mut batch, u, &ctx, pool),
+            }
         }
         Ok(())
     }

@@ -47,6 +47,7 @@ mod exec;
 mod fastpath;
 mod lookup;
 mod tunnel;
+mod uniform;
 
 /// This module in the registry ([`crate::registry`]): a caching bridge.
 pub const REGISTRATION: crate::registry::Registration = crate::registry::Registration {
@@ -273,6 +274,17 @@ impl SwitchLogic for OpenFlow {
         } else {
             self.forward_batch(ctx, batch, pool, out);
         }
+    }
+
+    #[inline]
+    fn forward_uniform(
+        &mut self,
+        ctx: &Ctx,
+        batch: &mut Batch,
+        pool: &mut Pool,
+        out: &mut Delivery<'_>,
+    ) {
+        self.forward_burst(ctx, batch, pool, out);
     }
 
     fn poll_pending(&mut self, ctx: &Ctx, pool: &mut Pool, out: &mut Delivery<'_>) -> usize {

@@ -25,9 +25,12 @@
 //!   UDP source port from the inner flow's hash, key from the configuration or, with
 //!   `key=flow`, from the packet's metadata as the pipeline set it; with `remote_ip=flow`
 //!   the remote is the `tun_dst` the pipeline set, or else its `tun_ipv6_dst`, as OVS
-//!   picks them) and are queued to the
-//!   underlay's internal port, which hands them to its bridge as if the host had sent them,
-//!   so the underlay bridge's flows (`NORMAL` by default) carry them out.
+//!   picks them) and go to the underlay's internal port as if the host had sent them, so
+//!   the underlay bridge's flows (`NORMAL` by default) carry them out. During a poll they
+//!   stay on the poll thread ([`direct`]): the datapath forwards each outer burst through
+//!   the underlay bridge right after the pass that produced it (one pass, as OVS's
+//!   `tnl_push`); otherwise, or when no copy of the underlay bridge is on that thread,
+//!   they are queued to the internal port's receive queue.
 //! * **Resolution** runs off the poll threads ([`table`]): route to the remote address from
 //!   the kernel's tables (IPv4 and IPv6) and `ovs/route/add`, the internal port it names,
 //!   the next hop's MAC from ARP / Neighbor Advertisement snooping, `tnl/neigh/set`, or the
@@ -46,6 +49,7 @@
 //! shared halves ([`table::Tunnel`], [`table::Underlay`]) are `Sync` and read without locks
 //! on the fast path.
 
+pub mod direct;
 pub mod nd;
 pub mod route;
 pub mod table;
@@ -278,6 +282,10 @@ struct Outgoing {
     underlay: Arc<table::Underlay>,
     batch: Batch,
     bytes: u64,
+    /// The template of the burst's first packet, and whether every packet so far used it
+    /// with a fixed TOS (see [`direct::Handover::uniform`]).
+    tmpl: *const table::Resolved,
+    uniform: bool,
 }
 
 impl TunnelPort {
@@ -312,10 +320,20 @@ impl TunnelPort {
         found
     }
 
-    /// Queues a burst of outer packets to its underlay's internal port.
+    /// Hands a burst of outer packets to its underlay bridge on this poll thread
+    /// ([`direct`]) or, outside a poll, queues it to the underlay's internal port.
     fn flush(&mut self, o: Outgoing, pool: &mut Pool) {
         let n = o.batch.len() as u64;
-        match o.underlay.inject.send(o.batch, pool) {
+        let h = direct::Handover {
+            underlay: o.underlay,
+            batch: o.batch,
+            uniform: o.uniform,
+        };
+        let sent = match direct::offer(h) {
+            Ok(()) => Ok(()),
+            Err(h) => h.underlay.inject.send(h.batch, pool),
+        };
+        match sent {
             Ok(()) => {
                 self.stats.tx_packets += n;
                 self.stats.tx_bytes += o.bytes;
@@ -398,12 +416,15 @@ impl Port for TunnelPort {
                     underlay: Arc::clone(&r.underlay),
                     batch: r.underlay.inject.spare(),
                     bytes: 0,
+                    tmpl: r,
+                    uniform: self.t.cfg.tos.is_some(),
                 };
                 if let Some(o) = out.replace(next) {
                     self.flush(o, pool);
                 }
             }
             if let Some(o) = out.as_mut() {
+                o.uniform &= std::ptr::eq(o.tmpl, r);
                 // A burst never holds more than the batch it came from.
                 match o.batch.push(p) {
                     Ok(()) => o.bytes += len,

@@ -1,0 +1,166 @@
+//! One decision for a uniform burst: the underlay bridge's half of single-pass
+//! encapsulation.
+//!
+//! A tunnel port's outer packets of one header template differ only in their UDP source
+//! port, lengths and checksums (`netdev::tunnel::direct`). The module extracts and looks up
+//! the burst's first packet only; if the megaflow it hits is one output and its mask leaves
+//! the L4 source port out (the lengths and checksums are in no key), every packet of the
+//! burst would hit that megaflow, so the whole burst goes to that port and is counted in it
+//! at once. `NORMAL` alone counts as one output when the MAC-learning table names a port
+//! for the first packet (the burst's MACs, VLAN and in-port are the same for all). Anything
+//! else — a miss (the slow path must see the packets), several actions (rewrites, several
+//! outputs, controller, `ct`...), a flood or drop by `NORMAL`, a mask on the source port,
+//! a tunnel-metadata packet, the uncached pipeline, a traced pass — falls back to the
+//! packet-by-packet pass with the counters of the first lookup undone.
+//!
+//! Rule, MAC-learning, route and neighbour changes need nothing of their own here: each
+//! burst is looked up in the same caches the per-packet pass uses, which the revalidators
+//! keep right.
+
+use super::lookup::{Lookup, Tally};
+use super::OpenFlow;
+use crate::dpcls::{Megaflow, Words, LOOKUP_CHUNK};
+use crate::module::{Ctx, Delivery, Dest, SwitchLogic};
+use ofproto::odp::DpAction;
+use packet::flow::{self, FlowKey};
+use packet::{Batch, Pool};
+use std::sync::{Arc, OnceLock};
+
+/// The key bits a uniform burst's packets may differ in (the L4 source port).
+fn varying() -> &'static Words {
+    static V: OnceLock<Words> = OnceLock::new();
+    V.get_or_init(|| {
+        let k = FlowKey {
+            tp_src: u16::MAX,
+            ..FlowKey::default()
+        };
+        k.to_words()
+    })
+}
+
+/// What a megaflow does with every packet of a uniform burst, if that is one thing.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Whole {
+    /// One output to this OpenFlow port.
+    Output(u32),
+    /// `NORMAL` alone: the MAC-learning table's answer for the first packet (same source
+    /// and destination MAC, VLAN and in-port for all) holds for every packet.
+    Normal,
+}
+
+/// `m`'s decision for a whole uniform burst that agrees with the packet it was looked up
+/// for, or `None` if it may differ from packet to packet (several actions, or a mask on the
+/// L4 source port).
+pub(super) fn for_burst(m: &Megaflow) -> Option<Whole> {
+    if m.is_dead() || m.mask.iter().zip(varying()).any(|(a, b)| a & b != 0) {
+        return None;
+    }
+    match (m.single_output, m.actions.as_slice()) {
+        (Some(p), _) => Some(Whole::Output(p)),
+        (None, [DpAction::Normal]) => Some(Whole::Normal),
+        _ => None,
+    }
+}
+
+impl OpenFlow {
+    /// See the module documentation.
+    pub(super) fn forward_burst(
+        &mut self,
+        ctx: &Ctx,
+        batch: &mut Batch,
+        pool: &mut Pool,
+        out: &mut Delivery<'_>,
+    ) {
+        if !self.burst_once(ctx.now_ms, batch, pool, out) {
+            self.forward(ctx, batch, pool, out);
+        }
+    }
+
+    /// Forwards `batch` on its first packet's decision; `false` (nothing done, counters as
+    /// they were) if that decision may not hold for the others.
+    fn burst_once(
+        &mut self,
+        now: u64,
+        batch: &mut Batch,
+        pool: &mut Pool,
+        out: &mut Delivery<'_>,
+    ) -> bool {
+        let Some(first) = batch.packets().first() else {
+            return true;
+        };
+        if self.slow.is_none() || out.tracing() || first.has_tun() || self.keys.is_empty() {
+            return false;
+        }
+        let in_slot = out.in_port();
+        let in_port = self.exec.of_port(in_slot);
+        self.offs[0] = flow::extract_into(&mut self.keys[0], first.data(), in_port);
+        let saved = (self.exec.stats, self.sample);
+        let m: Option<Arc<Megaflow>> = {
+            let lookup = Lookup {
+                emc: &self.emc,
+                emc_on: self.emc_active,
+                dpcls: &self.dpcls,
+            };
+            let prev = self.last[0].as_ref().filter(|m| !m.is_dead());
+            let mut found = [None; LOOKUP_CHUNK];
+            lookup.classify(
+                &self.keys[..1],
+                0,
+                prev,
+                &mut found,
+                &mut Tally {
+                    stats: &mut self.exec.stats,
+                    sample: &mut self.sample,
+                    offers: &mut self.offers,
+                    rng: &mut self.rng,
+                },
+            );
+            found[0].cloned()
+        };
+        let slot = match m.as_deref().and_then(for_burst) {
+            Some(Whole::Output(p)) => self.exec.slot(p),
+            Some(Whole::Normal) => self.normal_for_burst(now, in_slot, batch),
+            None => None,
+        };
+        let (Some(m), Some(slot)) = (m, slot) else {
+            (self.exec.stats, self.sample) = saved;
+            self.offers.clear();
+            return false;
+        };
+        let n = batch.len() as u64;
+        let bytes: u64 = batch.packets().iter().map(|p| p.len() as u64).sum();
+        // The first packet's hit is counted by the lookup; the others hit the same megaflow.
+        self.exec.stats.megaflow_hits += n - 1;
+        m.account(n, bytes, now);
+        out.emit_run(slot, batch, pool);
+        for (i, h, e) in self.offers.drain(..) {
+            if let Some(k) = self.keys.get(i) {
+                self.emc.insert(h, k.as_words(), &e);
+            }
+        }
+        if !self.last[0].as_ref().is_some_and(|l| Arc::ptr_eq(l, &m)) {
+            self.last[0] = Some(m);
+        }
+        true
+    }
+
+    /// `NORMAL` for a uniform burst: the learning table's port for the first packet, with
+    /// its VLAN note copied to the others; `None` (flood, drop) leaves the burst to the
+    /// packet-by-packet pass, which then asks the table again for the first packet too.
+    fn normal_for_burst(&mut self, now: u64, in_slot: u16, batch: &mut Batch) -> Option<u16> {
+        let mut pkts = batch.packets_mut().iter_mut();
+        let first = pkts.next()?;
+        let mut table = super::lock(&self.exec.normal);
+        let Dest::Port(slot) = table.lookup_packet(now, in_slot, first) else {
+            return None;
+        };
+        let meta = first.meta;
+        let mut rest = 0;
+        for p in pkts {
+            p.meta = meta;
+            rest += 1;
+        }
+        table.count_forwarded(rest);
+        Some(slot)
+    }
+}
