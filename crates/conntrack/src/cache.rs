@@ -112,6 +112,14 @@ impl ConnCache {
         }
     }
 
+    /// True while the cache answers lookups (bound to a tracker and not sitting out a
+    /// window of low hits): its packets' connections are then mostly found without the
+    /// table, and prefetching their table buckets would be wasted work.
+    #[inline]
+    pub fn serving(&self) -> bool {
+        self.rest == 0 && !self.buckets.is_empty()
+    }
+
     /// Forgets every entry.
     pub fn clear(&mut self) {
         for b in self.buckets.iter_mut() {

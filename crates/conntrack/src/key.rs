@@ -85,6 +85,46 @@ impl std::hash::Hash for ConnKey {
 }
 
 impl ConnKey {
+    /// The key [`parse`] finds in `zone` for a packet whose flow key is `flow`, known from
+    /// the flow key alone for TCP, UDP, UDP-Lite and SCTP packets that are not fragments
+    /// (`None` otherwise). For prefetching: `parse` remains what decides.
+    #[inline]
+    pub fn from_flow(flow: &FlowKey, zone: u16) -> Option<ConnKey> {
+        if flow.nw_frag & NW_FRAG_ANY != 0
+            || !matches!(
+                flow.nw_proto,
+                PROTO_TCP | PROTO_UDP | PROTO_UDPLITE | PROTO_SCTP
+            )
+        {
+            return None;
+        }
+        let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
+        let v6 = match flow.dl_type {
+            ETH_TYPE_IPV4 => {
+                src[..4].copy_from_slice(&flow.nw_src);
+                dst[..4].copy_from_slice(&flow.nw_dst);
+                false
+            }
+            ETH_TYPE_IPV6 => {
+                src = flow.ipv6_src;
+                dst = flow.ipv6_dst;
+                true
+            }
+            _ => return None,
+        };
+        Some(ConnKey {
+            src,
+            dst,
+            sport: flow.tp_src,
+            dport: flow.tp_dst,
+            zone,
+            proto: flow.nw_proto,
+            v6,
+            icmp_type: 0,
+            icmp_code: 0,
+        })
+    }
+
     /// The key of the other direction.
     pub fn reverse(&self) -> ConnKey {
         ConnKey {

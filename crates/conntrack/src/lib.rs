@@ -31,9 +31,14 @@
 //!
 //! ## Not here
 //! NAT of fragmented datagrams, and the FTP/TFTP helpers.
+//!
+//! ## Unsafe code
+//! None, except one line: the prefetch hint of [`table`] (`_mm_prefetch`, which cannot
+//! fault for any address), allowed where it is.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
+pub mod buckets;
 pub mod cache;
 pub mod ipf;
 pub mod key;
@@ -54,5 +59,7 @@ pub use ops::{ConnEntry, Flush};
 pub use timeout::TimeoutPolicy;
 pub use tracker::{ct_state, Config, Conntrack, CtInput, CtPacket, CtRequest, CtResult};
 
+#[cfg(test)]
+mod batch_tests;
 #[cfg(test)]
 mod tests;

@@ -60,6 +60,9 @@ impl OpenFlow {
                     rng: &mut self.rng,
                 },
             );
+            // Connection tracking: the chunk's table buckets prefetched before the first
+            // `ct` runs (`ct::prefetch`).
+            crate::ct::prefetch(&self.keys[base..end], &found, &self.exec.ct_cache);
             for ((key, offs), &hit) in self.keys[base..end]
                 .iter()
                 .zip(&self.offs[base..end])
