@@ -1,6 +1,6 @@
-//! A guest driver for a split virtqueue, in memory, against the burst loops: a full burst of
-//! frames in each direction (more chains than one prefetch stage covers, heads out of order,
-//! an indirect table and a hostile head among them) comes out in order and byte for byte,
+//! A guest driver for a split virtqueue, in memory, against the burst loops: a burst of 100
+//! frames in each direction (heads out of order, an indirect table and a hostile head among
+//! them) comes out in order and byte for byte,
 //! every chain is returned, and the ring tells the guest not to kick us
 //! (`VRING_USED_F_NO_NOTIFY`: every ring is polled).
 
@@ -19,7 +19,7 @@ const USED: u64 = BASE + 0x5000;
 const INDIRECT: u64 = BASE + 0x8000;
 const BUFS: u64 = BASE + 0x10000;
 const SLOTS: u16 = 256;
-/// Chains per burst: more than `prefetch::AHEAD` (64).
+/// Chains per burst.
 const N: u16 = 100;
 
 fn ring() -> (Arc<Guest>, Vring) {

@@ -41,7 +41,6 @@
 
 mod offload;
 pub mod packed;
-mod prefetch;
 
 use super::mem::Guest;
 pub use offload::{Spill, MAX_SUPER};
@@ -421,10 +420,6 @@ pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
     if v.offload {
         offload::drain(&mut v.spill, pool, batch, &mut b);
     }
-    if n > 0 && !v.spill.pending() {
-        let room = u16::try_from(batch.room()).unwrap_or(u16::MAX);
-        prefetch::chains(&r, next, n.min(room), false);
-    }
     let old_used = v.q.next_used();
     let mut used = old_used;
     let mut i = 0u16;
@@ -585,10 +580,6 @@ pub fn tx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch, retries: u32)
         return b;
     }
     r.quiet_kicks();
-    if avail > 0 {
-        let want = u16::try_from(batch.len()).unwrap_or(u16::MAX);
-        prefetch::chains(&r, next, avail.min(want), true);
-    }
     let mut retries = retries;
     let old_used = v.q.next_used();
     let mut used_idx = old_used;
