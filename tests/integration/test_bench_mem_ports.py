@@ -1,5 +1,5 @@
-"""bench/w3_run.py and bench/w6_run.py in --smoke mode (1 s windows): every configuration,
-OVS-DPDK 3.1 included, sets up and forwards through the closed testpmd loop, and the JSON holds
+"""bench/w3_run.py and bench/w6_run.py (split and packed rings) in --smoke mode (1 s windows):
+every configuration, OVS-DPDK 3.1 included, sets up and forwards through the closed testpmd loop, and the JSON holds
 the switch core's busy share for ferrovs and OVS-DPDK. No timing is asserted: the numbers of a
 1 s window on a shared machine mean nothing; only that each configuration delivered packets.
 """
@@ -41,3 +41,10 @@ def test_w3_smoke_every_configuration_forwards(tmp_path):
 def test_w6_smoke_every_configuration_forwards(tmp_path):
     d = smoke(tmp_path, "w6_run.py", "--size", "1518")
     assert d["benchmark"] == "W6" and d["size"] == 1518
+
+
+def test_w6_smoke_packed_rings_every_configuration_forwards(tmp_path):
+    # The guest's virtio ports ask for packed virtqueues (packed_vq=1) from ferrovs, OVS-DPDK
+    # and the floor alike; 64 B frames, the size W6's goal is set at.
+    d = smoke(tmp_path, "w6_run.py", "--packed")
+    assert d["benchmark"] == "W6 packed rings" and d["size"] == 64

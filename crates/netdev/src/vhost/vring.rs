@@ -65,6 +65,7 @@ const DESC_NEXT: u16 = 1;
 const DESC_WRITE: u16 = 2;
 const DESC_INDIRECT: u16 = 4;
 const AVAIL_NO_INTERRUPT: u16 = 1;
+const USED_NO_NOTIFY: u16 = 1;
 
 /// Why a descriptor chain was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,6 +227,20 @@ impl<'a> Ring<'a> {
         }
     }
 
+    /// Tells the guest not to kick us (`VRING_USED_F_NO_NOTIFY`): every ring is polled, and
+    /// a DPDK guest otherwise writes its kick eventfd after every burst it offers (a system
+    /// call per burst on the guest's core). Stored only when the flag is missing. With
+    /// `EVENT_IDX` the guest reads `avail_event` instead, which we leave alone (as DPDK's
+    /// vhost library does in poll mode), so it kicks once per 65536 chains at most.
+    fn quiet_kicks(&self) {
+        // SAFETY: `used` is inside the translated area and 2-aligned (checked in `Ring::new`).
+        let flags = unsafe { AtomicU16::from_ptr(self.used as *mut u16) };
+        let f = u16::from_le(flags.load(Ordering::Relaxed));
+        if f & USED_NO_NOTIFY == 0 {
+            flags.store((f | USED_NO_NOTIFY).to_le(), Ordering::Relaxed);
+        }
+    }
+
     fn set_used_idx(&self, v: u16) {
         // SAFETY: `used + 2` is inside the translated area and 2-aligned.
         unsafe { AtomicU16::from_ptr(self.used.add(2) as *mut u16) }
@@ -274,15 +289,11 @@ impl Chains for Ring<'_> {
 
 /// Reads descriptor `i` of a table at `table` (the caller checked `i` < its length).
 fn read_desc(table: *const u8, i: u16) -> Desc {
-    let mut b = [0u8; 16];
     // SAFETY: `table` holds at least `i + 1` 16-byte descriptors (checked by the caller);
-    // the guest may write them concurrently, so they are copied out once, volatile.
-    unsafe {
-        let p = table.add(16 * usize::from(i));
-        for (k, x) in b.iter_mut().enumerate() {
-            *x = std::ptr::read_volatile(p.add(k));
-        }
-    }
+    // the guest may write them concurrently, so they are copied out once, volatile (one
+    // 16-byte copy, alignment 1).
+    let b: [u8; 16] =
+        unsafe { std::ptr::read_volatile(table.add(16 * usize::from(i)) as *const [u8; 16]) };
     Desc {
         addr: u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
         len: u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
@@ -402,6 +413,7 @@ pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
         b.broken = true;
         return b;
     }
+    r.quiet_kicks();
     let hdr = v.hdr_len;
     // Segments of a frame finished in an earlier burst go first; while some wait, no new
     // chain is read.
@@ -567,6 +579,7 @@ pub fn tx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch, retries: u32)
         pool.free_batch(batch);
         return b;
     }
+    r.quiet_kicks();
     let mut retries = retries;
     let old_used = v.q.next_used();
     let mut used_idx = old_used;
