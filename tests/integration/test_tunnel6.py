@@ -166,6 +166,31 @@ def test_ovs_userspace_geneve_over_ipv6():
         assert f"ipv6(src={peer},dst={me}" in flows, flows
         assert me in ovs.appctl("tnl/neigh/show").stdout
         assert peer in site.appctl("tnl/neigh/show").stdout
+        # Routes by hand, added and removed on both switches with the same commands: the
+        # same answers (OVS is the oracle), each switch with its own bridge and gateway.
+        both = {"ovs": (lambda *a: ovs.appctl(*a), "brphy", me),
+                "ferrovs": (lambda *a: site.appctl(*a, check=False), site.phy, peer)}
+        answers = {}
+        for who, (appctl, br, gw) in both.items():
+            said = []
+
+            def ask(*a):
+                r = appctl(*a)
+                said.append((a[0], a[1:2], r.returncode,
+                             r.stdout.strip() or r.stderr.strip().splitlines()[0]))
+                return r
+            ask("ovs/route/add", "fd7f:5::9/64", br, gw, "pkt_mark=7")
+            shown = appctl("ovs/route/show").stdout
+            assert f"User: fd7f:5::/64 MARK 7 dev {br} GW {gw}" in shown, (who, shown)
+            ask("ovs/route/del", "fd7f:5::/64")
+            ask("ovs/route/del", "fd7f:5::1/64", "pkt_mark=7")
+            assert "fd7f:5::" not in appctl("ovs/route/show").stdout, who
+            ask("ovs/route/del", "fd7f:5::/64", "pkt_mark=7")
+            ask("ovs/route/del", "fd7f:5::/200")
+            ask("ovs/route/del", "fd7f:5::/64", "pkt_mark=x")
+            answers[who] = said
+        assert answers["ferrovs"] == answers["ovs"], answers
+        assert [a[2] for a in answers["ovs"]] == [0, 2, 0, 2, 2, 2], answers
     finally:
         if ovs:
             ovs.stop()

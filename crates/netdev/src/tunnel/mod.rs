@@ -64,7 +64,8 @@ use std::sync::Arc;
 use wire::Proto;
 
 pub use table::{
-    neigh_flush, neigh_set, neigh_show, ports_show, resolved, route_add, route_lookup, route_show,
+    neigh_flush, neigh_set, neigh_show, ports_show, resolved, route_add, route_del, route_lookup,
+    route_show,
 };
 
 /// An address option: a fixed address or `flow` (taken from the packet's metadata).

@@ -26,6 +26,9 @@ pub struct Route {
     pub user: bool,
     /// The source address for packets on this route, where the device has one.
     pub src: Option<IpAddr>,
+    /// `pkt_mark=` of a route added by hand (0: none). A marked route serves only packets
+    /// with that mark, and tunnel packets here carry none, so lookups pass it by.
+    pub mark: u32,
 }
 
 const RTF_UP: u32 = 0x1;
@@ -81,6 +84,7 @@ pub fn parse_proc(text: &str) -> Vec<Route> {
             local: false,
             user: false,
             src: None,
+            mark: 0,
         });
     }
     v
@@ -122,6 +126,7 @@ pub fn parse_proc6(text: &str) -> Vec<Route> {
             local: false,
             user: false,
             src: None,
+            mark: 0,
         });
     }
     v
@@ -193,7 +198,7 @@ fn covers(r: &Route, ip: IpAddr) -> bool {
 pub fn lookup(routes: &[Route], ip: IpAddr) -> Option<&Route> {
     routes
         .iter()
-        .filter(|r| covers(r, ip))
+        .filter(|r| r.mark == 0 && covers(r, ip))
         .min_by_key(|r| (std::cmp::Reverse(r.plen), !r.user, r.metric))
 }
 
@@ -202,7 +207,11 @@ pub fn show(routes: &[Route]) -> String {
     let mut s = String::from("Route Table:\n");
     for r in routes {
         let kind = if r.user { "User" } else { "Cached" };
-        s.push_str(&format!("{kind}: {}/{} dev {}", r.dst, r.plen, r.dev));
+        s.push_str(&format!("{kind}: {}/{}", r.dst, r.plen));
+        if r.mark != 0 {
+            s.push_str(&format!(" MARK {}", r.mark));
+        }
+        s.push_str(&format!(" dev {}", r.dev));
         if let Some(g) = r.gw {
             s.push_str(&format!(" GW {g}"));
         }
@@ -217,29 +226,65 @@ pub fn show(routes: &[Route]) -> String {
     s
 }
 
-/// Parses `ovs/route/add`'s arguments: `IP/PLEN BRIDGE [GW] [pkt_mark=N] [src=IP]` (the
-/// mark is accepted and not used: tunnel packets carry none).
+/// An `IP[/PLEN]` argument: the address with its host bits cleared (as OVS stores and
+/// shows a route's prefix) and the prefix length (the full length when absent).
+fn parse_prefix(prefix: &str) -> Option<(IpAddr, u8)> {
+    let (addr, plen) = match prefix.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (prefix, None),
+    };
+    let dst: IpAddr = addr.parse().ok()?;
+    let max = if dst.is_ipv4() { 32 } else { 128 };
+    let plen = match plen {
+        None => max,
+        Some(p) => p.parse::<u8>().ok().filter(|&p| p <= max)?,
+    };
+    let dst = match dst {
+        IpAddr::V4(a) => {
+            let m = u32::MAX.checked_shl(32 - u32::from(plen)).unwrap_or(0);
+            IpAddr::V4(Ipv4Addr::from(u32::from(a) & m))
+        }
+        IpAddr::V6(a) => {
+            let m = u128::MAX.checked_shl(128 - u32::from(plen)).unwrap_or(0);
+            IpAddr::V6(Ipv6Addr::from(u128::from(a) & m))
+        }
+    };
+    Some((dst, plen))
+}
+
+/// A `pkt_mark=` value as OVS reads it (C's `%i`: decimal, `0x` hex or `0` octal, a sign
+/// allowed, a negative number wrapping to 32 bits).
+fn parse_mark(v: &str) -> Option<u32> {
+    let (neg, d) = match v.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, v.strip_prefix('+').unwrap_or(v)),
+    };
+    let n = if let Some(h) = d.strip_prefix("0x").or_else(|| d.strip_prefix("0X")) {
+        i64::from_str_radix(h, 16).ok()?
+    } else if d.len() > 1 && d.starts_with('0') {
+        i64::from_str_radix(&d[1..], 8).ok()?
+    } else {
+        d.parse::<i64>().ok()?
+    };
+    let n = if neg { -n } else { n };
+    (i64::from(i32::MIN)..=i64::from(u32::MAX))
+        .contains(&n)
+        .then_some(n as u32)
+}
+
+/// Parses `ovs/route/add`'s arguments: `IP/PLEN BRIDGE [GW] [pkt_mark=N] [src=IP]`.
 pub fn parse_add(args: &[String]) -> Result<Route, String> {
     let usage = "usage: ovs/route/add ip/plen output_bridge [GW] [pkt_mark=mark] [src=src_ip]";
     let (Some(prefix), Some(dev)) = (args.first(), args.get(1)) else {
         return Err(usage.into());
     };
-    let (addr, plen) = match prefix.split_once('/') {
-        Some((a, p)) => (a, Some(p)),
-        None => (prefix.as_str(), None),
-    };
-    let dst: IpAddr = addr
-        .parse()
-        .map_err(|_| format!("{prefix} is not a valid address"))?;
-    let max = if dst.is_ipv4() { 32 } else { 128 };
-    let plen = match plen {
-        None => max,
-        Some(p) => p
-            .parse::<u8>()
-            .ok()
-            .filter(|&p| p <= max)
-            .ok_or_else(|| format!("{prefix} is not a valid prefix"))?,
-    };
+    let (dst, plen) = parse_prefix(prefix).ok_or_else(|| {
+        if prefix.contains('/') {
+            format!("{prefix} is not a valid prefix")
+        } else {
+            format!("{prefix} is not a valid address")
+        }
+    })?;
     let mut r = Route {
         dst,
         plen,
@@ -249,6 +294,7 @@ pub fn parse_add(args: &[String]) -> Result<Route, String> {
         local: false,
         user: true,
         src: None,
+        mark: 0,
     };
     for a in &args[2..] {
         let same = |ip: IpAddr| ip.is_ipv4() == dst.is_ipv4();
@@ -260,8 +306,7 @@ pub fn parse_add(args: &[String]) -> Result<Route, String> {
                 .ok_or_else(|| format!("{v} is not a valid source address"))?;
             r.src = Some(ip);
         } else if let Some(v) = a.strip_prefix("pkt_mark=") {
-            v.parse::<u32>()
-                .map_err(|_| format!("{v} is not a valid pkt_mark"))?;
+            r.mark = parse_mark(v).ok_or_else(|| format!("{v} is not a valid pkt_mark"))?;
         } else {
             let ip: IpAddr = a
                 .parse()
@@ -272,6 +317,25 @@ pub fn parse_add(args: &[String]) -> Result<Route, String> {
         }
     }
     Ok(r)
+}
+
+/// Parses `ovs/route/del`'s arguments, `IP/PLEN [pkt_mark=N]`, into the prefix and mark of
+/// the route to remove; the errors are OVS's words.
+pub fn parse_del(args: &[String]) -> Result<(IpAddr, u8, u32), String> {
+    let Some((dst, plen)) = args.first().and_then(|p| parse_prefix(p)) else {
+        return Err("Invalid parameters".into());
+    };
+    let mark = match args.get(1) {
+        None => 0,
+        Some(a) => a
+            .strip_prefix("pkt_mark=")
+            .and_then(parse_mark)
+            .ok_or("Invalid pkt_mark")?,
+    };
+    if args.len() > 2 {
+        return Err("Invalid parameters".into());
+    }
+    Ok((dst, plen, mark))
 }
 
 #[cfg(test)]
@@ -377,5 +441,37 @@ junk
         let routes = vec![cached, u];
         assert_eq!(lookup(&routes, v6("fd01::5")).map(|r| r.user), Some(true));
         assert!(show(&routes).contains("User: fd01::/64 dev br0 GW fd00::1 SRC fd00::2\n"));
+    }
+
+    #[test]
+    fn prefixes_lose_their_host_bits_and_marked_routes_serve_no_lookup() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let r = parse_add(&s(&["10.1.2.3/16", "br0", "pkt_mark=9"])).expect("ok");
+        assert_eq!((r.dst, r.plen, r.mark), (v4("10.1.0.0"), 16, 9));
+        assert!(show(std::slice::from_ref(&r)).contains("User: 10.1.0.0/16 MARK 9 dev br0\n"));
+        assert_eq!(lookup(std::slice::from_ref(&r), v4("10.1.9.9")), None);
+        let z = parse_add(&s(&["fd01::1:2/0", "br0"])).expect("ok");
+        assert_eq!((z.dst, z.plen), (v6("::"), 0));
+        assert_eq!(
+            parse_del(&s(&["fd01::7/64", "pkt_mark=4"])),
+            Ok((v6("fd01::"), 64, 4))
+        );
+        assert_eq!(parse_del(&s(&["10.0.0.1"])), Ok((v4("10.0.0.1"), 32, 0)));
+        let err = |a: &[&str]| parse_del(&s(a)).err();
+        assert_eq!(err(&["10.0.0.0/33"]), Some("Invalid parameters".into()));
+        assert_eq!(err(&["br0"]), Some("Invalid parameters".into()));
+        assert_eq!(err(&[]), Some("Invalid parameters".into()));
+        assert_eq!(
+            err(&["10.0.0.0/8", "mark=1"]),
+            Some("Invalid pkt_mark".into())
+        );
+        assert_eq!(
+            err(&["10.0.0.0/8", "pkt_mark=1x"]),
+            Some("Invalid pkt_mark".into())
+        );
+        let mark = |m: &str| parse_del(&s(&["10.0.0.0/8", m])).map(|r| r.2);
+        assert_eq!(mark("pkt_mark=0x10"), Ok(16));
+        assert_eq!(mark("pkt_mark=010"), Ok(8));
+        assert_eq!(mark("pkt_mark=-1"), Ok(u32::MAX));
     }
 }

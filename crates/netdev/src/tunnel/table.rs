@@ -355,6 +355,7 @@ fn manage() {
                     local: true,
                     user: false,
                     src: Some(ip),
+                    mark: 0,
                 });
             }
         }
@@ -522,11 +523,28 @@ pub fn route_add(args: &[String]) -> Result<String, String> {
     let r = route::parse_add(args)?;
     let mut st = lock(&table().state);
     st.user_routes
-        .retain(|u| (u.dst, u.plen) != (r.dst, r.plen));
+        .retain(|u| (u.dst, u.plen, u.mark) != (r.dst, r.plen, r.mark));
     st.user_routes.push(r);
     let mut routes = st.user_routes.clone();
     routes.extend(st.routes.iter().filter(|x| !x.user).cloned());
     st.routes = routes;
+    Ok("OK\n".into())
+}
+
+/// `ovs-appctl ovs/route/del IP/PLEN [pkt_mark=N]`: removes a route added with
+/// `ovs/route/add` (the kernel's and the bridges' own routes are not ours to remove, as in
+/// OVS); "Not found" when there is none with that prefix and mark.
+pub fn route_del(args: &[String]) -> Result<String, String> {
+    let (dst, plen, mark) = route::parse_del(args)?;
+    let mut st = lock(&table().state);
+    let before = st.user_routes.len();
+    st.user_routes
+        .retain(|u| (u.dst, u.plen, u.mark) != (dst, plen, mark));
+    if st.user_routes.len() == before {
+        return Err("Not found".into());
+    }
+    st.routes
+        .retain(|u| !(u.user && (u.dst, u.plen, u.mark) == (dst, plen, mark)));
     Ok("OK\n".into())
 }
 
