@@ -168,8 +168,16 @@ impl Daemon {
         }
         let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         appctl::inc("unixctl_received");
-        self.run(method, &args, json)
-            .map_err(|e| format!("{method}: {e}\n"))
+        // The tunnel commands answer in OVS's words alone ("Not found", "Invalid
+        // parameters"), as ovs-vswitchd's route and neighbour commands do.
+        let bare = tnlctl::has(method);
+        self.run(method, &args, json).map_err(|e| {
+            if bare {
+                format!("{e}\n")
+            } else {
+                format!("{method}: {e}\n")
+            }
+        })
     }
 
     /// Runs one command for the control socket: as [`Daemon::dispatch`], except that a text
