@@ -203,10 +203,14 @@ pub fn prefetch(
     found: &[Option<&std::sync::Arc<crate::dpcls::Megaflow>>],
     cache: &ConnCache,
 ) {
+    // Before any `ct` ran there is no table to warm (and no tracker is made here): traffic
+    // without connection tracking pays one load per chunk, not a look at every packet.
+    let Some(t) = TRACKER.get() else {
+        return;
+    };
     if cache.serving() {
         return;
     }
-    let t = tracker();
     let mut hashes = [None; crate::dpcls::LOOKUP_CHUNK];
     for ((k, m), h) in keys.iter().zip(found).zip(hashes.iter_mut()) {
         if let Some(ofproto::odp::DpAction::Ct(c)) = m.and_then(|m| m.actions.first()) {
