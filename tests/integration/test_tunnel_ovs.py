@@ -203,3 +203,101 @@ def test_ovs_geneve_option_matched_both_ways(site_ovs):
     site.ns(site.peer, f"ip neigh flush dev brint", check=False)
     r = site.ns(site.peer, f"ping -c 2 -i 0.2 -W 1 {site.over[1]}", check=False)
     assert r.returncode != 0, r.stdout
+
+
+# The tunnel commands, each answered by ovs-vswitchd 3.1 and ferrovsd in turn ({br}: each
+# one's underlay bridge, which has 10.9.0.1/24 and fd7f:9::1/64 on its internal port).
+TUNNEL_COMMANDS = [
+    "ovs/route/add 10.8.0.0/16 {br} 10.9.0.254",
+    "ovs/route/add 10.8.0.0/16 {br}",
+    "ovs/route/add 10.6.0.0/16 nosuch9 10.9.0.254",
+    "ovs/route/add 10.6.0.0/16 {br} 10.5.0.1",
+    "ovs/route/add 10.6.0.0/33 {br}",
+    "ovs/route/add bogus {br}",
+    "ovs/route/add 10.6.0.0/16",
+    "ovs/route/add 10.6.0.0/16 {br} bogus",
+    "ovs/route/add 10.6.0.0/16 {br} fd7f:9::2",
+    "ovs/route/add fd7f:8::/64 {br} fd7f:9::2",
+    "ovs/route/add fd7f:8::/64 {br} 10.9.0.254",
+    "ovs/route/add 10.4.0.0/16 {br} pkt_mark=7 10.9.0.254",
+    "ovs/route/add 10.6.0.0/16 {br} 10.9.0.254 pkt_mark=0x10",
+    "ovs/route/add 10.3.0.0/16 {br} 0.0.0.0",
+    "ovs/route/add 10.9.0.77/24 {br}",
+    "ovs/route/add 10.7.0.5 {br} 10.9.0.254",
+    "ovs/route/add 10.6.0.0/16 {br} 10.9.0.254 a b",
+    "ovs/route/lookup 10.7.0.5",
+    "ovs/route/lookup 10.8.1.1",
+    "ovs/route/lookup 10.9.0.5",
+    "ovs/route/lookup 10.9.0.5/32",
+    "ovs/route/lookup fd7f:8::5",
+    "ovs/route/lookup 10.6.0.5 pkt_mark=16",
+    "ovs/route/lookup 10.6.0.5",
+    "ovs/route/lookup 10.9.0.5 pkt_mark=x",
+    "ovs/route/lookup 10.9.0.0/24",
+    "ovs/route/lookup",
+    "ovs/route/show x",
+    "ovs/route/del 10.6.0.0/16 pkt_mark=16",
+    "ovs/route/del 10.6.0.0/16",
+    "ovs/route/del a b c",
+    "tnl/neigh/set {br} 10.9.0.7 zz",
+    "tnl/neigh/set {br} bogus 00:11:22:33:44:55",
+    "tnl/neigh/set a b",
+    "tnl/arp/set {br} 10.9.0.7 00:11:22:33:44:55",
+    "tnl/neigh/show",
+    "tnl/neigh/aging",
+    "tnl/neigh/aging 0",
+    "tnl/neigh/aging 3601",
+    "tnl/arp/aging 120",
+    "tnl/neigh/aging",
+    "tnl/arp/flush",
+    "tnl/arp/show",
+    "tnl/neigh/flush x",
+    "tnl/egress_port_range",
+    "tnl/egress_port_range 0 70000",
+    "tnl/egress_port_range 9 x",
+    "tnl/egress_port_range 300 200",
+    "tnl/egress_port_range",
+    "tnl/ports/show x y",
+]
+
+
+def test_tunnel_commands_answer_as_ovs_vswitchd():
+    """The route, neighbour and tunnel settings commands: the same answers (and the same
+    success or failure) from ferrovsd as from ovs-vswitchd 3.1, on bridges with the same
+    addresses; and the routes added end up the same in `ovs/route/show`."""
+    need_root()
+    require("ovs-vsctl", "ovs-appctl", "ovs-vswitchd", "ovsdb-server", "ovsdb-tool")
+    site = Site()
+    ovs = None
+    try:
+        ovs = OvsPeer(site)
+        site.start()
+        site.vsctl("add-br", site.phy)
+        ovs.vsctl("add-br", "brphy", "--", "set", "Bridge", "brphy", "datapath_type=netdev")
+        for ns, br in ((site.sw, site.phy), (site.peer, "brphy")):
+            site.ns(ns, f"ip addr add 10.9.0.1/24 dev {br}")
+            site.ns(ns, f"ip -6 addr add fd7f:9::1/64 dev {br} nodad")
+            site.ns(ns, f"ip link set {br} up")
+        both = {"ovs": (ovs.appctl, "brphy"),
+                "ferrovs": (lambda *a: site.appctl(*a, check=False), site.phy)}
+        answers = {}
+        for who, (appctl, br) in both.items():
+            said = []
+            for c in TUNNEL_COMMANDS:
+                r = appctl(*c.format(br=br).split())
+                text = r.stdout if r.returncode == 0 else r.stderr.splitlines()[0]
+                said.append((c, r.returncode == 0, text.strip().replace(br, "BR")))
+            shown = appctl("ovs/route/show").stdout.replace(br, "BR")
+            said.append(("User routes", True,
+                          sorted(l for l in shown.splitlines() if l.startswith("User:"))))
+            answers[who] = said
+        for mine, theirs in zip(answers["ferrovs"], answers["ovs"]):
+            assert mine == theirs, (mine, theirs)
+        assert len(answers["ferrovs"]) == len(answers["ovs"])
+        # What OVS answered, in short: 4 routes stayed, and both kinds of answer were seen.
+        assert len(answers["ovs"][-1][2]) == 4, answers["ovs"][-1]
+        assert sum(1 for a in answers["ovs"] if not a[1]) >= 25, answers["ovs"]
+    finally:
+        if ovs:
+            ovs.stop()
+        site.close()

@@ -129,6 +129,67 @@ pub(crate) fn if_ipv4(fd: RawFd, name: &str) -> io::Result<std::net::Ipv4Addr> {
     Ok(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
 }
 
+/// The IPv4 and IPv6 addresses of `name` with their prefix lengths (`getifaddrs(3)`),
+/// link-local ones included; empty when there is no such device.
+pub(crate) fn if_addresses(name: &str) -> Vec<(std::net::IpAddr, u8)> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head we free below with freeifaddrs, once.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut cur = list;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs made, alive until freeifaddrs.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let n = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        if n.to_bytes() != name.as_bytes() {
+            continue;
+        }
+        // SAFETY: ifa_addr is non-null and its family says which sockaddr it is; the
+        // netmask, when present, has the same family.
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        let bits = |m: &[u8]| m.iter().map(|b| b.count_ones() as u8).sum::<u8>();
+        match family {
+            libc::AF_INET => {
+                // SAFETY: an AF_INET address is a sockaddr_in.
+                let a = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                let plen = if ifa.ifa_netmask.is_null() {
+                    32
+                } else {
+                    // SAFETY: as above, the mask of an AF_INET address is a sockaddr_in.
+                    let m = unsafe { &*(ifa.ifa_netmask as *const libc::sockaddr_in) };
+                    bits(&m.sin_addr.s_addr.to_ne_bytes())
+                };
+                let ip = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+                out.push((IpAddr::V4(ip), plen));
+            }
+            libc::AF_INET6 => {
+                // SAFETY: an AF_INET6 address is a sockaddr_in6.
+                let a = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+                let plen = if ifa.ifa_netmask.is_null() {
+                    128
+                } else {
+                    // SAFETY: as above, for sockaddr_in6.
+                    let m = unsafe { &*(ifa.ifa_netmask as *const libc::sockaddr_in6) };
+                    bits(&m.sin6_addr.s6_addr)
+                };
+                out.push((IpAddr::V6(Ipv6Addr::from(a.sin6_addr.s6_addr)), plen));
+            }
+            _ => {}
+        }
+    }
+    // SAFETY: `list` came from getifaddrs and is freed once; no reference to it outlives this.
+    unsafe { libc::freeifaddrs(list) };
+    out
+}
+
 /// The MTU of `name`.
 pub(crate) fn if_mtu(fd: RawFd, name: &str) -> io::Result<u32> {
     let mut r = ifreq(name).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;

@@ -50,6 +50,7 @@
 //! on the fast path.
 
 pub mod direct;
+pub mod knobs;
 pub mod nd;
 pub mod route;
 pub mod table;

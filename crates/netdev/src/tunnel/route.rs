@@ -196,9 +196,15 @@ fn covers(r: &Route, ip: IpAddr) -> bool {
 
 /// The best route to `ip`: longest prefix, then one added by hand, then lowest metric.
 pub fn lookup(routes: &[Route], ip: IpAddr) -> Option<&Route> {
+    lookup_marked(routes, ip, 0)
+}
+
+/// The best route to `ip` among those with `pkt_mark` `mark` (0: the unmarked ones), as
+/// [`lookup`] orders them.
+pub fn lookup_marked(routes: &[Route], ip: IpAddr, mark: u32) -> Option<&Route> {
     routes
         .iter()
-        .filter(|r| r.mark == 0 && covers(r, ip))
+        .filter(|r| r.mark == mark && covers(r, ip))
         .min_by_key(|r| (std::cmp::Reverse(r.plen), !r.user, r.metric))
 }
 
@@ -272,23 +278,24 @@ fn parse_mark(v: &str) -> Option<u32> {
         .then_some(n as u32)
 }
 
-/// Parses `ovs/route/add`'s arguments: `IP/PLEN BRIDGE [GW] [pkt_mark=N] [src=IP]`.
+/// A `pkt_mark=N` argument's mark.
+pub fn parse_mark_arg(a: &str) -> Option<u32> {
+    a.strip_prefix("pkt_mark=").and_then(parse_mark)
+}
+
+/// Parses `ovs/route/add`'s arguments as OVS 3.1 reads them, `IP/PLEN BRIDGE [GW]
+/// [pkt_mark=N]` (the third may be the mark instead of a gateway; a gateway of `0.0.0.0`
+/// or `::` is none), with OVS's errors. `src=IP` is also taken in the third or fourth place,
+/// as later OVS releases take it. The route's source address is chosen later, from the
+/// bridge's addresses ([`source_address`]).
 pub fn parse_add(args: &[String]) -> Result<Route, String> {
-    let usage = "usage: ovs/route/add ip/plen output_bridge [GW] [pkt_mark=mark] [src=src_ip]";
-    let (Some(prefix), Some(dev)) = (args.first(), args.get(1)) else {
-        return Err(usage.into());
+    let Some((dst, plen)) = args.first().and_then(|p| parse_prefix(p)) else {
+        return Err("Invalid parameters".into());
     };
-    let (dst, plen) = parse_prefix(prefix).ok_or_else(|| {
-        if prefix.contains('/') {
-            format!("{prefix} is not a valid prefix")
-        } else {
-            format!("{prefix} is not a valid address")
-        }
-    })?;
     let mut r = Route {
         dst,
         plen,
-        dev: dev.clone(),
+        dev: args.get(1).cloned().unwrap_or_default(),
         gw: None,
         metric: 0,
         local: false,
@@ -296,27 +303,69 @@ pub fn parse_add(args: &[String]) -> Result<Route, String> {
         src: None,
         mark: 0,
     };
-    for a in &args[2..] {
-        let same = |ip: IpAddr| ip.is_ipv4() == dst.is_ipv4();
-        if let Some(v) = a.strip_prefix("src=") {
-            let ip: IpAddr = v
-                .parse()
-                .ok()
-                .filter(|ip| same(*ip))
-                .ok_or_else(|| format!("{v} is not a valid source address"))?;
-            r.src = Some(ip);
-        } else if let Some(v) = a.strip_prefix("pkt_mark=") {
-            r.mark = parse_mark(v).ok_or_else(|| format!("{v} is not a valid pkt_mark"))?;
-        } else {
-            let ip: IpAddr = a
-                .parse()
-                .ok()
-                .filter(|ip| same(*ip))
-                .ok_or_else(|| format!("{a} is not a valid gateway"))?;
-            r.gw = (!ip.is_unspecified()).then_some(ip);
+    let src = |r: &mut Route, a: &str| {
+        let ip = a.strip_prefix("src=")?.parse::<IpAddr>().ok()?;
+        (ip.is_ipv4() == dst.is_ipv4()).then(|| r.src = Some(ip))
+    };
+    if let Some(a) = args.get(2) {
+        let gw = a
+            .parse::<IpAddr>()
+            .ok()
+            .filter(|ip| ip.is_ipv4() == dst.is_ipv4());
+        if let Some(m) = parse_mark_arg(a) {
+            r.mark = m;
+        } else if let Some(gw) = gw {
+            r.gw = (!gw.is_unspecified()).then_some(gw);
+        } else if src(&mut r, a).is_none() {
+            return Err(if dst.is_ipv4() {
+                "Invalid pkt_mark or gateway".into()
+            } else {
+                "Invalid pkt_mark or IPv6 gateway".into()
+            });
+        }
+    }
+    if let Some(a) = args.get(3) {
+        if let Some(m) = parse_mark_arg(a) {
+            r.mark = m;
+        } else if src(&mut r, a).is_none() {
+            return Err("Invalid pkt_mark".into());
         }
     }
     Ok(r)
+}
+
+/// The source address of a route added by hand, chosen as OVS does from the addresses (and
+/// prefix lengths) of the device it names: `want` if given and that device has it in the
+/// destination's subnet (or else the gateway's); otherwise the device's address whose
+/// subnet holds the destination, the longest prefix first, or else the gateway. None: OVS's
+/// "Error while inserting route.".
+pub fn source_address(
+    addrs: &[(IpAddr, u8)],
+    dst: IpAddr,
+    gw: Option<IpAddr>,
+    want: Option<IpAddr>,
+) -> Option<IpAddr> {
+    let pick = |target: IpAddr| {
+        addrs
+            .iter()
+            .filter(|(a, plen)| {
+                let net = Route {
+                    dst: *a,
+                    plen: *plen,
+                    dev: String::new(),
+                    gw: None,
+                    metric: 0,
+                    local: false,
+                    user: false,
+                    src: None,
+                    mark: 0,
+                };
+                covers(&net, target) && want.is_none_or(|w| w == *a)
+            })
+            .max_by_key(|(_, plen)| *plen)
+            .map(|(a, _)| *a)
+    };
+    pick(dst).or_else(|| gw.and_then(pick))
 }
 
 /// Parses `ovs/route/del`'s arguments, `IP/PLEN [pkt_mark=N]`, into the prefix and mark of
@@ -434,13 +483,59 @@ junk
         assert_eq!((h.plen, h.gw), (32, None));
         assert!(parse_add(&s(&["fd01::/129", "br0"])).is_err());
         assert!(parse_add(&s(&["fd01::/64", "br0", "10.0.0.1"])).is_err());
-        assert!(parse_add(&s(&["fd01::/64"])).is_err());
+        let err = |a: &[&str]| parse_add(&s(a)).err();
+        assert_eq!(
+            err(&["fd01::/64", "br0", "x"]),
+            Some("Invalid pkt_mark or IPv6 gateway".into())
+        );
+        assert_eq!(
+            err(&["10.1.0.0/16", "br0", "fd00::1"]),
+            Some("Invalid pkt_mark or gateway".into())
+        );
+        assert_eq!(
+            err(&["10.1.0.0/16", "br0", "pkt_mark=1", "10.0.0.1"]),
+            Some("Invalid pkt_mark".into())
+        );
+        assert_eq!(
+            err(&["10.1.0.0/33", "br0"]),
+            Some("Invalid parameters".into())
+        );
+        let g = parse_add(&s(&["10.1.0.0/16", "br0", "0.0.0.0", "pkt_mark=0x10"])).expect("ok");
+        assert_eq!((g.gw, g.mark), (None, 16));
         let mut cached = u.clone();
         cached.user = false;
         cached.dev = "eth9".into();
         let routes = vec![cached, u];
         assert_eq!(lookup(&routes, v6("fd01::5")).map(|r| r.user), Some(true));
         assert!(show(&routes).contains("User: fd01::/64 dev br0 GW fd00::1 SRC fd00::2\n"));
+    }
+
+    #[test]
+    fn a_route_takes_its_source_from_the_bridge_as_in_ovs() {
+        let a = [
+            (v4("10.9.0.1"), 24),
+            (v4("10.0.0.1"), 8),
+            (v6("fd7f:9::1"), 64),
+        ];
+        let src = |dst, gw, want| source_address(&a, dst, gw, want);
+        // The longest prefix holding the destination, else the gateway's, else none.
+        assert_eq!(src(v4("10.9.0.0"), None, None), Some(v4("10.9.0.1")));
+        assert_eq!(src(v4("10.7.0.0"), None, None), Some(v4("10.0.0.1")));
+        assert_eq!(src(v4("172.16.0.0"), None, None), None);
+        assert_eq!(
+            src(v4("0.0.0.0"), Some(v4("10.9.0.254")), None),
+            Some(v4("10.9.0.1"))
+        );
+        assert_eq!(
+            src(v6("fd7f:8::"), Some(v6("fd7f:9::2")), None),
+            Some(v6("fd7f:9::1"))
+        );
+        // A source asked for must be the bridge's, in the destination's subnet.
+        assert_eq!(
+            src(v4("10.9.0.0"), None, Some(v4("10.0.0.1"))),
+            Some(v4("10.0.0.1"))
+        );
+        assert_eq!(src(v4("10.9.0.0"), None, Some(v4("10.9.0.2"))), None);
     }
 
     #[test]

@@ -32,8 +32,6 @@ use std::time::{Duration, Instant};
 /// Bursts a tunnel or underlay queue holds between two polls (a burst is what one transmit
 /// call gave, at most `packet::MAX_BATCH` packets).
 const QUEUE: usize = 16;
-/// How long a snooped neighbour stays (OVS's default: 15 minutes).
-const NEIGH_IDLE: Duration = Duration::from_secs(15 * 60);
 const TICK: Duration = Duration::from_millis(100);
 const PROBE_EVERY: Duration = Duration::from_secs(1);
 
@@ -363,7 +361,8 @@ fn manage() {
         let tun: Vec<Arc<Tunnel>> = st.tunnels.iter().filter_map(Weak::upgrade).collect();
         (tun, u, routes)
     };
-    lock(&t.neigh).retain(|_, n| n.seen.elapsed() < NEIGH_IDLE);
+    let aging = super::knobs::neigh_aging();
+    lock(&t.neigh).retain(|_, n| n.seen.elapsed() < aging);
     for tun in &tunnels {
         match tun.cfg.remote {
             Addr::Fixed(ip) => {
@@ -486,11 +485,24 @@ pub fn route_show() -> String {
     route::show(&routes)
 }
 
-/// `ovs-appctl ovs/route/lookup IP` (IPv4 or IPv6).
-pub fn route_lookup(ip: &str) -> Result<String, String> {
-    let ip: IpAddr = ip
-        .parse()
-        .map_err(|_| format!("{ip} is not a valid IP address"))?;
+/// `ovs-appctl ovs/route/lookup IP [pkt_mark=N]` (IPv4 or IPv6; `IP/32` and `IP/128` are
+/// taken too, as OVS takes them): the best route among those with that mark (0: unmarked).
+pub fn route_lookup(args: &[String]) -> Result<String, String> {
+    let ip = args
+        .first()
+        .and_then(|a| match a.split_once('/') {
+            None => a.parse::<IpAddr>().ok(),
+            Some((ip, plen)) => {
+                let ip = ip.parse::<IpAddr>().ok()?;
+                let full = if ip.is_ipv4() { "32" } else { "128" };
+                (plen == full).then_some(ip)
+            }
+        })
+        .ok_or("Invalid parameters")?;
+    let mark = match args.get(1) {
+        None => 0,
+        Some(a) => route::parse_mark_arg(a).ok_or("Invalid pkt_mark")?,
+    };
     let routes = {
         let st = lock(&table().state);
         if st.routes.is_empty() {
@@ -501,16 +513,12 @@ pub fn route_lookup(ip: &str) -> Result<String, String> {
             st.routes.clone()
         }
     };
-    let none = if ip.is_ipv4() {
-        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-    } else {
-        IpAddr::V6(Ipv6Addr::UNSPECIFIED)
-    };
-    match route::lookup(&routes, ip) {
+    match route::lookup_marked(&routes, ip, mark) {
+        // OVS prints a missing gateway (of either family) as IPv6's "::".
         Some(r) => Ok(format!(
             "src {}\ngateway {}\ndev {}\n",
-            r.src.unwrap_or(none),
-            r.gw.unwrap_or(none),
+            r.src.map_or("::".to_string(), |a| a.to_string()),
+            r.gw.map_or("::".to_string(), |a| a.to_string()),
             r.dev
         )),
         None => Err("Not found".into()),
@@ -520,7 +528,11 @@ pub fn route_lookup(ip: &str) -> Result<String, String> {
 /// `ovs-appctl ovs/route/add IP/PLEN BRIDGE [GW] [pkt_mark=N] [src=IP]`: a route the
 /// manager uses (before the kernel's on a tie) until the process ends.
 pub fn route_add(args: &[String]) -> Result<String, String> {
-    let r = route::parse_add(args)?;
+    let mut r = route::parse_add(args)?;
+    let addrs = crate::sys::if_addresses(&r.dev);
+    r.src = Some(
+        route::source_address(&addrs, r.dst, r.gw, r.src).ok_or("Error while inserting route.")?,
+    );
     let mut st = lock(&table().state);
     st.user_routes
         .retain(|u| (u.dst, u.plen, u.mark) != (r.dst, r.plen, r.mark));
@@ -553,9 +565,7 @@ pub fn neigh_set(args: &[String]) -> Result<String, String> {
     let [bridge, ip, mac] = args else {
         return Err("usage: tnl/neigh/set BRIDGE IP MAC".into());
     };
-    let ip: IpAddr = ip
-        .parse()
-        .map_err(|_| format!("error parsing IP address {ip}"))?;
+    let ip: IpAddr = ip.parse().map_err(|_| "bad IP address")?;
     let m: Vec<u8> = mac
         .split(':')
         .filter_map(|x| {
@@ -564,9 +574,7 @@ pub fn neigh_set(args: &[String]) -> Result<String, String> {
                 .flatten()
         })
         .collect();
-    let mac: [u8; 6] = m
-        .try_into()
-        .map_err(|_| format!("error parsing MAC address {mac}"))?;
+    let mac: [u8; 6] = m.try_into().map_err(|_| "bad MAC address")?;
     lock(&table().neigh).insert(
         ip,
         Neigh {
@@ -581,7 +589,7 @@ pub fn neigh_set(args: &[String]) -> Result<String, String> {
 /// `ovs-appctl tnl/neigh/show`.
 pub fn neigh_show() -> String {
     let mut s = format!("{:<46}{:<20}Bridge\n", "IP", "MAC");
-    s.push_str(&"=".repeat(90));
+    s.push_str(&"=".repeat(74));
     s.push('\n');
     for (ip, n) in lock(&table().neigh).iter() {
         let m = n.mac;

@@ -83,9 +83,10 @@ const VXLAN_FLAGS: u32 = 0x0800_0000;
 const GRE_CSUM: u16 = 0x8000;
 const GRE_KEY: u16 = 0x2000;
 const GRE_SEQ: u16 = 0x1000;
-/// OVS's range of UDP source ports for tunnels.
-const SRC_PORT_MIN: u32 = 32768;
-const SRC_PORT_MAX: u32 = 61000;
+/// The range of UDP source ports for tunnel packets, the lowest in the high 32 bits and the
+/// highest in the low ones (OVS's default 32768-61000; `tnl/egress_port_range` sets it).
+pub(super) static SRC_PORTS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new((32768 << 32) | 61000);
 /// `TunMeta::flags` bits (OVS's `FLOW_TNL_F_*`).
 pub const F_DONT_FRAGMENT: u16 = 1;
 pub const F_CSUM: u16 = 2;
@@ -289,8 +290,9 @@ impl Template {
         }
         match self.proto {
             Proto::Vxlan | Proto::Geneve => {
-                let sport = SRC_PORT_MIN
-                    + ((u64::from(hash) * u64::from(SRC_PORT_MAX - SRC_PORT_MIN)) >> 32) as u32;
+                let range = SRC_PORTS.load(std::sync::atomic::Ordering::Relaxed);
+                let (lo, hi) = ((range >> 32) as u32, range as u32);
+                let sport = lo + ((u64::from(hash) * u64::from(hi - lo)) >> 32) as u32;
                 h[l4..l4 + 2].copy_from_slice(&(sport as u16).to_be_bytes());
                 let udp_len = (total - l4) as u16;
                 h[l4 + 4..l4 + 6].copy_from_slice(&udp_len.to_be_bytes());
