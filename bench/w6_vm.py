@@ -73,7 +73,8 @@ def guests_iperf(work, tag, socks, target, seconds):
     try:
         guests.append(Guest(work, f"{tag}-g1", socks[0], mac(1), SERVER_JOB.format(ip=IPS[0])))
         guests.append(Guest(work, f"{tag}-g2", socks[1], mac(2),
-                            CLIENT_JOB.format(ip=IPS[1], peer=IPS[0], seconds=seconds)))
+                            CLIENT_JOB.format(ip=IPS[1], peer=IPS[0], seconds=seconds,
+                                              opts="")))
         t0 = time.time()
         guests[0].wait_text(r"IPERF-SERVER-READY", BOOT)
         out = guests[1].wait_text(r"IPERF-DONE|IPERF-FAILED|PING-FAILED|VM-JOB-EXIT",
