@@ -108,7 +108,7 @@ def run_ferrovs(bins, work, module, args):
                   guest_vdevs([rundir / "v0", rundir / "v1"], False),
                   [f"--txpkts={args.size - 4}"], mem=GUEST_MEM)
         if not gen.links_up():
-            raise RuntimeError("vhost-user links did not come up")
+            raise RuntimeError("vhost-user links did not come up; testpmd: " + gen.tail(8))
         return measure(gen, args.seconds, args.warmup, FerrovsProbe(bins, rundir, sw.pid))
     finally:
         if gen:
@@ -135,7 +135,8 @@ def run_ovs(work, module, args, mem):
                   guest_vdevs([ovs.run / "v0", ovs.run / "v1"], False),
                   [f"--txpkts={args.size - 4}"], mem=GUEST_MEM)
         if not gen.links_up():
-            raise RuntimeError("vhost-user links did not come up: " + ovs.log_errors())
+            raise RuntimeError("vhost-user links did not come up: " + ovs.log_errors()
+                               + "; testpmd: " + gen.tail(8))
         return measure(gen, args.seconds, args.warmup, ovs)
     finally:
         if gen:
@@ -157,7 +158,7 @@ def run_floor(work, args):
         gen = Pmd(work, "floor-gen", (args.gen_core, args.gen_core), guest_vdevs(socks, False),
                   [f"--txpkts={args.size - 4}"], mem=GUEST_MEM)
         if not gen.links_up():
-            raise RuntimeError("vhost-user links did not come up")
+            raise RuntimeError("vhost-user links did not come up; testpmd: " + gen.tail(8))
         return measure(gen, args.seconds, args.warmup)
     finally:
         if gen:
@@ -196,8 +197,8 @@ def main():
     try:
         with GuestMem(work, not args.no_huge) as gmem:
             ran = run_all(args, configs, work)
-        name = ("W6 packed rings" if args.packed else "W6") + f", guest memory {gmem.mode}"
-        out = summary(name, args, *ran, size=args.size)
+        out = summary("W6 packed rings" if args.packed else "W6", args, *ran, size=args.size)
+        print(f"  guest memory (testpmd, every configuration): {gmem.mode} ({gmem.note})")
         out["guest_memory"], out["guest_memory_note"] = gmem.mode, gmem.note
         if args.json:
             Path(args.json).write_text(json.dumps(out))
