@@ -63,8 +63,9 @@ class Hugepages:
     `ensure` runs again before every OVS start, and the exit restores the count only if it is
     still the one set here (otherwise the last writer owns it)."""
 
-    def __init__(self, work):
+    def __init__(self, work, want=HP_WANT, need=HP_NEED):
         self.work, self.orig, self.mine, self.mount = work, None, None, None
+        self.want, self.need = want, need
         self.mode, self.note = "hugepages", ""
 
     def __enter__(self):
@@ -81,19 +82,20 @@ class Hugepages:
         return self
 
     def ensure(self):
-        """At least HP_NEED free pages (asks the kernel for more); raises OSError if refused."""
+        """At least `need` free pages (asks the kernel for `want` free); raises OSError if
+        refused."""
         if self.mode != "hugepages":
             return
         free = meminfo("HugePages_Free")
-        if free < HP_NEED:
+        if free < self.need:
             cur = int(HP_SYSFS.read_text())
             if self.orig is None:
                 self.orig = cur
-            self.mine = cur + HP_WANT - free
+            self.mine = cur + self.want - free
             HP_SYSFS.write_text(str(self.mine))
             free = meminfo("HugePages_Free")
-        if free < HP_NEED:
-            raise OSError(f"only {free} free 2 MiB hugepages after asking for {HP_WANT}")
+        if free < self.need:
+            raise OSError(f"only {free} free 2 MiB hugepages after asking for {self.want}")
         self.note = f"{free} free 2 MiB hugepages"
 
     def __exit__(self, *exc):

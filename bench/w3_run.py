@@ -67,13 +67,12 @@ def sh(cmd, check=True, **kw):
 
 
 class Pmd:
-    """An interactive testpmd whose output goes to a file."""
+    """An interactive testpmd whose output goes to a file; `mem`: its EAL memory options."""
 
-    def __init__(self, work, tag, cores, vdevs, extra=()):
+    def __init__(self, work, tag, cores, vdevs, extra=(), mem=("--no-huge", "-m", "1024")):
         self.log = open(work / f"{tag}.log", "w+")
         args = ["stdbuf", "-oL", "dpdk-testpmd", f"--lcores=0@{cores[0]},1@{cores[1]}",
-                "--no-huge", "-m", "1024", "--no-pci", "--no-shconf",
-                f"--file-prefix=w3{os.getpid()}{tag}"]
+                *mem, "--no-pci", "--no-shconf", f"--file-prefix=w3{os.getpid()}{tag}"]
         for v in vdevs:
             args += ["--vdev", v]
         args += ["--", "-i", "--total-num-mbufs=65536", *extra]

@@ -12,7 +12,10 @@
 # Usage: sudo bench/w6.sh [--seconds N] [--warmup N] [--gen-core C] [--sw-core C]
 #                         [--size 64|1518] [--only NAME[,NAME...]] [--json FILE] [--no-build]
 #                         [--smoke] [--nice N] [--packed]
+#                         [--no-huge]
 # --packed: the guest's virtio ports use packed virtqueues (packed_vq=1) with every backend.
+# The guest's (testpmd's) memory is on 2 MiB hugepages, set up for the run like OVS-DPDK's;
+# --no-huge (or the kernel refusing the pages, then the run says why): a plain memfd instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=1
@@ -20,7 +23,7 @@ ARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-build) BUILD=0 ;;
-        --smoke|--packed) ARGS+=("$1") ;;
+        --smoke|--packed|--no-huge) ARGS+=("$1") ;;
         --seconds|--warmup|--gen-core|--sw-core|--size|--only|--json|--nice) ARGS+=("$1" "$2"); shift ;;
         *) echo "w6.sh: unknown argument $1" >&2; exit 2 ;;
     esac

@@ -1,7 +1,13 @@
 """W6: VM ports (vhost-user), one switch core. Driven by bench/w6.sh.
 
 The guest side is Debian's dpdk-testpmd on one core with two `net_virtio_user` ports (the
-vhost-user frontend, as a VM's virtio-net would be), memory from a memfd (`--no-huge`). As in
+vhost-user frontend, as a VM's virtio-net would be). Its memory (what the switch maps as guest
+memory) is on 2 MiB hugepages, as a VM's would be for OVS-DPDK: `GuestMem` asks the kernel for
+enough free pages for testpmd and OVS-DPDK (or two testpmds, the floor) and testpmd runs with
+`--in-memory --single-file-segments -m 1024` (hugetlbfs memfds, one file per memory segment
+list, so the vhost-user memory table stays within its 8 regions). If the kernel refuses the
+pages, or with `--no-huge`, testpmd runs with `--no-huge -m 1024` (a plain memfd) and the run
+says why. Every configuration's guest uses the same memory. As in
 W3 it runs a closed loop (`start tx_first 16`, then io forwarding of whatever comes back), so
 that testpmd itself counts what the switch delivered; `txonly` does not receive. The switch
 runs on the other core with two `dpdkvhostuser` ports (it is the vhost-user server), forwarding
@@ -33,12 +39,46 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ovs_dpdk import FerrovsProbe, Ovs, apply_nice  # noqa: E402
+from ovs_dpdk import FerrovsProbe, Hugepages, Ovs, apply_nice  # noqa: E402
 from w3_run import (Pmd, l3_rules, measure, run_all, sh, simple_rules, start_switch,  # noqa: E402
                     stop_switch, summary)
 
 
 PACKED = False
+GUEST_MEM = ("--no-huge", "-m", "1024")
+# 2 MiB pages: testpmd -m 1024 (512) + OVS-DPDK's socket-mem 1024 (512), or the floor's two
+# testpmds; with room for one more.
+GUEST_PAGES_NEED, GUEST_PAGES_WANT = 1100, 1600
+
+
+class GuestMem:
+    """The guest side's memory for every configuration of a run: hugepages (set up by
+    ovs_dpdk.Hugepages, undone at exit) or, if refused or not asked for, `--no-huge`."""
+
+    def __init__(self, work, huge):
+        self.pages = Hugepages(work, want=GUEST_PAGES_WANT, need=GUEST_PAGES_NEED) if huge \
+            else None
+        self.mode, self.note = "no-huge", "--no-huge given"
+
+    def __enter__(self):
+        global GUEST_MEM
+        if self.pages:
+            self.pages.__enter__()
+            self.mode, self.note = self.pages.mode, self.pages.note
+        if self.mode == "hugepages":
+            GUEST_MEM = ("--in-memory", "--single-file-segments", "-m", "1024")
+        else:
+            GUEST_MEM = ("--no-huge", "-m", "1024")
+        print(f"guest memory (testpmd): {self.mode} ({self.note})", flush=True)
+        return self
+
+    def ensure(self):
+        if self.pages and self.mode == "hugepages":
+            self.pages.ensure()
+
+    def __exit__(self, *exc):
+        if self.pages:
+            self.pages.__exit__(*exc)
 
 
 def guest_vdevs(socks, server):
@@ -66,9 +106,9 @@ def run_ferrovs(bins, work, module, args):
             sh(f + ["add-flows", "brw6", str(rules)])
         gen = Pmd(work, f"gen-{module}", (args.gen_core, args.gen_core),
                   guest_vdevs([rundir / "v0", rundir / "v1"], False),
-                  [f"--txpkts={args.size - 4}"])
+                  [f"--txpkts={args.size - 4}"], mem=GUEST_MEM)
         if not gen.links_up():
-            raise RuntimeError("vhost-user links did not come up")
+            raise RuntimeError("vhost-user links did not come up; testpmd: " + gen.tail(8))
         return measure(gen, args.seconds, args.warmup, FerrovsProbe(bins, rundir, sw.pid))
     finally:
         if gen:
@@ -93,9 +133,10 @@ def run_ovs(work, module, args, mem):
         ovs.wait_ports(["v0", "v1"])
         gen = Pmd(work, f"gen-ovs-{module}", (args.gen_core, args.gen_core),
                   guest_vdevs([ovs.run / "v0", ovs.run / "v1"], False),
-                  [f"--txpkts={args.size - 4}"])
+                  [f"--txpkts={args.size - 4}"], mem=GUEST_MEM)
         if not gen.links_up():
-            raise RuntimeError("vhost-user links did not come up: " + ovs.log_errors())
+            raise RuntimeError("vhost-user links did not come up: " + ovs.log_errors()
+                               + "; testpmd: " + gen.tail(8))
         return measure(gen, args.seconds, args.warmup, ovs)
     finally:
         if gen:
@@ -106,7 +147,7 @@ def run_ovs(work, module, args, mem):
 def run_floor(work, args):
     socks = [work / "floor-a.sock", work / "floor-b.sock"]
     srv = Pmd(work, "floor-srv", (args.sw_core, args.sw_core),
-              [f"net_vhost{i},iface={s},queues=1" for i, s in enumerate(socks)])
+              [f"net_vhost{i},iface={s},queues=1" for i, s in enumerate(socks)], mem=GUEST_MEM)
     gen = None
     try:
         deadline = time.time() + 30
@@ -115,9 +156,9 @@ def run_floor(work, args):
         srv.cmd("set fwd io")
         srv.cmd("start")
         gen = Pmd(work, "floor-gen", (args.gen_core, args.gen_core), guest_vdevs(socks, False),
-                  [f"--txpkts={args.size - 4}"])
+                  [f"--txpkts={args.size - 4}"], mem=GUEST_MEM)
         if not gen.links_up():
-            raise RuntimeError("vhost-user links did not come up")
+            raise RuntimeError("vhost-user links did not come up; testpmd: " + gen.tail(8))
         return measure(gen, args.seconds, args.warmup)
     finally:
         if gen:
@@ -138,6 +179,7 @@ def main():
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--nice", type=int)
     p.add_argument("--packed", action="store_true")
+    p.add_argument("--no-huge", action="store_true")
     args = p.parse_args()
     global PACKED
     PACKED = args.packed
@@ -153,7 +195,11 @@ def main():
                ("ovs-l3_4k", lambda mem: run_ovs(work, "l3_4k", args, mem)),
                ("floor", lambda: run_floor(work, args))]
     try:
-        out = summary("W6 packed rings" if args.packed else "W6", args, *run_all(args, configs, work), size=args.size)
+        with GuestMem(work, not args.no_huge) as gmem:
+            ran = run_all(args, configs, work)
+        out = summary("W6 packed rings" if args.packed else "W6", args, *ran, size=args.size)
+        print(f"  guest memory (testpmd, every configuration): {gmem.mode} ({gmem.note})")
+        out["guest_memory"], out["guest_memory_note"] = gmem.mode, gmem.note
         if args.json:
             Path(args.json).write_text(json.dumps(out))
         return 3 if None in out["results"].values() else 0

@@ -23,8 +23,11 @@ Configurations, alternated over `--rounds` (a fresh switch and fresh guests each
 Accelerator: TCG unless FERROVS_VM_ACCEL says otherwise (helpers/vm.py explains why): the
 guests' emulated CPUs, not the switch, set most of the figure, for every switch alike.
 
+`--packed`: both guests' NICs have packed virtqueues (`virtio-net-pci,...,packed=on`), with every
+switch; split ones otherwise.
+
 Usage: sudo python3 bench/w6_vm.py --bins target/release [--seconds 10] [--rounds 2]
-           [--only ferrovs,ovs,ovs-tso] [--json FILE]
+           [--only ferrovs,ovs,ovs-tso] [--json FILE] [--packed]
 A configuration that cannot be set up or does not pass traffic prints FAILED and why.
 """
 
@@ -49,6 +52,7 @@ from vm import CLIENT_JOB, SERVER_JOB, Guest, iperf3_result  # noqa: E402
 from w3_run import sh, start_switch, stop_switch  # noqa: E402
 
 BOOT = 240.0  # seconds for a TCG guest to boot on a loaded machine
+PACKED = False  # --packed
 IPS = ("10.215.0.1", "10.215.0.2")
 
 
@@ -71,9 +75,11 @@ def guests_iperf(work, tag, socks, target, seconds):
     """Boots the two guests on `socks`, runs iperf3 between them; returns the result dict."""
     guests = []
     try:
-        guests.append(Guest(work, f"{tag}-g1", socks[0], mac(1), SERVER_JOB.format(ip=IPS[0])))
+        guests.append(Guest(work, f"{tag}-g1", socks[0], mac(1), SERVER_JOB.format(ip=IPS[0]),
+                            packed=PACKED))
         guests.append(Guest(work, f"{tag}-g2", socks[1], mac(2),
-                            CLIENT_JOB.format(ip=IPS[1], peer=IPS[0], seconds=seconds)))
+                            CLIENT_JOB.format(ip=IPS[1], peer=IPS[0], seconds=seconds,
+                                              opts=""), packed=PACKED))
         t0 = time.time()
         guests[0].wait_text(r"IPERF-SERVER-READY", BOOT)
         out = guests[1].wait_text(r"IPERF-DONE|IPERF-FAILED|PING-FAILED|VM-JOB-EXIT",
@@ -91,7 +97,11 @@ def guests_iperf(work, tag, socks, target, seconds):
             if time.time() > deadline:
                 raise RuntimeError(f"the flows counted {fb} bytes, iperf3 received {nbytes:.0f}")
             time.sleep(0.5)
-        return {"mbit_s": mbits, "bytes": nbytes, "flow_bytes": fb,
+        # Bit 34 of what each guest's driver negotiated: VIRTIO_F_RING_PACKED.
+        rings = ["packed" if g.features(10)[34] == "1" else "split" for g in guests]
+        if rings != ["packed" if PACKED else "split"] * 2:
+            raise RuntimeError(f"the guests' rings are {rings}")
+        return {"mbit_s": mbits, "bytes": nbytes, "flow_bytes": fb, "rings": rings,
                 "wall_s": round(time.time() - t0, 1)}
     finally:
         for g in guests:
@@ -146,7 +156,10 @@ def main():
     p.add_argument("--sw-core", type=int, default=1)
     p.add_argument("--only", default="")
     p.add_argument("--json")
+    p.add_argument("--packed", action="store_true")
     args = p.parse_args()
+    global PACKED
+    PACKED = args.packed
     # A stop (SIGTERM) unwinds like an error, so switches, guests and hugepages are cleaned up.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
@@ -185,13 +198,14 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\nW6 guests: iperf3 TCP guest to guest, {args.seconds} s, Mbit/s per round "
-          f"(accel {os.environ.get('FERROVS_VM_ACCEL', 'tcg')})")
+          f"({'packed' if args.packed else 'split'} rings, accel {os.environ.get('FERROVS_VM_ACCEL', 'tcg')})")
     for name in names:
         vals = [r.get("mbit_s") for r in results[name]]
         print(f"  {name:8} " + "  ".join("FAILED" if v is None else f"{v:.0f}" for v in vals))
     if args.json:
         Path(args.json).write_text(json.dumps({
             "bench": "W6-guests", "seconds": args.seconds, "rounds": args.rounds,
+            "packed": args.packed,
             "accel": os.environ.get("FERROVS_VM_ACCEL", "tcg"),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": results},
             indent=1))

@@ -41,6 +41,8 @@ def test_w3_smoke_every_configuration_forwards(tmp_path):
 def test_w6_smoke_every_configuration_forwards(tmp_path):
     d = smoke(tmp_path, "w6_run.py", "--size", "1518")
     assert d["benchmark"] == "W6" and d["size"] == 1518
+    # The guest side's memory: 2 MiB hugepages unless the kernel refused them (then why).
+    assert d["guest_memory"] in ("hugepages", "no-huge") and d["guest_memory_note"], d
 
 
 def test_w6_smoke_packed_rings_every_configuration_forwards(tmp_path):
@@ -48,3 +50,11 @@ def test_w6_smoke_packed_rings_every_configuration_forwards(tmp_path):
     # and the floor alike; 64 B frames, the size W6's goal is set at.
     d = smoke(tmp_path, "w6_run.py", "--packed")
     assert d["benchmark"] == "W6 packed rings" and d["size"] == 64
+    assert d["guest_memory"] in ("hugepages", "no-huge") and d["guest_memory_note"], d
+
+
+def test_w6_smoke_no_huge_guest_memory(tmp_path):
+    # --no-huge: the guest side on a memfd of 4 KiB pages, as before hugepages; every
+    # configuration still forwards, and the JSON says which memory the guest had.
+    d = smoke(tmp_path, "w6_run.py", "--no-huge")
+    assert d["guest_memory"] == "no-huge" and d["guest_memory_note"] == "--no-huge given", d

@@ -1,8 +1,10 @@
 """Real guests on vhost-user ports: QEMU running Debian's kernel with a busybox initramfs built
 here (helpers/vm.py), its virtio-net NIC on a ferrovs port. Two guests on one bridge
-(`dpdkvhostuser`, the switch listens) ping each other and run iperf3 TCP; a guest on a
-`dpdkvhostuserclient` port (QEMU listens) keeps pinging a namespace host across a ferrovsd
-restart, the same QEMU process throughout.
+(`dpdkvhostuser`, the switch listens) ping each other and run iperf3 TCP both ways at once
+(`--bidir`): one guest's NIC has split virtqueues, the other's packed ones (`packed=on`), so
+both ring layouts carry a real virtio-net driver's traffic in both directions (TSO frames from
+the guests, MRG_RXBUF towards them). A guest on a `dpdkvhostuserclient` port (QEMU listens)
+keeps pinging a namespace host across a ferrovsd restart, the same QEMU process throughout.
 
 The guests run under TCG (see helpers/vm.py for why not KVM on this project's machines), so
 the iperf3 figure measures the emulated guests more than the switch; it is printed, and the
@@ -23,7 +25,7 @@ from conftest import Daemon, need_root, require
 
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 from testpmd import stats, vsctl, wait_link, wait_until  # noqa: E402
-from vm import CLIENT_JOB, SERVER_JOB, Guest, iperf3_result  # noqa: E402
+from vm import CLIENT_JOB, SERVER_JOB, Guest, iperf3_receivers  # noqa: E402
 
 BOOT = 240.0  # seconds for a TCG guest to boot and load its modules on a loaded machine
 
@@ -52,7 +54,10 @@ ping -i 0.3 {peer}
 """
 
 
-def test_two_guests_ping_and_iperf3(rundir):
+PACKED_BIT = 34  # VIRTIO_F_RING_PACKED
+
+
+def test_two_guests_ping_and_iperf3_split_and_packed_rings(rundir):
     d = Daemon(rundir)
     guests = []
     try:
@@ -63,28 +68,38 @@ def test_two_guests_ping_and_iperf3(rundir):
         for i in (1, 2):
             wait_until(f"socket vm{i}", (rundir / f"vm{i}").exists)
         ips = ["10.213.0.1", "10.213.0.2"]
+        # g1 (server) split rings, g2 (client) packed rings.
         guests.append(Guest(rundir, "g1", rundir / "vm1", mac(1),
                             SERVER_JOB.format(ip=ips[0])))
         guests.append(Guest(rundir, "g2", rundir / "vm2", mac(2),
-                            CLIENT_JOB.format(ip=ips[1], peer=ips[0], seconds=5)))
+                            CLIENT_JOB.format(ip=ips[1], peer=ips[0], seconds=5, opts="--bidir"),
+                            packed=True))
         wait_link(rundir, "vm1", "up", timeout=BOOT)
         wait_link(rundir, "vm2", "up", timeout=BOOT)
+        assert guests[0].features(BOOT)[PACKED_BIT] == "0"
+        assert guests[1].features(BOOT)[PACKED_BIT] == "1"
         guests[0].wait_text(r"IPERF-SERVER-READY", BOOT)
         out = guests[1].wait_text(r"IPERF-DONE|IPERF-FAILED|PING-FAILED|VM-JOB-EXIT", 2 * BOOT)
         assert "IPERF-DONE" in out, out[-3000:]
         assert re.search(r"5 packets transmitted, 5 packets received, 0% packet loss", out), out
 
-        res = iperf3_result(out)
-        assert res, out[-3000:]
-        nbytes, mbits = res
-        print(f"\niperf3 TCP guest to guest through ferrovs (TCG guests): {mbits} Mbit/s,"
-              f" {nbytes / 1e6:.1f} MB received")
-        assert nbytes > 0
-        # What iperf3 counted went through the switch: the client's port received it from
-        # the guest and the server's port gave it to the other guest.
-        wait_until("counters", lambda: stats(rundir, "vm1")["tx_bytes"] >= nbytes, 10)
-        s1, s2 = stats(rundir, "vm1"), stats(rundir, "vm2")
-        assert s2["rx_bytes"] >= nbytes and s1["tx_bytes"] >= nbytes, (s1, s2)
+        got = iperf3_receivers(out)
+        assert set(got) == {"TX-C", "RX-C"}, out[-3000:]
+        mbits = re.findall(r"\[(TX-C|RX-C)\].*?([\d.]+) Mbits/sec\s+receiver", out)
+        print(f"\niperf3 TCP --bidir guest to guest through ferrovs (TCG guests, g2 packed):"
+              f" {mbits}, {got['TX-C'] / 1e6:.1f} MB to g1, {got['RX-C'] / 1e6:.1f} MB to g2")
+        assert got["TX-C"] > 0 and got["RX-C"] > 0
+        # What iperf3 counted went through the switch, both ways: vm2 received the client's
+        # stream from g2 (packed) and vm1 gave it to g1 (split); the server's stream the
+        # other way round.
+        to_g1, to_g2 = got["TX-C"], got["RX-C"]
+
+        def counted():
+            s1, s2 = stats(rundir, "vm1"), stats(rundir, "vm2")
+            return (s1["tx_bytes"] >= to_g1 and s2["rx_bytes"] >= to_g1
+                    and s2["tx_bytes"] >= to_g2 and s1["rx_bytes"] >= to_g2)
+
+        wait_until("counters", counted, 10)
     finally:
         for g in guests:
             g.stop()

@@ -6,7 +6,11 @@ are cached in /var/tmp/ferrovs-vm/<kernel package>/; each guest appends its own 
 second archive (the kernel unpacks concatenated archives in order).
 
 The guest's /init loads the modules, prints `VM-BOOTED`, runs /job with busybox sh and powers
-off; everything goes to the serial console, a file the tests read.
+off; everything goes to the serial console, a file the tests read. Each job starts by printing
+`VM-FEATURES` and the 64 feature bits the NIC's virtio driver negotiated (sysfs, bit 0 first),
+so a test sees whether the guest runs split or packed rings (bit 34, `VIRTIO_F_RING_PACKED`).
+
+`Guest(..., packed=True)` gives the NIC packed virtqueues (`virtio-net-pci,...,packed=on`).
 
 Accelerator: TCG unless FERROVS_VM_ACCEL says otherwise. This project's machines expose a
 /dev/kvm from `kvm_pvm` (pagetable-based virtualization), which runs only PVM-enabled guest
@@ -43,9 +47,13 @@ poweroff -f
 """
 
 
+# The first line of every job (the base initramfs, cached, stays as it was).
+FEATURES = 'echo "VM-FEATURES $(cat /sys/class/net/eth0/device/features)"\n'
+
 # Guest jobs for an iperf3 TCP pair (test_vm.py, bench/w6_vm.py): the server guest prints
 # IPERF-SERVER-READY and serves one test; the client pings its peer until it answers, then
-# runs iperf3 for `seconds` and prints the report and IPERF-DONE (or PING-FAILED/IPERF-FAILED).
+# runs iperf3 for `seconds` (with `opts`, e.g. --bidir) and prints the report and IPERF-DONE
+# (or PING-FAILED/IPERF-FAILED).
 SERVER_JOB = """
 ip addr add {ip}/24 dev eth0
 ip link set eth0 up
@@ -65,7 +73,7 @@ until ping -c 1 -W 1 {peer} > /dev/null; do
 done
 ping -c 5 -i 0.2 {peer}
 n=0
-until iperf3 -c {peer} -t {seconds} -f m > /tmp/iperf3.out 2>&1; do
+until iperf3 -c {peer} -t {seconds} -f m {opts} > /tmp/iperf3.out 2>&1; do
     n=$((n + 1))
     if [ $n -ge 20 ]; then cat /tmp/iperf3.out; echo IPERF-FAILED; exit 1; fi
     sleep 1
@@ -82,6 +90,14 @@ def iperf3_result(text):
         return None
     return float(m.group(1)) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2)], \
         float(m.group(3))
+
+
+def iperf3_receivers(text):
+    """{role: bytes received} from the receiver lines of an iperf3 client's --bidir report:
+    TX-C (client to server) and RX-C (server to client)."""
+    return {m.group(1): float(m.group(2)) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(3)]
+            for m in re.finditer(r"\[(TX-C|RX-C)\].*?([\d.]+) (K|M|G)Bytes\s+[\d.]+ Mbits/sec"
+                                 r"\s+receiver", text)}
 
 
 def _run(cmd, cwd=None, timeout=600):
@@ -192,12 +208,14 @@ def _build(pkg, d):
 
 class Guest:
     """One QEMU guest with one vhost-user virtio-net NIC on `sock` (QEMU listens there when
-    `server`), running `job` (busybox sh) after boot. Its console is `workdir/NAME.log`."""
+    `server`), running `job` (busybox sh) after boot, with packed virtqueues if `packed`.
+    Its console is `workdir/NAME.log`."""
 
-    def __init__(self, workdir, name, sock, mac, job, server=False, mem_mb=256):
+    def __init__(self, workdir, name, sock, mac, job, server=False, mem_mb=256, packed=False):
         kernel, base = image()
         self.log = Path(workdir) / f"{name}.log"
         initrd = Path(workdir) / f"{name}.initrd.gz"
+        job = FEATURES + job
         extra = gzip.compress(newc([("job", stat.S_IFREG | 0o755, job.encode())]), 1)
         initrd.write_bytes(base + extra)
         chardev = f"socket,id=c0,path={sock}" + (",server=on,wait=off" if server else "")
@@ -211,7 +229,8 @@ class Guest:
              "-object", f"memory-backend-memfd,id=mem,size={mem_mb}M,share=on",
              "-numa", "node,memdev=mem",
              "-chardev", chardev, "-netdev", "vhost-user,id=n0,chardev=c0",
-             "-device", f"virtio-net-pci,netdev=n0,mac={mac},vectors=0"],
+             "-device", f"virtio-net-pci,netdev=n0,mac={mac},vectors=0"
+             + (",packed=on" if packed else "")],
             stdout=subprocess.DEVNULL, stderr=open(Path(workdir) / f"{name}.qemu.log", "w"))
 
     def text(self):
@@ -233,6 +252,12 @@ class Guest:
             time.sleep(0.2)
         raise AssertionError(f"timed out waiting for {pattern!r} on the guest console:\n"
                              f"{self.text()[-3000:]}")
+
+    def features(self, timeout):
+        """The feature bits the guest's virtio-net driver negotiated, as sysfs shows them: a
+        string of '0'/'1', bit 0 first."""
+        t = self.wait_text(r"VM-FEATURES [01]+", timeout)
+        return re.search(r"VM-FEATURES ([01]+)", t).group(1)
 
     def stop(self):
         if self.proc.poll() is None:
