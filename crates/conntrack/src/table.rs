@@ -741,9 +741,9 @@ mod size_tests {
     /// The per-connection record stays small (docs/conntrack.md states these numbers).
     #[test]
     fn sizes() {
-        assert_eq!(std::mem::size_of::<ConnKey>(), 42);
+        assert_eq!(std::mem::size_of::<ConnKey>(), 48);
         assert_eq!(std::mem::size_of::<Slot>(), 16);
         assert_eq!(std::mem::size_of::<TcpConn>(), 24);
-        assert_eq!(std::mem::size_of::<Conn>(), 160);
+        assert_eq!(std::mem::size_of::<Conn>(), 176);
     }
 }

@@ -36,7 +36,7 @@
 //! the connection: `execute_cached`) and one connection mutex (none for a settled
 //! connection: [`Conntrack::update_settled`]); a new connection
 //! adds the two shard write locks and atomic counter updates. Nothing on this path
-//! allocates except a connection's own 160-byte record and its two table slots.
+//! allocates except a connection's own 176-byte record and its two table slots.
 
 use crate::cache::ConnCache;
 use crate::key::{parse, ConnKey, PacketMeta, Parsed, TcpSeg};
@@ -452,6 +452,7 @@ impl Conntrack {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn track(
         &self,
         mut cache: Option<&mut ConnCache>,
