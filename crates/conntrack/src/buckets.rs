@@ -273,10 +273,8 @@ mod tests {
     use super::*;
     use crate::key::ConnKey;
     use crate::table::{ConnState, ProtoState};
-    use parking_lot::Mutex;
     use proptest::prelude::*;
     use std::collections::HashMap;
-    use std::sync::atomic::AtomicBool;
 
     fn conn(id: u16) -> Arc<Conn> {
         let key = ConnKey {
@@ -285,18 +283,17 @@ mod tests {
             dport: 1,
             ..ConnKey::default()
         };
-        Arc::new(Conn {
+        Arc::new(Conn::new(
             key,
-            rev: key.reverse(),
-            nat: 0,
-            departed: AtomicBool::new(false),
-            st: Mutex::new(ConnState {
-                expires: 0,
+            key.reverse(),
+            0,
+            ConnState {
                 proto: ProtoState::Other(0),
                 mark: 0,
                 label: [0; 2],
-            }),
-        })
+            },
+            0,
+        ))
     }
 
     /// A hash with many collisions, of home buckets and of tags alike, so that probes run

@@ -287,25 +287,23 @@ mod tests {
     #[test]
     fn a_cache_that_mostly_misses_sits_out_and_comes_back() {
         use crate::table::{ConnState, ProtoState};
-        use std::sync::atomic::AtomicBool;
         let key = ConnKey {
             proto: 17,
             sport: 1,
             dport: 2,
             ..ConnKey::default()
         };
-        let conn = Arc::new(Conn {
+        let conn = Arc::new(Conn::new(
             key,
-            rev: key.reverse(),
-            nat: 0,
-            departed: AtomicBool::new(false),
-            st: parking_lot::Mutex::new(ConnState {
-                expires: 1,
+            key.reverse(),
+            0,
+            ConnState {
                 proto: ProtoState::Other(0),
                 mark: 0,
                 label: [0; 2],
-            }),
-        });
+            },
+            1,
+        ));
         let other = ConnKey { sport: 9, ..key };
         let mut c = ConnCache::eager();
         c.bind(7);

@@ -37,8 +37,10 @@ pub const PROTO_SCTP: u8 = 132;
 /// UDP-Lite (tracked with ports, as a generic protocol).
 pub const PROTO_UDPLITE: u8 = 136;
 
-/// One direction of a connection. 42 bytes, no padding.
+/// One direction of a connection. 42 bytes of fields, aligned to 8 (48 with the padding):
+/// copied and hashed as whole words.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[repr(C, align(8))]
 pub struct ConnKey {
     /// Source address (IPv4 in the first four bytes).
     pub src: [u8; 16],
@@ -364,10 +366,12 @@ fn tcp_wscale(frame: &[u8], l4: usize, hlen: usize) -> Option<u8> {
 }
 
 /// Parses `frame` for tracking in `zone`.
+#[inline(always)]
 pub fn parse(frame: &[u8], meta: &PacketMeta, zone: u16) -> Parsed {
     parse_inner(frame, meta, zone).unwrap_or(Parsed::Invalid)
 }
 
+#[inline(always)]
 fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Parsed> {
     if meta.frag {
         return None;
@@ -383,13 +387,19 @@ fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Parsed> {
         return None;
     }
     let proto = meta.nw_proto;
-    let mut key = ConnKey {
+    // Each branch builds its key in one expression from values in registers (the ports
+    // read last), so that it is stored in few wide writes: a key written field by field
+    // and read back at once as words (copied, hashed) stalls on store forwarding.
+    let key_with = |sport: u16, dport: u16| ConnKey {
         src,
         dst,
+        sport,
+        dport,
         zone,
         proto,
         v6,
-        ..ConnKey::default()
+        icmp_type: 0,
+        icmp_code: 0,
     };
     let l4_ok = |pseudo: bool| {
         meta.l4_csum_trusted || packet::csum::l4_checksum_ok(frame, l3, l4, proto, pseudo)
@@ -400,8 +410,7 @@ fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Parsed> {
             if off < 20 || l4 + off > end || !l4_ok(true) {
                 return None;
             }
-            key.sport = be16(frame, l4)?;
-            key.dport = be16(frame, l4 + 2)?;
+            let key = key_with(be16(frame, l4)?, be16(frame, l4 + 2)?);
             let seg = TcpSeg {
                 flags: be16(frame, l4 + 12)? & 0x1ff,
                 seq: be32(frame, l4 + 4)?,
@@ -425,8 +434,7 @@ fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Parsed> {
             if proto == PROTO_UDP && has_sum && !l4_ok(true) {
                 return None;
             }
-            key.sport = be16(frame, l4)?;
-            key.dport = be16(frame, l4 + 2)?;
+            let key = key_with(be16(frame, l4)?, be16(frame, l4 + 2)?);
             Some(Parsed::Conn { key, tcp: None })
         }
         PROTO_ICMP | PROTO_ICMPV6 => {
@@ -440,18 +448,22 @@ fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Parsed> {
                     return None;
                 }
                 let id = be16(frame, l4 + 4)?;
-                key.sport = id;
-                key.dport = id;
-                key.icmp_type = t;
-                key.icmp_code = code;
+                let key = ConnKey {
+                    icmp_type: t,
+                    icmp_code: code,
+                    ..key_with(id, id)
+                };
                 Some(Parsed::Conn { key, tcp: None })
             } else if icmp_is_error(v6, t) {
-                parse_quoted(frame, l4 + 8, end, &key)
+                parse_quoted(frame, l4 + 8, end, &key_with(0, 0))
             } else {
                 None
             }
         }
-        _ => Some(Parsed::Conn { key, tcp: None }),
+        _ => Some(Parsed::Conn {
+            key: key_with(0, 0),
+            tcp: None,
+        }),
     }
 }
 

@@ -62,4 +62,6 @@ pub use tracker::{ct_state, Config, Conntrack, CtInput, CtPacket, CtRequest, CtR
 #[cfg(test)]
 mod batch_tests;
 #[cfg(test)]
+mod settled_tests;
+#[cfg(test)]
 mod tests;

@@ -143,7 +143,7 @@ impl Conntrack {
             reply: conn.rev,
             mark: st.mark,
             label: st.label(),
-            expires_in: st.expires.saturating_sub(now),
+            expires_in: conn.expires().saturating_sub(now),
             tcp_state: match st.proto {
                 ProtoState::Tcp(t) => Some(t.display_state()),
                 _ => None,
@@ -226,7 +226,7 @@ impl Conntrack {
             let mut dead = Vec::new();
             self.table.for_each_in_shard(i, |c| {
                 examined += 1;
-                if c.st.lock().expires <= now {
+                if c.expires() <= now {
                     dead.push(c.clone());
                 }
             });

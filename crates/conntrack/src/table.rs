@@ -35,7 +35,9 @@ use crate::key::ConnKey;
 use crate::tcp::TcpConn;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::Relaxed, Ordering::Release};
+use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::Release,
+};
 use std::sync::Arc;
 
 /// Per-protocol mutable state.
@@ -49,11 +51,10 @@ pub enum ProtoState {
     Icmp(bool),
 }
 
-/// The mutable part of a connection, behind its mutex.
+/// The mutable part of a connection, behind its mutex (its expiry is apart, in
+/// [`Conn::expires`]).
 #[derive(Clone, Copy, Debug)]
 pub struct ConnState {
-    /// Expiry time, milliseconds on the caller's clock.
-    pub expires: u64,
     /// Protocol state.
     pub proto: ProtoState,
     /// `ct_mark`.
@@ -92,11 +93,95 @@ pub struct Conn {
     pub nat: u8,
     /// Set when [`Table::remove`] took the connection out (for [`crate::cache`]).
     pub departed: AtomicBool,
+    /// Expiry time, milliseconds on the caller's clock (0: made to expire). An atomic apart
+    /// from the mutex, so that a settled connection's packets refresh it without the lock:
+    /// see [`Conn::refresh`] for why that is sound.
+    expires: AtomicU64,
+    /// What a packet of a settled connection needs without the mutex: [`SETTLED`] and
+    /// `ct_mark` in bits 32..; 0 while the connection is not settled. Written only under
+    /// the mutex ([`Conn::publish`]), from the state it guards.
+    fast: AtomicU64,
     /// Mutable state.
     pub st: Mutex<ConnState>,
 }
 
+/// [`Conn`]'s `fast` word: the connection is settled. Its protocol state no longer changes
+/// with its packets (UDP or another protocol seen both ways, an answered ICMP query), its
+/// label is zero, and its mark is in bits 32.. of the word. TCP connections never are:
+/// each segment moves their window.
+pub const SETTLED: u64 = 1;
+
 impl Conn {
+    /// A connection in state `st` expiring at `expires`.
+    pub fn new(key: ConnKey, rev: ConnKey, nat: u8, st: ConnState, expires: u64) -> Conn {
+        let c = Conn {
+            key,
+            rev,
+            nat,
+            departed: AtomicBool::new(false),
+            expires: AtomicU64::new(expires),
+            fast: AtomicU64::new(0),
+            st: Mutex::new(st),
+        };
+        c.publish(&st);
+        c
+    }
+
+    /// Expiry time (0: made to expire).
+    #[inline]
+    pub fn expires(&self) -> u64 {
+        self.expires.load(Relaxed)
+    }
+
+    /// Sets the expiry time. Under the connection's mutex, as every change of the state
+    /// that decides it (see [`Conn::refresh`]).
+    #[inline]
+    pub fn set_expires(&self, at: u64) {
+        self.expires.store(at, Relaxed);
+    }
+
+    /// Moves the expiry of a live connection, last seen expiring at `seen` (> the packet's
+    /// clock), to `at`, without the mutex; false if it changed meanwhile (another packet
+    /// refreshed it, or it was made to expire).
+    ///
+    /// Soundness: every other writer holds the mutex, and the only value that ends a
+    /// connection is 0 (or a time already past, which lookups and [`crate::Conntrack::sweep`]
+    /// treat alike). A compare-and-swap from a value the caller saw live never writes over
+    /// a 0 stored since, so a connection made to expire is never revived; one refreshed by
+    /// another packet keeps that packet's time, within a millisecond of this one's. Nothing
+    /// else is published through this word, so relaxed ordering suffices.
+    #[inline]
+    pub fn refresh(&self, seen: u64, at: u64) -> bool {
+        self.expires
+            .compare_exchange(seen, at, Relaxed, Relaxed)
+            .is_ok()
+    }
+
+    /// The `fast` word ([`SETTLED`] and the mark, or 0).
+    #[inline]
+    pub fn fast(&self) -> u64 {
+        self.fast.load(Relaxed)
+    }
+
+    /// Recomputes the `fast` word from `st`, the connection's state: called with the mutex
+    /// held after the state changed (or on a state not yet shared), so that the word always
+    /// matches what the mutex guards. A reader without the lock sees either the word
+    /// before a change or after it, as it would have seen the state had it taken the lock
+    /// just before or just after; mark and settledness come in one load, never torn.
+    #[inline]
+    pub fn publish(&self, st: &ConnState) {
+        let settled =
+            matches!(st.proto, ProtoState::Other(2) | ProtoState::Icmp(true)) && st.label == [0; 2];
+        let w = if settled {
+            SETTLED | u64::from(st.mark) << 32
+        } else {
+            0
+        };
+        if self.fast.load(Relaxed) != w {
+            self.fast.store(w, Relaxed);
+        }
+    }
+
     /// The key stored for one direction.
     #[inline]
     pub fn key_of(&self, reply: bool) -> &ConnKey {
@@ -405,18 +490,17 @@ mod tests {
         };
         key.src[0] = a;
         key.dst[0] = b;
-        Arc::new(Conn {
+        Arc::new(Conn::new(
             key,
-            rev: key.reverse(),
-            nat: 0,
-            departed: AtomicBool::new(false),
-            st: Mutex::new(ConnState {
-                expires: 0,
+            key.reverse(),
+            0,
+            ConnState {
                 proto: ProtoState::Other(0),
                 mark: 0,
                 label: [0; 2],
-            }),
-        })
+            },
+            0,
+        ))
     }
 
     #[test]
@@ -433,13 +517,7 @@ mod tests {
             // The same connection again, or another whose reply key is taken: refused.
             let c2 = conn(1, 2);
             assert!(t.insert(c2.clone(), t.hash(&c2.key), alive).is_err());
-            let other = Arc::new(Conn {
-                key: c.rev,
-                rev: c.key,
-                nat: 0,
-                departed: AtomicBool::new(false),
-                st: Mutex::new(*c.st.lock()),
-            });
+            let other = Arc::new(Conn::new(c.rev, c.key, 0, *c.st.lock(), c.expires()));
             let ho = t.hash(&other.key);
             let taken = t.insert(other, ho, alive).err().unwrap();
             assert!(!taken.rev && Arc::ptr_eq(&taken.conn, &c));
@@ -479,13 +557,7 @@ mod tests {
             assert!(!t.remove(&old));
             // Reversed (a `force` restart): the dead connection's reply key is the new
             // original key.
-            let back = Arc::new(Conn {
-                key: r,
-                rev: k,
-                nat: 0,
-                departed: AtomicBool::new(false),
-                st: Mutex::new(*new.st.lock()),
-            });
+            let back = Arc::new(Conn::new(r, k, 0, *new.st.lock(), new.expires()));
             let gone = t
                 .insert(back.clone(), t.hash(&r), |_| true)
                 .ok()
@@ -497,13 +569,7 @@ mod tests {
             // A dead holder of the original key alone: refused, as before.
             let mut other_rev = k;
             other_rev.sport = 99;
-            let half = Arc::new(Conn {
-                key: r,
-                rev: other_rev,
-                nat: 1,
-                departed: AtomicBool::new(false),
-                st: Mutex::new(*new.st.lock()),
-            });
+            let half = Arc::new(Conn::new(r, other_rev, 1, *new.st.lock(), new.expires()));
             let taken = t.insert(half, t.hash(&r), |_| true).err().unwrap();
             assert!(Arc::ptr_eq(&taken.conn, &back) && !taken.rev);
             assert_eq!(t.shard_lens().iter().sum::<usize>(), 2);
@@ -530,18 +596,17 @@ mod model_tests {
         key.dst[0] = b;
         key.sport = u16::from(a);
         key.dport = u16::from(b);
-        Arc::new(Conn {
+        Arc::new(Conn::new(
             key,
-            rev: key.reverse(),
-            nat: 0,
-            departed: AtomicBool::new(false),
-            st: Mutex::new(ConnState {
-                expires: 1,
+            key.reverse(),
+            0,
+            ConnState {
                 proto: ProtoState::Other(0),
                 mark: 0,
                 label: [0; 2],
-            }),
-        })
+            },
+            1,
+        ))
     }
 
     #[derive(Clone, Debug)]
@@ -590,7 +655,7 @@ mod model_tests {
             let t = Table::new(shards);
             let mut m = Model::default();
             // The expiry check the tracker gives: expired when `expires` is 0.
-            let dead = |c: &Conn| c.st.lock().expires == 0;
+            let dead = |c: &Conn| c.expires() == 0;
             for op in ops {
                 match op {
                     Op::Insert(a, b) => {
@@ -640,7 +705,7 @@ mod model_tests {
                     }
                     Op::Expire(a, b) => {
                         if let Some(c) = m.holder(&conn(a, b).key) {
-                            c.st.lock().expires = 0;
+                            c.set_expires(0);
                         }
                     }
                 }
@@ -676,9 +741,9 @@ mod size_tests {
     /// The per-connection record stays small (docs/conntrack.md states these numbers).
     #[test]
     fn sizes() {
-        assert_eq!(std::mem::size_of::<ConnKey>(), 42);
+        assert_eq!(std::mem::size_of::<ConnKey>(), 48);
         assert_eq!(std::mem::size_of::<Slot>(), 16);
         assert_eq!(std::mem::size_of::<TcpConn>(), 24);
-        assert_eq!(std::mem::size_of::<Conn>(), 152);
+        assert_eq!(std::mem::size_of::<Conn>(), 176);
     }
 }

@@ -33,9 +33,10 @@
 //! ## Threading and cost
 //! `&self` everywhere: any number of poll threads call `execute` at once. An established
 //! packet costs one hash, one shard read lock (none when the thread's [`ConnCache`] holds
-//! the connection: `execute_cached`) and one connection mutex; a new connection
+//! the connection: `execute_cached`) and one connection mutex (none for a settled
+//! connection: [`Conntrack::update_settled`]); a new connection
 //! adds the two shard write locks and atomic counter updates. Nothing on this path
-//! allocates except a connection's own 160-byte record and its two table slots.
+//! allocates except a connection's own 176-byte record and its two table slots.
 
 use crate::cache::ConnCache;
 use crate::key::{parse, ConnKey, PacketMeta, Parsed, TcpSeg};
@@ -405,7 +406,7 @@ impl Conntrack {
             Parsed::IcmpError { key, quoted } => {
                 let hit = self.table.lookup(&key, h, |conn, reply| {
                     let st = conn.st.lock();
-                    (st.expires > now).then_some((
+                    (conn.expires() > now).then_some((
                         st.mark,
                         st.label(),
                         conn.key,
@@ -451,6 +452,7 @@ impl Conntrack {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn track(
         &self,
         mut cache: Option<&mut ConnCache>,
@@ -495,8 +497,10 @@ impl Conntrack {
         }
     }
 
-    /// The per-packet update of an existing connection, under the shard read lock: the
-    /// state under the connection's mutex, then NAT on the packet.
+    /// The per-packet update of an existing connection, under the shard read lock (or
+    /// found in the cache): a settled connection's without its mutex
+    /// ([`Conntrack::update_settled`]), any other's state under the mutex; then NAT on the
+    /// packet.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn update(
@@ -509,14 +513,96 @@ impl Conntrack {
         req: &CtRequest<'_>,
         now: u64,
     ) -> Found {
+        let (state, mark, label) = match self.update_settled(conn, reply, req, now) {
+            Some(mark) => (TRK | EST | if reply { RPL } else { 0 }, mark, 0),
+            None => match self.update_locked(conn, reply, tcp, req, now) {
+                Some(v) => v,
+                None => return Found::Expired,
+            },
+        };
+        let mut state = state;
+        if state & INV == 0 && req.nat.is_some() && conn.nat != 0 {
+            if let Some(l4) = meta.l4 {
+                let (from, to) = if reply {
+                    (&conn.rev, conn.key.reverse())
+                } else {
+                    (&conn.key, conn.rev.reverse())
+                };
+                rewrite::rewrite(frame, usize::from(meta.l3), usize::from(l4), from, &to);
+                state |= nat_bits(conn.nat, reply);
+            }
+        }
+        Found::Done(CtResult {
+            state,
+            zone: req.zone,
+            mark,
+            label,
+            orig: Some(conn.key),
+        })
+    }
+
+    /// A packet of a settled connection (see [`crate::table::SETTLED`]) without taking its
+    /// mutex: `Some(mark)` when the packet is `+est` and the connection's expiry was
+    /// refreshed; `None` when the slow path must decide (not settled, expired, a request
+    /// that changes the connection: `force` in the reply direction, a mark or label to set).
+    ///
+    /// The verdict is the locked path's: a settled connection's protocol state stays as it
+    /// is whatever its packets, so they are `+est` (`+rpl` in reply), its label is zero and
+    /// its mark the one published with the flag; its expiry moves to now plus the settled
+    /// class's timeout, written only when that moved it (once per millisecond of the clock
+    /// at most, so that threads sharing a connection do not write its line per packet), by
+    /// a compare-and-swap that never revives an expired connection ([`Conn::refresh`]).
+    #[inline]
+    fn update_settled(
+        &self,
+        conn: &Conn,
+        reply: bool,
+        req: &CtRequest<'_>,
+        now: u64,
+    ) -> Option<u32> {
+        let fast = conn.fast();
+        if fast & crate::table::SETTLED == 0
+            || (req.force && reply)
+            || req.set_mark.is_some()
+            || req.set_label.is_some()
+        {
+            return None;
+        }
+        let seen = conn.expires();
+        if seen <= now {
+            return None;
+        }
+        let class = if conn.key.is_icmp() {
+            Class::IcmpReply
+        } else {
+            Class::OtherBidir
+        };
+        let at = now.saturating_add(self.policies.timeout_ms(conn.key.zone, class));
+        if at != seen && !conn.refresh(seen, at) {
+            // Changed under us: let the mutex decide (it sees the newer value).
+            return None;
+        }
+        Some((fast >> 32) as u32)
+    }
+
+    /// The locked part of [`Conntrack::update`]: the verdict's state bits, mark and label,
+    /// or `None` when the connection has expired or was made to.
+    fn update_locked(
+        &self,
+        conn: &Conn,
+        reply: bool,
+        tcp: Option<&TcpSeg>,
+        req: &CtRequest<'_>,
+        now: u64,
+    ) -> Option<(u32, u32, u128)> {
         let mut state = TRK;
         let mut st = conn.st.lock();
-        if st.expires <= now {
-            return Found::Expired;
+        if conn.expires() <= now {
+            return None;
         }
         if req.force && reply {
-            st.expires = 0;
-            return Found::Expired;
+            conn.set_expires(0);
+            return None;
         }
         let zone = conn.key.zone;
         let mut class = None;
@@ -527,8 +613,8 @@ impl Conntrack {
                     TcpUpdate::Valid(c) => class = c,
                     TcpUpdate::Invalid => state |= INV,
                     TcpUpdate::New => {
-                        st.expires = 0;
-                        return Found::Expired;
+                        conn.set_expires(0);
+                        return None;
                     }
                 }
             }
@@ -560,7 +646,7 @@ impl Conntrack {
             (ProtoState::Tcp(_), None) => state |= INV,
         }
         if let Some(c) = class {
-            st.expires = now.saturating_add(self.policies.timeout_ms(zone, c));
+            conn.set_expires(now.saturating_add(self.policies.timeout_ms(zone, c)));
         }
         if state & INV == 0 {
             if valid_new {
@@ -577,26 +663,8 @@ impl Conntrack {
         } else {
             self.counters.invalid.fetch_add(1, Relaxed);
         }
-        let (mark, label) = (st.mark, st.label());
-        drop(st);
-        if state & INV == 0 && req.nat.is_some() && conn.nat != 0 {
-            if let Some(l4) = meta.l4 {
-                let (from, to) = if reply {
-                    (&conn.rev, conn.key.reverse())
-                } else {
-                    (&conn.key, conn.rev.reverse())
-                };
-                rewrite::rewrite(frame, usize::from(meta.l3), usize::from(l4), from, &to);
-                state |= nat_bits(conn.nat, reply);
-            }
-        }
-        Found::Done(CtResult {
-            state,
-            zone: req.zone,
-            mark,
-            label,
-            orig: Some(conn.key),
-        })
+        conn.publish(&st);
+        Some((state, st.mark, st.label()))
     }
 
     /// Removes a connection and releases its counts; false if already gone.

@@ -11,7 +11,7 @@ use crate::rewrite;
 use crate::table::{Conn, ConnState, ProtoState, Taken, NAT_DST, NAT_SRC};
 use crate::tcp::{self, TcpConn};
 use crate::timeout::Class;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 thread_local! {
@@ -65,10 +65,10 @@ impl Conntrack {
         if !req.commit || !self.reserve(req.zone) {
             return Ok(new_only);
         }
-        let st = self.first_state(proto, req, now);
+        let (st, expires) = self.first_state(proto, req, now);
         let (mark, label) = (st.mark, st.label());
         let nat = req.nat.filter(|n| !matches!(n, Nat::Apply));
-        let conn = match self.insert_new(key, st, nat, now) {
+        let conn = match self.insert_new(key, st, expires, nat, now) {
             Insertion::Done(conn) => conn,
             Insertion::Lost => {
                 self.unreserve(req.zone);
@@ -133,27 +133,36 @@ impl Conntrack {
     /// A committed connection's first state: its protocol's, the first-packet expiry, the
     /// mark and label the request sets.
     #[inline]
-    fn first_state(&self, proto: ProtoState, req: &CtRequest<'_>, now: u64) -> ConnState {
+    fn first_state(&self, proto: ProtoState, req: &CtRequest<'_>, now: u64) -> (ConnState, u64) {
         let class = match proto {
             ProtoState::Tcp(_) => Class::TcpFirst,
             ProtoState::Icmp(_) => Class::IcmpFirst,
             ProtoState::Other(_) => Class::OtherFirst,
         };
         let mut st = ConnState {
-            expires: now.saturating_add(self.policies.timeout_ms(req.zone, class)),
             proto,
             mark: 0,
             label: [0; 2],
         };
         apply_mark_label(&mut st, req);
-        st
+        (
+            st,
+            now.saturating_add(self.policies.timeout_ms(req.zone, class)),
+        )
     }
 
-    /// Inserts the connection of `key` in state `st`: without NAT under `key`'s reverse,
+    /// Inserts the connection of `key` in state `st`, expiring at `expires`: without NAT under `key`'s reverse,
     /// with it under the first candidate translated tuple whose reverse is free (counting
     /// an exhausted range).
     #[inline]
-    fn insert_new(&self, key: &ConnKey, st: ConnState, nat: Option<&Nat>, now: u64) -> Insertion {
+    fn insert_new(
+        &self,
+        key: &ConnKey,
+        st: ConnState,
+        expires: u64,
+        nat: Option<&Nat>,
+        now: u64,
+    ) -> Insertion {
         let nat_flag = match nat {
             Some(Nat::Src(_)) => NAT_SRC,
             Some(Nat::Dst(_)) => NAT_DST,
@@ -165,13 +174,7 @@ impl Conntrack {
             if nat_flag != 0 && self.holds_live(rev, now) {
                 return false;
             }
-            let conn = Arc::new(Conn {
-                key: *key,
-                rev: *rev,
-                nat: nat_flag,
-                departed: AtomicBool::new(false),
-                st: parking_lot::Mutex::new(st),
-            });
+            let conn = Arc::new(Conn::new(*key, *rev, nat_flag, st, expires));
             outcome = self.insert_clearing_expired(conn, hk, now);
             !matches!(outcome, Insertion::Failed)
         };
@@ -192,7 +195,7 @@ impl Conntrack {
     /// NAT's choice of a tuple, as for lookups: the insertion clears it).
     fn holds_live(&self, key: &ConnKey, now: u64) -> bool {
         self.table
-            .lookup(key, self.table.hash(key), |c, _| c.st.lock().expires > now)
+            .lookup(key, self.table.hash(key), |c, _| c.expires() > now)
             .unwrap_or(false)
     }
 
@@ -202,7 +205,7 @@ impl Conntrack {
     /// key committed this connection first.
     #[inline]
     fn insert_clearing_expired(&self, conn: Arc<Conn>, hk: u64, now: u64) -> Insertion {
-        let dead = |c: &Conn| c.st.lock().expires <= now;
+        let dead = |c: &Conn| c.expires() <= now;
         for _ in 0..3 {
             match self.table.insert(conn.clone(), hk, dead) {
                 Ok(None) => return Insertion::Done(conn),
@@ -211,7 +214,7 @@ impl Conntrack {
                     return Insertion::Done(conn);
                 }
                 Err(Taken { conn: other, rev }) => {
-                    if other.st.lock().expires <= now {
+                    if other.expires() <= now {
                         self.remove_conn(&other);
                         continue;
                     }
