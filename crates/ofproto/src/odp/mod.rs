@@ -195,6 +195,19 @@ pub enum DpAction {
     Sample(openflow::sample::Sample),
     /// Hand a learned flow to the bridge's learn queue (see [`crate::learn`]).
     Learn(std::sync::Arc<crate::learn::LearnedFlow>),
+    /// OVS's `tnl_pop(port)`: the packet is a tunnel packet to one of the bridge's own
+    /// tunnel endpoints (see [`crate::native`]); its outer headers are popped and the inner
+    /// packet goes to the tunnel port it belongs to, which receives it with the tunnel's
+    /// metadata. `port` is the listening datapath port (`tnl/ports/show`: the UDP port,
+    /// 47 for GRE). `normal`: the NORMAL action chose it, so the packet also teaches the
+    /// MAC table its source, as NORMAL does.
+    TnlPop {
+        port: u32,
+        normal: bool,
+    },
+    /// OVS's `tnl_push(...)`: the packet goes to tunnel port `port`, which sends it with
+    /// these outer headers (see [`crate::native::TnlPush`]; boxed: rare, and large).
+    TnlPush(Box<crate::native::TnlPush>),
 }
 
 impl DpAction {
@@ -219,6 +232,8 @@ impl DpAction {
                 | DpAction::Recirc(_)
                 | DpAction::Sample(_)
                 | DpAction::Learn(_)
+                | DpAction::TnlPop { .. }
+                | DpAction::TnlPush(_)
         )
     }
 }
@@ -302,7 +317,9 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::Ct(_)
         | DpAction::Recirc(_)
         | DpAction::Sample(_)
-        | DpAction::Learn(_) => false,
+        | DpAction::Learn(_)
+        | DpAction::TnlPop { .. }
+        | DpAction::TnlPush(_) => false,
     }
 }
 
