@@ -213,9 +213,10 @@ def packets(line):
     return int(line.split("packets:")[1].split(",")[0])
 
 
-def test_megaflows_pop_and_push_tunnels_as_ovs(site_ovs):
+@pytest.mark.parametrize("kind", ["vxlan", "geneve"])
+def test_megaflows_pop_and_push_tunnels_as_ovs(site_ovs, kind):
     """The megaflows carry the tunnel work, as OVS's userspace datapath's do: the underlay
-    bridge's megaflow for tunnel packets to the switch's own address is `tnl_pop(4789)`
+    bridge's megaflow for tunnel packets to the switch's own address is `tnl_pop(PORT)`
     (matching the outer IP destination, protocol and UDP port), the decapsulated packets'
     megaflow on the integration bridge matches their key and outer addresses, and output to
     the tunnel port is `tnl_push(...)` with the outer headers sent. Both switches run the
@@ -224,8 +225,11 @@ def test_megaflows_pop_and_push_tunnels_as_ovs(site_ovs):
     site.start()
     site.underlay()
     vni = 4244
-    site.overlay("vxlan", {"remote_ip": site.under[0], "key": vni})
-    ovs.configure("vxlan", vni)
+    site.overlay(kind, {"remote_ip": site.under[0], "key": vni})
+    ovs.configure(kind, vni)
+    port, vtype = (4789, 4) if kind == "vxlan" else (6081, 5)
+    proto = (f"vxlan(flags=0x8000000,vni={vni:#x})" if kind == "vxlan"
+             else f"geneve(vni={vni:#x})")
     site.ns(site.peer, "ethtool -K eth0 tso off gso off", check=False)
     site.ns(site.sw, f"ethtool -K {site.up} tso off gso off", check=False)
     # Explicit flows on the integration bridges (OVN's way: NORMAL resolves its port only
@@ -247,10 +251,10 @@ def test_megaflows_pop_and_push_tunnels_as_ovs(site_ovs):
     local, remote = site.under[1], site.under[0]
     # Decapsulation: OVS's underlay megaflow pops; so does ferrovs's, with the same match.
     o_pop = dp_lines(theirs, "actions:tnl_pop(")
-    assert any(f"ipv4(dst={remote},proto=17,frag=no),udp(dst=4789)" in l and packets(l) >= 5
+    assert any(f"ipv4(dst={remote},proto=17,frag=no),udp(dst={port})" in l and packets(l) >= 5
                for l in o_pop), why
-    f_pop = dp_lines(ours, "actions:tnl_pop(4789)")
-    assert any(f"nw_dst={local}" in l and "udp" in l and "tp_dst=4789" in l
+    f_pop = dp_lines(ours, f"actions:tnl_pop({port})")
+    assert any(f"nw_dst={local}" in l and "udp" in l and f"tp_dst={port}" in l
                and "nw_frag=0x0" in l and packets(l) >= 5 for l in f_pop), why
     # The decapsulated packets' megaflows match the tunnel key and outer addresses.
     o_tun = dp_lines(theirs, f"tunnel(tun_id={vni:#x},src={local},dst={remote},")
@@ -260,15 +264,15 @@ def test_megaflows_pop_and_push_tunnels_as_ovs(site_ovs):
     # Encapsulation: the outer headers pushed, as OVS prints them.
     mac = lambda ns, dev: site.ns(ns, f"cat /sys/class/net/{dev}/address").stdout.strip()
     peer_mac, our_mac = mac(site.peer, "brphy"), mac(site.sw, site.phy)
-    want = (f"header(size=50,type=4,eth(dst={peer_mac},src={our_mac},dl_type=0x0800),"
+    want = (f"header(size=50,type={vtype},eth(dst={peer_mac},src={our_mac},dl_type=0x0800),"
             f"ipv4(src={local},dst={remote},proto=17,tos=0,ttl=64,frag=0x4000),"
-            f"udp(src=0,dst=4789,csum=0x0),vxlan(flags=0x8000000,vni={vni:#x}))")
-    f_push = dp_lines(ours, f"actions:tnl_push(tnl_port(4789),{want},out_port({site.phy}))")
+            f"udp(src=0,dst={port},csum=0x0),{proto})")
+    f_push = dp_lines(ours, f"actions:tnl_push(tnl_port({port}),{want},out_port({site.phy}))")
     assert any(packets(l) >= 5 for l in f_push), why
     # OVS's header to ferrovs has the same shape (its addresses the other way round).
-    theirs_want = (f"header(size=50,type=4,eth(dst={our_mac},src={peer_mac},dl_type=0x0800),"
-                   f"ipv4(src={remote},dst={local},proto=17,tos=0,ttl=64,frag=0x4000),"
-                   f"udp(src=0,dst=4789,csum=0x0),vxlan(flags=0x8000000,vni={vni:#x}))")
+    theirs_want = (f"header(size=50,type={vtype},eth(dst={our_mac},src={peer_mac},"
+                   f"dl_type=0x0800),ipv4(src={remote},dst={local},proto=17,tos=0,ttl=64,"
+                   f"frag=0x4000),udp(src=0,dst={port},csum=0x0),{proto})")
     assert any(theirs_want in l for l in dp_lines(theirs, "tnl_push(")), why
     # A neighbour change reaches the megaflows (revalidated, as OVS's are): with another
     # MAC set for the peer, the next packets get a megaflow pushing it.
