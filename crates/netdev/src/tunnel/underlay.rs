@@ -2,8 +2,9 @@
 //!
 //! * takes the tunnel packets its bridge forwards to the host out of each burst, pops their
 //!   outer headers (IPv4 or IPv6) and queues them to the tunnel port they belong to (OVS's
-//!   `tnl_pop`, done where OVS does it: at the output to the bridge's own port), and learns
-//!   next-hop MACs from the ARP packets and Neighbor Advertisements in the burst;
+//!   `tnl_pop`, done where OVS does it: at the output to the bridge's own port; translation
+//!   asks [`listens`] and [`listening`] and shows such an output as `tnl_pop(N)`), and
+//!   learns next-hop MACs from the ARP packets and Neighbor Advertisements in the burst;
 //! * receives, besides what the host sends, the outer packets tunnel ports queued for it, so
 //!   the underlay bridge forwards them as it would the host's own packets (on receive queue
 //!   0, whichever poll thread holds it).

@@ -5,8 +5,9 @@
 //! is concrete: `dec_ttl` becomes "set TTL to 63", `copy_ttl_out` becomes "set the MPLS TTL
 //! to 64", a VLAN push carries the TCI to push. The list is therefore the same for every
 //! packet of a megaflow, and executing it needs no knowledge of OpenFlow. Outputs, NORMAL,
-//! CONTROLLER and meters are carried out by the datapath (they need ports and state); this
-//! module applies the rest ([`apply`]).
+//! CONTROLLER, meters and the tunnel actions (`tnl_push`, `tnl_pop`, see [`crate::native`])
+//! are carried out by the datapath (they need ports and state); this module applies the
+//! rest ([`apply`]).
 //!
 //! ## Checksums
 //! Rewrites keep packets valid: the IPv4 header checksum and TCP/UDP/ICMP checksums are
