@@ -205,6 +205,90 @@ def test_ovs_geneve_option_matched_both_ways(site_ovs):
     assert r.returncode != 0, r.stdout
 
 
+def dp_lines(text, needle):
+    return [l for l in text.splitlines() if needle in l]
+
+
+def packets(line):
+    return int(line.split("packets:")[1].split(",")[0])
+
+
+@pytest.mark.parametrize("kind", ["vxlan", "geneve"])
+def test_megaflows_pop_and_push_tunnels_as_ovs(site_ovs, kind):
+    """The megaflows carry the tunnel work, as OVS's userspace datapath's do: the underlay
+    bridge's megaflow for tunnel packets to the switch's own address is `tnl_pop(PORT)`
+    (matching the outer IP destination, protocol and UDP port), the decapsulated packets'
+    megaflow on the integration bridge matches their key and outer addresses, and output to
+    the tunnel port is `tnl_push(...)` with the outer headers sent. Both switches run the
+    same setup and ping; their dumps are compared field by field."""
+    site, ovs = site_ovs
+    site.start()
+    site.underlay()
+    vni = 4244
+    site.overlay(kind, {"remote_ip": site.under[0], "key": vni})
+    ovs.configure(kind, vni)
+    port, vtype = (4789, 4) if kind == "vxlan" else (6081, 5)
+    proto = (f"vxlan(flags=0x8000000,vni={vni:#x})" if kind == "vxlan"
+             else f"geneve(vni={vni:#x})")
+    site.ns(site.peer, "ethtool -K eth0 tso off gso off", check=False)
+    site.ns(site.sw, f"ethtool -K {site.up} tso off gso off", check=False)
+    # Explicit flows on the integration bridges (OVN's way: NORMAL resolves its port only
+    # when a packet is forwarded in ferrovs, so its megaflow shows NORMAL).
+    tun = f"t{site.t}"[:15]
+    for ofctl, br, t in [(ovs.ofctl, "brint", "tun0"),
+                         (lambda *a, **k: ferrovs_ofctl(site, *a, **k), site.int, tun)]:
+        ofctl("del-flows", br)
+        ofctl("add-flow", br, f"in_port=LOCAL,actions=output:{t}")
+        ofctl("add-flow", br, f"in_port={t},actions=LOCAL")
+    wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=20,
+             what=f"ping to OVS\nOVS: {ovs.appctl('dpctl/dump-flows').stdout}\nferrovs:"
+                  f"{site.appctl('dpctl/dump-flows', check=False).stdout}\n{site.logtext()}")
+    site.ns(site.sw, f"ping -c 5 -i 0.2 -W 2 {site.over[0]}")
+    site.ns(site.peer, f"ping -c 5 -i 0.2 -W 2 {site.over[1]}")
+    theirs = ovs.appctl("dpctl/dump-flows").stdout
+    ours = site.appctl("dpctl/dump-flows").stdout
+    why = f"OVS:\n{theirs}\nferrovs:\n{ours}"
+    local, remote = site.under[1], site.under[0]
+    # Decapsulation: OVS's underlay megaflow pops; so does ferrovs's, with the same match.
+    o_pop = dp_lines(theirs, "actions:tnl_pop(")
+    assert any(f"ipv4(dst={remote},proto=17,frag=no),udp(dst={port})" in l and packets(l) >= 5
+               for l in o_pop), why
+    f_pop = dp_lines(ours, f"actions:tnl_pop({port})")
+    assert any(f"nw_dst={local}" in l and "udp" in l and f"tp_dst={port}" in l
+               and "nw_frag=0x0" in l and packets(l) >= 5 for l in f_pop), why
+    # The decapsulated packets' megaflows match the tunnel key and outer addresses.
+    o_tun = dp_lines(theirs, f"tunnel(tun_id={vni:#x},src={local},dst={remote},")
+    assert any(packets(l) >= 5 for l in o_tun), why
+    f_tun = dp_lines(ours, f"tun_id={vni:#x},tun_src={remote},tun_dst={local}")
+    assert any(packets(l) >= 5 for l in f_tun), why
+    # Encapsulation: the outer headers pushed, as OVS prints them.
+    mac = lambda ns, dev: site.ns(ns, f"cat /sys/class/net/{dev}/address").stdout.strip()
+    peer_mac, our_mac = mac(site.peer, "brphy"), mac(site.sw, site.phy)
+    want = (f"header(size=50,type={vtype},eth(dst={peer_mac},src={our_mac},dl_type=0x0800),"
+            f"ipv4(src={local},dst={remote},proto=17,tos=0,ttl=64,frag=0x4000),"
+            f"udp(src=0,dst={port},csum=0x0),{proto})")
+    f_push = dp_lines(ours, f"actions:tnl_push(tnl_port({port}),{want},out_port({site.phy}))")
+    assert any(packets(l) >= 5 for l in f_push), why
+    # OVS's header to ferrovs has the same shape (its addresses the other way round).
+    theirs_want = (f"header(size=50,type={vtype},eth(dst={our_mac},src={peer_mac},"
+                   f"dl_type=0x0800),ipv4(src={remote},dst={local},proto=17,tos=0,ttl=64,"
+                   f"frag=0x4000),udp(src=0,dst={port},csum=0x0),{proto})")
+    assert any(theirs_want in l for l in dp_lines(theirs, "tnl_push(")), why
+    # A neighbour change reaches the megaflows (revalidated, as OVS's are): with another
+    # MAC set for the peer, the next packets get a megaflow pushing it.
+    fake = "02:00:00:00:0f:0e"
+    assert site.appctl("tnl/neigh/set", site.phy, remote, fake).stdout.strip() == "OK"
+
+    def pushes_fake():
+        site.ns(site.sw, f"ping -c 1 -W 1 {site.over[0]}", check=False)
+        return f"eth(dst={fake},src={our_mac}" in site.appctl("dpctl/dump-flows").stdout
+    wait_for(pushes_fake, timeout=15, what=f"a megaflow pushing {fake}\n"
+                                           f"{site.appctl('dpctl/dump-flows').stdout}")
+    flows = site.appctl("dpctl/dump-flows").stdout
+    assert not [l for l in dp_lines(flows, f"eth(dst={peer_mac},src={our_mac}")
+                if "tnl_push" in l], flows
+
+
 # The tunnel commands, each answered by ovs-vswitchd 3.1 and ferrovsd in turn ({br}: each
 # one's underlay bridge, which has 10.9.0.1/24 and fd7f:9::1/64 on its internal port).
 TUNNEL_COMMANDS = [

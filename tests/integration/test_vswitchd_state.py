@@ -152,4 +152,6 @@ def test_datapath_capabilities_have_ovs_keys(both):
     assert got["ct_timeout"] == "true" == want["ct_timeout"]
     assert got["recirc"] == "true" and got["ct_state"] == "true" and got["ct_clear"] == "true"
     assert want["recirc"] == "true"
+    # Native tunnelling's tnl_push/tnl_pop megaflow actions (test_tunnel_ovs.py).
+    assert got["tnl_push_pop"] == "true" == want["tnl_push_pop"]
     assert got["max_vlan_headers"] == "1"

@@ -31,8 +31,9 @@ const FLAGS: &[(&str, bool)] = &[
     // Not yet: conntrack events, NXT_CT_FLUSH.
     ("ct_eventmask", false),
     ("ct_flush", false),
-    // Native tunnelling (tunnel push/pop in megaflow actions): not implemented yet.
-    ("tnl_push_pop", false),
+    // Native tunnelling: `tnl_push(...)` and `tnl_pop(N)` as megaflow actions
+    // (`ofproto::native`).
+    ("tnl_push_pop", true),
     // Runs nested actions on a copy of the packet (`DpAction::Clone`).
     ("clone", true),
     // Picks one of two action lists by the packet's length (`DpAction::CheckPktLen`).

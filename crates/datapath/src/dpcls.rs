@@ -116,8 +116,13 @@ impl Megaflow {
                 }
             }
         }
+        // `tnl_push` hands the packet to the tunnel port (which pushes), `tnl_pop` (not
+        // NORMAL's, which also learns) to the internal port (whose wrapper pops): each is
+        // a single output to the fast paths.
         let single_output = match actions.as_slice() {
             [DpAction::Output(p)] => Some(*p),
+            [DpAction::TnlPush(t)] => Some(t.port),
+            [DpAction::TnlPop { normal: false, .. }] => Some(ofproto::OFPP_LOCAL),
             _ => None,
         };
         Megaflow {

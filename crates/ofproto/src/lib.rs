@@ -23,6 +23,7 @@ pub mod fields;
 pub mod group;
 pub mod learn;
 pub mod meter;
+pub mod native;
 pub mod odp;
 pub mod odp_ct;
 pub mod odp_pktlen;

@@ -142,7 +142,10 @@ fn received_options_are_matched_through_the_table() {
     assert_eq!(x.actions, vec![DpAction::Output(2)]);
     assert_eq!(
         ofproto::text::megaflow_text(&k, &x.wc, &of.tlv),
-        "recirc_id=0,tun_id=0x1,tun_metadata0=0x10002/0x7fffffff,in_port=1,nw_frag=0x0"
+        // A received packet's key and outer addresses chose its tunnel port: they are part
+        // of every megaflow for it, as in OVS's (`tunnel(tun_id=..,src=..,dst=..)`).
+        "recirc_id=0,tun_id=0x1,tun_src=192.168.0.2,tun_dst=192.168.0.1,\
+         tun_metadata0=0x10002/0x7fffffff,in_port=1,nw_frag=0x0"
     );
     // Without the option (or with another value) the flow does not match: a match on a
     // tun_metadata field requires the option, as in OVS.
@@ -334,7 +337,7 @@ fn ipv6_tunnel_addresses_are_matched_and_set() {
     assert_eq!(x.actions[0], DpAction::SetTunnelIpv6Dst(v6("fd00::9")));
     assert_eq!(
         ofproto::text::megaflow_text(&k, &x.wc, &of.tlv),
-        "recirc_id=0,tun_ipv6_src=fd00::/64,in_port=1,nw_frag=0x0"
+        "recirc_id=0,tun_id=0x5,tun_ipv6_src=fd00::2,tun_ipv6_dst=fd00::1,in_port=1,nw_frag=0x0"
     );
     let flow = tun_md::flow_text(&x.final_flow, &of.tlv);
     assert!(

@@ -174,9 +174,15 @@ impl Exec {
         pool: &mut Pool,
         out: &mut Delivery<'_>,
     ) {
-        // Fast case: a single output.
-        if let [DpAction::Output(p)] = actions {
-            match self.slot(*p) {
+        // Fast case: a single output (`tnl_push`: to the tunnel port, which pushes).
+        let single = match actions {
+            [DpAction::Output(p)] => Some(*p),
+            [DpAction::TnlPush(t)] => Some(t.port),
+            [DpAction::TnlPop { normal: false, .. }] => Some(ofproto::OFPP_LOCAL),
+            _ => None,
+        };
+        if let Some(p) = single {
+            match self.slot(p) {
                 Some(slot) => out.emit(slot, pkt, pool),
                 None => {
                     self.stats.unknown_port += 1;
@@ -194,7 +200,11 @@ impl Exec {
             .rposition(|a| {
                 matches!(
                     a,
-                    DpAction::Output(_) | DpAction::Normal | DpAction::Recirc(_)
+                    DpAction::Output(_)
+                        | DpAction::Normal
+                        | DpAction::Recirc(_)
+                        | DpAction::TnlPop { .. }
+                        | DpAction::TnlPush(_)
                 )
             })
             .filter(|&i| {
@@ -249,11 +259,36 @@ impl Exec {
                         None => self.stats.copy_failures += 1,
                     }
                 }
-                DpAction::Output(p) => {
-                    let Some(slot) = self.slot(*p) else {
+                DpAction::Output(_) | DpAction::TnlPush(_) => {
+                    let p = match a {
+                        DpAction::TnlPush(t) => t.port,
+                        DpAction::Output(p) => *p,
+                        _ => continue,
+                    };
+                    let Some(slot) = self.slot(p) else {
                         self.stats.unknown_port += 1;
                         continue;
                     };
+                    if Some(i) == last_send {
+                        out.emit(slot, pkt, pool);
+                        return;
+                    }
+                    match pool.clone_packet(&pkt) {
+                        Some(c) => out.emit(slot, c, pool),
+                        None => self.stats.copy_failures += 1,
+                    }
+                }
+                DpAction::TnlPop { normal, .. } => {
+                    // The underlay's internal port pops what it is given on transmit
+                    // (`netdev::tunnel::underlay`): the tunnel packets translation found,
+                    // the same way, in bursts. NORMAL's choice also learns the source.
+                    let Some(slot) = self.slot(ofproto::OFPP_LOCAL) else {
+                        self.stats.unknown_port += 1;
+                        continue;
+                    };
+                    if *normal {
+                        let _ = lock(&self.normal).lookup_packet(now_ms, in_slot, &mut pkt);
+                    }
                     if Some(i) == last_send {
                         out.emit(slot, pkt, pool);
                         return;

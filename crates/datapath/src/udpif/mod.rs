@@ -93,6 +93,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 mod handler;
+pub mod native;
 mod revalidator;
 use self::handler::*;
 pub use self::revalidator::*;
@@ -277,6 +278,9 @@ pub struct Udpif {
     expiry_due: AtomicBool,
     /// Where the bridge's `sample` actions send their samples.
     pub flow_samples: crate::sample::FlowSampleTap,
+    /// The tunnel tables' generation the last revalidation round saw
+    /// (`netdev::tunnel::table::generation`): when it moves, every megaflow is checked.
+    tnl_gen: AtomicU64,
 }
 
 /// The handler and revalidator threads of one udpif and the upcall queue into them; shared
@@ -352,6 +356,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Udpif {
     /// Shared state around `of`.
     pub fn new(of: Ofproto) -> Udpif {
+        native::install();
         Udpif {
             meters: of.meter_table(),
             tlv: arc_swap::ArcSwap::from_pointee(of.tlv.clone()),
@@ -380,6 +385,7 @@ impl Udpif {
             revalidating: AtomicBool::new(false),
             expiry_due: AtomicBool::new(false),
             flow_samples: Default::default(),
+            tnl_gen: AtomicU64::new(netdev::tunnel::table::generation()),
         }
     }
 

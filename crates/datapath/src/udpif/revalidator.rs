@@ -71,6 +71,9 @@ pub fn round(u: &Udpif) {
     let flows: Vec<Arc<Megaflow>> = u.idx().iter().cloned().collect();
     let max_idle = u.max_idle_ms.load(Ordering::Relaxed);
     let mut kill: Vec<Arc<Megaflow>> = Vec::new();
+    // Tunnels, routes or neighbours changed: `tnl_pop` decisions may have.
+    let tgen = netdev::tunnel::table::generation();
+    let tunnels_changed = u.tnl_gen.swap(tgen, Ordering::Relaxed) != tgen;
     // One snapshot per chunk: a write session that must change the copy this round reads
     // waits for one chunk at most, and later chunks see its changes.
     for chunk in flows.chunks(REVALIDATE_CHUNK) {
@@ -87,7 +90,7 @@ pub fn round(u: &Udpif) {
                 kill.push(Arc::clone(mf));
                 continue;
             }
-            if mf.version.load(Ordering::Relaxed) < version {
+            if tunnels_changed || mf.version.load(Ordering::Relaxed) < version {
                 u.stats.revalidations.fetch_add(1, Ordering::Relaxed);
                 if !still_valid(&of, mf) {
                     u.stats.killed_changed.fetch_add(1, Ordering::Relaxed);

@@ -31,6 +31,15 @@
 //!   the underlay bridge right after the pass that produced it (one pass, as OVS's
 //!   `tnl_push`); otherwise, or when no copy of the underlay bridge is on that thread,
 //!   they are queued to the internal port's receive queue.
+//! * **In the megaflows.** Translation asks this module (through `ofproto::native`,
+//!   answered by the datapath from [`underlay::listening`] and [`underlay::push_header`])
+//!   whether an output to an underlay's internal port carries a tunnel packet to the switch
+//!   (the megaflow's action is then OVS's `tnl_pop(N)`, executed by handing the packet to
+//!   that port, whose wrapper pops it) and what an output to a tunnel port pushes (then
+//!   `tnl_push(tnl_port(N),header(...),out_port(..))`: the template's bytes with the key,
+//!   executed by handing the packet to the tunnel port, which pushes that template).
+//!   [`table::generation`] moves whenever either answer may have changed, and the
+//!   datapath's revalidator then re-checks every megaflow.
 //! * **Resolution** runs off the poll threads ([`table`]): route to the remote address from
 //!   the kernel's tables (IPv4 and IPv6) and `ovs/route/add`, the internal port it names,
 //!   the next hop's MAC from ARP / Neighbor Advertisement snooping, `tnl/neigh/set`, or the

@@ -202,6 +202,9 @@ struct Table {
     any: AtomicBool,
     /// Decapsulated packets no tunnel port accepted (dropped, as OVS does).
     unmatched: AtomicU64,
+    /// Bumped whenever what translation asks of tunnels may have changed (see
+    /// [`generation`]).
+    gen: AtomicU64,
 }
 
 fn table() -> &'static Table {
@@ -212,7 +215,29 @@ fn table() -> &'static Table {
         decap: ArcSwap::from_pointee(Vec::new()),
         any: AtomicBool::new(false),
         unmatched: AtomicU64::new(0),
+        gen: AtomicU64::new(0),
     })
+}
+
+/// A number that changes whenever a tunnel port, an underlay's address, a route or a
+/// neighbour changed: megaflows that decapsulate or encapsulate (`tnl_pop`, `tnl_push`)
+/// depend on them, and the datapath revalidates its megaflows when this moves (as OVS
+/// does on a route or neighbour change).
+pub fn generation() -> u64 {
+    table().gen.load(Ordering::Relaxed)
+}
+
+fn changed() {
+    table().gen.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The underlay (internal port) called `name`, if it is one.
+pub fn underlay(name: &str) -> Option<Arc<Underlay>> {
+    let st = lock(&table().state);
+    st.underlays
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|u| u.name == name)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -242,6 +267,7 @@ fn publish(st: &mut State) {
     let t = table();
     t.any.store(!live.is_empty(), Ordering::Relaxed);
     t.decap.store(Arc::new(live));
+    changed();
 }
 
 /// Registers a new tunnel port's shared half and starts the manager if needed.
@@ -331,11 +357,16 @@ fn manage() {
         st.underlays.retain(|w| w.strong_count() > 0);
         let u: Vec<Arc<Underlay>> = st.underlays.iter().filter_map(Weak::upgrade).collect();
         for x in &u {
-            x.ip.store(
-                crate::interface_ipv4(&x.name).map_or(0, u32::from),
-                Ordering::Relaxed,
-            );
-            *lock(&x.ip6) = route::interface_ipv6(&x.name);
+            let ip = crate::interface_ipv4(&x.name).map_or(0, u32::from);
+            let ip6 = route::interface_ipv6(&x.name);
+            if x.ip.swap(ip, Ordering::Relaxed) != ip {
+                changed();
+            }
+            let mut cur = lock(&x.ip6);
+            if *cur != ip6 {
+                *cur = ip6;
+                changed();
+            }
         }
         let mut routes = st.user_routes.clone();
         routes.extend(route::kernel_routes());
@@ -374,6 +405,7 @@ fn manage() {
                 };
                 if !same {
                     tun.out.store(r);
+                    changed();
                 }
             }
             Addr::Flow => {
@@ -386,7 +418,17 @@ fn manage() {
                     .into_iter()
                     .filter_map(|ip| resolve(&tun.cfg, ip, &underlays, &routes).map(Arc::new))
                     .collect();
-                tun.flow_out.store(Arc::new(v));
+                let old = tun.flow_out.load();
+                let same = old.len() == v.len()
+                    && old.iter().zip(&v).all(|(a, b)| {
+                        a.remote == b.remote
+                            && a.tmpl == b.tmpl
+                            && Arc::ptr_eq(&a.underlay, &b.underlay)
+                    });
+                if !same {
+                    tun.flow_out.store(Arc::new(v));
+                    changed();
+                }
             }
         }
     }
@@ -540,6 +582,7 @@ pub fn route_add(args: &[String]) -> Result<String, String> {
     let mut routes = st.user_routes.clone();
     routes.extend(st.routes.iter().filter(|x| !x.user).cloned());
     st.routes = routes;
+    changed();
     Ok("OK\n".into())
 }
 
@@ -557,6 +600,7 @@ pub fn route_del(args: &[String]) -> Result<String, String> {
     }
     st.routes
         .retain(|u| !(u.user && (u.dst, u.plen, u.mark) == (dst, plen, mark)));
+    changed();
     Ok("OK\n".into())
 }
 
@@ -583,6 +627,7 @@ pub fn neigh_set(args: &[String]) -> Result<String, String> {
             seen: Instant::now(),
         },
     );
+    changed();
     Ok("OK\n".into())
 }
 
@@ -611,6 +656,7 @@ pub fn neigh_show() -> String {
 /// `ovs-appctl tnl/neigh/flush`.
 pub fn neigh_flush() -> String {
     lock(&table().neigh).clear();
+    changed();
     "OK\n".into()
 }
 

@@ -2,8 +2,9 @@
 //!
 //! * takes the tunnel packets its bridge forwards to the host out of each burst, pops their
 //!   outer headers (IPv4 or IPv6) and queues them to the tunnel port they belong to (OVS's
-//!   `tnl_pop`, done where OVS does it: at the output to the bridge's own port), and learns
-//!   next-hop MACs from the ARP packets and Neighbor Advertisements in the burst;
+//!   `tnl_pop`, done where OVS does it: at the output to the bridge's own port; translation
+//!   asks [`listens`] and [`listening`] and shows such an output as `tnl_pop(N)`), and
+//!   learns next-hop MACs from the ARP packets and Neighbor Advertisements in the burst;
 //! * receives, besides what the host sends, the outer packets tunnel ports queued for it, so
 //!   the underlay bridge forwards them as it would the host's own packets (on receive queue
 //!   0, whichever poll thread holds it).
@@ -133,6 +134,104 @@ impl UnderlayPort {
         }
         std::mem::swap(batch, &mut self.keep);
     }
+}
+
+/// The datapath port number OVS's `tnl_pop(N)` names for protocol `proto` listening on
+/// `dst_port`: the number `tnl/ports/show` prints (the UDP port; GRE, which has none, its IP
+/// protocol number, 47).
+pub fn listening_port(proto: Proto, dst_port: u16) -> u32 {
+    match proto {
+        Proto::Gre => 47,
+        _ => u32::from(dst_port),
+    }
+}
+
+/// Whether a packet to address `dst` with IP protocol `nw_proto` and UDP destination port
+/// `tp_dst`, sent to underlay `name`, is for a tunnel that listens on it: the tunnel's own
+/// `local_ip` or, without one, the underlay's address. Gives the listening port
+/// ([`listening_port`]). What the port wrapper pops on transmit
+/// (see [`UnderlayPort`]) is exactly what this accepts, plus the checks of the tunnel
+/// header itself.
+pub fn listening(name: &str, dst: IpAddr, nw_proto: u8, tp_dst: u16) -> Option<u32> {
+    if !table::active() {
+        return None;
+    }
+    let u = table::underlay(name)?;
+    let own = match dst {
+        IpAddr::V4(a) => {
+            u32::from(a) != 0 && u.ip.load(std::sync::atomic::Ordering::Relaxed) == u32::from(a)
+        }
+        IpAddr::V6(a) => *u.ip6.lock().unwrap_or_else(|e| e.into_inner()) == Some(a),
+    };
+    let tunnels = table::decap_snapshot();
+    let t = tunnels.iter().find(|t| {
+        let proto_ok = match t.cfg.proto {
+            Proto::Gre => nw_proto == 47,
+            _ => nw_proto == 17 && t.cfg.dst_port == tp_dst,
+        };
+        let addr_ok = match t.cfg.local {
+            Some(super::Addr::Fixed(a)) => a == dst,
+            _ => own,
+        };
+        proto_ok && addr_ok
+    })?;
+    Some(listening_port(t.cfg.proto, t.cfg.dst_port))
+}
+
+/// The MAC of underlay `name` if a tunnel may listen on it: some tunnel exists and the
+/// underlay has an address, or a tunnel's `local_ip` is given (then any underlay may carry
+/// it). `None` means no packet sent to it is a tunnel packet to the switch.
+pub fn listens(name: &str) -> Option<[u8; 6]> {
+    if !table::active() {
+        return None;
+    }
+    let u = table::underlay(name)?;
+    let addressed = u.ip.load(std::sync::atomic::Ordering::Relaxed) != 0
+        || u.ip6.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+    let tunnels = table::decap_snapshot();
+    let any = tunnels
+        .iter()
+        .any(|t| addressed || matches!(t.cfg.local, Some(super::Addr::Fixed(_))));
+    any.then_some(u.mac)
+}
+
+/// What `tnl_push` shows for tunnel port `name` (`flow_key`: the key when it comes from
+/// the flow): the listening port, OVS's vport type (3 GRE, 4 VXLAN, 5 Geneve), the outer
+/// headers its template pushes, and the underlay they leave through. `None` unless its
+/// remote is fixed and resolved and its TOS fixed.
+pub fn push_header(name: &str, flow_key: u64) -> Option<(u32, u8, Vec<u8>, String)> {
+    if !table::active() {
+        return None;
+    }
+    let tunnels = table::decap_snapshot();
+    let t = tunnels.iter().find(|t| t.name == name)?;
+    if !matches!(t.cfg.remote, super::Addr::Fixed(_)) {
+        return None;
+    }
+    let r = t.out.load_full()?;
+    let key = match t.cfg.out_key {
+        super::Key::Fixed(k) => k,
+        super::Key::Flow => flow_key,
+    };
+    let kind = match t.cfg.proto {
+        Proto::Gre => 3,
+        Proto::Vxlan => 4,
+        Proto::Geneve => 5,
+    };
+    let h = r.tmpl.header(key)?;
+    Some((
+        listening_port(t.cfg.proto, t.cfg.dst_port),
+        kind,
+        h,
+        r.underlay.name.clone(),
+    ))
+}
+
+/// Whether tunnel port `name`'s key comes from the flow (`key=flow` or `out_key=flow`).
+pub fn key_from_flow(name: &str) -> bool {
+    table::decap_snapshot()
+        .iter()
+        .any(|t| t.name == name && t.cfg.out_key == super::Key::Flow)
 }
 
 impl Port for UnderlayPort {

@@ -231,6 +231,36 @@ impl Template {
         false
     }
 
+    /// The outer headers [`Template::push`] writes for `key` with no Geneve options, the
+    /// per-packet words (lengths, checksums, UDP source port) zero: what OVS's
+    /// `tnl_push(header(...))` shows. `None` for an inherited TOS (then they differ by
+    /// packet).
+    pub fn header(&self, key: u64) -> Option<Vec<u8>> {
+        if self.tos_inherit {
+            return None;
+        }
+        let mut h = self.hdr[..self.len].to_vec();
+        let l4 = ETH_LEN + self.ip_len;
+        match self.proto {
+            Proto::Vxlan | Proto::Geneve => {
+                let vni = ((key as u32) & 0x00ff_ffff) << 8;
+                h[l4 + UDP_LEN + 4..l4 + UDP_LEN + 8].copy_from_slice(&vni.to_be_bytes());
+            }
+            Proto::Gre => {
+                let flags = u16::from_be_bytes([h[l4], h[l4 + 1]]);
+                if flags & GRE_KEY != 0 {
+                    let at = if flags & GRE_CSUM != 0 {
+                        l4 + 8
+                    } else {
+                        l4 + 4
+                    };
+                    h[at..at + 4].copy_from_slice(&(key as u32).to_be_bytes());
+                }
+            }
+        }
+        Some(h)
+    }
+
     /// The outer headers as built (per-packet words zero).
     pub fn bytes(&self) -> &[u8] {
         &self.hdr[..self.len]

@@ -301,3 +301,43 @@ fn ipv6_truncations_fragments_and_extension_headers_stay_with_the_host() {
     v[14] = 0x45;
     assert_eq!(parse(&v, known), None);
 }
+
+#[test]
+fn the_tnl_push_header_is_what_push_writes_with_the_per_packet_words_zero() {
+    let mut pool = packet::Pool::new(4);
+    for proto in [Proto::Vxlan, Proto::Geneve, Proto::Gre] {
+        let t = Template::new(&outer(proto, false));
+        let h = t.header(0x1092).expect("fixed TOS");
+        assert_eq!(h.len(), t.len());
+        let mut p = pool.alloc().expect("packet");
+        assert!(p.set_frame(&inner()));
+        assert!(t.push(&mut p, 0x1092, &[]));
+        let d = p.data();
+        for (i, (a, b)) in h.iter().zip(d).enumerate() {
+            // IPv4 total length and checksum, UDP source port and length (and checksum)
+            // are per packet.
+            let per_packet = matches!(i, 16 | 17 | 24 | 25)
+                || (proto != Proto::Gre && matches!(i, 34..=35 | 38..=41));
+            if !per_packet {
+                assert_eq!(a, b, "{proto:?} byte {i}");
+            } else {
+                assert_eq!(*a, 0, "{proto:?} byte {i}");
+            }
+        }
+        pool.free(p);
+    }
+    // The VNI sits where VXLAN and Geneve carry it; GRE's key word after the flags.
+    let v = Template::new(&outer(Proto::Vxlan, false))
+        .header(0x1092)
+        .expect("fixed TOS");
+    assert_eq!(&v[46..50], &[0, 0x10, 0x92, 0]);
+    assert_eq!(&v[42..46], &[8, 0, 0, 0]);
+    let g = Template::new(&outer(Proto::Gre, false))
+        .header(0x1092)
+        .expect("fixed TOS");
+    assert_eq!(&g[38..42], &[0, 0, 0x10, 0x92]);
+    // An inherited TOS differs by packet: no single header.
+    let mut o = outer(Proto::Vxlan, false);
+    o.tos = None;
+    assert!(Template::new(&o).header(1).is_none());
+}

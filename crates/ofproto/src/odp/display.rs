@@ -118,6 +118,8 @@ impl std::fmt::Display for DpAction {
             }
             DpAction::Ct(c) => write!(f, "{c}"),
             DpAction::Recirc(id) => write!(f, "recirc({id:#x})"),
+            DpAction::TnlPop { port, .. } => write!(f, "tnl_pop({port})"),
+            DpAction::TnlPush(t) => write!(f, "{t}"),
             DpAction::Learn(l) => write!(f, "learn(table={},priority={})", l.table_id, l.priority),
             DpAction::Sample(s) => write!(
                 f,

@@ -5,8 +5,9 @@
 //! is concrete: `dec_ttl` becomes "set TTL to 63", `copy_ttl_out` becomes "set the MPLS TTL
 //! to 64", a VLAN push carries the TCI to push. The list is therefore the same for every
 //! packet of a megaflow, and executing it needs no knowledge of OpenFlow. Outputs, NORMAL,
-//! CONTROLLER and meters are carried out by the datapath (they need ports and state); this
-//! module applies the rest ([`apply`]).
+//! CONTROLLER, meters and the tunnel actions (`tnl_push`, `tnl_pop`, see [`crate::native`])
+//! are carried out by the datapath (they need ports and state); this module applies the
+//! rest ([`apply`]).
 //!
 //! ## Checksums
 //! Rewrites keep packets valid: the IPv4 header checksum and TCP/UDP/ICMP checksums are
@@ -195,6 +196,19 @@ pub enum DpAction {
     Sample(openflow::sample::Sample),
     /// Hand a learned flow to the bridge's learn queue (see [`crate::learn`]).
     Learn(std::sync::Arc<crate::learn::LearnedFlow>),
+    /// OVS's `tnl_pop(port)`: the packet is a tunnel packet to one of the bridge's own
+    /// tunnel endpoints (see [`crate::native`]); its outer headers are popped and the inner
+    /// packet goes to the tunnel port it belongs to, which receives it with the tunnel's
+    /// metadata. `port` is the listening datapath port (`tnl/ports/show`: the UDP port,
+    /// 47 for GRE). `normal`: the NORMAL action chose it, so the packet also teaches the
+    /// MAC table its source, as NORMAL does.
+    TnlPop {
+        port: u32,
+        normal: bool,
+    },
+    /// OVS's `tnl_push(...)`: the packet goes to tunnel port `port`, which sends it with
+    /// these outer headers (see [`crate::native::TnlPush`]; boxed: rare, and large).
+    TnlPush(Box<crate::native::TnlPush>),
 }
 
 impl DpAction {
@@ -219,6 +233,8 @@ impl DpAction {
                 | DpAction::Recirc(_)
                 | DpAction::Sample(_)
                 | DpAction::Learn(_)
+                | DpAction::TnlPop { .. }
+                | DpAction::TnlPush(_)
         )
     }
 }
@@ -302,7 +318,9 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::Ct(_)
         | DpAction::Recirc(_)
         | DpAction::Sample(_)
-        | DpAction::Learn(_) => false,
+        | DpAction::Learn(_)
+        | DpAction::TnlPop { .. }
+        | DpAction::TnlPush(_) => false,
     }
 }
 

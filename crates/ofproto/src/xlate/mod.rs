@@ -379,6 +379,18 @@ fn run(
     // the pass: a megaflow of the first pass must not match a recirculated packet.
     ctx.unwild(Field::InPort);
     ctx.unwild(Field::RecircId);
+    // A packet a tunnel port received was given to that port by its key and outer
+    // addresses (the port that fits them best), so they are part of the decision, as in
+    // OVS's megaflows (`tunnel(tun_id=..,src=..,dst=..)`).
+    if key.tun_dst != [0; 4] {
+        ctx.wc.tunnel_id = u64::MAX;
+        ctx.wc.tun_src = [0xff; 4];
+        ctx.wc.tun_dst = [0xff; 4];
+    } else if key.tun_ipv6_dst != [0; 16] {
+        ctx.wc.tunnel_id = u64::MAX;
+        ctx.wc.tun_ipv6_src = [0xff; 16];
+        ctx.wc.tun_ipv6_dst = [0xff; 16];
+    }
     body(&mut ctx);
     ctx.finish_pause();
     // A TTL expiry ends the action list it happened in: what was already output stays

@@ -6,7 +6,10 @@ impl Ctx<'_> {
     pub(super) fn output(&mut self, port: u32, max_len: u16) {
         match port {
             OFPP_IN_PORT => self.out.push(DpAction::Output(self.flow.in_port)),
-            OFPP_NORMAL => self.out.push(DpAction::Normal),
+            OFPP_NORMAL => match self.tnl_pop(true) {
+                Some(port) => self.out.push(DpAction::TnlPop { port, normal: true }),
+                None => self.out.push(DpAction::Normal),
+            },
             OFPP_FLOOD | OFPP_ALL => {
                 let ports: Vec<u32> = self
                     .of
@@ -51,6 +54,11 @@ impl Ctx<'_> {
             OFPP_LOCAL => {
                 if self.flow.in_port == OFPP_LOCAL {
                     self.note(|| " >> skipping output to input port".into());
+                } else if let Some(port) = self.tnl_pop(false) {
+                    self.out.push(DpAction::TnlPop {
+                        port,
+                        normal: false,
+                    });
                 } else {
                     self.out.push(DpAction::Output(OFPP_LOCAL));
                 }
@@ -61,8 +69,35 @@ impl Ctx<'_> {
             p if self.of.ports().get(&p).is_some_and(|x| x.admin_down) => {
                 self.note(|| format!(" >> skipping output to port {p}: administratively down"));
             }
-            p => self.out.push(DpAction::Output(p)),
+            p => match self.tnl_push(p) {
+                Some(t) => self.out.push(DpAction::TnlPush(Box::new(t))),
+                None => self.out.push(DpAction::Output(p)),
+            },
         }
+    }
+
+    /// `tnl_push`: the outer headers tunnel port `p` sends this packet with, if they are
+    /// known now and the same for every packet of the megaflow (see [`crate::native`]).
+    fn tnl_push(&mut self, p: u32) -> Option<crate::native::TnlPush> {
+        let map = crate::native::map()?;
+        let name = &self.of.ports().get(&p)?.name;
+        let t = map.push(name, p, &self.flow, &mut self.wc)?;
+        self.note(|| format!(" -> output to native tunnel: {t}"));
+        Some(t)
+    }
+
+    /// `tnl_pop`: whether the packet, sent to `LOCAL` (by NORMAL if `normal`: then only an
+    /// untagged packet to the port's own MAC), is a tunnel packet to one of the bridge's
+    /// tunnel endpoints (see [`crate::native`]); the listening port if so.
+    fn tnl_pop(&mut self, normal: bool) -> Option<u32> {
+        let map = crate::native::map()?;
+        if self.flow.in_port == OFPP_LOCAL {
+            return None;
+        }
+        let name = &self.of.ports().get(&OFPP_LOCAL)?.name;
+        let port = map.pop_port(name, &self.flow, normal, &mut self.wc)?;
+        self.note(|| format!(" -> tunnel packet to this bridge: tnl_pop({port})"));
+        Some(port)
     }
 
     /// A TTL ran out: the action list ends; with `OFPC_INVALID_TTL_TO_CONTROLLER`, an
