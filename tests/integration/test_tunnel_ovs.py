@@ -342,6 +342,9 @@ TUNNEL_COMMANDS = [
     "tnl/egress_port_range 300 200",
     "tnl/egress_port_range",
     "tnl/ports/show x y",
+    # The source address is looked for with the prefix's address as typed.
+    "ovs/route/add 10.9.0.77/8 {br}",
+    "ovs/route/add 10.0.0.0/8 {br}",
 ]
 
 
@@ -378,8 +381,8 @@ def test_tunnel_commands_answer_as_ovs_vswitchd():
         for mine, theirs in zip(answers["ferrovs"], answers["ovs"]):
             assert mine == theirs, (mine, theirs)
         assert len(answers["ferrovs"]) == len(answers["ovs"])
-        # What OVS answered, in short: 4 routes stayed, and both kinds of answer were seen.
-        assert len(answers["ovs"][-1][2]) == 4, answers["ovs"][-1]
+        # What OVS answered, in short: 5 routes stayed, and both kinds of answer were seen.
+        assert len(answers["ovs"][-1][2]) == 5, answers["ovs"][-1]
         assert sum(1 for a in answers["ovs"] if not a[1]) >= 25, answers["ovs"]
     finally:
         if ovs:

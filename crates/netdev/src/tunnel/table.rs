@@ -572,8 +572,14 @@ pub fn route_lookup(args: &[String]) -> Result<String, String> {
 pub fn route_add(args: &[String]) -> Result<String, String> {
     let mut r = route::parse_add(args)?;
     let addrs = crate::sys::if_addresses(&r.dev);
+    // The source is looked for with the address as typed, host bits and all, as OVS does.
+    let typed = args
+        .first()
+        .and_then(|a| a.split('/').next())
+        .and_then(|a| a.parse::<IpAddr>().ok())
+        .unwrap_or(r.dst);
     r.src = Some(
-        route::source_address(&addrs, r.dst, r.gw, r.src).ok_or("Error while inserting route.")?,
+        route::source_address(&addrs, typed, r.gw, r.src).ok_or("Error while inserting route.")?,
     );
     let mut st = lock(&table().state);
     st.user_routes
