@@ -97,6 +97,29 @@ pub const F_KEY: u16 = 8;
 /// Geneve: 70).
 pub const MAX_HDR: usize = 72;
 
+/// Writes `key` into outer headers `h` whose L4 header starts at `l4`: the VNI of VXLAN and
+/// Geneve, or GRE's key when its flags carry one (after the checksum word if there is one).
+#[inline]
+fn write_key(proto: Proto, h: &mut [u8], l4: usize, key: u64) {
+    match proto {
+        Proto::Vxlan | Proto::Geneve => {
+            let vni = ((key as u32) & 0x00ff_ffff) << 8;
+            h[l4 + UDP_LEN + 4..l4 + UDP_LEN + 8].copy_from_slice(&vni.to_be_bytes());
+        }
+        Proto::Gre => {
+            let flags = u16::from_be_bytes([h[l4], h[l4 + 1]]);
+            if flags & GRE_KEY != 0 {
+                let at = if flags & GRE_CSUM != 0 {
+                    l4 + 8
+                } else {
+                    l4 + 4
+                };
+                h[at..at + 4].copy_from_slice(&(key as u32).to_be_bytes());
+            }
+        }
+    }
+}
+
 /// Outer headers of one tunnel port towards one next hop, ready to be copied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Template {
@@ -240,24 +263,7 @@ impl Template {
             return None;
         }
         let mut h = self.hdr[..self.len].to_vec();
-        let l4 = ETH_LEN + self.ip_len;
-        match self.proto {
-            Proto::Vxlan | Proto::Geneve => {
-                let vni = ((key as u32) & 0x00ff_ffff) << 8;
-                h[l4 + UDP_LEN + 4..l4 + UDP_LEN + 8].copy_from_slice(&vni.to_be_bytes());
-            }
-            Proto::Gre => {
-                let flags = u16::from_be_bytes([h[l4], h[l4 + 1]]);
-                if flags & GRE_KEY != 0 {
-                    let at = if flags & GRE_CSUM != 0 {
-                        l4 + 8
-                    } else {
-                        l4 + 4
-                    };
-                    h[at..at + 4].copy_from_slice(&(key as u32).to_be_bytes());
-                }
-            }
-        }
+        write_key(self.proto, &mut h, ETH_LEN + self.ip_len, key);
         Some(h)
     }
 
@@ -326,21 +332,10 @@ impl Template {
                 h[l4..l4 + 2].copy_from_slice(&(sport as u16).to_be_bytes());
                 let udp_len = (total - l4) as u16;
                 h[l4 + 4..l4 + 6].copy_from_slice(&udp_len.to_be_bytes());
-                let vni = ((key as u32) & 0x00ff_ffff) << 8;
-                h[l4 + UDP_LEN + 4..l4 + UDP_LEN + 8].copy_from_slice(&vni.to_be_bytes());
             }
-            Proto::Gre => {
-                let flags = u16::from_be_bytes([h[l4], h[l4 + 1]]);
-                if flags & GRE_KEY != 0 {
-                    let at = if flags & GRE_CSUM != 0 {
-                        l4 + 8
-                    } else {
-                        l4 + 4
-                    };
-                    h[at..at + 4].copy_from_slice(&(key as u32).to_be_bytes());
-                }
-            }
+            Proto::Gre => {}
         }
+        write_key(self.proto, h, l4, key);
         if self.csum {
             let d = pkt.data_mut();
             match self.proto {
