@@ -1,5 +1,5 @@
 """Native tunnelling against Open vSwitch: ferrovs and Debian's ovs-vswitchd (userspace
-datapath, private rundir, in the peer namespace) joined by Geneve and by VXLAN.
+datapath, private rundir, in the peer namespace) joined by Geneve, VXLAN and GRE.
 
 Each side has the same configuration: an underlay bridge holding the host's underlay address
 on its internal port, with the veth to the other side as its physical port, and an
@@ -52,7 +52,7 @@ class OvsPeer:
     def appctl(self, *args):
         return run(["ovs-appctl", "-t", f"{self.d}/vswitchd.ctl", *args], check=False)
 
-    def configure(self, kind, vni):
+    def configure(self, kind, vni, extra=()):
         s = self.site
         self.vsctl("add-br", "brphy", "--", "set", "Bridge", "brphy", "datapath_type=netdev",
                    "--", "add-port", "brphy", "eth0")
@@ -61,7 +61,8 @@ class OvsPeer:
         s.ns(s.peer, "ip link set brphy up")
         self.vsctl("add-br", "brint", "--", "set", "Bridge", "brint", "datapath_type=netdev",
                    "--", "add-port", "brint", "tun0", "--", "set", "Interface", "tun0",
-                   f"type={kind}", f"options:remote_ip={s.under[1]}", f"options:key={vni}")
+                   f"type={kind}", f"options:remote_ip={s.under[1]}", f"options:key={vni}",
+                   *extra)
         s.ns(s.peer, "ip link set brint mtu 1400")
         s.ns(s.peer, f"ip addr add {s.over[0]}/24 dev brint")
         s.ns(s.peer, "ip link set brint up")
@@ -85,7 +86,7 @@ def site_ovs():
     s.close()
 
 
-@pytest.mark.parametrize("kind", ["geneve", "vxlan"])
+@pytest.mark.parametrize("kind", ["geneve", "vxlan", "gre"])
 def test_ovs_userspace_tunnel_interoperates(site_ovs, kind):
     site, ovs = site_ovs
     site.start()
@@ -213,23 +214,39 @@ def packets(line):
     return int(line.split("packets:")[1].split(",")[0])
 
 
-@pytest.mark.parametrize("kind", ["vxlan", "geneve"])
-def test_megaflows_pop_and_push_tunnels_as_ovs(site_ovs, kind):
+# Each tunnel kind's outer headers as both switches print them in `tnl_push`: (the port type,
+# extra Interface options, tnl_pop's number, header size, header type, the text after the
+# IPv4 header with `{vni}`). `vxlan-csum` is VXLAN with `csum=true`: the UDP checksum field
+# of the template is 0xffff (filled per packet), where it is 0 without the option.
+MEGAFLOW_KINDS = {
+    "vxlan": ("vxlan", (), 4789, 50, 4, 17,
+              "udp(src=0,dst=4789,csum=0x0),vxlan(flags=0x8000000,vni={vni:#x})"),
+    "geneve": ("geneve", (), 6081, 50, 5, 17, "udp(src=0,dst=6081,csum=0x0),geneve(vni={vni:#x})"),
+    "gre": ("gre", (), 47, 42, 3, 47, "gre((flags=0x2000,proto=0x6558),key={vni:#x})"),
+    "vxlan-csum": ("vxlan", ("options:csum=true",), 4789, 50, 4, 17,
+                   "udp(src=0,dst=4789,csum=0xffff),vxlan(flags=0x8000000,vni={vni:#x})"),
+}
+
+
+@pytest.mark.parametrize("variant", list(MEGAFLOW_KINDS))
+def test_megaflows_pop_and_push_tunnels_as_ovs(site_ovs, variant):
     """The megaflows carry the tunnel work, as OVS's userspace datapath's do: the underlay
     bridge's megaflow for tunnel packets to the switch's own address is `tnl_pop(PORT)`
-    (matching the outer IP destination, protocol and UDP port), the decapsulated packets'
-    megaflow on the integration bridge matches their key and outer addresses, and output to
-    the tunnel port is `tnl_push(...)` with the outer headers sent. Both switches run the
-    same setup and ping; their dumps are compared field by field."""
+    (matching the outer IP destination, protocol and, for UDP tunnels, the port), the
+    decapsulated packets' megaflow on the integration bridge matches their key and outer
+    addresses, and output to the tunnel port is `tnl_push(...)` with the outer headers sent.
+    Both switches run the same setup and ping; their dumps are compared field by field, and
+    both headers must read exactly as the table above says (GRE and `csum=true` included)."""
     site, ovs = site_ovs
+    kind, extra, port, size, vtype, proto_nr, l4 = MEGAFLOW_KINDS[variant]
     site.start()
     site.underlay()
     vni = 4244
-    site.overlay(kind, {"remote_ip": site.under[0], "key": vni})
-    ovs.configure(kind, vni)
-    port, vtype = (4789, 4) if kind == "vxlan" else (6081, 5)
-    proto = (f"vxlan(flags=0x8000000,vni={vni:#x})" if kind == "vxlan"
-             else f"geneve(vni={vni:#x})")
+    options = {"remote_ip": site.under[0], "key": vni}
+    options.update(x.split(":", 1)[1].split("=", 1) for x in extra)
+    site.overlay(kind, options)
+    ovs.configure(kind, vni, extra)
+    l4 = l4.format(vni=vni)
     site.ns(site.peer, "ethtool -K eth0 tso off gso off", check=False)
     site.ns(site.sw, f"ethtool -K {site.up} tso off gso off", check=False)
     # Explicit flows on the integration bridges (OVN's way: NORMAL resolves its port only
@@ -251,10 +268,12 @@ def test_megaflows_pop_and_push_tunnels_as_ovs(site_ovs, kind):
     local, remote = site.under[1], site.under[0]
     # Decapsulation: OVS's underlay megaflow pops; so does ferrovs's, with the same match.
     o_pop = dp_lines(theirs, "actions:tnl_pop(")
-    assert any(f"ipv4(dst={remote},proto=17,frag=no),udp(dst={port})" in l and packets(l) >= 5
-               for l in o_pop), why
+    o_match = (f"ipv4(dst={remote},proto=17,frag=no),udp(dst={port})" if proto_nr == 17
+               else f"ipv4(dst={remote},proto=47,frag=no)")
+    assert any(o_match in l and packets(l) >= 5 for l in o_pop), why
     f_pop = dp_lines(ours, f"actions:tnl_pop({port})")
-    assert any(f"nw_dst={local}" in l and "udp" in l and f"tp_dst={port}" in l
+    f_match = ["udp", f"tp_dst={port}"] if proto_nr == 17 else ["nw_proto=47"]
+    assert any(f"nw_dst={local}" in l and all(m in l for m in f_match)
                and "nw_frag=0x0" in l and packets(l) >= 5 for l in f_pop), why
     # The decapsulated packets' megaflows match the tunnel key and outer addresses.
     o_tun = dp_lines(theirs, f"tunnel(tun_id={vni:#x},src={local},dst={remote},")
@@ -264,15 +283,15 @@ def test_megaflows_pop_and_push_tunnels_as_ovs(site_ovs, kind):
     # Encapsulation: the outer headers pushed, as OVS prints them.
     mac = lambda ns, dev: site.ns(ns, f"cat /sys/class/net/{dev}/address").stdout.strip()
     peer_mac, our_mac = mac(site.peer, "brphy"), mac(site.sw, site.phy)
-    want = (f"header(size=50,type={vtype},eth(dst={peer_mac},src={our_mac},dl_type=0x0800),"
-            f"ipv4(src={local},dst={remote},proto=17,tos=0,ttl=64,frag=0x4000),"
-            f"udp(src=0,dst={port},csum=0x0),{proto})")
+    want = (f"header(size={size},type={vtype},eth(dst={peer_mac},src={our_mac},"
+            f"dl_type=0x0800),ipv4(src={local},dst={remote},proto={proto_nr},tos=0,ttl=64,"
+            f"frag=0x4000),{l4})")
     f_push = dp_lines(ours, f"actions:tnl_push(tnl_port({port}),{want},out_port({site.phy}))")
     assert any(packets(l) >= 5 for l in f_push), why
-    # OVS's header to ferrovs has the same shape (its addresses the other way round).
-    theirs_want = (f"header(size=50,type={vtype},eth(dst={our_mac},src={peer_mac},"
-                   f"dl_type=0x0800),ipv4(src={remote},dst={local},proto=17,tos=0,ttl=64,"
-                   f"frag=0x4000),udp(src=0,dst={port},csum=0x0),{proto})")
+    # OVS's header to ferrovs reads the same (its addresses the other way round).
+    theirs_want = (f"header(size={size},type={vtype},eth(dst={our_mac},src={peer_mac},"
+                   f"dl_type=0x0800),ipv4(src={remote},dst={local},proto={proto_nr},tos=0,"
+                   f"ttl=64,frag=0x4000),{l4})")
     assert any(theirs_want in l for l in dp_lines(theirs, "tnl_push(")), why
     # A neighbour change reaches the megaflows (revalidated, as OVS's are): with another
     # MAC set for the peer, the next packets get a megaflow pushing it.

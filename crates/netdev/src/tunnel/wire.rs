@@ -255,15 +255,20 @@ impl Template {
     }
 
     /// The outer headers [`Template::push`] writes for `key` with no Geneve options, the
-    /// per-packet words (lengths, checksums, UDP source port) zero: what OVS's
-    /// `tnl_push(header(...))` shows. `None` for an inherited TOS (then they differ by
-    /// packet).
+    /// per-packet words (lengths, checksums, UDP source port) zero, except that a UDP
+    /// tunnel with `csum=true` shows 0xffff in its checksum field, the mark OVS 3.1's
+    /// templates carry for "filled per packet": what OVS's `tnl_push(header(...))` shows.
+    /// `None` for an inherited TOS (then they differ by packet).
     pub fn header(&self, key: u64) -> Option<Vec<u8>> {
         if self.tos_inherit {
             return None;
         }
         let mut h = self.hdr[..self.len].to_vec();
-        write_key(self.proto, &mut h, ETH_LEN + self.ip_len, key);
+        let l4 = ETH_LEN + self.ip_len;
+        write_key(self.proto, &mut h, l4, key);
+        if self.csum && matches!(self.proto, Proto::Vxlan | Proto::Geneve) {
+            h[l4 + 6..l4 + 8].copy_from_slice(&[0xff, 0xff]);
+        }
         Some(h)
     }
 

@@ -336,6 +336,15 @@ fn the_tnl_push_header_is_what_push_writes_with_the_per_packet_words_zero() {
         .header(0x1092)
         .expect("fixed TOS");
     assert_eq!(&g[38..42], &[0, 0, 0x10, 0x92]);
+    // `csum=true` on a UDP tunnel: the checksum field shows 0xffff, as OVS 3.1's template
+    // does (the pushed packet carries the real sum); without it, zero.
+    for proto in [Proto::Vxlan, Proto::Geneve] {
+        let h = Template::new(&outer(proto, true))
+            .header(0x1092)
+            .expect("fixed TOS");
+        assert_eq!(&h[40..42], &[0xff, 0xff], "{proto:?}");
+    }
+    assert_eq!(&v[40..42], &[0, 0]);
     // An inherited TOS differs by packet: no single header.
     let mut o = outer(Proto::Vxlan, false);
     o.tos = None;
