@@ -12,9 +12,9 @@
 //!
 //! The outer IP header is IPv4 or IPv6, as the tunnel's addresses are. IPv6 as OVS 3.1's
 //! userspace datapath builds it: hop limit from `ttl`, traffic class from `tos` (or the
-//! inner packet's), flow label 0, no extension headers; the UDP checksum is filled when
-//! `csum=true` and left zero otherwise (RFC 6935's zero-checksum UDP for tunnels: a Linux
-//! peer accepts it only with `udp6zerocsumrx`).
+//! inner packet's), flow label 0, no extension headers; the UDP checksum is always filled,
+//! `csum=true` or not (OVS 3.1 does the same; RFC 6935's zero-checksum UDP would need
+//! `udp6zerocsumrx` on a Linux peer). Over IPv4 it is filled only with `csum=true`.
 //!
 //! ## How
 //! The outer headers of a tunnel port depend on its configuration and its resolved next hop
@@ -233,7 +233,9 @@ impl Template {
             hdr: h,
             len,
             ip_len,
-            csum: o.csum,
+            // Over IPv6 a UDP tunnel always carries its checksum, as OVS 3.1 sends it
+            // whatever `csum` says (RFC 8200; zero sums are only an exception there).
+            csum: o.csum || (ip_len == IP6_LEN && o.proto != Proto::Gre),
             tos_inherit: o.tos.is_none(),
             ip_sum: csum::add(0, &h[ETH_LEN..ETH_LEN + IP_LEN]),
         }
