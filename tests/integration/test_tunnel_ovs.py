@@ -407,3 +407,60 @@ def test_tunnel_commands_answer_as_ovs_vswitchd():
         if ovs:
             ovs.stop()
         site.close()
+
+
+def oam_flows(ofctl, br, tun, send_oam, want_oam):
+    """`br` sends with the OAM flag (Geneve's O bit) when `send_oam`, and delivers only what
+    arrives with the flag set (`want_oam`) or clear."""
+    ofctl("del-flows", br)
+    load = "load:1->NXM_NX_TUN_FLAGS[0]," if send_oam else ""
+    ofctl("add-flow", br, f"priority=10,in_port=LOCAL,actions={load}output:{tun}")
+    flag = "+oam" if want_oam else "-oam"
+    ofctl("add-flow", br, f"priority=10,in_port={tun},tun_flags={flag},actions=LOCAL")
+    ofctl("add-flow", br, f"priority=5,in_port={tun},actions=drop")
+
+
+def test_ovs_geneve_oam_flag_matched(site_ovs):
+    """`tun_flags`: OVS sets the OAM flag on what it sends (Geneve's O bit), ferrovs matches
+    `tun_flags=+oam` on what it receives, and without the flag nothing is delivered; the
+    flows read back through ovs-ofctl as OVS's own do."""
+    site, ovs = site_ovs
+    site.start()
+    site.underlay()
+    site.overlay("geneve", {"remote_ip": site.under[0], "key": 4245})
+    ovs.configure("geneve", 4245)
+    site.ns(site.peer, "ethtool -K eth0 tso off gso off", check=False)
+    site.ns(site.sw, f"ethtool -K {site.up} tso off gso off", check=False)
+    tun = f"t{site.t}"[:15]
+    ours = lambda *a, **k: ferrovs_ofctl(site, *a, **k)
+    oam_flows(ovs.ofctl, "brint", "tun0", send_oam=True, want_oam=False)
+    oam_flows(ours, site.int, tun, send_oam=False, want_oam=True)
+    wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=20,
+             what=f"ping to OVS with OAM replies\nOVS: "
+                  f"{ovs.appctl('dpctl/dump-flows').stdout}\nferrovs: "
+                  f"{site.appctl('dpctl/dump-flows', check=False).stdout}\n{site.logtext()}")
+    flows = site.appctl("dpctl/dump-flows").stdout
+    assert any("tun_flags=+oam" in l and packets(l) >= 1 for l in flows.splitlines()), flows
+    # The same flows read back alike from both switches.
+    same = ["priority=3,tun_flags=+oam,actions=drop", "priority=2,tun_flags=-oam,actions=drop",
+            "priority=1,tun_gbp_id=291,tun_gbp_flags=0x40,actions=drop",
+            "priority=4,in_port=99,actions=set_field:0x8->tun_gbp_flags,load:1->NXM_NX_TUN_FLAGS[0],"
+            "set_field:7->tun_gbp_id,output:LOCAL"]
+
+    def listed(text):
+        lines = (l.strip().removeprefix("reset_counts ") for l in text.splitlines())
+        return sorted(l for l in lines if l.startswith(("priority=1,", "priority=2,",
+                                                          "priority=3,", "priority=4,")))
+    for f in same:
+        ovs.ofctl("add-flow", "brint", f)
+        ours("add-flow", site.int, f)
+    for v in ["OpenFlow10", "OpenFlow13", "OpenFlow15"]:
+        theirs = listed(ovs.ofctl("-O", v, "dump-flows", "--no-stats", "brint").stdout)
+        assert len(theirs) == 4, (v, theirs)
+        assert listed(ours("-O", v, "dump-flows", "--no-stats", site.int).stdout) == theirs, v
+    # Without the flag from OVS, ferrovs delivers nothing.
+    oam_flows(ovs.ofctl, "brint", "tun0", send_oam=False, want_oam=False)
+    site.appctl("dpctl/del-flows", check=False)
+    ovs.appctl("dpctl/del-flows")
+    site.ns(site.sw, f"ip neigh flush dev {site.int}", check=False)
+    assert not ping_ok(site, site.sw, site.over[0])

@@ -152,6 +152,9 @@ pub fn recirc_key_fresh(
     k.tun_dst = first.tun_dst;
     k.tun_ipv6_src = first.tun_ipv6_src;
     k.tun_ipv6_dst = first.tun_ipv6_dst;
+    k.tun_flags = first.tun_flags;
+    k.tun_gbp_id = first.tun_gbp_id;
+    k.tun_gbp_flags = first.tun_gbp_flags;
     k.tun_opts_present = first.tun_opts_present;
     k.tun_opts = first.tun_opts;
     set_ct_fields(k, recirc_id, res);

@@ -30,6 +30,7 @@ fn applies(f: Field, k: &FlowKey) -> bool {
         Field::InPort | Field::Metadata | Field::EthDst | Field::EthSrc | Field::EthType => true,
         Field::TunnelId | Field::TunSrc | Field::TunDst | Field::PktMark => true,
         Field::TunIpv6Src | Field::TunIpv6Dst => true,
+        Field::TunFlags | Field::TunGbpId | Field::TunGbpFlags => true,
         Field::RecircId | Field::DpHash => true,
         Field::CtState | Field::CtZone | Field::CtMark | Field::CtLabel => true,
         Field::CtNwSrc | Field::CtNwDst => ip4,

@@ -626,7 +626,8 @@ proptest! {
         let k = extract(&frame, 9);
         prop_assert_eq!(k.in_port, 9);
         prop_assert_eq!(k.pad_l2, 0);
-        prop_assert_eq!(k.pad_l3, [0; 6]);
+        prop_assert_eq!(k.pad_l3, 0);
+        prop_assert_eq!((k.tun_flags, k.tun_gbp_id, k.tun_gbp_flags), (0, 0, 0));
         prop_assert_eq!(k.pad_l4, 0);
         prop_assert_eq!(k.tun_dst, [0; 4]);
         prop_assert_eq!(k.tun_src, [0; 4]);

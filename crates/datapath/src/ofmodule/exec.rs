@@ -82,6 +82,7 @@ fn keeps_bytes(a: &DpAction) -> bool {
                 | DpAction::SetTunnelDst(_)
                 | DpAction::SetTunnelIpv6Src(_)
                 | DpAction::SetTunnelIpv6Dst(_)
+                | DpAction::SetTunnelFlags(_)
                 | DpAction::SetTunnelOpts(_)
         ),
     }
@@ -219,6 +220,8 @@ impl Exec {
                                 | DpAction::SetTunnelDst(_)
                                 | DpAction::SetTunnelIpv6Src(_)
                                 | DpAction::SetTunnelIpv6Dst(_)
+                                | DpAction::SetTunnelFlags(_)
+                                | DpAction::SetTunnelFlags(_)
                                 | DpAction::SetTunnelOpts(_)
                         )
                 })
@@ -395,6 +398,9 @@ impl Exec {
                 DpAction::SetTunnelDst(a) => set_tunnel(&mut pkt, |m| m.dst = *a),
                 DpAction::SetTunnelIpv6Src(a) => set_tunnel(&mut pkt, |m| m.ipv6_src = *a),
                 DpAction::SetTunnelIpv6Dst(a) => set_tunnel(&mut pkt, |m| m.ipv6_dst = *a),
+                DpAction::SetTunnelFlags(t) => set_tunnel(&mut pkt, |m| {
+                    m.flags = (m.flags & !4) | super::tunnel::meta_oam(*t);
+                }),
                 DpAction::SetTunnelOpts(o) => set_tunnel(&mut pkt, |m| {
                     let n = o.len().min(m.opts.len());
                     m.opts[..n].copy_from_slice(&o[..n]);

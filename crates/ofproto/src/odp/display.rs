@@ -113,6 +113,14 @@ impl std::fmt::Display for DpAction {
             DpAction::SetTunnelIpv6Dst(a) => {
                 write!(f, "set(tunnel(ipv6_dst={}))", Ipv6Addr::from(*a))
             }
+            DpAction::SetTunnelFlags(t) => {
+                let oam = if t & packet::flow::TUN_F_OAM != 0 {
+                    '+'
+                } else {
+                    '-'
+                };
+                write!(f, "set(tunnel(flags({oam}oam)))")
+            }
             DpAction::SetTunnelOpts(o) => {
                 write!(f, "set(tunnel({}))", crate::tun_md::format_geneve(o))
             }

@@ -182,6 +182,9 @@ pub enum DpAction {
     /// Sets the IPv6 outer source / destination a tunnel port uses.
     SetTunnelIpv6Src([u8; 16]),
     SetTunnelIpv6Dst([u8; 16]),
+    /// Sets the tunnel flags a tunnel port sends with, in the key's layout: only OAM
+    /// (`tun_flags`' one public bit; Geneve's O bit) is ever set.
+    SetTunnelFlags(u16),
     /// Sets the Geneve options a Geneve port sends with (whole options in wire format,
     /// built from the `tun_metadata` fields by the TLV table; see `crate::tun_md`).
     SetTunnelOpts(Box<[u8]>),
@@ -228,6 +231,8 @@ impl DpAction {
                 | DpAction::SetTunnelDst(_)
                 | DpAction::SetTunnelIpv6Src(_)
                 | DpAction::SetTunnelIpv6Dst(_)
+                | DpAction::SetTunnelFlags(_)
+                | DpAction::SetTunnelFlags(_)
                 | DpAction::SetTunnelOpts(_)
                 | DpAction::Ct(_)
                 | DpAction::Recirc(_)
@@ -314,6 +319,7 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::SetTunnelDst(_)
         | DpAction::SetTunnelIpv6Src(_)
         | DpAction::SetTunnelIpv6Dst(_)
+        | DpAction::SetTunnelFlags(_)
         | DpAction::SetTunnelOpts(_)
         | DpAction::Ct(_)
         | DpAction::Recirc(_)

@@ -252,6 +252,9 @@ impl Ctx<'_> {
         k.tun_dst = self.flow.tun_dst;
         k.tun_ipv6_src = self.flow.tun_ipv6_src;
         k.tun_ipv6_dst = self.flow.tun_ipv6_dst;
+        k.tun_flags = self.flow.tun_flags;
+        k.tun_gbp_id = self.flow.tun_gbp_id;
+        k.tun_gbp_flags = self.flow.tun_gbp_flags;
         k.tun_opts_present = self.flow.tun_opts_present;
         k.tun_opts = self.flow.tun_opts;
         k.recirc_id = self.flow.recirc_id;

@@ -158,6 +158,9 @@ impl Field {
         Field::TunMetadata61,
         Field::TunMetadata62,
         Field::TunMetadata63,
+        Field::TunFlags,
+        Field::TunGbpId,
+        Field::TunGbpFlags,
     ];
 
     /// Static facts about this field.
@@ -180,6 +183,8 @@ impl Field {
         match self {
             // 20-bit fields travel in 32 bits.
             Field::Ipv6Flabel | Field::MplsLabel | Field::CtState => 4,
+            // One bit that OpenFlow may see, in a 16-bit word.
+            Field::TunFlags => 2,
             _ => (self.bits() as usize).div_ceil(8),
         }
     }

@@ -55,7 +55,7 @@ pub const OFPXMC_NXM_1: u16 = 0x0001;
 pub const OFPXMC_PACKET_REGS: u16 = 0x8001;
 
 /// Number of [`Field`]s.
-pub const N_FIELDS: usize = 153;
+pub const N_FIELDS: usize = 156;
 
 /// `vlan_vid` bit meaning "a VLAN tag is present".
 pub const OFPVID_PRESENT: u16 = 0x1000;
@@ -421,6 +421,13 @@ pub enum Field {
     TunMetadata62,
     /// Tunnel option mapped to `tun_metadata63` (Nicira, variable length, maskable).
     TunMetadata63,
+    /// Tunnel flags (`NXM_NX_TUN_FLAGS`): OpenFlow sees one bit, `oam` (Geneve's O bit);
+    /// 16 bits on the wire.
+    TunFlags,
+    /// VXLAN Group Policy ID (`NXM_NX_TUN_GBP_ID`, 16 bits, maskable).
+    TunGbpId,
+    /// VXLAN Group Policy flags (`NXM_NX_TUN_GBP_FLAGS`, 8 bits, maskable).
+    TunGbpFlags,
 }
 
 /// `ct_state` bits, lowest first, with their ovs-ofctl names.
@@ -493,6 +500,8 @@ pub enum ValueFormat {
     TcpFlags,
     /// `ct_state` flags: `+trk-inv` notation, or `new|trk` when exact.
     CtState,
+    /// `tun_flags`: `+oam`/`-oam`, `oam` when exact (set_field), or a number.
+    TunFlags,
 }
 
 /// Static facts about a [`Field`].

@@ -185,4 +185,7 @@ pub(super) static FIELDS: [FieldInfo; N_FIELDS] = [
     fi!(TunMetadata61, "tun_metadata61", [], NX, 101, 128, true, Prereq::None, Hex),
     fi!(TunMetadata62, "tun_metadata62", [], NX, 102, 128, true, Prereq::None, Hex),
     fi!(TunMetadata63, "tun_metadata63", [], NX, 103, 128, true, Prereq::None, Hex),
+    fi!(TunFlags, "tun_flags", [], NX, 104, 1, true, Prereq::None, TunFlags),
+    fi!(TunGbpId, "tun_gbp_id", [], NX, 38, 16, true, Prereq::None, Decimal),
+    fi!(TunGbpFlags, "tun_gbp_flags", [], NX, 39, 8, true, Prereq::None, Hex),
 ];

@@ -295,6 +295,27 @@ pub(crate) fn parse_value_raw(f: Field, s: &str) -> Result<(u128, Option<u128>),
         },
         ValueFormat::TcpFlags => parse_tcp_flags(s),
         ValueFormat::CtState => parse_ct_state(s),
+        ValueFormat::TunFlags => parse_tun_flags(s),
+    }
+}
+
+/// `tun_flags` as ovs-ofctl 3.1 reads it: `+oam`, `-oam`, `oam` (exact), or a number
+/// (with a mask) within the one public bit. Any other flag ("df", "csum", "key" are the
+/// datapath's own) is refused as OVS refuses it.
+fn parse_tun_flags(s: &str) -> Result<(u128, Option<u128>), String> {
+    let unknown = || format!("{s}: unknown tunnel flag(s)");
+    match s {
+        // The field is one bit wide: a flag named is an exact match.
+        "+oam" | "oam" => Ok((1, None)),
+        "-oam" => Ok((0, None)),
+        _ if s.bytes().next().is_some_and(|b| b.is_ascii_digit()) => {
+            let (v, m) = parse_int_masked(s, 16).map_err(|_| unknown())?;
+            if v > 1 || m.is_some_and(|m| m > 1) {
+                return Err(unknown());
+            }
+            Ok((v, m.filter(|m| *m != 1)))
+        }
+        _ => Err(unknown()),
     }
 }
 
@@ -359,6 +380,10 @@ pub fn format_value(f: Field, value: u128, mask: Option<u128>) -> String {
         }
         (ValueFormat::TcpFlags, m) => format_tcp_flags(value, m),
         (ValueFormat::CtState, m) => format_ct_state(value, m),
+        // A set_field's value: the flag's name when set (ovs-ofctl's `set_field:oam->`).
+        (ValueFormat::TunFlags, None) => if value & 1 != 0 { "oam" } else { "0" }.into(),
+        (ValueFormat::TunFlags, Some(m)) if m & 1 == 0 => "0/0".into(),
+        (ValueFormat::TunFlags, Some(_)) => if value & 1 != 0 { "+oam" } else { "-oam" }.into(),
     }
 }
 
@@ -410,6 +435,25 @@ mod tests {
         assert!(parse_value(Field::CtState, "0x100").is_err());
         assert!(parse_value(Field::CtState, "+bogus").is_err());
         assert_eq!(format_value(Field::CtMark, 0, Some(1)), "0/0x1");
+        // tun_flags, as ovs-ofctl 3.1 parses it: the one public flag, `oam`.
+        assert_eq!(parse_value(Field::TunFlags, "+oam"), Ok((1, None)));
+        assert_eq!(parse_value(Field::TunFlags, "-oam"), Ok((0, None)));
+        assert_eq!(parse_value(Field::TunFlags, "oam"), Ok((1, None)));
+        assert_eq!(parse_value(Field::TunFlags, "0x1/0x1"), Ok((1, None)));
+        assert_eq!(parse_value(Field::TunFlags, "0"), Ok((0, None)));
+        assert_eq!(
+            parse_value(Field::TunFlags, "+df"),
+            Err(TextError("+df: unknown tunnel flag(s)".into()))
+        );
+        assert!(parse_value(Field::TunFlags, "0x3").is_err());
+        assert_eq!(format_value(Field::TunFlags, 1, None), "oam");
+        assert_eq!(format_value(Field::TunFlags, 0, Some(1)), "-oam");
+        assert_eq!(format_value(Field::TunGbpId, 291, None), "291");
+        assert_eq!(
+            format_value(Field::TunGbpId, 0x100, Some(0xff00)),
+            "0x100/0xff00"
+        );
+        assert_eq!(format_value(Field::TunGbpFlags, 0x40, None), "0x40");
         assert_eq!(format_value(Field::CtTpSrc, 5, Some(0xff)), "0x5/0xff");
         assert_eq!(parse_value(Field::IpFrag, "later"), Ok((3, None)));
         assert_eq!(format_value(Field::IpFrag, 0, Some(2)), "not_later");

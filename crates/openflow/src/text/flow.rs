@@ -510,7 +510,7 @@ const PRE_SHORTHAND: [Field; 14] = [
 ];
 
 /// Order and names in which the other fields are printed (see the module documentation).
-const FORMAT_ORDER: [Field; 63] = [
+const FORMAT_ORDER: [Field; 66] = [
     Field::Reg0,
     Field::Reg1,
     Field::Reg2,
@@ -532,6 +532,9 @@ const FORMAT_ORDER: [Field; 63] = [
     Field::TunDst,
     Field::TunIpv6Src,
     Field::TunIpv6Dst,
+    Field::TunGbpId,
+    Field::TunGbpFlags,
+    Field::TunFlags,
     Field::Metadata,
     Field::InPort,
     Field::InPhyPort,
@@ -616,9 +619,9 @@ pub fn format_match(m: &Match, priority: Option<u16>) -> String {
     let proto = m.exact(Field::IpProto).map(|p| p as u8);
     let arp = is_arp(m);
     let pcp = m.contains(Field::VlanPcp);
-    // The tunnel options follow the tunnel addresses, by index.
+    // The tunnel options follow the tunnel addresses and flags, by index.
     let order = FORMAT_ORDER.into_iter().flat_map(|f| {
-        let options = if f == Field::TunIpv6Dst { 0..64 } else { 0..0 };
+        let options = if f == Field::TunFlags { 0..64 } else { 0..0 };
         core::iter::once(f).chain(options.filter_map(Field::tun_metadata))
     });
     for f in order {
@@ -650,6 +653,13 @@ pub fn format_match(m: &Match, priority: Option<u16>) -> String {
             }
             Field::IpEcn => "nw_ecn",
             Field::IpFrag => "nw_frag",
+            // As ovs-ofctl 3.1: a matched `tun_flags` is always `+oam`/`-oam`. (It prints
+            // `tun_gbp_flags` without its mask; here the mask stays, so the text reads
+            // back as the same match.)
+            Field::TunFlags => {
+                items.push(format!("tun_flags={}", format_value(f, v, Some(1))));
+                continue;
+            }
             Field::TcpSrc if proto == Some(ipproto::TCP) => "tp_src",
             Field::TcpDst if proto == Some(ipproto::TCP) => "tp_dst",
             Field::UdpSrc if proto == Some(ipproto::UDP) => "tp_src",

@@ -667,6 +667,7 @@ fn prerequisites_satisfied_per_field() {
         "tun_id=1,reg0=1,reg1=1,reg2=1,reg3=1,reg4=1,reg5=1,reg6=1,reg7=1",
         "tun_src=1.1.1.1,tun_dst=2.2.2.0/24",
         "tun_ipv6_src=fd00::1,tun_ipv6_dst=2001:db8::/64",
+        "tun_flags=+oam,tun_gbp_id=291,tun_gbp_flags=0x40/0xc0",
         "reg8=1,reg9=1,reg10=1,reg11=1,reg12=1,reg13=1,reg14=1,reg15=1",
         "pkt_mark=0x1/0xff",
         "recirc_id=1,dp_hash=1/3,ct_state=+trk,ct_zone=1,ct_mark=1,ct_label=1",

@@ -64,6 +64,15 @@ impl FlowKey {
                 std::net::Ipv6Addr::from(k.tun_ipv6_dst)
             )?;
         }
+        if k.tun_gbp_id != 0 {
+            write!(f, ",tun_gbp_id={}", k.tun_gbp_id)?;
+        }
+        if k.tun_gbp_flags != 0 {
+            write!(f, ",tun_gbp_flags={:#x}", k.tun_gbp_flags)?;
+        }
+        if k.tun_flags != 0 {
+            write!(f, ",tun_flags={:#x}", k.tun_flags)?;
+        }
         if k.tun_opts_present != 0 {
             write!(
                 f,

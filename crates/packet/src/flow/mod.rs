@@ -132,6 +132,14 @@ pub const FLOW_KEY_WORDS: usize = FLOW_KEY_SIZE / 8;
 pub const N_REGS: usize = 16;
 /// Exclusive end, in words, of each lookup stage: metadata, L2, L3, L4.
 pub const STAGE_END_WORDS: [usize; 6] = [12, 18, 25, 30, 38, 45];
+/// `tun_flags` bit: the tunnel header's OAM bit (Geneve's O); the one OpenFlow matches and sets.
+pub const TUN_F_OAM: u16 = 1;
+/// `tun_flags` bit: the outer IPv4 header had Don't Fragment set.
+pub const TUN_F_DF: u16 = 2;
+/// `tun_flags` bit: the outer header carried a checksum.
+pub const TUN_F_CSUM: u16 = 4;
+/// `tun_flags` bit: the tunnel header carried a key (VXLAN and Geneve always do).
+pub const TUN_F_KEY: u16 = 8;
 /// First word of the tunnel-options block; zero for every packet without tunnel options.
 pub const TUN_OPTS_WORDS_START: usize = 38;
 /// First word of the IPv6 tunnel addresses; zero for every packet without an IPv6 underlay.
@@ -288,8 +296,17 @@ pub struct FlowKey {
     pub nw_frag: u8,
     /// OpenFlow IPV6_EXTHDR bits (`EXTHDR_*`).
     pub ipv6_exthdr: u16,
+    /// Flags of a tunnelled packet (`tun_flags`) in OVS's layout ([`TUN_F_OAM`] the one
+    /// OpenFlow sees, then [`TUN_F_DF`], [`TUN_F_CSUM`], [`TUN_F_KEY`]); zero otherwise.
+    /// Kept, with the group policy fields, in the L3 stage's spare bytes.
+    pub tun_flags: u16,
+    /// VXLAN Group Policy ID of a tunnelled packet (`tun_gbp_id`); zero otherwise.
+    pub tun_gbp_id: u16,
+    /// VXLAN Group Policy flags (`tun_gbp_flags`: 0x40 "don't learn", 0x08 "policy
+    /// applied"); zero otherwise.
+    pub tun_gbp_flags: u8,
     /// Always zero.
-    pub pad_l3: [u8; 6],
+    pub pad_l3: u8,
 
     // ---- stage 3: L4 (words 25..30) ----
     /// TCP/UDP/SCTP source port, or ICMP type.

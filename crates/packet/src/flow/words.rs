@@ -61,7 +61,10 @@ impl FlowKey {
         nw_ttl: 0,
         nw_frag: 0,
         ipv6_exthdr: 0,
-        pad_l3: [0; 6],
+        tun_flags: 0,
+        tun_gbp_id: 0,
+        tun_gbp_flags: 0,
+        pad_l3: 0,
         tp_src: 0,
         tp_dst: 0,
         tcp_flags: 0,
@@ -118,6 +121,9 @@ impl FlowKey {
             nw_ttl,
             nw_frag,
             ipv6_exthdr,
+            tun_flags,
+            tun_gbp_id,
+            tun_gbp_flags,
             pad_l3,
             tp_src,
             tp_dst,
@@ -179,7 +185,10 @@ impl FlowKey {
         put(&mut b, o!(nw_ttl), [nw_ttl]);
         put(&mut b, o!(nw_frag), [nw_frag]);
         put(&mut b, o!(ipv6_exthdr), ipv6_exthdr.to_ne_bytes());
-        put(&mut b, o!(pad_l3), pad_l3);
+        put(&mut b, o!(tun_flags), tun_flags.to_ne_bytes());
+        put(&mut b, o!(tun_gbp_id), tun_gbp_id.to_ne_bytes());
+        put(&mut b, o!(tun_gbp_flags), [tun_gbp_flags]);
+        put(&mut b, o!(pad_l3), [pad_l3]);
         put(&mut b, o!(tp_src), tp_src.to_ne_bytes());
         put(&mut b, o!(tp_dst), tp_dst.to_ne_bytes());
         put(&mut b, o!(tcp_flags), tcp_flags.to_ne_bytes());
@@ -251,7 +260,10 @@ impl FlowKey {
             nw_ttl,
             nw_frag,
             ipv6_exthdr: u16::from_ne_bytes(g!(ipv6_exthdr)),
-            pad_l3: g!(pad_l3),
+            tun_flags: u16::from_ne_bytes(g!(tun_flags)),
+            tun_gbp_id: u16::from_ne_bytes(g!(tun_gbp_id)),
+            tun_gbp_flags: u8::from_ne_bytes(g!(tun_gbp_flags)),
+            pad_l3: u8::from_ne_bytes(g!(pad_l3)),
             tp_src: u16::from_ne_bytes(g!(tp_src)),
             tp_dst: u16::from_ne_bytes(g!(tp_dst)),
             tcp_flags: u16::from_ne_bytes(g!(tcp_flags)),
