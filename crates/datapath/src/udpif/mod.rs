@@ -64,7 +64,9 @@
 //! plane calls after changing rules, before acknowledging the change — waits for a
 //! revalidation round that started after the change, then for every poll thread serving
 //! the bridge to pass through its loop twice, so no batch that began with the old decision
-//! is still running.
+//! is still running. The round runs on the caller's thread unless another is running (then
+//! the revalidator is asked for one): rounds `sync` counts on hold `round_lock`, so a round
+//! that began after the call and has ended is enough for any caller.
 //! A change is published when its write session ends, before the control plane calls
 //! `sync`. The handler holds the index lock across take-snapshot, translate and insert; the
 //! revalidator lists the megaflows under the same lock, and every chunk's snapshot is
@@ -269,6 +271,10 @@ pub struct Udpif {
     last_kick_ms: AtomicU64,
     reval_done: Mutex<u64>,
     done_cv: Condvar,
+    /// Held across every round [`Udpif::sync`] may count on (the revalidator's and
+    /// `sync`'s own), with the number of such rounds begun, counted under it.
+    round_lock: Mutex<()>,
+    rounds_begun: AtomicU64,
     stop: AtomicBool,
     /// True while a revalidator thread runs (otherwise [`Udpif::sync`] has nothing to wait
     /// for: the uncached pipeline reads the tables for every packet).
@@ -381,6 +387,8 @@ impl Udpif {
             last_kick_ms: AtomicU64::new(0),
             reval_done: Mutex::new(0),
             done_cv: Condvar::new(),
+            round_lock: Mutex::new(()),
+            rounds_begun: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             revalidating: AtomicBool::new(false),
             expiry_due: AtomicBool::new(false),
@@ -511,14 +519,20 @@ impl Udpif {
         self.packet_ins.1.try_iter().collect()
     }
 
-    /// Asks for a revalidation round and waits until one that started after this call has
-    /// finished and the poll thread has gone round its loop twice. Returns false if that
-    /// took longer than `timeout` (the change is still applied; caches catch up).
+    /// Waits until a revalidation round that started after this call has finished and the
+    /// poll thread has gone round its loop twice. Returns false if that took longer than
+    /// `timeout` (the change is still applied; caches catch up).
     ///
     /// With no megaflow installed and no upcall being handled there is nothing a round
     /// could change (an upcall still queued is translated after the caller's change), so
     /// this returns at once: a stream of flow_mods each followed by a barrier, as
     /// `ovs-ofctl add-flows` sends, costs no wake-ups while no traffic is cached.
+    ///
+    /// Otherwise the round runs on the calling thread when no other round is running, so a
+    /// barrier costs no hand-off to the revalidator and back (two wake-ups per flow_mod of
+    /// `ovs-ofctl add-flows` while any traffic is cached); a round that began after this
+    /// call and finished meanwhile (another barrier's) is enough. While a round is running
+    /// elsewhere, the revalidator is asked for one and waited for, as before.
     pub fn sync(&self, timeout: Duration) -> bool {
         if !self.revalidating.load(Ordering::Acquire) {
             return true;
@@ -529,6 +543,37 @@ impl Udpif {
             return true;
         }
         let deadline = Instant::now() + timeout;
+        let begun = self.rounds_begun.load(Ordering::SeqCst);
+        let ran_here = match self.round_lock.try_lock() {
+            Ok(_g) => {
+                self.counted_round(begun);
+                true
+            }
+            Err(std::sync::TryLockError::Poisoned(e)) => {
+                let _g = e.into_inner();
+                self.counted_round(begun);
+                true
+            }
+            Err(std::sync::TryLockError::WouldBlock) => false,
+        };
+        if !ran_here && !self.wait_for_round(deadline) {
+            return false;
+        }
+        self.wait_for_poll_threads(deadline)
+    }
+
+    /// With `round_lock` held: runs a round unless one began after `begun` was read (and,
+    /// as the lock is free, has finished).
+    fn counted_round(&self, begun: u64) {
+        if self.rounds_begun.load(Ordering::SeqCst) == begun {
+            self.rounds_begun.fetch_add(1, Ordering::SeqCst);
+            round(self);
+        }
+    }
+
+    /// Asks the revalidator for a round and waits until one that started after this call
+    /// has finished; false at `deadline`.
+    fn wait_for_round(&self, deadline: Instant) -> bool {
         let want = {
             let mut r = lock(&self.reval_req);
             *r += 1;
@@ -546,7 +591,12 @@ impl Udpif {
                 Err(e) => e.into_inner().0,
             };
         }
-        drop(done);
+        true
+    }
+
+    /// Waits until every poll thread that is not parked has gone round its loop twice;
+    /// false at `deadline`.
+    fn wait_for_poll_threads(&self, deadline: Instant) -> bool {
         let epochs: Vec<Arc<AtomicU64>> = {
             let mut v = lock(&self.epochs);
             v.retain(|w| w.strong_count() > 0);

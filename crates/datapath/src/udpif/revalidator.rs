@@ -32,7 +32,7 @@ pub(super) fn revalidator_main(u: &Udpif) {
             hot_until = Instant::now() + KICK_HOT;
         }
         seen_req = target;
-        round(u);
+        counted_round(u);
         if !u.port_changes.1.is_empty() || !u.learned.1.is_empty() {
             // Queued while a write session was open and none came since.
             drop(u.try_of());
@@ -53,7 +53,7 @@ pub(super) fn revalidator_main(u: &Udpif) {
             };
             if expired > 0 {
                 // Their megaflows go in another round at once.
-                round(u);
+                counted_round(u);
             }
             // Expired connections: off the poll threads, bounded work per round.
             crate::ct::sweep(clock::now_ms(), 100_000);
@@ -62,6 +62,13 @@ pub(super) fn revalidator_main(u: &Udpif) {
         *d = (*d).max(target);
         u.done_cv.notify_all();
     }
+}
+
+/// A round [`Udpif::sync`] may count on: run under its lock, and counted.
+fn counted_round(u: &Udpif) {
+    let _g = lock(&u.round_lock);
+    u.rounds_begun.fetch_add(1, Ordering::SeqCst);
+    round(u);
 }
 
 /// One revalidation round (see the module documentation).

@@ -11,8 +11,9 @@
 //! ## Threads
 //! [`run`] is the reader: it owns the receive side and loops reading with a 100 ms timeout
 //! (which is also how often the session's timers are looked at), answering each request in
-//! order. Everything to be sent — replies, echo probes, asynchronous messages from the
-//! dispatcher — goes through one bounded queue to a writer thread, so messages leave in
+//! order; while the peer talks back to back it polls briefly before it sleeps
+//! ([`super::spin`]). Everything to be sent — replies, echo probes, asynchronous messages
+//! from the dispatcher — goes through one bounded queue to a writer thread, so messages leave in
 //! the order they were produced and a slow peer never blocks the dispatcher (asynchronous
 //! messages that find the queue full are dropped and counted; replies wait). A reply that
 //! finds nothing queued or being written is written by the reader itself under the same
@@ -35,7 +36,7 @@ use openflow::actions::OFPCML_NO_BUFFER;
 use openflow::wire::nicira::{NxMessage, PacketIn2, NXPIF_NXT_PACKET_IN2};
 use openflow::wire::{self, Message};
 use openflow::OfError;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -512,6 +513,7 @@ fn reader(
     let mut s = Session::new(&cfg.versions, cfg.inactivity_probe_ms, now_ms());
     let mut batch = super::packet_out::OutBatch::default();
     let mut chunk = vec![0u8; 65536];
+    let mut spin = super::spin::Spin::default();
     // Our hello.
     if !drive(b, c, &mut s, &mut batch, slot) {
         return;
@@ -523,7 +525,7 @@ fn reader(
         {
             return;
         }
-        match rd.read(&mut chunk) {
+        match spin.read(&mut rd, &mut chunk) {
             Ok(0) => return,
             Ok(n) => s.receive(chunk.get(..n).unwrap_or_default()),
             Err(e)

@@ -60,6 +60,7 @@ pub mod pin_meta;
 pub mod resume;
 pub mod role;
 pub mod session;
+pub mod spin;
 pub mod ssl;
 pub mod stats;
 pub mod status;

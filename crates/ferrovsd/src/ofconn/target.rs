@@ -217,6 +217,22 @@ impl Stream {
     }
 }
 
+impl Stream {
+    /// Reads what has already arrived without waiting (`recv` with `MSG_DONTWAIT`):
+    /// `WouldBlock` if nothing has.
+    pub fn read_now(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let fd = match self {
+            Stream::Tcp(s) | Stream::TlsPending(s) => s.as_raw_fd(),
+            Stream::Unix(s) | Stream::Tls(s, _) => s.as_raw_fd(),
+        };
+        // SAFETY: `b` is valid for writes of `b.len()` bytes and `fd` is open while `self`
+        // lives.
+        let n = unsafe { libc::recv(fd, b.as_mut_ptr().cast(), b.len(), libc::MSG_DONTWAIT) };
+        usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
+    }
+}
+
 impl Read for Stream {
     fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
         match self {
