@@ -144,8 +144,7 @@ pub struct RecircWords<'a> {
     first: &'a [u64; flow::FLOW_KEY_WORDS],
     /// Word 0: `in_port` as in `first`, `recirc_id` the new one.
     w0: u64,
-    /// The connection-tracking words ([`flow::CT_WORDS_START`]..).
-    ct: [u64; CT_WORDS],
+    res: Option<&'a CtResult>,
 }
 
 /// Words of the key's connection-tracking stage.
@@ -171,64 +170,66 @@ impl<'a> RecircWords<'a> {
     /// The view of the key `first` recirculates with under `recirc_id` after the verdict
     /// `res` (as [`recirculate_in_place`]).
     #[inline(always)]
-    pub fn new(first: &'a FlowKey, recirc_id: u32, res: Option<&CtResult>) -> RecircWords<'a> {
-        let w = first.as_words();
+    pub fn new(first: &'a FlowKey, recirc_id: u32, res: Option<&'a CtResult>) -> RecircWords<'a> {
         let mut id = [0u8; 8];
         id[..4].copy_from_slice(&first.in_port.to_ne_bytes());
         id[4..].copy_from_slice(&recirc_id.to_ne_bytes());
-        let mut ct = [0u64; CT_WORDS];
-        if let Some(r) = res {
-            let (proto, tp, src, dst) = match &r.orig {
-                Some(o) => {
-                    let icmp = matches!(o.proto, flow::IPPROTO_ICMP | flow::IPPROTO_ICMPV6);
-                    let tp = if icmp {
-                        (u16::from(o.icmp_type), u16::from(o.icmp_code))
-                    } else {
-                        (o.sport, o.dport)
-                    };
-                    (o.proto, tp, o.src, o.dst)
-                }
-                None => (0, (0, 0), [0; 16], [0; 16]),
-            };
-            let mut b = [0u8; 8];
-            b[0] = r.state as u8;
-            b[1] = proto;
-            b[2..4].copy_from_slice(&r.zone.to_ne_bytes());
-            b[4..].copy_from_slice(&r.mark.to_ne_bytes());
-            ct[0] = u64::from_ne_bytes(b);
-            let mut b = [0u8; 8];
-            b[..2].copy_from_slice(&tp.0.to_ne_bytes());
-            b[2..4].copy_from_slice(&tp.1.to_ne_bytes());
-            ct[1] = u64::from_ne_bytes(b);
-            let label = r.label.to_be_bytes();
-            for (j, chunk) in [&label, &src, &dst].into_iter().enumerate() {
-                let (hi, lo) = chunk.split_at(8);
-                ct[2 + 2 * j] = u64::from_ne_bytes(hi.try_into().unwrap_or_default());
-                ct[3 + 2 * j] = u64::from_ne_bytes(lo.try_into().unwrap_or_default());
-            }
-        }
         RecircWords {
-            first: w,
+            first: first.as_words(),
             w0: u64::from_ne_bytes(id),
-            ct,
+            res,
         }
     }
 
-    /// Word `i` of the recirculated key.
+    /// Word `i` of the recirculated key (computed when asked: a megaflow reads a few).
     #[inline(always)]
     pub fn word(&self, i: usize) -> u64 {
         if i == 0 {
             self.w0
         } else if i == METADATA_WORD || REGS_WORDS.contains(&i) {
             0
-        } else if let Some(w) = i
-            .checked_sub(flow::CT_WORDS_START)
-            .and_then(|j| self.ct.get(j))
-        {
-            *w
+        } else if (flow::CT_WORDS_START..flow::CT_WORDS_START + CT_WORDS).contains(&i) {
+            self.res.map_or(0, |r| ct_word(r, i - flow::CT_WORDS_START))
         } else {
             self.first.get(i).copied().unwrap_or(0)
         }
+    }
+}
+
+/// Word `j` of the connection-tracking stage of a key after the verdict `r` (as
+/// `set_ct_fields` writes it).
+#[inline(always)]
+fn ct_word(r: &CtResult, j: usize) -> u64 {
+    let o = r.orig.as_ref();
+    let half = |b: &[u8; 16], hi: bool| {
+        let (h, l) = b.split_at(8);
+        u64::from_ne_bytes((if hi { h } else { l }).try_into().unwrap_or_default())
+    };
+    match j {
+        0 => {
+            let mut b = [0u8; 8];
+            b[0] = r.state as u8;
+            b[1] = o.map_or(0, |o| o.proto);
+            b[2..4].copy_from_slice(&r.zone.to_ne_bytes());
+            b[4..].copy_from_slice(&r.mark.to_ne_bytes());
+            u64::from_ne_bytes(b)
+        }
+        1 => {
+            let (s, d) = o.map_or((0, 0), |o| {
+                if matches!(o.proto, flow::IPPROTO_ICMP | flow::IPPROTO_ICMPV6) {
+                    (u16::from(o.icmp_type), u16::from(o.icmp_code))
+                } else {
+                    (o.sport, o.dport)
+                }
+            });
+            let mut b = [0u8; 8];
+            b[..2].copy_from_slice(&s.to_ne_bytes());
+            b[2..4].copy_from_slice(&d.to_ne_bytes());
+            u64::from_ne_bytes(b)
+        }
+        2 | 3 => half(&r.label.to_be_bytes(), j == 2),
+        4 | 5 => o.map_or(0, |o| half(&o.src, j == 4)),
+        _ => o.map_or(0, |o| half(&o.dst, j == 6)),
     }
 }
 

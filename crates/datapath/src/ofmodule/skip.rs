@@ -81,7 +81,7 @@ impl NextHops {
 
     /// The live megaflow known for `id` that covers the recirculated key `key`, with its
     /// output port.
-    #[inline]
+    #[inline(always)]
     pub(super) fn find(&self, id: u32, key: &RecircWords<'_>) -> Option<(&Megaflow, u32)> {
         let s = self.slots.get(id as usize % SLOTS)?;
         if s.id != id {
