@@ -134,6 +134,105 @@ pub fn recirculate_in_place(k: &mut FlowKey, recirc_id: u32, res: Option<&CtResu
     set_ct_fields(k, recirc_id, res);
 }
 
+/// The words of the key [`recirculate_in_place`] would make from `first`, without making
+/// it: what a megaflow's compact compare reads (see `Megaflow::covers_words`), computed from
+/// the pass's key and the verdict in registers. The recirculation shortcut
+/// (`ofmodule::skip`) checks the next pass's megaflow against it instead of writing the
+/// 360-byte key. Equal word for word to the built key (a proptest in
+/// `tests/ct_pipeline.rs`).
+pub struct RecircWords<'a> {
+    first: &'a [u64; flow::FLOW_KEY_WORDS],
+    /// Word 0: `in_port` as in `first`, `recirc_id` the new one.
+    w0: u64,
+    res: Option<&'a CtResult>,
+}
+
+/// Words of the key's connection-tracking stage.
+const CT_WORDS: usize = flow::TUN_OPTS_WORDS_START - flow::CT_WORDS_START;
+/// The word of `metadata`, and the words of the registers: zero after a recirculation.
+const METADATA_WORD: usize = std::mem::offset_of!(FlowKey, metadata) / 8;
+const REGS_WORDS: std::ops::Range<usize> = {
+    let s = std::mem::offset_of!(FlowKey, regs) / 8;
+    s..s + flow::N_REGS / 2
+};
+const _: () = assert!(std::mem::offset_of!(FlowKey, in_port) == 0);
+const _: () = assert!(std::mem::offset_of!(FlowKey, recirc_id) == 4);
+const _: () = assert!(std::mem::offset_of!(FlowKey, metadata) % 8 == 0);
+const _: () = assert!(std::mem::offset_of!(FlowKey, regs) % 8 == 0);
+const _: () = assert!(std::mem::offset_of!(FlowKey, ct_state) == flow::CT_WORDS_START * 8);
+const _: () = assert!(std::mem::offset_of!(FlowKey, ct_tp_src) == flow::CT_WORDS_START * 8 + 8);
+const _: () = assert!(std::mem::offset_of!(FlowKey, ct_label) == flow::CT_WORDS_START * 8 + 16);
+const _: () = assert!(std::mem::offset_of!(FlowKey, ct_src) == flow::CT_WORDS_START * 8 + 32);
+const _: () = assert!(std::mem::offset_of!(FlowKey, ct_dst) == flow::CT_WORDS_START * 8 + 48);
+const _: () = assert!(CT_WORDS == 8);
+
+impl<'a> RecircWords<'a> {
+    /// The view of the key `first` recirculates with under `recirc_id` after the verdict
+    /// `res` (as [`recirculate_in_place`]).
+    #[inline(always)]
+    pub fn new(first: &'a FlowKey, recirc_id: u32, res: Option<&'a CtResult>) -> RecircWords<'a> {
+        let mut id = [0u8; 8];
+        id[..4].copy_from_slice(&first.in_port.to_ne_bytes());
+        id[4..].copy_from_slice(&recirc_id.to_ne_bytes());
+        RecircWords {
+            first: first.as_words(),
+            w0: u64::from_ne_bytes(id),
+            res,
+        }
+    }
+
+    /// Word `i` of the recirculated key (computed when asked: a megaflow reads a few).
+    #[inline(always)]
+    pub fn word(&self, i: usize) -> u64 {
+        if i == 0 {
+            self.w0
+        } else if i == METADATA_WORD || REGS_WORDS.contains(&i) {
+            0
+        } else if (flow::CT_WORDS_START..flow::CT_WORDS_START + CT_WORDS).contains(&i) {
+            self.res.map_or(0, |r| ct_word(r, i - flow::CT_WORDS_START))
+        } else {
+            self.first.get(i).copied().unwrap_or(0)
+        }
+    }
+}
+
+/// Word `j` of the connection-tracking stage of a key after the verdict `r` (as
+/// `set_ct_fields` writes it).
+#[inline(always)]
+fn ct_word(r: &CtResult, j: usize) -> u64 {
+    let o = r.orig.as_ref();
+    let half = |b: &[u8; 16], hi: bool| {
+        let (h, l) = b.split_at(8);
+        u64::from_ne_bytes((if hi { h } else { l }).try_into().unwrap_or_default())
+    };
+    match j {
+        0 => {
+            let mut b = [0u8; 8];
+            b[0] = r.state as u8;
+            b[1] = o.map_or(0, |o| o.proto);
+            b[2..4].copy_from_slice(&r.zone.to_ne_bytes());
+            b[4..].copy_from_slice(&r.mark.to_ne_bytes());
+            u64::from_ne_bytes(b)
+        }
+        1 => {
+            let (s, d) = o.map_or((0, 0), |o| {
+                if matches!(o.proto, flow::IPPROTO_ICMP | flow::IPPROTO_ICMPV6) {
+                    (u16::from(o.icmp_type), u16::from(o.icmp_code))
+                } else {
+                    (o.sport, o.dport)
+                }
+            });
+            let mut b = [0u8; 8];
+            b[..2].copy_from_slice(&s.to_ne_bytes());
+            b[2..4].copy_from_slice(&d.to_ne_bytes());
+            u64::from_ne_bytes(b)
+        }
+        2 | 3 => half(&r.label.to_be_bytes(), j == 2),
+        4 | 5 => o.map_or(0, |o| half(&o.src, j == 4)),
+        _ => o.map_or(0, |o| half(&o.dst, j == 6)),
+    }
+}
+
 /// [`recirc_key`] by extracting `pkt` again: the only way after the packet changed, and the
 /// reference for the incremental build.
 pub fn recirc_key_fresh(

@@ -176,6 +176,22 @@ impl Megaflow {
         same
     }
 
+    /// [`Megaflow::covers_fast`] for a key given word by word (`word(i)` is word `i`),
+    /// which need not exist as a key; `None` when this megaflow keeps no compact key (its
+    /// mask has more than [`INLINE_WORDS`] non-zero words).
+    #[inline(always)]
+    pub fn covers_words(&self, word: impl Fn(usize) -> u64) -> Option<bool> {
+        let n = usize::from(self.n_ckey);
+        if n == 0 {
+            return None;
+        }
+        let mut same = true;
+        for j in 0..n {
+            same &= word(usize::from(self.cidx[j])) & self.cmask[j] == self.ckey[j];
+        }
+        Some(same)
+    }
+
     /// Adds `packets`/`bytes` used at `now_ms`. Single writer (the poll thread).
     #[inline]
     pub fn account(&self, packets: u64, bytes: u64, now_ms: u64) {

@@ -39,6 +39,8 @@ pub(super) struct Exec {
     pub(super) rng: u64,
     /// This poll thread's cache of connections (see `conntrack::cache`).
     pub(super) ct_cache: conntrack::ConnCache,
+    /// The megaflows recirculated packets hit, for the shortcut (see `skip`).
+    pub(super) next: super::skip::NextHops,
 }
 
 /// Packets queued for their next pass: the keys apart from the rest, so that a round of
@@ -254,6 +256,24 @@ impl Exec {
                     }
                     self.stats.recirculations += 1;
                     if Some(i) == last_send {
+                        if clean.is_some() && self.recirc.is_empty() {
+                            let view = crate::ct::RecircWords::new(key, *id, ct_res.as_ref());
+                            if let Some((m, port)) = self.next.find(*id, &view) {
+                                // The recirculated pass, as its first lookup stage would
+                                // have made it (see `skip`).
+                                m.account(1, pkt.len() as u64, now_ms);
+                                self.stats.megaflow_hits += 1;
+                                self.stats.recirc_shortcuts += 1;
+                                match self.slot(port) {
+                                    Some(slot) => out.emit(slot, pkt, pool),
+                                    None => {
+                                        self.stats.unknown_port += 1;
+                                        out.drop_packet(pkt, pool);
+                                    }
+                                }
+                                return;
+                            }
+                        }
                         self.push_recirc(key, clean, *id, ct_res.as_ref(), in_slot, pkt);
                         return;
                     }

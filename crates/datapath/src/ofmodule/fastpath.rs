@@ -103,6 +103,10 @@ impl OpenFlow {
                 };
                 if !std::ptr::eq(port_of.0, Arc::as_ptr(m)) {
                     port_of = (Arc::as_ptr(m), self.exec.slot(p));
+                    if kind == 1 {
+                        // A recirculated pass: the shortcut's candidate (see `skip`).
+                        self.exec.next.learn(m);
+                    }
                 }
                 let Some(slot) = port_of.1 else {
                     self.exec.stats.unknown_port += 1;

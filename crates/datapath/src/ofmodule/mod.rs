@@ -46,6 +46,7 @@ use exec::{Exec, NO_SLOT};
 mod exec;
 mod fastpath;
 mod lookup;
+mod skip;
 mod tunnel;
 mod uniform;
 
@@ -82,6 +83,9 @@ pub struct OpenFlowStats {
     pub ct_executions: u64,
     /// Packets re-injected by `recirc`.
     pub recirculations: u64,
+    /// Recirculated passes made without a round: the packet went to the megaflow the
+    /// poll thread knew for it (see `skip`); also counted in `recirculations`.
+    pub recirc_shortcuts: u64,
     /// Packets dropped for recirculating more than `MAX_RECIRC_DEPTH` times.
     pub recirc_too_deep: u64,
     /// Packets `sample` actions chose and handed to the flow-sample exporter.
@@ -187,6 +191,7 @@ impl OpenFlow {
                 // Each replica its own sequence: seeded from its loop counter's address.
                 rng: (Arc::as_ptr(&epoch) as u64).rotate_left(29) ^ 0x2545_f491_4f6c_dd1d | 1,
                 ct_cache: conntrack::ConnCache::new(),
+                next: skip::NextHops::default(),
             },
             emc: Emc::new(emc_insert_inv_prob),
             dpcls: Dpcls::new(),
@@ -243,6 +248,7 @@ impl OpenFlow {
                 self.exec.udpif.flush();
                 self.dpcls.clear();
                 self.emc.clear();
+                self.exec.next.clear();
             }
             _ => {}
         }
@@ -447,6 +453,7 @@ impl SwitchLogic for OpenFlow {
         }
         self.dpcls.sweep();
         self.dpcls.rerank();
+        self.exec.next.purge();
     }
 
     fn configure(&mut self, key: &str, value: &str) -> Result<(), ModuleError> {
@@ -551,6 +558,8 @@ impl SwitchLogic for OpenFlow {
             ("copy_failures", s.copy_failures),
             ("unknown_port", s.unknown_port),
             ("bad_tunnel_options", s.bad_tunnel_options),
+            ("recirculations", s.recirculations),
+            ("recirc_shortcuts", s.recirc_shortcuts),
         ]
     }
 }
