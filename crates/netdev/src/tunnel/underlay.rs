@@ -65,55 +65,32 @@ impl UnderlayPort {
         // Decapsulated packets go to their tunnel port a burst at a time: one burst per run
         // of packets for the same tunnel.
         let mut to: Option<(&Arc<table::Tunnel>, Batch)> = None;
+        // The previous packet's outer headers where they decide the outcome, and that
+        // outcome: a burst from one remote repeats them (see [`Repeat`]).
+        let mut last: Option<Repeat<'_>> = None;
         for mut p in batch.drain() {
             let d = p.data();
-            if let Some((ip, mac)) = nd::snoop(d) {
-                table::snoop(ip, mac, &self.u.name);
-            }
-            let parsed = wire::parse(d, port_kind).filter(|r| r.proto != Proto::Gre || any_gre);
-            let Some(r) = parsed else {
-                // `keep` holds a whole batch, so this push cannot fail.
-                if let Err(p) = self.keep.push(p) {
-                    pool.free(p);
+            let hit = last.as_ref().and_then(|l| l.check(d));
+            let (t, meta, hdr_len) = match hit {
+                Some(hit) => hit,
+                None => {
+                    let Some((t, r)) = self.classify(d, &tunnels, port_kind, any_gre) else {
+                        // `keep` holds a whole batch, so this push cannot fail.
+                        if let Err(p) = self.keep.push(p) {
+                            pool.free(p);
+                        }
+                        continue;
+                    };
+                    let Some(t) = t else {
+                        table::count_unmatched();
+                        pool.free(p);
+                        continue;
+                    };
+                    last = Repeat::new(d, t, &r);
+                    (t, r.meta, r.hdr_len)
                 }
-                continue;
             };
-            let (outer_src, outer_dst) = if r.meta.is_ipv6() {
-                (IpAddr::from(r.meta.ipv6_src), IpAddr::from(r.meta.ipv6_dst))
-            } else {
-                (IpAddr::from(r.meta.src), IpAddr::from(r.meta.dst))
-            };
-            let best = tunnels
-                .iter()
-                .filter(|t| {
-                    t.cfg.proto == r.proto
-                        && (r.proto == Proto::Gre || t.cfg.dst_port == r.dst_port)
-                        && match t.cfg.local {
-                            Some(super::Addr::Fixed(a)) => a == outer_dst,
-                            _ => true,
-                        }
-                        && match t.cfg.remote {
-                            super::Addr::Fixed(a) => a == outer_src,
-                            super::Addr::Flow => true,
-                        }
-                        && match t.cfg.in_key {
-                            super::Key::Fixed(k) => k == r.meta.id,
-                            super::Key::Flow => true,
-                        }
-                })
-                // OVS prefers the most specific port: a fixed remote, then a fixed key.
-                .min_by_key(|t| {
-                    (
-                        matches!(t.cfg.remote, super::Addr::Flow),
-                        matches!(t.cfg.in_key, super::Key::Flow),
-                    )
-                });
-            let Some(t) = best else {
-                table::count_unmatched();
-                pool.free(p);
-                continue;
-            };
-            if !p.pull_front(r.hdr_len) || !p.set_tun(&r.meta) {
+            if !p.pull_front(hdr_len) || !p.set_tun(&meta) {
                 pool.free(p);
                 continue;
             }
@@ -133,6 +110,156 @@ impl UnderlayPort {
             let _ = cur.rx.send(b, pool);
         }
         std::mem::swap(batch, &mut self.keep);
+    }
+
+    /// A frame's fate the long way: `None` if it is no tunnel packet (it goes on to the
+    /// host; ARP and Neighbor Advertisements teach the neighbour cache), else the tunnel it
+    /// belongs to (`None`: no tunnel takes it) and what its outer headers said.
+    #[inline]
+    fn classify<'t>(
+        &self,
+        d: &[u8],
+        tunnels: &'t [Arc<table::Tunnel>],
+        port_kind: impl Fn(u16) -> Option<Proto>,
+        any_gre: bool,
+    ) -> Option<(Option<&'t Arc<table::Tunnel>>, wire::Parsed)> {
+        if let Some((ip, mac)) = nd::snoop(d) {
+            table::snoop(ip, mac, &self.u.name);
+        }
+        let r = wire::parse(d, port_kind).filter(|r| r.proto != Proto::Gre || any_gre)?;
+        let (outer_src, outer_dst) = if r.meta.is_ipv6() {
+            (IpAddr::from(r.meta.ipv6_src), IpAddr::from(r.meta.ipv6_dst))
+        } else {
+            (IpAddr::from(r.meta.src), IpAddr::from(r.meta.dst))
+        };
+        let best = tunnels
+            .iter()
+            .filter(|t| {
+                t.cfg.proto == r.proto
+                    && (r.proto == Proto::Gre || t.cfg.dst_port == r.dst_port)
+                    && match t.cfg.local {
+                        Some(super::Addr::Fixed(a)) => a == outer_dst,
+                        _ => true,
+                    }
+                    && match t.cfg.remote {
+                        super::Addr::Fixed(a) => a == outer_src,
+                        super::Addr::Flow => true,
+                    }
+                    && match t.cfg.in_key {
+                        super::Key::Fixed(k) => k == r.meta.id,
+                        super::Key::Flow => true,
+                    }
+            })
+            // OVS prefers the most specific port: a fixed remote, then a fixed key.
+            .min_by_key(|t| {
+                (
+                    matches!(t.cfg.remote, super::Addr::Flow),
+                    matches!(t.cfg.in_key, super::Key::Flow),
+                )
+            });
+        Some((best, r))
+    }
+}
+
+/// Bytes of outer headers [`Repeat`] handles: Ethernet, IPv4 without options, UDP and an
+/// 8-byte VXLAN or Geneve header (no options).
+const V4_UDP_HDR: usize = 50;
+/// The bytes of a frame [`Repeat`] compares: from the EtherType to two bytes past the
+/// tunnel header, as five words.
+const SIG_AT: usize = 12;
+const SIG_LEN: usize = 40;
+
+/// Which of those bytes decide how a frame is decapsulated: all but the IPv4 total length,
+/// identification and checksum, the UDP source port, length and checksum (whose being zero
+/// or not is read per packet), and the two bytes of the inner frame.
+const fn sig_mask() -> [u64; SIG_LEN / 8] {
+    let mut m = [0xffu8; SIG_LEN];
+    let skip = [16, 17, 18, 19, 24, 25, 34, 35, 38, 39, 40, 41, 50, 51];
+    let mut i = 0;
+    while i < skip.len() {
+        m[skip[i] - SIG_AT] = 0;
+        i += 1;
+    }
+    let mut w = [0u64; SIG_LEN / 8];
+    let mut j = 0;
+    while j < SIG_LEN / 8 {
+        let b = [
+            m[j * 8],
+            m[j * 8 + 1],
+            m[j * 8 + 2],
+            m[j * 8 + 3],
+            m[j * 8 + 4],
+            m[j * 8 + 5],
+            m[j * 8 + 6],
+            m[j * 8 + 7],
+        ];
+        w[j] = u64::from_le_bytes(b);
+        j += 1;
+    }
+    w
+}
+const SIG_MASK: [u64; SIG_LEN / 8] = sig_mask();
+
+/// The masked signature of `d`'s outer headers, if `d` is long enough to hold them and an
+/// inner Ethernet header.
+#[inline]
+fn signature(d: &[u8]) -> Option<[u64; SIG_LEN / 8]> {
+    let b: &[u8; SIG_LEN] = d.get(SIG_AT..SIG_AT + SIG_LEN)?.try_into().ok()?;
+    if d.len() < V4_UDP_HDR + 14 {
+        return None;
+    }
+    let mut w = [0u64; SIG_LEN / 8];
+    for (i, (w, m)) in w.iter_mut().zip(SIG_MASK).enumerate() {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[i * 8..i * 8 + 8]);
+        *w = u64::from_le_bytes(x) & m;
+    }
+    Some(w)
+}
+
+/// The outcome of decapsulating one IPv4 VXLAN or Geneve (no options) frame, for the
+/// frames after it with the same outer headers: a burst from one remote differs only in
+/// the words [`sig_mask`] leaves out. The tunnel table is the burst's snapshot, so the
+/// tunnel found still holds; per packet remain the length checks [`wire::parse`] makes
+/// and the UDP checksum flag.
+struct Repeat<'t> {
+    sig: [u64; SIG_LEN / 8],
+    t: &'t Arc<table::Tunnel>,
+    meta: packet::TunMeta,
+}
+
+impl<'t> Repeat<'t> {
+    fn new(d: &[u8], t: &'t Arc<table::Tunnel>, r: &wire::Parsed) -> Option<Repeat<'t>> {
+        if r.proto == Proto::Gre || r.hdr_len != V4_UDP_HDR || r.meta.is_ipv6() {
+            return None;
+        }
+        Some(Repeat {
+            sig: signature(d)?,
+            t,
+            meta: r.meta,
+        })
+    }
+
+    /// `d`'s tunnel, metadata and outer header length if its outer headers repeat.
+    #[inline]
+    fn check(&self, d: &[u8]) -> Option<(&'t Arc<table::Tunnel>, packet::TunMeta, usize)> {
+        // Word by word, without a call to `memcmp`.
+        let w = signature(d)?;
+        if w.iter().zip(&self.sig).fold(0, |acc, (a, b)| acc | (a ^ b)) != 0 {
+            return None;
+        }
+        // What `wire::parse` checks per frame: the IPv4 total length within the frame and
+        // room for the UDP and tunnel headers and an inner Ethernet header.
+        let total = usize::from(u16::from_be_bytes([d[16], d[17]]));
+        if total + 14 > d.len() || total < V4_UDP_HDR - 14 + 14 {
+            return None;
+        }
+        let mut meta = self.meta;
+        meta.flags &= !wire::F_CSUM;
+        if d[40] | d[41] != 0 {
+            meta.flags |= wire::F_CSUM;
+        }
+        Some((self.t, meta, V4_UDP_HDR))
     }
 }
 
