@@ -200,21 +200,22 @@ const fn sig_mask() -> [u64; SIG_LEN / 8] {
 }
 const SIG_MASK: [u64; SIG_LEN / 8] = sig_mask();
 
-/// The masked signature of `d`'s outer headers, if `d` is long enough to hold them and an
-/// inner Ethernet header.
-#[inline]
-fn signature(d: &[u8]) -> Option<[u64; SIG_LEN / 8]> {
-    let b: &[u8; SIG_LEN] = d.get(SIG_AT..SIG_AT + SIG_LEN)?.try_into().ok()?;
+/// `d`'s outer header bytes [`Repeat`] compares, if `d` is long enough to hold them and
+/// an inner Ethernet header.
+#[inline(always)]
+fn outer_head(d: &[u8]) -> Option<&[u8; SIG_LEN]> {
     if d.len() < V4_UDP_HDR + 14 {
         return None;
     }
-    let mut w = [0u64; SIG_LEN / 8];
-    for (i, (w, m)) in w.iter_mut().zip(SIG_MASK).enumerate() {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(&b[i * 8..i * 8 + 8]);
-        *w = u64::from_le_bytes(x) & m;
-    }
-    Some(w)
+    d.get(SIG_AT..SIG_AT + SIG_LEN)?.try_into().ok()
+}
+
+/// The masked words of a header from [`outer_head`].
+#[inline(always)]
+fn outer_words(b: &[u8; SIG_LEN]) -> impl Iterator<Item = u64> + '_ {
+    b.chunks_exact(8)
+        .zip(SIG_MASK)
+        .map(|(c, m)| c.try_into().map_or(0, u64::from_le_bytes) & m)
 }
 
 /// The outcome of decapsulating one IPv4 VXLAN or Geneve (no options) frame, for the
@@ -233,8 +234,12 @@ impl<'t> Repeat<'t> {
         if r.proto == Proto::Gre || r.hdr_len != V4_UDP_HDR || r.meta.is_ipv6() {
             return None;
         }
+        let mut sig = [0u64; SIG_LEN / 8];
+        for (s, w) in sig.iter_mut().zip(outer_words(outer_head(d)?)) {
+            *s = w;
+        }
         Some(Repeat {
-            sig: signature(d)?,
+            sig,
             t,
             meta: r.meta,
         })
@@ -244,8 +249,10 @@ impl<'t> Repeat<'t> {
     #[inline]
     fn check(&self, d: &[u8]) -> Option<(&'t Arc<table::Tunnel>, packet::TunMeta, usize)> {
         // Word by word, without a call to `memcmp`.
-        let w = signature(d)?;
-        if w.iter().zip(&self.sig).fold(0, |acc, (a, b)| acc | (a ^ b)) != 0 {
+        let diff = outer_words(outer_head(d)?)
+            .zip(&self.sig)
+            .fold(0, |acc, (w, s)| acc | (w ^ s));
+        if diff != 0 {
             return None;
         }
         // What `wire::parse` checks per frame: the IPv4 total length within the frame and
