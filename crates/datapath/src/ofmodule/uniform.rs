@@ -160,12 +160,13 @@ impl OpenFlow {
         }
     }
 
-    /// A received batch of outer tunnel packets from one remote, on the underlay bridge:
-    /// forwarded on its first packet's megaflow when [`repeats_udp4`] holds and that
-    /// megaflow is `tnl_pop` alone; `false` (nothing done) otherwise. Only while some
-    /// tunnel exists (one relaxed load per batch otherwise).
+    /// A received batch of outer tunnel packets from one remote on the underlay bridge, or
+    /// of one inner flow bound for a tunnel: forwarded on its first packet's megaflow when
+    /// [`repeats_udp4`] holds and that megaflow is `tnl_pop` or `tnl_push` alone; `false`
+    /// (nothing done) otherwise. Only while some tunnel exists (one relaxed load per batch
+    /// otherwise).
     #[inline]
-    pub(super) fn pop_burst(
+    pub(super) fn tunnel_burst(
         &mut self,
         now: u64,
         batch: &mut Batch,
@@ -178,15 +179,15 @@ impl OpenFlow {
     }
 
     /// Forwards `batch` on its first packet's decision; `false` (nothing done, counters as
-    /// they were) if that decision may not hold for the others. `pop_only`: only if the
-    /// decision is `tnl_pop` to the bridge's internal port.
+    /// they were) if that decision may not hold for the others. `tunnel_only`: only if the
+    /// decision is `tnl_pop` to the bridge's internal port or `tnl_push`.
     fn burst_once(
         &mut self,
         now: u64,
         batch: &mut Batch,
         pool: &mut Pool,
         out: &mut Delivery<'_>,
-        pop_only: bool,
+        tunnel_only: bool,
     ) -> bool {
         let Some(first) = batch.packets().first() else {
             return true;
@@ -221,10 +222,10 @@ impl OpenFlow {
             found[0].cloned()
         };
         let m = m.filter(|m| {
-            !pop_only
+            !tunnel_only
                 || matches!(
                     m.actions.as_slice(),
-                    [DpAction::TnlPop { normal: false, .. }]
+                    [DpAction::TnlPop { normal: false, .. }] | [DpAction::TnlPush(_)]
                 )
         });
         let slot = match m.as_deref().and_then(for_burst) {
@@ -272,5 +273,89 @@ impl OpenFlow {
         }
         table.count_forwarded(rest);
         Some(slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn udp(len: usize, sport: u16) -> Vec<u8> {
+        let mut f = vec![0u8; len];
+        f[0..12].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
+        f[12..15].copy_from_slice(&[0x08, 0x00, 0x45]);
+        f[16..18].copy_from_slice(&((len - 14) as u16).to_be_bytes());
+        f[22..24].copy_from_slice(&[64, 17]);
+        f[26..34].copy_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        f[34..38].copy_from_slice(&[(sport >> 8) as u8, sport as u8, 0x12, 0xb5]);
+        f[38..40].copy_from_slice(&((len - 34) as u16).to_be_bytes());
+        f
+    }
+
+    fn batch(frames: &[Vec<u8>]) -> (Batch, Pool) {
+        let mut pool = Pool::new(frames.len());
+        let mut b = Batch::new();
+        for f in frames {
+            let mut p = pool.alloc().expect("buffer");
+            assert!(p.set_frame(f));
+            assert!(b.push(p).is_ok());
+        }
+        (b, pool)
+    }
+
+    /// Whether the flow keys of `frames` are all the first one's but for `tp_src`.
+    fn same_keys(frames: &[Vec<u8>]) -> bool {
+        let key = |f: &[u8]| {
+            let mut k = FlowKey::ZERO;
+            flow::extract_into(&mut k, f, 1);
+            k.tp_src = 0;
+            k
+        };
+        frames.iter().all(|f| key(f) == key(&frames[0]))
+    }
+
+    #[test]
+    fn a_burst_repeats_only_when_every_flow_key_but_the_source_port_does() {
+        let base = vec![udp(110, 50000), udp(111, 50001), udp(1400, 61000)];
+        let mut id = udp(110, 1);
+        id[18..20].copy_from_slice(&[0xab, 0xcd]);
+        id[24..26].copy_from_slice(&[0x12, 0x34]);
+        let mut padded = udp(110, 2);
+        padded.extend_from_slice(&[0; 6]);
+        let repeats = [base.clone(), vec![base[0].clone(), id, padded]];
+        for frames in &repeats {
+            assert!(same_keys(frames));
+            assert!(repeats_udp4(&batch(frames).0));
+        }
+        // A byte the key reads differs, or the datagram is not whole: no repeat.
+        let mut differ = Vec::new();
+        for (at, x) in [(0, 1), (11, 1), (15, 4), (22, 1), (29, 1), (33, 1), (37, 1)] {
+            let mut f = udp(110, 3);
+            f[at] ^= x;
+            differ.push(f);
+        }
+        let mut frag = udp(110, 3);
+        frag[20] = 0x20;
+        differ.push(frag);
+        let mut short = udp(110, 3);
+        short[16..18].copy_from_slice(&27u16.to_be_bytes());
+        differ.push(short);
+        differ.push(udp(110, 3)[..100].to_vec());
+        for (i, f) in differ.into_iter().enumerate() {
+            let frames = [base[0].clone(), f];
+            assert!(!repeats_udp4(&batch(&frames).0), "frame {i}");
+        }
+        // Only UDP over IPv4 without options, two packets or more.
+        let mut tcp = base.clone();
+        for f in &mut tcp {
+            f[23] = 6;
+        }
+        assert!(!repeats_udp4(&batch(&tcp).0));
+        let mut opts = base.clone();
+        for f in &mut opts {
+            f[14] = 0x46;
+        }
+        assert!(!repeats_udp4(&batch(&opts).0));
+        assert!(!repeats_udp4(&batch(&base[..1]).0));
     }
 }

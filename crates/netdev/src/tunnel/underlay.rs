@@ -67,7 +67,7 @@ impl UnderlayPort {
         let mut to: Option<(&Arc<table::Tunnel>, Batch)> = None;
         // The previous packet's outer headers where they decide the outcome, and that
         // outcome: a burst from one remote repeats them (see [`Repeat`]).
-        let mut last: Option<Repeat<'_>> = None;
+        let mut last: Option<Repeat<'_, Arc<table::Tunnel>>> = None;
         for mut p in batch.drain() {
             let d = p.data();
             let hit = last.as_ref().and_then(|l| l.check(d));
@@ -223,14 +223,14 @@ fn outer_words(b: &[u8; SIG_LEN]) -> impl Iterator<Item = u64> + '_ {
 /// the words [`sig_mask`] leaves out. The tunnel table is the burst's snapshot, so the
 /// tunnel found still holds; per packet remain the length checks [`wire::parse`] makes
 /// and the UDP checksum flag.
-struct Repeat<'t> {
+struct Repeat<'t, T> {
     sig: [u64; SIG_LEN / 8],
-    t: &'t Arc<table::Tunnel>,
+    t: &'t T,
     meta: packet::TunMeta,
 }
 
-impl<'t> Repeat<'t> {
-    fn new(d: &[u8], t: &'t Arc<table::Tunnel>, r: &wire::Parsed) -> Option<Repeat<'t>> {
+impl<'t, T> Repeat<'t, T> {
+    fn new(d: &[u8], t: &'t T, r: &wire::Parsed) -> Option<Repeat<'t, T>> {
         if r.proto == Proto::Gre || r.hdr_len != V4_UDP_HDR || r.meta.is_ipv6() {
             return None;
         }
@@ -247,7 +247,7 @@ impl<'t> Repeat<'t> {
 
     /// `d`'s tunnel, metadata and outer header length if its outer headers repeat.
     #[inline]
-    fn check(&self, d: &[u8]) -> Option<(&'t Arc<table::Tunnel>, packet::TunMeta, usize)> {
+    fn check(&self, d: &[u8]) -> Option<(&'t T, packet::TunMeta, usize)> {
         // Word by word, without a call to `memcmp`.
         let diff = outer_words(outer_head(d)?)
             .zip(&self.sig)
@@ -452,5 +452,100 @@ impl Port for UnderlayPort {
 
     fn close(&mut self) {
         self.inner.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn known(p: u16) -> Option<Proto> {
+        match p {
+            4789 => Some(Proto::Vxlan),
+            6081 => Some(Proto::Geneve),
+            _ => None,
+        }
+    }
+
+    /// An outer frame pushed by a template around an inner frame of `len` bytes.
+    fn outer(proto: Proto, len: usize, tos: u8) -> Vec<u8> {
+        let t = wire::Template::new(&wire::Outer {
+            proto,
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            dst: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            dst_port: proto.default_port(),
+            tos: Some(tos),
+            ttl: 64,
+            df: true,
+            csum: false,
+            gre_key: false,
+        });
+        let mut inner = vec![0x11u8; len];
+        inner[12..14].copy_from_slice(&[0x08, 0x00]);
+        inner[14] = 0x45;
+        inner[23] = 17;
+        inner[34..36].copy_from_slice(&(len as u16).to_be_bytes());
+        let mut pool = packet::Pool::new(1);
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&inner));
+        assert!(t.push(&mut p, 7, &[]));
+        p.data().to_vec()
+    }
+
+    #[test]
+    fn a_repeat_decapsulates_as_parse_does_and_only_what_parse_would() {
+        for proto in [Proto::Vxlan, Proto::Geneve] {
+            let first = outer(proto, 60, 0);
+            let r = wire::parse(&first, known).expect("a tunnel packet");
+            let rep = Repeat::new(&first, &(), &r).expect("repeatable");
+            let mut frames = vec![outer(proto, 61, 0), outer(proto, 1400, 0)];
+            let mut id = first.clone();
+            id[18] ^= 0xff;
+            frames.push(id);
+            let mut csum = first.clone();
+            csum[40] = 0x12;
+            frames.push(csum);
+            let mut padded = first.clone();
+            padded.extend_from_slice(&[0; 8]);
+            frames.push(padded);
+            // Each of these must be the same tunnel packet with this metadata.
+            for f in &frames {
+                let p = wire::parse(f, known).expect("a tunnel packet");
+                let (_, meta, hdr_len) = rep.check(f).expect("a repeat");
+                assert_eq!((meta, hdr_len), (p.meta, p.hdr_len), "{proto:?}");
+            }
+            // And these not: other outer headers or lengths that do not hold.
+            let mut others = vec![outer(proto, 60, 0x20)];
+            for (at, x) in [
+                (12, 0x86),
+                (20, 0x40),
+                (20, 0x20),
+                (22, 1),
+                (23, 1),
+                (29, 1),
+            ] {
+                let mut f = first.clone();
+                f[at] ^= x;
+                others.push(f);
+            }
+            for at in [37, 42, 44, 46, 48] {
+                let mut f = first.clone();
+                f[at] ^= 1;
+                others.push(f);
+            }
+            let mut long = first.clone();
+            long[17] = long[17].wrapping_add(1);
+            others.push(long);
+            let mut short = first.clone();
+            short[16..18].copy_from_slice(&49u16.to_be_bytes());
+            others.push(short);
+            others.push(first[..first.len() - 1].to_vec());
+            for (i, f) in others.iter().enumerate() {
+                assert!(rep.check(f).is_none(), "{proto:?} frame {i}");
+            }
+        }
     }
 }
