@@ -114,7 +114,9 @@ impl TunMeta {
 }
 
 impl TunMeta {
-    fn write(&self, b: &mut [u8]) {
+    // Fixed-size arrays: every field at an offset known at compile time, no bounds checks.
+    #[inline]
+    fn write(&self, b: &mut [u8; TUN_META_LEN]) {
         b[0..8].copy_from_slice(&self.id.to_ne_bytes());
         b[8..12].copy_from_slice(&self.src);
         b[12..16].copy_from_slice(&self.dst);
@@ -127,7 +129,8 @@ impl TunMeta {
         b[56..56 + TUN_OPTS_MAX].copy_from_slice(&self.opts);
     }
 
-    fn read(b: &[u8]) -> TunMeta {
+    #[inline]
+    fn read(b: &[u8; TUN_META_LEN]) -> TunMeta {
         let arr16 = |at: usize| {
             let mut a = [0u8; 16];
             a.copy_from_slice(&b[at..at + 16]);
@@ -159,7 +162,7 @@ impl Packet {
     #[inline(always)]
     pub fn tun(&self) -> Option<TunMeta> {
         if self.tun {
-            Some(TunMeta::read(&self.buf.0[..TUN_META_LEN]))
+            self.buf.0.first_chunk().map(TunMeta::read)
         } else {
             None
         }
@@ -178,7 +181,9 @@ impl Packet {
         if (self.off as usize) < TUN_META_LEN {
             return false;
         }
-        m.write(&mut self.buf.0[..TUN_META_LEN]);
+        if let Some(b) = self.buf.0.first_chunk_mut() {
+            m.write(b);
+        }
         self.tun = true;
         true
     }

@@ -277,7 +277,7 @@ impl SwitchLogic for OpenFlow {
     fn forward(&mut self, ctx: &Ctx, batch: &mut Batch, pool: &mut Pool, out: &mut Delivery<'_>) {
         if out.tracing() {
             self.forward_traced(ctx, batch, pool, out);
-        } else {
+        } else if !self.tunnel_burst(ctx.now_ms, batch, pool, out) {
             self.forward_batch(ctx, batch, pool, out);
         }
     }

@@ -38,6 +38,90 @@ fn varying() -> &'static Words {
     })
 }
 
+/// Bytes of an IPv4 UDP frame (no VLAN tag, no IP options) a flow key is read from:
+/// Ethernet, IPv4, the UDP ports, and the UDP length (masked out), as five words.
+const UDP4_SIG: usize = 40;
+
+/// Which of those bytes the flow key depends on: all but the IPv4 total length,
+/// identification and checksum, the UDP source port (which [`for_burst`] requires the
+/// megaflow not to match) and the UDP length.
+const fn udp4_mask() -> [u64; UDP4_SIG / 8] {
+    let mut m = [0xffu8; UDP4_SIG];
+    let skip = [16, 17, 18, 19, 24, 25, 34, 35, 38, 39];
+    let mut i = 0;
+    while i < skip.len() {
+        m[skip[i]] = 0;
+        i += 1;
+    }
+    let mut w = [0u64; UDP4_SIG / 8];
+    let mut j = 0;
+    while j < UDP4_SIG / 8 {
+        let mut x = 0u64;
+        let mut k = 0;
+        while k < 8 {
+            x |= (m[j * 8 + k] as u64) << (8 * k);
+            k += 1;
+        }
+        w[j] = x;
+        j += 1;
+    }
+    w
+}
+const UDP4_MASK: [u64; UDP4_SIG / 8] = udp4_mask();
+
+/// `d`'s first [`UDP4_SIG`] bytes if it is an IPv4 UDP datagram that flow extraction
+/// reads up to its UDP ports: the whole datagram in the frame (its total length from the
+/// UDP header to the frame's end).
+#[inline(always)]
+fn udp4_head(d: &[u8]) -> Option<&[u8; UDP4_SIG]> {
+    let b: &[u8; UDP4_SIG] = d.get(..UDP4_SIG)?.try_into().ok()?;
+    let total = usize::from(u16::from_be_bytes([b[16], b[17]]));
+    (total >= 28 && total + 14 <= d.len()).then_some(b)
+}
+
+/// The masked words of a header from [`udp4_head`].
+#[inline(always)]
+fn udp4_words(b: &[u8; UDP4_SIG]) -> impl Iterator<Item = u64> + '_ {
+    b.chunks_exact(8)
+        .zip(UDP4_MASK)
+        .map(|(c, m)| c.try_into().map_or(0, u64::from_le_bytes) & m)
+}
+
+/// Whether every packet of `batch` (two or more) gets the first one's flow key but for
+/// the UDP source port: IPv4 (no options, not a fragment) UDP datagrams whose headers
+/// repeat but for the lengths, identification, checksums and source port, as outer tunnel
+/// packets from one remote do. Stops at the first packet that differs.
+pub(super) fn repeats_udp4(batch: &Batch) -> bool {
+    let pkts = batch.packets();
+    let Some(d) = pkts.first().map(|p| p.data()) else {
+        return false;
+    };
+    if pkts.len() < 2
+        || d.len() < UDP4_SIG
+        || d[12..14] != [0x08, 0x00]
+        || d[14] != 0x45
+        || d[23] != 17
+        || u16::from_be_bytes([d[20], d[21]]) & 0x3fff != 0
+    {
+        return false;
+    }
+    let Some(h) = udp4_head(d) else {
+        return false;
+    };
+    let mut first = [0u64; UDP4_SIG / 8];
+    for (f, w) in first.iter_mut().zip(udp4_words(h)) {
+        *f = w;
+    }
+    pkts[1..].iter().all(|p| {
+        udp4_head(p.data()).is_some_and(|h| {
+            udp4_words(h)
+                .zip(&first)
+                .fold(0, |acc, (w, f)| acc | (w ^ f))
+                == 0
+        })
+    })
+}
+
 /// What a megaflow does with every packet of a uniform burst, if that is one thing.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Whole {
@@ -71,19 +155,39 @@ impl OpenFlow {
         pool: &mut Pool,
         out: &mut Delivery<'_>,
     ) {
-        if !self.burst_once(ctx.now_ms, batch, pool, out) {
+        if !self.burst_once(ctx.now_ms, batch, pool, out, false) {
             self.forward(ctx, batch, pool, out);
         }
     }
 
+    /// A received batch of outer tunnel packets from one remote on the underlay bridge, or
+    /// of one inner flow bound for a tunnel: forwarded on its first packet's megaflow when
+    /// [`repeats_udp4`] holds and that megaflow is `tnl_pop` or `tnl_push` alone; `false`
+    /// (nothing done) otherwise. Only while some tunnel exists (one relaxed load per batch
+    /// otherwise).
+    #[inline]
+    pub(super) fn tunnel_burst(
+        &mut self,
+        now: u64,
+        batch: &mut Batch,
+        pool: &mut Pool,
+        out: &mut Delivery<'_>,
+    ) -> bool {
+        netdev::tunnel::table::active()
+            && repeats_udp4(batch)
+            && self.burst_once(now, batch, pool, out, true)
+    }
+
     /// Forwards `batch` on its first packet's decision; `false` (nothing done, counters as
-    /// they were) if that decision may not hold for the others.
+    /// they were) if that decision may not hold for the others. `tunnel_only`: only if the
+    /// decision is `tnl_pop` to the bridge's internal port or `tnl_push`.
     fn burst_once(
         &mut self,
         now: u64,
         batch: &mut Batch,
         pool: &mut Pool,
         out: &mut Delivery<'_>,
+        tunnel_only: bool,
     ) -> bool {
         let Some(first) = batch.packets().first() else {
             return true;
@@ -117,6 +221,13 @@ impl OpenFlow {
             );
             found[0].cloned()
         };
+        let m = m.filter(|m| {
+            !tunnel_only
+                || matches!(
+                    m.actions.as_slice(),
+                    [DpAction::TnlPop { normal: false, .. }] | [DpAction::TnlPush(_)]
+                )
+        });
         let slot = match m.as_deref().and_then(for_burst) {
             Some(Whole::Output(p)) => self.exec.slot(p),
             Some(Whole::Normal) => self.normal_for_burst(now, in_slot, batch),
@@ -162,5 +273,89 @@ impl OpenFlow {
         }
         table.count_forwarded(rest);
         Some(slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn udp(len: usize, sport: u16) -> Vec<u8> {
+        let mut f = vec![0u8; len];
+        f[0..12].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
+        f[12..15].copy_from_slice(&[0x08, 0x00, 0x45]);
+        f[16..18].copy_from_slice(&((len - 14) as u16).to_be_bytes());
+        f[22..24].copy_from_slice(&[64, 17]);
+        f[26..34].copy_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        f[34..38].copy_from_slice(&[(sport >> 8) as u8, sport as u8, 0x12, 0xb5]);
+        f[38..40].copy_from_slice(&((len - 34) as u16).to_be_bytes());
+        f
+    }
+
+    fn batch(frames: &[Vec<u8>]) -> (Batch, Pool) {
+        let mut pool = Pool::new(frames.len());
+        let mut b = Batch::new();
+        for f in frames {
+            let mut p = pool.alloc().expect("buffer");
+            assert!(p.set_frame(f));
+            assert!(b.push(p).is_ok());
+        }
+        (b, pool)
+    }
+
+    /// Whether the flow keys of `frames` are all the first one's but for `tp_src`.
+    fn same_keys(frames: &[Vec<u8>]) -> bool {
+        let key = |f: &[u8]| {
+            let mut k = FlowKey::ZERO;
+            flow::extract_into(&mut k, f, 1);
+            k.tp_src = 0;
+            k
+        };
+        frames.iter().all(|f| key(f) == key(&frames[0]))
+    }
+
+    #[test]
+    fn a_burst_repeats_only_when_every_flow_key_but_the_source_port_does() {
+        let base = vec![udp(110, 50000), udp(111, 50001), udp(1400, 61000)];
+        let mut id = udp(110, 1);
+        id[18..20].copy_from_slice(&[0xab, 0xcd]);
+        id[24..26].copy_from_slice(&[0x12, 0x34]);
+        let mut padded = udp(110, 2);
+        padded.extend_from_slice(&[0; 6]);
+        let repeats = [base.clone(), vec![base[0].clone(), id, padded]];
+        for frames in &repeats {
+            assert!(same_keys(frames));
+            assert!(repeats_udp4(&batch(frames).0));
+        }
+        // A byte the key reads differs, or the datagram is not whole: no repeat.
+        let mut differ = Vec::new();
+        for (at, x) in [(0, 1), (11, 1), (15, 4), (22, 1), (29, 1), (33, 1), (37, 1)] {
+            let mut f = udp(110, 3);
+            f[at] ^= x;
+            differ.push(f);
+        }
+        let mut frag = udp(110, 3);
+        frag[20] = 0x20;
+        differ.push(frag);
+        let mut short = udp(110, 3);
+        short[16..18].copy_from_slice(&27u16.to_be_bytes());
+        differ.push(short);
+        differ.push(udp(110, 3)[..100].to_vec());
+        for (i, f) in differ.into_iter().enumerate() {
+            let frames = [base[0].clone(), f];
+            assert!(!repeats_udp4(&batch(&frames).0), "frame {i}");
+        }
+        // Only UDP over IPv4 without options, two packets or more.
+        let mut tcp = base.clone();
+        for f in &mut tcp {
+            f[23] = 6;
+        }
+        assert!(!repeats_udp4(&batch(&tcp).0));
+        let mut opts = base.clone();
+        for f in &mut opts {
+            f[14] = 0x46;
+        }
+        assert!(!repeats_udp4(&batch(&opts).0));
+        assert!(!repeats_udp4(&batch(&base[..1]).0));
     }
 }

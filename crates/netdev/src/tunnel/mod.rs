@@ -331,6 +331,38 @@ impl TunnelPort {
         found
     }
 
+    /// [`Port::tx_batch`] when the remote and key are fixed and no packet carries metadata
+    /// (so no Geneve options): every packet gets `r`'s template with `key`, in place, and the
+    /// batch's storage becomes the outer burst (an empty one takes its place).
+    fn tx_resolved(&mut self, pool: &mut Pool, batch: &mut Batch, r: &table::Resolved, key: u64) {
+        let mut bytes = 0u64;
+        let mut errors = 0u64;
+        batch.retain_or_free(pool, |p| {
+            let len = p.len() as u64;
+            let ok = r.tmpl.push(p, key, &[]);
+            if ok {
+                bytes += len;
+            } else {
+                errors += 1;
+            }
+            ok
+        });
+        self.stats.tx_errors += errors;
+        if batch.is_empty() {
+            return;
+        }
+        let mut burst = r.underlay.inject.spare();
+        std::mem::swap(batch, &mut burst);
+        let o = Outgoing {
+            underlay: Arc::clone(&r.underlay),
+            batch: burst,
+            bytes,
+            tmpl: r,
+            uniform: self.t.cfg.tos.is_some(),
+        };
+        self.flush(o, pool);
+    }
+
     /// Hands a burst of outer packets to its underlay bridge on this poll thread
     /// ([`direct`]) or, outside a poll, queues it to the underlay's internal port.
     fn flush(&mut self, o: Outgoing, pool: &mut Pool) {
@@ -391,6 +423,14 @@ impl Port for TunnelPort {
     /// resolved headers are borrowed, never cloned, per packet.
     fn tx_batch(&mut self, pool: &mut Pool, batch: &mut Batch) {
         let fixed = self.t.out.load_full();
+        if let (Addr::Fixed(_), Key::Fixed(key), Some(r)) =
+            (self.t.cfg.remote, self.t.cfg.out_key, fixed.as_deref())
+        {
+            if !batch.packets().iter().any(|p| p.has_tun()) {
+                self.tx_resolved(pool, batch, r, key);
+                return;
+            }
+        }
         let mut out: Option<Outgoing> = None;
         for mut p in batch.drain() {
             let meta = p.tun();

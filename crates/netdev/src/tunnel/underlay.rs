@@ -65,55 +65,32 @@ impl UnderlayPort {
         // Decapsulated packets go to their tunnel port a burst at a time: one burst per run
         // of packets for the same tunnel.
         let mut to: Option<(&Arc<table::Tunnel>, Batch)> = None;
+        // The previous packet's outer headers where they decide the outcome, and that
+        // outcome: a burst from one remote repeats them (see [`Repeat`]).
+        let mut last: Option<Repeat<'_, Arc<table::Tunnel>>> = None;
         for mut p in batch.drain() {
             let d = p.data();
-            if let Some((ip, mac)) = nd::snoop(d) {
-                table::snoop(ip, mac, &self.u.name);
-            }
-            let parsed = wire::parse(d, port_kind).filter(|r| r.proto != Proto::Gre || any_gre);
-            let Some(r) = parsed else {
-                // `keep` holds a whole batch, so this push cannot fail.
-                if let Err(p) = self.keep.push(p) {
-                    pool.free(p);
+            let hit = last.as_ref().and_then(|l| l.check(d));
+            let (t, meta, hdr_len) = match hit {
+                Some(hit) => hit,
+                None => {
+                    let Some((t, r)) = self.classify(d, &tunnels, port_kind, any_gre) else {
+                        // `keep` holds a whole batch, so this push cannot fail.
+                        if let Err(p) = self.keep.push(p) {
+                            pool.free(p);
+                        }
+                        continue;
+                    };
+                    let Some(t) = t else {
+                        table::count_unmatched();
+                        pool.free(p);
+                        continue;
+                    };
+                    last = Repeat::new(d, t, &r);
+                    (t, r.meta, r.hdr_len)
                 }
-                continue;
             };
-            let (outer_src, outer_dst) = if r.meta.is_ipv6() {
-                (IpAddr::from(r.meta.ipv6_src), IpAddr::from(r.meta.ipv6_dst))
-            } else {
-                (IpAddr::from(r.meta.src), IpAddr::from(r.meta.dst))
-            };
-            let best = tunnels
-                .iter()
-                .filter(|t| {
-                    t.cfg.proto == r.proto
-                        && (r.proto == Proto::Gre || t.cfg.dst_port == r.dst_port)
-                        && match t.cfg.local {
-                            Some(super::Addr::Fixed(a)) => a == outer_dst,
-                            _ => true,
-                        }
-                        && match t.cfg.remote {
-                            super::Addr::Fixed(a) => a == outer_src,
-                            super::Addr::Flow => true,
-                        }
-                        && match t.cfg.in_key {
-                            super::Key::Fixed(k) => k == r.meta.id,
-                            super::Key::Flow => true,
-                        }
-                })
-                // OVS prefers the most specific port: a fixed remote, then a fixed key.
-                .min_by_key(|t| {
-                    (
-                        matches!(t.cfg.remote, super::Addr::Flow),
-                        matches!(t.cfg.in_key, super::Key::Flow),
-                    )
-                });
-            let Some(t) = best else {
-                table::count_unmatched();
-                pool.free(p);
-                continue;
-            };
-            if !p.pull_front(r.hdr_len) || !p.set_tun(&r.meta) {
+            if !p.pull_front(hdr_len) || !p.set_tun(&meta) {
                 pool.free(p);
                 continue;
             }
@@ -133,6 +110,163 @@ impl UnderlayPort {
             let _ = cur.rx.send(b, pool);
         }
         std::mem::swap(batch, &mut self.keep);
+    }
+
+    /// A frame's fate the long way: `None` if it is no tunnel packet (it goes on to the
+    /// host; ARP and Neighbor Advertisements teach the neighbour cache), else the tunnel it
+    /// belongs to (`None`: no tunnel takes it) and what its outer headers said.
+    #[inline]
+    fn classify<'t>(
+        &self,
+        d: &[u8],
+        tunnels: &'t [Arc<table::Tunnel>],
+        port_kind: impl Fn(u16) -> Option<Proto>,
+        any_gre: bool,
+    ) -> Option<(Option<&'t Arc<table::Tunnel>>, wire::Parsed)> {
+        if let Some((ip, mac)) = nd::snoop(d) {
+            table::snoop(ip, mac, &self.u.name);
+        }
+        let r = wire::parse(d, port_kind).filter(|r| r.proto != Proto::Gre || any_gre)?;
+        let (outer_src, outer_dst) = if r.meta.is_ipv6() {
+            (IpAddr::from(r.meta.ipv6_src), IpAddr::from(r.meta.ipv6_dst))
+        } else {
+            (IpAddr::from(r.meta.src), IpAddr::from(r.meta.dst))
+        };
+        let best = tunnels
+            .iter()
+            .filter(|t| {
+                t.cfg.proto == r.proto
+                    && (r.proto == Proto::Gre || t.cfg.dst_port == r.dst_port)
+                    && match t.cfg.local {
+                        Some(super::Addr::Fixed(a)) => a == outer_dst,
+                        _ => true,
+                    }
+                    && match t.cfg.remote {
+                        super::Addr::Fixed(a) => a == outer_src,
+                        super::Addr::Flow => true,
+                    }
+                    && match t.cfg.in_key {
+                        super::Key::Fixed(k) => k == r.meta.id,
+                        super::Key::Flow => true,
+                    }
+            })
+            // OVS prefers the most specific port: a fixed remote, then a fixed key.
+            .min_by_key(|t| {
+                (
+                    matches!(t.cfg.remote, super::Addr::Flow),
+                    matches!(t.cfg.in_key, super::Key::Flow),
+                )
+            });
+        Some((best, r))
+    }
+}
+
+/// Bytes of outer headers [`Repeat`] handles: Ethernet, IPv4 without options, UDP and an
+/// 8-byte VXLAN or Geneve header (no options).
+const V4_UDP_HDR: usize = 50;
+/// The bytes of a frame [`Repeat`] compares: from the EtherType to two bytes past the
+/// tunnel header, as five words.
+const SIG_AT: usize = 12;
+const SIG_LEN: usize = 40;
+
+/// Which of those bytes decide how a frame is decapsulated: all but the IPv4 total length,
+/// identification and checksum, the UDP source port, length and checksum (whose being zero
+/// or not is read per packet), and the two bytes of the inner frame.
+const fn sig_mask() -> [u64; SIG_LEN / 8] {
+    let mut m = [0xffu8; SIG_LEN];
+    let skip = [16, 17, 18, 19, 24, 25, 34, 35, 38, 39, 40, 41, 50, 51];
+    let mut i = 0;
+    while i < skip.len() {
+        m[skip[i] - SIG_AT] = 0;
+        i += 1;
+    }
+    let mut w = [0u64; SIG_LEN / 8];
+    let mut j = 0;
+    while j < SIG_LEN / 8 {
+        let b = [
+            m[j * 8],
+            m[j * 8 + 1],
+            m[j * 8 + 2],
+            m[j * 8 + 3],
+            m[j * 8 + 4],
+            m[j * 8 + 5],
+            m[j * 8 + 6],
+            m[j * 8 + 7],
+        ];
+        w[j] = u64::from_le_bytes(b);
+        j += 1;
+    }
+    w
+}
+const SIG_MASK: [u64; SIG_LEN / 8] = sig_mask();
+
+/// `d`'s outer header bytes [`Repeat`] compares, if `d` is long enough to hold them and
+/// an inner Ethernet header.
+#[inline(always)]
+fn outer_head(d: &[u8]) -> Option<&[u8; SIG_LEN]> {
+    if d.len() < V4_UDP_HDR + 14 {
+        return None;
+    }
+    d.get(SIG_AT..SIG_AT + SIG_LEN)?.try_into().ok()
+}
+
+/// The masked words of a header from [`outer_head`].
+#[inline(always)]
+fn outer_words(b: &[u8; SIG_LEN]) -> impl Iterator<Item = u64> + '_ {
+    b.chunks_exact(8)
+        .zip(SIG_MASK)
+        .map(|(c, m)| c.try_into().map_or(0, u64::from_le_bytes) & m)
+}
+
+/// The outcome of decapsulating one IPv4 VXLAN or Geneve (no options) frame, for the
+/// frames after it with the same outer headers: a burst from one remote differs only in
+/// the words [`sig_mask`] leaves out. The tunnel table is the burst's snapshot, so the
+/// tunnel found still holds; per packet remain the length checks [`wire::parse`] makes
+/// and the UDP checksum flag.
+struct Repeat<'t, T> {
+    sig: [u64; SIG_LEN / 8],
+    t: &'t T,
+    meta: packet::TunMeta,
+}
+
+impl<'t, T> Repeat<'t, T> {
+    fn new(d: &[u8], t: &'t T, r: &wire::Parsed) -> Option<Repeat<'t, T>> {
+        if r.proto == Proto::Gre || r.hdr_len != V4_UDP_HDR || r.meta.is_ipv6() {
+            return None;
+        }
+        let mut sig = [0u64; SIG_LEN / 8];
+        for (s, w) in sig.iter_mut().zip(outer_words(outer_head(d)?)) {
+            *s = w;
+        }
+        Some(Repeat {
+            sig,
+            t,
+            meta: r.meta,
+        })
+    }
+
+    /// `d`'s tunnel, metadata and outer header length if its outer headers repeat.
+    #[inline]
+    fn check(&self, d: &[u8]) -> Option<(&'t T, packet::TunMeta, usize)> {
+        // Word by word, without a call to `memcmp`.
+        let diff = outer_words(outer_head(d)?)
+            .zip(&self.sig)
+            .fold(0, |acc, (w, s)| acc | (w ^ s));
+        if diff != 0 {
+            return None;
+        }
+        // What `wire::parse` checks per frame: the IPv4 total length within the frame and
+        // room for the UDP and tunnel headers and an inner Ethernet header.
+        let total = usize::from(u16::from_be_bytes([d[16], d[17]]));
+        if total + 14 > d.len() || total < V4_UDP_HDR - 14 + 14 {
+            return None;
+        }
+        let mut meta = self.meta;
+        meta.flags &= !wire::F_CSUM;
+        if d[40] | d[41] != 0 {
+            meta.flags |= wire::F_CSUM;
+        }
+        Some((self.t, meta, V4_UDP_HDR))
     }
 }
 
@@ -318,5 +452,100 @@ impl Port for UnderlayPort {
 
     fn close(&mut self) {
         self.inner.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn known(p: u16) -> Option<Proto> {
+        match p {
+            4789 => Some(Proto::Vxlan),
+            6081 => Some(Proto::Geneve),
+            _ => None,
+        }
+    }
+
+    /// An outer frame pushed by a template around an inner frame of `len` bytes.
+    fn outer(proto: Proto, len: usize, tos: u8) -> Vec<u8> {
+        let t = wire::Template::new(&wire::Outer {
+            proto,
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            dst: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            dst_port: proto.default_port(),
+            tos: Some(tos),
+            ttl: 64,
+            df: true,
+            csum: false,
+            gre_key: false,
+        });
+        let mut inner = vec![0x11u8; len];
+        inner[12..14].copy_from_slice(&[0x08, 0x00]);
+        inner[14] = 0x45;
+        inner[23] = 17;
+        inner[34..36].copy_from_slice(&(len as u16).to_be_bytes());
+        let mut pool = packet::Pool::new(1);
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&inner));
+        assert!(t.push(&mut p, 7, &[]));
+        p.data().to_vec()
+    }
+
+    #[test]
+    fn a_repeat_decapsulates_as_parse_does_and_only_what_parse_would() {
+        for proto in [Proto::Vxlan, Proto::Geneve] {
+            let first = outer(proto, 60, 0);
+            let r = wire::parse(&first, known).expect("a tunnel packet");
+            let rep = Repeat::new(&first, &(), &r).expect("repeatable");
+            let mut frames = vec![outer(proto, 61, 0), outer(proto, 1400, 0)];
+            let mut id = first.clone();
+            id[18] ^= 0xff;
+            frames.push(id);
+            let mut csum = first.clone();
+            csum[40] = 0x12;
+            frames.push(csum);
+            let mut padded = first.clone();
+            padded.extend_from_slice(&[0; 8]);
+            frames.push(padded);
+            // Each of these must be the same tunnel packet with this metadata.
+            for f in &frames {
+                let p = wire::parse(f, known).expect("a tunnel packet");
+                let (_, meta, hdr_len) = rep.check(f).expect("a repeat");
+                assert_eq!((meta, hdr_len), (p.meta, p.hdr_len), "{proto:?}");
+            }
+            // And these not: other outer headers or lengths that do not hold.
+            let mut others = vec![outer(proto, 60, 0x20)];
+            for (at, x) in [
+                (12, 0x86),
+                (20, 0x40),
+                (20, 0x20),
+                (22, 1),
+                (23, 1),
+                (29, 1),
+            ] {
+                let mut f = first.clone();
+                f[at] ^= x;
+                others.push(f);
+            }
+            for at in [37, 42, 44, 46, 48] {
+                let mut f = first.clone();
+                f[at] ^= 1;
+                others.push(f);
+            }
+            let mut long = first.clone();
+            long[17] = long[17].wrapping_add(1);
+            others.push(long);
+            let mut short = first.clone();
+            short[16..18].copy_from_slice(&49u16.to_be_bytes());
+            others.push(short);
+            others.push(first[..first.len() - 1].to_vec());
+            for (i, f) in others.iter().enumerate() {
+                assert!(rep.check(f).is_none(), "{proto:?} frame {i}");
+            }
+        }
     }
 }

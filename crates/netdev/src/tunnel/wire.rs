@@ -136,7 +136,14 @@ pub struct Template {
     /// inherited TOS zero): a packet's checksum adds its length (and TOS) to it instead of
     /// re-reading the header it just wrote.
     ip_sum: u32,
+    /// Outer IPv4 and UDP (VXLAN, or Geneve without options) and no checksum to fill: the
+    /// common case, pushed by [`Template::push_v4_udp`] at fixed offsets.
+    v4_udp: bool,
 }
+
+/// Bytes of outer headers over IPv4 with UDP and an 8-byte tunnel header (VXLAN, Geneve
+/// without options).
+const V4_UDP_HDR: usize = ETH_LEN + IP_LEN + UDP_LEN + 8;
 
 /// What a template is made of.
 #[derive(Clone, Copy, Debug)]
@@ -238,6 +245,7 @@ impl Template {
             csum: o.csum || (ip_len == IP6_LEN && o.proto != Proto::Gre),
             tos_inherit: o.tos.is_none(),
             ip_sum: csum::add(0, &h[ETH_LEN..ETH_LEN + IP_LEN]),
+            v4_udp: o.proto != Proto::Gre && ip_len == IP_LEN && !o.csum && len == V4_UDP_HDR,
         }
     }
 
@@ -284,6 +292,9 @@ impl Template {
     /// short (nothing changed).
     #[inline]
     pub fn push(&self, pkt: &mut packet::Packet, key: u64, opts: &[u8]) -> bool {
+        if self.v4_udp && (opts.is_empty() || self.proto != Proto::Geneve) {
+            return self.push_v4_udp(pkt, key);
+        }
         let opts = if self.proto == Proto::Geneve && opts.len() <= 252 {
             opts
         } else {
@@ -364,6 +375,50 @@ impl Template {
                 }
             }
         }
+        true
+    }
+}
+
+impl Template {
+    /// [`Template::push`] for an IPv4 UDP template without options or checksum: the same
+    /// bytes, written at offsets known at compile time (the template copied as one
+    /// fixed-size block, no bounds checks per field).
+    #[inline]
+    fn push_v4_udp(&self, pkt: &mut packet::Packet, key: u64) -> bool {
+        let f = pkt.data();
+        let hash = inner_hash(f);
+        let tos = if self.tos_inherit { inner_tos(f) } else { 0 };
+        let total = f.len() + V4_UDP_HDR;
+        let Ok(ip_total) = u16::try_from(total - ETH_LEN) else {
+            return false;
+        };
+        let Some(h) = pkt.push_front(V4_UDP_HDR) else {
+            return false;
+        };
+        let Ok(h) = <&mut [u8; V4_UDP_HDR]>::try_from(h) else {
+            return false;
+        };
+        let t: &[u8; V4_UDP_HDR] = match self.hdr[..V4_UDP_HDR].try_into() {
+            Ok(t) => t,
+            Err(_) => return false,
+        };
+        *h = *t;
+        const IP: usize = ETH_LEN;
+        const L4: usize = ETH_LEN + IP_LEN;
+        h[IP + 2..IP + 4].copy_from_slice(&ip_total.to_be_bytes());
+        let mut sum = self.ip_sum + u32::from(ip_total);
+        if self.tos_inherit {
+            h[IP + 1] = tos;
+            sum += u32::from(tos);
+        }
+        h[IP + 10..IP + 12].copy_from_slice(&(!csum::fold(sum)).to_be_bytes());
+        let range = SRC_PORTS.load(std::sync::atomic::Ordering::Relaxed);
+        let (lo, hi) = ((range >> 32) as u32, range as u32);
+        let sport = lo + ((u64::from(hash) * u64::from(hi - lo)) >> 32) as u32;
+        h[L4..L4 + 2].copy_from_slice(&(sport as u16).to_be_bytes());
+        h[L4 + 4..L4 + 6].copy_from_slice(&(ip_total - IP_LEN as u16).to_be_bytes());
+        let vni = ((key as u32) & 0x00ff_ffff) << 8;
+        h[L4 + UDP_LEN + 4..L4 + UDP_LEN + 8].copy_from_slice(&vni.to_be_bytes());
         true
     }
 }

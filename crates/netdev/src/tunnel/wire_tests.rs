@@ -349,3 +349,47 @@ fn the_tnl_push_header_is_what_push_writes_with_the_per_packet_words_zero() {
     o.tos = None;
     assert!(Template::new(&o).header(1).is_none());
 }
+
+#[test]
+fn the_fixed_offset_push_writes_what_the_general_one_does() {
+    // Inner frames: IPv4 UDP of several lengths and TOS, IPv6, and a non-IP frame.
+    let mut frames = Vec::new();
+    for (len, tos) in [(60, 0u8), (61, 0xb8), (1514, 3)] {
+        let mut f = inner();
+        f.resize(len, 0x5a);
+        f[15] = tos;
+        f[34..38].copy_from_slice(&(len as u32 * 7919).to_be_bytes());
+        frames.push(f);
+    }
+    let mut v6 = inner();
+    v6[12..16].copy_from_slice(&[0x86, 0xdd, 0x6a, 0x50]);
+    frames.push(v6);
+    let mut arp = inner();
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    frames.push(arp);
+    for proto in [Proto::Vxlan, Proto::Geneve] {
+        for tos in [Some(0x10), None] {
+            let fast = Template::new(&Outer {
+                tos,
+                ..outer(proto, false)
+            });
+            assert!(fast.v4_udp);
+            let general = Template {
+                v4_udp: false,
+                ..fast.clone()
+            };
+            for f in &frames {
+                let mut pool = packet::Pool::new(2);
+                let (mut a, mut b) = (pool.alloc().expect("a"), pool.alloc().expect("b"));
+                assert!(a.set_frame(f) && b.set_frame(f));
+                assert!(fast.push(&mut a, 0xab_cdef, &[]));
+                assert!(general.push(&mut b, 0xab_cdef, &[]));
+                assert_eq!(a.data(), b.data(), "{proto:?} tos {tos:?}");
+            }
+        }
+    }
+    // Checksums, IPv6 and GRE keep the general push.
+    assert!(!Template::new(&outer(Proto::Vxlan, true)).v4_udp);
+    assert!(!Template::new(&outer(Proto::Gre, false)).v4_udp);
+    assert!(!Template::new(&outer6(Proto::Vxlan, false)).v4_udp);
+}
