@@ -223,7 +223,6 @@ impl Exec {
                                 | DpAction::SetTunnelIpv6Src(_)
                                 | DpAction::SetTunnelIpv6Dst(_)
                                 | DpAction::SetTunnelFlags(_)
-                                | DpAction::SetTunnelFlags(_)
                                 | DpAction::SetTunnelOpts(_)
                         )
                 })

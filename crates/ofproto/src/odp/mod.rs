@@ -232,7 +232,6 @@ impl DpAction {
                 | DpAction::SetTunnelIpv6Src(_)
                 | DpAction::SetTunnelIpv6Dst(_)
                 | DpAction::SetTunnelFlags(_)
-                | DpAction::SetTunnelFlags(_)
                 | DpAction::SetTunnelOpts(_)
                 | DpAction::Ct(_)
                 | DpAction::Recirc(_)
