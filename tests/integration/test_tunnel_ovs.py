@@ -422,8 +422,9 @@ def oam_flows(ofctl, br, tun, send_oam, want_oam):
 
 def test_ovs_geneve_oam_flag_matched(site_ovs):
     """`tun_flags`: OVS sets the OAM flag on what it sends (Geneve's O bit), ferrovs matches
-    `tun_flags=+oam` on what it receives, and without the flag nothing is delivered; the
-    flows read back through ovs-ofctl as OVS's own do."""
+    `tun_flags=+oam` on what it receives, and without the flag nothing is delivered; then
+    ferrovs sets it and OVS matches it; the flows read back through ovs-ofctl as OVS's own
+    do."""
     site, ovs = site_ovs
     site.start()
     site.underlay()
@@ -458,6 +459,23 @@ def test_ovs_geneve_oam_flag_matched(site_ovs):
         theirs = listed(ovs.ofctl("-O", v, "dump-flows", "--no-stats", "brint").stdout)
         assert len(theirs) == 4, (v, theirs)
         assert listed(ours("-O", v, "dump-flows", "--no-stats", site.int).stdout) == theirs, v
+    # The other way: ferrovs sets the flag on what it sends (Geneve's O bit, so the output
+    # is not a `tnl_push` of the plain header) and OVS delivers only what carries it.
+    oam_flows(ovs.ofctl, "brint", "tun0", send_oam=True, want_oam=True)
+    oam_flows(ours, site.int, tun, send_oam=True, want_oam=True)
+    site.appctl("dpctl/del-flows", check=False)
+    ovs.appctl("dpctl/del-flows")
+    wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=20,
+             what=f"ping to OVS, OAM both ways\nOVS: "
+                  f"{ovs.appctl('dpctl/dump-flows').stdout}\nferrovs: "
+                  f"{site.appctl('dpctl/dump-flows', check=False).stdout}\n{site.logtext()}")
+    site.ns(site.sw, f"ping -c 3 -i 0.2 -W 2 {site.over[0]}")
+    flows = site.appctl("dpctl/dump-flows").stdout
+    assert any("set(tunnel(flags(+oam)))" in l and packets(l) >= 1
+               for l in flows.splitlines()), flows
+    theirs = ovs.appctl("dpctl/dump-flows").stdout
+    assert any("tunnel(" in l and "oam" in l and "actions:" in l and packets(l) >= 1
+               for l in theirs.splitlines() if "tnl_push" not in l), theirs
     # Without the flag from OVS, ferrovs delivers nothing.
     oam_flows(ovs.ofctl, "brint", "tun0", send_oam=False, want_oam=False)
     site.appctl("dpctl/del-flows", check=False)

@@ -65,6 +65,16 @@ impl ofproto::native::NativeTunnels for Tunnels {
         if flow.tun_opts_present != 0 {
             return None;
         }
+        // Likewise the OAM flag (Geneve's O bit), which the port sets per packet. A
+        // packet from a local port has it only if the pipeline set it (then the rule
+        // doing so is in the megaflow); one a tunnel brought keeps the one it came with.
+        let oam = flow.tun_flags & packet::flow::TUN_F_OAM != 0;
+        if oam || flow.tun_dst != [0; 4] || flow.tun_ipv6_dst != [0; 16] {
+            wc.tun_flags |= packet::flow::TUN_F_OAM;
+        }
+        if oam {
+            return None;
+        }
         let (tnl_port, kind, header, out_port) =
             netdev::tunnel::underlay::push_header(port, flow.tunnel_id)?;
         Some(ofproto::native::TnlPush {

@@ -454,7 +454,8 @@ impl Port for TunnelPort {
             p.clear_tun();
             let len = p.len() as u64;
             let opts = meta.as_ref().map_or(&[][..], |m| m.opts());
-            if !r.tmpl.push(&mut p, key, opts) {
+            let oam = meta.as_ref().is_some_and(|m| m.flags & wire::F_OAM != 0);
+            if !r.tmpl.push_flagged(&mut p, key, opts, oam) {
                 self.stats.tx_errors += 1;
                 pool.free(p);
                 continue;

@@ -292,7 +292,15 @@ impl Template {
     /// short (nothing changed).
     #[inline]
     pub fn push(&self, pkt: &mut packet::Packet, key: u64, opts: &[u8]) -> bool {
-        if self.v4_udp && (opts.is_empty() || self.proto != Proto::Geneve) {
+        self.push_flagged(pkt, key, opts, false)
+    }
+
+    /// [`Template::push`] with Geneve's O bit (OAM) set when `oam` (the pipeline set
+    /// `tun_flags=+oam`); other protocols have no such bit and ignore it.
+    #[inline]
+    pub fn push_flagged(&self, pkt: &mut packet::Packet, key: u64, opts: &[u8], oam: bool) -> bool {
+        let oam = oam && self.proto == Proto::Geneve;
+        if self.v4_udp && !oam && (opts.is_empty() || self.proto != Proto::Geneve) {
             return self.push_v4_udp(pkt, key);
         }
         let opts = if self.proto == Proto::Geneve && opts.len() <= 252 {
@@ -313,6 +321,9 @@ impl Template {
         };
         h[..self.len].copy_from_slice(&self.hdr[..self.len]);
         let l4 = ETH_LEN + self.ip_len;
+        if oam {
+            h[l4 + UDP_LEN + 1] |= 0x80;
+        }
         if !opts.is_empty() {
             h[self.len..].copy_from_slice(opts);
             let g = l4 + UDP_LEN;
