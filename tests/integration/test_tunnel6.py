@@ -21,7 +21,7 @@ import pytest
 
 from conftest import need_root, require, run, wait_for
 from test_tunnel import Site, overlay_traffic, ping_ok
-from test_tunnel_ovs import OvsPeer, ferrovs_ofctl
+from test_tunnel_ovs import OvsPeer, explicit_flows
 
 
 class Site6(Site):
@@ -167,6 +167,33 @@ def test_ovs_userspace_geneve_over_ipv6():
         assert f"ipv6(src={peer},dst={me}" in flows, flows
         assert me in ovs.appctl("tnl/neigh/show").stdout
         assert peer in site.appctl("tnl/neigh/show").stdout
+        # The outer headers each switch pushes, as `tnl_push(...,header(...),...)` shows
+        # them: with explicit output to the tunnel port (NORMAL's megaflow shows NORMAL in
+        # ferrovs), both headers read the same once each side's own addresses are named
+        # alike: OVS is the oracle for the IPv6 header's text.
+        explicit_flows(site, ovs, f"t{site.t}"[:15])
+        wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=20,
+                 what=f"ping with explicit flows\nOVS: {ovs.appctl('dpctl/dump-flows').stdout}"
+                      f"\nferrovs: {site.appctl('dpctl/dump-flows', check=False).stdout}")
+        site.ns(site.peer, f"ping -c 3 -i 0.2 -W 2 {site.over[1]}")
+        mac = lambda ns, dev: site.ns(ns, f"cat /sys/class/net/{dev}/address").stdout.strip()
+        ovs_mac, our_mac = mac(site.peer, "brphy"), mac(site.sw, site.phy)
+
+        def header(dump, names):
+            lines = [l for l in dump.splitlines() if "tnl_push(" in l and "packets:0," not in l]
+            assert lines, dump
+            h = lines[0].split("header(", 1)[1].split(",out_port(", 1)[0]
+            for value, name in names:
+                h = h.replace(value, name)
+            return h
+        theirs = header(ovs.appctl("dpctl/dump-flows").stdout,
+                        [(peer, "SELF"), (me, "OTHER"), (ovs_mac, "SELF_MAC"),
+                         (our_mac, "OTHER_MAC")])
+        ours = header(site.appctl("dpctl/dump-flows").stdout,
+                      [(me, "SELF"), (peer, "OTHER"), (our_mac, "SELF_MAC"),
+                       (ovs_mac, "OTHER_MAC")])
+        assert ours == theirs, f"\nOVS:     {theirs}\nferrovs: {ours}"
+        assert "ipv6(src=SELF,dst=OTHER," in ours and "geneve(vni=0x1094)" in ours, ours
         # Routes by hand, added and removed on both switches with the same commands: the
         # same answers (OVS is the oracle), each switch with its own bridge and gateway.
         both = {"ovs": (lambda *a: ovs.appctl(*a), "brphy", me),
@@ -192,38 +219,6 @@ def test_ovs_userspace_geneve_over_ipv6():
             answers[who] = said
         assert answers["ferrovs"] == answers["ovs"], answers
         assert [a[2] for a in answers["ovs"]] == [0, 2, 0, 2, 2, 2], answers
-        # The outer headers each switch pushes, as `tnl_push(...,header(...),...)` shows
-        # them: with explicit output to the tunnel port (NORMAL's megaflow shows NORMAL in
-        # ferrovs), both headers read the same once each side's own addresses are named
-        # alike: OVS is the oracle for the IPv6 header's text.
-        tun = f"t{site.t}"[:15]
-        for ofctl, br, t in [(ovs.ofctl, "brint", "tun0"),
-                             (lambda *a: ferrovs_ofctl(site, *a), site.int, tun)]:
-            ofctl("del-flows", br)
-            ofctl("add-flow", br, f"in_port=LOCAL,actions=output:{t}")
-            ofctl("add-flow", br, f"in_port={t},actions=LOCAL")
-        wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=20,
-                 what=f"ping with explicit flows\nOVS: {ovs.appctl('dpctl/dump-flows').stdout}"
-                      f"\nferrovs: {site.appctl('dpctl/dump-flows', check=False).stdout}")
-        site.ns(site.peer, f"ping -c 3 -i 0.2 -W 2 {site.over[1]}")
-        mac = lambda ns, dev: site.ns(ns, f"cat /sys/class/net/{dev}/address").stdout.strip()
-        ovs_mac, our_mac = mac(site.peer, "brphy"), mac(site.sw, site.phy)
-
-        def header(dump, names):
-            lines = [l for l in dump.splitlines() if "tnl_push(" in l and "packets:0," not in l]
-            assert lines, dump
-            h = lines[0].split("header(", 1)[1].split(",out_port(", 1)[0]
-            for value, name in names:
-                h = h.replace(value, name)
-            return h
-        theirs = header(ovs.appctl("dpctl/dump-flows").stdout,
-                        [(peer, "SELF"), (me, "OTHER"), (ovs_mac, "SELF_MAC"),
-                         (our_mac, "OTHER_MAC")])
-        ours = header(site.appctl("dpctl/dump-flows").stdout,
-                      [(me, "SELF"), (peer, "OTHER"), (our_mac, "SELF_MAC"),
-                       (ovs_mac, "OTHER_MAC")])
-        assert ours == theirs, f"\nOVS:     {theirs}\nferrovs: {ours}"
-        assert "ipv6(src=SELF,dst=OTHER," in ours and "geneve(vni=0x1094)" in ours, ours
     finally:
         if ovs:
             ovs.stop()

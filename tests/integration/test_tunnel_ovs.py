@@ -128,6 +128,32 @@ def ferrovs_ofctl(site, *args, check=True):
                env=dict(os.environ, OVS_RUNDIR=str(site.tmp)))
 
 
+def start_pair(site, ovs, kind, vni, extra=()):
+    """Both switches up, joined by a `kind` tunnel with key `vni` (`extra`: more Interface
+    options, `options:K=V`, given to both), the veths without offloads an AF_PACKET reader
+    cannot take; the name of ferrovs's tunnel port."""
+    site.start()
+    site.underlay()
+    options = {"remote_ip": site.under[0], "key": vni}
+    options.update(x.split(":", 1)[1].split("=", 1) for x in extra)
+    site.overlay(kind, options)
+    ovs.configure(kind, vni, extra)
+    site.ns(site.peer, "ethtool -K eth0 tso off gso off", check=False)
+    site.ns(site.sw, f"ethtool -K {site.up} tso off gso off", check=False)
+    return f"t{site.t}"[:15]
+
+
+def explicit_flows(site, ovs, tun):
+    """Each integration bridge sends its host's packets to the tunnel and the tunnel's to
+    its host (OVN's way: NORMAL resolves its port only when a packet is forwarded in
+    ferrovs, so its megaflow shows NORMAL, not `tnl_push`)."""
+    for ofctl, br, t in [(ovs.ofctl, "brint", "tun0"),
+                         (lambda *a, **k: ferrovs_ofctl(site, *a, **k), site.int, tun)]:
+        ofctl("del-flows", br)
+        ofctl("add-flow", br, f"in_port=LOCAL,actions=output:{t}")
+        ofctl("add-flow", br, f"in_port={t},actions=LOCAL")
+
+
 OVN_OPTION = "{class=0x102,type=0x80,len=4}->tun_metadata0"
 
 
@@ -143,13 +169,7 @@ def option_flows(ofctl, br, tun, send, accept):
 
 def test_ovs_geneve_option_matched_both_ways(site_ovs):
     site, ovs = site_ovs
-    site.start()
-    site.underlay()
-    site.overlay("geneve", {"remote_ip": site.under[0], "key": 4243})
-    ovs.configure("geneve", 4243)
-    site.ns(site.peer, "ethtool -K eth0 tso off gso off", check=False)
-    site.ns(site.sw, f"ethtool -K {site.up} tso off gso off", check=False)
-    tun = f"t{site.t}"[:15]
+    tun = start_pair(site, ovs, "geneve", 4243)
     # A flow naming an unmapped tun_metadata field is refused, as by OVS.
     r = ferrovs_ofctl(site, "add-flow", site.int, "tun_metadata0=1,actions=drop", check=False)
     assert r.returncode != 0 and "NXFMFC_INVALID_TLV_FIELD" in r.stderr, r.stderr
@@ -239,24 +259,10 @@ def test_megaflows_pop_and_push_tunnels_as_ovs(site_ovs, variant):
     both headers must read exactly as the table above says (GRE and `csum=true` included)."""
     site, ovs = site_ovs
     kind, extra, port, size, vtype, proto_nr, l4 = MEGAFLOW_KINDS[variant]
-    site.start()
-    site.underlay()
     vni = 4244
-    options = {"remote_ip": site.under[0], "key": vni}
-    options.update(x.split(":", 1)[1].split("=", 1) for x in extra)
-    site.overlay(kind, options)
-    ovs.configure(kind, vni, extra)
+    tun = start_pair(site, ovs, kind, vni, extra)
     l4 = l4.format(vni=vni)
-    site.ns(site.peer, "ethtool -K eth0 tso off gso off", check=False)
-    site.ns(site.sw, f"ethtool -K {site.up} tso off gso off", check=False)
-    # Explicit flows on the integration bridges (OVN's way: NORMAL resolves its port only
-    # when a packet is forwarded in ferrovs, so its megaflow shows NORMAL).
-    tun = f"t{site.t}"[:15]
-    for ofctl, br, t in [(ovs.ofctl, "brint", "tun0"),
-                         (lambda *a, **k: ferrovs_ofctl(site, *a, **k), site.int, tun)]:
-        ofctl("del-flows", br)
-        ofctl("add-flow", br, f"in_port=LOCAL,actions=output:{t}")
-        ofctl("add-flow", br, f"in_port={t},actions=LOCAL")
+    explicit_flows(site, ovs, tun)
     wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=20,
              what=f"ping to OVS\nOVS: {ovs.appctl('dpctl/dump-flows').stdout}\nferrovs:"
                   f"{site.appctl('dpctl/dump-flows', check=False).stdout}\n{site.logtext()}")
@@ -426,13 +432,7 @@ def test_ovs_geneve_oam_flag_matched(site_ovs):
     ferrovs sets it and OVS matches it; the flows read back through ovs-ofctl as OVS's own
     do."""
     site, ovs = site_ovs
-    site.start()
-    site.underlay()
-    site.overlay("geneve", {"remote_ip": site.under[0], "key": 4245})
-    ovs.configure("geneve", 4245)
-    site.ns(site.peer, "ethtool -K eth0 tso off gso off", check=False)
-    site.ns(site.sw, f"ethtool -K {site.up} tso off gso off", check=False)
-    tun = f"t{site.t}"[:15]
+    tun = start_pair(site, ovs, "geneve", 4245)
     ours = lambda *a, **k: ferrovs_ofctl(site, *a, **k)
     oam_flows(ovs.ofctl, "brint", "tun0", send_oam=True, want_oam=False)
     oam_flows(ours, site.int, tun, send_oam=False, want_oam=True)
