@@ -33,12 +33,10 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(extract(frame, port), k);
     assert_eq!(FlowKey::from_words(&k.to_words()), k);
     assert_eq!(k.in_port, port);
-    assert_eq!(
-        (k.pad_l2, k.pad_l3, k.pad_l4, k.pad_ct),
-        (0, [0; 6], 0, 0)
-    );
+    assert_eq!((k.pad_l2, k.pad_l3, k.pad_l4, k.pad_ct), (0, 0, 0, 0));
     // Tunnel metadata comes with the packet, never from the frame's bytes.
     assert_eq!((k.tun_src, k.tun_dst), ([0; 4], [0; 4]));
+    assert_eq!((k.tun_flags, k.tun_gbp_id, k.tun_gbp_flags), (0, 0, 0));
     assert!(k.mpls_n <= 4);
     let _ = k.hash(7);
     let _ = k.to_string();
