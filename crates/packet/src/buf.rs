@@ -89,7 +89,8 @@ pub struct TunMeta {
     /// Outer IPv6 source and destination (zero for an IPv4 underlay).
     pub ipv6_src: [u8; 16],
     pub ipv6_dst: [u8; 16],
-    /// OVS's `FLOW_TNL_F_*` bits: 1 don't-fragment, 2 checksum, 4 OAM, 8 key present.
+    /// OVS's `FLOW_TNL_F_*` bits, the key's `tun_flags` layout (`flow::TUN_F_*`): 1 OAM,
+    /// 2 don't-fragment, 4 checksum, 8 key present.
     pub flags: u16,
     /// Outer TOS (IPv6: traffic class) and TTL (IPv6: hop limit).
     pub tos: u8,

@@ -411,14 +411,15 @@ impl Exec {
                 DpAction::SetQueue(_) => {}
                 DpAction::SetTunnelId(id) => set_tunnel(&mut pkt, |m| {
                     m.id = *id;
-                    m.flags |= 8;
+                    m.flags |= packet::flow::TUN_F_KEY;
                 }),
                 DpAction::SetTunnelSrc(a) => set_tunnel(&mut pkt, |m| m.src = *a),
                 DpAction::SetTunnelDst(a) => set_tunnel(&mut pkt, |m| m.dst = *a),
                 DpAction::SetTunnelIpv6Src(a) => set_tunnel(&mut pkt, |m| m.ipv6_src = *a),
                 DpAction::SetTunnelIpv6Dst(a) => set_tunnel(&mut pkt, |m| m.ipv6_dst = *a),
                 DpAction::SetTunnelFlags(t) => set_tunnel(&mut pkt, |m| {
-                    m.flags = (m.flags & !4) | super::tunnel::meta_oam(*t);
+                    let oam = packet::flow::TUN_F_OAM;
+                    m.flags = (m.flags & !oam) | (t & oam);
                 }),
                 DpAction::SetTunnelOpts(o) => set_tunnel(&mut pkt, |m| {
                     let n = o.len().min(m.opts.len());

@@ -11,7 +11,6 @@
 
 use super::OpenFlow;
 use ofproto::tun_md;
-use packet::flow::{TUN_F_CSUM, TUN_F_DF, TUN_F_KEY, TUN_F_OAM};
 use packet::{Batch, Pool};
 
 impl OpenFlow {
@@ -27,7 +26,7 @@ impl OpenFlow {
                 k.tun_dst = t.dst;
                 k.tun_ipv6_src = t.ipv6_src;
                 k.tun_ipv6_dst = t.ipv6_dst;
-                k.tun_flags = key_flags(t.flags);
+                k.tun_flags = t.flags;
                 if t.opts_len == 0 {
                     continue;
                 }
@@ -68,46 +67,5 @@ impl OpenFlow {
                 pool.free(p);
             }
         }
-    }
-}
-
-/// The received packet's tunnel flags (`TunMeta::flags`: 1 don't-fragment, 2 checksum, 4
-/// OAM, 8 key) in the key's layout, where OAM is bit 0 (the `tun_flags` OpenFlow sees).
-pub(crate) fn key_flags(meta: u16) -> u16 {
-    let mut f = 0;
-    for (m, k) in [
-        (1, TUN_F_DF),
-        (2, TUN_F_CSUM),
-        (4, TUN_F_OAM),
-        (8, TUN_F_KEY),
-    ] {
-        if meta & m != 0 {
-            f |= k;
-        }
-    }
-    f
-}
-
-/// `key_flags` the other way: the OAM bit a pipeline set goes back into the packet's
-/// metadata, where a Geneve port sends it as the O bit.
-pub(crate) fn meta_oam(key: u16) -> u16 {
-    if key & TUN_F_OAM != 0 {
-        4
-    } else {
-        0
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tunnel_flags_move_to_the_key_layout_and_back() {
-        assert_eq!(key_flags(4), TUN_F_OAM);
-        assert_eq!(key_flags(1 | 2 | 8), TUN_F_DF | TUN_F_CSUM | TUN_F_KEY);
-        assert_eq!(key_flags(0), 0);
-        assert_eq!(meta_oam(key_flags(4 | 8)), 4);
-        assert_eq!(meta_oam(TUN_F_KEY), 0);
     }
 }

@@ -87,11 +87,12 @@ const GRE_SEQ: u16 = 0x1000;
 /// highest in the low ones (OVS's default 32768-61000; `tnl/egress_port_range` sets it).
 pub(super) static SRC_PORTS: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new((32768 << 32) | 61000);
-/// `TunMeta::flags` bits (OVS's `FLOW_TNL_F_*`).
-pub const F_DONT_FRAGMENT: u16 = 1;
-pub const F_CSUM: u16 = 2;
-pub const F_OAM: u16 = 4;
-pub const F_KEY: u16 = 8;
+/// `TunMeta::flags` bits: the flow key's `tun_flags` layout (OVS's `FLOW_TNL_F_*`), so
+/// the metadata goes into the key as it is.
+pub const F_DONT_FRAGMENT: u16 = packet::flow::TUN_F_DF;
+pub const F_CSUM: u16 = packet::flow::TUN_F_CSUM;
+pub const F_OAM: u16 = packet::flow::TUN_F_OAM;
+pub const F_KEY: u16 = packet::flow::TUN_F_KEY;
 
 /// The most bytes outer headers take without Geneve options (Ethernet, IPv6, UDP and
 /// Geneve: 70).
