@@ -20,6 +20,14 @@ fi
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
 
+# CI builds once from a clean clone: incremental caches and full debug info would only take disk
+# (a run once ended in "No space left on device"); line tables keep the locations of panics.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
+disk() { df -h "$ROOT" | tail -n 1; }
+
+step "free disk space at the start: $(disk)"
+
 step "system packages"
 ensure_packages
 
@@ -59,4 +67,4 @@ fuzz/smoke.sh "${FUZZ_SECONDS:-10}"
 step "W1 benchmark smoke run"
 bench/w1.sh --smoke
 
-step "all tests passed"
+step "all tests passed (free disk space at the end: $(disk))"
