@@ -144,6 +144,10 @@ pub struct RecircWords<'a> {
     first: &'a [u64; flow::FLOW_KEY_WORDS],
     /// Word 0: `in_port` as in `first`, `recirc_id` the new one.
     w0: u64,
+    /// The first word of the connection-tracking stage (`ct_state`, `ct_nw_proto`,
+    /// `ct_zone`, `ct_mark`), the one every megaflow of tracked packets reads: made once,
+    /// not per candidate megaflow.
+    ct0: u64,
     res: Option<&'a CtResult>,
 }
 
@@ -177,6 +181,7 @@ impl<'a> RecircWords<'a> {
         RecircWords {
             first: first.as_words(),
             w0: u64::from_ne_bytes(id),
+            ct0: res.map_or(0, |r| ct_word(r, 0)),
             res,
         }
     }
@@ -186,6 +191,8 @@ impl<'a> RecircWords<'a> {
     pub fn word(&self, i: usize) -> u64 {
         if i == 0 {
             self.w0
+        } else if i == flow::CT_WORDS_START {
+            self.ct0
         } else if i == METADATA_WORD || REGS_WORDS.contains(&i) {
             0
         } else if (flow::CT_WORDS_START..flow::CT_WORDS_START + CT_WORDS).contains(&i) {
