@@ -189,6 +189,29 @@ impl Packet {
         true
     }
 
+    /// Whether `self` and `other` both carry tunnel metadata stored as the same bytes
+    /// (whole words compared, no decoding): then their [`TunMeta`]s are equal. `false`
+    /// may also mean only bytes no field uses differ.
+    #[inline]
+    pub fn same_tun(&self, other: &Packet) -> bool {
+        let (Some(a), Some(b)) = (
+            self.buf.0.first_chunk::<TUN_META_LEN>(),
+            other.buf.0.first_chunk::<TUN_META_LEN>(),
+        ) else {
+            return false;
+        };
+        let word = |x: &[u8; TUN_META_LEN], i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&x[i * 8..i * 8 + 8]);
+            u64::from_ne_bytes(w)
+        };
+        let mut diff = 0;
+        for i in 0..TUN_META_LEN / 8 {
+            diff |= word(a, i) ^ word(b, i);
+        }
+        self.tun && other.tun && diff == 0
+    }
+
     /// Forgets the packet's tunnel metadata.
     #[inline(always)]
     pub fn clear_tun(&mut self) {
@@ -591,6 +614,49 @@ mod tests {
             pool.free(p);
         }
         assert_eq!(pool.outstanding(), 0);
+    }
+
+    #[test]
+    fn same_tun_is_equal_metadata_on_both() {
+        let mut pool = Pool::new(3);
+        let mut ps: Vec<Packet> = (0..3).map(|_| pool.alloc().expect("buf")).collect();
+        for p in &mut ps {
+            assert!(p.set_frame(&[0; 60]));
+        }
+        let m = TunMeta {
+            id: 7,
+            src: [10, 0, 0, 1],
+            dst: [10, 0, 0, 2],
+            flags: 0x8,
+            ttl: 64,
+            ..TunMeta::default()
+        };
+        assert!(!ps[0].same_tun(&ps[1]), "neither has metadata");
+        assert!(ps[0].set_tun(&m));
+        assert!(!ps[0].same_tun(&ps[1]), "one has none");
+        assert!(ps[1].set_tun(&m));
+        assert!(ps[0].same_tun(&ps[1]));
+        for change in [
+            |m: &mut TunMeta| m.id = 8,
+            |m: &mut TunMeta| m.src[3] = 9,
+            |m: &mut TunMeta| m.flags |= 4,
+            |m: &mut TunMeta| m.tos = 1,
+            |m: &mut TunMeta| m.ipv6_dst[15] = 1,
+            |m: &mut TunMeta| {
+                m.opts_len = 4;
+                m.opts[..4].copy_from_slice(&[1, 2, 3, 0]);
+            },
+        ] {
+            let mut other = m;
+            change(&mut other);
+            assert!(ps[2].set_tun(&other));
+            assert!(!ps[0].same_tun(&ps[2]), "{other:?}");
+        }
+        ps[1].clear_tun();
+        assert!(!ps[0].same_tun(&ps[1]));
+        for p in ps {
+            pool.free(p);
+        }
     }
 
     #[test]

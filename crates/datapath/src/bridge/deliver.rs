@@ -68,9 +68,20 @@ impl<'a> Delivery<'a> {
     }
 
     /// Queues every packet of `pkts` (in order) for port slot `port`, leaving it empty: one
-    /// call for a run of packets with the same destination.
+    /// call for a run of packets with the same destination. When the port's output batch
+    /// is empty and the bridge has no mirrors, the two batches trade storage: no packet is
+    /// moved (every batch has room for [`packet::MAX_BATCH`]).
     #[inline]
     pub fn emit_run(&mut self, port: u16, pkts: &mut Batch, pool: &mut Pool) {
+        if self.mirrors.is_none() && !pkts.is_empty() {
+            if let Some(b) = self.out.get_mut(usize::from(port)) {
+                if b.is_empty() {
+                    std::mem::swap(b, pkts);
+                    self.touched.push(port);
+                    return;
+                }
+            }
+        }
         for p in pkts.drain() {
             self.enqueue(port, p, pool);
         }

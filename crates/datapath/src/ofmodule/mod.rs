@@ -45,6 +45,7 @@ use exec::{Exec, NO_SLOT};
 
 mod exec;
 mod fastpath;
+mod frameless;
 mod lookup;
 mod skip;
 mod tunnel;

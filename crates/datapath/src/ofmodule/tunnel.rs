@@ -11,7 +11,20 @@
 
 use super::OpenFlow;
 use ofproto::tun_md;
-use packet::{Batch, Pool};
+use packet::flow::FlowKey;
+use packet::{Batch, Pool, TunMeta};
+
+/// The key's tunnel fields from a packet's metadata, options aside (what every packet a
+/// tunnel port received gets; `frameless` builds a batch's key with it too).
+#[inline(always)]
+pub(super) fn tun_fields(k: &mut FlowKey, t: &TunMeta) {
+    k.tunnel_id = t.id;
+    k.tun_src = t.src;
+    k.tun_dst = t.dst;
+    k.tun_ipv6_src = t.ipv6_src;
+    k.tun_ipv6_dst = t.ipv6_dst;
+    k.tun_flags = t.flags;
+}
 
 impl OpenFlow {
     /// Fills the tunnel fields of the batch's keys (see the module documentation).
@@ -21,12 +34,7 @@ impl OpenFlow {
             let tlv = self.exec.udpif.tlv.load();
             for (k, p) in self.keys.iter_mut().zip(batch.packets_mut()) {
                 let Some(mut t) = p.tun() else { continue };
-                k.tunnel_id = t.id;
-                k.tun_src = t.src;
-                k.tun_dst = t.dst;
-                k.tun_ipv6_src = t.ipv6_src;
-                k.tun_ipv6_dst = t.ipv6_dst;
-                k.tun_flags = t.flags;
+                tun_fields(k, &t);
                 if t.opts_len == 0 {
                     continue;
                 }

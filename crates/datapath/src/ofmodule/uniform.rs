@@ -69,22 +69,32 @@ const fn udp4_mask() -> [u64; UDP4_SIG / 8] {
 }
 const UDP4_MASK: [u64; UDP4_SIG / 8] = udp4_mask();
 
-/// `d`'s first [`UDP4_SIG`] bytes if it is an IPv4 UDP datagram that flow extraction
-/// reads up to its UDP ports: the whole datagram in the frame (its total length from the
-/// UDP header to the frame's end).
+/// Word `i` of a header from [`udp4_sig`] (a fixed offset once inlined: no bounds check).
 #[inline(always)]
-fn udp4_head(d: &[u8]) -> Option<&[u8; UDP4_SIG]> {
-    let b: &[u8; UDP4_SIG] = d.get(..UDP4_SIG)?.try_into().ok()?;
-    let total = usize::from(u16::from_be_bytes([b[16], b[17]]));
-    (total >= 28 && total + 14 <= d.len()).then_some(b)
+fn word(b: &[u8; UDP4_SIG], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[i * 8..i * 8 + 8]);
+    u64::from_le_bytes(w)
 }
 
-/// The masked words of a header from [`udp4_head`].
+/// The masked words of `d`'s first [`UDP4_SIG`] bytes if it is an IPv4 UDP datagram that
+/// flow extraction reads up to its UDP ports: the whole datagram in the frame (its total
+/// length from the UDP header to the frame's end).
 #[inline(always)]
-fn udp4_words(b: &[u8; UDP4_SIG]) -> impl Iterator<Item = u64> + '_ {
-    b.chunks_exact(8)
-        .zip(UDP4_MASK)
-        .map(|(c, m)| c.try_into().map_or(0, u64::from_le_bytes) & m)
+fn udp4_sig(d: &[u8]) -> Option<[u64; UDP4_SIG / 8]> {
+    let b: &[u8; UDP4_SIG] = d.first_chunk()?;
+    let total = usize::from(u16::from_be_bytes([b[16], b[17]]));
+    if total < 28 || total + 14 > d.len() {
+        return None;
+    }
+    let m = UDP4_MASK;
+    Some([
+        word(b, 0) & m[0],
+        word(b, 1) & m[1],
+        word(b, 2) & m[2],
+        word(b, 3) & m[3],
+        word(b, 4) & m[4],
+    ])
 }
 
 /// Whether every packet of `batch` (two or more) gets the first one's flow key but for
@@ -105,19 +115,13 @@ pub(super) fn repeats_udp4(batch: &Batch) -> bool {
     {
         return false;
     }
-    let Some(h) = udp4_head(d) else {
+    let Some(f) = udp4_sig(d) else {
         return false;
     };
-    let mut first = [0u64; UDP4_SIG / 8];
-    for (f, w) in first.iter_mut().zip(udp4_words(h)) {
-        *f = w;
-    }
+    // Five XORs ORed together per packet, no loop, no call to `memcmp`.
     pkts[1..].iter().all(|p| {
-        udp4_head(p.data()).is_some_and(|h| {
-            udp4_words(h)
-                .zip(&first)
-                .fold(0, |acc, (w, f)| acc | (w ^ f))
-                == 0
+        udp4_sig(p.data()).is_some_and(|s| {
+            (s[0] ^ f[0]) | (s[1] ^ f[1]) | (s[2] ^ f[2]) | (s[3] ^ f[3]) | (s[4] ^ f[4]) == 0
         })
     })
 }
@@ -160,11 +164,12 @@ impl OpenFlow {
         }
     }
 
-    /// A received batch of outer tunnel packets from one remote on the underlay bridge, or
-    /// of one inner flow bound for a tunnel: forwarded on its first packet's megaflow when
-    /// [`repeats_udp4`] holds and that megaflow is `tnl_pop` or `tnl_push` alone; `false`
-    /// (nothing done) otherwise. Only while some tunnel exists (one relaxed load per batch
-    /// otherwise).
+    /// A received batch forwarded on one megaflow: the previous batch's when that one
+    /// reads nothing of a frame (see `frameless`), or else, for outer tunnel packets from one
+    /// remote on the underlay bridge or one inner flow bound for a tunnel, its first
+    /// packet's when [`repeats_udp4`] holds and that megaflow is `tnl_pop` or `tnl_push`
+    /// alone; `false` (nothing done) otherwise. Only while some tunnel exists (one relaxed
+    /// load per batch otherwise).
     #[inline]
     pub(super) fn tunnel_burst(
         &mut self,
@@ -174,8 +179,8 @@ impl OpenFlow {
         out: &mut Delivery<'_>,
     ) -> bool {
         netdev::tunnel::table::active()
-            && repeats_udp4(batch)
-            && self.burst_once(now, batch, pool, out, true)
+            && (self.frameless_burst(now, batch, pool, out)
+                || (repeats_udp4(batch) && self.burst_once(now, batch, pool, out, true)))
     }
 
     /// Forwards `batch` on its first packet's decision; `false` (nothing done, counters as

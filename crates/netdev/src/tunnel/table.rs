@@ -108,24 +108,29 @@ pub struct Drain {
 
 impl Drain {
     /// Moves queued packets into `out` while it has room; returns how many. An empty `out`
-    /// takes a whole burst by swapping storage with it (no packet is moved).
+    /// takes a whole burst (or what a burst left) by trading storage with it: no packet is
+    /// moved. A burst that does not fit the room left waits, whole, for the next call, which
+    /// then trades storage too (filling every batch to the brim instead would split each
+    /// later burst in two and move every packet of it, one by one, as long as the traffic
+    /// lasts).
     #[inline]
     pub fn fill(&mut self, q: &Bursts, out: &mut Batch) -> usize {
         let mut n = 0;
         while out.room() > 0 {
             if self.cur.is_empty() {
                 let Some(mut b) = q.recv() else { break };
-                if out.is_empty() {
-                    std::mem::swap(out, &mut b);
-                    n += out.len();
-                    q.recycle(b);
-                    continue;
-                }
                 std::mem::swap(&mut self.cur, &mut b);
                 q.recycle(b);
             }
-            let k = out.room();
-            for p in self.cur.drain_front(k) {
+            if out.is_empty() {
+                std::mem::swap(out, &mut self.cur);
+                n += out.len();
+                continue;
+            }
+            if self.cur.len() > out.room() {
+                break;
+            }
+            for p in self.cur.drain() {
                 // `out` has room for each of these.
                 if out.push(p).is_ok() {
                     n += 1;
@@ -732,20 +737,23 @@ mod tests {
         let mut out = Batch::new();
         assert_eq!(d.fill(&q, &mut out), first);
         assert_eq!(tags(&out), (0..first).collect::<Vec<_>>());
-        // A receiver with 12 slots left takes the next 12 packets; the rest wait, in order,
-        // ahead of the following burst.
-        assert!(q.send(burst(&mut pool, &q, 1000..1020), &mut pool).is_ok());
-        assert!(q.send(burst(&mut pool, &q, 2000..2005), &mut pool).is_ok());
+        // A receiver with 12 slots left takes a burst of 10, which fits; the burst of 20
+        // after it does not, and waits whole for the next call (which takes it without
+        // moving a packet).
+        assert!(q.send(burst(&mut pool, &q, 1000..1010), &mut pool).is_ok());
+        assert!(q.send(burst(&mut pool, &q, 2000..2020), &mut pool).is_ok());
         // The queue holds two bursts: a third is dropped and counted.
         assert_eq!(q.send(burst(&mut pool, &q, 9000..9003), &mut pool), Err(3));
         assert_eq!(q.dropped.load(Ordering::Relaxed), 3);
-        assert_eq!(d.fill(&q, &mut out), 12);
-        assert_eq!(tags(&out)[first..], (1000..1012).collect::<Vec<_>>()[..]);
+        assert_eq!(d.fill(&q, &mut out), 10);
+        assert_eq!(tags(&out)[first..], (1000..1010).collect::<Vec<_>>()[..]);
+        // Later bursts queue behind the waiting one, and come in order.
+        assert!(q.send(burst(&mut pool, &q, 3000..3005), &mut pool).is_ok());
         let mut out2 = Batch::new();
-        assert_eq!(d.fill(&q, &mut out2), 13);
+        assert_eq!(d.fill(&q, &mut out2), 25);
         assert_eq!(
             tags(&out2),
-            (1012..1020).chain(2000..2005).collect::<Vec<_>>()
+            (2000..2020).chain(3000..3005).collect::<Vec<_>>()
         );
         assert_eq!(d.fill(&q, &mut Batch::new()), 0);
         for p in out.drain().chain(out2.drain()) {

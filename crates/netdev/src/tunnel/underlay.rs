@@ -70,30 +70,33 @@ impl UnderlayPort {
         let mut last: Option<Repeat<'_, Arc<table::Tunnel>>> = None;
         for mut p in batch.drain() {
             let d = p.data();
-            let hit = last.as_ref().and_then(|l| l.check(d));
-            let (t, meta, hdr_len) = match hit {
-                Some(hit) => hit,
-                None => {
-                    let Some((t, r)) = self.classify(d, &tunnels, port_kind, any_gre) else {
-                        // `keep` holds a whole batch, so this push cannot fail.
-                        if let Err(p) = self.keep.push(p) {
-                            pool.free(p);
-                        }
-                        continue;
-                    };
-                    let Some(t) = t else {
-                        table::count_unmatched();
-                        pool.free(p);
-                        continue;
-                    };
-                    last = Repeat::new(d, t, &r);
-                    (t, r.meta, r.hdr_len)
+            // A repeat's metadata is written from the repeat itself: no copy per packet.
+            let t = if let Some((t, meta)) = last.as_ref().and_then(|l| l.check(d)) {
+                if !p.pull_front(V4_UDP_HDR) || !p.set_tun(meta) {
+                    pool.free(p);
+                    continue;
                 }
+                t
+            } else {
+                let Some((t, r)) = self.classify(d, &tunnels, port_kind, any_gre) else {
+                    // `keep` holds a whole batch, so this push cannot fail.
+                    if let Err(p) = self.keep.push(p) {
+                        pool.free(p);
+                    }
+                    continue;
+                };
+                let Some(t) = t else {
+                    table::count_unmatched();
+                    pool.free(p);
+                    continue;
+                };
+                last = Repeat::new(d, t, &r);
+                if !p.pull_front(r.hdr_len) || !p.set_tun(&r.meta) {
+                    pool.free(p);
+                    continue;
+                }
+                t
             };
-            if !p.pull_front(hdr_len) || !p.set_tun(&meta) {
-                pool.free(p);
-                continue;
-            }
             if !to.as_ref().is_some_and(|(cur, _)| Arc::ptr_eq(cur, t)) {
                 if let Some((cur, b)) = to.replace((t, t.rx.spare())) {
                     let _ = cur.rx.send(b, pool);
@@ -226,7 +229,9 @@ fn outer_words(b: &[u8; SIG_LEN]) -> impl Iterator<Item = u64> + '_ {
 struct Repeat<'t, T> {
     sig: [u64; SIG_LEN / 8],
     t: &'t T,
+    /// The metadata of a repeat without and with a UDP checksum.
     meta: packet::TunMeta,
+    meta_csum: packet::TunMeta,
 }
 
 impl<'t, T> Repeat<'t, T> {
@@ -238,16 +243,22 @@ impl<'t, T> Repeat<'t, T> {
         for (s, w) in sig.iter_mut().zip(outer_words(outer_head(d)?)) {
             *s = w;
         }
+        let mut meta = r.meta;
+        meta.flags &= !wire::F_CSUM;
+        let mut meta_csum = meta;
+        meta_csum.flags |= wire::F_CSUM;
         Some(Repeat {
             sig,
             t,
-            meta: r.meta,
+            meta,
+            meta_csum,
         })
     }
 
-    /// `d`'s tunnel, metadata and outer header length if its outer headers repeat.
+    /// `d`'s tunnel and metadata if its outer headers repeat (then they are
+    /// [`V4_UDP_HDR`] bytes long).
     #[inline]
-    fn check(&self, d: &[u8]) -> Option<(&'t T, packet::TunMeta, usize)> {
+    fn check(&self, d: &[u8]) -> Option<(&'t T, &packet::TunMeta)> {
         // Word by word, without a call to `memcmp`.
         let diff = outer_words(outer_head(d)?)
             .zip(&self.sig)
@@ -261,12 +272,12 @@ impl<'t, T> Repeat<'t, T> {
         if total + 14 > d.len() || total < V4_UDP_HDR - 14 + 14 {
             return None;
         }
-        let mut meta = self.meta;
-        meta.flags &= !wire::F_CSUM;
-        if d[40] | d[41] != 0 {
-            meta.flags |= wire::F_CSUM;
-        }
-        Some((self.t, meta, V4_UDP_HDR))
+        let meta = if d[40] | d[41] != 0 {
+            &self.meta_csum
+        } else {
+            &self.meta
+        };
+        Some((self.t, meta))
     }
 }
 
@@ -514,8 +525,8 @@ mod tests {
             // Each of these must be the same tunnel packet with this metadata.
             for f in &frames {
                 let p = wire::parse(f, known).expect("a tunnel packet");
-                let (_, meta, hdr_len) = rep.check(f).expect("a repeat");
-                assert_eq!((meta, hdr_len), (p.meta, p.hdr_len), "{proto:?}");
+                let (_, meta) = rep.check(f).expect("a repeat");
+                assert_eq!((*meta, V4_UDP_HDR), (p.meta, p.hdr_len), "{proto:?}");
             }
             // And these not: other outer headers or lengths that do not hold.
             let mut others = vec![outer(proto, 60, 0x20)];
