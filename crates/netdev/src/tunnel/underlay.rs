@@ -16,6 +16,7 @@ use super::nd;
 use super::table::{self, Underlay};
 use super::wire::{self, Proto};
 use crate::{LinkState, Port, PortStats, RxqState};
+use packet::flow::FlowKey;
 use packet::{Batch, Pool};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -137,6 +138,7 @@ impl UnderlayPort {
             .filter(|t| {
                 t.cfg.proto == r.proto
                     && (r.proto == Proto::Gre || t.cfg.dst_port == r.dst_port)
+                    && (!r.gbp || t.cfg.gbp)
                     && match t.cfg.local {
                         Some(super::Addr::Fixed(a)) => a == outer_dst,
                         _ => true,
@@ -329,11 +331,12 @@ pub fn listens(name: &str) -> Option<[u8; 6]> {
     any.then_some(u.mac)
 }
 
-/// What `tnl_push` shows for tunnel port `name` (`flow_key`: the key when it comes from
-/// the flow): the listening port, OVS's vport type (3 GRE, 4 VXLAN, 5 Geneve), the outer
+/// What `tnl_push` shows for tunnel port `name` for a packet with `flow` (its `tun_id`
+/// when the key comes from the flow, its `tun_gbp_id` and `tun_gbp_flags` on a port with
+/// `exts=gbp`): the listening port, OVS's vport type (3 GRE, 4 VXLAN, 5 Geneve), the outer
 /// headers its template pushes, and the underlay they leave through. `None` unless its
 /// remote is fixed and resolved and its TOS fixed.
-pub fn push_header(name: &str, flow_key: u64) -> Option<(u32, u8, Vec<u8>, String)> {
+pub fn push_header(name: &str, flow: &FlowKey) -> Option<(u32, u8, Vec<u8>, String)> {
     if !table::active() {
         return None;
     }
@@ -345,20 +348,33 @@ pub fn push_header(name: &str, flow_key: u64) -> Option<(u32, u8, Vec<u8>, Strin
     let r = t.out.load_full()?;
     let key = match t.cfg.out_key {
         super::Key::Fixed(k) => k,
-        super::Key::Flow => flow_key,
+        super::Key::Flow => flow.tunnel_id,
     };
     let kind = match t.cfg.proto {
         Proto::Gre => 3,
         Proto::Vxlan => 4,
         Proto::Geneve => 5,
     };
-    let h = r.tmpl.header(key)?;
+    let h = if t.cfg.gbp {
+        r.tmpl
+            .header_gbp(key, flow.tun_gbp_id, flow.tun_gbp_flags)?
+    } else {
+        r.tmpl.header(key)?
+    };
     Some((
         listening_port(t.cfg.proto, t.cfg.dst_port),
         kind,
         h,
         r.underlay.name.clone(),
     ))
+}
+
+/// Whether tunnel port `name` sends VXLAN Group Policy (`exts=gbp`): its `tnl_push`
+/// header then depends on the flow's `tun_gbp_id` and `tun_gbp_flags`.
+pub fn sends_gbp(name: &str) -> bool {
+    table::decap_snapshot()
+        .iter()
+        .any(|t| t.name == name && t.cfg.gbp)
 }
 
 /// Whether tunnel port `name`'s key comes from the flow (`key=flow` or `out_key=flow`).

@@ -429,3 +429,92 @@ fn geneve_oam_sets_the_o_bit_and_reads_back() {
     assert_eq!(&p.data()[42..46], &[8, 0, 0, 0]);
     pool.free(p);
 }
+
+#[test]
+fn vxlan_group_policy_goes_out_and_comes_back_with_the_checksum_right() {
+    let mut pool = packet::Pool::new(1);
+    for o in [
+        outer(Proto::Vxlan, false),
+        outer(Proto::Vxlan, true),
+        outer6(Proto::Vxlan, false),
+    ] {
+        let t = Template::new(&o);
+        let l4 = if t.is_ipv6() { 54 } else { 34 };
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&inner()));
+        assert!(t.push(&mut p, 0x1234, &[]));
+        // Reserved flag bits are not sent: only D (0x40) and A (0x08).
+        t.set_gbp(&mut p, 0xbeef, 0x49);
+        let f = p.data().to_vec();
+        assert_eq!(f[l4 + 8..l4 + 12], [0x88, 0x48, 0xbe, 0xef]);
+        if t.is_ipv6() {
+            assert!(udp6_ok(&f));
+        } else if o.csum {
+            let s = csum::add(17 + (f.len() - 34) as u32, &f[26..34]);
+            assert_eq!(csum::fold(csum::add(s, &f[34..])), 0xffff);
+        } else {
+            assert_eq!(f[40..42], [0, 0]);
+        }
+        let r = parse(&f, known).expect("a tunnel packet");
+        assert!(r.gbp);
+        assert_eq!(
+            (r.meta.id, r.meta.gbp_id, r.meta.gbp_flags),
+            (0x1234, 0xbeef, 0x48)
+        );
+        assert_eq!(&f[r.hdr_len..], &inner()[..]);
+        // `tnl_push` shows the same header word.
+        let h = t.header_gbp(0x1234, 0xbeef, 0x48).expect("fixed TOS");
+        assert_eq!(h[l4 + 8..l4 + 12], f[l4 + 8..l4 + 12]);
+        pool.free(p);
+    }
+    // Nothing to send: no G bit (as Linux), and a plain header reads as no group policy.
+    let t = Template::new(&outer(Proto::Vxlan, true));
+    let mut p = pool.alloc().expect("buffer");
+    assert!(p.set_frame(&inner()));
+    assert!(t.push(&mut p, 7, &[]));
+    let before = p.data().to_vec();
+    t.set_gbp(&mut p, 0, 0x01);
+    assert_eq!(p.data(), &before[..]);
+    let r = parse(&before, known).expect("a tunnel packet");
+    assert!(!r.gbp);
+    assert_eq!((r.meta.gbp_id, r.meta.gbp_flags), (0, 0));
+    assert_eq!(t.header_gbp(7, 0, 0), t.header(7));
+    pool.free(p);
+    // Another protocol has no such header.
+    let g = Template::new(&outer(Proto::Geneve, false));
+    let mut p = pool.alloc().expect("buffer");
+    assert!(p.set_frame(&inner()));
+    assert!(g.push(&mut p, 7, &[]));
+    let before = p.data().to_vec();
+    g.set_gbp(&mut p, 5, 0x08);
+    assert_eq!(p.data(), &before[..]);
+    pool.free(p);
+}
+
+#[test]
+fn a_vxlan_header_with_other_flags_is_no_tunnel_packet() {
+    let t = Template::new(&outer(Proto::Vxlan, false));
+    let mut pool = packet::Pool::new(1);
+    let mut p = pool.alloc().expect("buffer");
+    assert!(p.set_frame(&inner()));
+    assert!(t.push(&mut p, 7, &[]));
+    let f = p.data().to_vec();
+    // G and I with reserved bits in the flags byte: the D and A bits only are read.
+    let mut g = f.clone();
+    g[42..46].copy_from_slice(&[0x88, 0xff, 0, 9]);
+    let r = parse(&g, known).expect("group policy");
+    assert!(r.gbp);
+    assert_eq!((r.meta.gbp_id, r.meta.gbp_flags), (9, 0x48));
+    // Other bits in the first byte, or policy bits without G: refused.
+    for bad in [
+        [0x0c, 0, 0, 0],
+        [0x8c, 0, 0, 0],
+        [0x08, 0x48, 0, 0],
+        [0x08, 0, 0, 1],
+    ] {
+        let mut b = f.clone();
+        b[42..46].copy_from_slice(&bad);
+        assert_eq!(parse(&b, known), None, "{bad:x?}");
+    }
+    pool.free(p);
+}
