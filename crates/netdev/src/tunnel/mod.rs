@@ -5,7 +5,9 @@
 //! configured as in OVS: `type=vxlan|geneve|gre`, `options:remote_ip=IP|flow`,
 //! `local_ip=IP` (IPv4 or IPv6, as in OVS: a `gre` port with IPv6 addresses is OVS's
 //! `ip6gre`), `key`/`in_key`/`out_key=N|flow`, `dst_port`, `csum`, `tos`, `ttl`,
-//! `df_default`, `packet_type=legacy_l2`. It owns no socket and no kernel device: its outer
+//! `df_default`, `packet_type=legacy_l2`, `exts=gbp` (VXLAN Group Policy: the header's
+//! group policy ID and D/A flags travel as the packet's `tun_gbp_id`/`tun_gbp_flags`; one
+//! UDP port is all Group Policy or all plain, as in OVS). It owns no socket and no kernel device: its outer
 //! packets travel over an *underlay*, the bridge whose internal port owns the local address
 //! (OVS's "native tunnelling" in the userspace datapath).
 //!

@@ -369,6 +369,49 @@ pub fn push_header(name: &str, flow: &FlowKey) -> Option<(u32, u8, Vec<u8>, Stri
     ))
 }
 
+/// `ovs-appctl tnl/ports/show -v`: what a packet must be to be popped, as OVS prints its
+/// tunnel port map: one line per listening port and underlay address (IPv4, then the
+/// global IPv6 one), each the Ethernet destination (the underlay's MAC), EtherType, IP
+/// destination and protocol, unfragmented, and the UDP destination port. The number in
+/// parentheses is the one `tnl_pop(N)` names ([`listening_port`]).
+pub fn ports_show_verbose() -> String {
+    let mut ports: Vec<(Proto, u16)> = table::decap_snapshot()
+        .iter()
+        .map(|t| (t.cfg.proto, t.cfg.dst_port))
+        .collect();
+    ports.sort();
+    ports.dedup();
+    let mut s = String::from("Listening ports:\n");
+    for u in table::underlays() {
+        let v4 = u.ip.load(std::sync::atomic::Ordering::Relaxed);
+        let v6 = *u.ip6.lock().unwrap_or_else(|e| e.into_inner());
+        let m = u.mac;
+        let mac = format!(
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        );
+        let addrs = (v4 != 0)
+            .then(|| ("0x0800", "ipv4", IpAddr::from(std::net::Ipv4Addr::from(v4))))
+            .into_iter()
+            .chain(v6.map(|a| ("0x86dd", "ipv6", IpAddr::from(a))));
+        for (ty, family, ip) in addrs {
+            for &(p, port) in &ports {
+                let (nw_proto, udp) = match p {
+                    Proto::Gre => (47, String::new()),
+                    _ => (17, format!(",udp(dst={port})")),
+                };
+                s.push_str(&format!(
+                    "{} ({}) : eth(dst={mac}),eth_type({ty}),{family}(dst={ip},proto={nw_proto},\
+                     frag=no){udp}\n",
+                    p.sys_name(port),
+                    listening_port(p, port)
+                ));
+            }
+        }
+    }
+    s
+}
+
 /// Whether tunnel port `name` sends VXLAN Group Policy (`exts=gbp`): its `tnl_push`
 /// header then depends on the flow's `tun_gbp_id` and `tun_gbp_flags`.
 pub fn sends_gbp(name: &str) -> bool {

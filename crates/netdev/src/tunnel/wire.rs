@@ -579,13 +579,13 @@ fn keep_options(opts: &[u8], meta: &mut TunMeta) {
 }
 
 /// Reads the outer headers of a frame that may be a tunnel packet for this switch. `None` if
-/// it is not one (not IPv4 or IPv6, a fragment, an IPv6 extension header, not UDP/GRE,
+/// it is not one (not IPv4 or IPv6, a fragment, not UDP/GRE,
 /// malformed, an unknown version). `udp_port_known` says whether a UDP destination port
 /// belongs to a tunnel, and as which protocol.
 pub fn parse(f: &[u8], udp_port_known: impl Fn(u16) -> Option<Proto>) -> Option<Parsed> {
     let (ip, ihl, next, mut meta) = if f.get(12..14) == Some(&ETH_P_IPV6.to_be_bytes()[..]) {
-        let (ip, ihl) = outer_ipv6(f)?;
-        (ip, ihl, ip[6], outer_meta6(ip))
+        let (ip, ihl, next) = outer_ipv6(f)?;
+        (ip, ihl, next, outer_meta6(ip))
     } else {
         let (ip, ihl) = outer_ipv4(f)?;
         (ip, ihl, ip[9], outer_meta(ip))
@@ -628,16 +628,31 @@ fn outer_ipv4(f: &[u8]) -> Option<(&[u8], usize)> {
     Some((&ip[..total], ihl))
 }
 
-/// The outer IPv6 packet of `f` (up to its payload length) and its header length, if it is
-/// a well-formed one.
+/// The outer IPv6 packet of `f` (up to its payload length), the length of its headers and
+/// the protocol after them, if it is a well-formed one. Hop-by-hop, routing and
+/// destination options headers and AH are skipped, as OVS pops everything up to the
+/// transport header; a Fragment header ends the walk (the packet is then no tunnel
+/// packet: it goes to the host, as OVS's `tnl_pop` megaflow takes only `frag=no`).
 #[inline]
-fn outer_ipv6(f: &[u8]) -> Option<(&[u8], usize)> {
+fn outer_ipv6(f: &[u8]) -> Option<(&[u8], usize, u8)> {
     let ip = f.get(ETH_LEN..)?;
     if ip.len() < IP6_LEN || ip[0] >> 4 != 6 {
         return None;
     }
     let end = IP6_LEN + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-    Some((ip.get(..end)?, IP6_LEN))
+    let ip = ip.get(..end)?;
+    let (mut next, mut at) = (ip[6], IP6_LEN);
+    // Each step moves on by at least 8 bytes and reads within `ip`, so this ends.
+    while matches!(next, 0 | 43 | 60 | 51) {
+        let h = ip.get(at..at + 2)?;
+        at += if next == 51 {
+            (usize::from(h[1]) + 2) * 4
+        } else {
+            (usize::from(h[1]) + 1) * 8
+        };
+        next = h[0];
+    }
+    (at <= ip.len()).then_some((ip, at, next))
 }
 
 /// The tunnel metadata the outer IPv6 header gives: addresses, traffic class, hop limit.

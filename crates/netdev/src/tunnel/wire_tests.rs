@@ -277,7 +277,7 @@ fn ipv6_inherits_the_inner_traffic_class_and_fits_the_longest_options_in_the_hea
 }
 
 #[test]
-fn ipv6_truncations_fragments_and_extension_headers_stay_with_the_host() {
+fn ipv6_truncations_and_fragments_stay_with_the_host() {
     let t = Template::new(&outer6(Proto::Vxlan, false));
     let mut pool = packet::Pool::new(1);
     let mut p = pool.alloc().expect("buffer");
@@ -291,10 +291,12 @@ fn ipv6_truncations_fragments_and_extension_headers_stay_with_the_host() {
     let mut g = f.clone();
     g[19] = g[19].wrapping_add(1);
     assert_eq!(parse(&g, known), None);
-    // A Fragment header (or any other extension header) in front of UDP.
-    let mut h = f.clone();
-    h[20] = 44;
-    assert_eq!(parse(&h, known), None);
+    // A Fragment header in front of UDP, or an unknown one.
+    for next in [44, 50, 59] {
+        let mut h = f.clone();
+        h[20] = next;
+        assert_eq!(parse(&h, known), None, "{next}");
+    }
     // Not version 6.
     let mut v = f.clone();
     v[14] = 0x45;
@@ -517,4 +519,37 @@ fn a_vxlan_header_with_other_flags_is_no_tunnel_packet() {
         assert_eq!(parse(&b, known), None, "{bad:x?}");
     }
     pool.free(p);
+}
+
+#[test]
+fn ipv6_extension_headers_before_udp_are_popped_with_the_outer_headers() {
+    let t = Template::new(&outer6(Proto::Vxlan, false));
+    let mut pool = packet::Pool::new(1);
+    let mut p = pool.alloc().expect("buffer");
+    assert!(p.set_frame(&inner()));
+    assert!(t.push(&mut p, 7, &[]));
+    let f = p.data().to_vec();
+    // Hop-by-hop options (8 bytes), a routing header (24), AH (12 + 4 of ICV), then UDP.
+    let mut ext = vec![43, 0, 1, 4, 0, 0, 0, 0];
+    ext.extend([
+        51, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ]);
+    ext.extend([17, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    let mut g = f[..54].to_vec();
+    g[20] = 0;
+    g.extend(&ext);
+    g.extend(&f[54..]);
+    let plen = u16::from_be_bytes([g[18], g[19]]) + ext.len() as u16;
+    g[18..20].copy_from_slice(&plen.to_be_bytes());
+    let r = parse(&g, known).expect("a tunnel packet");
+    assert_eq!(r.hdr_len, f.len() - inner().len() + ext.len());
+    assert_eq!(&g[r.hdr_len..], &inner()[..]);
+    assert_eq!(r.meta.id, 7);
+    // A header running past the payload is no tunnel packet.
+    let mut h = g.clone();
+    h[55] = 200;
+    assert_eq!(parse(&h, known), None);
+    for n in 54..g.len() {
+        let _ = parse(&g[..n], known);
+    }
 }
