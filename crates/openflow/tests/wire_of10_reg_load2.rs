@@ -126,7 +126,7 @@ fn a_wide_or_scattered_write_is_one_reg_load_per_run() {
         ),
     ];
     for (v, act, want) in cases {
-        let enc = encode_action_list(v, &[act.clone()]).expect("encodes");
+        let enc = encode_action_list(v, std::slice::from_ref(&act)).expect("encodes");
         let got: String = enc.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(got, want, "v{v} {act:?}");
         // Decoded, it is the loads, which encode to the same bytes.
@@ -136,7 +136,7 @@ fn a_wide_or_scattered_write_is_one_reg_load_per_run() {
     }
     // OpenFlow 1.5 says it as one set-field.
     let a = sf(Field::Xxreg1, 1, None);
-    let enc = encode_action_list(OFP15, &[a.clone()]).expect("encodes");
+    let enc = encode_action_list(OFP15, std::slice::from_ref(&a)).expect("encodes");
     assert_eq!(decode_action_list(OFP15, &enc).expect("decodes"), vec![a]);
 }
 
