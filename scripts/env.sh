@@ -29,6 +29,7 @@ FERROVS_PACKAGES=(
     sfcapd:nfdump-sflow
     ovn-northd:ovn-central
     ovn-controller:ovn-host
+    nft:nftables
 )
 
 ensure_packages() {

@@ -171,6 +171,13 @@ def test_kernel_tunnel_device_interoperates(site, kind):
     want = "vxlan_sys_4789 (4789) ref_cnt=1" if kind == "vxlan" else \
         "genev_sys_6081 (6081) ref_cnt=1"
     assert want in ports, ports
+    # `-v`: what a packet must be to be popped, one line per underlay address, as OVS
+    # prints its tunnel port map.
+    mac = site.ns(site.sw, f"cat /sys/class/net/{site.phy}/address").stdout.strip()
+    verbose = site.appctl("tnl/ports/show", "-v").stdout
+    want = (f"vxlan_sys_4789 (4789) : eth(dst={mac}),eth_type(0x0800),"
+            f"ipv4(dst={site.under[1]},proto=17,frag=no),udp(dst=4789)\n")
+    assert verbose.startswith("Listening ports:\n") and want in verbose, verbose
     look = site.appctl("ovs/route/lookup", site.under[0]).stdout
     # No gateway is "::", for IPv4 too, as ovs-vswitchd prints it.
     assert look == f"src {site.under[1]}\ngateway ::\ndev {site.phy}\n", look

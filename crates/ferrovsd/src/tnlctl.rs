@@ -74,8 +74,11 @@ pub fn run(method: &str, args: &[String]) -> Result<String, String> {
         "tnl/neigh/flush" | "tnl/arp/flush" => Ok(tunnel::neigh_flush()),
         "tnl/neigh/aging" | "tnl/arp/aging" => tunnel::knobs::neigh_aging_cmd(args),
         "tnl/egress_port_range" => tunnel::knobs::egress_port_range_cmd(args),
-        // `-v` (OVS adds its datapath's listening flows) shows the same list here.
-        "tnl/ports/show" => Ok(tunnel::ports_show()),
+        "tnl/ports/show" => match args.first().map(String::as_str) {
+            // OVS compares the option case-insensitively and ignores any other word.
+            Some(v) if v.eq_ignore_ascii_case("-v") => Ok(tunnel::underlay::ports_show_verbose()),
+            _ => Ok(tunnel::ports_show()),
+        },
         _ => Err(format!("\"{method}\" is not a valid command")),
     }
 }

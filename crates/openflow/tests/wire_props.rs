@@ -10,6 +10,7 @@ use openflow::messages::{
     MeterFlags, MeterMod, MeterModCommand,
 };
 use openflow::oxm::Field;
+use openflow::wire::action::split_loads;
 use openflow::wire::{decode, decode_frame, encode, Message, OFP13, OFP14, OFP15, VERSIONS};
 use openflow::Match;
 use proptest::prelude::*;
@@ -434,15 +435,25 @@ proptest! {
             fm.instructions
                 .retain(|i| !matches!(i, Instruction::ApplyActions(a) if a.is_empty()));
         }
-        let m = Message::FlowMod(fm);
-        prop_assert_eq!(round_trip(&m, v), m);
+        let m = Message::FlowMod(fm.clone());
+        // Before 1.5 a wide or scattered masked write travels as several loads.
+        for i in &mut fm.instructions {
+            if let Instruction::ApplyActions(a) | Instruction::WriteActions(a) = i {
+                *a = split_loads(v, std::mem::take(a));
+            }
+        }
+        prop_assert_eq!(round_trip(&m, v), Message::FlowMod(fm));
     }
 
     #[test]
     fn group_mods_round_trip(g in a_group_mod(), vi in 0usize..3) {
         let v = [OFP13, OFP14, OFP15][vi];
-        let m = Message::GroupMod(g);
-        prop_assert_eq!(round_trip(&m, v), m);
+        let m = Message::GroupMod(g.clone());
+        let mut g = g;
+        for b in &mut g.buckets {
+            b.actions = split_loads(v, std::mem::take(&mut b.actions));
+        }
+        prop_assert_eq!(round_trip(&m, v), Message::GroupMod(g));
     }
 
     #[test]

@@ -85,7 +85,13 @@ fn ipv6_tunnel_addresses_travel_as_nicira_fields_in_every_version() {
     let fm = parse_flow(&with_loads, openflow::messages::FlowModCommand::Add).expect("parses");
     assert_eq!(format_instructions(&fm.instructions), loads);
     for version in [OFP10, OFP13, OFP15] {
-        let actions = "set_field:fd00::2->tun_ipv6_dst,output:1";
+        // OpenFlow 1.0 says a 128-bit write as two 64-bit `reg_load`s, as OVS does.
+        let actions = if version == OFP10 {
+            "set_field:::2/::ffff:ffff:ffff:ffff->tun_ipv6_dst,\
+             set_field:fd00::/64->tun_ipv6_dst,output:1"
+        } else {
+            "set_field:fd00::2->tun_ipv6_dst,output:1"
+        };
         let fm = parse_flow(text, openflow::messages::FlowModCommand::Add).expect("parses");
         let msg = if version == OFP10 {
             Message::Nx(NxMessage::FlowMod(fm))

@@ -98,6 +98,10 @@ pub struct TunMeta {
     /// Bytes of Geneve options in `opts`: received ones (whole options, as many as fit),
     /// or the ones the pipeline built for a Geneve port to send.
     pub opts_len: u8,
+    /// VXLAN Group Policy flags (`tun_gbp_flags`: 0x40 don't learn, 0x08 applied) and ID
+    /// (`tun_gbp_id`), carried by a VXLAN port with `exts=gbp`; zero otherwise.
+    pub gbp_flags: u8,
+    pub gbp_id: u16,
     /// The options, in wire format (class, type, length, value), `opts_len` bytes of them.
     pub opts: [u8; TUN_OPTS_MAX],
 }
@@ -127,6 +131,8 @@ impl TunMeta {
         b[50] = self.tos;
         b[51] = self.ttl;
         b[52] = self.opts_len;
+        b[53] = self.gbp_flags;
+        b[54..56].copy_from_slice(&self.gbp_id.to_ne_bytes());
         b[56..56 + TUN_OPTS_MAX].copy_from_slice(&self.opts);
     }
 
@@ -149,6 +155,8 @@ impl TunMeta {
             tos: b[50],
             ttl: b[51],
             opts_len: b[52],
+            gbp_flags: b[53],
+            gbp_id: u16::from_ne_bytes([b[54], b[55]]),
             opts: {
                 let mut o = [0u8; TUN_OPTS_MAX];
                 o.copy_from_slice(&b[56..56 + TUN_OPTS_MAX]);
@@ -727,6 +735,8 @@ mod tun_tests {
             tos: 3,
             ttl: 64,
             opts_len: 8,
+            gbp_flags: 0x48,
+            gbp_id: 0xbeef,
             opts: [7; TUN_OPTS_MAX],
             ..TunMeta::default()
         };

@@ -85,6 +85,7 @@ fn keeps_bytes(a: &DpAction) -> bool {
                 | DpAction::SetTunnelIpv6Src(_)
                 | DpAction::SetTunnelIpv6Dst(_)
                 | DpAction::SetTunnelFlags(_)
+                | DpAction::SetTunnelGbp { .. }
                 | DpAction::SetTunnelOpts(_)
         ),
     }
@@ -223,6 +224,7 @@ impl Exec {
                                 | DpAction::SetTunnelIpv6Src(_)
                                 | DpAction::SetTunnelIpv6Dst(_)
                                 | DpAction::SetTunnelFlags(_)
+                                | DpAction::SetTunnelGbp { .. }
                                 | DpAction::SetTunnelOpts(_)
                         )
                 })
@@ -420,6 +422,10 @@ impl Exec {
                 DpAction::SetTunnelFlags(t) => set_tunnel(&mut pkt, |m| {
                     let oam = packet::flow::TUN_F_OAM;
                     m.flags = (m.flags & !oam) | (t & oam);
+                }),
+                DpAction::SetTunnelGbp { id, flags } => set_tunnel(&mut pkt, |m| {
+                    m.gbp_id = *id;
+                    m.gbp_flags = *flags;
                 }),
                 DpAction::SetTunnelOpts(o) => set_tunnel(&mut pkt, |m| {
                     let n = o.len().min(m.opts.len());

@@ -2,7 +2,7 @@
 //!
 //! A tunnel port sets the same metadata on every packet it receives, so the module tests
 //! the first packet of a batch and only then looks at each: the outer key and addresses
-//! (IPv4 or IPv6) go into their key fields, and Geneve options through the bridge's TLV table (the copy the
+//! (IPv4 or IPv6), flags and VXLAN Group Policy go into their key fields, and Geneve options through the bridge's TLV table (the copy the
 //! control plane publishes to poll threads, read without waiting) into the key's
 //! tunnel-options block; the packet then keeps only the options its key holds (what OVS
 //! would send on to another Geneve port). A packet whose options OVS would refuse (a mapped option of the
@@ -24,6 +24,8 @@ pub(super) fn tun_fields(k: &mut FlowKey, t: &TunMeta) {
     k.tun_ipv6_src = t.ipv6_src;
     k.tun_ipv6_dst = t.ipv6_dst;
     k.tun_flags = t.flags;
+    k.tun_gbp_id = t.gbp_id;
+    k.tun_gbp_flags = t.gbp_flags;
 }
 
 impl OpenFlow {

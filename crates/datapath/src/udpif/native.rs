@@ -60,6 +60,11 @@ impl ofproto::native::NativeTunnels for Tunnels {
         if netdev::tunnel::underlay::key_from_flow(port) {
             wc.tunnel_id = u64::MAX;
         }
+        // A Group Policy port writes the flow's ID and flags into the header.
+        if netdev::tunnel::underlay::sends_gbp(port) {
+            wc.tun_gbp_id = u16::MAX;
+            wc.tun_gbp_flags = u8::MAX;
+        }
         // Geneve options from the flow follow the header: not one header for all.
         wc.tun_opts_present = u64::MAX;
         if flow.tun_opts_present != 0 {
@@ -75,8 +80,7 @@ impl ofproto::native::NativeTunnels for Tunnels {
         if oam {
             return None;
         }
-        let (tnl_port, kind, header, out_port) =
-            netdev::tunnel::underlay::push_header(port, flow.tunnel_id)?;
+        let (tnl_port, kind, header, out_port) = netdev::tunnel::underlay::push_header(port, flow)?;
         Some(ofproto::native::TnlPush {
             port: ofport,
             tnl_port,

@@ -5,7 +5,9 @@
 //! configured as in OVS: `type=vxlan|geneve|gre`, `options:remote_ip=IP|flow`,
 //! `local_ip=IP` (IPv4 or IPv6, as in OVS: a `gre` port with IPv6 addresses is OVS's
 //! `ip6gre`), `key`/`in_key`/`out_key=N|flow`, `dst_port`, `csum`, `tos`, `ttl`,
-//! `df_default`, `packet_type=legacy_l2`. It owns no socket and no kernel device: its outer
+//! `df_default`, `packet_type=legacy_l2`, `exts=gbp` (VXLAN Group Policy: the header's
+//! group policy ID and D/A flags travel as the packet's `tun_gbp_id`/`tun_gbp_flags`; one
+//! UDP port is all Group Policy or all plain, as in OVS). It owns no socket and no kernel device: its outer
 //! packets travel over an *underlay*, the bridge whose internal port owns the local address
 //! (OVS's "native tunnelling" in the userspace datapath).
 //!
@@ -106,6 +108,9 @@ pub struct Config {
     pub tos: Option<u8>,
     pub ttl: u8,
     pub df_default: bool,
+    /// `exts=gbp` (VXLAN only): the Group Policy extension is read from and written into
+    /// the VXLAN header (`tun_gbp_id`, `tun_gbp_flags`).
+    pub gbp: bool,
 }
 
 const KNOWN: &[&str] = &[
@@ -120,6 +125,7 @@ const KNOWN: &[&str] = &[
     "ttl",
     "df_default",
     "packet_type",
+    "exts",
 ];
 
 fn bad(key: &str, why: String) -> NetdevError {
@@ -255,6 +261,7 @@ pub fn parse_config(proto: Proto, opts: &Options) -> Result<Config, NetdevError>
             ))
         }
     }
+    let gbp = parse_exts(proto, opts.get("exts").map(String::as_str))?;
     Ok(Config {
         proto,
         remote,
@@ -266,7 +273,28 @@ pub fn parse_config(proto: Proto, opts: &Options) -> Result<Config, NetdevError>
         tos,
         ttl,
         df_default,
+        gbp,
     })
+}
+
+/// `exts`: a comma-separated list of VXLAN extensions; `gbp` is the one supported (OVS's
+/// `gpe` is refused, as is any other name or the option on another port type).
+fn parse_exts(proto: Proto, v: Option<&str>) -> Result<bool, NetdevError> {
+    let Some(v) = v else { return Ok(false) };
+    if proto != Proto::Vxlan {
+        return Err(bad(
+            "exts",
+            format!("{} ports have no extensions", proto.kind()),
+        ));
+    }
+    let mut gbp = false;
+    for ext in v.split(',').filter(|e| !e.is_empty()) {
+        match ext {
+            "gbp" => gbp = true,
+            _ => return Err(bad("exts", format!("unknown extension '{ext}'"))),
+        }
+    }
+    Ok(gbp)
 }
 
 /// The protocol a port type names, if it is a tunnel type.
@@ -303,6 +331,23 @@ impl TunnelPort {
     /// Opens a tunnel port of protocol `proto`.
     pub fn open(name: &str, proto: Proto, opts: &Options) -> Result<TunnelPort, NetdevError> {
         let cfg = parse_config(proto, opts)?;
+        // As OVS: one UDP port is either Group Policy VXLAN or plain VXLAN, since a
+        // received packet is read by its port before any tunnel is chosen.
+        if proto == Proto::Vxlan
+            && table::decap_snapshot().iter().any(|t| {
+                t.name != name
+                    && t.cfg.proto == Proto::Vxlan
+                    && t.cfg.dst_port == cfg.dst_port
+                    && t.cfg.gbp != cfg.gbp
+            })
+        {
+            return Err(bad(
+                "exts",
+                "VXLAN-GBP, and non-VXLAN-GBP tunnels can't be configured on the same \
+                 dst_port"
+                    .into(),
+            ));
+        }
         Ok(TunnelPort {
             t: table::add_tunnel(name, cfg),
             opts: opts.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -460,6 +505,11 @@ impl Port for TunnelPort {
                 pool.free(p);
                 continue;
             }
+            if self.t.cfg.gbp {
+                if let Some(m) = meta.as_ref() {
+                    r.tmpl.set_gbp(&mut p, m.gbp_id, m.gbp_flags);
+                }
+            }
             if !out
                 .as_ref()
                 .is_some_and(|o| Arc::ptr_eq(&o.underlay, &r.underlay))
@@ -534,6 +584,22 @@ mod tests {
         kv.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn exts_gbp_is_a_vxlan_extension() {
+        let r = ("remote_ip", "10.0.0.1");
+        let c = parse_config(Proto::Vxlan, &o(&[r, ("exts", "gbp")])).expect("valid");
+        assert!(c.gbp);
+        assert!(!parse_config(Proto::Vxlan, &o(&[r])).expect("valid").gbp);
+        for (proto, exts, why) in [
+            (Proto::Vxlan, "gpe", "unknown extension 'gpe'"),
+            (Proto::Vxlan, "gbp,x", "unknown extension 'x'"),
+            (Proto::Geneve, "gbp", "no extensions"),
+        ] {
+            let e = parse_config(proto, &o(&[r, ("exts", exts)])).expect_err("refused");
+            assert!(e.to_string().contains(why), "{exts}: {e}");
+        }
     }
 
     #[test]

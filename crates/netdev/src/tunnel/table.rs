@@ -245,6 +245,14 @@ pub fn underlay(name: &str) -> Option<Arc<Underlay>> {
         .find(|u| u.name == name)
 }
 
+/// Every underlay (internal port), by name.
+pub fn underlays() -> Vec<Arc<Underlay>> {
+    let st = lock(&table().state);
+    let mut v: Vec<_> = st.underlays.iter().filter_map(Weak::upgrade).collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -672,7 +680,7 @@ pub fn neigh_flush() -> String {
 }
 
 /// `ovs-appctl tnl/ports/show`: the UDP ports (and GRE) tunnels listen on, with how many
-/// tunnel ports use each.
+/// tunnel ports use each (`-v`: [`super::underlay::ports_show_verbose`]).
 pub fn ports_show() -> String {
     let mut by: BTreeMap<(Proto, u16), usize> = BTreeMap::new();
     for t in decap_snapshot().iter() {

@@ -16,6 +16,7 @@ use super::nd;
 use super::table::{self, Underlay};
 use super::wire::{self, Proto};
 use crate::{LinkState, Port, PortStats, RxqState};
+use packet::flow::FlowKey;
 use packet::{Batch, Pool};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -140,6 +141,7 @@ impl UnderlayPort {
             .filter(|t| {
                 t.cfg.proto == r.proto
                     && (r.proto == Proto::Gre || t.cfg.dst_port == r.dst_port)
+                    && (!r.gbp || t.cfg.gbp)
                     && match t.cfg.local {
                         Some(super::Addr::Fixed(a)) => a == outer_dst,
                         _ => true,
@@ -340,11 +342,12 @@ pub fn listens(name: &str) -> Option<[u8; 6]> {
     any.then_some(u.mac)
 }
 
-/// What `tnl_push` shows for tunnel port `name` (`flow_key`: the key when it comes from
-/// the flow): the listening port, OVS's vport type (3 GRE, 4 VXLAN, 5 Geneve), the outer
+/// What `tnl_push` shows for tunnel port `name` for a packet with `flow` (its `tun_id`
+/// when the key comes from the flow, its `tun_gbp_id` and `tun_gbp_flags` on a port with
+/// `exts=gbp`): the listening port, OVS's vport type (3 GRE, 4 VXLAN, 5 Geneve), the outer
 /// headers its template pushes, and the underlay they leave through. `None` unless its
 /// remote is fixed and resolved and its TOS fixed.
-pub fn push_header(name: &str, flow_key: u64) -> Option<(u32, u8, Vec<u8>, String)> {
+pub fn push_header(name: &str, flow: &FlowKey) -> Option<(u32, u8, Vec<u8>, String)> {
     if !table::active() {
         return None;
     }
@@ -356,20 +359,76 @@ pub fn push_header(name: &str, flow_key: u64) -> Option<(u32, u8, Vec<u8>, Strin
     let r = t.out.load_full()?;
     let key = match t.cfg.out_key {
         super::Key::Fixed(k) => k,
-        super::Key::Flow => flow_key,
+        super::Key::Flow => flow.tunnel_id,
     };
     let kind = match t.cfg.proto {
         Proto::Gre => 3,
         Proto::Vxlan => 4,
         Proto::Geneve => 5,
     };
-    let h = r.tmpl.header(key)?;
+    let h = if t.cfg.gbp {
+        r.tmpl
+            .header_gbp(key, flow.tun_gbp_id, flow.tun_gbp_flags)?
+    } else {
+        r.tmpl.header(key)?
+    };
     Some((
         listening_port(t.cfg.proto, t.cfg.dst_port),
         kind,
         h,
         r.underlay.name.clone(),
     ))
+}
+
+/// `ovs-appctl tnl/ports/show -v`: what a packet must be to be popped, as OVS prints its
+/// tunnel port map: one line per listening port and underlay address (IPv4, then the
+/// global IPv6 one), each the Ethernet destination (the underlay's MAC), EtherType, IP
+/// destination and protocol, unfragmented, and the UDP destination port. The number in
+/// parentheses is the one `tnl_pop(N)` names ([`listening_port`]).
+pub fn ports_show_verbose() -> String {
+    let mut ports: Vec<(Proto, u16)> = table::decap_snapshot()
+        .iter()
+        .map(|t| (t.cfg.proto, t.cfg.dst_port))
+        .collect();
+    ports.sort();
+    ports.dedup();
+    let mut s = String::from("Listening ports:\n");
+    for u in table::underlays() {
+        let v4 = u.ip.load(std::sync::atomic::Ordering::Relaxed);
+        let v6 = *u.ip6.lock().unwrap_or_else(|e| e.into_inner());
+        let m = u.mac;
+        let mac = format!(
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        );
+        let addrs = (v4 != 0)
+            .then(|| ("0x0800", "ipv4", IpAddr::from(std::net::Ipv4Addr::from(v4))))
+            .into_iter()
+            .chain(v6.map(|a| ("0x86dd", "ipv6", IpAddr::from(a))));
+        for (ty, family, ip) in addrs {
+            for &(p, port) in &ports {
+                let (nw_proto, udp) = match p {
+                    Proto::Gre => (47, String::new()),
+                    _ => (17, format!(",udp(dst={port})")),
+                };
+                s.push_str(&format!(
+                    "{} ({}) : eth(dst={mac}),eth_type({ty}),{family}(dst={ip},proto={nw_proto},\
+                     frag=no){udp}\n",
+                    p.sys_name(port),
+                    listening_port(p, port)
+                ));
+            }
+        }
+    }
+    s
+}
+
+/// Whether tunnel port `name` sends VXLAN Group Policy (`exts=gbp`): its `tnl_push`
+/// header then depends on the flow's `tun_gbp_id` and `tun_gbp_flags`.
+pub fn sends_gbp(name: &str) -> bool {
+    table::decap_snapshot()
+        .iter()
+        .any(|t| t.name == name && t.cfg.gbp)
 }
 
 /// Whether tunnel port `name`'s key comes from the flow (`key=flow` or `out_key=flow`).

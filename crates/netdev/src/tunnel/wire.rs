@@ -3,7 +3,12 @@
 //!
 //! ## What
 //! * VXLAN (RFC 7348): outer Ethernet / IP / UDP (port 4789 by default) and an 8-byte header
-//!   whose flags word must be exactly "VNI present" (0x08000000), then the 24-bit VNI.
+//!   whose flags word must be exactly "VNI present" (0x08000000), then the 24-bit VNI. With
+//!   the Group Policy extension (draft-smith-vxlan-group-policy, a port's `exts=gbp`) the
+//!   first byte may also have the G bit (0x88), and then the second holds the D ("don't
+//!   learn", 0x40) and A ("policy applied", 0x08) bits and the last two the 16-bit group
+//!   policy ID: OVS's `tun_gbp_flags` is that second byte (those two bits), `tun_gbp_id`
+//!   the ID, as OVS's kernel datapath and Linux's `vxlan ... gbp` device map them.
 //! * Geneve (RFC 8926): outer Ethernet / IP / UDP (6081) and an 8-byte header (version 0,
 //!   option length in 4-byte words, the O bit, protocol 0x6558 = Ethernet) with options after it.
 //! * GRE (RFC 2784/2890): outer Ethernet / IP (protocol 47) and a 4-byte header, then the
@@ -80,6 +85,11 @@ const ETH_P_TEB: u16 = 0x6558;
 const IPPROTO_UDP: u8 = 17;
 const IPPROTO_GRE: u8 = 47;
 const VXLAN_FLAGS: u32 = 0x0800_0000;
+/// The first byte of a VXLAN header with the Group Policy extension: G and I bits.
+const VXLAN_GBP_BYTE: u8 = 0x88;
+/// The Group Policy flags a VXLAN header carries (`tun_gbp_flags`): D (don't learn, 0x40)
+/// and A (policy applied, 0x08); the other bits of that byte are reserved.
+pub const GBP_FLAGS: u8 = 0x48;
 const GRE_CSUM: u16 = 0x8000;
 const GRE_KEY: u16 = 0x2000;
 const GRE_SEQ: u16 = 0x1000;
@@ -281,6 +291,57 @@ impl Template {
             h[l4 + 6..l4 + 8].copy_from_slice(&[0xff, 0xff]);
         }
         Some(h)
+    }
+
+    /// [`Template::header`] with VXLAN Group Policy `id` and `flags` written in (see
+    /// [`Template::set_gbp`]): what `tnl_push` shows for a port with `exts=gbp`.
+    pub fn header_gbp(&self, key: u64, id: u16, flags: u8) -> Option<Vec<u8>> {
+        let mut h = self.header(key)?;
+        if let Some(w) = self.gbp_word(id, flags) {
+            let at = ETH_LEN + self.ip_len + UDP_LEN;
+            h[at..at + 4].copy_from_slice(&w);
+        }
+        Some(h)
+    }
+
+    /// The first word of the VXLAN header for Group Policy `id` and `flags` (only the D and
+    /// A bits), `None` when there is nothing to send (both zero, as Linux sends no G bit
+    /// then) or this is no VXLAN template.
+    #[inline]
+    fn gbp_word(&self, id: u16, flags: u8) -> Option<[u8; 4]> {
+        let flags = flags & GBP_FLAGS;
+        if self.proto != Proto::Vxlan || (id == 0 && flags == 0) {
+            return None;
+        }
+        let [hi, lo] = id.to_be_bytes();
+        Some([VXLAN_GBP_BYTE, flags, hi, lo])
+    }
+
+    /// Writes VXLAN Group Policy `id` and `flags` into `pkt`, which [`Template::push`] just
+    /// encapsulated with this template (nothing for zero ones, or another protocol): the G
+    /// bit, the D and A bits, the ID; a filled UDP checksum is updated for them.
+    pub fn set_gbp(&self, pkt: &mut packet::Packet, id: u16, flags: u8) {
+        let Some(w) = self.gbp_word(id, flags) else {
+            return;
+        };
+        let l4 = ETH_LEN + self.ip_len;
+        let Some(h) = pkt.data_mut().get_mut(l4..l4 + UDP_LEN + 4) else {
+            return;
+        };
+        let old = [h[UDP_LEN], h[UDP_LEN + 1], h[UDP_LEN + 2], h[UDP_LEN + 3]];
+        h[UDP_LEN..UDP_LEN + 4].copy_from_slice(&w);
+        let c = u16::from_be_bytes([h[6], h[7]]);
+        if c != 0 {
+            // RFC 1624: HC' = ~(~HC + ~m + m'), a 16-bit word at a time.
+            let word = |b: &[u8; 4], i: usize| u32::from(u16::from_be_bytes([b[i], b[i + 1]]));
+            let mut sum = u32::from(!c);
+            for i in [0, 2] {
+                sum += u32::from(!(word(&old, i) as u16)) + word(&w, i);
+            }
+            let c = !csum::fold(sum);
+            let c = if c == 0 { 0xffff } else { c };
+            h[6..8].copy_from_slice(&c.to_be_bytes());
+        }
     }
 
     /// The outer headers as built (per-packet words zero).
@@ -495,6 +556,9 @@ pub struct Parsed {
     pub dst_port: u16,
     /// Bytes of outer headers (including Geneve options) to pop.
     pub hdr_len: usize,
+    /// A VXLAN header with the Group Policy extension's G bit: only a port with
+    /// `exts=gbp` takes it (its ID and flags are in `meta`).
+    pub gbp: bool,
     pub meta: TunMeta,
 }
 
@@ -515,13 +579,13 @@ fn keep_options(opts: &[u8], meta: &mut TunMeta) {
 }
 
 /// Reads the outer headers of a frame that may be a tunnel packet for this switch. `None` if
-/// it is not one (not IPv4 or IPv6, a fragment, an IPv6 extension header, not UDP/GRE,
+/// it is not one (not IPv4 or IPv6, a fragment, not UDP/GRE,
 /// malformed, an unknown version). `udp_port_known` says whether a UDP destination port
 /// belongs to a tunnel, and as which protocol.
 pub fn parse(f: &[u8], udp_port_known: impl Fn(u16) -> Option<Proto>) -> Option<Parsed> {
     let (ip, ihl, next, mut meta) = if f.get(12..14) == Some(&ETH_P_IPV6.to_be_bytes()[..]) {
-        let (ip, ihl) = outer_ipv6(f)?;
-        (ip, ihl, ip[6], outer_meta6(ip))
+        let (ip, ihl, next) = outer_ipv6(f)?;
+        (ip, ihl, next, outer_meta6(ip))
     } else {
         let (ip, ihl) = outer_ipv4(f)?;
         (ip, ihl, ip[9], outer_meta(ip))
@@ -536,6 +600,7 @@ pub fn parse(f: &[u8], udp_port_known: impl Fn(u16) -> Option<Proto>) -> Option<
         proto,
         dst_port,
         hdr_len: ETH_LEN + ihl + l4_len,
+        gbp: proto == Proto::Vxlan && l4[UDP_LEN] == VXLAN_GBP_BYTE,
         meta,
     })
 }
@@ -563,16 +628,31 @@ fn outer_ipv4(f: &[u8]) -> Option<(&[u8], usize)> {
     Some((&ip[..total], ihl))
 }
 
-/// The outer IPv6 packet of `f` (up to its payload length) and its header length, if it is
-/// a well-formed one.
+/// The outer IPv6 packet of `f` (up to its payload length), the length of its headers and
+/// the protocol after them, if it is a well-formed one. Hop-by-hop, routing and
+/// destination options headers and AH are skipped, as OVS pops everything up to the
+/// transport header; a Fragment header ends the walk (the packet is then no tunnel
+/// packet: it goes to the host, as OVS's `tnl_pop` megaflow takes only `frag=no`).
 #[inline]
-fn outer_ipv6(f: &[u8]) -> Option<(&[u8], usize)> {
+fn outer_ipv6(f: &[u8]) -> Option<(&[u8], usize, u8)> {
     let ip = f.get(ETH_LEN..)?;
     if ip.len() < IP6_LEN || ip[0] >> 4 != 6 {
         return None;
     }
     let end = IP6_LEN + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-    Some((ip.get(..end)?, IP6_LEN))
+    let ip = ip.get(..end)?;
+    let (mut next, mut at) = (ip[6], IP6_LEN);
+    // Each step moves on by at least 8 bytes and reads within `ip`, so this ends.
+    while matches!(next, 0 | 43 | 60 | 51) {
+        let h = ip.get(at..at + 2)?;
+        at += if next == 51 {
+            (usize::from(h[1]) + 2) * 4
+        } else {
+            (usize::from(h[1]) + 1) * 8
+        };
+        next = h[0];
+    }
+    (at <= ip.len()).then_some((ip, at, next))
 }
 
 /// The tunnel metadata the outer IPv6 header gives: addresses, traffic class, hop limit.
@@ -626,7 +706,14 @@ fn udp_tunnel(
     let hlen = match proto {
         Proto::Vxlan => {
             if u32::from_be_bytes([t[0], t[1], t[2], t[3]]) != VXLAN_FLAGS {
-                return None;
+                // Group Policy: G and I, the D and A bits (others of that byte are
+                // ignored, as Linux ignores them), the ID. Whether the port takes it is
+                // the caller's question (`Parsed::gbp`).
+                if t[0] != VXLAN_GBP_BYTE {
+                    return None;
+                }
+                meta.gbp_flags = t[1] & GBP_FLAGS;
+                meta.gbp_id = u16::from_be_bytes([t[2], t[3]]);
             }
             8
         }

@@ -277,7 +277,7 @@ fn ipv6_inherits_the_inner_traffic_class_and_fits_the_longest_options_in_the_hea
 }
 
 #[test]
-fn ipv6_truncations_fragments_and_extension_headers_stay_with_the_host() {
+fn ipv6_truncations_and_fragments_stay_with_the_host() {
     let t = Template::new(&outer6(Proto::Vxlan, false));
     let mut pool = packet::Pool::new(1);
     let mut p = pool.alloc().expect("buffer");
@@ -291,10 +291,12 @@ fn ipv6_truncations_fragments_and_extension_headers_stay_with_the_host() {
     let mut g = f.clone();
     g[19] = g[19].wrapping_add(1);
     assert_eq!(parse(&g, known), None);
-    // A Fragment header (or any other extension header) in front of UDP.
-    let mut h = f.clone();
-    h[20] = 44;
-    assert_eq!(parse(&h, known), None);
+    // A Fragment header in front of UDP, or an unknown one.
+    for next in [44, 50, 59] {
+        let mut h = f.clone();
+        h[20] = next;
+        assert_eq!(parse(&h, known), None, "{next}");
+    }
     // Not version 6.
     let mut v = f.clone();
     v[14] = 0x45;
@@ -428,4 +430,126 @@ fn geneve_oam_sets_the_o_bit_and_reads_back() {
     assert!(v.push_flagged(&mut p, 5, &[], true));
     assert_eq!(&p.data()[42..46], &[8, 0, 0, 0]);
     pool.free(p);
+}
+
+#[test]
+fn vxlan_group_policy_goes_out_and_comes_back_with_the_checksum_right() {
+    let mut pool = packet::Pool::new(1);
+    for o in [
+        outer(Proto::Vxlan, false),
+        outer(Proto::Vxlan, true),
+        outer6(Proto::Vxlan, false),
+    ] {
+        let t = Template::new(&o);
+        let l4 = if t.is_ipv6() { 54 } else { 34 };
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&inner()));
+        assert!(t.push(&mut p, 0x1234, &[]));
+        // Reserved flag bits are not sent: only D (0x40) and A (0x08).
+        t.set_gbp(&mut p, 0xbeef, 0x49);
+        let f = p.data().to_vec();
+        assert_eq!(f[l4 + 8..l4 + 12], [0x88, 0x48, 0xbe, 0xef]);
+        if t.is_ipv6() {
+            assert!(udp6_ok(&f));
+        } else if o.csum {
+            let s = csum::add(17 + (f.len() - 34) as u32, &f[26..34]);
+            assert_eq!(csum::fold(csum::add(s, &f[34..])), 0xffff);
+        } else {
+            assert_eq!(f[40..42], [0, 0]);
+        }
+        let r = parse(&f, known).expect("a tunnel packet");
+        assert!(r.gbp);
+        assert_eq!(
+            (r.meta.id, r.meta.gbp_id, r.meta.gbp_flags),
+            (0x1234, 0xbeef, 0x48)
+        );
+        assert_eq!(&f[r.hdr_len..], &inner()[..]);
+        // `tnl_push` shows the same header word.
+        let h = t.header_gbp(0x1234, 0xbeef, 0x48).expect("fixed TOS");
+        assert_eq!(h[l4 + 8..l4 + 12], f[l4 + 8..l4 + 12]);
+        pool.free(p);
+    }
+    // Nothing to send: no G bit (as Linux), and a plain header reads as no group policy.
+    let t = Template::new(&outer(Proto::Vxlan, true));
+    let mut p = pool.alloc().expect("buffer");
+    assert!(p.set_frame(&inner()));
+    assert!(t.push(&mut p, 7, &[]));
+    let before = p.data().to_vec();
+    t.set_gbp(&mut p, 0, 0x01);
+    assert_eq!(p.data(), &before[..]);
+    let r = parse(&before, known).expect("a tunnel packet");
+    assert!(!r.gbp);
+    assert_eq!((r.meta.gbp_id, r.meta.gbp_flags), (0, 0));
+    assert_eq!(t.header_gbp(7, 0, 0), t.header(7));
+    pool.free(p);
+    // Another protocol has no such header.
+    let g = Template::new(&outer(Proto::Geneve, false));
+    let mut p = pool.alloc().expect("buffer");
+    assert!(p.set_frame(&inner()));
+    assert!(g.push(&mut p, 7, &[]));
+    let before = p.data().to_vec();
+    g.set_gbp(&mut p, 5, 0x08);
+    assert_eq!(p.data(), &before[..]);
+    pool.free(p);
+}
+
+#[test]
+fn a_vxlan_header_with_other_flags_is_no_tunnel_packet() {
+    let t = Template::new(&outer(Proto::Vxlan, false));
+    let mut pool = packet::Pool::new(1);
+    let mut p = pool.alloc().expect("buffer");
+    assert!(p.set_frame(&inner()));
+    assert!(t.push(&mut p, 7, &[]));
+    let f = p.data().to_vec();
+    // G and I with reserved bits in the flags byte: the D and A bits only are read.
+    let mut g = f.clone();
+    g[42..46].copy_from_slice(&[0x88, 0xff, 0, 9]);
+    let r = parse(&g, known).expect("group policy");
+    assert!(r.gbp);
+    assert_eq!((r.meta.gbp_id, r.meta.gbp_flags), (9, 0x48));
+    // Other bits in the first byte, or policy bits without G: refused.
+    for bad in [
+        [0x0c, 0, 0, 0],
+        [0x8c, 0, 0, 0],
+        [0x08, 0x48, 0, 0],
+        [0x08, 0, 0, 1],
+    ] {
+        let mut b = f.clone();
+        b[42..46].copy_from_slice(&bad);
+        assert_eq!(parse(&b, known), None, "{bad:x?}");
+    }
+    pool.free(p);
+}
+
+#[test]
+fn ipv6_extension_headers_before_udp_are_popped_with_the_outer_headers() {
+    let t = Template::new(&outer6(Proto::Vxlan, false));
+    let mut pool = packet::Pool::new(1);
+    let mut p = pool.alloc().expect("buffer");
+    assert!(p.set_frame(&inner()));
+    assert!(t.push(&mut p, 7, &[]));
+    let f = p.data().to_vec();
+    // Hop-by-hop options (8 bytes), a routing header (24), AH (12 + 4 of ICV), then UDP.
+    let mut ext = vec![43, 0, 1, 4, 0, 0, 0, 0];
+    ext.extend([
+        51, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ]);
+    ext.extend([17, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    let mut g = f[..54].to_vec();
+    g[20] = 0;
+    g.extend(&ext);
+    g.extend(&f[54..]);
+    let plen = u16::from_be_bytes([g[18], g[19]]) + ext.len() as u16;
+    g[18..20].copy_from_slice(&plen.to_be_bytes());
+    let r = parse(&g, known).expect("a tunnel packet");
+    assert_eq!(r.hdr_len, f.len() - inner().len() + ext.len());
+    assert_eq!(&g[r.hdr_len..], &inner()[..]);
+    assert_eq!(r.meta.id, 7);
+    // A header running past the payload is no tunnel packet.
+    let mut h = g.clone();
+    h[55] = 200;
+    assert_eq!(parse(&h, known), None);
+    for n in 54..g.len() {
+        let _ = parse(&g[..n], known);
+    }
 }

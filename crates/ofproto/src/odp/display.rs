@@ -121,6 +121,16 @@ impl std::fmt::Display for DpAction {
                 };
                 write!(f, "set(tunnel(flags({oam}oam)))")
             }
+            // OVS's text for the VXLAN extension inside `set(tunnel(..))`.
+            DpAction::SetTunnelGbp { id, flags } => {
+                // C's `%#x`: a bare 0.
+                let flags = if *flags == 0 {
+                    "0".to_string()
+                } else {
+                    format!("{flags:#x}")
+                };
+                write!(f, "set(tunnel(vxlan(gbp(id={id},flags={flags}))))")
+            }
             DpAction::SetTunnelOpts(o) => {
                 write!(f, "set(tunnel({}))", crate::tun_md::format_geneve(o))
             }

@@ -185,6 +185,12 @@ pub enum DpAction {
     /// Sets the tunnel flags a tunnel port sends with, in the key's layout: only OAM
     /// (`tun_flags`' one public bit; Geneve's O bit) is ever set.
     SetTunnelFlags(u16),
+    /// Sets the VXLAN Group Policy ID and flags (`tun_gbp_id`, `tun_gbp_flags`) a VXLAN
+    /// port with `exts=gbp` sends with (other ports ignore them).
+    SetTunnelGbp {
+        id: u16,
+        flags: u8,
+    },
     /// Sets the Geneve options a Geneve port sends with (whole options in wire format,
     /// built from the `tun_metadata` fields by the TLV table; see `crate::tun_md`).
     SetTunnelOpts(Box<[u8]>),
@@ -232,6 +238,7 @@ impl DpAction {
                 | DpAction::SetTunnelIpv6Src(_)
                 | DpAction::SetTunnelIpv6Dst(_)
                 | DpAction::SetTunnelFlags(_)
+                | DpAction::SetTunnelGbp { .. }
                 | DpAction::SetTunnelOpts(_)
                 | DpAction::Ct(_)
                 | DpAction::Recirc(_)
@@ -319,6 +326,7 @@ fn apply_inner(pkt: &mut Packet, a: &DpAction, offs: &mut Option<Offsets>) -> bo
         | DpAction::SetTunnelIpv6Src(_)
         | DpAction::SetTunnelIpv6Dst(_)
         | DpAction::SetTunnelFlags(_)
+        | DpAction::SetTunnelGbp { .. }
         | DpAction::SetTunnelOpts(_)
         | DpAction::Ct(_)
         | DpAction::Recirc(_)

@@ -158,6 +158,10 @@ fn write_action(k: &FlowKey, f: Field) -> Option<DpAction> {
         Field::TunIpv6Src => DpAction::SetTunnelIpv6Src(k.tun_ipv6_src),
         Field::TunIpv6Dst => DpAction::SetTunnelIpv6Dst(k.tun_ipv6_dst),
         Field::TunFlags => DpAction::SetTunnelFlags(k.tun_flags & packet::flow::TUN_F_OAM),
+        Field::TunGbpId | Field::TunGbpFlags => DpAction::SetTunnelGbp {
+            id: k.tun_gbp_id,
+            flags: k.tun_gbp_flags,
+        },
         // Pipeline state only, nothing to write into the packet: the registers, metadata,
         // in_port, pkt_mark, recirc_id, dp_hash, the ct_* fields (ct_mark and ct_label are
         // written by `ct(commit,exec(..))`, never by a set_field here) and the read-only

@@ -147,6 +147,29 @@ fn decode_actions_in(
     rd: &mut Rd<'_>,
     nw_proto: Option<u128>,
 ) -> Result<Vec<Action>, DecodeError> {
+    let acts = decode_each(version, rd, nw_proto)?;
+    Ok(split_loads(version, acts))
+}
+
+/// An action list as it comes back from `version`'s bytes: before OpenFlow 1.5, a
+/// set-field that goes out as several `reg_load`s (a write of more than 64 bits, a mask
+/// of several runs) is those loads, one masked write each; otherwise the list itself.
+pub fn split_loads(version: u8, acts: Vec<Action>) -> Vec<Action> {
+    if version >= OFP15 {
+        return acts;
+    }
+    let mut out = Vec::with_capacity(acts.len());
+    for a in acts {
+        nicira::split_load(version, a, &mut out);
+    }
+    out
+}
+
+fn decode_each(
+    version: u8,
+    rd: &mut Rd<'_>,
+    nw_proto: Option<u128>,
+) -> Result<Vec<Action>, DecodeError> {
     Framing::tlv8(DecodeError::BadActionLen).each(rd, |mut a| {
         let len = a.len();
         let ty = a.u16()?;

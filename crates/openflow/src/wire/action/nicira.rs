@@ -12,9 +12,9 @@
 //! width; it becomes a masked set-field. `NXM_OF_IN_PORT` names `in_port`'s 16-bit view
 //! (see [`crate::actions::Subfield::is_port16`]); fields whose NXM form is not the model's
 //! bits (the VLAN TCI, the ToS byte) cannot be loaded bit-wise and are
-//! `BadActionArgument`, as are loads outside the field. On encode, a write of a
-//! contiguous run of at most 64 bits is a `reg_load`, anything else a `reg_load2` (an
-//! OXM TLV with a mask).
+//! `BadActionArgument`, as are loads outside the field. On encode, a write is one
+//! `reg_load` per contiguous run of its bits (at most 64 bits each), as OVS splits it; a
+//! variable-length field (`tun_metadata`) is a `reg_load2` (an OXM TLV with a mask).
 
 use super::of11::decode_set_field_tlv;
 use super::{at, begin, finish, nxast, want, NX_VENDOR_ID};
@@ -196,16 +196,6 @@ pub(super) fn nx_begin(out: &mut Vec<u8>, sub: u16) -> usize {
     s
 }
 
-fn contiguous(mask: u128) -> Option<(u32, u32)> {
-    if mask == 0 {
-        return None;
-    }
-    let ofs = mask.trailing_zeros();
-    let run = mask >> ofs;
-    let n = run.trailing_ones();
-    (run.checked_shr(n).unwrap_or(0) == 0).then_some((ofs, n))
-}
-
 /// The header family for a register load into `field`: Nicira's, except for the fields
 /// whose NXM form is not the model's bits (in_port, the VLAN TCI, the ToS byte), which
 /// use their OXM header (OVS accepts either).
@@ -216,33 +206,72 @@ fn load_mode(field: Field) -> Mode {
     }
 }
 
-/// Nicira `reg_load` if the write is a contiguous run of at most 64 bits, else
-/// `reg_load2` (an OXM TLV with a mask).
+/// Nicira `reg_load`s, one per contiguous run of written bits (a run longer than 64 bits
+/// is cut every 64), as OVS writes a set-field in OpenFlow 1.0-1.4 (so a whole 128-bit
+/// write is two: `load:V->F[0..63],load:V'->F[64..127]`); a variable-length field is one
+/// `reg_load2` (an OXM TLV with a mask), as OVS sends it.
 pub(super) fn encode_nx_load(out: &mut Vec<u8>, field: Field, value: u128, mask: Option<u128>) {
-    let m = mask.unwrap_or_else(|| field.max());
-    // Variable-length fields always travel as `reg_load2`, as OVS sends them.
-    let fixed = !field.is_tun_metadata();
-    if let Some((ofs, n)) = contiguous(m).filter(|_| fixed) {
-        if n <= 64 && ofs < 1024 {
-            let sf = Subfield {
-                field,
-                ofs: ofs as u16,
-                n_bits: n as u16,
-            };
-            let hdr = subfield_header(&sf, load_mode(field));
-            {
-                let s = nx_begin(out, nxast::REG_LOAD);
-                out.u16(((ofs as u16) << 6) | ((n - 1) as u16));
-                out.u32(hdr);
-                out.u64(((value & m) >> ofs) as u64);
-                finish(out, s);
-                return;
-            }
-        }
+    let m = mask.unwrap_or_else(|| field.max()) & field.max();
+    if field.is_tun_metadata() || m == 0 {
+        let s = nx_begin(out, nxast::REG_LOAD2);
+        encode_field(out, field, value, mask, load_mode(field));
+        finish(out, s);
+        return;
     }
-    let s = nx_begin(out, nxast::REG_LOAD2);
-    encode_field(out, field, value, mask, load_mode(field));
-    finish(out, s);
+    for run in load_runs(m) {
+        let ofs = run.trailing_zeros();
+        let n = run.count_ones();
+        let sf = Subfield {
+            field,
+            ofs: ofs as u16,
+            n_bits: n as u16,
+        };
+        let s = nx_begin(out, nxast::REG_LOAD);
+        out.u16(((ofs as u16) << 6) | ((n - 1) as u16));
+        out.u32(subfield_header(&sf, load_mode(field)));
+        out.u64(((value & run) >> ofs) as u64);
+        finish(out, s);
+    }
+}
+
+/// The bits of each `reg_load` a write of `mask` takes: its contiguous runs, low to high,
+/// a run longer than 64 bits cut every 64 (OVS's `next_load_segment`).
+pub(super) fn load_runs(mask: u128) -> impl Iterator<Item = u128> {
+    let mut rest = mask;
+    std::iter::from_fn(move || {
+        if rest == 0 {
+            return None;
+        }
+        let ofs = rest.trailing_zeros();
+        let run = ones((rest >> ofs).trailing_ones().min(64)) << ofs;
+        rest &= !run;
+        Some(run)
+    })
+}
+
+/// The writes a set-field in an action list of `version` (before 1.5) comes back as once
+/// encoded and decoded: one masked write per `reg_load` when [`encode_nx_load`] cuts it
+/// into several (a 128-bit field, a mask of several runs), else itself. The decoders
+/// give these, so what they return encodes back to the same bytes.
+pub(super) fn split_load(version: u8, a: Action, out: &mut Vec<Action>) {
+    let Action::SetField { field, value, mask } = a else {
+        out.push(a);
+        return;
+    };
+    let m = match mask {
+        Some(m) => m & field.max(),
+        None if version == crate::wire::OFP10 && !super::of10::has_own_action(field) => field.max(),
+        None => 0,
+    };
+    if field.is_tun_metadata() || load_runs(m).nth(1).is_none() {
+        out.push(a);
+        return;
+    }
+    out.extend(load_runs(m).map(|run| Action::SetField {
+        field,
+        value: value & run,
+        mask: Some(run),
+    }));
 }
 
 pub(super) fn encode_nx_common(out: &mut Vec<u8>, a: &Action) -> bool {

@@ -211,7 +211,7 @@ pub(super) fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), En
 /// Nicira's MPLS and tunnel actions, a register load for the rest.
 /// Whether OpenFlow 1.0 has an action of its own (or Nicira a dedicated one) for an
 /// unmasked write of `field`; any other write goes out as a register load.
-fn has_own_action(field: Field) -> bool {
+pub(super) fn has_own_action(field: Field) -> bool {
     of10_set_action(field).is_some()
         || matches!(field, Field::MplsLabel | Field::MplsTc | Field::TunnelId)
 }
@@ -220,8 +220,9 @@ fn has_own_action(field: Field) -> bool {
 /// as the model says what those bytes mean in 1.0: a write with no action of its own goes
 /// back out as a whole-field `reg_load` (as OVS writes it), which decodes as a load with
 /// the field's whole mask, so it is that load from the start and decodes, encodes and
-/// decodes again to the same action. Fields wider than a `reg_load` (64 bits) and the
-/// variable-length ones stay unmasked: they go back out as an unmasked `reg_load2`.
+/// decodes again to the same action. Fields wider than a `reg_load` (64 bits) go out as
+/// several (see `nicira::split_load`); the variable-length ones stay unmasked: they go
+/// back out as an unmasked `reg_load2`.
 pub(super) fn of10_whole_load(a: Action) -> Action {
     match a {
         Action::SetField {
