@@ -207,6 +207,7 @@ struct Table {
     any: AtomicBool,
     /// Decapsulated packets no tunnel port accepted (dropped, as OVS does).
     unmatched: AtomicU64,
+    refused: AtomicU64,
     /// Bumped whenever what translation asks of tunnels may have changed (see
     /// [`generation`]).
     gen: AtomicU64,
@@ -220,6 +221,7 @@ fn table() -> &'static Table {
         decap: ArcSwap::from_pointee(Vec::new()),
         any: AtomicBool::new(false),
         unmatched: AtomicU64::new(0),
+        refused: AtomicU64::new(0),
         gen: AtomicU64::new(0),
     })
 }
@@ -272,6 +274,17 @@ pub fn decap_snapshot() -> arc_swap::Guard<Arc<Vec<Arc<Tunnel>>>> {
 /// Counts a decapsulated packet that no tunnel port accepted.
 pub fn count_unmatched() {
     table().unmatched.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts a packet to a tunnel's port that decapsulation refused (IP options, a bad
+/// header checksum: see `wire::refused_ipv4`).
+pub fn count_refused() {
+    table().refused.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Packets to a tunnel's port refused by decapsulation so far (see [`count_refused`]).
+pub fn refused() -> u64 {
+    table().refused.load(Ordering::Relaxed)
 }
 
 fn publish(st: &mut State) {

@@ -80,6 +80,11 @@ impl UnderlayPort {
                 t
             } else {
                 let Some((t, r)) = self.classify(d, &tunnels, port_kind, any_gre) else {
+                    if wire::refused_ipv4(d, port_kind, any_gre) {
+                        table::count_refused();
+                        pool.free(p);
+                        continue;
+                    }
                     // `keep` holds a whole batch, so this push cannot fail.
                     if let Err(p) = self.keep.push(p) {
                         pool.free(p);
@@ -272,6 +277,11 @@ impl<'t, T> Repeat<'t, T> {
         // room for the UDP and tunnel headers and an inner Ethernet header.
         let total = usize::from(u16::from_be_bytes([d[16], d[17]]));
         if total + 14 > d.len() || total < V4_UDP_HDR - 14 + 14 {
+            return None;
+        }
+        // The header checksum covers the identification and length, which differ per
+        // packet: each header is checked (a bad one is refused by `parse` too).
+        if !d.get(14..34).is_some_and(packet::csum::ipv4_header_ok) {
             return None;
         }
         let meta = if d[40] | d[41] != 0 {
@@ -574,6 +584,9 @@ mod tests {
             let mut frames = vec![outer(proto, 61, 0), outer(proto, 1400, 0)];
             let mut id = first.clone();
             id[18] ^= 0xff;
+            id[24..26].copy_from_slice(&[0, 0]);
+            let c = packet::csum::checksum(&id[14..34]);
+            id[24..26].copy_from_slice(&c.to_be_bytes());
             frames.push(id);
             let mut csum = first.clone();
             csum[40] = 0x12;
@@ -606,6 +619,11 @@ mod tests {
                 f[at] ^= 1;
                 others.push(f);
             }
+            // A header checksum that does not verify (per packet: it covers the
+            // identification and length the signature leaves out).
+            let mut badsum = first.clone();
+            badsum[24] ^= 1;
+            others.push(badsum);
             let mut long = first.clone();
             long[17] = long[17].wrapping_add(1);
             others.push(long);

@@ -625,7 +625,41 @@ fn outer_ipv4(f: &[u8]) -> Option<(&[u8], usize)> {
     if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
         return None;
     }
+    // Options or a bad header checksum: no tunnel packet ([`refused_ipv4`] drops it).
+    if ihl != IP_LEN || !packet::csum::ipv4_header_ok(&ip[..IP_LEN]) {
+        return None;
+    }
     Some((&ip[..total], ihl))
+}
+
+/// Whether `f` is an unfragmented IPv4 packet to a tunnel's UDP port (or GRE, when
+/// `any_gre`) that carries IP options or a bad header checksum. OVS's `tnl_pop` drops such a
+/// packet ("ip options not supported on tunnel packets", "invalid checksum"); so does
+/// ferrovs (counted), instead of handing it to the host. [`parse`] refuses it.
+pub fn refused_ipv4(
+    f: &[u8],
+    udp_port_known: impl Fn(u16) -> Option<Proto>,
+    any_gre: bool,
+) -> bool {
+    if f.len() < ETH_LEN + IP_LEN || f[12..14] != ETH_P_IP.to_be_bytes() {
+        return false;
+    }
+    let ip = &f[ETH_LEN..];
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    if ip[0] >> 4 != 4 || ihl < IP_LEN || ip.len() < ihl {
+        return false;
+    }
+    if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+        return false;
+    }
+    let to_tunnel = match ip[9] {
+        IPPROTO_UDP => ip
+            .get(ihl + 2..ihl + 4)
+            .is_some_and(|p| udp_port_known(u16::from_be_bytes([p[0], p[1]])).is_some()),
+        IPPROTO_GRE => any_gre,
+        _ => false,
+    };
+    to_tunnel && (ihl != IP_LEN || !packet::csum::ipv4_header_ok(&ip[..IP_LEN]))
 }
 
 /// The outer IPv6 packet of `f` (up to its payload length), the length of its headers and

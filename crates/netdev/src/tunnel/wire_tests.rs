@@ -553,3 +553,44 @@ fn ipv6_extension_headers_before_udp_are_popped_with_the_outer_headers() {
         let _ = parse(&g[..n], known);
     }
 }
+
+#[test]
+fn ip_options_or_a_bad_header_checksum_are_refused_not_left_to_the_host() {
+    for proto in [Proto::Vxlan, Proto::Geneve, Proto::Gre] {
+        let t = Template::new(&outer(proto, false));
+        let mut pool = packet::Pool::new(1);
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&inner()));
+        assert!(t.push(&mut p, 7, &[]));
+        let f = p.data().to_vec();
+        assert!(parse(&f, known).is_some(), "{proto:?}");
+        assert!(!refused_ipv4(&f, known, true), "{proto:?}");
+        // A bad header checksum.
+        let mut bad = f.clone();
+        bad[24] ^= 0x01;
+        assert_eq!(parse(&bad, known), None, "{proto:?}");
+        assert!(refused_ipv4(&bad, known, true), "{proto:?}");
+        // Not to a tunnel (an unknown UDP port, GRE without a GRE port): the host's.
+        assert!(!refused_ipv4(&bad, |_| None, false), "{proto:?}");
+        // Four bytes of options (NOP, NOP, NOP, End), the checksum right.
+        let mut opt = f[..34].to_vec();
+        opt.extend_from_slice(&[1, 1, 1, 0]);
+        opt.extend_from_slice(&f[34..]);
+        opt[14] = 0x46;
+        let total = u16::from_be_bytes([opt[16], opt[17]]) + 4;
+        opt[16..18].copy_from_slice(&total.to_be_bytes());
+        opt[24..26].copy_from_slice(&[0, 0]);
+        let c = csum::checksum(&opt[14..38]);
+        opt[24..26].copy_from_slice(&c.to_be_bytes());
+        assert!(csum::ipv4_header_ok(&opt[14..38]));
+        assert_eq!(parse(&opt, known), None, "{proto:?}");
+        assert!(refused_ipv4(&opt, known, true), "{proto:?}");
+        // A fragment stays with the host, bad checksum or not.
+        let mut frag = bad.clone();
+        frag[20] |= 0x20;
+        assert!(!refused_ipv4(&frag, known, true), "{proto:?}");
+        for n in 0..f.len() {
+            let _ = refused_ipv4(&bad[..n], known, true);
+        }
+    }
+}
