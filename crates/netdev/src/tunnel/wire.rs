@@ -605,28 +605,40 @@ pub fn parse(f: &[u8], udp_port_known: impl Fn(u16) -> Option<Proto>) -> Option<
     })
 }
 
-/// The outer IPv4 datagram of `f` (up to its total length) and its header length, if it is
-/// a well-formed one that is not a fragment.
-#[inline]
-fn outer_ipv4(f: &[u8]) -> Option<(&[u8], usize)> {
+/// The IPv4 packet of `f` and its header length, if `f` holds an IPv4 packet's whole
+/// header and the packet is not a fragment (fragments go to the host stack: OVS reassembles
+/// first; not done here).
+#[inline(always)]
+fn ipv4_head(f: &[u8]) -> Option<(&[u8], usize)> {
     if f.len() < ETH_LEN + IP_LEN || f[12..14] != ETH_P_IP.to_be_bytes() {
         return None;
     }
     let ip = &f[ETH_LEN..];
-    if ip[0] >> 4 != 4 {
-        return None;
-    }
     let ihl = usize::from(ip[0] & 0x0f) * 4;
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    if ihl < IP_LEN || total < ihl || ip.len() < total {
+    if ip[0] >> 4 != 4 || ihl < IP_LEN || ip.len() < ihl {
         return None;
     }
-    // Fragments go to the host stack (OVS reassembles first; not done here).
     if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
         return None;
     }
-    // Options or a bad header checksum: no tunnel packet ([`refused_ipv4`] drops it).
-    if ihl != IP_LEN || !packet::csum::ipv4_header_ok(&ip[..IP_LEN]) {
+    Some((ip, ihl))
+}
+
+/// Whether an IPv4 header of `ihl` bytes at `ip` is one OVS's `tnl_pop` takes: no options,
+/// a header checksum that verifies.
+#[inline(always)]
+fn poppable_ipv4(ip: &[u8], ihl: usize) -> bool {
+    ihl == IP_LEN && packet::csum::ipv4_header_ok(&ip[..IP_LEN])
+}
+
+/// The outer IPv4 datagram of `f` (up to its total length) and its header length, if it is
+/// a well-formed one that is not a fragment, without options, its header checksum right
+/// (else [`refused_ipv4`] tells whether it is dropped or the host's).
+#[inline]
+fn outer_ipv4(f: &[u8]) -> Option<(&[u8], usize)> {
+    let (ip, ihl) = ipv4_head(f)?;
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    if total < ihl || ip.len() < total || !poppable_ipv4(ip, ihl) {
         return None;
     }
     Some((&ip[..total], ihl))
@@ -641,17 +653,9 @@ pub fn refused_ipv4(
     udp_port_known: impl Fn(u16) -> Option<Proto>,
     any_gre: bool,
 ) -> bool {
-    if f.len() < ETH_LEN + IP_LEN || f[12..14] != ETH_P_IP.to_be_bytes() {
+    let Some((ip, ihl)) = ipv4_head(f) else {
         return false;
-    }
-    let ip = &f[ETH_LEN..];
-    let ihl = usize::from(ip[0] & 0x0f) * 4;
-    if ip[0] >> 4 != 4 || ihl < IP_LEN || ip.len() < ihl {
-        return false;
-    }
-    if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
-        return false;
-    }
+    };
     let to_tunnel = match ip[9] {
         IPPROTO_UDP => ip
             .get(ihl + 2..ihl + 4)
@@ -659,7 +663,7 @@ pub fn refused_ipv4(
         IPPROTO_GRE => any_gre,
         _ => false,
     };
-    to_tunnel && (ihl != IP_LEN || !packet::csum::ipv4_header_ok(&ip[..IP_LEN]))
+    to_tunnel && !poppable_ipv4(ip, ihl)
 }
 
 /// The outer IPv6 packet of `f` (up to its payload length), the length of its headers and
