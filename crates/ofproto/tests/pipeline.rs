@@ -60,7 +60,7 @@ fn highest_priority_wins_and_counters_follow() {
 }
 
 #[test]
-fn identical_add_replaces_and_resets_counters() {
+fn identical_add_replaces_and_keeps_counters_unless_reset_counts() {
     let mut of = with_ports(3);
     add(&mut of, "priority=10,ip,actions=output:2");
     let r = xlate(&of, &tcp(1, [1, 1, 1, 1], 1), None, None).rules[0].clone();
@@ -69,6 +69,13 @@ fn identical_add_replaces_and_resets_counters() {
     assert_eq!(of.table(0).map(|t| t.len()), Some(1));
     let x = xlate(&of, &tcp(1, [1, 1, 1, 1], 1), None, None);
     assert_eq!(outputs(&x.actions), vec![3]);
+    assert_ne!(x.rules[0].id, r.id);
+    // As OVS: the replacing rule carries the counters over...
+    assert_eq!(x.rules[0].stats.get(), (5, 300, 1));
+    // ...unless the add says reset_counts (as every OpenFlow 1.0 add does).
+    add(&mut of, "priority=10,ip,reset_counts,actions=output:2");
+    let x = xlate(&of, &tcp(1, [1, 1, 1, 1], 1), None, None);
+    assert_eq!(outputs(&x.actions), vec![2]);
     assert_eq!(x.rules[0].stats.get().0, 0);
 }
 

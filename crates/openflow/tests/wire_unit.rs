@@ -2,8 +2,9 @@
 //! OpenFlow 1.0 wildcards, NXM's VLAN TCI, Nicira messages, version-specific layouts.
 
 use openflow::actions::{Action, Instruction, OFPP_CONTROLLER, OFPP_LOCAL};
+use openflow::messages::err::flow_mod_failed;
 use openflow::messages::err::{bad_action, bad_instruction, bad_match, bad_request};
-use openflow::messages::{FlowMod, FlowModCommand, OfError};
+use openflow::messages::{FlowMod, FlowModCommand, FlowModFlags, OfError};
 use openflow::oxm::Field;
 use openflow::wire::multipart::{MpRequest, MultipartRequest};
 use openflow::wire::{
@@ -134,7 +135,10 @@ fn of10_flow_mod_bytes() {
     assert_eq!(&b[8..12], &hex("00 36 20 ee")[..]);
     assert_eq!(&b[72..80], &hex("0000 0008 fffe 0000")[..]);
     assert_eq!(&b[80..96], &hex("ffff 0010 00002320 0012 000000000000")[..]);
-    assert_eq!(decode(&b).unwrap().0, Message::FlowMod(fm.clone()));
+    // A 1.0 add always resets counts: it reads back with reset_counts (see below).
+    let mut back = fm.clone();
+    back.flags = FlowModFlags::RESET_COUNTS;
+    assert_eq!(decode(&b).unwrap().0, Message::FlowMod(back));
     // What OpenFlow 1.0 cannot say is an encode error, not a silent loss: a table other
     // than the one the command implies (found by fuzzing: table=5 came back as table 0)...
     let mut other = fm.clone();
@@ -185,6 +189,8 @@ fn of10_set_tp_follows_the_flow_protocol() {
         (132, Field::SctpSrc, Field::SctpDst),
     ] {
         let mut fm = FlowMod::new(FlowModCommand::Add);
+        // Implied by a 1.0 add, so it reads back.
+        fm.flags = FlowModFlags::RESET_COUNTS;
         fm.match_ = Match::new()
             .with(Field::EthType, 0x800)
             .with(Field::IpProto, proto);
@@ -222,6 +228,7 @@ fn nxm_vlan_tci_mapping() {
     // NXT_FLOW_MOD with vlan_tci=0x1005/0x1fff (VID 5, any PCP) and one resubmit.
     let mut fm = FlowMod::new(FlowModCommand::Add);
     fm.table_id = 3;
+    fm.flags = FlowModFlags::RESET_COUNTS;
     fm.match_ = Match::new().with(Field::VlanVid, 0x1005);
     fm.instructions = vec![Instruction::ApplyActions(vec![Action::Resubmit {
         in_port: None,
@@ -372,4 +379,86 @@ fn openflow15_refuses_the_meter_instruction() {
     msg[0] = OFP15;
     assert!(decode(&msg).is_err());
     let _ = OFP13;
+}
+
+/// Flow_mod flags per version, as OVS 3.1 decodes them (checked against ovs-vswitchd with raw
+/// flow_mods): 1.0's bit 2 is `emerg` (refused: there is no emergency cache), a 1.0 add
+/// implies `reset_counts`, and bits a version does not define are BAD_FLAGS (in 1.0 as
+/// Nicira's vendor error 3/258, OVS's code for it).
+#[test]
+fn flow_mod_flags_per_version() {
+    let flags_at =
+        |b: &mut Vec<u8>, at: usize, f: u16| b[at..at + 2].copy_from_slice(&f.to_be_bytes());
+    let refused = |b: &[u8]| decode(b).unwrap_err().to_of_error();
+    // OpenFlow 1.0: flags at byte 70.
+    let add = FlowMod::new(FlowModCommand::Add);
+    let b10 = encode(&Message::FlowMod(add.clone()), OFP10, 3).unwrap();
+    assert_eq!(&b10[70..72], &[0, 0]);
+    let mut b = b10.clone();
+    flags_at(&mut b, 70, 0x3);
+    match decode(&b).unwrap().0 {
+        Message::FlowMod(f) => assert_eq!(
+            f.flags,
+            FlowModFlags::SEND_FLOW_REM | FlowModFlags::CHECK_OVERLAP | FlowModFlags::RESET_COUNTS
+        ),
+        m => panic!("{m:?}"),
+    }
+    let mut modify = FlowMod::new(FlowModCommand::Modify);
+    modify.table_id = 0xff;
+    let bm = encode(&Message::FlowMod(modify.clone()), OFP10, 3).unwrap();
+    assert_eq!(decode(&bm).unwrap().0, Message::FlowMod(modify));
+    for bad in [0x8, 0x10, 0x20, 0x8000] {
+        let mut b = b10.clone();
+        flags_at(&mut b, 70, bad);
+        let e = refused(&b);
+        assert_eq!(
+            e,
+            OfError::flow_mod_failed(flow_mod_failed::BAD_FLAGS),
+            "{bad:#x}"
+        );
+        match error_reply(e, OFP10, &b) {
+            Message::Error(m) => {
+                assert_eq!((m.type_, m.code), (0xb0c2, 0));
+                assert_eq!(&m.data[..8], &hex("00002320 0003 0102")[..]);
+            }
+            m => panic!("{m:?}"),
+        }
+    }
+    let mut b = b10.clone();
+    flags_at(&mut b, 70, 0x4);
+    assert_eq!(
+        refused(&b),
+        OfError::flow_mod_failed(flow_mod_failed::TABLE_FULL)
+    );
+    assert_eq!(of_error_to_wire(refused(&b), OFP10), (3, 0));
+    let mut idle = add.clone();
+    idle.idle_timeout = 5;
+    let mut b = encode(&Message::FlowMod(idle), OFP10, 3).unwrap();
+    flags_at(&mut b, 70, 0x4);
+    assert_eq!(of_error_to_wire(refused(&b), OFP10), (3, 3));
+    // reset_counts is implied in 1.0; the counting flags cannot be said there.
+    let mut counts = add.clone();
+    counts.flags = FlowModFlags::RESET_COUNTS;
+    let b = encode(&Message::FlowMod(counts.clone()), OFP10, 3).unwrap();
+    assert_eq!(&b[70..72], &[0, 0]);
+    counts.flags = FlowModFlags::NO_PKT_COUNTS;
+    assert!(matches!(
+        encode(&Message::FlowMod(counts), OFP10, 3),
+        Err(EncodeError::Unrepresentable(_))
+    ));
+    // OpenFlow 1.3: flags at byte 44; all five defined bits travel as they are.
+    let mut b13 = encode(&Message::FlowMod(add.clone()), OFP13, 3).unwrap();
+    flags_at(&mut b13, 44, 0x1f);
+    match decode(&b13).unwrap().0 {
+        Message::FlowMod(f) => assert_eq!(f.flags, FlowModFlags::ALL),
+        m => panic!("{m:?}"),
+    }
+    for bad in [0x20, 0x40, 0x8000] {
+        flags_at(&mut b13, 44, bad);
+        assert_eq!(
+            refused(&b13),
+            OfError::flow_mod_failed(flow_mod_failed::BAD_FLAGS)
+        );
+        assert_eq!(of_error_to_wire(refused(&b13), OFP13), (5, 7));
+    }
 }

@@ -58,10 +58,19 @@ impl Ofproto {
         if existing.is_none() && table.len() >= table.max_entries {
             return Err(fm_err(err::flow_mod_failed::TABLE_FULL));
         }
+        // An identical entry is replaced: the new one starts a fresh duration and no
+        // flow_removed is sent for the old one; its counters and last use carry over
+        // unless the add says `reset_counts` (OpenFlow 1.3 §6.4, and OVS; an OpenFlow 1.0
+        // add always says it).
+        let kept = existing
+            .filter(|_| !fm.flags.contains(FlowModFlags::RESET_COUNTS))
+            .and_then(|old| table.get(old))
+            .map(|old| old.stats.get());
         let rule = self.make_rule(fm, tid, now_ms);
+        if let Some((packets, bytes, used_ms)) = kept {
+            rule.stats.credit(packets, bytes, used_ms);
+        }
         let table = &mut self.tables[usize::from(tid)];
-        // An identical entry is replaced: the new one starts with fresh counters and
-        // duration, and no flow_removed is sent for the old one (OpenFlow 1.3 §6.4).
         let replaced = existing.and_then(|old| table.remove(old));
         let rule = Arc::new(rule);
         let (key, mask) = crate::tun_md::match_to_key(&rule.match_, &self.tlv);

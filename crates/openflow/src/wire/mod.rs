@@ -189,22 +189,32 @@ pub const NXET_VENDOR: u16 = 0xb0c2;
 /// errors ([`OfError::nx`]) are Nicira's.
 pub fn error_reply(e: OfError, version: u8, request: &[u8]) -> Message {
     let data = request.get(..64).unwrap_or(request).to_vec();
+    // In 1.0 a vendor error (`NXET_VENDOR`, `NXVC_VENDOR_ERROR`) whose data starts with the
+    // vendor id and Nicira's 1.0 type and code.
+    let vendor10 = |type_: u16, code: u16| {
+        let mut d = Vec::with_capacity(8 + data.len());
+        d.extend_from_slice(&action::NX_VENDOR_ID.to_be_bytes());
+        d.extend_from_slice(&type_.to_be_bytes());
+        d.extend_from_slice(&code.to_be_bytes());
+        d.extend_from_slice(&data);
+        Message::Error(ErrorMsg {
+            type_: NXET_VENDOR,
+            code: 0,
+            experimenter: None,
+            data: d,
+        })
+    };
+    if version == OFP10
+        && e.type_ == err::OFPET_FLOW_MOD_FAILED
+        && e.code == err::flow_mod_failed::BAD_FLAGS
+    {
+        // 1.0 has no code for unknown flow_mod flags; OVS sends Nicira's (3, 258).
+        return vendor10(3, 258);
+    }
     if e.type_ == err::OFPET_EXPERIMENTER {
-        // Nicira's errors: an experimenter error from 1.2 on; in 1.0 a vendor error
-        // (`NXET_VENDOR`, `NXVC_VENDOR_ERROR`) whose data starts with the vendor id and
-        // the 1.0 type and code.
+        // Nicira's errors: an experimenter error from 1.2 on, a vendor error in 1.0.
         if version == OFP10 {
-            let mut d = Vec::with_capacity(8 + data.len());
-            d.extend_from_slice(&action::NX_VENDOR_ID.to_be_bytes());
-            d.extend_from_slice(&err::OFPET_BAD_REQUEST.to_be_bytes());
-            d.extend_from_slice(&err::nx_tlv::nx10(e.code).to_be_bytes());
-            d.extend_from_slice(&data);
-            return Message::Error(ErrorMsg {
-                type_: NXET_VENDOR,
-                code: 0,
-                experimenter: None,
-                data: d,
-            });
+            return vendor10(err::OFPET_BAD_REQUEST, err::nx_tlv::nx10(e.code));
         }
         return Message::Error(ErrorMsg {
             type_: err::OFPET_EXPERIMENTER,

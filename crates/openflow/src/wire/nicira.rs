@@ -40,11 +40,11 @@
 use super::action::{decode_flow_actions, NX_VENDOR_ID};
 use super::buf::{pad8, Rd, W};
 use super::error::{DecodeError, EncodeError};
-use super::msg::encode_of10_instructions;
+use super::msg::{decode_flow_mod_flags, encode_flow_mod_flags, encode_of10_instructions};
 use super::oxm::{decode_match_tlvs, encode_tlvs, Mode};
 use crate::actions::{port_from_of10, port_to_of10, Instruction};
 use crate::messages::err::nx_tlv;
-use crate::messages::{FlowMod, FlowModCommand, FlowModFlags, OfError};
+use crate::messages::{FlowMod, FlowModCommand, OfError};
 use crate::Match;
 
 /// `NXT_SET_FLOW_FORMAT`.
@@ -428,7 +428,8 @@ fn decode_nx_flow_mod(version: u8, rd: &mut Rd<'_>) -> Result<FlowMod, DecodeErr
     fm.priority = rd.u16()?;
     fm.buffer_id = rd.u32()?;
     fm.out_port = port_from_of10(rd.u16()?);
-    fm.flags = FlowModFlags(rd.u16()?);
+    let timeouts = fm.idle_timeout != 0 || fm.hard_timeout != 0;
+    fm.flags = decode_flow_mod_flags(rd.u16()?, command, timeouts, version)?;
     let mlen = usize::from(rd.u16()?);
     rd.skip(6)?;
     let mut mr = rd.sub(mlen, DecodeError::BadMatchLen)?;
@@ -490,7 +491,7 @@ pub(crate) fn encode_nx(out: &mut Vec<u8>, version: u8, m: &NxMessage) -> Result
             out.u16(fm.priority);
             out.u32(fm.buffer_id);
             out.u16(port_to_of10(fm.out_port).ok_or(EncodeError::Unrepresentable("out_port"))?);
-            out.u16(fm.flags.0);
+            out.u16(encode_flow_mod_flags(fm.flags, version)?);
             let at = out.len();
             out.u16(0);
             out.zeros(6);

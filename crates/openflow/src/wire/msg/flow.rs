@@ -8,12 +8,20 @@
 //!   (1.4's importance, not in the model: read as nothing, written as zero), an
 //!   `ofp_match` and instructions. 1.0 actions are one apply-actions instruction in the
 //!   model; a flow_mod whose instructions 1.0 cannot say is `Unrepresentable` there.
+//! * Flags: the 1.3 bits are the model's. OpenFlow 1.0 (and Nicira's flow_mod, which
+//!   carries 1.0's) has only `send_flow_rem`, `check_overlap` and `emerg` in bit 2, where
+//!   1.2+ has `reset_counts`: an add in 1.0 always resets counts, so it decodes with
+//!   `reset_counts` set (a 1.3+ dump then shows it, as OVS's does), and `emerg` is refused
+//!   as OVS refuses it (`TABLE_FULL`, or `BAD_TIMEOUT` with a timeout; there is no
+//!   emergency cache). Bits a version does not define are `BAD_FLAGS`. Encoding for 1.0
+//!   drops `reset_counts` and cannot say the 1.3 counting flags.
 //! * Flow removed: 1.0 (fixed match first, no table or hard timeout), 1.1-1.4 (counters
 //!   then the `ofp_match`) and 1.5 (the match, then the counters as OXS) layouts.
 
 use crate::actions::{port_from_of10, port_to_of10, Instruction};
 use crate::matches::Match;
-use crate::messages::{FlowMod, FlowModCommand, FlowModFlags, OFPTT_ALL};
+use crate::messages::err::{flow_mod_failed, OFPET_FLOW_MOD_FAILED};
+use crate::messages::{FlowMod, FlowModCommand, FlowModFlags, OfError, OFPTT_ALL};
 use crate::wire::action::{
     decode_flow_actions, decode_instructions, encode_actions, encode_instructions,
 };
@@ -22,6 +30,63 @@ use crate::wire::error::{DecodeError, EncodeError};
 use crate::wire::multipart::{decode_oxs, encode_oxs, OxsStats};
 use crate::wire::oxm::{decode_of10_match, decode_ofp_match, encode_of10_match, encode_ofp_match};
 use crate::wire::{OFP10, OFP15};
+
+/// OpenFlow 1.0's `OFPFF_EMERG` (bit 2, `OFPFF_RESET_COUNTS` from 1.2 on).
+const OF10_EMERG: u16 = 1 << 2;
+
+/// A flow_mod's raw flags in `version` as the model's (see the module documentation).
+/// `timeouts` says whether an idle or hard timeout is set (1.0's emergency error).
+pub(crate) fn decode_flow_mod_flags(
+    raw: u16,
+    command: FlowModCommand,
+    timeouts: bool,
+    version: u8,
+) -> Result<FlowModFlags, DecodeError> {
+    let fail = |code| {
+        Err(DecodeError::Refused(OfError::new(
+            OFPET_FLOW_MOD_FAILED,
+            code,
+        )))
+    };
+    if version != OFP10 {
+        if raw & !FlowModFlags::ALL.0 != 0 {
+            return fail(flow_mod_failed::BAD_FLAGS);
+        }
+        return Ok(FlowModFlags(raw));
+    }
+    let known = FlowModFlags::SEND_FLOW_REM.0 | FlowModFlags::CHECK_OVERLAP.0 | OF10_EMERG;
+    if raw & !known != 0 {
+        return fail(flow_mod_failed::BAD_FLAGS);
+    }
+    if raw & OF10_EMERG != 0 {
+        return fail(if timeouts {
+            flow_mod_failed::BAD_TIMEOUT
+        } else {
+            flow_mod_failed::TABLE_FULL
+        });
+    }
+    let mut flags = FlowModFlags(raw);
+    if command == FlowModCommand::Add {
+        flags.insert(FlowModFlags::RESET_COUNTS);
+    }
+    Ok(flags)
+}
+
+/// The model's flags as `version`'s raw bits: 1.0 has no `reset_counts` (implied by an
+/// add) and no counting flags.
+pub(crate) fn encode_flow_mod_flags(flags: FlowModFlags, version: u8) -> Result<u16, EncodeError> {
+    if version != OFP10 {
+        return Ok(flags.0);
+    }
+    let mut f = flags;
+    f.remove(FlowModFlags::RESET_COUNTS);
+    if f.contains(FlowModFlags::NO_PKT_COUNTS) || f.contains(FlowModFlags::NO_BYT_COUNTS) {
+        return Err(EncodeError::Unrepresentable(
+            "no_packet_counts/no_byte_counts",
+        ));
+    }
+    Ok(f.0)
+}
 
 fn flow_mod_command(v: u16) -> Result<FlowModCommand, DecodeError> {
     u8::try_from(v)
@@ -56,7 +121,8 @@ pub(crate) fn decode_flow_mod(version: u8, rd: &mut Rd<'_>) -> Result<FlowMod, D
         fm.priority = rd.u16()?;
         fm.buffer_id = rd.u32()?;
         fm.out_port = port_from_of10(rd.u16()?);
-        fm.flags = FlowModFlags(rd.u16()?);
+        let timeouts = fm.idle_timeout != 0 || fm.hard_timeout != 0;
+        fm.flags = decode_flow_mod_flags(rd.u16()?, command, timeouts, version)?;
         let acts = decode_flow_actions(
             version,
             &mut rd.clone().with_err(DecodeError::BadActionLen),
@@ -82,7 +148,7 @@ pub(crate) fn decode_flow_mod(version: u8, rd: &mut Rd<'_>) -> Result<FlowMod, D
     fm.buffer_id = rd.u32()?;
     fm.out_port = rd.u32()?;
     fm.out_group = rd.u32()?;
-    fm.flags = FlowModFlags(rd.u16()?);
+    fm.flags = decode_flow_mod_flags(rd.u16()?, command, false, version)?;
     rd.skip(2)?; // pad (1.3) / importance (1.4+), not in the model
     fm.match_ = decode_ofp_match(rd)?;
     fm.instructions = decode_instructions(version, rd)?;
@@ -106,7 +172,7 @@ pub(crate) fn encode_flow_mod(
         out.u16(fm.priority);
         out.u32(fm.buffer_id);
         out.u16(port_to_of10(fm.out_port).ok_or(EncodeError::Unrepresentable("out_port"))?);
-        out.u16(fm.flags.0);
+        out.u16(encode_flow_mod_flags(fm.flags, version)?);
         return encode_of10_instructions(out, &fm.instructions);
     }
     out.u64(fm.cookie);

@@ -44,8 +44,8 @@ pub(crate) use config::{
     encode_switch_config, encode_table_mod,
 };
 pub(crate) use flow::{
-    decode_flow_mod, decode_flow_removed, encode_flow_mod, encode_flow_removed,
-    encode_of10_instructions,
+    decode_flow_mod, decode_flow_mod_flags, decode_flow_removed, encode_flow_mod,
+    encode_flow_mod_flags, encode_flow_removed, encode_of10_instructions,
 };
 pub(crate) use group::{
     decode_buckets, decode_group_mod, encode_buckets, encode_group_bucket_mod, encode_group_mod,
