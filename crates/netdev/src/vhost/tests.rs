@@ -54,7 +54,12 @@ fn options_are_checked() {
         &opts(&[("vhost-server-path", "/nonexistent/vhost.sock")]),
     )
     .expect("client opens without a server");
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The connector thread's first attempt fails at once; wait for it (bounded, so a
+    // loaded machine slows the test rather than failing it).
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !p.last_reason().contains("connect") && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert!(p.last_reason().contains("connect"), "{}", p.last_reason());
     assert_eq!(p.link_state(), LinkState::Down);
 }
