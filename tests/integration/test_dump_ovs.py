@@ -22,18 +22,8 @@ def switches(tmp_path_factory):
     need_root()
     require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
     work = tmp_path_factory.mktemp("dumpovs")
-    sws = []
-    try:
-        sws.append(ovsdiff.Ovs(work))
-        sws.append(ovsdiff.Ferrovs(work, BIN))
-        for sw in sws:
-            ovsdiff.run(["ovs-vsctl", f"--db=unix:{sw.d}/db.sock", "set", "bridge", "br0",
-                         "protocols=OpenFlow10,OpenFlow13,OpenFlow15"],
-                        env=getattr(sw, "env", None))
+    for sws in ovsdiff.both(work, BIN, "OpenFlow10,OpenFlow13,OpenFlow15"):
         yield sws, work
-    finally:
-        for s in sws:
-            s.stop()
 
 
 def flow_set(text):

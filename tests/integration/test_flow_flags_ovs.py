@@ -22,7 +22,6 @@ from conftest import BIN, need_root, require
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 import ovsdiff  # noqa: E402
 
-PROTOS = "protocols=OpenFlow10,OpenFlow13,OpenFlow15"
 # An IPv4 frame from port 1 (10.0.0.1 -> 10.0.0.2, protocol 0).
 FRAME = bytes.fromhex("ffffffffffff000000000001080045000014000100004000"
                       "7cea0a0000010a000002")
@@ -32,18 +31,8 @@ FRAME = bytes.fromhex("ffffffffffff000000000001080045000014000100004000"
 def switches(tmp_path_factory):
     need_root()
     require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
-    work = tmp_path_factory.mktemp("flags")
-    sws = []
-    try:
-        sws.append(ovsdiff.Ovs(work))
-        sws.append(ovsdiff.Ferrovs(work, BIN))
-        for sw in sws:
-            ovsdiff.run(["ovs-vsctl", f"--db=unix:{sw.d}/db.sock", "set", "bridge", "br0",
-                         PROTOS], env=getattr(sw, "env", None))
-        yield sws
-    finally:
-        for s in sws:
-            s.stop()
+    yield from ovsdiff.both(tmp_path_factory.mktemp("flags"), BIN,
+                            "OpenFlow10,OpenFlow13,OpenFlow15")
 
 
 def ofctl(sw, proto, *args):

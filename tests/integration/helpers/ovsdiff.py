@@ -278,6 +278,23 @@ def wait_path(p, timeout=15):
         time.sleep(0.05)
 
 
+def both(work, bindir, protocols=None):
+    """OVS and ferrovs side by side in `work` (a generator for module fixtures: yields the
+    pair, stops both after), each bridge set to `protocols` when given."""
+    sws = []
+    try:
+        sws.append(Ovs(work))
+        sws.append(Ferrovs(work, bindir))
+        for sw in sws:
+            if protocols:
+                run(["ovs-vsctl", f"--db=unix:{sw.d}/db.sock", "set", "bridge", "br0",
+                     f"protocols={protocols}"], env=getattr(sw, "env", None))
+        yield sws
+    finally:
+        for sw in sws:
+            sw.stop()
+
+
 # ---- random rule sets and packets -----------------------------------------------------------
 
 MACS = ["00:00:00:00:00:01", "00:00:00:00:00:02", "02:00:00:00:00:03", "ff:ff:ff:ff:ff:ff"]
