@@ -462,3 +462,38 @@ fn flow_mod_flags_per_version() {
         assert_eq!(of_error_to_wire(refused(&b13), OFP13), (5, 7));
     }
 }
+
+/// Found by the fuzz campaign: an OpenFlow 1.0 flow_mod whose `reg_load2` sets `vlan_pcp`
+/// to 8 decoded, and went back out as a `set_vlan_pcp` 8 that does not decode. A value 1.0's
+/// own set action cannot say goes back out as the `reg_load2` it came as (the switch refuses
+/// it when it checks the flow, `OFPBAC_BAD_SET_ARGUMENT`, as OVS does).
+#[test]
+fn of10_set_actions_carry_only_values_they_can_say() {
+    let b = hex(
+        "010e 0060 0000 3a02 0038 20ff 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000
+         0000 00fc ffff ffff ffff ff00 0000 0000 0000 0000 0000 0000 0000 0000 0000 8000
+         ffef ffff ffff 0000 ffff 0018 0000 2320 0021 8000 0e01 0806 2006 0000 ffff ff00",
+    );
+    let (m, _) = decode(&b).expect("decodes");
+    let back = encode(&m, OFP10, 1).expect("encodes");
+    assert_eq!(decode(&back).expect("decodes again").0, m);
+    for (field, value, own) in [
+        (Field::VlanPcp, 7, true),
+        (Field::VlanPcp, 8, false),
+        (Field::VlanVid, 0x1005, true),
+        (Field::VlanVid, 5, false),
+        (Field::IpDscp, 63, true),
+        (Field::IpDscp, 64, false),
+    ] {
+        let mut fm = FlowMod::new(FlowModCommand::Add);
+        fm.flags = FlowModFlags::RESET_COUNTS;
+        fm.instructions = vec![Instruction::ApplyActions(vec![Action::set_field(
+            field, value,
+        )])];
+        let m = Message::FlowMod(fm);
+        let b = encode(&m, OFP10, 1).unwrap();
+        // OpenFlow 1.0's own actions have types below 12; a vendor action is 0xffff.
+        assert_eq!(b[72..74] != [0xff, 0xff], own, "{field:?} {value:#x}");
+        assert_eq!(decode(&b).unwrap().0, m, "{field:?} {value:#x}");
+    }
+}

@@ -210,6 +210,13 @@ fn load_mode(field: Field) -> Mode {
 /// is cut every 64), as OVS writes a set-field in OpenFlow 1.0-1.4 (so a whole 128-bit
 /// write is two: `load:V->F[0..63],load:V'->F[64..127]`); a variable-length field is one
 /// `reg_load2` (an OXM TLV with a mask), as OVS sends it.
+/// An unmasked `reg_load2` of `value`, as it came (no cut into the field's width).
+pub(super) fn encode_nx_set_field(out: &mut Vec<u8>, field: Field, value: u128) {
+    let s = nx_begin(out, nxast::REG_LOAD2);
+    encode_field(out, field, value, None, load_mode(field));
+    finish(out, s);
+}
+
 pub(super) fn encode_nx_load(out: &mut Vec<u8>, field: Field, value: u128, mask: Option<u128>) {
     let m = mask.unwrap_or_else(|| field.max()) & field.max();
     if field.is_tun_metadata() || m == 0 {

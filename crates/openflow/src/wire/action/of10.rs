@@ -13,7 +13,9 @@
 //! Each action's length must be exactly its type's; arguments out of range (a VLAN id
 //! above 4095, a PCP above 7, a ToS with the ECN bits set) are `BadActionArgument`.
 
-use super::nicira::{decode_vendor_action, encode_nx_common, encode_nx_load, nx_begin};
+use super::nicira::{
+    decode_vendor_action, encode_nx_common, encode_nx_load, encode_nx_set_field, nx_begin,
+};
 use super::{at, at10, begin, encode_actions, finish, nxast, want};
 use crate::actions::{port_from_of10, port_to_of10, Action, Instruction};
 use crate::oxm::{Field, OFPVID_PRESENT};
@@ -257,9 +259,22 @@ fn of10_set_action(field: Field) -> Option<(u16, usize)> {
     }
 }
 
+/// Whether 1.0's own set action for `field` says `value` exactly: a VLAN ID with the
+/// present bit and 12 bits, a PCP of 3 bits, a DSCP of 6. Other values (an unmasked
+/// `reg_load2` may carry any value its field's bytes hold; the switch refuses them later)
+/// go out as that `reg_load2` again, which decodes to the same write.
+fn own_action_says(field: Field, value: u128) -> bool {
+    match field {
+        Field::VlanVid => value & !0x0fff == u128::from(OFPVID_PRESENT),
+        Field::VlanPcp => value <= 7,
+        Field::IpDscp => value <= 0x3f,
+        _ => value & !field.max() == 0,
+    }
+}
+
 fn encode_set_field(out: &mut Vec<u8>, field: Field, value: u128) {
     let s;
-    let ty = of10_set_action(field);
+    let ty = of10_set_action(field).filter(|_| own_action_says(field, value));
     match (ty, field) {
         (Some((t, n)), _) => {
             s = begin(out, t);
@@ -288,6 +303,10 @@ fn encode_set_field(out: &mut Vec<u8>, field: Field, value: u128) {
             s = nx_begin(out, nxast::SET_TUNNEL64);
             out.zeros(6);
             out.u64(value as u64);
+        }
+        (None, _) if of10_set_action(field).is_some() => {
+            encode_nx_set_field(out, field, value);
+            return;
         }
         _ => {
             encode_nx_load(out, field, value, None);
