@@ -76,6 +76,34 @@ def test_bundle_with_a_failing_flow_changes_nothing(daemon, net, tmp_path, proto
     assert specs(daemon, br) == before
 
 
+def test_bundle_applies_adds_deletes_and_modifies_in_order(daemon, net, tmp_path):
+    """The adds of a bundle are built while it is received and applied at the commit,
+    in order with the bundle's other flow_mods; the flows are then looked up at once."""
+    br, _ = bridge(daemon, net)
+    f = tmp_path / "flows.txt"
+    f.write_text("add priority=10,ip,nw_dst=10.1.0.1,actions=output:2\n"
+                 "add priority=10,ip,nw_dst=10.1.0.2,actions=output:2\n"
+                 "delete_strict priority=10,ip,nw_dst=10.1.0.1\n"
+                 "add priority=10,ip,nw_dst=10.1.0.2,actions=mod_vlan_vid:3,output:2\n"
+                 "modify ip,nw_dst=10.1.0.2,actions=mod_vlan_vid:4,output:2\n"
+                 "add priority=10,ip,nw_dst=10.1.0.3,actions=mod_vlan_vid:5,output:2\n"
+                 "add priority=10,ip,nw_dst=10.1.0.3,actions=mod_vlan_vid:6,output:2\n")
+    ofctl(daemon, "--bundle", "add-flows", br, f, proto="OpenFlow14")
+    got = [l for l in specs(daemon, br, "OpenFlow14") if "nw_dst" in l]
+    assert len(got) == 2, got
+    # OpenFlow 1.4 carries mod_vlan_vid:N as push_vlan and set_field:(0x1000|N).
+    assert any("nw_dst=10.1.0.2" in l and "set_field:4100->vlan_vid" in l for l in got), got
+    assert any("nw_dst=10.1.0.3" in l and "set_field:4102->vlan_vid" in l for l in got), got
+    for dst, vid in (("10.1.0.2", "vid=4"), ("10.1.0.3", "vid=6")):
+        out = daemon.cli("trace", br, f"in_port=1,ip,nw_dst={dst}").stdout
+        dp = [l for l in out.splitlines() if l.startswith("Datapath actions:")]
+        assert dp and vid in dp[0], out
+    # The deleted flow is gone: the bridge's NORMAL flow takes the packet.
+    out = daemon.cli("trace", br, "in_port=1,ip,nw_dst=10.1.0.1").stdout
+    hit = [l for l in out.splitlines() if l.lstrip().startswith("0. ")]
+    assert hit and "nw_dst" not in hit[0], out
+
+
 def test_bundle_group_and_flows_commit_together(daemon, net, tmp_path):
     br, _ = bridge(daemon, net)
     f = tmp_path / "groups.txt"

@@ -89,6 +89,31 @@ impl<T, const W: usize> Classifier<T, W> {
         self.refresh();
     }
 
+    /// [`Classifier::insert_shared`] without re-ranking: for a writer adding many rules
+    /// between other changes (a bundle commit), who calls [`Classifier::rerank`] once
+    /// before anything looks up through this classifier. Until then [`View::lookup`] and
+    /// [`View::n_subtables`] may miss the rules' subtable if it is new; `get`, `iter`,
+    /// `find_exact` and `find_loose` already see them.
+    pub fn insert_shared_unranked(&mut self, rule: Arc<Rule<T, W>>) {
+        self.insert_shared_raw(rule);
+    }
+
+    /// Makes room for `additional` more rules in the id index.
+    pub fn reserve(&mut self, additional: usize) {
+        self.by_id.reserve(additional);
+    }
+
+    /// Makes room for `n` more rules with `rule`'s mask (in the id index and in their
+    /// subtable, made now if there is none; an empty one goes at the next re-ranking), so
+    /// that adding them does not grow and rehash the tables on the way.
+    pub fn reserve_like(&mut self, rule: &Rule<T, W>, n: usize) {
+        self.by_id.reserve(n);
+        let slot = self.slot_for(&rule.mask);
+        if let Some(Some(st)) = self.view.slots.get_mut(slot as usize) {
+            Arc::make_mut(st).reserve(n);
+        }
+    }
+
     /// Removes a rule; `None` if there is no rule `id`.
     pub fn remove(&mut self, id: RuleId) -> Option<Arc<Rule<T, W>>> {
         let r = self.remove_raw(id);
@@ -228,7 +253,7 @@ impl<T, const W: usize> Classifier<T, W> {
         self.place(slot, rule);
     }
 
-    pub(crate) fn insert_shared_raw(&mut self, rule: Arc<Rule<T, W>>) {
+    pub(crate) fn insert_shared_raw(&mut self, mut rule: Arc<Rule<T, W>>) {
         if let Some((slot, old)) = self.by_id.get_mut(&rule.id) {
             if old.priority == rule.priority && old.value == rule.value && old.mask == rule.mask {
                 let Some(Some(st)) = self.view.slots.get_mut(*slot as usize) else {
@@ -241,6 +266,15 @@ impl<T, const W: usize> Classifier<T, W> {
             self.remove_raw(rule.id);
         }
         let slot = self.slot_for(&rule.mask);
+        // A rule built apart (`Rule::prebuilt`) and held by nobody else takes the
+        // subtable's copy of the mask, as `insert` makes it.
+        if let Some(Some(st)) = self.view.slots.get(slot as usize) {
+            if !Arc::ptr_eq(&rule.mask, &st.mask) {
+                if let Some(r) = Arc::get_mut(&mut rule) {
+                    r.mask = Arc::clone(&st.mask);
+                }
+            }
+        }
         self.place(slot, rule);
     }
 

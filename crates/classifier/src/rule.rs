@@ -105,6 +105,43 @@ pub struct Rule<T, const W: usize> {
 }
 
 impl<T, const W: usize> Rule<T, W> {
+    /// A rule built outside any classifier, to be added later with
+    /// [`crate::Classifier::insert_shared`] (so the work of building it can happen before
+    /// the classifier is at hand, e.g. while a bundle is still being received). `masks`
+    /// keeps the last mask built: rules made one after another with the same mask share
+    /// one copy, and the classifier swaps it for its subtable's own when it takes the rule
+    /// while nothing else holds it.
+    pub fn prebuilt(
+        id: RuleId,
+        priority: u32,
+        m: &Match<W>,
+        masks: &mut Option<Arc<[u64; W]>>,
+        payload: T,
+    ) -> Self {
+        let mask = match masks {
+            Some(a) if **a == m.mask => Arc::clone(a),
+            _ => {
+                let a = Arc::new(m.mask);
+                *masks = Some(Arc::clone(&a));
+                a
+            }
+        };
+        Rule {
+            id,
+            priority,
+            value: m.value,
+            mask,
+            payload,
+        }
+    }
+    /// Gives a rule that is in no classifier yet its id (see [`Rule::prebuilt`]).
+    pub fn set_id(&mut self, id: RuleId) {
+        self.id = id;
+    }
+    /// The payload of a rule that is in no classifier yet (see [`Rule::prebuilt`]).
+    pub fn payload_mut(&mut self) -> &mut T {
+        &mut self.payload
+    }
     /// The rule's id.
     #[inline]
     pub fn id(&self) -> RuleId {

@@ -231,6 +231,14 @@ impl<T, const W: usize> Subtable<T, W> {
             })
     }
 
+    /// Makes room for `n` more rules (distinct values) without growing on the way.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.table.reserve(n, |b| b.hash);
+        for ix in &mut self.indices {
+            ix.reserve(n, |e| e.0);
+        }
+    }
+
     pub(crate) fn insert(&mut self, rule: Arc<Rule<T, W>>, cfg: &Config<W>) -> u64 {
         let hs = self.stage_hashes(&rule.value);
         for (ix, &h) in self.indices.iter_mut().zip(hs.iter()) {

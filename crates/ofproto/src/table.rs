@@ -13,8 +13,43 @@ use crate::rule::Rule;
 use classifier::{Classifier, Config, Match as CMatch, RuleId};
 use packet::flow::{FlowKey, FLOW_KEY_WORDS};
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Hashes rule ids (which the switch hands out itself) for the per-table id sets: one
+/// multiply and shift instead of SipHash, as a bundle commit records 100K of them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHash;
+
+/// The hasher [`IdHash`] builds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHasher(u64);
+
+impl BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        let h = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 29);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A set of rule ids.
+pub type IdSet = HashSet<u64, IdHash>;
 
 /// What a table does with a packet no rule matches (OVS's `ovs-ofctl mod-table` settings).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,10 +82,12 @@ pub struct Table {
     /// `crate::versions`) share each classifier rule, value and mask included.
     cls: Cls,
     /// Rules with an idle or hard timeout: expiry looks only at these.
-    timed: HashSet<u64>,
+    timed: IdSet,
     /// While a transaction runs (see `Ofproto::atomically`): each rule id changed, with the
     /// rule it had before its first change (`None`: it did not exist).
-    journal: Option<HashMap<u64, Option<Arc<ClsRule>>>>,
+    journal: Option<HashMap<u64, Option<Arc<ClsRule>>, IdHash>>,
+    /// Rules were added with [`Table::insert_new`] since the classifier last re-ranked.
+    unranked: bool,
     /// What changed since [`Table::take_changes`] (see `crate::versions`).
     changes: TableChanges,
     /// Shared by the table's copies (see `crate::versions`), so counts are not split.
@@ -65,7 +102,7 @@ pub struct TableChanges {
     /// The table was emptied first (`take_all`); `ids` then holds only what came after.
     pub cleared: bool,
     /// Rule ids added, modified or removed.
-    pub ids: HashSet<u64>,
+    pub ids: IdSet,
 }
 
 impl TableChanges {
@@ -84,8 +121,9 @@ impl Table {
             max_entries: usize::MAX,
             miss: TableMiss::Drop,
             cls: Classifier::new(Config::flow_key()),
-            timed: HashSet::new(),
+            timed: IdSet::default(),
             journal: None,
+            unranked: false,
             changes: TableChanges::default(),
             lookup_count: Arc::default(),
             matched_count: Arc::default(),
@@ -212,12 +250,31 @@ impl Table {
     /// Starts recording changes so that [`Table::rollback`] can undo them: O(1) now, O(1)
     /// per change.
     pub(crate) fn begin_journal(&mut self) {
-        self.journal = Some(HashMap::new());
+        self.journal = Some(HashMap::default());
     }
 
     /// Stops recording and keeps every change.
     pub(crate) fn commit_journal(&mut self) {
         self.journal = None;
+        self.rank();
+    }
+
+    /// Makes room for `n` more rules like `r` (a bundle commit knows how many it adds).
+    pub(crate) fn reserve_like(&mut self, r: &ClsRule, n: usize) {
+        self.cls.reserve_like(r, n);
+        // A subtable made for them and left empty goes at the next re-ranking.
+        self.unranked = true;
+        self.changes.ids.reserve(n);
+        if let Some(j) = self.journal.as_mut() {
+            j.reserve(n);
+        }
+    }
+
+    /// Re-ranks the classifier if [`Table::insert_new`] left it unranked.
+    pub(crate) fn rank(&mut self) {
+        if std::mem::take(&mut self.unranked) {
+            self.cls.rerank();
+        }
     }
 
     /// Undoes every change since [`Table::begin_journal`]: rules added are removed, rules
@@ -225,8 +282,10 @@ impl Table {
     /// O(changes).
     pub(crate) fn rollback(&mut self) {
         let Some(journal) = self.journal.take() else {
+            self.rank();
             return;
         };
+        self.unranked = false;
         let mut back = Vec::new();
         for (id, before) in journal {
             self.remove(id);
@@ -256,6 +315,25 @@ impl Table {
         self.track(&r);
         self.cls
             .insert_with_id(RuleId::new(r.id), m, u32::from(r.priority), r);
+    }
+
+    /// Inserts a rule built beforehand (`crate::switch::PreparedAdd`) under an id no rule
+    /// of this table has had: nothing to look up for the journal. Inside a transaction the
+    /// classifier re-ranks once when it ends ([`Table::commit_journal`], [`Table::rollback`]);
+    /// outside one, at once.
+    pub(crate) fn insert_new(&mut self, r: Arc<ClsRule>) {
+        let id = r.payload().id;
+        debug_assert!(self.entry(id).is_none());
+        self.changes.ids.insert(id);
+        if let Some(j) = self.journal.as_mut() {
+            j.entry(id).or_insert(None);
+        }
+        self.track(r.payload());
+        self.cls.insert_shared_unranked(r);
+        self.unranked = true;
+        if self.journal.is_none() {
+            self.rank();
+        }
     }
 
     /// Gives the rule with `r`'s id the new version `r` (same match and priority: only
@@ -293,9 +371,10 @@ impl Table {
             }
         }
         self.timed.clear();
+        self.unranked = false;
         self.changes = TableChanges {
             cleared: true,
-            ids: HashSet::new(),
+            ids: IdSet::default(),
         };
         std::mem::replace(&mut self.cls, Classifier::new(Config::flow_key()))
     }
@@ -317,8 +396,18 @@ impl Table {
     ) -> Option<&Arc<Rule>> {
         let (key, mask) = crate::tun_md::match_to_key(m, tlv);
         let cm = CMatch::new(key.to_words(), mask.to_words());
+        self.find_strict_keyed(&cm, m, priority)
+    }
+
+    /// [`Table::find_strict`] given the match's masked flow key `cm` as well.
+    pub fn find_strict_keyed(
+        &self,
+        cm: &CMatch<FLOW_KEY_WORDS>,
+        m: &openflow::Match,
+        priority: u16,
+    ) -> Option<&Arc<Rule>> {
         self.cls
-            .find_exact(&cm, u32::from(priority))
+            .find_exact(cm, u32::from(priority))
             .map(|r| r.payload())
             .find(|r| &r.match_ == m)
     }

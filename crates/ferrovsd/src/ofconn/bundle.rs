@@ -13,6 +13,11 @@
 //!   bundle: flow_mod, group_mod including 1.5's bucket commands, port_mod; anything else
 //!   is `MSG_UNSUP`). A refused message is not added and the bundle stays, as in OVS
 //!   (`ovs-ofctl --bundle` then discards it). An unknown id opens a bundle implicitly.
+//!   An add flow_mod is also built into its rule now (`ofproto::switch::PreparedAdd`:
+//!   the rule, its masked flow key and classifier entry), while the client is still
+//!   sending the rest of the bundle, so that the commit only checks and inserts it; that
+//!   building cannot fail, so which errors come at add time and which at commit is as
+//!   before.
 //! * `CLOSE`: no more adds. Closing twice is `BUNDLE_CLOSED`.
 //! * `COMMIT`: takes the bundle's messages (open or closed) and removes the bundle, which
 //!   then no longer exists whatever the outcome.
@@ -32,10 +37,14 @@
 //! (the datapath keeps translating against the state before it until the session ends and
 //! publishes it, see `ofproto::switch::versions`), then the port_mods are applied. Every commit is both atomic and ordered,
 //! whatever the flags say. If a message fails, nothing changes: the failing message gets
-//! its own error (with its xid and bytes), and the commit gets `MSG_FAILED`.
+//! its own error (with its xid and bytes), and the commit gets `MSG_FAILED`. Before the
+//! first message runs, each run of at least [`RESERVE_RUN`] prepared adds to one table and
+//! mask makes room for itself (the classifier's id index and subtable, the table's change
+//! record and undo journal), so 100K adds do not grow and rehash those tables on the way.
 
 use super::conn::{reply_error, Conn};
 use super::{handle, lock, mods, BridgeOf};
+use ofproto::switch::{MaskCache, PreparedAdd};
 use openflow::messages::err::{bad_request, bundle_failed as bf};
 use openflow::messages::OFP_NO_BUFFER;
 use openflow::wire::msg::{bct, OFPBF_ATOMIC, OFPBF_ORDERED};
@@ -53,17 +62,23 @@ pub const MAX_BUNDLES: usize = 256;
 /// `ovs-ofctl --bundle add-flows` fits).
 pub const MAX_MESSAGES: usize = 1 << 20;
 
+/// Runs of at least this many adds to one subtable make room for themselves before the
+/// commit applies them.
+const RESERVE_RUN: usize = 64;
+
 /// A message staged in a bundle.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum Staged {
-    Flow(FlowMod),
+    Flow(Box<FlowMod>),
+    /// An add built ahead of the commit (`ofproto::switch::PreparedAdd`).
+    Add(PreparedAdd),
     Group(GroupMod),
     GroupBuckets(GroupBucketMod),
     Port(wire::PortMod),
 }
 
 /// One staged message and the bytes it came in (for its error reply).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Entry {
     pub op: Staged,
     pub req: Vec<u8>,
@@ -82,6 +97,10 @@ struct Bundle {
 #[derive(Default)]
 pub struct Bundles {
     map: BTreeMap<u32, Bundle>,
+    /// Messages in all bundles.
+    total: usize,
+    /// The mask of the last add prepared (see `ofproto::switch::MaskCache`).
+    masks: MaskCache,
 }
 
 fn check_flags(flags: u16) -> Result<(), OfError> {
@@ -101,6 +120,13 @@ impl Bundles {
     /// True if no bundle exists.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+
+    /// Removes bundle `id`, keeping the message count.
+    fn drop_bundle(&mut self, id: u32) -> Option<Bundle> {
+        let b = self.map.remove(&id)?;
+        self.total -= b.entries.len();
+        Some(b)
     }
 
     fn new_bundle(&mut self, id: u32, flags: u16, req: &[u8], now: u64) -> Result<(), OfError> {
@@ -123,7 +149,7 @@ impl Bundles {
 
     /// `OFPBCT_OPEN_REQUEST`.
     pub fn open(&mut self, id: u32, flags: u16, req: &[u8], now: u64) -> Result<(), OfError> {
-        if self.map.remove(&id).is_some() {
+        if self.drop_bundle(id).is_some() {
             return Err(OfError::bundle_failed(bf::BAD_ID));
         }
         self.new_bundle(id, flags, req, now)
@@ -135,7 +161,7 @@ impl Bundles {
             return Err(OfError::bundle_failed(bf::BAD_ID));
         };
         if b.flags != flags {
-            self.map.remove(&id);
+            self.drop_bundle(id);
             return Err(OfError::bundle_failed(bf::BAD_FLAGS));
         }
         let b = self
@@ -150,7 +176,7 @@ impl Bundles {
     pub fn close(&mut self, id: u32, flags: u16, now: u64) -> Result<(), OfError> {
         let b = self.existing(id, flags, now)?;
         if b.closed {
-            self.map.remove(&id);
+            self.drop_bundle(id);
             return Err(OfError::bundle_failed(bf::BUNDLE_CLOSED));
         }
         b.closed = true;
@@ -171,33 +197,41 @@ impl Bundles {
         }
         let b = self.existing(id, flags, now)?;
         if b.closed {
-            self.map.remove(&id);
+            self.drop_bundle(id);
             return Err(OfError::bundle_failed(bf::BUNDLE_CLOSED));
         }
-        if b.entries.len() >= MAX_MESSAGES {
+        if b.entries.len() >= MAX_MESSAGES || self.total >= MAX_MESSAGES {
             return Err(OfError::bundle_failed(bf::MSG_TOO_MANY));
         }
-        let total: usize = self.map.values().map(|b| b.entries.len()).sum();
-        if total >= MAX_MESSAGES {
-            return Err(OfError::bundle_failed(bf::MSG_TOO_MANY));
-        }
+        // An add is built now, while the client is still sending, so that the commit
+        // only checks and inserts it.
+        let entry = match entry.op {
+            Staged::Flow(fm) => Entry {
+                op: match PreparedAdd::new(*fm, &mut self.masks) {
+                    Ok(p) => Staged::Add(p),
+                    Err(fm) => Staged::Flow(Box::new(fm)),
+                },
+                req: entry.req,
+            },
+            _ => entry,
+        };
         let Some(b) = self.map.get_mut(&id) else {
             return Err(OfError::bundle_failed(bf::BAD_ID));
         };
         b.entries.push(entry);
+        self.total += 1;
         Ok(())
     }
 
     /// `OFPBCT_COMMIT_REQUEST`: removes the bundle and returns its messages to apply.
     pub fn take(&mut self, id: u32, flags: u16, now: u64) -> Result<Vec<Entry>, OfError> {
         self.existing(id, flags, now)?;
-        Ok(self.map.remove(&id).map(|b| b.entries).unwrap_or_default())
+        Ok(self.drop_bundle(id).map(|b| b.entries).unwrap_or_default())
     }
 
     /// `OFPBCT_DISCARD_REQUEST`.
     pub fn discard(&mut self, id: u32) -> Result<(), OfError> {
-        self.map
-            .remove(&id)
+        self.drop_bundle(id)
             .map(|_| ())
             .ok_or(OfError::bundle_failed(bf::BAD_ID))
     }
@@ -212,13 +246,13 @@ impl Bundles {
             .map(|(id, _)| *id)
             .collect();
         old.into_iter()
-            .filter_map(|id| self.map.remove(&id).map(|b| b.opened_by))
+            .filter_map(|id| self.drop_bundle(id).map(|b| b.opened_by))
             .collect()
     }
 }
 
 /// Decodes and checks the message inside a bundle add (see the module documentation).
-pub fn stage(version: u8, outer_xid: u32, add: &BundleAdd) -> Result<Entry, OfError> {
+pub fn stage(version: u8, outer_xid: u32, add: BundleAdd) -> Result<Entry, OfError> {
     let inner = wire::Header::parse(&add.message).map_err(|e| e.to_of_error())?;
     if inner.xid != outer_xid {
         return Err(OfError::bundle_failed(bf::MSG_BAD_XID));
@@ -237,7 +271,7 @@ pub fn stage(version: u8, outer_xid: u32, add: &BundleAdd) -> Result<Entry, OfEr
     let op = match m {
         Message::FlowMod(fm) | Message::Nx(NxMessage::FlowMod(fm)) => {
             fm_checks(&fm)?;
-            Staged::Flow(fm)
+            Staged::Flow(Box::new(fm))
         }
         Message::GroupMod(gm) => {
             gm.validate()?;
@@ -249,7 +283,7 @@ pub fn stage(version: u8, outer_xid: u32, add: &BundleAdd) -> Result<Entry, OfEr
     };
     Ok(Entry {
         op,
-        req: add.message.clone(),
+        req: add.message,
     })
 }
 
@@ -303,10 +337,9 @@ pub fn add(c: &Conn, xid: u32, add: BundleAdd, req: &[u8]) -> Result<(), OfError
     if !add.props.is_empty() {
         return Err(OfError::new(openflow::messages::err::OFPET_BAD_PROPERTY, 0));
     }
-    let entry = stage(c.version(), xid, &add)?;
-    lock(&c.st)
-        .bundles
-        .add(add.bundle_id, add.flags, entry, req, now)
+    let (id, flags) = (add.bundle_id, add.flags);
+    let entry = stage(c.version(), xid, add)?;
+    lock(&c.st).bundles.add(id, flags, entry, req, now)
 }
 
 /// Applies a bundle's messages all or nothing (see the module documentation).
@@ -323,15 +356,38 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, entries: Vec<Entry>, now: u64) -> Re
         }
     }
     let changed_tables = entries.iter().any(|e| !matches!(e.op, Staged::Port(_)));
+    // Runs of adds to one table and subtable, as (index of the first, length).
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut prev: Option<&PreparedAdd> = None;
+    for (i, e) in entries.iter().enumerate() {
+        let Staged::Add(p) = &e.op else {
+            prev = None;
+            continue;
+        };
+        match (prev, runs.last_mut()) {
+            (Some(q), Some((_, n))) if q.same_place(p) => *n += 1,
+            _ => runs.push((i, 1)),
+        }
+        prev = Some(p);
+    }
     let any = !entries.is_empty();
     if changed_tables {
         let mut of = b.udpif.of();
         // The entries are consumed: an added flow keeps its flow_mod's match and
         // instructions rather than a copy.
         of.atomically(|of| {
+            for &(i, n) in runs.iter().filter(|r| r.1 >= RESERVE_RUN) {
+                if let Some(Entry {
+                    op: Staged::Add(p), ..
+                }) = entries.get(i)
+                {
+                    of.reserve_like(p, n);
+                }
+            }
             for e in entries {
                 let r = match e.op {
-                    Staged::Flow(fm) => of.flow_mod_owned(fm, now).map(|_| ()),
+                    Staged::Flow(fm) => of.flow_mod_owned(*fm, now).map(|_| ()),
+                    Staged::Add(p) => of.add_prepared(p, now).map(|_| ()),
                     Staged::Group(gm) => of.group_mod(&gm, now),
                     Staged::GroupBuckets(gm) => of.group_bucket_mod(&gm, now),
                     Staged::Port(_) => Ok(()),
@@ -372,7 +428,7 @@ mod tests {
 
     fn entry() -> Entry {
         Entry {
-            op: Staged::Flow(FlowMod::new(FlowModCommand::Add)),
+            op: Staged::Flow(Box::new(FlowMod::new(FlowModCommand::Add))),
             req: vec![0; 8],
         }
     }
@@ -447,23 +503,23 @@ mod tests {
             props: Vec::new(),
         };
         assert!(matches!(
-            stage(v, 42, &add(inner.clone())),
+            stage(v, 42, add(inner.clone())),
             Ok(Entry {
                 op: Staged::Flow(_),
                 ..
             })
         ));
         assert_eq!(
-            code(stage(v, 43, &add(inner.clone()))),
+            code(stage(v, 43, add(inner.clone()))),
             Some(bf::MSG_BAD_XID)
         );
-        let e = stage(wire::OFP15, 42, &add(inner)).err();
+        let e = stage(wire::OFP15, 42, add(inner)).err();
         assert_eq!(e, Some(OfError::bad_request(bad_request::BAD_VERSION)));
         let echo = wire::encode(&Message::EchoRequest(vec![]), v, 42).expect("encode");
-        assert_eq!(code(stage(v, 42, &add(echo))), Some(bf::MSG_UNSUP));
+        assert_eq!(code(stage(v, 42, add(echo))), Some(bf::MSG_UNSUP));
         let mut bad = FlowMod::new(FlowModCommand::Add);
         bad.table_id = openflow::messages::OFPTT_ALL;
         let bad = wire::encode(&Message::FlowMod(bad), v, 42).expect("encode");
-        assert!(stage(v, 42, &add(bad)).is_err());
+        assert!(stage(v, 42, add(bad)).is_err());
     }
 }

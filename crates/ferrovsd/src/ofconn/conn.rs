@@ -12,7 +12,10 @@
 //! [`run`] is the reader: it owns the receive side and loops reading with a 100 ms timeout
 //! (which is also how often the session's timers are looked at), answering each request in
 //! order; while the peer talks back to back it polls briefly before it sleeps
-//! ([`super::spin`]). Everything to be sent — replies, echo probes, asynchronous messages
+//! ([`super::spin`]). A peer streaming a bundle's adds expects no answer until it sends
+//! something else, so after a short read that ended with a bundle add the reader waits
+//! [`BUNDLE_BATCH_WAIT`] before reading again: `ovs-ofctl --bundle add-flows` of 100K flows
+//! then costs a few thousand reads instead of one read and one wake-up per flow. Everything to be sent — replies, echo probes, asynchronous messages
 //! from the dispatcher — goes through one bounded queue to a writer thread, so messages leave in
 //! the order they were produced and a slow peer never blocks the dispatcher (asynchronous
 //! messages that find the queue full are dropped and counted; replies wait). A reply that
@@ -50,6 +53,11 @@ pub const OUT_QUEUE_BYTES: usize = 32 << 20;
 pub const ASYNC_QUEUE_BYTES: usize = 16 << 20;
 /// How long a reply may wait for room before the connection is closed.
 pub const REPLY_WAIT: Duration = Duration::from_secs(10);
+/// After a short read that ended with a bundle add, the reader waits this long before the
+/// next read, so that a streamed bundle arrives in few large reads (see `reader`).
+pub const BUNDLE_BATCH_WAIT: Duration = Duration::from_micros(100);
+/// `OFPT_BUNDLE_ADD_MESSAGE` (OpenFlow 1.4 and later).
+const BUNDLE_ADD: u8 = 34;
 
 /// What kind of peer this is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -514,10 +522,12 @@ fn reader(
     let mut batch = super::packet_out::OutBatch::default();
     let mut chunk = vec![0u8; 65536];
     let mut spin = super::spin::Spin::default();
+    let mut last = None;
     // Our hello.
-    if !drive(b, c, &mut s, &mut batch, slot) {
+    if !drive(b, c, &mut s, &mut batch, slot, &mut last) {
         return;
     }
+    let mut small = false;
     loop {
         if stop.load(Ordering::Acquire)
             || b.stop.load(Ordering::Acquire)
@@ -525,9 +535,18 @@ fn reader(
         {
             return;
         }
+        // A peer streaming a bundle (`ovs-ofctl --bundle` sends every add without waiting)
+        // expects nothing back until it asks: let its adds pile up for a moment instead of
+        // taking them one read (and one wake-up) each.
+        if small && last == Some(BUNDLE_ADD) && c.version() >= wire::OFP14 {
+            std::thread::sleep(BUNDLE_BATCH_WAIT);
+        }
         match spin.read(&mut rd, &mut chunk) {
             Ok(0) => return,
-            Ok(n) => s.receive(chunk.get(..n).unwrap_or_default()),
+            Ok(n) => {
+                small = n < chunk.len() / 4;
+                s.receive(chunk.get(..n).unwrap_or_default())
+            }
             Err(e)
                 if matches!(
                     e.kind(),
@@ -538,7 +557,7 @@ fn reader(
             Err(_) => return,
         }
         super::bundle::expire(c, now_ms());
-        if !drive(b, c, &mut s, &mut batch, slot) {
+        if !drive(b, c, &mut s, &mut batch, slot, &mut last) {
             return;
         }
     }
@@ -546,13 +565,15 @@ fn reader(
 
 /// Does what the session says until it has nothing more to say; false to close.
 /// Requests are answered as they come, and the packet-outs among them run before anything
-/// else is sent and before the reader waits again (see [`super::handle`]).
+/// else is sent and before the reader waits again (see [`super::handle`]). `last` is set to
+/// the type of the last message received.
 fn drive(
     b: &Arc<BridgeOf>,
     c: &Arc<Conn>,
     s: &mut Session,
     batch: &mut super::packet_out::OutBatch,
     slot: Option<&connlimit::Slot>,
+    last: &mut Option<u8>,
 ) -> bool {
     while let Some(ev) = s.poll(datapath::clock::now_ms()) {
         match ev {
@@ -567,6 +588,7 @@ fn drive(
                 request,
             } => {
                 c.rx_msgs.fetch_add(1, Ordering::Relaxed);
+                *last = Some(header.type_);
                 b.snoop(&bytes);
                 if request {
                     super::handle::request(b, c, header, &bytes, batch);

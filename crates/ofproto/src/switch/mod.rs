@@ -15,6 +15,7 @@
 
 mod buckets;
 mod learned;
+mod prepared;
 mod txn;
 pub mod versions;
 
@@ -38,6 +39,7 @@ use openflow::{
     MatchField, MeterBand, MeterFlags, MeterMod, MeterModCommand, OfError,
 };
 use packet::flow::FlowKey;
+pub use prepared::{MaskCache, PreparedAdd};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;

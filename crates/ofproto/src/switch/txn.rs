@@ -14,7 +14,10 @@
 //! A rule's counters live behind their own `Arc` and are shared by its replacements, so
 //! restored rules keep their statistics. The cost is proportional to what the closure
 //! changed, not to the size of the tables: a bundle of ten flow_mods costs the same against
-//! a million rules as against none.
+//! a million rules as against none. Prepared adds ([`super::PreparedAdd`]) leave their
+//! table's classifier unranked while the closure runs; it re-ranks once when the
+//! transaction ends, committed or undone (`Table::commit_journal`, `Table::rollback`), so
+//! nothing looks up a table mid-transaction (the copy being written is not published).
 //!
 //! ## Concurrency
 //! `atomically` takes `&mut self`: the caller holds a write session for the whole

@@ -1,0 +1,271 @@
+//! Adds made ready before they are applied: what a bundle can do with each flow_mod while
+//! the rest of the bundle is still arriving, so that its commit only checks and inserts.
+//!
+//! [`PreparedAdd::new`] takes an add flow_mod and builds everything that does not depend
+//! on the switch's state: the [`Rule`] (its match and instructions moved in, not copied),
+//! the masked flow key of its match and the classifier rule around both, allocated once.
+//! [`Ofproto::add_prepared`] later applies it exactly as [`Ofproto::flow_mod`] applies the
+//! same flow_mod: the same checks against the switch in the same order (TLV table, table
+//! id, groups, meters and ports the instructions use, overlap, table size), the same
+//! replacement of an identical rule, the same events; only the rule's id and times are
+//! filled in then, so ids still follow the order in which adds are applied.
+//!
+//! Only adds whose match has no `tun_metadata` field are prepared: those fields are placed
+//! in the flow key by the TLV table, which may change before the commit. Others are left
+//! as flow_mods ([`PreparedAdd::new`] hands them back).
+
+use super::*;
+use crate::table::ClsRule;
+use classifier::{Rule as CRule, RuleId};
+use packet::flow::FLOW_KEY_WORDS;
+
+/// The last mask [`PreparedAdd::new`] built, shared by the rules that follow with the same
+/// mask (a bundle's adds usually have a handful of masks).
+pub type MaskCache = Option<Arc<[u64; FLOW_KEY_WORDS]>>;
+
+/// An add flow_mod built ahead of time (see the module documentation).
+#[derive(Debug)]
+pub struct PreparedAdd {
+    rule: Arc<ClsRule>,
+}
+
+impl PreparedAdd {
+    /// Prepares `fm`, an add that passed [`FlowMod::validate`]; any other flow_mod, or an add
+    /// matching `tun_metadata`, is handed back unchanged.
+    pub fn new(fm: FlowMod, masks: &mut MaskCache) -> Result<PreparedAdd, FlowMod> {
+        if fm.command != FlowModCommand::Add || fm.match_.iter().any(|e| e.field.is_tun_metadata())
+        {
+            return Err(fm);
+        }
+        let (key, mask) = crate::fields::match_to_key(&fm.match_);
+        let cm: CMatch<FLOW_KEY_WORDS> = CMatch::from_flow(&key, &mask);
+        let priority = fm.priority;
+        let rule = Rule {
+            id: 0,
+            table_id: fm.table_id,
+            priority,
+            match_: fm.match_,
+            cookie: fm.cookie,
+            idle_timeout: fm.idle_timeout,
+            hard_timeout: fm.hard_timeout,
+            flags: fm.flags,
+            instructions: fm.instructions,
+            created_ms: 0,
+            modified_ms: 0,
+            stats: Arc::new(RuleStats::default()),
+        };
+        let c = CRule::prebuilt(
+            RuleId::new(0),
+            u32::from(priority),
+            &cm,
+            masks,
+            Arc::new(rule),
+        );
+        Ok(PreparedAdd { rule: Arc::new(c) })
+    }
+
+    /// The rule as it will be added (id and times not yet set).
+    pub fn rule(&self) -> &Rule {
+        self.rule.payload()
+    }
+
+    /// True if `other` goes to the same table with the same mask (the same classifier
+    /// subtable).
+    pub fn same_place(&self, other: &PreparedAdd) -> bool {
+        self.rule().table_id == other.rule().table_id && self.rule.mask() == other.rule.mask()
+    }
+}
+
+impl Ofproto {
+    /// Makes room for `n` more rules in the place `p` goes to (a bundle commit about to
+    /// apply `n` adds like it), so that the adds do not grow the tables on the way.
+    pub fn reserve_like(&mut self, p: &PreparedAdd, n: usize) {
+        if let Some(t) = self.tables.get_mut(usize::from(p.rule().table_id)) {
+            t.reserve_like(&p.rule, n);
+        }
+    }
+
+    /// Applies a prepared add: the same checks, effects and errors as [`Ofproto::flow_mod`]
+    /// of the flow_mod it was made from.
+    pub fn add_prepared(&mut self, p: PreparedAdd, now_ms: u64) -> Result<FlowModResult, OfError> {
+        let PreparedAdd { mut rule } = p;
+        let cm = rule.to_match();
+        let r = self.add_prepared_inner(&mut rule, &cm, now_ms);
+        self.flush_learned(now_ms);
+        r
+    }
+
+    fn add_prepared_inner(
+        &mut self,
+        crule: &mut Arc<ClsRule>,
+        cm: &CMatch<FLOW_KEY_WORDS>,
+        now_ms: u64,
+    ) -> Result<FlowModResult, OfError> {
+        let r = crule.payload();
+        self.tlv.check_flow(&r.match_, &r.instructions)?;
+        let tid = r.table_id;
+        if usize::from(tid) >= N_TABLES {
+            return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
+        }
+        self.check_instructions(&r.match_, &r.instructions)?;
+        let table = &self.tables[usize::from(tid)];
+        let existing = table
+            .find_strict_keyed(cm, &r.match_, r.priority)
+            .map(|x| x.id);
+        if r.flags.contains(FlowModFlags::CHECK_OVERLAP) {
+            let overlap = table.iter().any(|x| {
+                x.priority == r.priority && Some(x.id) != existing && x.match_.overlaps(&r.match_)
+            });
+            if overlap {
+                return Err(fm_err(err::flow_mod_failed::OVERLAP));
+            }
+        }
+        if existing.is_none() && table.len() >= table.max_entries {
+            return Err(fm_err(err::flow_mod_failed::TABLE_FULL));
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        // A prepared rule and its payload are held by nothing else until inserted
+        // (`PreparedAdd` is neither `Clone` nor open).
+        let Some(c) = Arc::get_mut(crule) else {
+            unreachable!("a prepared rule is unshared");
+        };
+        c.set_id(RuleId::new(id));
+        let Some(r) = Arc::get_mut(c.payload_mut()) else {
+            unreachable!("a prepared rule is unshared");
+        };
+        r.id = id;
+        r.created_ms = now_ms;
+        r.modified_ms = now_ms;
+        let new = Arc::clone(crule.payload());
+        let table = &mut self.tables[usize::from(tid)];
+        // An identical entry is replaced, as `add` does.
+        let replaced = existing.and_then(|old| table.remove(old));
+        table.insert_new(Arc::clone(crule));
+        if let Some(old) = replaced {
+            self.unref_learns(&old);
+        }
+        self.ref_learns(&new);
+        self.log_event(FlowEventKind::Added, &new);
+        self.version += 1;
+        Ok(FlowModResult {
+            added: 1,
+            ..Default::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openflow::oxm::Field;
+    use packet::flow::FlowKey;
+
+    fn flow(port: u32, out: u32) -> FlowMod {
+        let mut fm = FlowMod::new(FlowModCommand::Add);
+        fm.priority = 100;
+        fm.match_ = Match::new().with(Field::InPort, u128::from(port));
+        fm.instructions = vec![Instruction::ApplyActions(vec![Action::output(out)])];
+        fm
+    }
+
+    fn prep(fm: FlowMod) -> PreparedAdd {
+        PreparedAdd::new(fm, &mut None).expect("an add without tun_metadata is prepared")
+    }
+
+    fn out_port(of: &Ofproto, in_port: u32) -> Option<u32> {
+        let mut k = FlowKey::ZERO;
+        k.in_port = in_port;
+        let mut wc = FlowKey::ZERO;
+        let r = of.tables()[0].lookup(&k, &mut wc)?;
+        r.actions().find_map(|a| match a {
+            Action::Output { port, .. } => Some(*port),
+            _ => None,
+        })
+    }
+
+    fn dump(o: &Ofproto) -> Vec<String> {
+        o.tables()
+            .iter()
+            .flat_map(|t| t.rules())
+            .map(|r| {
+                format!(
+                    "{} {} {} {:?} {:?} {}",
+                    r.table_id, r.id, r.priority, r.match_, r.instructions, r.created_ms
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_prepared_add_does_what_the_flow_mod_does() {
+        let mut a = Ofproto::with_default_flow(0);
+        let mut b = Ofproto::with_default_flow(0);
+        let mut masks = None;
+        for (port, out) in [(1, 2), (2, 3), (1, 4)] {
+            a.flow_mod(&flow(port, out), 7).expect("add");
+            let p = PreparedAdd::new(flow(port, out), &mut masks).expect("prepared");
+            b.add_prepared(p, 7).expect("add");
+        }
+        assert_eq!(dump(&a), dump(&b), "same rules, ids and times");
+        assert_eq!(out_port(&b, 1), Some(4), "an identical rule is replaced");
+        assert_eq!(out_port(&b, 2), Some(3));
+    }
+
+    #[test]
+    fn a_prepared_add_fails_as_the_flow_mod_does() {
+        let mut o = Ofproto::new();
+        let mut bad = flow(1, 2);
+        bad.instructions = vec![Instruction::ApplyActions(vec![Action::Group(9)])];
+        let want = o.flow_mod(&bad, 0).expect_err("no such group");
+        assert_eq!(o.add_prepared(prep(bad), 0).expect_err("fails"), want);
+        let mut bad = flow(1, 2);
+        bad.table_id = 254;
+        bad.flags = FlowModFlags::CHECK_OVERLAP;
+        o.flow_mod(&bad, 0).expect("table 254 exists");
+        let mut over = flow(1, 3);
+        over.table_id = 254;
+        over.flags = FlowModFlags::CHECK_OVERLAP;
+        over.match_ = Match::new();
+        let want = o.flow_mod(&over.clone(), 0).expect_err("overlap");
+        assert_eq!(o.add_prepared(prep(over), 0).expect_err("overlap"), want);
+        assert_eq!(o.tables()[254].len(), 1);
+        assert_eq!(o.tables()[0].len(), 0);
+    }
+
+    #[test]
+    fn only_adds_without_tun_metadata_are_prepared() {
+        let mut del = flow(1, 2);
+        del.command = FlowModCommand::Delete;
+        assert!(PreparedAdd::new(del, &mut None).is_err());
+        let mut tun = flow(1, 2);
+        tun.match_ = Match::new().with(Field::TunMetadata0, 5);
+        assert!(PreparedAdd::new(tun, &mut None).is_err());
+    }
+
+    #[test]
+    fn prepared_adds_in_a_transaction_are_found_after_it_and_undone_with_it() {
+        let mut o = Ofproto::new();
+        o.flow_mod(&flow(3, 1), 0).expect("add");
+        let before = dump(&o);
+        let r: Result<(), OfError> = o.atomically(|o| {
+            let p = prep(flow(1, 2));
+            o.reserve_like(&p, 2);
+            o.add_prepared(p, 1)?;
+            o.add_prepared(prep(flow(2, 3)), 1)?;
+            Err(OfError::bad_request(0))
+        });
+        assert!(r.is_err());
+        assert_eq!(dump(&o), before);
+        assert_eq!(out_port(&o, 1), None);
+        let r: Result<(), OfError> = o.atomically(|o| {
+            o.add_prepared(prep(flow(1, 2)), 1)?;
+            o.add_prepared(prep(flow(2, 3)), 1)?;
+            Ok(())
+        });
+        assert!(r.is_ok());
+        // The classifier re-ranked when the transaction ended: the new subtable is looked up.
+        assert_eq!(out_port(&o, 1), Some(2));
+        assert_eq!(out_port(&o, 2), Some(3));
+    }
+}
