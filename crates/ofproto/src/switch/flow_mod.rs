@@ -58,14 +58,10 @@ impl Ofproto {
         if existing.is_none() && table.len() >= table.max_entries {
             return Err(fm_err(err::flow_mod_failed::TABLE_FULL));
         }
-        // An identical entry is replaced: the new one starts a fresh duration and no
-        // flow_removed is sent for the old one; its counters and last use carry over
-        // unless the add says `reset_counts` (OpenFlow 1.3 §6.4, and OVS; an OpenFlow 1.0
-        // add always says it).
-        let kept = existing
-            .filter(|_| !fm.flags.contains(FlowModFlags::RESET_COUNTS))
-            .and_then(|old| table.get(old))
-            .map(|old| old.stats.get());
+        // An identical entry is replaced: its counters carry over unless it says `reset_counts`
+        // (`kept_counters`); no flow_removed is sent for
+        // the old one.
+        let kept = self.kept_counters(tid, existing, fm.flags);
         let rule = self.make_rule(fm, tid, now_ms);
         if let Some((packets, bytes, used_ms)) = kept {
             rule.stats.credit(packets, bytes, used_ms);
@@ -85,6 +81,23 @@ impl Ofproto {
             added: 1,
             ..Default::default()
         })
+    }
+
+    /// The counters (packets, bytes, last use) an add that replaces the identical rule
+    /// `existing` in table `tid` carries over: all of them unless the add says
+    /// `reset_counts` (an OpenFlow 1.0 add always does); the new rule's duration starts
+    /// afresh either way (OpenFlow 1.3 §6.4, as OVS).
+    pub(super) fn kept_counters(
+        &self,
+        tid: u8,
+        existing: Option<u64>,
+        flags: FlowModFlags,
+    ) -> Option<(u64, u64, u64)> {
+        if flags.contains(FlowModFlags::RESET_COUNTS) {
+            return None;
+        }
+        let old = self.tables.get(usize::from(tid))?.get(existing?)?;
+        Some(old.stats.get())
     }
 
     /// Rules a modify/delete selects: strict = same match and priority; otherwise every

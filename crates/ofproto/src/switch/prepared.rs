@@ -123,6 +123,7 @@ impl Ofproto {
         if existing.is_none() && table.len() >= table.max_entries {
             return Err(fm_err(err::flow_mod_failed::TABLE_FULL));
         }
+        let kept = self.kept_counters(tid, existing, r.flags);
         let id = self.next_id;
         self.next_id += 1;
         // A prepared rule and its payload are held by nothing else until inserted
@@ -138,6 +139,9 @@ impl Ofproto {
         r.created_ms = now_ms;
         r.modified_ms = now_ms;
         let new = Arc::clone(crule.payload());
+        if let Some((packets, bytes, used_ms)) = kept {
+            new.stats.credit(packets, bytes, used_ms);
+        }
         let table = &mut self.tables[usize::from(tid)];
         // An identical entry is replaced, as `add` does.
         let replaced = existing.and_then(|old| table.remove(old));
@@ -210,6 +214,29 @@ mod tests {
         assert_eq!(dump(&a), dump(&b), "same rules, ids and times");
         assert_eq!(out_port(&b, 1), Some(4), "an identical rule is replaced");
         assert_eq!(out_port(&b, 2), Some(3));
+        // The replacement carries the counters over unless it says reset_counts.
+        let count = |o: &Ofproto| {
+            let r = o.tables()[0]
+                .rules()
+                .find(|r| r.match_ == flow(1, 0).match_);
+            r.map(|r| r.stats.get())
+        };
+        for o in [&a, &b] {
+            let r = o.tables()[0]
+                .rules()
+                .find(|r| r.match_ == flow(1, 0).match_);
+            r.expect("in_port=1").stats.credit(3, 180, 9);
+        }
+        a.flow_mod(&flow(1, 5), 8).expect("add");
+        b.add_prepared(prep(flow(1, 5)), 8).expect("add");
+        assert_eq!(count(&a), Some((3, 180, 9)));
+        assert_eq!(count(&b), count(&a));
+        let mut reset = flow(1, 6);
+        reset.flags = FlowModFlags::RESET_COUNTS;
+        a.flow_mod(&reset.clone(), 8).expect("add");
+        b.add_prepared(prep(reset), 8).expect("add");
+        assert_eq!(count(&a), Some((0, 0, 0)));
+        assert_eq!(count(&b), count(&a));
     }
 
     #[test]
