@@ -97,7 +97,7 @@ impl UnderlayPort {
                     continue;
                 };
                 last = Repeat::new(d, t, &r);
-                if !p.pull_front(r.hdr_len) || !p.set_tun(&r.meta) {
+                if !wire::pop(&mut p, &r) || !p.set_tun(&r.meta) {
                     pool.free(p);
                     continue;
                 }
@@ -147,6 +147,9 @@ impl UnderlayPort {
                 t.cfg.proto == r.proto
                     && (r.proto == Proto::Gre || t.cfg.dst_port == r.dst_port)
                     && (!r.gbp || t.cfg.gbp)
+                    // An L3 packet only to a `legacy_l3` port, Ethernet only to the others
+                    // (OVS's tunnel port map holds the packet type mode too).
+                    && t.cfg.l3 == r.l3.is_some()
                     && match t.cfg.local {
                         Some(super::Addr::Fixed(a)) => a == outer_dst,
                         _ => true,
@@ -243,6 +246,7 @@ struct Repeat<'t, T> {
 
 impl<'t, T> Repeat<'t, T> {
     fn new(d: &[u8], t: &'t T, r: &wire::Parsed) -> Option<Repeat<'t, T>> {
+        // GRE (Ethernet or L3 payload) is not repeated: its headers vary in length.
         if r.proto == Proto::Gre || r.hdr_len != V4_UDP_HDR || r.meta.is_ipv6() {
             return None;
         }
@@ -354,9 +358,10 @@ pub fn listens(name: &str) -> Option<[u8; 6]> {
 
 /// What `tnl_push` shows for tunnel port `name` for a packet with `flow` (its `tun_id`
 /// when the key comes from the flow, its `tun_gbp_id` and `tun_gbp_flags` on a port with
-/// `exts=gbp`): the listening port, OVS's vport type (3 GRE, 4 VXLAN, 5 Geneve), the outer
-/// headers its template pushes, and the underlay they leave through. `None` unless its
-/// remote is fixed and resolved and its TOS fixed.
+/// `exts=gbp`, its EtherType as the GRE protocol on a `legacy_l3` port): the listening port,
+/// OVS's vport type (3 GRE, 4 VXLAN, 5 Geneve), the outer headers its template pushes, and
+/// the underlay they leave through. `None` unless its remote is fixed and resolved and its
+/// TOS fixed, or for an 802.3 frame to a `legacy_l3` port (which drops it).
 pub fn push_header(name: &str, flow: &FlowKey) -> Option<(u32, u8, Vec<u8>, String)> {
     if !table::active() {
         return None;
@@ -376,7 +381,12 @@ pub fn push_header(name: &str, flow: &FlowKey) -> Option<(u32, u8, Vec<u8>, Stri
         Proto::Vxlan => 4,
         Proto::Geneve => 5,
     };
-    let h = if t.cfg.gbp {
+    let h = if t.cfg.l3 {
+        if flow.dl_type < 0x0600 {
+            return None;
+        }
+        r.tmpl.header_l3(key, flow.dl_type)?
+    } else if t.cfg.gbp {
         r.tmpl
             .header_gbp(key, flow.tun_gbp_id, flow.tun_gbp_flags)?
     } else {
@@ -439,6 +449,14 @@ pub fn sends_gbp(name: &str) -> bool {
     table::decap_snapshot()
         .iter()
         .any(|t| t.name == name && t.cfg.gbp)
+}
+
+/// Whether tunnel port `name` is a `packet_type=legacy_l3` one: it sends without the
+/// Ethernet header (`pop_eth` before its `tnl_push`), its GRE protocol the flow's EtherType.
+pub fn sends_l3(name: &str) -> bool {
+    table::decap_snapshot()
+        .iter()
+        .any(|t| t.name == name && t.cfg.l3)
 }
 
 /// Whether tunnel port `name`'s key comes from the flow (`key=flow` or `out_key=flow`).
