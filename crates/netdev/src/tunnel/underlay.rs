@@ -322,7 +322,10 @@ pub fn listening(name: &str, dst: IpAddr, nw_proto: u8, tp_dst: u16) -> Option<u
         IpAddr::V4(a) => {
             u32::from(a) != 0 && u.ip.load(std::sync::atomic::Ordering::Relaxed) == u32::from(a)
         }
-        IpAddr::V6(a) => *u.ip6.lock().unwrap_or_else(|e| e.into_inner()) == Some(a),
+        IpAddr::V6(a) => {
+            *u.ip6.lock().unwrap_or_else(|e| e.into_inner()) == Some(a)
+                || u.ll6.lock().unwrap_or_else(|e| e.into_inner()).contains(&a)
+        }
     };
     let tunnels = table::decap_snapshot();
     let t = tunnels.iter().find(|t| {
@@ -348,7 +351,8 @@ pub fn listens(name: &str) -> Option<[u8; 6]> {
     }
     let u = table::underlay(name)?;
     let addressed = u.ip.load(std::sync::atomic::Ordering::Relaxed) != 0
-        || u.ip6.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+        || u.ip6.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        || !u.ll6.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
     let tunnels = table::decap_snapshot();
     let any = tunnels
         .iter()
@@ -402,7 +406,7 @@ pub fn push_header(name: &str, flow: &FlowKey) -> Option<(u32, u8, Vec<u8>, Stri
 
 /// `ovs-appctl tnl/ports/show -v`: what a packet must be to be popped, as OVS prints its
 /// tunnel port map: one line per listening port and underlay address (IPv4, then the
-/// global IPv6 one), each the Ethernet destination (the underlay's MAC), EtherType, IP
+/// global IPv6 one, then the link-local ones), each the Ethernet destination (the underlay's MAC), EtherType, IP
 /// destination and protocol, unfragmented, and the UDP destination port. The number in
 /// parentheses is the one `tnl_pop(N)` names ([`listening_port`]).
 pub fn ports_show_verbose() -> String {
@@ -416,6 +420,7 @@ pub fn ports_show_verbose() -> String {
     for u in table::underlays() {
         let v4 = u.ip.load(std::sync::atomic::Ordering::Relaxed);
         let v6 = *u.ip6.lock().unwrap_or_else(|e| e.into_inner());
+        let ll6 = u.ll6.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let m = u.mac;
         let mac = format!(
             "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
@@ -424,7 +429,11 @@ pub fn ports_show_verbose() -> String {
         let addrs = (v4 != 0)
             .then(|| ("0x0800", "ipv4", IpAddr::from(std::net::Ipv4Addr::from(v4))))
             .into_iter()
-            .chain(v6.map(|a| ("0x86dd", "ipv6", IpAddr::from(a))));
+            .chain(
+                v6.into_iter()
+                    .chain(ll6)
+                    .map(|a| ("0x86dd", "ipv6", IpAddr::from(a))),
+            );
         for (ty, family, ip) in addrs {
             for &(p, port) in &ports {
                 let (nw_proto, udp) = match p {
