@@ -51,12 +51,17 @@ class Capture:
         return json.loads(r.stdout)
 
 
+def rx_counts(dump):
+    """(rx packets, rx bytes) of the one port in `ovs-ofctl dump-ports BR PORT` output."""
+    line = next(x for x in dump.splitlines() if "rx pkts=" in x)
+    return (int(line.split("rx pkts=")[1].split(",")[0]),
+            int(line.split("bytes=")[1].split(",")[0]))
+
+
 def tun_rx(site, port):
     """The rx packets of ferrovs's port `port` on the integration bridge, as OpenFlow counts
     them now."""
-    out = ferrovs_ofctl(site, "dump-ports", site.int, port).stdout
-    line = next(x for x in out.splitlines() if "rx pkts=" in x)
-    return int(line.split("rx pkts=")[1].split(",")[0])
+    return rx_counts(ferrovs_ofctl(site, "dump-ports", site.int, port).stdout)[0]
 
 
 @pytest.fixture
@@ -120,6 +125,12 @@ def test_legacy_l3_gre_interoperates_with_ovs(site_ovs):
                       ("OVS", lambda: ovs.appctl("fdb/show", "brint").stdout)]:
         wait_for(lambda: "00:00:00:00:00:00" in show(), timeout=15,
                  what=f"{who} to learn the zero MAC: {show()}")
+    # Both count a received packet's bytes without the Ethernet header it is shown with:
+    # 84 per ping (IPv4 and ICMP echo with 56 bytes of data).
+    for who, dump in [("ferrovs", ferrovs_ofctl(site, "dump-ports", site.int, tun).stdout),
+                      ("OVS", ovs.ofctl("dump-ports", "brint", "tun0").stdout)]:
+        pkts, nbytes = rx_counts(dump)
+        assert pkts >= 6 and nbytes == 84 * pkts, (who, dump)
     # Interface status: the option is taken, no error.
     assert site.vsctl("get", "Interface", tun, "error", check=False).stdout.strip() in ("[]", "")
 
