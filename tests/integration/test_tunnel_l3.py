@@ -13,7 +13,6 @@ a legacy_l3 port, even with the same remote and key; with no such port it is dro
 """
 
 import json
-import os
 import subprocess
 import time
 
