@@ -178,6 +178,12 @@ def test_kernel_tunnel_device_interoperates(site, kind):
     want = (f"vxlan_sys_4789 (4789) : eth(dst={mac}),eth_type(0x0800),"
             f"ipv4(dst={site.under[1]},proto=17,frag=no),udp(dst=4789)\n")
     assert verbose.startswith("Listening ports:\n") and want in verbose, verbose
+    # Every address of the underlay, its IPv6 link-local one included, as OVS lists them.
+    ll = site.ns(site.sw, f"ip -6 -o addr show dev {site.phy} scope link").stdout.split()
+    ll = ll[ll.index("inet6") + 1].split("/")[0]
+    want = (f"vxlan_sys_4789 (4789) : eth(dst={mac}),eth_type(0x86dd),"
+            f"ipv6(dst={ll},proto=17,frag=no),udp(dst=4789)\n")
+    assert want in verbose, verbose
     look = site.appctl("ovs/route/lookup", site.under[0]).stdout
     # No gateway is "::", for IPv4 too, as ovs-vswitchd prints it.
     assert look == f"src {site.under[1]}\ngateway ::\ndev {site.phy}\n", look

@@ -56,7 +56,10 @@ pub fn map() -> Option<&'static dyn NativeTunnels> {
 /// sends a packet with, as built for its resolved next hop (the tunnel's template with its
 /// key), where it listens (`tnl_port`, as in [`DpAction::TnlPop`](crate::DpAction)) and the
 /// underlay's internal port they leave through (`out_port`, by name). The per-packet words
-/// (lengths, checksums, UDP source port) are zero here, as in OVS.
+/// (lengths, checksums, UDP source port) are zero here, as in OVS. A GRE port with
+/// `packet_type=legacy_l3` sends the packet without its Ethernet header: OVS's action list
+/// then has `pop_eth` before the `tnl_push`, and the header's GRE protocol is the packet's
+/// EtherType; both are shown as part of this one action (the port strips the header).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TnlPush {
     /// The OpenFlow port of the tunnel, which sends it.
@@ -66,12 +69,17 @@ pub struct TnlPush {
     pub kind: u8,
     pub header: Box<[u8]>,
     pub out_port: String,
+    /// `pop_eth` first (a `legacy_l3` port).
+    pub pop_eth: bool,
 }
 
 impl std::fmt::Display for TnlPush {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use std::net::{Ipv4Addr, Ipv6Addr};
         let h = &self.header[..];
+        if self.pop_eth {
+            write!(f, "pop_eth,")?;
+        }
         write!(
             f,
             "tnl_push(tnl_port({}),header(size={},type={},",
@@ -200,6 +208,7 @@ mod tests {
             kind: 4,
             header: vxlan_header().into_boxed_slice(),
             out_port: "2".into(),
+            pop_eth: false,
         };
         assert_eq!(
             DpAction::TnlPush(Box::new(t.clone())).to_string(),
@@ -232,6 +241,23 @@ mod tests {
              src=6a:19:ca:0c:2b:40,dl_type=0x0800),ipv4(src=172.30.140.1,dst=172.30.140.2,\
              proto=47,tos=0x28,ttl=64,frag=0x4000),gre((flags=0x2000,proto=0x6558),\
              key=0x1092)),out_port(2))"
+        );
+        // A legacy_l3 GRE port: OVS 3.1's tunnel-push-pop test ("L3GRE tunnel push").
+        let mut g = t.header.to_vec();
+        g[15] = 0;
+        g[36..38].copy_from_slice(&[0x08, 0x00]);
+        g[38..42].copy_from_slice(&0x1c8u32.to_be_bytes());
+        let t = TnlPush {
+            header: g.into_boxed_slice(),
+            pop_eth: true,
+            ..t
+        };
+        assert_eq!(
+            t.to_string(),
+            "pop_eth,tnl_push(tnl_port(3),header(size=42,type=3,eth(dst=0a:13:21:63:84:0b,\
+             src=6a:19:ca:0c:2b:40,dl_type=0x0800),ipv4(src=172.30.140.1,dst=172.30.140.2,\
+             proto=47,tos=0,ttl=64,frag=0x4000),gre((flags=0x2000,proto=0x800),\
+             key=0x1c8)),out_port(2))"
         );
     }
 }

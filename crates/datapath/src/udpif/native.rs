@@ -80,6 +80,11 @@ impl ofproto::native::NativeTunnels for Tunnels {
         if oam {
             return None;
         }
+        // A legacy_l3 port sends the flow's EtherType as its GRE protocol.
+        let pop_eth = netdev::tunnel::underlay::sends_l3(port);
+        if pop_eth {
+            wc.dl_type = u16::MAX;
+        }
         let (tnl_port, kind, header, out_port) = netdev::tunnel::underlay::push_header(port, flow)?;
         Some(ofproto::native::TnlPush {
             port: ofport,
@@ -87,6 +92,7 @@ impl ofproto::native::NativeTunnels for Tunnels {
             kind,
             header: header.into_boxed_slice(),
             out_port,
+            pop_eth,
         })
     }
 }

@@ -5,9 +5,10 @@
 //! configured as in OVS: `type=vxlan|geneve|gre`, `options:remote_ip=IP|flow`,
 //! `local_ip=IP` (IPv4 or IPv6, as in OVS: a `gre` port with IPv6 addresses is OVS's
 //! `ip6gre`), `key`/`in_key`/`out_key=N|flow`, `dst_port`, `csum`, `tos`, `ttl`,
-//! `df_default`, `packet_type=legacy_l2`, `exts=gbp` (VXLAN Group Policy: the header's
-//! group policy ID and D/A flags travel as the packet's `tun_gbp_id`/`tun_gbp_flags`; one
-//! UDP port is all Group Policy or all plain, as in OVS). It owns no socket and no kernel device: its outer
+//! `df_default`, `packet_type` (`legacy_l2`; `legacy_l3` on `gre`, see below), `exts=gbp`
+//! (VXLAN Group Policy: the header's group policy ID and D/A flags travel as the packet's
+//! `tun_gbp_id`/`tun_gbp_flags`; one UDP port is all Group Policy or all plain, as in OVS).
+//! It owns no socket and no kernel device: its outer
 //! packets travel over an *underlay*, the bridge whose internal port owns the local address
 //! (OVS's "native tunnelling" in the userspace datapath).
 //!
@@ -42,6 +43,14 @@
 //!   executed by handing the packet to the tunnel port, which pushes that template).
 //!   [`table::generation`] moves whenever either answer may have changed, and the
 //!   datapath's revalidator then re-checks every megaflow.
+//! * **L3 tunnels.** A `gre` port with `packet_type=legacy_l3` carries L3 packets (GRE
+//!   protocol = EtherType, as Linux's `ip tunnel ... mode gre`). The bridge still sees
+//!   Ethernet frames, as OVS's pipeline does for such a port: on send the port strips the
+//!   Ethernet header and VLAN tags ([`wire::Template::push_l3`]; the megaflow shows OVS's
+//!   `pop_eth,tnl_push(...)` with the flow's EtherType in the header), and a received L3
+//!   packet gets an Ethernet header with zero MACs and its EtherType ([`wire::pop`]). An L3
+//!   packet goes only to a `legacy_l3` port, Ethernet-in-GRE only to the others.
+//!   `ptap` (and VXLAN's `exts=gpe`) need packet types in the pipeline: refused.
 //! * **Resolution** runs off the poll threads ([`table`]): route to the remote address from
 //!   the kernel's tables (IPv4 and IPv6) and `ovs/route/add`, the internal port it names,
 //!   the next hop's MAC from ARP / Neighbor Advertisement snooping, `tnl/neigh/set`, or the
@@ -111,6 +120,9 @@ pub struct Config {
     /// `exts=gbp` (VXLAN only): the Group Policy extension is read from and written into
     /// the VXLAN header (`tun_gbp_id`, `tun_gbp_flags`).
     pub gbp: bool,
+    /// `packet_type=legacy_l3` (GRE only): the tunnel carries L3 packets (GRE protocol =
+    /// their EtherType), shown to the bridge as Ethernet frames with zero MACs.
+    pub l3: bool,
 }
 
 const KNOWN: &[&str] = &[
@@ -252,16 +264,8 @@ pub fn parse_config(proto: Proto, opts: &Options) -> Result<Config, NetdevError>
             .filter(|&t| t != 0)
             .ok_or_else(|| bad("ttl", format!("'{v}' is not a TTL (1-255)")))?,
     };
-    match opts.get("packet_type").map(String::as_str) {
-        None | Some("legacy_l2") => {}
-        Some(v) => {
-            return Err(bad(
-                "packet_type",
-                format!("'{v}' is not supported (only legacy_l2)"),
-            ))
-        }
-    }
     let gbp = parse_exts(proto, opts.get("exts").map(String::as_str))?;
+    let l3 = parse_packet_type(proto, opts.get("packet_type").map(String::as_str))?;
     Ok(Config {
         proto,
         remote,
@@ -274,7 +278,36 @@ pub fn parse_config(proto: Proto, opts: &Options) -> Result<Config, NetdevError>
         ttl,
         df_default,
         gbp,
+        l3,
     })
+}
+
+/// `packet_type`: whether the port carries L3 packets (`legacy_l3`, GRE only: OVS's rule
+/// is that a port type must be able to carry L3 traffic, which VXLAN can only with
+/// VXLAN-GPE and Geneve never). `ptap` (OpenFlow 1.5 packet types in the pipeline, which
+/// ferrovs's Ethernet-only pipeline does not have) is refused, as is any other value.
+fn parse_packet_type(proto: Proto, v: Option<&str>) -> Result<bool, NetdevError> {
+    match v {
+        None | Some("legacy_l2") => Ok(false),
+        Some("legacy_l3") if proto == Proto::Gre => Ok(true),
+        Some("legacy_l3") => Err(bad(
+            "packet_type",
+            format!(
+                "legacy_l3 configured on {} tunnel that cannot carry L3 traffic",
+                match proto {
+                    Proto::Vxlan => "VXLAN (without GPE)",
+                    _ => proto.kind(),
+                }
+            ),
+        )),
+        Some("ptap") => Err(bad(
+            "packet_type",
+            "'ptap' is not supported: the pipeline has no packet_type (only legacy_l2, and \
+             legacy_l3 on gre)"
+                .into(),
+        )),
+        Some(v) => Err(bad("packet_type", format!("unknown packet_type '{v}'"))),
+    }
 }
 
 /// `exts`: a comma-separated list of VXLAN extensions; `gbp` is the one supported (OVS's
@@ -382,11 +415,15 @@ impl TunnelPort {
     fn tx_resolved(&mut self, pool: &mut Pool, batch: &mut Batch, r: &table::Resolved, key: u64) {
         let mut bytes = 0u64;
         let mut errors = 0u64;
+        let l3 = self.t.cfg.l3;
         batch.retain_or_free(pool, |p| {
-            let len = p.len() as u64;
-            let ok = r.tmpl.push(p, key, &[]);
+            let ok = if l3 {
+                r.tmpl.push_l3(p, key)
+            } else {
+                r.tmpl.push(p, key, &[])
+            };
             if ok {
-                bytes += len;
+                bytes += p.len().saturating_sub(r.tmpl.len()) as u64;
             } else {
                 errors += 1;
             }
@@ -455,9 +492,12 @@ impl Port for TunnelPort {
         let n = self.rx.fill(&self.t.rx, batch);
         if n > 0 {
             self.stats.rx_packets += n as u64;
+            // An L3 port counts its packets without the Ethernet header it shows them with,
+            // as OVS counts them.
+            let shown = if self.t.cfg.l3 { 14 } else { 0 };
             self.stats.rx_bytes += batch.packets()[start..]
                 .iter()
-                .map(|p| p.len() as u64)
+                .map(|p| p.len().saturating_sub(shown) as u64)
                 .sum::<u64>();
         }
         n
@@ -497,14 +537,25 @@ impl Port for TunnelPort {
                 Key::Flow => meta.map_or(0, |m| m.id),
             };
             p.clear_tun();
-            let len = p.len() as u64;
+            let before = p.len();
             let opts = meta.as_ref().map_or(&[][..], |m| m.opts());
             let oam = meta.as_ref().is_some_and(|m| m.flags & wire::F_OAM != 0);
-            if !r.tmpl.push_flagged(&mut p, key, opts, oam) {
+            let pushed = if self.t.cfg.l3 {
+                r.tmpl.push_l3(&mut p, key)
+            } else {
+                r.tmpl.push_flagged(&mut p, key, opts, oam)
+            };
+            if !pushed {
                 self.stats.tx_errors += 1;
                 pool.free(p);
                 continue;
             }
+            // The inner packet's bytes (an L3 port's without the Ethernet header it lost).
+            let len = if self.t.cfg.l3 {
+                p.len().saturating_sub(r.tmpl.len())
+            } else {
+                before
+            } as u64;
             if self.t.cfg.gbp {
                 if let Some(m) = meta.as_ref() {
                     r.tmpl.set_gbp(&mut p, m.gbp_id, m.gbp_flags);
@@ -599,6 +650,36 @@ mod tests {
         ] {
             let e = parse_config(proto, &o(&[r, ("exts", exts)])).expect_err("refused");
             assert!(e.to_string().contains(why), "{exts}: {e}");
+        }
+    }
+
+    #[test]
+    fn legacy_l3_is_a_gre_packet_type() {
+        let r = ("remote_ip", "10.0.0.1");
+        for (v, l3) in [("legacy_l2", false), ("legacy_l3", true)] {
+            let c = parse_config(Proto::Gre, &o(&[r, ("packet_type", v)])).expect("valid");
+            assert_eq!(c.l3, l3, "{v}");
+        }
+        assert!(!parse_config(Proto::Gre, &o(&[r])).expect("valid").l3);
+        // OVS's words: a port type that cannot carry L3 traffic refuses it.
+        for (proto, why) in [
+            (
+                Proto::Vxlan,
+                "legacy_l3 configured on VXLAN (without GPE) tunnel that cannot carry L3 traffic",
+            ),
+            (
+                Proto::Geneve,
+                "legacy_l3 configured on geneve tunnel that cannot carry L3 traffic",
+            ),
+        ] {
+            let e = parse_config(proto, &o(&[r, ("packet_type", "legacy_l3")])).expect_err("no");
+            assert!(e.to_string().contains(why), "{e}");
+        }
+        for proto in [Proto::Vxlan, Proto::Geneve, Proto::Gre] {
+            let e = parse_config(proto, &o(&[r, ("packet_type", "ptap")])).expect_err("ptap");
+            assert!(e.to_string().contains("'ptap' is not supported"), "{e}");
+            let e = parse_config(proto, &o(&[r, ("packet_type", "l3")])).expect_err("unknown");
+            assert!(e.to_string().contains("unknown packet_type 'l3'"), "{e}");
         }
     }
 

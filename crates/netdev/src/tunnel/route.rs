@@ -136,14 +136,30 @@ pub fn parse_proc6(text: &str) -> Vec<Route> {
 /// ifindex, prefix length, scope, flags, device); link-local and host-scope ones are left
 /// out.
 pub fn parse_if_inet6(text: &str) -> Vec<(String, Ipv6Addr)> {
+    parse_if_inet6_scope(text, 0)
+}
+
+/// [`parse_if_inet6`] for the addresses of kernel scope `scope` (0 global, 0x20 link).
+fn parse_if_inet6_scope(text: &str, scope: u8) -> Vec<(String, Ipv6Addr)> {
     text.lines()
         .filter_map(|line| {
             let f: Vec<&str> = line.split_whitespace().collect();
             let a = hex_addr6(f.first()?)?;
-            let scope = u8::from_str_radix(f.get(3)?, 16).ok()?;
+            let s = u8::from_str_radix(f.get(3)?, 16).ok()?;
             let dev = f.get(5)?.to_string();
-            (scope == 0).then_some((dev, a))
+            (s == scope).then_some((dev, a))
         })
+        .collect()
+}
+
+/// The link-local IPv6 addresses of device `dev` (OVS's tunnel port map listens on every
+/// address of an underlay, these included).
+pub fn interface_ipv6_link_local(dev: &str) -> Vec<Ipv6Addr> {
+    let text = std::fs::read_to_string("/proc/net/if_inet6").unwrap_or_default();
+    parse_if_inet6_scope(&text, 0x20)
+        .into_iter()
+        .filter(|(d, _)| d == dev)
+        .map(|(_, a)| a)
         .collect()
 }
 
@@ -462,6 +478,19 @@ junk
         assert_eq!(
             a,
             vec![("eth0".to_string(), "fd00::2".parse().expect("v6"))]
+        );
+        let ll = parse_if_inet6_scope(
+            "00000000000000000000000000000001 01 80 10 80       lo\n\
+             fe8000000000000000fc00fffe000001 04 40 20 80     eth0\n\
+             fd000000000000000000000000000002 04 40 00 82     eth0\n",
+            0x20,
+        );
+        assert_eq!(
+            ll,
+            vec![(
+                "eth0".to_string(),
+                "fe80::fc:ff:fe00:1".parse().expect("v6")
+            )]
         );
     }
 

@@ -180,6 +180,9 @@ pub struct Underlay {
     pub ip: AtomicU32,
     /// Its global IPv6 address, refreshed by the manager.
     pub ip6: Mutex<Option<Ipv6Addr>>,
+    /// Its link-local IPv6 addresses, refreshed by the manager: tunnel packets to them are
+    /// the switch's too, as in OVS's tunnel port map (never a source or a route here).
+    pub ll6: Mutex<Vec<Ipv6Addr>>,
     /// Bursts of outer packets (and ARP probes) waiting to be received "from the host".
     pub inject: Bursts,
 }
@@ -329,6 +332,7 @@ pub fn add_underlay(name: &str, mac: [u8; 6]) -> Arc<Underlay> {
         mac,
         ip: AtomicU32::new(crate::interface_ipv4(name).map_or(0, u32::from)),
         ip6: Mutex::new(route::interface_ipv6(name)),
+        ll6: Mutex::new(route::interface_ipv6_link_local(name)),
         inject: Bursts::new(QUEUE),
     });
     let mut st = lock(&table().state);
@@ -391,6 +395,13 @@ fn manage() {
             let mut cur = lock(&x.ip6);
             if *cur != ip6 {
                 *cur = ip6;
+                changed();
+            }
+            drop(cur);
+            let ll6 = route::interface_ipv6_link_local(&x.name);
+            let mut cur = lock(&x.ll6);
+            if *cur != ll6 {
+                *cur = ll6;
                 changed();
             }
         }

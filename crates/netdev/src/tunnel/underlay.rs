@@ -97,7 +97,7 @@ impl UnderlayPort {
                     continue;
                 };
                 last = Repeat::new(d, t, &r);
-                if !p.pull_front(r.hdr_len) || !p.set_tun(&r.meta) {
+                if !wire::pop(&mut p, &r) || !p.set_tun(&r.meta) {
                     pool.free(p);
                     continue;
                 }
@@ -147,6 +147,9 @@ impl UnderlayPort {
                 t.cfg.proto == r.proto
                     && (r.proto == Proto::Gre || t.cfg.dst_port == r.dst_port)
                     && (!r.gbp || t.cfg.gbp)
+                    // An L3 packet only to a `legacy_l3` port, Ethernet only to the others
+                    // (OVS's tunnel port map holds the packet type mode too).
+                    && t.cfg.l3 == r.l3.is_some()
                     && match t.cfg.local {
                         Some(super::Addr::Fixed(a)) => a == outer_dst,
                         _ => true,
@@ -243,6 +246,7 @@ struct Repeat<'t, T> {
 
 impl<'t, T> Repeat<'t, T> {
     fn new(d: &[u8], t: &'t T, r: &wire::Parsed) -> Option<Repeat<'t, T>> {
+        // GRE (Ethernet or L3 payload) is not repeated: its headers vary in length.
         if r.proto == Proto::Gre || r.hdr_len != V4_UDP_HDR || r.meta.is_ipv6() {
             return None;
         }
@@ -318,7 +322,10 @@ pub fn listening(name: &str, dst: IpAddr, nw_proto: u8, tp_dst: u16) -> Option<u
         IpAddr::V4(a) => {
             u32::from(a) != 0 && u.ip.load(std::sync::atomic::Ordering::Relaxed) == u32::from(a)
         }
-        IpAddr::V6(a) => *u.ip6.lock().unwrap_or_else(|e| e.into_inner()) == Some(a),
+        IpAddr::V6(a) => {
+            *u.ip6.lock().unwrap_or_else(|e| e.into_inner()) == Some(a)
+                || u.ll6.lock().unwrap_or_else(|e| e.into_inner()).contains(&a)
+        }
     };
     let tunnels = table::decap_snapshot();
     let t = tunnels.iter().find(|t| {
@@ -344,7 +351,8 @@ pub fn listens(name: &str) -> Option<[u8; 6]> {
     }
     let u = table::underlay(name)?;
     let addressed = u.ip.load(std::sync::atomic::Ordering::Relaxed) != 0
-        || u.ip6.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+        || u.ip6.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        || !u.ll6.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
     let tunnels = table::decap_snapshot();
     let any = tunnels
         .iter()
@@ -354,9 +362,10 @@ pub fn listens(name: &str) -> Option<[u8; 6]> {
 
 /// What `tnl_push` shows for tunnel port `name` for a packet with `flow` (its `tun_id`
 /// when the key comes from the flow, its `tun_gbp_id` and `tun_gbp_flags` on a port with
-/// `exts=gbp`): the listening port, OVS's vport type (3 GRE, 4 VXLAN, 5 Geneve), the outer
-/// headers its template pushes, and the underlay they leave through. `None` unless its
-/// remote is fixed and resolved and its TOS fixed.
+/// `exts=gbp`, its EtherType as the GRE protocol on a `legacy_l3` port): the listening port,
+/// OVS's vport type (3 GRE, 4 VXLAN, 5 Geneve), the outer headers its template pushes, and
+/// the underlay they leave through. `None` unless its remote is fixed and resolved and its
+/// TOS fixed, or for an 802.3 frame to a `legacy_l3` port (which drops it).
 pub fn push_header(name: &str, flow: &FlowKey) -> Option<(u32, u8, Vec<u8>, String)> {
     if !table::active() {
         return None;
@@ -376,7 +385,12 @@ pub fn push_header(name: &str, flow: &FlowKey) -> Option<(u32, u8, Vec<u8>, Stri
         Proto::Vxlan => 4,
         Proto::Geneve => 5,
     };
-    let h = if t.cfg.gbp {
+    let h = if t.cfg.l3 {
+        if flow.dl_type < 0x0600 {
+            return None;
+        }
+        r.tmpl.header_l3(key, flow.dl_type)?
+    } else if t.cfg.gbp {
         r.tmpl
             .header_gbp(key, flow.tun_gbp_id, flow.tun_gbp_flags)?
     } else {
@@ -392,7 +406,7 @@ pub fn push_header(name: &str, flow: &FlowKey) -> Option<(u32, u8, Vec<u8>, Stri
 
 /// `ovs-appctl tnl/ports/show -v`: what a packet must be to be popped, as OVS prints its
 /// tunnel port map: one line per listening port and underlay address (IPv4, then the
-/// global IPv6 one), each the Ethernet destination (the underlay's MAC), EtherType, IP
+/// global IPv6 one, then the link-local ones), each the Ethernet destination (the underlay's MAC), EtherType, IP
 /// destination and protocol, unfragmented, and the UDP destination port. The number in
 /// parentheses is the one `tnl_pop(N)` names ([`listening_port`]).
 pub fn ports_show_verbose() -> String {
@@ -406,6 +420,7 @@ pub fn ports_show_verbose() -> String {
     for u in table::underlays() {
         let v4 = u.ip.load(std::sync::atomic::Ordering::Relaxed);
         let v6 = *u.ip6.lock().unwrap_or_else(|e| e.into_inner());
+        let ll6 = u.ll6.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let m = u.mac;
         let mac = format!(
             "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
@@ -414,7 +429,11 @@ pub fn ports_show_verbose() -> String {
         let addrs = (v4 != 0)
             .then(|| ("0x0800", "ipv4", IpAddr::from(std::net::Ipv4Addr::from(v4))))
             .into_iter()
-            .chain(v6.map(|a| ("0x86dd", "ipv6", IpAddr::from(a))));
+            .chain(
+                v6.into_iter()
+                    .chain(ll6)
+                    .map(|a| ("0x86dd", "ipv6", IpAddr::from(a))),
+            );
         for (ty, family, ip) in addrs {
             for &(p, port) in &ports {
                 let (nw_proto, udp) = match p {
@@ -439,6 +458,14 @@ pub fn sends_gbp(name: &str) -> bool {
     table::decap_snapshot()
         .iter()
         .any(|t| t.name == name && t.cfg.gbp)
+}
+
+/// Whether tunnel port `name` is a `packet_type=legacy_l3` one: it sends without the
+/// Ethernet header (`pop_eth` before its `tnl_push`), its GRE protocol the flow's EtherType.
+pub fn sends_l3(name: &str) -> bool {
+    table::decap_snapshot()
+        .iter()
+        .any(|t| t.name == name && t.cfg.l3)
 }
 
 /// Whether tunnel port `name`'s key comes from the flow (`key=flow` or `out_key=flow`).

@@ -13,7 +13,11 @@
 //!   option length in 4-byte words, the O bit, protocol 0x6558 = Ethernet) with options after it.
 //! * GRE (RFC 2784/2890): outer Ethernet / IP (protocol 47) and a 4-byte header, then the
 //!   optional checksum, key and sequence words; protocol 0x6558 (Ethernet in GRE). Over
-//!   IPv6 this is OVS's `ip6gre`.
+//!   IPv6 this is OVS's `ip6gre`. A `packet_type=legacy_l3` port carries L3 packets
+//!   instead (as Linux's `ip tunnel ... mode gre` device does): the GRE protocol is the
+//!   packet's EtherType (any from 0x0600, as OVS reads it), the Ethernet header and VLAN
+//!   tags of what the bridge sends are stripped ([`Template::push_l3`]), and a received one
+//!   is shown behind a zero-MAC Ethernet header of that EtherType ([`pop`]).
 //!
 //! The outer IP header is IPv4 or IPv6, as the tunnel's addresses are. IPv6 as OVS 3.1's
 //! userspace datapath builds it: hop limit from `ttl`, traffic class from `tos` (or the
@@ -29,7 +33,7 @@
 //! flow's hash, in OVS's 32768-61000 range), the key when it comes from the flow, and the
 //! optional checksums. No allocation, no lookups.
 //!
-//! [`parse`] reads an outer frame without trusting it: every length is checked against the
+//! [`parse`] (in `wire_rx.rs`) reads an outer frame without trusting it: every length is checked against the
 //! bytes present, fragments and unknown versions are refused (the frame then goes on to the
 //! host stack untouched), and the result names how many bytes to pop.
 
@@ -82,6 +86,10 @@ const UDP_LEN: usize = 8;
 const ETH_P_IP: u16 = 0x0800;
 const ETH_P_IPV6: u16 = 0x86dd;
 const ETH_P_TEB: u16 = 0x6558;
+/// The lowest EtherType (below: an 802.3 length).
+const ETH_TYPE_MIN: u16 = 0x0600;
+const ETH_P_VLAN: u16 = 0x8100;
+const ETH_P_QINQ: u16 = 0x88a8;
 const IPPROTO_UDP: u8 = 17;
 const IPPROTO_GRE: u8 = 47;
 const VXLAN_FLAGS: u32 = 0x0800_0000;
@@ -293,6 +301,17 @@ impl Template {
         Some(h)
     }
 
+    /// [`Template::header`] of a `packet_type=legacy_l3` GRE template for an L3 packet of
+    /// EtherType `et` (the GRE protocol it is sent with).
+    pub fn header_l3(&self, key: u64, et: u16) -> Option<Vec<u8>> {
+        let mut h = self.header(key)?;
+        if self.proto == Proto::Gre {
+            let at = ETH_LEN + self.ip_len + 2;
+            h[at..at + 2].copy_from_slice(&et.to_be_bytes());
+        }
+        Some(h)
+    }
+
     /// [`Template::header`] with VXLAN Group Policy `id` and `flags` written in (see
     /// [`Template::set_gbp`]): what `tnl_push` shows for a port with `exts=gbp`.
     pub fn header_gbp(&self, key: u64, id: u16, flags: u8) -> Option<Vec<u8>> {
@@ -370,9 +389,42 @@ impl Template {
         } else {
             &[]
         };
+        let tos = inner_tos(pkt.data());
+        self.push_slow(pkt, key, opts, oam, tos, None)
+    }
+
+    /// Encapsulates, for a `packet_type=legacy_l3` GRE port, the L3 packet Ethernet frame
+    /// `pkt` holds: its Ethernet header and VLAN tags are stripped (OVS's `pop_eth`) and
+    /// the EtherType after them is the GRE protocol. `false` (then `pkt` is to be dropped)
+    /// for a template that is no GRE one, an 802.3 frame (no EtherType) or short headroom.
+    pub fn push_l3(&self, pkt: &mut packet::Packet, key: u64) -> bool {
+        if self.proto != Proto::Gre {
+            return false;
+        }
+        let Some((at, et)) = l3_start(pkt.data()) else {
+            return false;
+        };
+        let tos = pkt.data().get(at..).map_or(0, |ip| ip_tos(et, ip));
+        pkt.pull_front(at) && self.push_slow(pkt, key, &[], false, tos, Some(et))
+    }
+
+    /// [`Template::push_flagged`] past its fast path: `inner_tos` for `tos=inherit`, and
+    /// for GRE the protocol of an L3 payload (`None`: Ethernet, the template's own).
+    fn push_slow(
+        &self,
+        pkt: &mut packet::Packet,
+        key: u64,
+        opts: &[u8],
+        oam: bool,
+        inner_tos: u8,
+        gre_proto: Option<u16>,
+    ) -> bool {
         let inner_len = pkt.len();
-        let hash = inner_hash(pkt.data());
-        let inner_tos = inner_tos(pkt.data());
+        let hash = if self.proto == Proto::Gre {
+            0
+        } else {
+            inner_hash(pkt.data())
+        };
         let hdr_len = self.len + opts.len();
         let total = inner_len + hdr_len;
         if total - ETH_LEN > usize::from(u16::MAX) {
@@ -424,7 +476,11 @@ impl Template {
                 let udp_len = (total - l4) as u16;
                 h[l4 + 4..l4 + 6].copy_from_slice(&udp_len.to_be_bytes());
             }
-            Proto::Gre => {}
+            Proto::Gre => {
+                if let Some(p) = gre_proto {
+                    h[l4 + 2..l4 + 4].copy_from_slice(&p.to_be_bytes());
+                }
+            }
         }
         write_key(self.proto, h, l4, key);
         if self.csum {
@@ -539,279 +595,46 @@ fn inner_hash(f: &[u8]) -> u32 {
 
 /// The inner IPv4 TOS or IPv6 traffic class, for `tos=inherit`.
 fn inner_tos(f: &[u8]) -> u8 {
-    if f.len() >= 16 && f[12..14] == [0x08, 0x00] {
-        f[15]
-    } else if f.len() >= 16 && f[12..14] == [0x86, 0xdd] {
-        (f[14] << 4) | (f[15] >> 4)
-    } else {
-        0
+    match (f.get(12..14), f.get(14..)) {
+        (Some(e), Some(ip)) => ip_tos(u16::from_be_bytes([e[0], e[1]]), ip),
+        _ => 0,
     }
 }
 
-/// What [`parse`] found in an outer frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Parsed {
-    pub proto: Proto,
-    /// UDP destination port (0 for GRE).
-    pub dst_port: u16,
-    /// Bytes of outer headers (including Geneve options) to pop.
-    pub hdr_len: usize,
-    /// A VXLAN header with the Group Policy extension's G bit: only a port with
-    /// `exts=gbp` takes it (its ID and flags are in `meta`).
-    pub gbp: bool,
-    pub meta: TunMeta,
-}
-
-/// Copies the whole Geneve options that fit in `packet::TUN_OPTS_MAX` bytes into `meta`, in
-/// order; a malformed option (its length past the end) ends the list.
-fn keep_options(opts: &[u8], meta: &mut TunMeta) {
-    let mut at = 0;
-    while let Some(h) = opts.get(at..at + 4) {
-        let len = 4 + usize::from(h[3] & 0x1f) * 4;
-        let (Some(opt), Some(dst)) = (opts.get(at..at + len), meta.opts.get_mut(at..at + len))
-        else {
-            break;
-        };
-        dst.copy_from_slice(opt);
-        at += len;
-    }
-    meta.opts_len = at as u8;
-}
-
-/// Reads the outer headers of a frame that may be a tunnel packet for this switch. `None` if
-/// it is not one (not IPv4 or IPv6, a fragment, not UDP/GRE,
-/// malformed, an unknown version). `udp_port_known` says whether a UDP destination port
-/// belongs to a tunnel, and as which protocol.
-pub fn parse(f: &[u8], udp_port_known: impl Fn(u16) -> Option<Proto>) -> Option<Parsed> {
-    let (ip, ihl, next, mut meta) = if f.get(12..14) == Some(&ETH_P_IPV6.to_be_bytes()[..]) {
-        let (ip, ihl, next) = outer_ipv6(f)?;
-        (ip, ihl, next, outer_meta6(ip))
-    } else {
-        let (ip, ihl) = outer_ipv4(f)?;
-        (ip, ihl, ip[9], outer_meta(ip))
-    };
-    let l4 = &ip[ihl..];
-    let (proto, dst_port, l4_len) = match next {
-        IPPROTO_UDP => udp_tunnel(l4, udp_port_known, &mut meta)?,
-        IPPROTO_GRE => (Proto::Gre, 0, gre_header(l4, &mut meta)?),
-        _ => return None,
-    };
-    Some(Parsed {
-        proto,
-        dst_port,
-        hdr_len: ETH_LEN + ihl + l4_len,
-        gbp: proto == Proto::Vxlan && l4[UDP_LEN] == VXLAN_GBP_BYTE,
-        meta,
-    })
-}
-
-/// The IPv4 packet of `f` and its header length, if `f` holds an IPv4 packet's whole
-/// header and the packet is not a fragment (fragments go to the host stack: OVS reassembles
-/// first; not done here).
-#[inline(always)]
-fn ipv4_head(f: &[u8]) -> Option<(&[u8], usize)> {
-    if f.len() < ETH_LEN + IP_LEN || f[12..14] != ETH_P_IP.to_be_bytes() {
-        return None;
-    }
-    let ip = &f[ETH_LEN..];
-    let ihl = usize::from(ip[0] & 0x0f) * 4;
-    if ip[0] >> 4 != 4 || ihl < IP_LEN || ip.len() < ihl {
-        return None;
-    }
-    if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
-        return None;
-    }
-    Some((ip, ihl))
-}
-
-/// Whether an IPv4 header of `ihl` bytes at `ip` is one OVS's `tnl_pop` takes: no options,
-/// a header checksum that verifies.
-#[inline(always)]
-fn poppable_ipv4(ip: &[u8], ihl: usize) -> bool {
-    ihl == IP_LEN && packet::csum::ipv4_header_ok(&ip[..IP_LEN])
-}
-
-/// The outer IPv4 datagram of `f` (up to its total length) and its header length, if it is
-/// a well-formed one that is not a fragment, without options, its header checksum right
-/// (else [`refused_ipv4`] tells whether it is dropped or the host's).
-#[inline]
-fn outer_ipv4(f: &[u8]) -> Option<(&[u8], usize)> {
-    let (ip, ihl) = ipv4_head(f)?;
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    if total < ihl || ip.len() < total || !poppable_ipv4(ip, ihl) {
-        return None;
-    }
-    Some((&ip[..total], ihl))
-}
-
-/// Whether `f` is an unfragmented IPv4 packet to a tunnel's UDP port (or GRE, when
-/// `any_gre`) that carries IP options or a bad header checksum. OVS's `tnl_pop` drops such a
-/// packet ("ip options not supported on tunnel packets", "invalid checksum"); so does
-/// ferrovs (counted), instead of handing it to the host. [`parse`] refuses it.
-pub fn refused_ipv4(
-    f: &[u8],
-    udp_port_known: impl Fn(u16) -> Option<Proto>,
-    any_gre: bool,
-) -> bool {
-    let Some((ip, ihl)) = ipv4_head(f) else {
-        return false;
-    };
-    let to_tunnel = match ip[9] {
-        IPPROTO_UDP => ip
-            .get(ihl + 2..ihl + 4)
-            .is_some_and(|p| udp_port_known(u16::from_be_bytes([p[0], p[1]])).is_some()),
-        IPPROTO_GRE => any_gre,
-        _ => false,
-    };
-    to_tunnel && !poppable_ipv4(ip, ihl)
-}
-
-/// The outer IPv6 packet of `f` (up to its payload length), the length of its headers and
-/// the protocol after them, if it is a well-formed one. Hop-by-hop, routing and
-/// destination options headers and AH are skipped, as OVS pops everything up to the
-/// transport header; a Fragment header ends the walk (the packet is then no tunnel
-/// packet: it goes to the host, as OVS's `tnl_pop` megaflow takes only `frag=no`).
-#[inline]
-fn outer_ipv6(f: &[u8]) -> Option<(&[u8], usize, u8)> {
-    let ip = f.get(ETH_LEN..)?;
-    if ip.len() < IP6_LEN || ip[0] >> 4 != 6 {
-        return None;
-    }
-    let end = IP6_LEN + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-    let ip = ip.get(..end)?;
-    let (mut next, mut at) = (ip[6], IP6_LEN);
-    // Each step moves on by at least 8 bytes and reads within `ip`, so this ends.
-    while matches!(next, 0 | 43 | 60 | 51) {
-        let h = ip.get(at..at + 2)?;
-        at += if next == 51 {
-            (usize::from(h[1]) + 2) * 4
-        } else {
-            (usize::from(h[1]) + 1) * 8
-        };
-        next = h[0];
-    }
-    (at <= ip.len()).then_some((ip, at, next))
-}
-
-/// The tunnel metadata the outer IPv6 header gives: addresses, traffic class, hop limit.
-#[inline]
-fn outer_meta6(ip: &[u8]) -> TunMeta {
-    let mut m = TunMeta {
-        tos: (ip[0] << 4) | (ip[1] >> 4),
-        ttl: ip[7],
-        ..TunMeta::default()
-    };
-    m.ipv6_src.copy_from_slice(&ip[8..24]);
-    m.ipv6_dst.copy_from_slice(&ip[24..40]);
-    m
-}
-
-/// The tunnel metadata the outer IPv4 header gives: addresses, TOS, TTL, don't-fragment.
-#[inline]
-fn outer_meta(ip: &[u8]) -> TunMeta {
-    TunMeta {
-        id: 0,
-        src: [ip[12], ip[13], ip[14], ip[15]],
-        dst: [ip[16], ip[17], ip[18], ip[19]],
-        flags: if ip[6] & 0x40 != 0 {
-            F_DONT_FRAGMENT
-        } else {
-            0
-        },
-        tos: ip[1],
-        ttl: ip[8],
-        ..TunMeta::default()
+/// The TOS (IPv4) or traffic class (IPv6) of L3 packet `ip` of EtherType `et`; 0 for others.
+fn ip_tos(et: u16, ip: &[u8]) -> u8 {
+    match (et, ip) {
+        (ETH_P_IP, [_, tos, ..]) => *tos,
+        (ETH_P_IPV6, [a, b, ..]) => (a << 4) | (b >> 4),
+        _ => 0,
     }
 }
 
-/// A UDP datagram to a tunnel port: its protocol, destination port and the length of the
-/// UDP and tunnel headers; the VNI, checksum and OAM flags and Geneve options go to `meta`.
-#[inline]
-fn udp_tunnel(
-    l4: &[u8],
-    udp_port_known: impl Fn(u16) -> Option<Proto>,
-    meta: &mut TunMeta,
-) -> Option<(Proto, u16, usize)> {
-    if l4.len() < UDP_LEN + 8 {
-        return None;
-    }
-    let dport = u16::from_be_bytes([l4[2], l4[3]]);
-    let proto = udp_port_known(dport)?;
-    if u16::from_be_bytes([l4[6], l4[7]]) != 0 {
-        meta.flags |= F_CSUM;
-    }
-    let t = &l4[UDP_LEN..];
-    let hlen = match proto {
-        Proto::Vxlan => {
-            if u32::from_be_bytes([t[0], t[1], t[2], t[3]]) != VXLAN_FLAGS {
-                // Group Policy: G and I, the D and A bits (others of that byte are
-                // ignored, as Linux ignores them), the ID. Whether the port takes it is
-                // the caller's question (`Parsed::gbp`).
-                if t[0] != VXLAN_GBP_BYTE {
-                    return None;
-                }
-                meta.gbp_flags = t[1] & GBP_FLAGS;
-                meta.gbp_id = u16::from_be_bytes([t[2], t[3]]);
-            }
-            8
+/// Where the L3 packet of Ethernet frame `f` starts (past the Ethernet header and up to two
+/// VLAN tags, as OVS's flow extraction reads them) and its EtherType; `None` for an 802.3
+/// frame (a length where the EtherType goes) or a frame too short to hold its tags.
+pub fn l3_start(f: &[u8]) -> Option<(usize, u16)> {
+    let mut at = 12;
+    for _ in 0..3 {
+        let e = f.get(at..at + 2)?;
+        let et = u16::from_be_bytes([e[0], e[1]]);
+        if at < 20 && matches!(et, ETH_P_VLAN | ETH_P_QINQ) {
+            at += 4;
+            continue;
         }
-        Proto::Geneve => {
-            if t[0] >> 6 != 0 || u16::from_be_bytes([t[2], t[3]]) != ETH_P_TEB {
-                return None;
-            }
-            if t[1] & 0x80 != 0 {
-                meta.flags |= F_OAM;
-            }
-            8 + usize::from(t[0] & 0x3f) * 4
-        }
-        Proto::Gre => return None,
-    };
-    meta.id = u64::from(u32::from_be_bytes([t[4], t[5], t[6], 0]) >> 8);
-    meta.flags |= F_KEY;
-    if t.len() < hlen + ETH_LEN {
-        return None;
+        return (et >= ETH_TYPE_MIN).then_some((at + 2, et));
     }
-    if proto == Proto::Geneve {
-        keep_options(&t[8..hlen], meta);
-    }
-    Some((proto, dport, UDP_LEN + hlen))
+    None
 }
 
-/// A GRE header carrying Ethernet: its length; the key and checksum flag go to `meta`.
-#[inline]
-fn gre_header(l4: &[u8], meta: &mut TunMeta) -> Option<usize> {
-    if l4.len() < 4 {
-        return None;
-    }
-    let flags = u16::from_be_bytes([l4[0], l4[1]]);
-    // Version 0, no routing, no recursion or reserved bits.
-    if flags & !(GRE_CSUM | GRE_KEY | GRE_SEQ) != 0
-        || u16::from_be_bytes([l4[2], l4[3]]) != ETH_P_TEB
-    {
-        return None;
-    }
-    let mut n = 4;
-    if flags & GRE_CSUM != 0 {
-        meta.flags |= F_CSUM;
-        n += 4;
-    }
-    if flags & GRE_KEY != 0 {
-        if l4.len() < n + 4 {
-            return None;
-        }
-        meta.id = u64::from(u32::from_be_bytes([l4[n], l4[n + 1], l4[n + 2], l4[n + 3]]));
-        meta.flags |= F_KEY;
-        n += 4;
-    }
-    if flags & GRE_SEQ != 0 {
-        n += 4;
-    }
-    if l4.len() < n + ETH_LEN {
-        return None;
-    }
-    Some(n)
-}
+#[path = "wire_rx.rs"]
+mod rx;
+pub use rx::{parse, pop, refused_ipv4, Parsed};
 
 #[cfg(test)]
 #[path = "wire_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "wire_l3_tests.rs"]
+mod l3_tests;
