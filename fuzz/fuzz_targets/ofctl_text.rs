@@ -14,7 +14,8 @@
 use libfuzzer_sys::fuzz_target;
 use openflow::actions::{Action, Instruction};
 use openflow::messages::{
-    BucketCommand, FlowMod, FlowModCommand, GroupMod, GroupModCommand, MeterModCommand,
+    BucketCommand, FlowMod, FlowModCommand, FlowModFlags, GroupMod, GroupModCommand,
+    MeterModCommand,
 };
 use openflow::oxm::Field;
 use openflow::text;
@@ -32,8 +33,16 @@ const FLOW_COMMANDS: [FlowModCommand; 5] = [
 /// `mod_nw_ttl` (OpenFlow 1.0 has no native form and sends it as a Nicira register load,
 /// which decodes as the set_field); from OpenFlow 1.5 on, a whole-field `load` (a set_field
 /// whose mask is the whole field) is a plain set_field, as OVS sends it; in OpenFlow 1.0 a
-/// whole-field set_field and load are one register load.
+/// whole-field set_field and load are one register load; and 1.0's implied `reset_counts`.
 fn canonical(mut fm: FlowMod, version: u8) -> FlowMod {
+    // OpenFlow 1.0 has no reset_counts bit: every 1.0 add resets counts, nothing else does.
+    if version == wire::OFP10 {
+        if fm.command == FlowModCommand::Add {
+            fm.flags.insert(FlowModFlags::RESET_COUNTS);
+        } else {
+            fm.flags.remove(FlowModFlags::RESET_COUNTS);
+        }
+    }
     for i in &mut fm.instructions {
         if let Instruction::ApplyActions(acts) | Instruction::WriteActions(acts) = i {
             fold_aliases(acts, version);
