@@ -15,9 +15,11 @@
 //! ([`super::spin`]). A peer streaming a bundle's adds expects no answer until it sends
 //! something else, so after a short read that ended with a bundle add the reader waits
 //! [`BUNDLE_BATCH_WAIT`] before reading again: `ovs-ofctl --bundle add-flows` of 100K flows
-//! then costs a few thousand reads instead of one read and one wake-up per flow. Everything to be sent — replies, echo probes, asynchronous messages
-//! from the dispatcher — goes through one bounded queue to a writer thread, so messages leave in
-//! the order they were produced and a slow peer never blocks the dispatcher (asynchronous
+//! then costs a few thousand reads instead of one read and one wake-up per flow.
+//!
+//! Everything to be sent — replies, echo probes, asynchronous messages from the dispatcher —
+//! goes through one bounded queue to a writer thread, so messages leave in the order they
+//! were produced and a slow peer never blocks the dispatcher (asynchronous
 //! messages that find the queue full are dropped and counted; replies wait). A reply that
 //! finds nothing queued or being written is written by the reader itself under the same
 //! lock the writer holds while it writes (`out`), which keeps the order and saves two
