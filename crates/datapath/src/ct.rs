@@ -28,7 +28,7 @@
 //! (see `packet::flow`); [`recirc_key`] never writes id 0 for a tracked packet because
 //! recirculation ids start at 1.
 
-use conntrack::{Config, ConnCache, Conntrack, CtInput, CtResult, PacketMeta};
+use conntrack::{Config, ConnCache, Conntrack, CtResult, PacketMeta};
 use ofproto::odp_ct::CtAction;
 use packet::flow::{self, FlowKey, Offsets};
 use packet::Packet;
@@ -75,16 +75,13 @@ pub fn track(
             PacketMeta::from_flow(&k, &offs)
         }
     };
-    let mut input = [CtInput {
-        frame: pkt.data_mut(),
-        meta,
-    }];
-    tracker().execute_cached(
+    tracker().execute_one_cached(
         cache,
-        &mut input,
+        pkt.data_mut(),
+        meta.as_ref(),
         &ct.request(),
         now_ms,
-        std::slice::from_mut(out),
+        out,
     );
 }
 
