@@ -192,6 +192,13 @@ impl Megaflow {
         Some(same)
     }
 
+    /// The compact compare's words, `(key word, mask, masked value)` in mask order; none
+    /// when this megaflow keeps no compact key (see [`Megaflow::covers_words`]).
+    pub fn compact_words(&self) -> impl Iterator<Item = (usize, u64, u64)> + '_ {
+        let n = usize::from(self.n_ckey);
+        (0..n).map(|j| (usize::from(self.cidx[j]), self.cmask[j], self.ckey[j]))
+    }
+
     /// Adds `packets`/`bytes` used at `now_ms`. Single writer (the poll thread).
     #[inline]
     pub fn account(&self, packets: u64, bytes: u64, now_ms: u64) {
