@@ -63,6 +63,9 @@ pub struct Megaflow {
     pub used_ms: AtomicU64,
     cmask: [u64; INLINE_WORDS],
     pub actions: Vec<DpAction>,
+    /// The actions' last send that may take the packet without a copy (see
+    /// `ofmodule::last_send`), found once here rather than per packet.
+    pub last_send: Option<usize>,
     // ---- cold: the slow path's view ----
     pub id: u64,
     /// The flow that was translated (its masked form is `key`).
@@ -125,6 +128,7 @@ impl Megaflow {
             [DpAction::TnlPop { normal: false, .. }] => Some(ofproto::OFPP_LOCAL),
             _ => None,
         };
+        let last_send = crate::ofmodule::last_send(&actions);
         Megaflow {
             dead: AtomicBool::new(false),
             n_ckey: n as u8,
@@ -136,6 +140,7 @@ impl Megaflow {
             cidx,
             cmask,
             actions,
+            last_send,
             id,
             flow,
             key: k,
