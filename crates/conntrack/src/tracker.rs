@@ -208,8 +208,8 @@ impl Default for Conntrack {
 
 /// What the locked part of an existing-connection lookup decided.
 enum Found {
-    /// The packet's result.
-    Done(CtResult),
+    /// The packet's result was written.
+    Done,
     /// The connection has expired, or was made to (a TCP restart, `force`): treat it as
     /// absent. A new connection under its keys replaces it in the table.
     Expired,
@@ -273,6 +273,46 @@ impl Conntrack {
         self.execute_batch(Some(cache), pkts, req, now, out);
     }
 
+    /// [`Conntrack::execute_cached`] for one packet: `frame` with its layers `meta`
+    /// (`None`: not IP, `+trk+inv`), the verdict written into `out`. The datapath's `ct`
+    /// action runs one packet at a time; this is its path without a batch around it.
+    #[inline]
+    pub fn execute_one_cached(
+        &self,
+        cache: &mut ConnCache,
+        frame: &mut [u8],
+        meta: Option<&PacketMeta>,
+        req: &CtRequest<'_>,
+        now: u64,
+        out: &mut CtResult,
+    ) {
+        cache.bind(self.id);
+        match meta {
+            Some(meta) => self.parse_and_track(Some(cache), frame, meta, req, now, out),
+            None => *out = self.invalid(req.zone),
+        }
+    }
+
+    /// Parses one packet, hashes its key and tracks it, the verdict into `out`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn parse_and_track(
+        &self,
+        cache: Option<&mut ConnCache>,
+        frame: &mut [u8],
+        meta: &PacketMeta,
+        req: &CtRequest<'_>,
+        now: u64,
+        out: &mut CtResult,
+    ) {
+        let pr = parse(frame, meta, req.zone);
+        let h = match &pr {
+            Parsed::Conn { key, .. } | Parsed::IcmpError { key, .. } => self.table.hash(key),
+            Parsed::Invalid => 0,
+        };
+        self.track_parsed(cache, frame, meta, pr, h, req, now, out);
+    }
+
     /// A batch in chunks of [`BATCH_CHUNK`]: first every packet of the chunk parsed, its
     /// key hashed and its table bucket prefetched (with `commit`, its reply key's too),
     /// then the records of the connections in those buckets prefetched, then each packet
@@ -288,19 +328,12 @@ impl Conntrack {
     ) {
         if pkts.len() <= 1 || cache.as_deref().is_some_and(ConnCache::serving) {
             for (p, o) in pkts.iter_mut().zip(out.iter_mut()) {
-                *o = match p.frame_and_meta() {
+                match p.frame_and_meta() {
                     Some((frame, meta)) => {
-                        let pr = parse(frame, &meta, req.zone);
-                        let h = match &pr {
-                            Parsed::Conn { key, .. } | Parsed::IcmpError { key, .. } => {
-                                self.table.hash(key)
-                            }
-                            Parsed::Invalid => 0,
-                        };
-                        self.track_parsed(cache.as_deref_mut(), frame, &meta, pr, h, req, now)
+                        self.parse_and_track(cache.as_deref_mut(), frame, &meta, req, now, o)
                     }
-                    None => self.invalid(req.zone),
-                };
+                    None => *o = self.invalid(req.zone),
+                }
             }
             return;
         }
@@ -327,12 +360,12 @@ impl Conntrack {
                 }
             }
             for ((p, o), (pr, h)) in pc.iter_mut().zip(oc.iter_mut()).zip(parsed) {
-                *o = match p.frame_and_meta() {
+                match p.frame_and_meta() {
                     Some((frame, meta)) => {
-                        self.track_parsed(cache.as_deref_mut(), frame, &meta, pr, h, req, now)
+                        self.track_parsed(cache.as_deref_mut(), frame, &meta, pr, h, req, now, o)
                     }
-                    None => self.invalid(req.zone),
-                };
+                    None => *o = self.invalid(req.zone),
+                }
             }
         }
     }
@@ -377,15 +410,12 @@ impl Conntrack {
         req: &CtRequest<'_>,
         now: u64,
     ) -> CtResult {
-        let pr = parse(frame, meta, req.zone);
-        let h = match &pr {
-            Parsed::Conn { key, .. } | Parsed::IcmpError { key, .. } => self.table.hash(key),
-            Parsed::Invalid => 0,
-        };
-        self.track_parsed(None, frame, meta, pr, h, req, now)
+        let mut r = CtResult::default();
+        self.parse_and_track(None, frame, meta, req, now, &mut r);
+        r
     }
 
-    /// Tracks a parsed packet (`h`: its key's hash).
+    /// Tracks a parsed packet (`h`: its key's hash), the verdict into `out`.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn track_parsed(
@@ -397,11 +427,12 @@ impl Conntrack {
         h: u64,
         req: &CtRequest<'_>,
         now: u64,
-    ) -> CtResult {
+        out: &mut CtResult,
+    ) {
         match parsed {
-            Parsed::Invalid => self.invalid(req.zone),
+            Parsed::Invalid => *out = self.invalid(req.zone),
             Parsed::Conn { key, tcp } => {
-                self.track(cache, frame, meta, &key, h, tcp.as_ref(), req, now)
+                self.track(cache, frame, meta, &key, h, tcp.as_ref(), req, now, out)
             }
             Parsed::IcmpError { key, quoted } => {
                 let hit = self.table.lookup(&key, h, |conn, reply| {
@@ -416,7 +447,8 @@ impl Conntrack {
                     ))
                 });
                 let Some(Some((mark, label, ck, cr, nat, reply))) = hit else {
-                    return self.invalid(req.zone);
+                    *out = self.invalid(req.zone);
+                    return;
                 };
                 let mut state = TRK | REL;
                 if reply {
@@ -440,13 +472,13 @@ impl Conntrack {
                     }
                     state |= nat_bits(nat, reply);
                 }
-                CtResult {
+                *out = CtResult {
                     state,
                     zone: req.zone,
                     mark,
                     label,
                     orig: Some(ck),
-                }
+                };
             }
         }
     }
@@ -463,44 +495,48 @@ impl Conntrack {
         tcp: Option<&TcpSeg>,
         req: &CtRequest<'_>,
         now: u64,
-    ) -> CtResult {
+        out: &mut CtResult,
+    ) {
         // A connection the cache holds is in the table (or leaving it this instant).
         if let Some(c) = cache.as_deref_mut() {
             if let Some((conn, reply)) = c.get(key, h) {
-                if let Found::Done(r) = self.update(conn, reply, frame, meta, tcp, req, now) {
-                    return r;
+                if let Found::Done = self.update(conn, reply, frame, meta, tcp, req, now, out) {
+                    return;
                 }
             }
         }
         // Two rounds at most: a lost insertion race re-runs the lookup once.
         for _round in 0..2 {
             let found = self.table.lookup(key, h, |conn, reply| {
-                let f = self.update(conn, reply, frame, meta, tcp, req, now);
-                if let (Found::Done(_), Some(c)) = (&f, cache.as_deref_mut()) {
+                let f = self.update(conn, reply, frame, meta, tcp, req, now, out);
+                if let (Found::Done, Some(c)) = (&f, cache.as_deref_mut()) {
                     c.offer(h, conn, reply);
                 }
                 f
             });
-            if let Some(Found::Done(r)) = found {
-                return r;
+            if let Some(Found::Done) = found {
+                return;
             }
             match self.new_conn(frame, meta, key, tcp, req, now) {
-                Ok(r) => return r,
+                Ok(r) => {
+                    *out = r;
+                    return;
+                }
                 Err(()) => continue,
             }
         }
         // Lost the race twice: report it as new without state.
-        CtResult {
+        *out = CtResult {
             state: TRK | NEW,
             zone: req.zone,
             ..CtResult::default()
-        }
+        };
     }
 
     /// The per-packet update of an existing connection, under the shard read lock (or
     /// found in the cache): a settled connection's without its mutex
     /// ([`Conntrack::update_settled`]), any other's state under the mutex; then NAT on the
-    /// packet.
+    /// packet. The verdict goes into `out` (written only when `Found::Done`).
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn update(
@@ -512,6 +548,7 @@ impl Conntrack {
         tcp: Option<&TcpSeg>,
         req: &CtRequest<'_>,
         now: u64,
+        out: &mut CtResult,
     ) -> Found {
         let (state, mark, label) = match self.update_settled(conn, reply, req, now) {
             Some(mark) => (TRK | EST | if reply { RPL } else { 0 }, mark, 0),
@@ -532,13 +569,14 @@ impl Conntrack {
                 state |= nat_bits(conn.nat, reply);
             }
         }
-        Found::Done(CtResult {
+        *out = CtResult {
             state,
             zone: req.zone,
             mark,
             label,
             orig: Some(conn.key),
-        })
+        };
+        Found::Done
     }
 
     /// A packet of a settled connection (see [`crate::table::SETTLED`]) without taking its

@@ -28,7 +28,7 @@
 //! (see `packet::flow`); [`recirc_key`] never writes id 0 for a tracked packet because
 //! recirculation ids start at 1.
 
-use conntrack::{Config, ConnCache, Conntrack, CtInput, CtResult, PacketMeta};
+use conntrack::{Config, ConnCache, Conntrack, CtResult, PacketMeta};
 use ofproto::odp_ct::CtAction;
 use packet::flow::{self, FlowKey, Offsets};
 use packet::Packet;
@@ -75,16 +75,13 @@ pub fn track(
             PacketMeta::from_flow(&k, &offs)
         }
     };
-    let mut input = [CtInput {
-        frame: pkt.data_mut(),
-        meta,
-    }];
-    tracker().execute_cached(
+    tracker().execute_one_cached(
         cache,
-        &mut input,
+        pkt.data_mut(),
+        meta.as_ref(),
         &ct.request(),
         now_ms,
-        std::slice::from_mut(out),
+        out,
     );
 }
 
@@ -181,8 +178,21 @@ impl<'a> RecircWords<'a> {
         RecircWords {
             first: first.as_words(),
             w0: u64::from_ne_bytes(id),
-            ct0: res.map_or(0, |r| ct_word(r, 0)),
+            ct0: match res {
+                Some(r) => ct_word(r, 0),
+                None => 0,
+            },
             res,
+        }
+    }
+
+    /// Word `j` of the recirculated key's connection-tracking stage.
+    #[inline(always)]
+    pub fn ct(&self, j: usize) -> u64 {
+        if j == 0 {
+            self.ct0
+        } else {
+            self.res.map_or(0, |r| ct_word(r, j))
         }
     }
 
@@ -200,6 +210,106 @@ impl<'a> RecircWords<'a> {
         } else {
             self.first.get(i).copied().unwrap_or(0)
         }
+    }
+}
+
+/// A megaflow's compact compare (`Megaflow::compact_words`) made ready, for one
+/// recirculation id, to be checked against [`RecircWords`] of that id: which of its words
+/// come from the pass's key, which from the verdict, with the word of `recirc_id` and the
+/// words a recirculation zeroes settled when it is made. The recirculation shortcut keeps
+/// one per candidate megaflow, so a packet's check is a few loads and compares (equal to
+/// `Megaflow::covers_words` over [`RecircWords::word`]: a proptest in `tests/ct_skip.rs`).
+#[derive(Clone, Copy)]
+pub struct RecircCheck {
+    /// Words read from the pass's key: index, mask, masked value (word 0 masked to
+    /// `in_port`, the `recirc_id` half settled).
+    n_first: u8,
+    first_idx: [u8; INLINE_WORDS],
+    first_mask: [u64; INLINE_WORDS],
+    first_val: [u64; INLINE_WORDS],
+    /// Words of the connection-tracking stage: word within the stage, mask, masked value.
+    n_ct: u8,
+    ct_idx: [u8; INLINE_WORDS],
+    ct_mask: [u64; INLINE_WORDS],
+    ct_val: [u64; INLINE_WORDS],
+}
+
+const INLINE_WORDS: usize = crate::dpcls::INLINE_WORDS;
+
+impl RecircCheck {
+    /// The check for the compact compare `words` (`(key word, mask, masked value)`) on keys
+    /// recirculated under `recirc_id`; `None` when no such key can match it (the mask reads
+    /// a zeroed word or `recirc_id` with other values than the key would have) or there are
+    /// no words (no compact compare).
+    pub fn new(
+        words: impl Iterator<Item = (usize, u64, u64)>,
+        recirc_id: u32,
+    ) -> Option<RecircCheck> {
+        let mut c = RecircCheck {
+            n_first: 0,
+            first_idx: [0; INLINE_WORDS],
+            first_mask: [0; INLINE_WORDS],
+            first_val: [0; INLINE_WORDS],
+            n_ct: 0,
+            ct_idx: [0; INLINE_WORDS],
+            ct_mask: [0; INLINE_WORDS],
+            ct_val: [0; INLINE_WORDS],
+        };
+        let mut id = [0u8; 8];
+        id[4..].copy_from_slice(&recirc_id.to_ne_bytes());
+        let id_word = u64::from_ne_bytes(id);
+        let port_bits = u64::from_ne_bytes([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+        let mut any = false;
+        for (i, mask, val) in words {
+            any = true;
+            let (i, mask, val) = if i == 0 {
+                if id_word & mask & !port_bits != val & !port_bits {
+                    return None;
+                }
+                (0, mask & port_bits, val & port_bits)
+            } else {
+                (i, mask, val)
+            };
+            if i == METADATA_WORD || REGS_WORDS.contains(&i) {
+                if val != 0 {
+                    return None;
+                }
+            } else if (flow::CT_WORDS_START..flow::CT_WORDS_START + CT_WORDS).contains(&i) {
+                let n = usize::from(c.n_ct);
+                *c.ct_idx.get_mut(n)? = (i - flow::CT_WORDS_START) as u8;
+                c.ct_mask[n] = mask;
+                c.ct_val[n] = val;
+                c.n_ct += 1;
+            } else if i < flow::FLOW_KEY_WORDS {
+                let n = usize::from(c.n_first);
+                *c.first_idx.get_mut(n)? = i as u8;
+                c.first_mask[n] = mask;
+                c.first_val[n] = val;
+                c.n_first += 1;
+            } else if val != 0 {
+                return None;
+            }
+        }
+        any.then_some(c)
+    }
+
+    /// Whether the megaflow covers the key `k` would build (`k` of this check's
+    /// recirculation id).
+    #[inline(always)]
+    pub fn covers(&self, k: &RecircWords<'_>) -> bool {
+        let mut same = true;
+        for j in 0..usize::from(self.n_first).min(INLINE_WORDS) {
+            let w = k
+                .first
+                .get(usize::from(self.first_idx[j]))
+                .copied()
+                .unwrap_or(0);
+            same &= w & self.first_mask[j] == self.first_val[j];
+        }
+        for j in 0..usize::from(self.n_ct).min(INLINE_WORDS) {
+            same &= k.ct(usize::from(self.ct_idx[j])) & self.ct_mask[j] == self.ct_val[j];
+        }
+        same
     }
 }
 

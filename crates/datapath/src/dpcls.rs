@@ -63,6 +63,9 @@ pub struct Megaflow {
     pub used_ms: AtomicU64,
     cmask: [u64; INLINE_WORDS],
     pub actions: Vec<DpAction>,
+    /// The actions' last send that may take the packet without a copy (see
+    /// `ofmodule::last_send`), found once here rather than per packet.
+    pub last_send: Option<usize>,
     // ---- cold: the slow path's view ----
     pub id: u64,
     /// The flow that was translated (its masked form is `key`).
@@ -125,6 +128,7 @@ impl Megaflow {
             [DpAction::TnlPop { normal: false, .. }] => Some(ofproto::OFPP_LOCAL),
             _ => None,
         };
+        let last_send = crate::ofmodule::last_send(&actions);
         Megaflow {
             dead: AtomicBool::new(false),
             n_ckey: n as u8,
@@ -136,6 +140,7 @@ impl Megaflow {
             cidx,
             cmask,
             actions,
+            last_send,
             id,
             flow,
             key: k,
@@ -190,6 +195,13 @@ impl Megaflow {
             same &= word(usize::from(self.cidx[j])) & self.cmask[j] == self.ckey[j];
         }
         Some(same)
+    }
+
+    /// The compact compare's words, `(key word, mask, masked value)` in mask order; none
+    /// when this megaflow keeps no compact key (see [`Megaflow::covers_words`]).
+    pub fn compact_words(&self) -> impl Iterator<Item = (usize, u64, u64)> + '_ {
+        let n = usize::from(self.n_ckey);
+        (0..n).map(|j| (usize::from(self.cidx[j]), self.cmask[j], self.ckey[j]))
     }
 
     /// Adds `packets`/`bytes` used at `now_ms`. Single writer (the poll thread).

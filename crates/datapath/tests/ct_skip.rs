@@ -6,7 +6,9 @@
 //! * a changed rule takes the traffic at once (the known megaflow is dead);
 //! * a connection whose `ct_mark` changed, or whose packet turned invalid, is not sent where
 //!   the known megaflow (still live) sends the old verdict;
-//! * the word-by-word view of the recirculated key equals the key the queue would get.
+//! * the word-by-word view of the recirculated key equals the key the queue would get, and a
+//!   candidate megaflow's check made ready for its recirculation id (`ct::RecircCheck`)
+//!   decides as the megaflow's compact compare on that key.
 //!
 //! The tracker is the process's own, shared by the tests of this file and the others: each
 //! test uses addresses and zones of its own.
@@ -227,5 +229,83 @@ proptest! {
         for (i, w) in built.as_words().iter().enumerate() {
             prop_assert_eq!(view.word(i), *w, "word {}", i);
         }
+    }
+}
+
+/// Which words a megaflow's mask reads: the ones a recirculation writes (0: `in_port` and
+/// `recirc_id`; the metadata and register words; the connection-tracking stage) and a few
+/// of the pass's own.
+fn mask_words() -> impl Strategy<Value = Vec<(usize, u64)>> {
+    let ct = packet::flow::CT_WORDS_START;
+    let meta = std::mem::offset_of!(FlowKey, metadata) / 8;
+    let regs = std::mem::offset_of!(FlowKey, regs) / 8;
+    let idx = prop::sample::select(vec![
+        0,
+        1,
+        2,
+        meta,
+        regs,
+        regs + 1,
+        ct,
+        ct + 1,
+        ct + 2,
+        ct + 5,
+        ct + 7,
+        FLOW_KEY_WORDS - 1,
+    ]);
+    let mask = prop_oneof![
+        Just(u64::MAX),
+        Just(0xffff_ffff_0000_0000),
+        Just(0x0000_0000_ffff_ffff),
+        Just(0xff),
+        1u64..,
+    ];
+    proptest::collection::vec((idx, mask), 1..8)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn a_candidates_check_equals_its_compact_compare_on_the_recirculated_key(
+        words in proptest::collection::vec(any::<u64>(), FLOW_KEY_WORDS),
+        id in 1u32..4,
+        mid in 1u32..4,
+        res in verdict(),
+        masks in mask_words(),
+        flips in proptest::collection::vec(any::<prop::sample::Index>(), 0..2),
+    ) {
+        let words: [u64; FLOW_KEY_WORDS] = words.try_into().expect("45 words");
+        let first = FlowKey::from_words(&words);
+        let mut built = first;
+        datapath::ct::recirculate_in_place(&mut built, id, res.as_ref());
+        // The megaflow's flow: the recirculated key (so that it often matches), under the
+        // id `mid`, with a word changed now and then.
+        let mut flow = built;
+        flow.recirc_id = mid;
+        let mut fw = *flow.as_words();
+        for f in &flips {
+            let i = f.index(FLOW_KEY_WORDS);
+            fw[i] ^= 1 << (i % 64);
+        }
+        let mut mw = [0u64; FLOW_KEY_WORDS];
+        for (i, m) in &masks {
+            mw[*i] |= *m;
+        }
+        let m = datapath::dpcls::Megaflow::new(
+            1,
+            FlowKey::from_words(&fw),
+            FlowKey::from_words(&mw),
+            vec![ofproto::odp::DpAction::Output(2)],
+            vec![],
+            vec![],
+            1,
+            0,
+        );
+        let want = m.covers_words(|i| built.as_words()[i]).expect("a compact compare");
+        let view = datapath::ct::RecircWords::new(&first, id, res.as_ref());
+        let got = datapath::ct::RecircCheck::new(m.compact_words(), id)
+            .is_some_and(|c| c.covers(&view));
+        prop_assert_eq!(got, want);
     }
 }

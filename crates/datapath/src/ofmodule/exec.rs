@@ -91,6 +91,44 @@ fn keeps_bytes(a: &DpAction) -> bool {
     }
 }
 
+/// The index of the last action of `actions` that sends the packet somewhere (an output,
+/// NORMAL, or a `recirc` into the next pass), when it may take the packet without a copy:
+/// nothing after it needs the packet (a clone, a packet-in, a `ct` or another send after it
+/// still runs, so only rewrites and meters, which change nothing that is sent, may follow).
+/// A megaflow keeps its own (`Megaflow::last_send`), so its packets do not scan for it.
+pub(crate) fn last_send(actions: &[DpAction]) -> Option<usize> {
+    actions
+        .iter()
+        .rposition(|a| {
+            matches!(
+                a,
+                DpAction::Output(_)
+                    | DpAction::Normal
+                    | DpAction::Recirc(_)
+                    | DpAction::TnlPop { .. }
+                    | DpAction::TnlPush(_)
+            )
+        })
+        .filter(|&i| {
+            actions[i + 1..].iter().all(|a| {
+                a.is_rewrite()
+                    || matches!(
+                        a,
+                        DpAction::Meter(_)
+                            | DpAction::SetQueue(_)
+                            | DpAction::SetTunnelId(_)
+                            | DpAction::SetTunnelSrc(_)
+                            | DpAction::SetTunnelDst(_)
+                            | DpAction::SetTunnelIpv6Src(_)
+                            | DpAction::SetTunnelIpv6Dst(_)
+                            | DpAction::SetTunnelFlags(_)
+                            | DpAction::SetTunnelGbp { .. }
+                            | DpAction::SetTunnelOpts(_)
+                    )
+            })
+        })
+}
+
 /// Most recirculations a packet may go through (OVS's limit too); beyond, it is dropped
 /// and counted.
 pub(super) const MAX_RECIRC_DEPTH: u8 = 6;
@@ -174,6 +212,25 @@ impl Exec {
         key: &FlowKey,
         layers: Option<Offsets>,
         actions: &[DpAction],
+        pkt: Packet,
+        pool: &mut Pool,
+        out: &mut Delivery<'_>,
+    ) {
+        self.execute_with(now_ms, in_slot, key, layers, actions, None, pkt, pool, out);
+    }
+
+    /// [`Exec::execute`] with the actions' [`last_send`] when known (a megaflow's, made
+    /// with it), `None` to find it.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn execute_with(
+        &mut self,
+        now_ms: u64,
+        in_slot: u16,
+        key: &FlowKey,
+        layers: Option<Offsets>,
+        actions: &[DpAction],
+        known_last_send: Option<Option<usize>>,
         mut pkt: Packet,
         pool: &mut Pool,
         out: &mut Delivery<'_>,
@@ -195,40 +252,7 @@ impl Exec {
             }
             return;
         }
-        // The last action that sends the packet somewhere (an output, NORMAL, or a `recirc`
-        // into the next pass) may take it without a copy, if nothing after it needs the
-        // packet: a clone, a packet-in, a `ct` or another send after it still runs, so only
-        // rewrites and meters, which change nothing that is sent, may follow.
-        let last_send = actions
-            .iter()
-            .rposition(|a| {
-                matches!(
-                    a,
-                    DpAction::Output(_)
-                        | DpAction::Normal
-                        | DpAction::Recirc(_)
-                        | DpAction::TnlPop { .. }
-                        | DpAction::TnlPush(_)
-                )
-            })
-            .filter(|&i| {
-                actions[i + 1..].iter().all(|a| {
-                    a.is_rewrite()
-                        || matches!(
-                            a,
-                            DpAction::Meter(_)
-                                | DpAction::SetQueue(_)
-                                | DpAction::SetTunnelId(_)
-                                | DpAction::SetTunnelSrc(_)
-                                | DpAction::SetTunnelDst(_)
-                                | DpAction::SetTunnelIpv6Src(_)
-                                | DpAction::SetTunnelIpv6Dst(_)
-                                | DpAction::SetTunnelFlags(_)
-                                | DpAction::SetTunnelGbp { .. }
-                                | DpAction::SetTunnelOpts(_)
-                        )
-                })
-            });
+        let last_send = known_last_send.unwrap_or_else(|| last_send(actions));
         let mut offs = None;
         // The verdict of the last `ct` of this pass, for a `recirc` after it.
         let mut ct_res = None;

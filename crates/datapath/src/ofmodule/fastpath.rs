@@ -97,8 +97,17 @@ impl OpenFlow {
                     if let Some(c) = cur_out.take() {
                         out.emit_run(c, &mut self.run_out, pool);
                     }
-                    self.exec
-                        .execute(now, in_slot, key, Some(*offs), &m.actions, pkt, pool, out);
+                    self.exec.execute_with(
+                        now,
+                        in_slot,
+                        key,
+                        Some(*offs),
+                        &m.actions,
+                        Some(m.last_send),
+                        pkt,
+                        pool,
+                        out,
+                    );
                     continue;
                 };
                 if !std::ptr::eq(port_of.0, Arc::as_ptr(m)) {

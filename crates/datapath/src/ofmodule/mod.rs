@@ -41,6 +41,7 @@ use crate::emc::Emc;
 use crate::learning::Learning;
 use crate::module::{Ctx, Delivery, ModuleCommand, ModuleError, PortInfo, PortLookup, SwitchLogic};
 use crate::udpif::{Lane, PortChange, Udpif};
+pub(crate) use exec::last_send;
 use exec::{Exec, NO_SLOT};
 
 mod exec;

@@ -7,7 +7,10 @@
 //! `recirc(id)`, the packet is unchanged since its key was extracted and nothing is queued
 //! for recirculation yet, the candidates are checked against the key the packet would be
 //! re-injected with, read word by word from the pass's key and the `ct` verdict without
-//! writing it (`ct::RecircWords`); a live megaflow that covers it takes the packet as the
+//! writing it (`ct::RecircWords`), each candidate's words sorted once, when it is learned,
+//! into those of the pass's key and those of the verdict (`ct::RecircCheck`: the
+//! `recirc_id` half and the words a recirculation zeroes settled then, no per-word
+//! dispatch per packet); a live megaflow that covers it takes the packet as the
 //! recirculated pass would have: its counters count the packet, and the packet goes to its
 //! port. Otherwise the packet is queued as before (and the recirculated pass teaches the
 //! cache its megaflow).
@@ -25,7 +28,7 @@
 //! round, so packets of one flow leave in the order they came (one queued, the next
 //! shortcut would overtake it).
 
-use crate::ct::RecircWords;
+use crate::ct::{RecircCheck, RecircWords};
 use crate::dpcls::Megaflow;
 use std::sync::Arc;
 
@@ -36,7 +39,15 @@ const SLOTS: usize = 64;
 struct Slot {
     id: u32,
     /// Most recent first.
-    next: [Option<Arc<Megaflow>>; 2],
+    next: [Option<Candidate>; 2],
+}
+
+/// A megaflow of the slot's recirculation id, its output port and its compact compare made
+/// ready for that id (`ct::RecircCheck`: no per-word dispatch when a packet is checked).
+struct Candidate {
+    m: Arc<Megaflow>,
+    port: u32,
+    check: RecircCheck,
 }
 
 /// See the module documentation.
@@ -55,10 +66,13 @@ impl Default for NextHops {
 impl NextHops {
     /// Notes that a packet recirculated under `m`'s recirculation id hit `m`.
     pub(super) fn learn(&mut self, m: &Arc<Megaflow>) {
-        if m.single_output.is_none() || m.covers_words(|_| 0).is_none() {
+        let Some(port) = m.single_output else {
             return;
-        }
+        };
         let id = m.flow.recirc_id;
+        let Some(check) = RecircCheck::new(m.compact_words(), id) else {
+            return;
+        };
         let Some(s) = self.slots.get_mut(id as usize % SLOTS) else {
             return;
         };
@@ -68,15 +82,19 @@ impl NextHops {
                 next: [None, None],
             };
         }
-        if s.next[0].as_ref().is_some_and(|x| Arc::ptr_eq(x, m)) {
+        if s.next[0].as_ref().is_some_and(|x| Arc::ptr_eq(&x.m, m)) {
             return;
         }
-        if s.next[1].as_ref().is_some_and(|x| Arc::ptr_eq(x, m)) {
+        if s.next[1].as_ref().is_some_and(|x| Arc::ptr_eq(&x.m, m)) {
             s.next.swap(0, 1);
             return;
         }
         s.next[1] = s.next[0].take();
-        s.next[0] = Some(Arc::clone(m));
+        s.next[0] = Some(Candidate {
+            m: Arc::clone(m),
+            port,
+            check,
+        });
     }
 
     /// The live megaflow known for `id` that covers the recirculated key `key`, with its
@@ -87,17 +105,19 @@ impl NextHops {
         if s.id != id {
             return None;
         }
-        s.next.iter().flatten().find_map(|m| {
-            let port = m.single_output?;
-            (!m.is_dead() && m.covers_words(|i| key.word(i)) == Some(true)).then_some((&**m, port))
-        })
+        for c in s.next.iter().flatten() {
+            if c.check.covers(key) && !c.m.is_dead() {
+                return Some((&c.m, c.port));
+            }
+        }
+        None
     }
 
     /// Lets go of dead megaflows (so their memory is freed).
     pub(super) fn purge(&mut self) {
         for s in self.slots.iter_mut() {
             for n in s.next.iter_mut() {
-                if n.as_ref().is_some_and(|m| m.is_dead()) {
+                if n.as_ref().is_some_and(|c| c.m.is_dead()) {
                     *n = None;
                 }
             }
