@@ -113,7 +113,8 @@ impl Ofproto {
         prereqs: bool,
     ) -> Result<(), OfError> {
         self.tlv.check_actions(acts)?;
-        let mut m = m.clone();
+        // Copied only when an action changes what is known (most lists change nothing).
+        let mut m = Cow::Borrowed(m);
         // VLAN fields known before each push, so that a pop brings them back (as OVS
         // tracks its tag stack: `dl_vlan=10,actions=push_vlan,pop_vlan,mod_vlan_pcp:4` still
         // knows the tag is there).
@@ -132,13 +133,15 @@ impl Ofproto {
                 Action::Group(g) if !self.groups.contains_key(&g) => {
                     return Err(OfError::bad_action(err::bad_action::BAD_OUT_GROUP));
                 }
-                Action::PushVlan(_) => push_vlan(&mut m, &mut vlan_stack),
-                Action::PopVlan => pop_vlan(&mut m, &mut vlan_stack),
+                Action::PushVlan(_) => push_vlan(m.to_mut(), &mut vlan_stack),
+                Action::PopVlan => pop_vlan(m.to_mut(), &mut vlan_stack),
                 Action::PushMpls(et) | Action::PopMpls(et) => {
-                    m.set_exact(openflow::Field::EthType, u128::from(et));
+                    m.to_mut()
+                        .set_exact(openflow::Field::EthType, u128::from(et));
                 }
                 Action::PushPbb(et) => {
-                    m.set_exact(openflow::Field::EthType, u128::from(et));
+                    m.to_mut()
+                        .set_exact(openflow::Field::EthType, u128::from(et));
                 }
                 Action::Move { src, dst }
                     if prereqs
@@ -171,7 +174,7 @@ impl Ofproto {
                         return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
                     }
                     if matches!(field, openflow::Field::EthType | openflow::Field::IpProto) {
-                        m.set_exact(field, value);
+                        m.to_mut().set_exact(field, value);
                     }
                 }
                 _ => {}

@@ -60,7 +60,13 @@ impl Ofproto {
         let (key, mask) = crate::tun_md::match_to_key(&fm.match_, &self.tlv);
         let cm = CMatch::from_flow(&key, &mask);
         let rule = cls_rule(fm, &cm, &mut None);
-        self.add_rule(rule, &cm, now_ms)
+        let tid = usize::from(rule.payload().table_id);
+        let r = self.add_rule(rule, &cm, now_ms)?;
+        // Looked up at once, inside a transaction too (only prepared adds wait for its end).
+        if let Some(t) = self.tables.get_mut(tid) {
+            t.rank();
+        }
+        Ok(r)
     }
 
     /// Adds `crule`, a rule built by [`cls_rule`] and held by nothing else, whose match as a
