@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::config::{Config, Ranking};
-use crate::hash::FastBuild;
+use crate::hash::{FastBuild, IdBuild};
 use crate::rule::{Match, Rule, RuleId};
 use crate::subtable::Subtable;
 use crate::view::{Header, View};
@@ -34,9 +34,14 @@ pub struct Classifier<T, const W: usize> {
     pub(crate) view: View<T, W>,
     by_mask: HashMap<[u64; W], u32, FastBuild>,
     meta: Vec<SlotMeta>,
-    by_id: HashMap<RuleId, (u32, Arc<Rule<T, W>>), FastBuild>,
+    by_id: HashMap<RuleId, (u32, Arc<Rule<T, W>>), IdBuild>,
     free: Vec<u32>,
     next_id: u64,
+    /// The mask (as the rule carried it) of the last rule [`Classifier::insert_shared`]
+    /// placed, and its subtable's slot: a run of rules sharing one mask `Arc` (a bundle's
+    /// adds, a copy catching up) finds its subtable without hashing the mask each time.
+    /// Cleared whenever a slot is freed.
+    last_shared: Option<(Arc<[u64; W]>, u32)>,
 }
 
 impl<T, const W: usize> Deref for Classifier<T, W> {
@@ -56,6 +61,7 @@ impl<T, const W: usize> Classifier<T, W> {
             by_id: HashMap::default(),
             free: Vec::new(),
             next_id: 1,
+            last_shared: None,
         }
     }
 
@@ -92,10 +98,11 @@ impl<T, const W: usize> Classifier<T, W> {
     /// [`Classifier::insert_shared`] without re-ranking: for a writer adding many rules
     /// between other changes (a bundle commit), who calls [`Classifier::rerank`] once
     /// before anything looks up through this classifier. Until then [`View::lookup`] and
-    /// [`View::n_subtables`] may miss the rules' subtable if it is new; `get`, `iter`,
-    /// `find_exact` and `find_loose` already see them.
+    /// [`View::n_subtables`] may miss the rules' subtable if it is new, and the rules'
+    /// prefixes are not in their subtable's prefix sets (the re-ranking merges them in one
+    /// pass); `get`, `iter`, `find_exact` and `find_loose` already see them.
     pub fn insert_shared_unranked(&mut self, rule: Arc<Rule<T, W>>) {
-        self.insert_shared_raw(rule);
+        self.insert_shared_at(rule, true);
     }
 
     /// Makes room for `additional` more rules in the id index.
@@ -250,10 +257,16 @@ impl<T, const W: usize> Classifier<T, W> {
             mask: Arc::clone(&st.mask),
             payload,
         });
-        self.place(slot, rule);
+        self.place(slot, rule, false);
     }
 
-    pub(crate) fn insert_shared_raw(&mut self, mut rule: Arc<Rule<T, W>>) {
+    pub(crate) fn insert_shared_raw(&mut self, rule: Arc<Rule<T, W>>) {
+        self.insert_shared_at(rule, false);
+    }
+
+    /// [`Classifier::insert_shared_raw`]; with `defer`, the rule's prefixes are added at
+    /// the next re-ranking ([`Classifier::refresh`]).
+    fn insert_shared_at(&mut self, mut rule: Arc<Rule<T, W>>, defer: bool) {
         if let Some((slot, old)) = self.by_id.get_mut(&rule.id) {
             if old.priority == rule.priority && old.value == rule.value && old.mask == rule.mask {
                 let Some(Some(st)) = self.view.slots.get_mut(*slot as usize) else {
@@ -265,7 +278,14 @@ impl<T, const W: usize> Classifier<T, W> {
             }
             self.remove_raw(rule.id);
         }
-        let slot = self.slot_for(&rule.mask);
+        let slot = match &self.last_shared {
+            Some((m, s)) if Arc::ptr_eq(m, &rule.mask) => *s,
+            _ => {
+                let s = self.slot_for(&rule.mask);
+                self.last_shared = Some((Arc::clone(&rule.mask), s));
+                s
+            }
+        };
         // A rule built apart (`Rule::prebuilt`) and held by nobody else takes the
         // subtable's copy of the mask, as `insert` makes it.
         if let Some(Some(st)) = self.view.slots.get(slot as usize) {
@@ -275,7 +295,7 @@ impl<T, const W: usize> Classifier<T, W> {
                 }
             }
         }
-        self.place(slot, rule);
+        self.place(slot, rule, defer);
     }
 
     fn slot_for(&mut self, mask: &[u64; W]) -> u32 {
@@ -286,13 +306,13 @@ impl<T, const W: usize> Classifier<T, W> {
     }
 
     /// Adds `rule` to subtable `slot` (whose mask it has) and to the bookkeeping.
-    fn place(&mut self, slot: u32, rule: Arc<Rule<T, W>>) {
+    fn place(&mut self, slot: u32, rule: Arc<Rule<T, W>>, defer: bool) {
         let cfg = self.view.cfg;
         self.next_id = self.next_id.max(rule.id.0.saturating_add(1));
         let Some(Some(st)) = self.view.slots.get_mut(slot as usize) else {
             unreachable!("by_mask points at a live subtable");
         };
-        Arc::make_mut(st).insert(Arc::clone(&rule), &cfg);
+        Arc::make_mut(st).insert(Arc::clone(&rule), &cfg, defer);
         let mut tag_bit = None;
         if let Some(meta) = self.meta.get_mut(slot as usize) {
             *meta.prios.entry(rule.priority).or_insert(0) += 1;
@@ -347,16 +367,22 @@ impl<T, const W: usize> Classifier<T, W> {
         Some(std::mem::replace(old, new))
     }
 
-    /// Drops empty subtables and rebuilds the ranking. O(subtables log subtables).
+    /// Adds the prefixes [`Classifier::insert_shared_unranked`] deferred, drops empty
+    /// subtables and rebuilds the ranking. O(subtables log subtables), plus the deferred
+    /// prefixes' merge.
     pub(crate) fn refresh(&mut self) {
         let mut ranked = Vec::with_capacity(self.by_mask.len());
         let mut hits = Vec::with_capacity(self.by_mask.len());
         for (slot, entry) in self.view.slots.iter_mut().enumerate() {
             let Some(st) = entry else { continue };
+            if st.unsettled() {
+                Arc::make_mut(st).settle();
+            }
             if st.n_rules == 0 {
                 self.by_mask.remove(&*st.mask);
                 *entry = None;
                 self.free.push(slot as u32);
+                self.last_shared = None;
                 continue;
             }
             let meta = self.meta.get(slot);

@@ -51,7 +51,9 @@
 //! bits of the address, not all 32. This asks, per subtable, the question OVS's prefix trie
 //! answers per table, and never needs more bits than the trie. The sets are ordered maps
 //! updated in O(log n) with each change; nothing is rebuilt, so a change costs the same in a
-//! table of ten rules or a million.
+//! table of ten rules or a million. A writer adding many rules before the next re-ranking
+//! ([`Classifier::insert_shared_unranked`], a bundle commit) has their prefixes sorted and
+//! merged into the sets once, at the re-ranking, in O(n + m) when they are many.
 //!
 //! ## Partitioning
 //! With a partition word configured (OpenFlow `metadata` for flow keys), each subtable whose
@@ -121,6 +123,7 @@ pub use classifier::{Batch, Classifier};
 pub use config::{
     fields, Config, ConfigError, PrefixField, Ranking, MAX_PREFIX_FIELDS, MAX_STAGES,
 };
+pub use hash::{id_hash, IdBuild, IdHasher};
 pub use rule::{Match, Rule, RuleId};
 pub use shared::{Reader, Snapshot, Writer};
 pub use view::{LookupStats, SubtableInfo, View};

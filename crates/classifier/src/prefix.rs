@@ -103,6 +103,8 @@ pub(crate) struct PrefixIndex {
     /// Field width in bits.
     bits: u8,
     counts: BTreeMap<u128, u32>,
+    /// Prefixes added with [`PrefixIndex::add_later`] and not yet in `counts`.
+    pending: Vec<u128>,
 }
 
 impl PrefixIndex {
@@ -113,6 +115,7 @@ impl PrefixIndex {
             stage,
             bits: f.bits() as u8,
             counts: BTreeMap::new(),
+            pending: Vec::new(),
         }
     }
 
@@ -125,7 +128,55 @@ impl PrefixIndex {
         *self.counts.entry(v).or_insert(0) += 1;
     }
 
+    /// [`PrefixIndex::add`], deferred to the next [`PrefixIndex::settle`] (a writer adding
+    /// many rules before anything looks them up): many prefixes merged at once cost a sort
+    /// and one pass instead of a tree search each.
+    pub(crate) fn add_later(&mut self, value: u128) {
+        let v = self.truncate(value);
+        self.pending.push(v);
+    }
+
+    /// True if prefixes wait for [`PrefixIndex::settle`].
+    pub(crate) fn unsettled(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Merges the prefixes [`PrefixIndex::add_later`] deferred: sorted, then inserted one by
+    /// one when they are few against the set, or merged with it into a set built in one
+    /// pass (O(n + m)) when they are many.
+    pub(crate) fn settle(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut p = std::mem::take(&mut self.pending);
+        p.sort_unstable();
+        if p.len().saturating_mul(4) < self.counts.len() {
+            for v in p {
+                *self.counts.entry(v).or_insert(0) += 1;
+            }
+            return;
+        }
+        let old = std::mem::take(&mut self.counts);
+        let mut merged: Vec<(u128, u32)> = Vec::with_capacity(old.len() + p.len());
+        let mut old = old.into_iter().peekable();
+        let mut i = 0;
+        while i < p.len() {
+            let v = p[i];
+            let n = p[i..].iter().take_while(|&&x| x == v).count();
+            i += n;
+            while let Some(e) = old.next_if(|e| e.0 < v) {
+                merged.push(e);
+            }
+            let have = old.next_if(|e| e.0 == v).map_or(0, |e| e.1);
+            merged.push((v, have + n as u32));
+        }
+        merged.extend(old);
+        // Sorted and unique: the map is built bottom-up in one pass.
+        self.counts = merged.into_iter().collect();
+    }
+
     pub(crate) fn remove(&mut self, value: u128) {
+        self.settle();
         let v = self.truncate(value);
         if let Some(n) = self.counts.get_mut(&v) {
             *n -= 1;
@@ -139,6 +190,7 @@ impl PrefixIndex {
     /// field prove that none does.
     #[inline]
     pub(crate) fn explain_miss(&self, value: u128) -> Option<u32> {
+        debug_assert!(self.pending.is_empty(), "looked up before settling");
         let v = self.truncate(value);
         let pred = self.counts.range(..v).next_back().map(|(k, _)| *k);
         let succ = self.counts.range(v..).next().map(|(k, _)| *k);
@@ -191,6 +243,46 @@ mod tests {
         assert_eq!(prefix_len(&F, &with_field([0, 0, 0, 0])), Some(0));
         assert_eq!(prefix_len(&F, &with_field([255, 0, 255, 0])), None);
         assert_eq!(prefix_len(&F, &with_field([0xfe, 0, 0, 0])), Some(7));
+    }
+
+    #[test]
+    fn deferred_prefixes_count_as_added_ones_once_settled() {
+        let vals = [
+            0x0a01_0203u128,
+            0x0a05_0000,
+            0x0a01_0203,
+            0xc800_0000,
+            0x0a05_0000,
+        ];
+        let mut now = PrefixIndex::new(0, &F, 24, 0);
+        let mut later = PrefixIndex::new(0, &F, 24, 0);
+        for v in vals {
+            now.add(v);
+        }
+        // Few against many: inserted one by one; many: merged.
+        later.add(vals[0]);
+        for v in vals.iter().skip(1) {
+            later.add_later(*v);
+        }
+        assert!(later.unsettled());
+        later.settle();
+        // A removal settles what waits first.
+        later.add_later(0x0a01_0203);
+        later.remove(0x0a01_0203);
+        later.settle();
+        assert!(!later.unsettled());
+        assert_eq!(now.counts, later.counts);
+        let mut big = PrefixIndex::new(0, &F, 32, 0);
+        for v in 0..100u128 {
+            big.add(v * 3);
+        }
+        for v in 0..10u128 {
+            big.add_later(v * 5);
+        }
+        big.settle();
+        assert_eq!(big.counts.len(), 100 + 10 - 4);
+        assert_eq!(big.counts.get(&15), Some(&2));
+        assert_eq!(big.counts.values().sum::<u32>(), 110);
     }
 
     #[test]

@@ -239,7 +239,9 @@ impl<T, const W: usize> Subtable<T, W> {
         }
     }
 
-    pub(crate) fn insert(&mut self, rule: Arc<Rule<T, W>>, cfg: &Config<W>) -> u64 {
+    /// Adds `rule`; with `defer`, its prefixes wait for [`Subtable::settle`] (which must
+    /// run before the next lookup).
+    pub(crate) fn insert(&mut self, rule: Arc<Rule<T, W>>, cfg: &Config<W>, defer: bool) -> u64 {
         let hs = self.stage_hashes(&rule.value);
         for (ix, &h) in self.indices.iter_mut().zip(hs.iter()) {
             match ix.find_mut(h, |e| e.0 == h) {
@@ -251,7 +253,11 @@ impl<T, const W: usize> Subtable<T, W> {
         }
         for p in &mut self.prefixes {
             if let Some(f) = cfg.prefix_fields().get(usize::from(p.field)) {
-                p.add(field_value(f, &rule.value));
+                if defer {
+                    p.add_later(field_value(f, &rule.value));
+                } else {
+                    p.add(field_value(f, &rule.value));
+                }
             }
         }
         let h = hs[usize::from(self.n_stages) - 1];
@@ -274,6 +280,18 @@ impl<T, const W: usize> Subtable<T, W> {
         }
         self.n_rules += 1;
         h
+    }
+
+    /// True if prefixes deferred by [`Subtable::insert`] wait for [`Subtable::settle`].
+    pub(crate) fn unsettled(&self) -> bool {
+        self.prefixes.iter().any(|p| p.unsettled())
+    }
+
+    /// Adds the prefixes [`Subtable::insert`] deferred.
+    pub(crate) fn settle(&mut self) {
+        for p in &mut self.prefixes {
+            p.settle();
+        }
     }
 
     pub(crate) fn remove(
@@ -452,9 +470,9 @@ mod tests {
         assert_eq!(st.n_stages, 3);
         assert_eq!(st.indices.len(), 2);
         let m = Arc::clone(&st.mask);
-        st.insert(rule(1, 5, [1, 0, 2, 80], &m), &cfg);
-        st.insert(rule(2, 7, [1, 0, 2, 80], &m), &cfg);
-        st.insert(rule(3, 5, [1, 0, 3, 443], &m), &cfg);
+        st.insert(rule(1, 5, [1, 0, 2, 80], &m), &cfg, false);
+        st.insert(rule(2, 7, [1, 0, 2, 80], &m), &cfg, false);
+        st.insert(rule(3, 5, [1, 0, 3, 443], &m), &cfg, false);
         let mut wc = [0; 4];
         let r = st.lookup(&[1, 99, 2, 80], &mut wc, &cfg).unwrap();
         assert_eq!(r.id, RuleId(2));
@@ -505,7 +523,7 @@ mod tests {
         let cfg = cfg();
         let mut st: Subtable<u32, 4> = Subtable::new([0; 4], &cfg);
         let m = Arc::clone(&st.mask);
-        st.insert(rule(1, 0, [0; 4], &m), &cfg);
+        st.insert(rule(1, 0, [0; 4], &m), &cfg, false);
         let mut wc = [0; 4];
         assert_eq!(
             st.lookup(&[5, 6, 7, 8], &mut wc, &cfg).unwrap().id,
@@ -520,7 +538,7 @@ mod tests {
         let mut st: Subtable<u32, 4> = Subtable::new([1, 0, 0, 0], &cfg);
         let m = Arc::clone(&st.mask);
         for (id, p) in [(1, 5), (2, 9), (3, 5), (4, 9), (5, 1)] {
-            st.insert(rule(id, p, [1, 0, 0, 0], &m), &cfg);
+            st.insert(rule(id, p, [1, 0, 0, 0], &m), &cfg, false);
         }
         let ids: Vec<u64> = st
             .bucket(&[1, 0, 0, 0])

@@ -81,3 +81,70 @@ fn a_classifier_filled_with_shared_rules_answers_alike() {
     assert_eq!(b.len(), a.len());
     assert_eq!(answers(&a), answers(&b));
 }
+
+/// Rules added without re-ranking (their prefixes merged into the prefix sets at the
+/// re-ranking, a removal in between included) answer every lookup, megaflow mask included,
+/// as the same rules added one by one.
+#[test]
+fn rules_added_unranked_answer_as_rules_added_one_by_one() {
+    use packet::flow::{FlowKey, FLOW_KEY_WORDS};
+    let rule_match = |addr: [u8; 4], plen: u32| {
+        let bits = if plen == 0 {
+            0
+        } else {
+            u32::MAX << (32 - plen)
+        };
+        let mask = FlowKey {
+            dl_type: u16::MAX,
+            nw_dst: bits.to_be_bytes(),
+            ..FlowKey::default()
+        };
+        let value = FlowKey {
+            dl_type: 0x0800,
+            nw_dst: addr,
+            ..FlowKey::default()
+        };
+        Match::from_flow(&value, &mask)
+    };
+    let mut a: Classifier<u32, FLOW_KEY_WORDS> = Classifier::new(Config::flow_key());
+    let mut id = 0u64;
+    for x in 0..200u32 {
+        id += 1;
+        let addr = [10, (x >> 4) as u8, (x & 15) as u8 * 16, 1];
+        a.insert_with_id(RuleId::new(id), rule_match(addr, 32), 100, x);
+        id += 1;
+        a.insert_with_id(RuleId::new(id), rule_match([11, x as u8, 0, 0], 24), 50, x);
+    }
+    let gone = RuleId::new(7);
+    let mut b: Classifier<u32, FLOW_KEY_WORDS> = Classifier::new(Config::flow_key());
+    // One rule added ranked first, so that the rest is merged into a set that has one.
+    let mut rules: Vec<_> = a.iter().cloned().collect();
+    rules.sort_by_key(|r| r.id());
+    let (first, rest) = rules.split_at(1);
+    b.insert_shared(Arc::clone(&first[0]));
+    for r in rest {
+        b.insert_shared_unranked(Arc::clone(r));
+    }
+    b.remove(gone);
+    b.rerank();
+    a.remove(gone);
+    for x in 0..300u32 {
+        for host in [1u8, 2, 200] {
+            let key = FlowKey {
+                dl_type: 0x0800,
+                nw_dst: [
+                    10 + (x % 3) as u8,
+                    (x >> 4) as u8,
+                    (x & 15) as u8 * 16,
+                    host,
+                ],
+                ..FlowKey::default()
+            };
+            let (mut wa, mut wb) = ([0u64; FLOW_KEY_WORDS], [0u64; FLOW_KEY_WORDS]);
+            let ra = a.lookup(&key.to_words(), &mut wa).map(|r| r.id());
+            let rb = b.lookup(&key.to_words(), &mut wb).map(|r| r.id());
+            assert_eq!(ra, rb, "{key:?}");
+            assert_eq!(wa, wb, "megaflow mask for {key:?}");
+        }
+    }
+}

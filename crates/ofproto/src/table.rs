@@ -13,40 +13,13 @@ use crate::rule::Rule;
 use classifier::{Classifier, Config, Match as CMatch, RuleId};
 use packet::flow::{FlowKey, FLOW_KEY_WORDS};
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Hashes rule ids (which the switch hands out itself) for the per-table id sets: one
-/// multiply and shift instead of SipHash, as a bundle commit records 100K of them.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct IdHash;
-
-/// The hasher [`IdHash`] builds.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct IdHasher(u64);
-
-impl BuildHasher for IdHash {
-    type Hasher = IdHasher;
-    fn build_hasher(&self) -> IdHasher {
-        IdHasher(0)
-    }
-}
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        let h = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = h ^ (h >> 29);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+/// Hashes rule ids (which the switch hands out itself, in sequence) for the per-table id
+/// sets: runs of consecutive ids take consecutive slots (see [`classifier::id_hash`]), as a
+/// bundle commit records 100K of them.
+pub type IdHash = classifier::IdBuild;
 
 /// A set of rule ids.
 pub type IdSet = HashSet<u64, IdHash>;

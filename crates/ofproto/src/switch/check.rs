@@ -16,22 +16,10 @@ impl Ofproto {
         fm.validate()?;
         match fm.command {
             FlowModCommand::Add => {
-                let Some(table) = self.tables.get(usize::from(fm.table_id)) else {
-                    return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
-                };
-                self.check_instructions(&fm.match_, &fm.instructions)?;
-                if fm.flags.contains(FlowModFlags::CHECK_OVERLAP) {
-                    let existing = table
-                        .find_strict(&fm.match_, fm.priority, &self.tlv)
-                        .map(|r| r.id);
-                    if table.iter().any(|r| {
-                        r.priority == fm.priority
-                            && Some(r.id) != existing
-                            && r.match_.overlaps(&fm.match_)
-                    }) {
-                        return Err(fm_err(err::flow_mod_failed::OVERLAP));
-                    }
-                }
+                let (key, mask) = crate::tun_md::match_to_key(&fm.match_, &self.tlv);
+                let cm = CMatch::from_flow(&key, &mask);
+                let (m, insts) = (&fm.match_, &fm.instructions);
+                self.check_add(fm.table_id, &cm, m, fm.priority, fm.flags, insts)?;
                 Ok(())
             }
             FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
@@ -48,6 +36,40 @@ impl Ofproto {
             }
             FlowModCommand::Delete | FlowModCommand::DeleteStrict => Ok(()),
         }
+    }
+
+    /// Checks an add against the switch, in this order: table id, the instructions
+    /// ([`Ofproto::check_instructions`]), overlap (with `check_overlap`: a rule of the same
+    /// priority whose match overlaps, other than the identical one), table size (unless it
+    /// replaces). `cm` is the match `m` as a masked flow key. Returns the id of the identical
+    /// rule (same match and priority) the add would replace, if any. Shared by every add
+    /// path ([`Ofproto::add_rule`]) and by [`Ofproto::check_flow_mod`].
+    pub(super) fn check_add(
+        &self,
+        tid: u8,
+        cm: &CMatch<{ packet::flow::FLOW_KEY_WORDS }>,
+        m: &Match,
+        priority: u16,
+        flags: FlowModFlags,
+        insts: &[Instruction],
+    ) -> Result<Option<u64>, OfError> {
+        let Some(table) = self.tables.get(usize::from(tid)) else {
+            return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
+        };
+        self.check_instructions(m, insts)?;
+        let existing = table.find_strict_keyed(cm, m, priority).map(|r| r.id);
+        if flags.contains(FlowModFlags::CHECK_OVERLAP) {
+            let overlap = table
+                .iter()
+                .any(|r| r.priority == priority && Some(r.id) != existing && r.match_.overlaps(m));
+            if overlap {
+                return Err(fm_err(err::flow_mod_failed::OVERLAP));
+            }
+        }
+        if existing.is_none() && table.len() >= table.max_entries {
+            return Err(fm_err(err::flow_mod_failed::TABLE_FULL));
+        }
+        Ok(existing)
     }
 
     /// Checks instructions against switch state: groups and meters exist, output ports
@@ -91,7 +113,8 @@ impl Ofproto {
         prereqs: bool,
     ) -> Result<(), OfError> {
         self.tlv.check_actions(acts)?;
-        let mut m = m.clone();
+        // Copied only when an action changes what is known (most lists change nothing).
+        let mut m = Cow::Borrowed(m);
         // VLAN fields known before each push, so that a pop brings them back (as OVS
         // tracks its tag stack: `dl_vlan=10,actions=push_vlan,pop_vlan,mod_vlan_pcp:4` still
         // knows the tag is there).
@@ -110,13 +133,15 @@ impl Ofproto {
                 Action::Group(g) if !self.groups.contains_key(&g) => {
                     return Err(OfError::bad_action(err::bad_action::BAD_OUT_GROUP));
                 }
-                Action::PushVlan(_) => push_vlan(&mut m, &mut vlan_stack),
-                Action::PopVlan => pop_vlan(&mut m, &mut vlan_stack),
+                Action::PushVlan(_) => push_vlan(m.to_mut(), &mut vlan_stack),
+                Action::PopVlan => pop_vlan(m.to_mut(), &mut vlan_stack),
                 Action::PushMpls(et) | Action::PopMpls(et) => {
-                    m.set_exact(openflow::Field::EthType, u128::from(et));
+                    m.to_mut()
+                        .set_exact(openflow::Field::EthType, u128::from(et));
                 }
                 Action::PushPbb(et) => {
-                    m.set_exact(openflow::Field::EthType, u128::from(et));
+                    m.to_mut()
+                        .set_exact(openflow::Field::EthType, u128::from(et));
                 }
                 Action::Move { src, dst }
                     if prereqs
@@ -149,7 +174,7 @@ impl Ofproto {
                         return Err(OfError::bad_action(err::bad_action::MATCH_INCONSISTENT));
                     }
                     if matches!(field, openflow::Field::EthType | openflow::Field::IpProto) {
-                        m.set_exact(field, value);
+                        m.to_mut().set_exact(field, value);
                     }
                 }
                 _ => {}

@@ -1,81 +1,117 @@
 //! Applying a checked flow_mod: add, modify, delete, and rule expiry.
 
 use super::*;
+use crate::table::ClsRule;
+use classifier::{Rule as CRule, RuleId};
+use packet::flow::FLOW_KEY_WORDS;
+
+/// The classifier rule an add flow_mod makes, whose match as a masked flow key is `cm`: the
+/// [`Rule`] with the flow_mod's match and instructions (moved in from an owned flow_mod), not
+/// yet given an id or times ([`Ofproto::add_rule`] does that). `masks` shares one mask among
+/// rules built one after another (see [`super::MaskCache`]).
+pub(super) fn cls_rule(
+    fm: Cow<'_, FlowMod>,
+    cm: &CMatch<FLOW_KEY_WORDS>,
+    masks: &mut super::MaskCache,
+) -> Arc<ClsRule> {
+    let (table_id, priority, cookie, idle_timeout, hard_timeout, flags) = (
+        fm.table_id,
+        fm.priority,
+        fm.cookie,
+        fm.idle_timeout,
+        fm.hard_timeout,
+        fm.flags,
+    );
+    let (match_, instructions) = match fm {
+        Cow::Owned(f) => (f.match_, f.instructions),
+        Cow::Borrowed(f) => (f.match_.clone(), f.instructions.clone()),
+    };
+    let rule = Rule {
+        id: 0,
+        table_id,
+        priority,
+        match_,
+        cookie,
+        idle_timeout,
+        hard_timeout,
+        flags,
+        instructions,
+        created_ms: 0,
+        modified_ms: 0,
+        stats: Arc::new(RuleStats::default()),
+    };
+    Arc::new(CRule::prebuilt(
+        RuleId::new(0),
+        u32::from(priority),
+        cm,
+        masks,
+        Arc::new(rule),
+    ))
+}
 
 impl Ofproto {
-    pub(super) fn make_rule(&mut self, fm: Cow<'_, FlowMod>, table_id: u8, now_ms: u64) -> Rule {
-        let id = self.next_id;
-        self.next_id += 1;
-        let (priority, cookie, idle_timeout, hard_timeout, flags) = (
-            fm.priority,
-            fm.cookie,
-            fm.idle_timeout,
-            fm.hard_timeout,
-            fm.flags,
-        );
-        let (match_, instructions) = match fm {
-            Cow::Owned(f) => (f.match_, f.instructions),
-            Cow::Borrowed(f) => (f.match_.clone(), f.instructions.clone()),
-        };
-        Rule {
-            id,
-            table_id,
-            priority,
-            match_,
-            cookie,
-            idle_timeout,
-            hard_timeout,
-            flags,
-            instructions,
-            created_ms: now_ms,
-            modified_ms: now_ms,
-            stats: Arc::new(RuleStats::default()),
-        }
-    }
-
+    /// Applies an add flow_mod (already checked against the TLV table and validated): its
+    /// rule is built (match placed by the TLV table) and added by [`Ofproto::add_rule`].
     pub(super) fn add(
         &mut self,
         fm: Cow<'_, FlowMod>,
         now_ms: u64,
     ) -> Result<FlowModResult, OfError> {
-        let tid = fm.table_id;
-        if usize::from(tid) >= N_TABLES {
-            return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
+        let (key, mask) = crate::tun_md::match_to_key(&fm.match_, &self.tlv);
+        let cm = CMatch::from_flow(&key, &mask);
+        let rule = cls_rule(fm, &cm, &mut None);
+        let tid = usize::from(rule.payload().table_id);
+        let r = self.add_rule(rule, &cm, now_ms)?;
+        // Looked up at once, inside a transaction too (only prepared adds wait for its end).
+        if let Some(t) = self.tables.get_mut(tid) {
+            t.rank();
         }
-        self.check_instructions(&fm.match_, &fm.instructions)?;
-        let table = &self.tables[usize::from(tid)];
-        let existing = table
-            .find_strict(&fm.match_, fm.priority, &self.tlv)
-            .map(|r| r.id);
-        if fm.flags.contains(FlowModFlags::CHECK_OVERLAP) {
-            let overlap = table.iter().any(|r| {
-                r.priority == fm.priority && Some(r.id) != existing && r.match_.overlaps(&fm.match_)
-            });
-            if overlap {
-                return Err(fm_err(err::flow_mod_failed::OVERLAP));
-            }
-        }
-        if existing.is_none() && table.len() >= table.max_entries {
-            return Err(fm_err(err::flow_mod_failed::TABLE_FULL));
-        }
-        // An identical entry is replaced: its counters carry over unless it says `reset_counts`
-        // (`kept_counters`); no flow_removed is sent for
-        // the old one.
-        let kept = self.kept_counters(tid, existing, fm.flags);
-        let rule = self.make_rule(fm, tid, now_ms);
+        Ok(r)
+    }
+
+    /// Adds `crule`, a rule built by [`cls_rule`] and held by nothing else, whose match as a
+    /// masked flow key is `cm`: the one place both a flow_mod add and a bundle's prepared add
+    /// ([`super::PreparedAdd`]) go through, so the same add gives the same errors and
+    /// effects either way. Checks first ([`Ofproto::check_add`]: table id, instructions,
+    /// overlap, table size); then the rule gets the next id and `now_ms` as its times, and
+    /// replaces an identical rule (same match and priority) if there is one: the old rule's
+    /// counters carry over unless the add says `reset_counts` ([`Ofproto::kept_counters`]),
+    /// and no flow_removed is sent for it.
+    pub(super) fn add_rule(
+        &mut self,
+        mut crule: Arc<ClsRule>,
+        cm: &CMatch<FLOW_KEY_WORDS>,
+        now_ms: u64,
+    ) -> Result<FlowModResult, OfError> {
+        let r = crule.payload();
+        let (tid, flags) = (r.table_id, r.flags);
+        let existing = self.check_add(tid, cm, &r.match_, r.priority, flags, &r.instructions)?;
+        let kept = self.kept_counters(tid, existing, flags);
+        let id = self.next_id;
+        self.next_id += 1;
+        // A rule from `cls_rule` and its payload are held by nothing else until inserted.
+        let Some(c) = Arc::get_mut(&mut crule) else {
+            unreachable!("a rule to add is unshared");
+        };
+        c.set_id(RuleId::new(id));
+        let Some(r) = Arc::get_mut(c.payload_mut()) else {
+            unreachable!("a rule to add is unshared");
+        };
+        r.id = id;
+        r.created_ms = now_ms;
+        r.modified_ms = now_ms;
+        let new = Arc::clone(crule.payload());
         if let Some((packets, bytes, used_ms)) = kept {
-            rule.stats.credit(packets, bytes, used_ms);
+            new.stats.credit(packets, bytes, used_ms);
         }
         let table = &mut self.tables[usize::from(tid)];
         let replaced = existing.and_then(|old| table.remove(old));
-        let rule = Arc::new(rule);
-        let (key, mask) = crate::tun_md::match_to_key(&rule.match_, &self.tlv);
-        table.insert(Arc::clone(&rule), CMatch::from_flow(&key, &mask));
+        table.insert_new(crule);
         if let Some(old) = replaced {
             self.unref_learns(&old);
         }
-        self.ref_learns(&rule);
-        self.log_event(FlowEventKind::Added, &rule);
+        self.ref_learns(&new);
+        self.log_event(FlowEventKind::Added, &new);
         self.version += 1;
         Ok(FlowModResult {
             added: 1,

@@ -5,10 +5,11 @@
 //! on the switch's state: the [`Rule`] (its match and instructions moved in, not copied),
 //! the masked flow key of its match and the classifier rule around both, allocated once.
 //! [`Ofproto::add_prepared`] later applies it exactly as [`Ofproto::flow_mod`] applies the
-//! same flow_mod: the same checks against the switch in the same order (TLV table, table
-//! id, groups, meters and ports the instructions use, overlap, table size), the same
-//! replacement of an identical rule, the same events; only the rule's id and times are
-//! filled in then, so ids still follow the order in which adds are applied.
+//! same flow_mod: after the TLV table's check, both hand the rule to one function,
+//! `Ofproto::add_rule` (the checks against the switch in one order: table id, groups, meters
+//! and ports the instructions use, overlap, table size; the replacement of an identical
+//! rule with its counters; the events); only the rule's id and times are filled in then, so
+//! ids still follow the order in which adds are applied.
 //!
 //! Only adds whose match has no `tun_metadata` field are prepared: those fields are placed
 //! in the flow key by the TLV table, which may change before the commit. Others are left
@@ -16,7 +17,6 @@
 
 use super::*;
 use crate::table::ClsRule;
-use classifier::{Rule as CRule, RuleId};
 use packet::flow::FLOW_KEY_WORDS;
 
 /// The last mask [`PreparedAdd::new`] built, shared by the rules that follow with the same
@@ -39,29 +39,9 @@ impl PreparedAdd {
         }
         let (key, mask) = crate::fields::match_to_key(&fm.match_);
         let cm: CMatch<FLOW_KEY_WORDS> = CMatch::from_flow(&key, &mask);
-        let priority = fm.priority;
-        let rule = Rule {
-            id: 0,
-            table_id: fm.table_id,
-            priority,
-            match_: fm.match_,
-            cookie: fm.cookie,
-            idle_timeout: fm.idle_timeout,
-            hard_timeout: fm.hard_timeout,
-            flags: fm.flags,
-            instructions: fm.instructions,
-            created_ms: 0,
-            modified_ms: 0,
-            stats: Arc::new(RuleStats::default()),
-        };
-        let c = CRule::prebuilt(
-            RuleId::new(0),
-            u32::from(priority),
-            &cm,
-            masks,
-            Arc::new(rule),
-        );
-        Ok(PreparedAdd { rule: Arc::new(c) })
+        Ok(PreparedAdd {
+            rule: flow_mod::cls_rule(Cow::Owned(fm), &cm, masks),
+        })
     }
 
     /// The rule as it will be added (id and times not yet set).
@@ -86,76 +66,16 @@ impl Ofproto {
     }
 
     /// Applies a prepared add: the same checks, effects and errors as [`Ofproto::flow_mod`]
-    /// of the flow_mod it was made from.
+    /// of the flow_mod it was made from (both go through [`Ofproto::add_rule`]).
     pub fn add_prepared(&mut self, p: PreparedAdd, now_ms: u64) -> Result<FlowModResult, OfError> {
-        let PreparedAdd { mut rule } = p;
+        let PreparedAdd { rule } = p;
         let cm = rule.to_match();
-        let r = self.add_prepared_inner(&mut rule, &cm, now_ms);
+        let r = self
+            .tlv
+            .check_flow(&rule.payload().match_, &rule.payload().instructions)
+            .and_then(|()| self.add_rule(rule, &cm, now_ms));
         self.flush_learned(now_ms);
         r
-    }
-
-    fn add_prepared_inner(
-        &mut self,
-        crule: &mut Arc<ClsRule>,
-        cm: &CMatch<FLOW_KEY_WORDS>,
-        now_ms: u64,
-    ) -> Result<FlowModResult, OfError> {
-        let r = crule.payload();
-        self.tlv.check_flow(&r.match_, &r.instructions)?;
-        let tid = r.table_id;
-        if usize::from(tid) >= N_TABLES {
-            return Err(fm_err(err::flow_mod_failed::BAD_TABLE_ID));
-        }
-        self.check_instructions(&r.match_, &r.instructions)?;
-        let table = &self.tables[usize::from(tid)];
-        let existing = table
-            .find_strict_keyed(cm, &r.match_, r.priority)
-            .map(|x| x.id);
-        if r.flags.contains(FlowModFlags::CHECK_OVERLAP) {
-            let overlap = table.iter().any(|x| {
-                x.priority == r.priority && Some(x.id) != existing && x.match_.overlaps(&r.match_)
-            });
-            if overlap {
-                return Err(fm_err(err::flow_mod_failed::OVERLAP));
-            }
-        }
-        if existing.is_none() && table.len() >= table.max_entries {
-            return Err(fm_err(err::flow_mod_failed::TABLE_FULL));
-        }
-        let kept = self.kept_counters(tid, existing, r.flags);
-        let id = self.next_id;
-        self.next_id += 1;
-        // A prepared rule and its payload are held by nothing else until inserted
-        // (`PreparedAdd` is neither `Clone` nor open).
-        let Some(c) = Arc::get_mut(crule) else {
-            unreachable!("a prepared rule is unshared");
-        };
-        c.set_id(RuleId::new(id));
-        let Some(r) = Arc::get_mut(c.payload_mut()) else {
-            unreachable!("a prepared rule is unshared");
-        };
-        r.id = id;
-        r.created_ms = now_ms;
-        r.modified_ms = now_ms;
-        let new = Arc::clone(crule.payload());
-        if let Some((packets, bytes, used_ms)) = kept {
-            new.stats.credit(packets, bytes, used_ms);
-        }
-        let table = &mut self.tables[usize::from(tid)];
-        // An identical entry is replaced, as `add` does.
-        let replaced = existing.and_then(|old| table.remove(old));
-        table.insert_new(Arc::clone(crule));
-        if let Some(old) = replaced {
-            self.unref_learns(&old);
-        }
-        self.ref_learns(&new);
-        self.log_event(FlowEventKind::Added, &new);
-        self.version += 1;
-        Ok(FlowModResult {
-            added: 1,
-            ..Default::default()
-        })
     }
 }
 
