@@ -39,6 +39,8 @@ ensure_venv
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+# The fuzz targets are a workspace of their own (excluded from the main one).
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings

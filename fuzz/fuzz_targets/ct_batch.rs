@@ -1,12 +1,14 @@
 //! Fuzzes the connection tracker's batch paths against one packet at a time: the same
-//! frames through `Conntrack::execute` (chunks of 16 parsed and prefetched ahead) or
+//! frames through `Conntrack::execute` (chunks of 16 parsed and prefetched ahead),
 //! `execute_cached` (a poll thread's connection cache, settled connections without their
-//! mutex) on one tracker, and through `execute_one` in order on another.
+//! mutex) or `execute_one_cached` per packet (the datapath's `ct` action) on one tracker,
+//! and through `execute_one` in order on another.
 //!
 //! Input: byte 0 as `ct_execute`'s mode (bit 0 commit, bits 1-2 NAT none/apply/src/dst,
 //! bit 3 liberal TCP, bit 4 force, bits 5-7 zone); byte 1: bit 0 `execute_cached` instead
 //! of `execute`, bit 1 a mark to set, bit 2 a label to set, bits 3-4 how many times the
-//! batch runs (1-4, the later rounds meet the connections the earlier made); then frames,
+//! batch runs (1-4, the later rounds meet the connections the earlier made), bit 5
+//! `execute_one_cached` per packet (over bit 0); then frames,
 //! each prefixed by a big-endian 16-bit length (fragments and non-IP frames are left out).
 //! Checks: without NAT (whose free-tuple search is seeded per tracker) the two trackers
 //! give the same verdicts and leave the same bytes; always, every packet is `+trk` with
@@ -16,9 +18,7 @@
 
 use conntrack::ct_state::*;
 use conntrack::key::PacketMeta;
-use conntrack::{
-    Config, ConnCache, Conntrack, CtInput, CtRequest, CtResult, Flush, Nat, NatRange,
-};
+use conntrack::{Config, ConnCache, Conntrack, CtInput, CtRequest, CtResult, Flush, Nat, NatRange};
 use libfuzzer_sys::fuzz_target;
 use std::cell::RefCell;
 use std::net::{IpAddr, Ipv4Addr};
@@ -90,7 +90,18 @@ fuzz_target!(|data: &[u8]| {
                         })
                         .collect();
                     let mut got = vec![CtResult::default(); input.len()];
-                    if opts & 1 != 0 {
+                    if opts & 32 != 0 {
+                        for (p, out) in input.iter_mut().zip(got.iter_mut()) {
+                            bt.execute_one_cached(
+                                &mut cache,
+                                p.frame,
+                                p.meta.as_ref(),
+                                &req,
+                                now,
+                                out,
+                            );
+                        }
+                    } else if opts & 1 != 0 {
                         bt.execute_cached(&mut cache, &mut input, &req, now, &mut got);
                     } else {
                         bt.execute(&mut input, &req, now, &mut got);

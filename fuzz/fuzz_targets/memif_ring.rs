@@ -41,7 +41,11 @@ fuzz_target!(|data: &[u8]| {
     // Header and descriptors straight from the input; the rest of the region is left alone.
     let ring_bytes = RING_HDR + (16usize << log2);
     reg.write(0, &data[1..data.len().min(1 + ring_bytes)]);
-    let side = if data[1] & 1 == 0 { Side::Server } else { Side::Client };
+    let side = if data[1] & 1 == 0 {
+        Side::Server
+    } else {
+        Side::Client
+    };
     let regions = std::slice::from_ref(reg);
     let sizes = [reg.len()];
     let mem = Mem {
@@ -68,7 +72,9 @@ fuzz_target!(|data: &[u8]| {
         next: u16::from_le_bytes([data[4], data[5]]),
     };
     let off = |s: u16| 32768 + u32::from(s % 8) * 2048;
-    let (b, _) = tx_burst(side, &ring, &mem, &mut tc, &mut pool, &mut batch, 2048, &off);
+    let (b, _) = tx_burst(
+        side, &ring, &mem, &mut tc, &mut pool, &mut batch, 2048, &off,
+    );
     assert_eq!(b.packets + b.errors + b.dropped, n);
     assert!(batch.is_empty() && pool.outstanding() == 0);
 });

@@ -159,7 +159,11 @@ fn flows(s: &str) {
                     let (Message::FlowMod(a), Message::FlowMod(b)) = (&back, &msg) else {
                         panic!("version {v}: a flow_mod decoded as {back:?}");
                     };
-                    assert_eq!(canonical(a.clone(), v), canonical(b.clone(), v), "version {v}");
+                    assert_eq!(
+                        canonical(a.clone(), v),
+                        canonical(b.clone(), v),
+                        "version {v}"
+                    );
                 }
                 let again = wire::encode(&back, v, 7).expect("a decoded flow_mod encodes");
                 assert_eq!(again, bytes, "version {v}");

@@ -49,7 +49,11 @@ fuzz_target!(|data: &[u8]| {
     q.set_ready(true);
     assert!(q.is_valid(&m.mem));
     v.mrg = data[3] & 2 != 0;
-    v.hdr_len = if data[3] & 4 != 0 { HDR_LEGACY } else { HDR_MRG };
+    v.hdr_len = if data[3] & 4 != 0 {
+        HDR_LEGACY
+    } else {
+        HDR_MRG
+    };
     // With offloads, frames are finished on receipt (checksums, segmentation).
     v.offload = data[3] & 8 != 0;
     v.mem = Some(m.clone());
@@ -58,10 +62,14 @@ fuzz_target!(|data: &[u8]| {
     // Descriptor table, then the available ring, straight from the input.
     let rest = &data[4..];
     let nd = (16 * size as usize).min(rest.len());
-    m.mem.write_slice(&rest[..nd], GuestAddress(DESC)).expect("in memory");
+    m.mem
+        .write_slice(&rest[..nd], GuestAddress(DESC))
+        .expect("in memory");
     let rest = &rest[nd..];
     let na = (4 + 2 * size as usize + 2).min(rest.len());
-    m.mem.write_slice(&rest[..na], GuestAddress(AVAIL)).expect("in memory");
+    m.mem
+        .write_slice(&rest[..na], GuestAddress(AVAIL))
+        .expect("in memory");
     let avail_before = v.q.next_avail();
 
     let mut pool = Pool::new(600);

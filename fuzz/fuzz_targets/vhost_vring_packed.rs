@@ -55,7 +55,11 @@ fuzz_target!(|data: &[u8]| {
     let mut v = Vring {
         packed: Some(p),
         mrg: data[3] & 2 != 0,
-        hdr_len: if data[3] & 4 != 0 { HDR_LEGACY } else { HDR_MRG },
+        hdr_len: if data[3] & 4 != 0 {
+            HDR_LEGACY
+        } else {
+            HDR_MRG
+        },
         // With offloads, frames are finished on receipt (checksums, segmentation).
         offload: data[3] & 8 != 0,
         mem: Some(m.clone()),
