@@ -67,27 +67,21 @@ impl RecircQueue {
 fn keeps_bytes(a: &DpAction) -> bool {
     match a {
         DpAction::Ct(c) => c.nat.is_none(),
-        a => matches!(
-            a,
-            DpAction::Output(_)
-                | DpAction::Normal
-                | DpAction::Recirc(_)
-                | DpAction::Controller { .. }
-                | DpAction::Learn(_)
-                | DpAction::Clone(_)
-                | DpAction::CheckPktLen(_)
-                | DpAction::Meter(_)
-                | DpAction::Sample(_)
-                | DpAction::SetQueue(_)
-                | DpAction::SetTunnelId(_)
-                | DpAction::SetTunnelSrc(_)
-                | DpAction::SetTunnelDst(_)
-                | DpAction::SetTunnelIpv6Src(_)
-                | DpAction::SetTunnelIpv6Dst(_)
-                | DpAction::SetTunnelFlags(_)
-                | DpAction::SetTunnelGbp { .. }
-                | DpAction::SetTunnelOpts(_)
-        ),
+        a => {
+            matches!(
+                a,
+                DpAction::Output(_)
+                    | DpAction::Normal
+                    | DpAction::Recirc(_)
+                    | DpAction::Controller { .. }
+                    | DpAction::Learn(_)
+                    | DpAction::Clone(_)
+                    | DpAction::CheckPktLen(_)
+                    | DpAction::Meter(_)
+                    | DpAction::Sample(_)
+                    | DpAction::SetQueue(_)
+            ) || a.sets_tunnel()
+        }
     }
 }
 
@@ -112,19 +106,8 @@ pub(crate) fn last_send(actions: &[DpAction]) -> Option<usize> {
         .filter(|&i| {
             actions[i + 1..].iter().all(|a| {
                 a.is_rewrite()
-                    || matches!(
-                        a,
-                        DpAction::Meter(_)
-                            | DpAction::SetQueue(_)
-                            | DpAction::SetTunnelId(_)
-                            | DpAction::SetTunnelSrc(_)
-                            | DpAction::SetTunnelDst(_)
-                            | DpAction::SetTunnelIpv6Src(_)
-                            | DpAction::SetTunnelIpv6Dst(_)
-                            | DpAction::SetTunnelFlags(_)
-                            | DpAction::SetTunnelGbp { .. }
-                            | DpAction::SetTunnelOpts(_)
-                    )
+                    || a.sets_tunnel()
+                    || matches!(a, DpAction::Meter(_) | DpAction::SetQueue(_))
             })
         })
 }

@@ -221,18 +221,12 @@ pub enum DpAction {
 }
 
 impl DpAction {
-    /// True for actions this module applies to packet bytes.
-    pub fn is_rewrite(&self) -> bool {
-        !matches!(
+    /// Whether the action sets tunnel metadata for a later `output` to a tunnel port (the
+    /// packet's bytes stay as they are).
+    pub fn sets_tunnel(&self) -> bool {
+        matches!(
             self,
-            DpAction::Output(_)
-                | DpAction::Normal
-                | DpAction::Controller { .. }
-                | DpAction::Clone(_)
-                | DpAction::CheckPktLen(_)
-                | DpAction::Meter(_)
-                | DpAction::SetQueue(_)
-                | DpAction::SetTunnelId(_)
+            DpAction::SetTunnelId(_)
                 | DpAction::SetTunnelSrc(_)
                 | DpAction::SetTunnelDst(_)
                 | DpAction::SetTunnelIpv6Src(_)
@@ -240,13 +234,28 @@ impl DpAction {
                 | DpAction::SetTunnelFlags(_)
                 | DpAction::SetTunnelGbp { .. }
                 | DpAction::SetTunnelOpts(_)
-                | DpAction::Ct(_)
-                | DpAction::Recirc(_)
-                | DpAction::Sample(_)
-                | DpAction::Learn(_)
-                | DpAction::TnlPop { .. }
-                | DpAction::TnlPush(_)
         )
+    }
+
+    /// True for actions this module applies to packet bytes.
+    pub fn is_rewrite(&self) -> bool {
+        !self.sets_tunnel()
+            && !matches!(
+                self,
+                DpAction::Output(_)
+                    | DpAction::Normal
+                    | DpAction::Controller { .. }
+                    | DpAction::Clone(_)
+                    | DpAction::CheckPktLen(_)
+                    | DpAction::Meter(_)
+                    | DpAction::SetQueue(_)
+                    | DpAction::Ct(_)
+                    | DpAction::Recirc(_)
+                    | DpAction::Sample(_)
+                    | DpAction::Learn(_)
+                    | DpAction::TnlPop { .. }
+                    | DpAction::TnlPush(_)
+            )
     }
 }
 
