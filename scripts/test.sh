@@ -2,10 +2,10 @@
 # The whole ferrovs test suite: installs what it needs (Debian packages, the Rust toolchains,
 # cargo-fuzz, the Python venv), then runs formatting and lint checks, unit and property tests
 # (with the root-only kernel tests, which a plain `cargo test` leaves out as #[ignore]d), the
-# integration tests in network namespaces against real peers, fuzz smoke runs, and a W1
-# benchmark smoke run (not a timing assertion: it checks the runner works and every packet it
-# received was delivered). A missing peer fails the run; nothing is skipped. Exits non-zero on
-# the first failure. Run as root: `sudo ./scripts/test.sh`.
+# integration tests in network namespaces against real peers, fuzz smoke runs (beside the
+# integration tests), and a W1 benchmark smoke run (not a timing assertion: it checks the
+# runner works and every packet it received was delivered). A missing peer fails the run;
+# nothing is skipped. Exits non-zero on the first failure. Run as root: `sudo ./scripts/test.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -56,15 +56,33 @@ grep -q "test result: ok" /tmp/ferrovs-cargo-test.log
 step "release build"
 cargo build --release --workspace
 
-step "integration tests"
+step "fuzz build"
+# The fuzz targets (address sanitizer, nightly) are built here, on both cores; their smoke runs
+# then go on beside the integration tests, which mostly wait on daemons and peers: one core
+# fuzzing at low priority keeps the suite under 40 minutes on 2 cores.
+(cd fuzz && . ./targets.sh && fuzz_env && cargo +nightly fuzz build)
+fuzz_log=$(mktemp /tmp/ferrovs-fuzz-smoke.XXXXXX)
+# Its own process group (setsid), so that an early exit stops the fuzzer and its children.
+# 10 s per target: a smoke run; fuzz/campaign.sh is the long run.
+setsid nice -n 10 fuzz/smoke.sh "${FUZZ_SECONDS:-10}" > "$fuzz_log" 2>&1 &
+fuzz_pid=$!
+trap 'kill -- -"$fuzz_pid" 2>/dev/null || true' EXIT
+
+step "integration tests (the fuzz smoke runs beside them)"
 # `--durations`: the slowest tests, named in the log, so that the suite's time can be watched.
 FERROVS_BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/release" .venv/bin/python -m pytest -v -p no:cacheprovider \
     --durations=25 tests/integration
 
-step "fuzz smoke"
-# 10 s per target (22 targets): a smoke run that keeps the suite under 40 minutes on 2 cores;
-# fuzz/campaign.sh is the long run.
-fuzz/smoke.sh "${FUZZ_SECONDS:-10}"
+step "fuzz smoke (its output)"
+fuzz_rc=0
+wait "$fuzz_pid" || fuzz_rc=$?
+trap - EXIT
+cat "$fuzz_log"
+rm -f "$fuzz_log"
+if [ "$fuzz_rc" != 0 ]; then
+    echo "fuzz smoke failed (exit $fuzz_rc); see its output above" >&2
+    exit 1
+fi
 
 step "W1 benchmark smoke run"
 bench/w1.sh --smoke
