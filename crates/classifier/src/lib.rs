@@ -113,6 +113,7 @@
 mod classifier;
 mod config;
 mod hash;
+mod prebuilt;
 mod prefix;
 mod rule;
 mod shared;
@@ -124,6 +125,7 @@ pub use config::{
     fields, Config, ConfigError, PrefixField, Ranking, MAX_PREFIX_FIELDS, MAX_STAGES,
 };
 pub use hash::{id_hash, IdBuild, IdHasher};
+pub use prebuilt::Prebuilt;
 pub use rule::{Match, Rule, RuleId};
 pub use shared::{Reader, Snapshot, Writer};
 pub use view::{LookupStats, SubtableInfo, View};

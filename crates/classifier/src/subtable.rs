@@ -282,6 +282,41 @@ impl<T, const W: usize> Subtable<T, W> {
         h
     }
 
+    /// [`Subtable::insert`] with its prefixes deferred, unless a rule with the same value
+    /// and priority is in already: then nothing changes and `rule` is handed back.
+    pub(crate) fn insert_distinct(
+        &mut self,
+        rule: Arc<Rule<T, W>>,
+        cfg: &Config<W>,
+    ) -> Result<(), Arc<Rule<T, W>>> {
+        let h = self.bucket_hash(&rule.value);
+        let value = rule.value;
+        let same = self
+            .table
+            .find(h, |b| b.hash == h && b.head.value == value)
+            .is_some_and(|b| b.iter().any(|r| r.priority == rule.priority));
+        if same {
+            return Err(rule);
+        }
+        self.insert(rule, cfg, true);
+        Ok(())
+    }
+
+    /// Every rule, to change before the subtable is filed anywhere (its buckets keep their
+    /// order only if `f` keeps the order of ids among rules of equal priority).
+    pub(crate) fn rules_mut(&mut self) -> impl Iterator<Item = &mut Arc<Rule<T, W>>> {
+        self.table
+            .iter_mut()
+            .flat_map(|b| std::iter::once(&mut b.head).chain(b.rest.iter_mut()))
+    }
+
+    /// Takes every rule out, in no particular order.
+    pub(crate) fn into_rules(self) -> impl Iterator<Item = Arc<Rule<T, W>>> {
+        self.table
+            .into_iter()
+            .flat_map(|b| std::iter::once(b.head).chain(b.rest))
+    }
+
     /// True if prefixes deferred by [`Subtable::insert`] wait for [`Subtable::settle`].
     pub(crate) fn unsettled(&self) -> bool {
         self.prefixes.iter().any(|p| p.unsettled())
