@@ -35,7 +35,7 @@ pub struct Classifier<T, const W: usize> {
     pub(crate) by_mask: HashMap<[u64; W], u32, FastBuild>,
     pub(crate) meta: Vec<SlotMeta>,
     pub(crate) by_id: HashMap<RuleId, (u32, Arc<Rule<T, W>>), IdBuild>,
-    free: Vec<u32>,
+    pub(crate) free: Vec<u32>,
     pub(crate) next_id: u64,
     /// The mask (as the rule carried it) of the last rule [`Classifier::insert_shared`]
     /// placed, and its subtable's slot: a run of rules sharing one mask `Arc` (a bundle's

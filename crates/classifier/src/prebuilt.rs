@@ -21,11 +21,14 @@ use crate::config::Config;
 use crate::rule::Rule;
 use crate::subtable::Subtable;
 
+/// Rules [`Classifier::adopt`] reads ahead of changing them.
+const TOUCH_AHEAD: usize = 16;
+
 /// Rules with one mask, filed as a classifier's subtable would file them (see the module
 /// documentation).
 pub struct Prebuilt<T, const W: usize> {
-    pub(crate) cfg: Config<W>,
-    pub(crate) st: Subtable<T, W>,
+    pub(crate) cfg: Box<Config<W>>,
+    pub(crate) st: Box<Subtable<T, W>>,
     /// Rule count per priority.
     pub(crate) prios: BTreeMap<u32, u32>,
 }
@@ -35,8 +38,8 @@ impl<T, const W: usize> Prebuilt<T, W> {
     /// its own.
     pub fn new(mask: [u64; W], cfg: Config<W>) -> Self {
         Prebuilt {
-            st: Subtable::new(mask, &cfg),
-            cfg,
+            st: Box::new(Subtable::new(mask, &cfg)),
+            cfg: Box::new(cfg),
             prios: BTreeMap::new(),
         }
     }
@@ -91,6 +94,12 @@ impl<T, const W: usize> Classifier<T, W> {
         self.by_mask.contains_key(mask)
     }
 
+    /// True if [`Classifier::adopt`] would take `pre`: no subtable has its mask, and
+    /// subtables are laid out alike.
+    pub fn can_adopt(&self, pre: &Prebuilt<T, W>) -> bool {
+        !self.has_mask(&pre.st.mask) && self.view.cfg.same_layout(&pre.cfg)
+    }
+
     /// Takes `pre` as the subtable of its mask (see the module documentation), calling `f`
     /// on each of its rules first, in no particular order, to give it its id: the ids must
     /// be distinct, new to this classifier, and in the order the rules had among those of
@@ -102,39 +111,61 @@ impl<T, const W: usize> Classifier<T, W> {
         mut pre: Prebuilt<T, W>,
         mut f: impl FnMut(&mut Rule<T, W>),
     ) -> Result<(), Prebuilt<T, W>> {
-        if self.has_mask(&pre.st.mask) || !self.view.cfg.same_layout(&pre.cfg) {
+        if !self.can_adopt(&pre) {
             return Err(pre);
         }
         let n = pre.st.n_rules;
-        for r in pre.st.rules_mut() {
-            let Some(r) = Arc::get_mut(r) else {
-                unreachable!("a prebuilt subtable holds the only reference to its rules");
-            };
-            f(r);
-        }
-        let mask = *pre.st.mask;
-        let slot = self.install(Arc::new(pre.st), pre.prios);
-        self.by_id.reserve(n);
-        let tag_bit = self.meta.get(slot as usize).and_then(|m| m.tag_bit);
+        // The slot `install` will use, so that one pass over the rules files them.
+        let slot = self
+            .free
+            .last()
+            .copied()
+            .unwrap_or(self.view.slots.len() as u32);
         let pw = self.view.cfg.partition_word();
-        let Some(Some(st)) = self.view.slots.get(slot as usize) else {
-            unreachable!("a subtable just installed is live");
-        };
-        let st = Arc::clone(st);
+        let parted = pw.filter(|&w| pre.st.mask.get(w) == Some(&u64::MAX));
+        let mut parts = Vec::new();
         let mut max_id = None;
-        for r in st.buckets().flat_map(|b| b.iter()) {
-            max_id = max_id.max(Some(r.id.0));
-            if let (Some(bit), Some(pw)) = (tag_bit, pw) {
-                self.partition_add(r.value[pw], bit);
+        self.by_id.reserve(n);
+        // The rules are visited in the subtable's order, not their memory's: each chunk's
+        // rules are read first (independent loads, whose cache misses overlap), then
+        // changed (`Arc::get_mut` is an atomic operation that would wait out each miss
+        // alone).
+        let mut rules = pre.st.rules_mut();
+        let mut chunk: Vec<&mut Arc<Rule<T, W>>> = Vec::with_capacity(TOUCH_AHEAD);
+        loop {
+            chunk.extend(rules.by_ref().take(TOUCH_AHEAD));
+            if chunk.is_empty() {
+                break;
             }
-            let old = self.by_id.insert(r.id, (slot, Arc::clone(r)));
-            debug_assert!(old.is_none(), "adopted ids are new");
+            for r in &chunk {
+                std::hint::black_box((Arc::strong_count(r), Arc::as_ptr(&r.mask)));
+            }
+            for r in chunk.drain(..) {
+                let Some(m) = Arc::get_mut(r) else {
+                    unreachable!("a prebuilt subtable holds the only reference to its rules");
+                };
+                f(m);
+                max_id = max_id.max(Some(r.id.0));
+                if let Some(w) = parted {
+                    parts.push(r.value[w]);
+                }
+                let old = self.by_id.insert(r.id, (slot, Arc::clone(r)));
+                debug_assert!(old.is_none(), "adopted ids are new");
+            }
+        }
+        drop(rules);
+        let installed = self.install(Arc::from(pre.st), pre.prios);
+        debug_assert_eq!(installed, slot);
+        let tag_bit = self.meta.get(slot as usize).and_then(|m| m.tag_bit);
+        if let Some(bit) = tag_bit {
+            for v in parts {
+                self.partition_add(v, bit);
+            }
         }
         if let Some(m) = max_id {
             self.next_id = self.next_id.max(m.saturating_add(1));
         }
         self.view.n_rules += n;
-        debug_assert_eq!(self.by_mask.get(&mask), Some(&slot));
         Ok(())
     }
 }
