@@ -26,7 +26,7 @@ pub type MaskCache = Option<Arc<[u64; FLOW_KEY_WORDS]>>;
 /// An add flow_mod built ahead of time (see the module documentation).
 #[derive(Debug)]
 pub struct PreparedAdd {
-    rule: Arc<ClsRule>,
+    pub(super) rule: Arc<ClsRule>,
 }
 
 impl PreparedAdd {
