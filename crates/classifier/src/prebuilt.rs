@@ -62,7 +62,7 @@ impl<T, const W: usize> Prebuilt<T, W> {
     /// Files `rule`, which must have this mask, be held by nothing else and have no value
     /// and priority that a rule here has: otherwise nothing changes and it is handed back.
     pub fn push(&mut self, mut rule: Arc<Rule<T, W>>) -> Result<(), Arc<Rule<T, W>>> {
-        if *rule.mask != *self.st.mask {
+        if !Arc::ptr_eq(&rule.mask, &self.st.mask) && *rule.mask != *self.st.mask {
             return Err(rule);
         }
         let Some(r) = Arc::get_mut(&mut rule) else {

@@ -243,6 +243,17 @@ impl<T, const W: usize> Subtable<T, W> {
     /// run before the next lookup).
     pub(crate) fn insert(&mut self, rule: Arc<Rule<T, W>>, cfg: &Config<W>, defer: bool) -> u64 {
         let hs = self.stage_hashes(&rule.value);
+        self.insert_hashed(rule, &hs, cfg, defer)
+    }
+
+    /// [`Subtable::insert`] given the value's stage hashes `hs`.
+    fn insert_hashed(
+        &mut self,
+        rule: Arc<Rule<T, W>>,
+        hs: &[u64; MAX_STAGES],
+        cfg: &Config<W>,
+        defer: bool,
+    ) -> u64 {
         for (ix, &h) in self.indices.iter_mut().zip(hs.iter()) {
             match ix.find_mut(h, |e| e.0 == h) {
                 Some(e) => e.1 += 1,
@@ -261,10 +272,9 @@ impl<T, const W: usize> Subtable<T, W> {
             }
         }
         let h = hs[usize::from(self.n_stages) - 1];
-        let value = rule.value;
         if let Some(b) = self
             .table
-            .find_mut(h, |b| b.hash == h && b.head.value == value)
+            .find_mut(h, |b| b.hash == h && b.head.value == rule.value)
         {
             b.insert(rule);
         } else {
@@ -289,16 +299,16 @@ impl<T, const W: usize> Subtable<T, W> {
         rule: Arc<Rule<T, W>>,
         cfg: &Config<W>,
     ) -> Result<(), Arc<Rule<T, W>>> {
-        let h = self.bucket_hash(&rule.value);
-        let value = rule.value;
+        let hs = self.stage_hashes(&rule.value);
+        let h = hs[usize::from(self.n_stages) - 1];
         let same = self
             .table
-            .find(h, |b| b.hash == h && b.head.value == value)
+            .find(h, |b| b.hash == h && b.head.value == rule.value)
             .is_some_and(|b| b.iter().any(|r| r.priority == rule.priority));
         if same {
             return Err(rule);
         }
-        self.insert(rule, cfg, true);
+        self.insert_hashed(rule, &hs, cfg, true);
         Ok(())
     }
 

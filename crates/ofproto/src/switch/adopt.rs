@@ -28,6 +28,7 @@
 use super::*;
 use crate::table::{Built, ClsRule};
 use classifier::RuleId;
+use packet::flow::FLOW_KEY_WORDS;
 
 /// Groups of (table, mask) beyond which a bundle's adds are not filed apart.
 const MAX_GROUPS: usize = 64;
@@ -44,6 +45,9 @@ pub struct BuiltAdds {
     /// Positions of the adds whose checks depend on the switch ([`passes_anywhere`] is
     /// false): only these are checked at the commit.
     to_check: Vec<usize>,
+    /// The mask `Arc` of the last add filed and its group: a run of adds sharing one
+    /// (`MaskCache`) finds its group without comparing masks.
+    last: Option<(Arc<[u64; FLOW_KEY_WORDS]>, usize)>,
 }
 
 /// True if `r`, a prepared add (whose match has no `tun_metadata` field), passes the
@@ -107,10 +111,18 @@ impl BuiltAdds {
         if flags.contains(FlowModFlags::CHECK_OVERLAP) {
             return Err(PreparedAdd { rule });
         }
-        let g = self
-            .groups
-            .iter()
-            .rposition(|(t, b)| *t == tid && b.mask() == rule.mask());
+        let mask = Arc::clone(rule.mask_arc());
+        let fast = match &self.last {
+            Some((m, g)) if Arc::ptr_eq(m, &mask) => {
+                Some(*g).filter(|&g| self.groups.get(g).is_some_and(|(t, _)| *t == tid))
+            }
+            _ => None,
+        };
+        let g = fast.or_else(|| {
+            self.groups
+                .iter()
+                .rposition(|(t, b)| *t == tid && b.mask() == rule.mask())
+        });
         let g = match g {
             Some(g) => g,
             None if self.groups.len() < MAX_GROUPS => {
@@ -131,6 +143,7 @@ impl BuiltAdds {
         };
         match b.push(rule) {
             Ok(()) => {
+                self.last = Some((mask, g));
                 if !passes_anywhere(&own) {
                     self.to_check.push(self.rules.len());
                 }
@@ -365,6 +378,27 @@ mod tests {
         }
         assert_eq!(dump(&a), dump(&b));
         assert_eq!(hit(&b, 0, 5).map(|h| h.1), Some(90), "the /24 under it");
+    }
+
+    #[test]
+    fn adds_sharing_one_mask_go_to_their_own_tables() {
+        let fms: Vec<FlowMod> = (0..40)
+            .map(|i| add((i % 2) as u8 * 3, 100, i, 32))
+            .collect();
+        let (mut a, mut b) = (Ofproto::new(), Ofproto::new());
+        one_by_one(&mut a, &fms, 7).expect("applied");
+        let mut masks = None;
+        let mut adds = BuiltAdds::default();
+        for fm in &fms {
+            let p = PreparedAdd::new(fm.clone(), &mut masks).expect("prepared");
+            assert!(adds.push(p).is_ok());
+        }
+        let r: Result<(), OfError> =
+            b.atomically(|b| b.adopt_adds(adds, 7).map_err(|_| OfError::bad_request(0)));
+        assert!(r.is_ok());
+        assert_eq!(dump(&a), dump(&b));
+        assert_eq!(b.tables()[0].len(), 20);
+        assert_eq!(b.tables()[3].len(), 20);
     }
 
     #[test]
