@@ -76,6 +76,39 @@ def test_bundle_with_a_failing_flow_changes_nothing(daemon, net, tmp_path, proto
     assert specs(daemon, br) == before
 
 
+def test_a_large_bundle_of_adds_is_all_or_nothing_and_looked_up(daemon, net, tmp_path):
+    """A bundle of adds only is filed into subtables while it arrives and adopted whole at
+    the commit when its mask is new to the table; a failing add still fails it all, and a
+    later bundle into the same subtable is applied add by add."""
+    br, _ = bridge(daemon, net)
+    before = specs(daemon, br, "OpenFlow14")
+    f = tmp_path / "flows.txt"
+    lines = [f"priority=100,ip,nw_dst=10.2.{i >> 8}.{i & 255},actions=output:2"
+             for i in range(300)]
+    bad = lines[:150] + ["priority=100,ip,nw_dst=10.3.0.1,actions=group:77"] + lines[150:]
+    f.write_text("\n".join(bad) + "\n")
+    r = ofctl(daemon, "--bundle", "add-flows", br, f, proto="OpenFlow14", check=False)
+    out = r.stdout + r.stderr
+    assert "OFPBAC_BAD_OUT_GROUP" in out and "OFPBFC_MSG_FAILED" in out, out
+    assert specs(daemon, br, "OpenFlow14") == before
+    f.write_text("\n".join(lines) + "\n")
+    ofctl(daemon, "--bundle", "add-flows", br, f, proto="OpenFlow14")
+    got = [l for l in specs(daemon, br, "OpenFlow14") if "nw_dst" in l]
+    assert len(got) == 300, len(got)
+    out = daemon.cli("trace", br, "in_port=1,ip,nw_dst=10.2.1.7").stdout
+    hit = [l for l in out.splitlines() if l.lstrip().startswith("0. ")]
+    assert hit and "nw_dst=10.2.1.7" in hit[0], out
+    # The same subtable again, with an identical flow whose actions change.
+    more = [f"priority=100,ip,nw_dst=10.4.{i >> 8}.{i & 255},actions=output:2"
+            for i in range(300)]
+    more.append("priority=100,ip,nw_dst=10.2.1.7,actions=drop")
+    f.write_text("\n".join(more) + "\n")
+    ofctl(daemon, "--bundle", "add-flows", br, f, proto="OpenFlow14")
+    got = [l for l in specs(daemon, br, "OpenFlow14") if "nw_dst" in l]
+    assert len(got) == 600, len(got)
+    assert any("nw_dst=10.2.1.7" in l and "actions=drop" in l for l in got), got
+
+
 def test_bundle_applies_adds_deletes_and_modifies_in_order(daemon, net, tmp_path):
     """The adds of a bundle are built while it is received and applied at the commit,
     in order with the bundle's other flow_mods; the flows are then looked up at once."""

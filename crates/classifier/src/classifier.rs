@@ -20,11 +20,11 @@ use crate::subtable::Subtable;
 use crate::view::{Header, View};
 
 #[derive(Default)]
-struct SlotMeta {
+pub(crate) struct SlotMeta {
     /// Rule count per priority, for the subtable's maximum.
-    prios: BTreeMap<u32, u32>,
+    pub(crate) prios: BTreeMap<u32, u32>,
     /// Partition tag bit, if the subtable matches the partition word exactly.
-    tag_bit: Option<u8>,
+    pub(crate) tag_bit: Option<u8>,
 }
 
 /// A classifier owned by one thread: `&mut self` to change rules, `&self` (through
@@ -32,11 +32,11 @@ struct SlotMeta {
 /// on other threads.
 pub struct Classifier<T, const W: usize> {
     pub(crate) view: View<T, W>,
-    by_mask: HashMap<[u64; W], u32, FastBuild>,
-    meta: Vec<SlotMeta>,
-    by_id: HashMap<RuleId, (u32, Arc<Rule<T, W>>), IdBuild>,
-    free: Vec<u32>,
-    next_id: u64,
+    pub(crate) by_mask: HashMap<[u64; W], u32, FastBuild>,
+    pub(crate) meta: Vec<SlotMeta>,
+    pub(crate) by_id: HashMap<RuleId, (u32, Arc<Rule<T, W>>), IdBuild>,
+    pub(crate) free: Vec<u32>,
+    pub(crate) next_id: u64,
     /// The mask (as the rule carried it) of the last rule [`Classifier::insert_shared`]
     /// placed, and its subtable's slot: a run of rules sharing one mask `Arc` (a bundle's
     /// adds, a copy catching up) finds its subtable without hashing the mask each time.
@@ -171,16 +171,20 @@ impl<T, const W: usize> Classifier<T, W> {
     }
 
     fn new_subtable(&mut self, mask: [u64; W]) -> u32 {
+        let st = Arc::new(Subtable::new(mask, &self.view.cfg));
+        self.install(st, BTreeMap::new())
+    }
+
+    /// Files `st`, a subtable with a mask none of this classifier's has, whose rules count
+    /// `prios` per priority, in a free slot; returns the slot.
+    pub(crate) fn install(&mut self, st: Arc<Subtable<T, W>>, prios: BTreeMap<u32, u32>) -> u32 {
         let cfg = self.view.cfg;
-        let st = Arc::new(Subtable::new(mask, &cfg));
+        let mask = *st.mask;
         let tag_bit = cfg
             .partition_word()
             .filter(|&pw| mask[pw] == u64::MAX)
             .map(|_| (FastBuild.hash_one(mask) & 63) as u8);
-        let meta = SlotMeta {
-            prios: BTreeMap::new(),
-            tag_bit,
-        };
+        let meta = SlotMeta { prios, tag_bit };
         let slot = match self.free.pop() {
             Some(s) => {
                 if let Some(x) = self.view.slots.get_mut(s as usize) {
@@ -201,7 +205,7 @@ impl<T, const W: usize> Classifier<T, W> {
         slot
     }
 
-    fn partition_add(&mut self, value: u64, bit: u8) {
+    pub(crate) fn partition_add(&mut self, value: u64, bit: u8) {
         let parts = Arc::make_mut(&mut self.view.partitions);
         let p = parts.entry(value).or_default();
         match p.counts.iter_mut().find(|(b, _)| *b == bit) {

@@ -231,6 +231,14 @@ impl<const W: usize> Config<W> {
     pub fn ranking(&self) -> Ranking {
         self.ranking
     }
+
+    /// True if subtables built under `other` are laid out as under this configuration
+    /// (stages, prefix fields, partition word; ranking and hit counting may differ).
+    pub(crate) fn same_layout(&self, other: &Config<W>) -> bool {
+        self.stage_ends().eq(other.stage_ends())
+            && self.prefix_fields() == other.prefix_fields()
+            && self.partition_word == other.partition_word
+    }
 }
 
 impl Config<FLOW_KEY_WORDS> {

@@ -84,6 +84,11 @@
 //!   `&self`. Readers never block the writer and never see a half-applied change; memory of
 //!   old versions is freed when the last reader lets go.
 //!
+//! A writer that receives many rules before it may apply them (a bundle's adds) can file
+//! them per mask into a [`Prebuilt`] subtable as they come, and [`Classifier::adopt`] it
+//! whole later when the classifier has no subtable with that mask: each rule is then only
+//! given its id and filed in the id index.
+//!
 //! Lookups never allocate and never panic on any key. Hit counts, when enabled, are relaxed
 //! per-subtable counters updated with a plain load and store: cheap, and possibly lossy when
 //! several threads hit the same subtable at once, which a ranking heuristic tolerates.
@@ -113,6 +118,7 @@
 mod classifier;
 mod config;
 mod hash;
+mod prebuilt;
 mod prefix;
 mod rule;
 mod shared;
@@ -124,6 +130,7 @@ pub use config::{
     fields, Config, ConfigError, PrefixField, Ranking, MAX_PREFIX_FIELDS, MAX_STAGES,
 };
 pub use hash::{id_hash, IdBuild, IdHasher};
+pub use prebuilt::Prebuilt;
 pub use rule::{Match, Rule, RuleId};
 pub use shared::{Reader, Snapshot, Writer};
 pub use view::{LookupStats, SubtableInfo, View};

@@ -142,6 +142,10 @@ impl<T, const W: usize> Rule<T, W> {
     pub fn payload_mut(&mut self) -> &mut T {
         &mut self.payload
     }
+    /// The rule's mask as the `Arc` it holds (rules built with one mask cache share it).
+    pub fn mask_arc(&self) -> &Arc<[u64; W]> {
+        &self.mask
+    }
     /// The rule's id.
     #[inline]
     pub fn id(&self) -> RuleId {

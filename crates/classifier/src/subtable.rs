@@ -243,6 +243,17 @@ impl<T, const W: usize> Subtable<T, W> {
     /// run before the next lookup).
     pub(crate) fn insert(&mut self, rule: Arc<Rule<T, W>>, cfg: &Config<W>, defer: bool) -> u64 {
         let hs = self.stage_hashes(&rule.value);
+        self.insert_hashed(rule, &hs, cfg, defer)
+    }
+
+    /// [`Subtable::insert`] given the value's stage hashes `hs`.
+    fn insert_hashed(
+        &mut self,
+        rule: Arc<Rule<T, W>>,
+        hs: &[u64; MAX_STAGES],
+        cfg: &Config<W>,
+        defer: bool,
+    ) -> u64 {
         for (ix, &h) in self.indices.iter_mut().zip(hs.iter()) {
             match ix.find_mut(h, |e| e.0 == h) {
                 Some(e) => e.1 += 1,
@@ -261,10 +272,9 @@ impl<T, const W: usize> Subtable<T, W> {
             }
         }
         let h = hs[usize::from(self.n_stages) - 1];
-        let value = rule.value;
         if let Some(b) = self
             .table
-            .find_mut(h, |b| b.hash == h && b.head.value == value)
+            .find_mut(h, |b| b.hash == h && b.head.value == rule.value)
         {
             b.insert(rule);
         } else {
@@ -280,6 +290,41 @@ impl<T, const W: usize> Subtable<T, W> {
         }
         self.n_rules += 1;
         h
+    }
+
+    /// [`Subtable::insert`] with its prefixes deferred, unless a rule with the same value
+    /// and priority is in already: then nothing changes and `rule` is handed back.
+    pub(crate) fn insert_distinct(
+        &mut self,
+        rule: Arc<Rule<T, W>>,
+        cfg: &Config<W>,
+    ) -> Result<(), Arc<Rule<T, W>>> {
+        let hs = self.stage_hashes(&rule.value);
+        let h = hs[usize::from(self.n_stages) - 1];
+        let same = self
+            .table
+            .find(h, |b| b.hash == h && b.head.value == rule.value)
+            .is_some_and(|b| b.iter().any(|r| r.priority == rule.priority));
+        if same {
+            return Err(rule);
+        }
+        self.insert_hashed(rule, &hs, cfg, true);
+        Ok(())
+    }
+
+    /// Every rule, to change before the subtable is filed anywhere (its buckets keep their
+    /// order only if `f` keeps the order of ids among rules of equal priority).
+    pub(crate) fn rules_mut(&mut self) -> impl Iterator<Item = &mut Arc<Rule<T, W>>> {
+        self.table
+            .iter_mut()
+            .flat_map(|b| std::iter::once(&mut b.head).chain(b.rest.iter_mut()))
+    }
+
+    /// Takes every rule out, in no particular order.
+    pub(crate) fn into_rules(self) -> impl Iterator<Item = Arc<Rule<T, W>>> {
+        self.table
+            .into_iter()
+            .flat_map(|b| std::iter::once(b.head).chain(b.rest))
     }
 
     /// True if prefixes deferred by [`Subtable::insert`] wait for [`Subtable::settle`].

@@ -1,8 +1,11 @@
 //! Times a bundle commit of N prepared adds (`priority=100,ip,nw_dst=10.X.Y.Z`, one
 //! subtable, as `bench/w5.sh` adds them) into an empty table, apart from the daemon:
-//! `cargo run --release -p ofproto --example bundle_commit [N] [ROUNDS]`.
+//! `cargo run --release -p ofproto --example bundle_commit [N] [ROUNDS] [adopt|each]`.
+//! `adopt` (the default) files the adds as a bundle does while they arrive
+//! (`BuiltAdds::push`, timed as part of "prepare") and commits them by adoption; `each`
+//! commits them one by one, as a bundle whose adds cannot be adopted.
 
-use ofproto::switch::{MaskCache, PreparedAdd};
+use ofproto::switch::{BuiltAdds, MaskCache, PreparedAdd};
 use ofproto::Ofproto;
 use openflow::oxm::Field;
 use openflow::{Action, FlowMod, FlowModCommand, Instruction, Match, OfError};
@@ -22,15 +25,29 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let rounds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
+    let adopt = args.next().is_none_or(|a| a != "each");
     for _ in 0..rounds {
-        let mut of = Ofproto::new();
+        let mut of = Ofproto::with_default_flow(0);
         let mut masks: MaskCache = None;
         let t0 = Instant::now();
         let staged: Vec<PreparedAdd> = (0..n)
             .filter_map(|i| PreparedAdd::new(add(i), &mut masks).ok())
             .collect();
+        let mut built = BuiltAdds::default();
+        let staged = if adopt {
+            for p in staged {
+                assert!(built.push(p).is_ok(), "filed");
+            }
+            Vec::new()
+        } else {
+            staged
+        };
         let t1 = Instant::now();
         let r: Result<(), OfError> = of.atomically(|of| {
+            if adopt {
+                assert!(of.adopt_adds(built, 1).is_ok(), "adopted");
+                return Ok(());
+            }
             if let Some(p) = staged.first() {
                 of.reserve_like(p, staged.len());
             }
@@ -41,7 +58,7 @@ fn main() {
         });
         let t2 = Instant::now();
         assert!(r.is_ok());
-        assert_eq!(of.tables()[0].len(), n as usize);
+        assert_eq!(of.tables()[0].len(), n as usize + 1);
         // Not freed: the profile of a run shows the commit, not the teardown.
         std::mem::forget(of);
         println!(

@@ -39,6 +39,9 @@ pub type Cls = Classifier<Arc<Rule>, FLOW_KEY_WORDS>;
 /// A rule as the classifier stores it: its masked value and mask, around the [`Rule`].
 pub type ClsRule = classifier::Rule<Arc<Rule>, FLOW_KEY_WORDS>;
 
+/// Rules with one mask filed apart from any table, to be adopted whole ([`Table::adopt`]).
+pub type Built = classifier::Prebuilt<Arc<Rule>, FLOW_KEY_WORDS>;
+
 /// The `max_entries` tables report unless their limit is lower (OVS reports this number
 /// whatever its tables hold).
 pub const REPORTED_MAX_ENTRIES: u32 = 1_000_000;
@@ -295,17 +298,52 @@ impl Table {
     /// classifier re-ranks once when it ends ([`Table::commit_journal`], [`Table::rollback`]);
     /// outside one, at once.
     pub(crate) fn insert_new(&mut self, r: Arc<ClsRule>) {
-        let id = r.payload().id;
-        debug_assert!(self.entry(id).is_none());
-        self.changes.ids.insert(id);
-        if let Some(j) = self.journal.as_mut() {
-            j.entry(id).or_insert(None);
-        }
-        self.track(r.payload());
+        debug_assert!(self.entry(r.payload().id).is_none());
+        self.record_new(r.payload());
         self.cls.insert_shared_unranked(r);
         self.unranked = true;
         if self.journal.is_none() {
             self.rank();
+        }
+    }
+
+    /// True if [`Table::adopt`] would take `pre` (no subtable has its mask).
+    pub(crate) fn can_adopt(&self, pre: &Built) -> bool {
+        self.cls.can_adopt(pre)
+    }
+
+    /// Takes `pre`, rules built apart with one mask, whole as the classifier's subtable for
+    /// that mask (see `classifier::Prebuilt`); `f` gives each rule its id and payload
+    /// first, in no particular order. The caller records each rule with
+    /// [`Table::record_new`]; the classifier re-ranks as after [`Table::insert_new`]. Hands
+    /// `pre` back unchanged unless [`Table::can_adopt`].
+    pub(crate) fn adopt(&mut self, pre: Built, f: impl FnMut(&mut ClsRule)) -> Result<(), Built> {
+        self.cls.adopt(pre, f)?;
+        self.unranked = true;
+        if self.journal.is_none() {
+            self.rank();
+        }
+        Ok(())
+    }
+
+    /// Makes room to record `n` new rules ([`Table::record_new`]).
+    pub(crate) fn reserve_records(&mut self, n: usize) {
+        self.changes.ids.reserve(n);
+        if let Some(j) = self.journal.as_mut() {
+            j.reserve(n);
+        }
+    }
+
+    /// Records `r`, a rule under an id no rule of this table has had, as added (change
+    /// record, undo journal, timed set).
+    pub(crate) fn record_new(&mut self, r: &Rule) {
+        self.changes.ids.insert(r.id);
+        if let Some(j) = self.journal.as_mut() {
+            j.entry(r.id).or_insert(None);
+        }
+        // A new id is in no set yet.
+        if r.idle_timeout != 0 || r.hard_timeout != 0 {
+            self.timed.insert(r.id);
         }
     }
 

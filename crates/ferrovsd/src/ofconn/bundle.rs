@@ -15,9 +15,13 @@
 //!   (`ovs-ofctl --bundle` then discards it). An unknown id opens a bundle implicitly.
 //!   An add flow_mod is also built into its rule now (`ofproto::switch::PreparedAdd`:
 //!   the rule, its masked flow key and classifier entry), while the client is still
-//!   sending the rest of the bundle, so that the commit only checks and inserts it; that
-//!   building cannot fail, so which errors come at add time and which at commit is as
-//!   before.
+//!   sending the rest of the bundle, and filed into a classifier subtable per (table,
+//!   mask) kept apart with the bundle (`ofproto::switch::BuiltAdds`), so that the commit
+//!   can adopt those subtables whole. The first message that cannot be adopted with the
+//!   adds (any other flow_mod or group_mod, an add identical to one filed, one that
+//!   checks overlap) puts the filed adds back in their places and files no more: the
+//!   commit then checks and inserts each. Neither building nor filing can fail, so which
+//!   errors come at add time and which at commit is as before.
 //! * `CLOSE`: no more adds. Closing twice is `BUNDLE_CLOSED`.
 //! * `COMMIT`: takes the bundle's messages (open or closed) and removes the bundle, which
 //!   then no longer exists whatever the outcome.
@@ -35,16 +39,22 @@
 //! `commit` applies a bundle: port_mods are checked first, then every flow_mod and
 //! group_mod runs in order inside [`ofproto::Ofproto::atomically`] in one write session
 //! (the datapath keeps translating against the state before it until the session ends and
-//! publishes it, see `ofproto::switch::versions`), then the port_mods are applied. Every commit is both atomic and ordered,
-//! whatever the flags say. If a message fails, nothing changes: the failing message gets
-//! its own error (with its xid and bytes), and the commit gets `MSG_FAILED`. Before the
-//! first message runs, each run of at least [`RESERVE_RUN`] prepared adds to one table and
-//! mask makes room for itself (the classifier's id index and subtable, the table's change
-//! record and undo journal), so 100K adds do not grow and rehash those tables on the way.
+//! publishes it, see `ofproto::switch::versions`), then the port_mods are applied. Every
+//! commit is both atomic and ordered, whatever the flags say. If a message fails, nothing
+//! changes: the failing message gets its own error (with its xid and bytes), and the
+//! commit gets `MSG_FAILED`. When the bundle's flow_mods are all filed adds, the commit
+//! first offers them to `Ofproto::adopt_adds`, which takes each subtable whole when that
+//! gives exactly what applying the adds in order would (no table has the mask, there is
+//! room, every add passes its checks; see `ofproto::switch::adopt`) and otherwise hands
+//! them back, unchanged, to be put in their places and applied one by one, which gives
+//! the errors. Before the first message runs one by one, each run of at least
+//! [`RESERVE_RUN`] prepared adds to one table and mask makes room for itself (the
+//! classifier's id index and subtable, the table's change record and undo journal), so
+//! 100K adds do not grow and rehash those tables on the way.
 
 use super::conn::{reply_error, Conn};
 use super::{handle, lock, mods, BridgeOf};
-use ofproto::switch::{MaskCache, PreparedAdd};
+use ofproto::switch::{BuiltAdds, MaskCache, PreparedAdd};
 use openflow::messages::err::{bad_request, bundle_failed as bf};
 use openflow::messages::OFP_NO_BUFFER;
 use openflow::wire::msg::{bct, OFPBF_ATOMIC, OFPBF_ORDERED};
@@ -72,6 +82,8 @@ pub enum Staged {
     Flow(Box<FlowMod>),
     /// An add built ahead of the commit (`ofproto::switch::PreparedAdd`).
     Add(PreparedAdd),
+    /// An add filed in its bundle's [`BuiltAdds`] (the next one there in order).
+    Built,
     Group(GroupMod),
     GroupBuckets(GroupBucketMod),
     Port(wire::PortMod),
@@ -91,6 +103,38 @@ struct Bundle {
     /// The request that opened the bundle (a timeout error answers it).
     opened_by: Vec<u8>,
     entries: Vec<Entry>,
+    /// The adds filed while they arrive (see the module documentation), until a message
+    /// that cannot be adopted with them arrives: then they go back into `entries`.
+    built: BuiltAdds,
+    /// A message that cannot be adopted arrived: adds are no longer filed.
+    spilled: bool,
+}
+
+impl Bundle {
+    /// Puts the filed adds back in their places in `entries` and files no more.
+    fn spill(&mut self) {
+        self.spilled = true;
+        put_back(&mut self.entries, std::mem::take(&mut self.built));
+    }
+}
+
+/// Puts `built`'s adds, in order, in the places `entries` keeps for them.
+fn put_back(entries: &mut [Entry], built: BuiltAdds) {
+    if built.is_empty() {
+        return;
+    }
+    let mut adds = built.into_adds().into_iter();
+    for e in entries.iter_mut().filter(|e| matches!(e.op, Staged::Built)) {
+        if let Some(p) = adds.next() {
+            e.op = Staged::Add(p);
+        }
+    }
+}
+
+/// A bundle's messages as the commit takes them.
+pub struct Taken {
+    pub entries: Vec<Entry>,
+    pub built: BuiltAdds,
 }
 
 /// A connection's bundles. See the module documentation.
@@ -142,6 +186,8 @@ impl Bundles {
                 used_ms: now,
                 opened_by: req.get(..64).unwrap_or(req).to_vec(),
                 entries: Vec::new(),
+                built: BuiltAdds::default(),
+                spilled: false,
             },
         );
         Ok(())
@@ -203,30 +249,53 @@ impl Bundles {
         if b.entries.len() >= MAX_MESSAGES || self.total >= MAX_MESSAGES {
             return Err(OfError::bundle_failed(bf::MSG_TOO_MANY));
         }
-        // An add is built now, while the client is still sending, so that the commit
-        // only checks and inserts it.
-        let entry = match entry.op {
-            Staged::Flow(fm) => Entry {
-                op: match PreparedAdd::new(*fm, &mut self.masks) {
-                    Ok(p) => Staged::Add(p),
-                    Err(fm) => Staged::Flow(Box::new(fm)),
-                },
-                req: entry.req,
+        // An add is built now, while the client is still sending, and filed into its
+        // subtable, so that the commit can adopt it (or only check and insert it).
+        let op = match entry.op {
+            Staged::Flow(fm) => match PreparedAdd::new(*fm, &mut self.masks) {
+                Ok(p) => Staged::Add(p),
+                Err(fm) => Staged::Flow(Box::new(fm)),
             },
-            _ => entry,
+            op => op,
         };
         let Some(b) = self.map.get_mut(&id) else {
             return Err(OfError::bundle_failed(bf::BAD_ID));
         };
-        b.entries.push(entry);
+        let op = match op {
+            Staged::Add(p) if !b.spilled => match b.built.push(p) {
+                Ok(()) => Staged::Built,
+                Err(p) => {
+                    b.spill();
+                    Staged::Add(p)
+                }
+            },
+            op @ (Staged::Add(_) | Staged::Port(_)) => op,
+            op => {
+                if !b.spilled {
+                    b.spill();
+                }
+                op
+            }
+        };
+        b.entries.push(Entry { op, req: entry.req });
         self.total += 1;
         Ok(())
     }
 
     /// `OFPBCT_COMMIT_REQUEST`: removes the bundle and returns its messages to apply.
-    pub fn take(&mut self, id: u32, flags: u16, now: u64) -> Result<Vec<Entry>, OfError> {
+    pub fn take(&mut self, id: u32, flags: u16, now: u64) -> Result<Taken, OfError> {
         self.existing(id, flags, now)?;
-        Ok(self.drop_bundle(id).map(|b| b.entries).unwrap_or_default())
+        let b = self.drop_bundle(id);
+        Ok(b.map_or(
+            Taken {
+                entries: Vec::new(),
+                built: BuiltAdds::default(),
+            },
+            |b| Taken {
+                entries: b.entries,
+                built: b.built,
+            },
+        ))
     }
 
     /// `OFPBCT_DISCARD_REQUEST`.
@@ -311,8 +380,8 @@ pub fn control(
             bct::CLOSE_REPLY
         }
         bct::COMMIT_REQUEST => {
-            let entries = lock(&c.st).bundles.take(id, bc.flags, now)?;
-            commit(b, c, entries, now)?;
+            let taken = lock(&c.st).bundles.take(id, bc.flags, now)?;
+            commit(b, c, taken, now)?;
             bct::COMMIT_REPLY
         }
         bct::DISCARD_REQUEST => {
@@ -343,11 +412,15 @@ pub fn add(c: &Conn, xid: u32, add: BundleAdd, req: &[u8]) -> Result<(), OfError
 }
 
 /// Applies a bundle's messages all or nothing (see the module documentation).
-fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, entries: Vec<Entry>, now: u64) -> Result<(), OfError> {
+fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, taken: Taken, now: u64) -> Result<(), OfError> {
     let fail = |e: OfError, req: &[u8]| {
         reply_error(c, c.version(), e, req);
         OfError::bundle_failed(bf::MSG_FAILED)
     };
+    let Taken {
+        mut entries,
+        mut built,
+    } = taken;
     let mut ports = Vec::new();
     for e in &entries {
         if let Staged::Port(pm) = &e.op {
@@ -356,41 +429,28 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, entries: Vec<Entry>, now: u64) -> Re
         }
     }
     let changed_tables = entries.iter().any(|e| !matches!(e.op, Staged::Port(_)));
-    // Runs of adds to one table and subtable, as (index of the first, length).
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut prev: Option<&PreparedAdd> = None;
-    for (i, e) in entries.iter().enumerate() {
-        let Staged::Add(p) = &e.op else {
-            prev = None;
-            continue;
-        };
-        match (prev, runs.last_mut()) {
-            (Some(q), Some((_, n))) if q.same_place(p) => *n += 1,
-            _ => runs.push((i, 1)),
-        }
-        prev = Some(p);
-    }
     let any = !entries.is_empty();
     if changed_tables {
         let mut of = b.udpif.of();
-        // The entries are consumed: an added flow keeps its flow_mod's match and
-        // instructions rather than a copy.
         of.atomically(|of| {
-            for &(i, n) in runs.iter().filter(|r| r.1 >= RESERVE_RUN) {
-                if let Some(Entry {
-                    op: Staged::Add(p), ..
-                }) = entries.get(i)
-                {
-                    of.reserve_like(p, n);
+            // Every message that changes a table is a filed add: adopted whole if it can
+            // be, else applied one by one below.
+            if !built.is_empty() {
+                match of.adopt_adds(std::mem::take(&mut built), now) {
+                    Ok(()) => return Ok(()),
+                    Err(back) => put_back(&mut entries, back),
                 }
             }
+            reserve_runs(of, &entries);
+            // The entries are consumed: an added flow keeps its flow_mod's match and
+            // instructions rather than a copy.
             for e in entries {
                 let r = match e.op {
                     Staged::Flow(fm) => of.flow_mod_owned(*fm, now).map(|_| ()),
                     Staged::Add(p) => of.add_prepared(p, now).map(|_| ()),
                     Staged::Group(gm) => of.group_mod(&gm, now),
                     Staged::GroupBuckets(gm) => of.group_bucket_mod(&gm, now),
-                    Staged::Port(_) => Ok(()),
+                    Staged::Port(_) | Staged::Built => Ok(()),
                 };
                 r.map_err(|x| (x, e.req))?;
             }
@@ -405,6 +465,33 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, entries: Vec<Entry>, now: u64) -> Re
         handle::changed(b, c);
     }
     Ok(())
+}
+
+/// Makes room, before the first message runs, for each run of at least [`RESERVE_RUN`]
+/// prepared adds to one table and mask.
+fn reserve_runs(of: &mut ofproto::Ofproto, entries: &[Entry]) {
+    // Runs of adds to one table and subtable, as (index of the first, length).
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut prev: Option<&PreparedAdd> = None;
+    for (i, e) in entries.iter().enumerate() {
+        let Staged::Add(p) = &e.op else {
+            prev = None;
+            continue;
+        };
+        match (prev, runs.last_mut()) {
+            (Some(q), Some((_, n))) if q.same_place(p) => *n += 1,
+            _ => runs.push((i, 1)),
+        }
+        prev = Some(p);
+    }
+    for &(i, n) in runs.iter().filter(|r| r.1 >= RESERVE_RUN) {
+        if let Some(Entry {
+            op: Staged::Add(p), ..
+        }) = entries.get(i)
+        {
+            of.reserve_like(p, n);
+        }
+    }
 }
 
 /// Discards the connection's idle bundles, answering each with `TIMEOUT`.
@@ -451,7 +538,7 @@ mod tests {
         assert!(b.is_empty(), "an add to a closed bundle discards it");
         b.open(2, AO, &[], 0).expect("open");
         b.add(2, AO, entry(), &[], 1).expect("add");
-        assert_eq!(b.take(2, AO, 2).expect("commit").len(), 1);
+        assert_eq!(b.take(2, AO, 2).expect("commit").entries.len(), 1);
         assert_eq!(
             code(b.take(2, AO, 3)),
             Some(bf::BAD_ID),
@@ -479,6 +566,85 @@ mod tests {
         b.add(5, OFPBF_ATOMIC, entry(), &[], 0).expect("add");
         b.discard(5).expect("discard");
         assert!(b.is_empty());
+    }
+
+    fn add_entry(dst: u32, prio: u16) -> Entry {
+        let mut fm = FlowMod::new(FlowModCommand::Add);
+        fm.priority = prio;
+        fm.match_ = openflow::Match::new()
+            .with(openflow::oxm::Field::EthType, 0x0800)
+            .with(openflow::oxm::Field::Ipv4Dst, u128::from(dst));
+        Entry {
+            op: Staged::Flow(Box::new(fm)),
+            req: dst.to_be_bytes().to_vec(),
+        }
+    }
+
+    fn kinds(t: &Taken) -> String {
+        t.entries
+            .iter()
+            .map(|e| match e.op {
+                Staged::Built => 'b',
+                Staged::Add(_) => 'a',
+                Staged::Flow(_) => 'f',
+                _ => 'o',
+            })
+            .collect()
+    }
+
+    #[test]
+    fn adds_are_filed_until_a_message_that_cannot_be_adopted() {
+        let mut b = Bundles::default();
+        b.open(1, AO, &[], 0).expect("open");
+        for i in 0..3 {
+            b.add(1, AO, add_entry(i, 10), &[], 1).expect("add");
+        }
+        let t = b.take(1, AO, 2).expect("commit");
+        assert_eq!(kinds(&t), "bbb");
+        assert_eq!(t.built.len(), 3);
+        // A delete puts the filed adds back, in order; later adds are not filed.
+        b.open(2, AO, &[], 0).expect("open");
+        for i in 0..3 {
+            b.add(2, AO, add_entry(i, 10), &[], 1).expect("add");
+        }
+        let mut del = FlowMod::new(FlowModCommand::Delete);
+        del.table_id = 0;
+        let del = Entry {
+            op: Staged::Flow(Box::new(del)),
+            req: vec![],
+        };
+        b.add(2, AO, del, &[], 1).expect("add");
+        b.add(2, AO, add_entry(7, 10), &[], 1).expect("add");
+        let t = b.take(2, AO, 2).expect("commit");
+        assert_eq!(kinds(&t), "aaafa");
+        assert!(t.built.is_empty());
+        let order: Vec<u32> = t
+            .entries
+            .iter()
+            .filter_map(|e| match &e.op {
+                Staged::Add(p) => p
+                    .rule()
+                    .match_
+                    .get(openflow::oxm::Field::Ipv4Dst)
+                    .map(|f| f.value),
+                _ => None,
+            })
+            .map(|v| v as u32)
+            .collect();
+        assert_eq!(order, vec![0, 1, 2, 7]);
+        // An add identical to one filed does too; the earlier stays before it.
+        b.open(3, AO, &[], 0).expect("open");
+        b.add(3, AO, add_entry(1, 10), &[], 1).expect("add");
+        b.add(3, AO, add_entry(2, 10), &[], 1).expect("add");
+        b.add(3, AO, add_entry(1, 10), &[], 1).expect("add");
+        let t = b.take(3, AO, 2).expect("commit");
+        assert_eq!(kinds(&t), "aaa");
+        // A discarded bundle takes its filed adds with it.
+        b.open(4, AO, &[], 0).expect("open");
+        b.add(4, AO, add_entry(1, 10), &[], 1).expect("add");
+        b.discard(4).expect("discard");
+        assert!(b.is_empty());
+        assert_eq!(b.total, 0);
     }
 
     #[test]

@@ -185,7 +185,7 @@ impl Ofproto {
 }
 
 /// Whether an `output` may name `port` (`TABLE` only in a packet-out).
-fn out_port_ok(port: u32, packet_out: bool) -> bool {
+pub(super) fn out_port_ok(port: u32, packet_out: bool) -> bool {
     (port > 0 && port <= OFPP_MAX)
         || matches!(
             port,

@@ -60,7 +60,7 @@ pub(super) fn check_learn(m: &Match, l: &Learn) -> Result<(), OfError> {
 }
 
 /// The (table, cookie) pairs of the `delete_learned` learns in `r`'s actions.
-fn learn_refs(r: &Rule) -> Vec<(u8, u64)> {
+pub(super) fn learn_refs(r: &Rule) -> Vec<(u8, u64)> {
     fn walk(acts: &[Action], out: &mut Vec<(u8, u64)>) {
         for a in acts {
             match a {

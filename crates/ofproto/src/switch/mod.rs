@@ -13,6 +13,7 @@
 //! `group_meter` the TLV, group and meter mods, `buckets`, `learned`, `txn` (bundles) and
 //! `versions` (the published snapshots) one job each.
 
+mod adopt;
 mod buckets;
 mod learned;
 mod prepared;
@@ -27,6 +28,7 @@ use crate::group::Group;
 use crate::meter::{Band, BandKind, LiveMeter, Meter, MeterMap, MeterTable};
 use crate::rule::{Rule, RuleStats};
 use crate::table::Table;
+pub use adopt::BuiltAdds;
 use classifier::Match as CMatch;
 use openflow::actions::{
     OFPG_ALL, OFPG_ANY, OFPP_ALL, OFPP_ANY, OFPP_CONTROLLER, OFPP_FLOOD, OFPP_IN_PORT, OFPP_LOCAL,

@@ -11,6 +11,10 @@
 //! rule with its counters; the events); only the rule's id and times are filled in then, so
 //! ids still follow the order in which adds are applied.
 //!
+//! A bundle goes one step further with its prepared adds: it files them into classifier
+//! subtables as they arrive, and its commit adopts those whole when it can (see
+//! [`super::adopt`]); the adds it cannot adopt come back here, to [`Ofproto::add_prepared`].
+//!
 //! Only adds whose match has no `tun_metadata` field are prepared: those fields are placed
 //! in the flow key by the TLV table, which may change before the commit. Others are left
 //! as flow_mods ([`PreparedAdd::new`] hands them back).
@@ -26,7 +30,7 @@ pub type MaskCache = Option<Arc<[u64; FLOW_KEY_WORDS]>>;
 /// An add flow_mod built ahead of time (see the module documentation).
 #[derive(Debug)]
 pub struct PreparedAdd {
-    rule: Arc<ClsRule>,
+    pub(super) rule: Arc<ClsRule>,
 }
 
 impl PreparedAdd {
