@@ -539,7 +539,7 @@ impl Conntrack {
     /// ([`Conntrack::update_settled`]), any other's state under the mutex; then NAT on the
     /// packet. The verdict goes into `out` (written only when `Found::Done`).
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn update(
         &self,
         conn: &Arc<Conn>,
