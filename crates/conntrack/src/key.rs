@@ -368,11 +368,24 @@ fn tcp_wscale(frame: &[u8], l4: usize, hlen: usize) -> Option<u8> {
 /// Parses `frame` for tracking in `zone`.
 #[inline(always)]
 pub fn parse(frame: &[u8], meta: &PacketMeta, zone: u16) -> Parsed {
-    parse_inner(frame, meta, zone).unwrap_or(Parsed::Invalid)
+    let mut out = Parsed::Invalid;
+    parse_into(frame, meta, zone, &mut out);
+    out
 }
 
+/// [`parse`] into `out`, the caller's slot: the key is written once where it is used, not
+/// built in an `Option` and moved out of it (a 64-byte value, copied on each move).
 #[inline(always)]
-fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Parsed> {
+pub fn parse_into(frame: &[u8], meta: &PacketMeta, zone: u16, out: &mut Parsed) {
+    if parse_inner(frame, meta, zone, out).is_none() {
+        *out = Parsed::Invalid;
+    }
+}
+
+/// Writes what it finds into `out` and returns `Some`; `None` (with `out` unspecified) for
+/// an invalid packet.
+#[inline(always)]
+fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16, out: &mut Parsed) -> Option<()> {
     if meta.frag {
         return None;
     }
@@ -419,10 +432,11 @@ fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Parsed> {
                 len: u32::try_from(end - l4 - off).ok()?,
                 wscale: tcp_wscale(frame, l4, off),
             };
-            Some(Parsed::Conn {
+            *out = Parsed::Conn {
                 key,
                 tcp: Some(seg),
-            })
+            };
+            Some(())
         }
         PROTO_UDP | PROTO_UDPLITE | PROTO_SCTP => {
             if l4 + 8 > end {
@@ -435,7 +449,8 @@ fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Parsed> {
                 return None;
             }
             let key = key_with(be16(frame, l4)?, be16(frame, l4 + 2)?);
-            Some(Parsed::Conn { key, tcp: None })
+            *out = Parsed::Conn { key, tcp: None };
+            Some(())
         }
         PROTO_ICMP | PROTO_ICMPV6 => {
             if (proto == PROTO_ICMPV6) != v6 || l4 + 8 > end || !l4_ok(v6) {
@@ -453,17 +468,22 @@ fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Parsed> {
                     icmp_code: code,
                     ..key_with(id, id)
                 };
-                Some(Parsed::Conn { key, tcp: None })
+                *out = Parsed::Conn { key, tcp: None };
+                Some(())
             } else if icmp_is_error(v6, t) {
-                parse_quoted(frame, l4 + 8, end, &key_with(0, 0))
+                *out = parse_quoted(frame, l4 + 8, end, &key_with(0, 0))?;
+                Some(())
             } else {
                 None
             }
         }
-        _ => Some(Parsed::Conn {
-            key: key_with(0, 0),
-            tcp: None,
-        }),
+        _ => {
+            *out = Parsed::Conn {
+                key: key_with(0, 0),
+                tcp: None,
+            };
+            Some(())
+        }
     }
 }
 

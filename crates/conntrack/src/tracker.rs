@@ -39,7 +39,7 @@
 //! allocates except a connection's own 176-byte record and its two table slots.
 
 use crate::cache::ConnCache;
-use crate::key::{parse, ConnKey, PacketMeta, Parsed, TcpSeg};
+use crate::key::{parse, parse_into, ConnKey, PacketMeta, Parsed, TcpSeg};
 use crate::nat::Nat;
 use crate::rewrite;
 use crate::table::{Conn, ConnState, ProtoState, Table, NAT_SRC};
@@ -305,12 +305,13 @@ impl Conntrack {
         now: u64,
         out: &mut CtResult,
     ) {
-        let pr = parse(frame, meta, req.zone);
+        let mut pr = Parsed::Invalid;
+        parse_into(frame, meta, req.zone, &mut pr);
         let h = match &pr {
             Parsed::Conn { key, .. } | Parsed::IcmpError { key, .. } => self.table.hash(key),
             Parsed::Invalid => 0,
         };
-        self.track_parsed(cache, frame, meta, pr, h, req, now, out);
+        self.track_parsed(cache, frame, meta, &pr, h, req, now, out);
     }
 
     /// A batch in chunks of [`BATCH_CHUNK`]: first every packet of the chunk parsed, its
@@ -362,7 +363,7 @@ impl Conntrack {
             for ((p, o), (pr, h)) in pc.iter_mut().zip(oc.iter_mut()).zip(parsed) {
                 match p.frame_and_meta() {
                     Some((frame, meta)) => {
-                        self.track_parsed(cache.as_deref_mut(), frame, &meta, pr, h, req, now, o)
+                        self.track_parsed(cache.as_deref_mut(), frame, &meta, &pr, h, req, now, o)
                     }
                     None => *o = self.invalid(req.zone),
                 }
@@ -423,7 +424,7 @@ impl Conntrack {
         cache: Option<&mut ConnCache>,
         frame: &mut [u8],
         meta: &PacketMeta,
-        parsed: Parsed,
+        parsed: &Parsed,
         h: u64,
         req: &CtRequest<'_>,
         now: u64,
@@ -432,10 +433,10 @@ impl Conntrack {
         match parsed {
             Parsed::Invalid => *out = self.invalid(req.zone),
             Parsed::Conn { key, tcp } => {
-                self.track(cache, frame, meta, &key, h, tcp.as_ref(), req, now, out)
+                self.track(cache, frame, meta, key, h, tcp.as_ref(), req, now, out)
             }
             Parsed::IcmpError { key, quoted } => {
-                let hit = self.table.lookup(&key, h, |conn, reply| {
+                let hit = self.table.lookup(key, h, |conn, reply| {
                     let st = conn.st.lock();
                     (conn.expires() > now).then_some((
                         st.mark,
@@ -465,7 +466,7 @@ impl Conntrack {
                             frame,
                             usize::from(meta.l3),
                             usize::from(l4),
-                            &quoted,
+                            quoted,
                             &k,
                             &t,
                         );
@@ -538,7 +539,7 @@ impl Conntrack {
     /// ([`Conntrack::update_settled`]), any other's state under the mutex; then NAT on the
     /// packet. The verdict goes into `out` (written only when `Found::Done`).
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn update(
         &self,
         conn: &Arc<Conn>,
