@@ -132,6 +132,7 @@ fn put_back(entries: &mut [Entry], built: BuiltAdds) {
 }
 
 /// A bundle's messages as the commit takes them.
+#[derive(Default)]
 pub struct Taken {
     pub entries: Vec<Entry>,
     pub built: BuiltAdds,
@@ -285,17 +286,13 @@ impl Bundles {
     /// `OFPBCT_COMMIT_REQUEST`: removes the bundle and returns its messages to apply.
     pub fn take(&mut self, id: u32, flags: u16, now: u64) -> Result<Taken, OfError> {
         self.existing(id, flags, now)?;
-        let b = self.drop_bundle(id);
-        Ok(b.map_or(
-            Taken {
-                entries: Vec::new(),
-                built: BuiltAdds::default(),
-            },
-            |b| Taken {
+        Ok(self
+            .drop_bundle(id)
+            .map(|b| Taken {
                 entries: b.entries,
                 built: b.built,
-            },
-        ))
+            })
+            .unwrap_or_default())
     }
 
     /// `OFPBCT_DISCARD_REQUEST`.
