@@ -11,6 +11,7 @@
 
 use crate::rule::Rule;
 use classifier::{Classifier, Config, Match as CMatch, RuleId};
+use openflow::FlowModFlags;
 use packet::flow::{FlowKey, FLOW_KEY_WORDS};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,6 +60,9 @@ pub struct Table {
     cls: Cls,
     /// Rules with an idle or hard timeout: expiry looks only at these.
     timed: IdSet,
+    /// Rules that ask for a flow-removed message (`send_flow_rem`): a table emptied at once
+    /// looks at its rules one by one only if there are any.
+    notify: IdSet,
     /// While a transaction runs (see `Ofproto::atomically`): each rule id changed, with the
     /// rule it had before its first change (`None`: it did not exist).
     journal: Option<HashMap<u64, Option<Arc<ClsRule>>, IdHash>>,
@@ -110,6 +114,7 @@ impl Table {
             miss: TableMiss::Drop,
             cls: Classifier::new(Config::flow_key()),
             timed: IdSet::default(),
+            notify: IdSet::default(),
             journal: None,
             unranked: false,
             changes: TableChanges::default(),
@@ -202,8 +207,9 @@ impl Table {
         }
         if shared {
             // The rules the shared subtables brought were not tracked one by one: once
-            // caught up, the timed set is `from`'s.
+            // caught up, the timed and notify sets are `from`'s.
             self.timed.clone_from(&from.timed);
+            self.notify.clone_from(&from.notify);
         }
         self.changes = TableChanges::default();
         old
@@ -241,6 +247,16 @@ impl Table {
         } else {
             self.timed.remove(&r.id);
         }
+        if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
+            self.notify.insert(r.id);
+        } else {
+            self.notify.remove(&r.id);
+        }
+    }
+
+    /// True if some rule asks for a flow-removed message.
+    pub fn any_send_flow_rem(&self) -> bool {
+        !self.notify.is_empty()
     }
 
     /// Every rule, highest priority first (ties by age, oldest first): O(n log n), for
@@ -380,7 +396,7 @@ impl Table {
     }
 
     /// Records `r`, a rule under an id no rule of this table has had that comes in a
-    /// subtable [`Table::adopt`] takes, as added (undo journal, timed set); the change
+    /// subtable [`Table::adopt`] takes, as added (undo journal, timed and notify sets); the change
     /// record names its subtable instead.
     pub(crate) fn record_adopted(&mut self, r: &Rule) {
         if let Some(j) = self.journal.as_mut() {
@@ -390,10 +406,13 @@ impl Table {
         if r.idle_timeout != 0 || r.hard_timeout != 0 {
             self.timed.insert(r.id);
         }
+        if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
+            self.notify.insert(r.id);
+        }
     }
 
     /// Records `r`, a rule under an id no rule of this table has had, as added (change
-    /// record, undo journal, timed set).
+    /// record, undo journal, timed and notify sets).
     pub(crate) fn record_new(&mut self, r: &Rule) {
         self.changes.ids.insert(r.id);
         self.record_adopted(r);
@@ -434,6 +453,7 @@ impl Table {
             }
         }
         self.timed.clear();
+        self.notify.clear();
         self.unranked = false;
         self.changes = TableChanges {
             cleared: true,
@@ -447,6 +467,7 @@ impl Table {
         self.record(id);
         let r = self.cls.remove(RuleId::new(id))?;
         self.timed.remove(&id);
+        self.notify.remove(&id);
         Some(Arc::clone(r.payload()))
     }
 
