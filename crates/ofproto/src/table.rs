@@ -396,8 +396,8 @@ impl Table {
     }
 
     /// Records `r`, a rule under an id no rule of this table has had that comes in a
-    /// subtable [`Table::adopt`] takes, as added (undo journal, timed and notify sets); the change
-    /// record names its subtable instead.
+    /// subtable [`Table::adopt`] takes, as added (undo journal, timed and notify sets); the
+    /// change record names its subtable instead.
     pub(crate) fn record_adopted(&mut self, r: &Rule) {
         if let Some(j) = self.journal.as_mut() {
             j.entry(r.id).or_insert(None);
