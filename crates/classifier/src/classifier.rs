@@ -331,6 +331,13 @@ impl<T, const W: usize> Classifier<T, W> {
 
     pub(crate) fn remove_raw(&mut self, id: RuleId) -> Option<Arc<Rule<T, W>>> {
         let (slot, rule) = self.by_id.remove(&id)?;
+        self.unfile(slot, &rule);
+        Some(rule)
+    }
+
+    /// Takes `rule`, no longer in the id index, out of subtable `slot` and the counts.
+    pub(crate) fn unfile(&mut self, slot: u32, rule: &Rule<T, W>) {
+        let id = rule.id;
         let cfg = self.view.cfg;
         let Some(Some(st)) = self.view.slots.get_mut(slot as usize) else {
             unreachable!("a live rule's subtable is live");
@@ -352,7 +359,6 @@ impl<T, const W: usize> Classifier<T, W> {
             self.partition_remove(rule.value[pw], bit);
         }
         self.view.n_rules -= 1;
-        Some(rule)
     }
 
     pub(crate) fn replace_raw(&mut self, id: RuleId, payload: T) -> Option<Arc<Rule<T, W>>> {

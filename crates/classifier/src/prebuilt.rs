@@ -10,6 +10,12 @@
 //! [`Classifier::insert_shared_unranked`]. When the mask is there already the caller takes
 //! the rules back ([`Prebuilt::into_rules`]) and inserts them one by one.
 //!
+//! A classifier kept as a copy of another (a second copy of a table, catching up with the
+//! first after a commit) takes an adopted subtable from it with
+//! [`Classifier::share_subtable`]: the same subtable `Arc`, so neither hash table is built
+//! twice; the rules are filed in the copy's id index. The first change either classifier
+//! then makes to that subtable copies it (copy-on-write, see `crate::classifier`).
+//!
 //! A [`Prebuilt`] holds the only reference to each of its rules (it takes only unshared
 //! ones and lends out none), so their ids can still be set when they are adopted.
 
@@ -94,6 +100,17 @@ impl<T, const W: usize> Classifier<T, W> {
         self.by_mask.contains_key(mask)
     }
 
+    /// The rules of the subtable with exactly this mask, if there is one, in no particular
+    /// order.
+    pub fn rules_with_mask(&self, mask: &[u64; W]) -> impl Iterator<Item = &Arc<Rule<T, W>>> {
+        self.by_mask
+            .get(mask)
+            .and_then(|&s| self.view.slots.get(s as usize))
+            .and_then(Option::as_ref)
+            .into_iter()
+            .flat_map(|st| st.buckets().flat_map(|b| b.iter()))
+    }
+
     /// True if [`Classifier::adopt`] would take `pre`: no subtable has its mask, and
     /// subtables are laid out alike.
     pub fn can_adopt(&self, pre: &Prebuilt<T, W>) -> bool {
@@ -170,6 +187,86 @@ impl<T, const W: usize> Classifier<T, W> {
     }
 }
 
+impl<T, const W: usize> Classifier<T, W> {
+    /// Takes `from`'s subtable with `mask` as this classifier's own, sharing it (see the
+    /// module documentation): its rules, under their ids, join this classifier. In O(its
+    /// rules) of light work (each rule's id is filed; nothing is hashed by value). False,
+    /// changing nothing, if `from` has no subtable with `mask`, this classifier has one, or
+    /// the two lay subtables out otherwise. A rule of this classifier that has the id of
+    /// one of the rules taken is replaced by it. The ranking is stale until
+    /// [`Classifier::rerank`].
+    pub fn share_subtable(&mut self, from: &Classifier<T, W>, mask: &[u64; W]) -> bool {
+        let Some(&fslot) = from.by_mask.get(mask) else {
+            return false;
+        };
+        if self.has_mask(mask) || !self.view.cfg.same_layout(&from.view.cfg) {
+            return false;
+        }
+        let Some(Some(st)) = from.view.slots.get(fslot as usize) else {
+            return false;
+        };
+        let prios = from
+            .meta
+            .get(fslot as usize)
+            .map(|m| m.prios.clone())
+            .unwrap_or_default();
+        let slot = self.install(Arc::clone(st), prios);
+        self.by_id.reserve(st.n_rules);
+        // The rules in id order if they are most of `from`'s (after a commit of adds, their
+        // memory's order, and consecutive slots of the id index), else the subtable's.
+        if st.n_rules.saturating_mul(2) >= from.by_id.len() {
+            let rules = from
+                .by_id
+                .values()
+                .filter(|(s, _)| *s == fslot)
+                .map(|(_, r)| r);
+            self.file_shared(slot, rules);
+        } else {
+            self.file_shared(slot, st.buckets().flat_map(|b| b.iter()));
+        }
+        self.view.n_rules += st.n_rules;
+        true
+    }
+
+    /// Files `rules`, those of the subtable just installed in `slot`, in the id index and
+    /// partitions; a rule with the id of one of them leaves its own subtable.
+    fn file_shared<'a>(&mut self, slot: u32, mut rules: impl Iterator<Item = &'a Arc<Rule<T, W>>>)
+    where
+        T: 'a,
+    {
+        let pw = self.view.cfg.partition_word();
+        let tag_bit = self.meta.get(slot as usize).and_then(|m| m.tag_bit);
+        let mut max_id = None;
+        let mut replaced = Vec::new();
+        let mut chunk: Vec<&Arc<Rule<T, W>>> = Vec::with_capacity(TOUCH_AHEAD);
+        loop {
+            chunk.extend(rules.by_ref().take(TOUCH_AHEAD));
+            if chunk.is_empty() {
+                break;
+            }
+            // Read each chunk's rules first, so that their cache misses overlap.
+            for r in &chunk {
+                std::hint::black_box(r.id);
+            }
+            for r in chunk.drain(..) {
+                max_id = max_id.max(Some(r.id.0));
+                if let (Some(bit), Some(w)) = (tag_bit, pw) {
+                    self.partition_add(r.value[w], bit);
+                }
+                if let Some(old) = self.by_id.insert(r.id, (slot, Arc::clone(r))) {
+                    replaced.push(old);
+                }
+            }
+        }
+        for (oslot, old) in replaced {
+            self.unfile(oslot, &old);
+        }
+        if let Some(m) = max_id {
+            self.next_id = self.next_id.max(m.saturating_add(1));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +340,90 @@ mod tests {
         assert_eq!(ids, (10..20).collect::<Vec<_>>());
         assert_eq!(c.len(), 1);
         assert!(c2.is_empty());
+    }
+
+    /// Every rule as (id, value, priority, payload), sorted.
+    fn contents(c: &Classifier<u64, 2>) -> Vec<(u64, [u64; 2], u32, u64)> {
+        let mut v: Vec<_> = c
+            .iter()
+            .map(|r| (r.id.0, r.value, r.priority, *r.payload()))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn a_copy_shares_an_adopted_subtable_until_either_changes_it() {
+        // The shared subtable is most of the rules, or a few of them (filed in another
+        // order).
+        share_and_change(0);
+        share_and_change(300);
+    }
+
+    fn share_and_change(others: u64) {
+        // Word 1 is the partition word: the subtable with it exact is tagged.
+        let cfg = cfg().with_partition_word(1).expect("partition word");
+        let mut a: Classifier<u64, 2> = Classifier::new(cfg);
+        let mut b: Classifier<u64, 2> = Classifier::new(cfg);
+        for c in [&mut a, &mut b] {
+            c.insert_with_id(RuleId(1), Match::new([0, 5], [0, u64::MAX]), 1, 99);
+            for i in 0..others {
+                let m = Match::new([i, 0], [u64::MAX, 0]);
+                c.insert_with_id(RuleId(1000 + i), m, 2, i);
+            }
+        }
+        let mask = [u64::MAX, u64::MAX];
+        let mut masks = None;
+        let mut pre = Prebuilt::new(mask, cfg);
+        for i in 0..100 {
+            let m = Match::new([i, i % 3], mask);
+            assert!(pre
+                .push(Arc::new(Rule::prebuilt(RuleId(i), 10, &m, &mut masks, i)))
+                .is_ok());
+        }
+        a.adopt(pre, |r| r.set_id(RuleId(r.id.0 + 10)))
+            .unwrap_or_else(|_| panic!("adopted"));
+        a.rerank();
+        // `b` has a rule under one of the adopted ids (10): it is replaced.
+        b.insert_with_id(RuleId(10), Match::new([7, 0], [u64::MAX, 0]), 3, 7);
+        assert!(!b.share_subtable(&a, &[1, 1]), "no such subtable");
+        assert!(b.share_subtable(&a, &mask));
+        assert!(!b.share_subtable(&a, &mask), "b has it now");
+        b.rerank();
+        assert_eq!(contents(&a), contents(&b));
+        assert_eq!(b.len(), 101 + others as usize);
+        let subtables = if others == 0 { 2 } else { 3 };
+        assert_eq!(
+            b.n_subtables(),
+            subtables,
+            "the replaced rule's subtable went"
+        );
+        let find = |c: &Classifier<u64, 2>, k: [u64; 2]| {
+            let mut wc = [0; 2];
+            c.lookup(&k, &mut wc).map(|r| r.id.0)
+        };
+        for k in [[42, 0], [41, 2], [3, 5], [7, 0], [9, 9], [299, 0]] {
+            assert_eq!(find(&a, k), find(&b, k), "{k:?}");
+        }
+        assert_eq!(find(&b, [42, 0]), Some(52));
+        // The same rules, not copies.
+        let (ra, rb) = (a.get(RuleId(52)), b.get(RuleId(52)));
+        assert!(ra.zip(rb).is_some_and(|(x, y)| Arc::ptr_eq(x, y)));
+        // Changing one leaves the other as it was.
+        assert!(b.remove(RuleId(52)).is_some());
+        b.insert_with_id(RuleId(500), Match::new([42, 1], mask), 20, 5);
+        assert_eq!(find(&b, [42, 1]), Some(500));
+        assert_eq!(find(&a, [42, 0]), Some(52));
+        assert_ne!(find(&a, [42, 1]), Some(500));
+        assert_eq!(a.len(), 101 + others as usize);
+        // New ids the classifier picks are above the shared ones.
+        let id = b.insert(Match::new([3, 0], [u64::MAX, 0]), 1, 0);
+        let top = if others == 0 { 500 } else { 999 + others };
+        assert!(id.0 > top);
+        let other = Config::<2>::new();
+        let mut c: Classifier<u64, 2> = Classifier::new(other);
+        assert!(!c.share_subtable(&a, &mask), "another layout");
+        assert!(c.is_empty());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 use crate::rule::Rule;
 use classifier::{Classifier, Config, Match as CMatch, RuleId};
+use openflow::FlowModFlags;
 use packet::flow::{FlowKey, FLOW_KEY_WORDS};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,6 +60,9 @@ pub struct Table {
     cls: Cls,
     /// Rules with an idle or hard timeout: expiry looks only at these.
     timed: IdSet,
+    /// Rules that ask for a flow-removed message (`send_flow_rem`): a table emptied at once
+    /// looks at its rules one by one only if there are any.
+    notify: IdSet,
     /// While a transaction runs (see `Ofproto::atomically`): each rule id changed, with the
     /// rule it had before its first change (`None`: it did not exist).
     journal: Option<HashMap<u64, Option<Arc<ClsRule>>, IdHash>>,
@@ -75,16 +79,28 @@ pub struct Table {
 /// table replays (see `crate::versions`).
 #[derive(Clone, Debug, Default)]
 pub struct TableChanges {
-    /// The table was emptied first (`take_all`); `ids` then holds only what came after.
+    /// The table was emptied first (`take_all`); `ids` and `adopted` then hold only what
+    /// came after.
     pub cleared: bool,
-    /// Rule ids added, modified or removed.
+    /// Rule ids added, modified or removed, except the adds of `adopted`.
     pub ids: IdSet,
+    /// The masks of subtables adopted whole ([`Table::adopt`]), with how many rules each
+    /// brought: their rules are not in `ids`; the lagging copy takes whatever subtable the
+    /// changed copy has with that mask.
+    pub adopted: Vec<([u64; FLOW_KEY_WORDS], usize)>,
 }
 
 impl TableChanges {
     /// True if nothing changed.
     pub fn is_empty(&self) -> bool {
-        !self.cleared && self.ids.is_empty()
+        !self.cleared && self.ids.is_empty() && self.adopted.is_empty()
+    }
+
+    /// How many rule changes a lagging copy replays (a table emptied aside).
+    pub fn len(&self) -> usize {
+        self.adopted
+            .iter()
+            .fold(self.ids.len(), |n, (_, k)| n.saturating_add(*k))
     }
 }
 
@@ -98,6 +114,7 @@ impl Table {
             miss: TableMiss::Drop,
             cls: Classifier::new(Config::flow_key()),
             timed: IdSet::default(),
+            notify: IdSet::default(),
             journal: None,
             unranked: false,
             changes: TableChanges::default(),
@@ -142,8 +159,11 @@ impl Table {
     }
 
     /// Brings this copy up to `from` (the copy the changes were made on): the rules `ch`
-    /// names are copied from `from` (the same classifier `Arc`s) or removed. O(changes), except that a
-    /// `cleared` table hands back its old contents for the caller to free.
+    /// names are copied from `from` (the same classifier `Arc`s) or removed; a subtable
+    /// `from` adopted is shared whole when this copy has none with its mask
+    /// (`Classifier::share_subtable`), its rules otherwise copied one by one. O(changes),
+    /// with little work per rule of a shared subtable; a `cleared` table hands back its old
+    /// contents for the caller to free.
     pub(crate) fn catch_up(&mut self, ch: &TableChanges, from: &Table) -> Option<Cls> {
         let old = if ch.cleared {
             Some(self.take_all())
@@ -151,8 +171,29 @@ impl Table {
             None
         };
         let mut add = Vec::new();
+        let mut shared = false;
+        for (mask, _) in &ch.adopted {
+            if self.cls.share_subtable(&from.cls, mask) {
+                shared = true;
+            } else if from.cls.has_mask(mask) {
+                // This copy has a subtable with that mask (with rules the session removed,
+                // which `ids` names): copy the rules in.
+                add.extend(
+                    from.cls
+                        .rules_with_mask(mask)
+                        .filter(|r| {
+                            !self
+                                .entry(r.payload().id)
+                                .is_some_and(|x| Arc::ptr_eq(x, r))
+                        })
+                        .cloned(),
+                );
+            }
+        }
         for &id in &ch.ids {
             match from.entry(id) {
+                // Shared with a subtable above, or copied already.
+                Some(r) if self.entry(id).is_some_and(|x| Arc::ptr_eq(x, r)) => {}
                 Some(r) => add.push(Arc::clone(r)),
                 None => {
                     self.remove(id);
@@ -161,6 +202,14 @@ impl Table {
         }
         if !add.is_empty() {
             self.put_many(add);
+        } else if shared {
+            self.cls.rerank();
+        }
+        if shared {
+            // The rules the shared subtables brought were not tracked one by one: once
+            // caught up, the timed and notify sets are `from`'s.
+            self.timed.clone_from(&from.timed);
+            self.notify.clone_from(&from.notify);
         }
         self.changes = TableChanges::default();
         old
@@ -198,6 +247,16 @@ impl Table {
         } else {
             self.timed.remove(&r.id);
         }
+        if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
+            self.notify.insert(r.id);
+        } else {
+            self.notify.remove(&r.id);
+        }
+    }
+
+    /// True if some rule asks for a flow-removed message.
+    pub fn any_send_flow_rem(&self) -> bool {
+        !self.notify.is_empty()
     }
 
     /// Every rule, highest priority first (ties by age, oldest first): O(n log n), for
@@ -315,10 +374,13 @@ impl Table {
     /// Takes `pre`, rules built apart with one mask, whole as the classifier's subtable for
     /// that mask (see `classifier::Prebuilt`); `f` gives each rule its id and payload
     /// first, in no particular order. The caller records each rule with
-    /// [`Table::record_new`]; the classifier re-ranks as after [`Table::insert_new`]. Hands
+    /// [`Table::record_adopted`]; the change record names the subtable, not its rules (see
+    /// [`TableChanges`]). The classifier re-ranks as after [`Table::insert_new`]. Hands
     /// `pre` back unchanged unless [`Table::can_adopt`].
     pub(crate) fn adopt(&mut self, pre: Built, f: impl FnMut(&mut ClsRule)) -> Result<(), Built> {
+        let (mask, n) = (*pre.mask(), pre.len());
         self.cls.adopt(pre, f)?;
+        self.changes.adopted.push((mask, n));
         self.unranked = true;
         if self.journal.is_none() {
             self.rank();
@@ -326,18 +388,17 @@ impl Table {
         Ok(())
     }
 
-    /// Makes room to record `n` new rules ([`Table::record_new`]).
+    /// Makes room to record `n` adopted rules ([`Table::record_adopted`]).
     pub(crate) fn reserve_records(&mut self, n: usize) {
-        self.changes.ids.reserve(n);
         if let Some(j) = self.journal.as_mut() {
             j.reserve(n);
         }
     }
 
-    /// Records `r`, a rule under an id no rule of this table has had, as added (change
-    /// record, undo journal, timed set).
-    pub(crate) fn record_new(&mut self, r: &Rule) {
-        self.changes.ids.insert(r.id);
+    /// Records `r`, a rule under an id no rule of this table has had that comes in a
+    /// subtable [`Table::adopt`] takes, as added (undo journal, timed and notify sets); the
+    /// change record names its subtable instead.
+    pub(crate) fn record_adopted(&mut self, r: &Rule) {
         if let Some(j) = self.journal.as_mut() {
             j.entry(r.id).or_insert(None);
         }
@@ -345,6 +406,16 @@ impl Table {
         if r.idle_timeout != 0 || r.hard_timeout != 0 {
             self.timed.insert(r.id);
         }
+        if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
+            self.notify.insert(r.id);
+        }
+    }
+
+    /// Records `r`, a rule under an id no rule of this table has had, as added (change
+    /// record, undo journal, timed and notify sets).
+    pub(crate) fn record_new(&mut self, r: &Rule) {
+        self.changes.ids.insert(r.id);
+        self.record_adopted(r);
     }
 
     /// Gives the rule with `r`'s id the new version `r` (same match and priority: only
@@ -382,10 +453,11 @@ impl Table {
             }
         }
         self.timed.clear();
+        self.notify.clear();
         self.unranked = false;
         self.changes = TableChanges {
             cleared: true,
-            ids: IdSet::default(),
+            ..TableChanges::default()
         };
         std::mem::replace(&mut self.cls, Classifier::new(Config::flow_key()))
     }
@@ -395,6 +467,7 @@ impl Table {
         self.record(id);
         let r = self.cls.remove(RuleId::new(id))?;
         self.timed.remove(&id);
+        self.notify.remove(&id);
         Some(Arc::clone(r.payload()))
     }
 

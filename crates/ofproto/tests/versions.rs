@@ -1,8 +1,10 @@
 //! The two copies of a bridge's OpenFlow state (`Versions`, left-right) after random
-//! sequences of adds, modifies, deletes and failed bundles: once a write session has caught
+//! sequences of adds, modifies, deletes, failed bundles and bundles of adds adopted whole
+//! (`Ofproto::adopt_adds`, whose subtables the other copy shares): once a write session has caught
 //! its copy up, both copies hold the same rules — the very same classifier rules, shared,
 //! not copies — and answer every lookup alike, megaflow mask included.
 
+use ofproto::switch::{BuiltAdds, PreparedAdd};
 use ofproto::{Ofproto, Versions};
 use openflow::oxm::Field;
 use openflow::{Action, FlowMod, FlowModCommand, Instruction, Match, OfError};
@@ -118,15 +120,45 @@ proptest! {
     #[test]
     fn both_copies_answer_alike(
         sessions in prop::collection::vec(
-            (prop::collection::vec(op(), 1..6), any::<bool>(), any::<bool>()), 1..12),
+            (prop::collection::vec(op(), 1..6), any::<bool>(), any::<bool>(), any::<bool>()),
+            1..12),
     ) {
         let v = Versions::new(Ofproto::new());
-        for (ops, in_bundle_that_fails, clear_first) in &sessions {
+        for (ops, in_bundle_that_fails, clear_first, adopted) in &sessions {
             let mut w = v.write();
             if *clear_first {
                 w.flow_mod(&FlowMod::new(FlowModCommand::Delete), 0).expect("delete all");
             }
-            if *in_bundle_that_fails {
+            if *adopted {
+                // The adds filed apart, adopted whole if the table has none of their masks
+                // (else applied one by one), then the rest; in a bundle that may fail.
+                let mut built = BuiltAdds::default();
+                let mut rest = Vec::new();
+                for op in ops {
+                    let fm = flow_mod(op);
+                    if fm.command != FlowModCommand::Add {
+                        rest.push(fm);
+                        continue;
+                    }
+                    let p = PreparedAdd::new(fm.clone(), &mut None).expect("prepared");
+                    if built.push(p).is_err() {
+                        rest.push(fm);
+                    }
+                }
+                let fail = *in_bundle_that_fails;
+                let r: Result<(), OfError> = w.atomically(|o| {
+                    if let Err(back) = o.adopt_adds(built, 0) {
+                        for p in back.into_adds() {
+                            let _ = o.add_prepared(p, 0);
+                        }
+                    }
+                    for fm in &rest {
+                        let _ = o.flow_mod(fm, 0);
+                    }
+                    if fail { Err(OfError::bad_request(0)) } else { Ok(()) }
+                });
+                prop_assert_eq!(r.is_err(), fail);
+            } else if *in_bundle_that_fails {
                 let r: Result<(), OfError> = w.atomically(|o| {
                     for op in ops {
                         let _ = o.flow_mod(&flow_mod(op), 0);

@@ -29,7 +29,9 @@ pub fn reply(b: &BridgeOf, c: &Conn, xid: u32, set: &[TableFeatures]) -> Result<
         return Err(OfError::new(err::OFPET_TABLE_FEATURES_FAILED, EPERM));
     }
     let recs: Vec<TableFeatures> = {
-        let of = b.udpif.of();
+        // The published state: a connection's set-up (`ovs-ofctl` asks for table features
+        // before most commands) never waits for another connection's write session.
+        let of = b.udpif.snapshot();
         of.tables()
             .iter()
             .filter(|t| t.id < 254)

@@ -216,7 +216,7 @@ impl Ofproto {
             r.created_ms = now_ms;
             r.modified_ms = now_ms;
             if let Some(t) = self.tables.get_mut(usize::from(r.table_id)) {
-                t.record_new(r);
+                t.record_adopted(r);
             }
             // Only an add that may not pass anywhere can learn.
             if unchecked.next_if_eq(&k).is_some() {

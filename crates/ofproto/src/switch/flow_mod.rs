@@ -252,26 +252,34 @@ impl Ofproto {
     /// Deletes every rule of table `table_id` (or of all tables): each table is swapped for
     /// an empty one, the rules are reported as removed, and the old tables are freed on a
     /// short-lived thread when they are large, as OVS defers frees past its RCU grace
-    /// period, so `del-flows` of a million rules answers in the time it takes to list them.
+    /// period. The rules are listed only when one asks for a flow-removed message, a flow
+    /// monitor listens or some rule learns: otherwise `del-flows` of a million rules costs
+    /// O(tables).
     pub(super) fn delete_all(&mut self, table_id: u8, reason: RemovedReason, now_ms: u64) -> usize {
         let mut n = 0;
+        let mut notify = false;
         let mut graveyard = Vec::new();
         for t in &mut self.tables {
             if (table_id != OFPTT_ALL && t.id != table_id) || t.is_empty() {
                 continue;
             }
             n += t.len();
+            notify |= t.any_send_flow_rem();
             graveyard.push(t.take_all());
         }
         if n == 0 {
             return 0;
         }
+        // The rules are looked at one by one only if one may have to be reported or may
+        // have learned: a table of 100K rules is not walked otherwise.
         let wanted = self.monitoring;
-        for old in &graveyard {
-            for r in old.iter().map(|r| r.payload()) {
-                self.unref_learns(r);
-                if wanted || r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
-                    self.removed(Arc::clone(r), reason, now_ms);
+        if wanted || !self.learners.is_empty() || notify {
+            for old in &graveyard {
+                for r in old.iter().map(|r| r.payload()) {
+                    self.unref_learns(r);
+                    if wanted || r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
+                        self.removed(Arc::clone(r), reason, now_ms);
+                    }
                 }
             }
         }

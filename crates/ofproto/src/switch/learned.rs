@@ -90,6 +90,10 @@ impl Ofproto {
     /// Uncounts a rule that left a table; a pair whose count reaches zero is queued for
     /// [`Ofproto::flush_learned`].
     pub(super) fn unref_learns(&mut self, r: &Rule) {
+        if self.learners.is_empty() {
+            // No rule learns: nothing to walk `r`'s actions for.
+            return;
+        }
         for k in learn_refs(r) {
             if let Some(n) = self.learners.get_mut(&k) {
                 *n = n.saturating_sub(1);

@@ -215,6 +215,46 @@ mod tests {
     }
 
     #[test]
+    fn a_delete_of_everything_reports_exactly_the_rules_that_ask() {
+        let mut o = Ofproto::with_default_flow(0);
+        let quiet = |port| {
+            let mut fm = flow(FlowModCommand::Add, port, 1);
+            fm.flags = FlowModFlags::empty();
+            fm
+        };
+        // 1 asks and goes first; 2 is added quiet and replaced by one that asks; 3 the
+        // other way round; 4 never asks.
+        o.flow_mod(&flow(FlowModCommand::Add, 1, 1), 0)
+            .expect("add");
+        o.flow_mod(&quiet(2), 0).expect("add");
+        o.flow_mod(&flow(FlowModCommand::Add, 2, 1), 0)
+            .expect("replace");
+        o.flow_mod(&flow(FlowModCommand::Add, 3, 1), 0)
+            .expect("add");
+        o.flow_mod(&quiet(3), 0).expect("replace");
+        o.flow_mod(&quiet(4), 0).expect("add");
+        o.flow_mod(&flow(FlowModCommand::DeleteStrict, 1, OFPP_ANY), 0)
+            .expect("delete");
+        assert_eq!(o.take_removed().len(), 1);
+        o.flow_mod(&FlowMod::new(FlowModCommand::Delete), 0)
+            .expect("delete all");
+        let gone: Vec<String> = o
+            .take_removed()
+            .iter()
+            .map(|r| format!("{:?}", r.rule.match_))
+            .collect();
+        assert_eq!(
+            gone,
+            [format!("{:?}", flow(FlowModCommand::Add, 2, 1).match_)]
+        );
+        // None asks now: nothing is reported.
+        o.flow_mod(&quiet(5), 0).expect("add");
+        o.flow_mod(&FlowMod::new(FlowModCommand::Delete), 0)
+            .expect("delete all");
+        assert!(o.take_removed().is_empty());
+    }
+
+    #[test]
     fn a_failed_delete_of_everything_is_undone_too() {
         // More rules than the delete-all fast path frees in place.
         let mut o = Ofproto::with_default_flow(0);
