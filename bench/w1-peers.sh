@@ -117,7 +117,11 @@ stop_daemon() { # name pidfile ctl
     local name=$1 pidfile=$2 ctl=$3 pid=""
     [ -f "$pidfile" ] && pid=$(cat "$pidfile" 2>/dev/null || true)
     pid_alive "$pid" || return 0
-    ovs-appctl -t "$ctl" --timeout=10 exit >/dev/null 2>&1 || true
+    # ovs-vswitchd exits with --cleanup: it deletes its datapath and the persistent taps of
+    # the netdev datapath (ovs-netdev, br0) it made in the root namespace.
+    local how=()
+    [ "$name" = ovs-vswitchd ] && how=(--cleanup)
+    ovs-appctl -t "$ctl" --timeout=10 exit "${how[@]}" >/dev/null 2>&1 || true
     if ! wait_gone "$pid" 100; then
         log "$name ($pid) did not exit; sending SIGTERM"
         kill "$pid" 2>/dev/null || true

@@ -55,6 +55,15 @@ FPID=""
 cleanup() {
     set +e
     [ -n "$FPID" ] && kill "$FPID" 2>/dev/null && wait "$FPID" 2>/dev/null
+    # exit --cleanup: ovs-vswitchd deletes its datapath and with it the persistent taps of
+    # the netdev datapath (ovs-netdev, br0) in the root namespace; a plain kill leaves them,
+    # and the next run's br0 internal port then cannot be made.
+    # It answers before it has finished: give it 5 s to be gone before it is killed.
+    if [ -S "$WORK/ovs/vswitchd.ctl" ] && [ -f "$WORK/ovs/vswitchd.pid" ]; then
+        local vpid; vpid=$(cat "$WORK/ovs/vswitchd.pid")
+        ovs-appctl -t "$WORK/ovs/vswitchd.ctl" --timeout=10 exit --cleanup >/dev/null 2>&1
+        for _ in $(seq 50); do [ -d "/proc/$vpid" ] || break; sleep 0.1; done
+    fi
     for d in vswitchd ovsdb-server; do
         [ -f "$WORK/ovs/$d.pid" ] && kill "$(cat "$WORK/ovs/$d.pid")" 2>/dev/null
     done
