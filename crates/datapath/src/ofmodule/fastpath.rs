@@ -2,6 +2,7 @@
 //! EMC, megaflow classifier, upcall on a miss) and the uncached reference pipeline, which
 //! translates every packet and keeps packets while the OpenFlow state is busy.
 
+use super::ctrun::CtRecirc;
 use super::lookup::{Lookup, Tally};
 use super::OpenFlow;
 use crate::dpcls::{Megaflow, LOOKUP_CHUNK};
@@ -44,6 +45,10 @@ impl OpenFlow {
         // megaflow seen is resolved once.
         let mut cur_out: Option<u16> = None;
         let mut port_of: (*const Megaflow, Option<u16>) = (std::ptr::null(), None);
+        // The megaflow of `[ct(..), recirc(..)]` last seen, ready for its packets (see
+        // `ctrun`), and the tracker, got once per batch.
+        let mut ct_of: (*const Megaflow, Option<CtRecirc<'_>>) = (std::ptr::null(), None);
+        let mut tracker = None;
         let mut base = 0;
         while base < total {
             let end = (base + LOOKUP_CHUNK).min(total);
@@ -93,6 +98,31 @@ impl OpenFlow {
                     }
                 }
                 let Some(p) = m.single_output else {
+                    if self.ct_runs {
+                        if !std::ptr::eq(ct_of.0, Arc::as_ptr(m)) {
+                            ct_of = (Arc::as_ptr(m), CtRecirc::of(m));
+                        }
+                        if let Some(run) = &ct_of.1 {
+                            let t = *tracker.get_or_insert_with(crate::ct::tracker);
+                            let Some((slot, pkt)) = self
+                                .exec
+                                .ct_then_recirc(t, run, now, in_slot, key, *offs, pkt, pool, out)
+                            else {
+                                continue;
+                            };
+                            if cur_out != Some(slot) {
+                                if let Some(c) = cur_out {
+                                    out.emit_run(c, &mut self.run_out, pool);
+                                }
+                                cur_out = Some(slot);
+                            }
+                            if let Err(p) = self.run_out.push(pkt) {
+                                // Never: what is collected is at most one received batch.
+                                out.drop_packet(p, pool);
+                            }
+                            continue;
+                        }
+                    }
                     // Keep each port's packets in order: what is collected goes first.
                     if let Some(c) = cur_out.take() {
                         out.emit_run(c, &mut self.run_out, pool);

@@ -44,6 +44,7 @@ use crate::udpif::{Lane, PortChange, Udpif};
 pub(crate) use exec::last_send;
 use exec::{Exec, NO_SLOT};
 
+mod ctrun;
 mod exec;
 mod fastpath;
 mod frameless;
@@ -143,6 +144,9 @@ pub struct OpenFlow {
     offers: Vec<(usize, u32, Arc<Megaflow>)>,
     /// State of the EMC insertion sampling.
     rng: u32,
+    /// Whether megaflows of `[ct(..), recirc(..)]` take their own loop (`ctrun`); off only
+    /// to compare it with the general one.
+    ct_runs: bool,
 }
 
 impl OpenFlow {
@@ -212,6 +216,7 @@ impl OpenFlow {
             last: [None, None],
             offers: Vec::with_capacity(packet::MAX_BATCH),
             rng: 0x1234_5678,
+            ct_runs: true,
         }
     }
 
@@ -223,6 +228,13 @@ impl OpenFlow {
     /// Fast-path counters.
     pub fn stats(&self) -> OpenFlowStats {
         self.exec.stats
+    }
+
+    /// Turns the loop for megaflows of `[ct(..), recirc(..)]` (on by default) off or on:
+    /// off, their packets take the general action loop, which decides the same (tests
+    /// compare the two).
+    pub fn set_ct_runs(&mut self, on: bool) {
+        self.ct_runs = on;
     }
 
     /// Megaflows installed in this poll thread's cache.
@@ -388,13 +400,15 @@ impl SwitchLogic for OpenFlow {
             Some(_) => Some(u.lane().ok()?),
             None => None,
         };
-        Some(Box::new(OpenFlow::assemble(
+        let mut r = OpenFlow::assemble(
             Arc::clone(u),
             Arc::clone(&self.exec.normal),
             slow,
             true,
             self.emc.insert_inv_prob,
-        )))
+        );
+        r.ct_runs = self.ct_runs;
+        Some(Box::new(r))
     }
 
     fn port_added(&mut self, info: &PortInfo) {
