@@ -64,7 +64,9 @@ pub struct ConnKey {
 
 impl std::hash::Hash for ConnKey {
     /// Six 64-bit words (the hasher's cheapest input) instead of one call per field.
-    #[inline]
+    /// Always inlined: out of line, the hasher's state goes through memory between the
+    /// words (`Table::hash`).
+    #[inline(always)]
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         let w = |a: &[u8; 16], i: usize| {
             let mut b = [0u8; 8];

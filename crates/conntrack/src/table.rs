@@ -283,6 +283,7 @@ impl Table {
     /// The key's hash. Written out rather than `hash_one`, which the compiler keeps out of
     /// line: every tracked packet hashes its key.
     #[inline(always)]
+    #[allow(clippy::manual_hash_one)]
     pub fn hash(&self, key: &ConnKey) -> u64 {
         use std::hash::{BuildHasher, Hash, Hasher};
         let mut h = self.hasher.build_hasher();

@@ -110,16 +110,7 @@ impl OpenFlow {
                             else {
                                 continue;
                             };
-                            if cur_out != Some(slot) {
-                                if let Some(c) = cur_out {
-                                    out.emit_run(c, &mut self.run_out, pool);
-                                }
-                                cur_out = Some(slot);
-                            }
-                            if let Err(p) = self.run_out.push(pkt) {
-                                // Never: what is collected is at most one received batch.
-                                out.drop_packet(p, pool);
-                            }
+                            collect(&mut self.run_out, &mut cur_out, slot, pkt, pool, out);
                             continue;
                         }
                     }
@@ -152,16 +143,7 @@ impl OpenFlow {
                     out.drop_packet(pkt, pool);
                     continue;
                 };
-                if cur_out != Some(slot) {
-                    if let Some(c) = cur_out {
-                        out.emit_run(c, &mut self.run_out, pool);
-                    }
-                    cur_out = Some(slot);
-                }
-                if let Err(p) = self.run_out.push(pkt) {
-                    // Never: what is collected is at most one received batch.
-                    out.drop_packet(p, pool);
-                }
+                collect(&mut self.run_out, &mut cur_out, slot, pkt, pool, out);
             }
             base = end;
         }
@@ -288,5 +270,28 @@ impl OpenFlow {
         // No revalidator runs for this pipeline: flows its `learn`s produced are applied
         // here, when that costs little.
         udpif.apply_learned_now();
+    }
+}
+
+/// Adds `pkt`, going to port slot `slot`, to the packets collected for `cur_out` (`run`),
+/// handing those to the fabric first when they go elsewhere.
+#[inline(always)]
+fn collect(
+    run: &mut packet::Batch,
+    cur_out: &mut Option<u16>,
+    slot: u16,
+    pkt: Packet,
+    pool: &mut Pool,
+    out: &mut Delivery<'_>,
+) {
+    if *cur_out != Some(slot) {
+        if let Some(c) = *cur_out {
+            out.emit_run(c, run, pool);
+        }
+        *cur_out = Some(slot);
+    }
+    if let Err(p) = run.push(pkt) {
+        // Never: what is collected is at most one received batch.
+        out.drop_packet(p, pool);
     }
 }
