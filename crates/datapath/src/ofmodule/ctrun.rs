@@ -1,7 +1,7 @@
 //! Megaflows whose actions are a `ct` and then a `recirc` (a tracked pipeline's first pass,
 //! `ct(table=N)`), run without the general action loop.
 //!
-//! What: the caching datapath's per-batch loop ([`OpenFlow::process_cached`]) recognises a
+//! What: the caching datapath's per-batch loop (`OpenFlow::process_cached`) recognises a
 //! megaflow whose actions are exactly `[ct(..), recirc(id)]` once per run of packets that hit
 //! it ([`CtRecirc::of`]: the tracker's request made once, not per packet), and runs each
 //! packet through [`Exec::ct_then_recirc`]: the `ct`, then the recirculation, shortcut to the
@@ -10,14 +10,14 @@
 //! one at a time.
 //!
 //! Why it is the same: it is `Exec::execute_with` for those two actions, step for step
-//! (the counters, the depth limit, which packets take the queue and with which key), with
-//! the per-action dispatch and the request's copy made per run instead of per packet; the
-//! port a shortcut packet goes to keeps its order, as collected single outputs do. A
+//! (the counters, the depth limit, which packets take the queue and with which key),
+//! without the per-action dispatch and with the request made once per run instead of once
+//! per packet; a shortcut packet keeps its order on its port, as collected single outputs
+//! do. A
 //! proptest (`tests/ct_run.rs`) runs the same traffic through a module with and without it
 //! ([`OpenFlow::set_ct_runs`]) and compares what leaves each port, the counters, the
 //! rules' statistics and the tracker's connections.
 //!
-//! [`OpenFlow::process_cached`]: super::OpenFlow
 //! [`OpenFlow::set_ct_runs`]: super::OpenFlow::set_ct_runs
 
 use super::exec::{Exec, MAX_RECIRC_DEPTH};

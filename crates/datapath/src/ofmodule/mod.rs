@@ -16,11 +16,13 @@
 //!
 //! Then, in arrival order, the megaflow's datapath actions run on the packet. A single
 //! output (the common case) is collected while consecutive packets go to the same port and
-//! handed to the fabric in one call. Other actions: rewrites in place, each output a copy
-//! (the last one takes the packet itself) handed to the fabric, which batches outputs per
-//! port; `NORMAL` through a MAC-learning table; `CONTROLLER` onto the packet-in queue;
-//! meters by their bands. Counters are kept in the megaflow and pushed to the OpenFlow rules
-//! by the revalidator.
+//! handed to the fabric in one call. A megaflow of `[ct(..), recirc(..)]` (a tracked
+//! pipeline's first pass) runs its packets through its own loop (`ctrun`), a packet the
+//! recirculation shortcut sends on joining that port's collected run. Other actions:
+//! rewrites in place, each output a copy (the last one takes the packet itself) handed to
+//! the fabric, which batches outputs per port; `NORMAL` through a MAC-learning table;
+//! `CONTROLLER` onto the packet-in queue; meters by their bands. Counters are kept in the
+//! megaflow and pushed to the OpenFlow rules by the revalidator.
 //!
 //! With `cache=false` every packet runs the full pipeline on the poll thread instead: the
 //! reference the caching datapath is tested against, and the "uncached" benchmark figure.
