@@ -13,10 +13,9 @@
 //! (the counters, the depth limit, which packets take the queue and with which key),
 //! without the per-action dispatch and with the request made once per run instead of once
 //! per packet; a shortcut packet keeps its order on its port, as collected single outputs
-//! do. A
-//! proptest (`tests/ct_run.rs`) runs the same traffic through a module with and without it
-//! ([`OpenFlow::set_ct_runs`]) and compares what leaves each port, the counters, the
-//! rules' statistics and the tracker's connections.
+//! do. A proptest (`tests/ct_run.rs`) runs the same traffic through a module with and
+//! without it ([`OpenFlow::set_ct_runs`]) and compares what leaves each port, the counters,
+//! the rules' statistics and the tracker's connections.
 //!
 //! [`OpenFlow::set_ct_runs`]: super::OpenFlow::set_ct_runs
 
