@@ -64,7 +64,9 @@ pub struct ConnKey {
 
 impl std::hash::Hash for ConnKey {
     /// Six 64-bit words (the hasher's cheapest input) instead of one call per field.
-    #[inline]
+    /// Always inlined: out of line, the hasher's state goes through memory between the
+    /// words (`Table::hash`).
+    #[inline(always)]
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         let w = |a: &[u8; 16], i: usize| {
             let mut b = [0u8; 8];
@@ -321,11 +323,6 @@ fn be16(b: &[u8], at: usize) -> Option<u16> {
         .map(|s| u16::from_be_bytes([s[0], s[1]]))
 }
 
-fn be32(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at.checked_add(4)?)
-        .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
-}
-
 /// The L3 part of a key and the end of the datagram: (src, dst, ip_end).
 fn l3_addrs(frame: &[u8], l3: usize, v6: bool) -> Option<([u8; 16], [u8; 16], usize)> {
     let mut src = [0u8; 16];
@@ -419,16 +416,21 @@ fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16, out: &mut Parsed) -> 
     };
     match proto {
         PROTO_TCP => {
-            let off = usize::from(*frame.get(l4 + 12)? >> 4) * 4;
+            // The fixed header in one bounds check (a header shorter than 20 bytes is
+            // invalid whatever its offset says), its fields read from it.
+            let t = frame.get(l4..end)?.first_chunk::<20>()?;
+            let off = usize::from(t[12] >> 4) * 4;
             if off < 20 || l4 + off > end || !l4_ok(true) {
                 return None;
             }
-            let key = key_with(be16(frame, l4)?, be16(frame, l4 + 2)?);
+            let w16 = |i: usize| u16::from_be_bytes([t[i], t[i + 1]]);
+            let w32 = |i: usize| u32::from_be_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
+            let key = key_with(w16(0), w16(2));
             let seg = TcpSeg {
-                flags: be16(frame, l4 + 12)? & 0x1ff,
-                seq: be32(frame, l4 + 4)?,
-                ack: be32(frame, l4 + 8)?,
-                win: be16(frame, l4 + 14)?,
+                flags: w16(12) & 0x1ff,
+                seq: w32(4),
+                ack: w32(8),
+                win: w16(14),
                 len: u32::try_from(end - l4 - off).ok()?,
                 wscale: tcp_wscale(frame, l4, off),
             };
@@ -439,16 +441,17 @@ fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16, out: &mut Parsed) -> 
             Some(())
         }
         PROTO_UDP | PROTO_UDPLITE | PROTO_SCTP => {
-            if l4 + 8 > end {
-                return None;
-            }
+            // The first 8 bytes in one bounds check.
+            let u = frame.get(l4..end)?.first_chunk::<8>()?;
             // A zero UDP checksum over IPv4 means "none".
-            let csum = be16(frame, l4 + 6)?;
-            let has_sum = csum != 0 || v6;
+            let has_sum = u[6] | u[7] != 0 || v6;
             if proto == PROTO_UDP && has_sum && !l4_ok(true) {
                 return None;
             }
-            let key = key_with(be16(frame, l4)?, be16(frame, l4 + 2)?);
+            let key = key_with(
+                u16::from_be_bytes([u[0], u[1]]),
+                u16::from_be_bytes([u[2], u[3]]),
+            );
             *out = Parsed::Conn { key, tcp: None };
             Some(())
         }

@@ -449,7 +449,7 @@ impl Exec {
     /// `ct::recirc_key`: the 360-byte key is not copied on the way); `layers` as for
     /// `execute`.
     #[allow(clippy::too_many_arguments)]
-    fn push_recirc(
+    pub(super) fn push_recirc(
         &mut self,
         first: &FlowKey,
         layers: Option<Offsets>,

@@ -2,6 +2,7 @@
 //! EMC, megaflow classifier, upcall on a miss) and the uncached reference pipeline, which
 //! translates every packet and keeps packets while the OpenFlow state is busy.
 
+use super::ctrun::CtRecirc;
 use super::lookup::{Lookup, Tally};
 use super::OpenFlow;
 use crate::dpcls::{Megaflow, LOOKUP_CHUNK};
@@ -44,6 +45,10 @@ impl OpenFlow {
         // megaflow seen is resolved once.
         let mut cur_out: Option<u16> = None;
         let mut port_of: (*const Megaflow, Option<u16>) = (std::ptr::null(), None);
+        // The megaflow of `[ct(..), recirc(..)]` last seen, ready for its packets (see
+        // `ctrun`), and the tracker, got once per batch.
+        let mut ct_of: (*const Megaflow, Option<CtRecirc<'_>>) = (std::ptr::null(), None);
+        let mut tracker = None;
         let mut base = 0;
         while base < total {
             let end = (base + LOOKUP_CHUNK).min(total);
@@ -93,6 +98,22 @@ impl OpenFlow {
                     }
                 }
                 let Some(p) = m.single_output else {
+                    if self.ct_runs {
+                        if !std::ptr::eq(ct_of.0, Arc::as_ptr(m)) {
+                            ct_of = (Arc::as_ptr(m), CtRecirc::of(m));
+                        }
+                        if let Some(run) = &ct_of.1 {
+                            let t = *tracker.get_or_insert_with(crate::ct::tracker);
+                            let Some((slot, pkt)) = self
+                                .exec
+                                .ct_then_recirc(t, run, now, in_slot, key, *offs, pkt, pool, out)
+                            else {
+                                continue;
+                            };
+                            collect(&mut self.run_out, &mut cur_out, slot, pkt, pool, out);
+                            continue;
+                        }
+                    }
                     // Keep each port's packets in order: what is collected goes first.
                     if let Some(c) = cur_out.take() {
                         out.emit_run(c, &mut self.run_out, pool);
@@ -122,16 +143,7 @@ impl OpenFlow {
                     out.drop_packet(pkt, pool);
                     continue;
                 };
-                if cur_out != Some(slot) {
-                    if let Some(c) = cur_out {
-                        out.emit_run(c, &mut self.run_out, pool);
-                    }
-                    cur_out = Some(slot);
-                }
-                if let Err(p) = self.run_out.push(pkt) {
-                    // Never: what is collected is at most one received batch.
-                    out.drop_packet(p, pool);
-                }
+                collect(&mut self.run_out, &mut cur_out, slot, pkt, pool, out);
             }
             base = end;
         }
@@ -258,5 +270,28 @@ impl OpenFlow {
         // No revalidator runs for this pipeline: flows its `learn`s produced are applied
         // here, when that costs little.
         udpif.apply_learned_now();
+    }
+}
+
+/// Adds `pkt`, going to port slot `slot`, to the packets collected for `cur_out` (`run`),
+/// handing those to the fabric first when they go elsewhere.
+#[inline(always)]
+fn collect(
+    run: &mut packet::Batch,
+    cur_out: &mut Option<u16>,
+    slot: u16,
+    pkt: Packet,
+    pool: &mut Pool,
+    out: &mut Delivery<'_>,
+) {
+    if *cur_out != Some(slot) {
+        if let Some(c) = *cur_out {
+            out.emit_run(c, run, pool);
+        }
+        *cur_out = Some(slot);
+    }
+    if let Err(p) = run.push(pkt) {
+        // Never: what is collected is at most one received batch.
+        out.drop_packet(p, pool);
     }
 }

@@ -16,11 +16,13 @@
 //!
 //! Then, in arrival order, the megaflow's datapath actions run on the packet. A single
 //! output (the common case) is collected while consecutive packets go to the same port and
-//! handed to the fabric in one call. Other actions: rewrites in place, each output a copy
-//! (the last one takes the packet itself) handed to the fabric, which batches outputs per
-//! port; `NORMAL` through a MAC-learning table; `CONTROLLER` onto the packet-in queue;
-//! meters by their bands. Counters are kept in the megaflow and pushed to the OpenFlow rules
-//! by the revalidator.
+//! handed to the fabric in one call. A megaflow of `[ct(..), recirc(..)]` (a tracked
+//! pipeline's first pass) runs its packets through its own loop (`ctrun`), a packet the
+//! recirculation shortcut sends on joining that port's collected run. Other actions:
+//! rewrites in place, each output a copy (the last one takes the packet itself) handed to
+//! the fabric, which batches outputs per port; `NORMAL` through a MAC-learning table;
+//! `CONTROLLER` onto the packet-in queue; meters by their bands. Counters are kept in the
+//! megaflow and pushed to the OpenFlow rules by the revalidator.
 //!
 //! With `cache=false` every packet runs the full pipeline on the poll thread instead: the
 //! reference the caching datapath is tested against, and the "uncached" benchmark figure.
@@ -44,6 +46,7 @@ use crate::udpif::{Lane, PortChange, Udpif};
 pub(crate) use exec::last_send;
 use exec::{Exec, NO_SLOT};
 
+mod ctrun;
 mod exec;
 mod fastpath;
 mod frameless;
@@ -143,6 +146,9 @@ pub struct OpenFlow {
     offers: Vec<(usize, u32, Arc<Megaflow>)>,
     /// State of the EMC insertion sampling.
     rng: u32,
+    /// Whether megaflows of `[ct(..), recirc(..)]` take their own loop (`ctrun`); off only
+    /// to compare it with the general one.
+    ct_runs: bool,
 }
 
 impl OpenFlow {
@@ -212,6 +218,7 @@ impl OpenFlow {
             last: [None, None],
             offers: Vec::with_capacity(packet::MAX_BATCH),
             rng: 0x1234_5678,
+            ct_runs: true,
         }
     }
 
@@ -223,6 +230,13 @@ impl OpenFlow {
     /// Fast-path counters.
     pub fn stats(&self) -> OpenFlowStats {
         self.exec.stats
+    }
+
+    /// Turns the loop for megaflows of `[ct(..), recirc(..)]` (on by default) off or on:
+    /// off, their packets take the general action loop, which decides the same (tests
+    /// compare the two).
+    pub fn set_ct_runs(&mut self, on: bool) {
+        self.ct_runs = on;
     }
 
     /// Megaflows installed in this poll thread's cache.
@@ -388,13 +402,15 @@ impl SwitchLogic for OpenFlow {
             Some(_) => Some(u.lane().ok()?),
             None => None,
         };
-        Some(Box::new(OpenFlow::assemble(
+        let mut r = OpenFlow::assemble(
             Arc::clone(u),
             Arc::clone(&self.exec.normal),
             slow,
             true,
             self.emc.insert_inv_prob,
-        )))
+        );
+        r.ct_runs = self.ct_runs;
+        Some(Box::new(r))
     }
 
     fn port_added(&mut self, info: &PortInfo) {
