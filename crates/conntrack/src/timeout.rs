@@ -38,6 +38,9 @@ use std::sync::atomic::{AtomicU32, AtomicU8, Ordering::Relaxed};
 pub const N_ATTRS: usize = 11;
 /// Policies that can exist at once, the default included.
 pub const MAX_POLICIES: usize = 256;
+const _: () = assert!(MAX_POLICIES == u8::MAX as usize + 1);
+/// Zones: every `u16`.
+const ZONES: usize = u16::MAX as usize + 1;
 
 /// The attribute names, in index order (OVSDB `CT_Timeout_Policy` keys).
 pub const ATTR_NAMES: [&str; N_ATTRS] = [
@@ -117,8 +120,10 @@ impl TimeoutPolicy {
 
 /// All policies and the zone -> policy map.
 pub struct Policies {
-    slots: Box<[[AtomicU32; N_ATTRS]]>,
-    zone_slot: Box<[AtomicU8]>,
+    /// Arrays whose length is every value of their index type (`u8` slot, `u16` zone), so
+    /// the per-packet lookup ([`Policies::timeout_ms`]) has no bounds check.
+    slots: Box<[[AtomicU32; N_ATTRS]; MAX_POLICIES]>,
+    zone_slot: Box<[AtomicU8; ZONES]>,
     /// Slot use counts (zones per slot); slot 0 is never freed.
     users: Mutex<Vec<u32>>,
 }
@@ -132,10 +137,8 @@ impl Default for Policies {
 impl Policies {
     /// The default policy for every zone.
     pub fn new() -> Policies {
-        let slots: Box<[[AtomicU32; N_ATTRS]]> = (0..MAX_POLICIES)
-            .map(|_| DEFAULTS.map(AtomicU32::new))
-            .collect();
-        let zone_slot = (0..=u16::MAX as usize).map(|_| AtomicU8::new(0)).collect();
+        let slots = Box::new(std::array::from_fn(|_| DEFAULTS.map(AtomicU32::new)));
+        let zone_slot = Box::new(std::array::from_fn(|_| AtomicU8::new(0)));
         Policies {
             slots,
             zone_slot,

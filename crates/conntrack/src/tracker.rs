@@ -274,8 +274,9 @@ impl Conntrack {
     }
 
     /// [`Conntrack::execute_cached`] for one packet: `frame` with its layers `meta`
-    /// (`None`: not IP, `+trk+inv`), the verdict written into `out`. The datapath's `ct`
-    /// action runs one packet at a time; this is its path without a batch around it.
+    /// (`None`: not IP, `+trk+inv`), the verdict written into `out` (all of it, whatever it
+    /// held). The datapath's `ct` action runs one packet at a time; this is its path without
+    /// a batch around it.
     #[inline]
     pub fn execute_one_cached(
         &self,

@@ -3,11 +3,11 @@
 //!
 //! What: the caching datapath's per-batch loop (`OpenFlow::process_cached`) recognises a
 //! megaflow whose actions are exactly `[ct(..), recirc(id)]` once per run of packets that hit
-//! it ([`CtRecirc::of`]: the tracker's request made once, not per packet), and runs each
-//! packet through [`Exec::ct_then_recirc`]: the `ct`, then the recirculation, shortcut to the
-//! next pass's megaflow where the poll thread knows it (`skip`). A shortcut packet's port is
-//! handed back, so that it joins the batch's collected single outputs instead of being sent
-//! one at a time.
+//! it ([`CtRecirc::of`]: the tracker's request, and the verdict each packet's `ct` overwrites,
+//! made once, not per packet), and runs each packet through [`Exec::ct_then_recirc`]: the
+//! `ct`, then the recirculation, shortcut to the next pass's megaflow where the poll thread
+//! knows it (`skip`). A shortcut packet's port is handed back, so that it joins the batch's
+//! collected single outputs instead of being sent one at a time.
 //!
 //! Why it is the same: it is `Exec::execute_with` for those two actions, step for step
 //! (the counters, the depth limit, which packets take the queue and with which key),
@@ -34,6 +34,9 @@ pub(super) struct CtRecirc<'a> {
     pub(super) ct: &'a CtAction,
     pub(super) req: CtRequest<'a>,
     pub(super) id: u32,
+    /// The verdict of the packet being run: every `execute_one_cached` writes all of it, so
+    /// it is made once per run, not once per packet.
+    pub(super) res: CtResult,
 }
 
 impl<'a> CtRecirc<'a> {
@@ -45,6 +48,7 @@ impl<'a> CtRecirc<'a> {
                 ct,
                 req: ct.request(),
                 id: *id,
+                res: CtResult::default(),
             }),
             _ => None,
         }
@@ -61,7 +65,7 @@ impl Exec {
     pub(super) fn ct_then_recirc(
         &mut self,
         t: &Conntrack,
-        run: &CtRecirc<'_>,
+        run: &mut CtRecirc<'_>,
         now_ms: u64,
         in_slot: u16,
         key: &FlowKey,
@@ -70,7 +74,6 @@ impl Exec {
         pool: &mut Pool,
         out: &mut Delivery<'_>,
     ) -> Option<(u16, Packet)> {
-        let mut res = CtResult::default();
         let meta = PacketMeta::from_flow(key, &offs);
         t.execute_one_cached(
             &mut self.ct_cache,
@@ -78,10 +81,11 @@ impl Exec {
             meta.as_ref(),
             &run.req,
             now_ms,
-            &mut res,
+            &mut run.res,
         );
+        let res = &run.res;
         self.stats.ct_executions += 1;
-        let clean = crate::ct::left_bytes(run.ct, &res).then_some(offs);
+        let clean = crate::ct::left_bytes(run.ct, res).then_some(offs);
         if self.depth >= MAX_RECIRC_DEPTH {
             self.stats.recirc_too_deep += 1;
             out.drop_packet(pkt, pool);
@@ -89,7 +93,7 @@ impl Exec {
         }
         self.stats.recirculations += 1;
         if clean.is_some() && self.recirc.is_empty() {
-            let view = RecircWords::new(key, run.id, Some(&res));
+            let view = RecircWords::new(key, run.id, Some(res));
             if let Some((m, port)) = self.next.find(run.id, &view) {
                 // The recirculated pass, as its first lookup stage would have made it.
                 m.account(1, pkt.len() as u64, now_ms);
@@ -105,7 +109,7 @@ impl Exec {
                 }
             }
         }
-        self.push_recirc(key, clean, run.id, Some(&res), in_slot, pkt);
+        self.push_recirc(key, clean, run.id, Some(res), in_slot, pkt);
         None
     }
 }

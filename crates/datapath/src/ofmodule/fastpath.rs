@@ -102,7 +102,7 @@ impl OpenFlow {
                         if !std::ptr::eq(ct_of.0, Arc::as_ptr(m)) {
                             ct_of = (Arc::as_ptr(m), CtRecirc::of(m));
                         }
-                        if let Some(run) = &ct_of.1 {
+                        if let Some(run) = &mut ct_of.1 {
                             let t = *tracker.get_or_insert_with(crate::ct::tracker);
                             let Some((slot, pkt)) = self
                                 .exec
