@@ -15,6 +15,11 @@
 //! A connection found in the table is remembered with probability 1/16 (and where a bucket
 //! has an empty, departed or random entry), so that with more connections than entries the
 //! cache costs the table path little: remembering takes a reference, forgetting drops one.
+//! The entry of the last lookup answered is tried first, against both keys of its
+//! connection, before the packet's key is hashed ([`ConnCache::get_last`]): consecutive
+//! packets of one connection, in either direction, are then found without the hash or the
+//! bucket; a connection in the table under either key is the one the table would find for
+//! it, so this answers as `get` or the table would.
 //! When fewer than half the lookups of a window of [`WINDOW`] find their connection (too
 //! many connections for it, as with 100K), the cache steps aside for the next [`REST`]
 //! packets, which go to the table alone, and is tried again after.
@@ -67,6 +72,9 @@ pub struct ConnCache {
     /// Lookups and hits in the current window; packets left to sit out.
     window: (u32, u32),
     rest: u32,
+    /// The entry (bucket times [`WAYS`] plus way) of the last lookup answered: checked
+    /// first, against both of its connection's keys ([`ConnCache::get_last`]).
+    last: usize,
     /// Lookups answered (for tests and statistics).
     pub hits: u64,
 }
@@ -87,6 +95,7 @@ impl ConnCache {
             sample: 15,
             window: (0, 0),
             rest: 0,
+            last: 0,
             hits: 0,
         }
     }
@@ -149,8 +158,9 @@ impl ConnCache {
         }
         self.window.0 += 1;
         let tag = (hash >> 32) as u32;
-        let b = self.buckets.get(Self::bucket(hash))?;
-        let e = b.0.iter().find(|e| {
+        let bi = Self::bucket(hash);
+        let b = self.buckets.get(bi)?;
+        let (way, e) = b.0.iter().enumerate().find(|(_, e)| {
             e.tag == tag
                 && e.conn
                     .as_ref()
@@ -158,7 +168,43 @@ impl ConnCache {
         })?;
         self.hits += 1;
         self.window.1 += 1;
+        self.last = bi * WAYS + way;
         e.conn.as_ref().map(|c| (c, e.reply))
+    }
+
+    /// [`ConnCache::get`] without the key's hash, for the connection of the last lookup
+    /// answered: `Some` when `key` is either of its keys (the direction: which one) and it
+    /// is still in the table, counted as `get` counts a hit. `None` (nothing counted) when
+    /// it is not, or when `get` would not answer (resting, or a window to judge first):
+    /// the caller then hashes the key and calls `get`. The table holds each connection
+    /// under both its keys and no key twice, so a live connection with `key` among them is
+    /// the one `get` or the table would find, in the same direction.
+    #[inline(always)]
+    pub(crate) fn get_last(&mut self, key: &ConnKey) -> Option<(&Arc<Conn>, bool)> {
+        if self.rest > 0 || self.window.0 >= WINDOW {
+            return None;
+        }
+        let c = self
+            .buckets
+            .get(self.last / WAYS)?
+            .0
+            .get(self.last % WAYS)?
+            .conn
+            .as_ref()?;
+        let reply = if c.key == *key {
+            false
+        } else if c.rev == *key {
+            true
+        } else {
+            return None;
+        };
+        if c.departed.load(Acquire) {
+            return None;
+        }
+        self.window.0 += 1;
+        self.window.1 += 1;
+        self.hits += 1;
+        Some((c, reply))
     }
 
     /// Offers `conn`, found in the table under a key of hash `hash` in direction `reply`:
@@ -257,6 +303,47 @@ mod tests {
         assert_eq!(track(&ct, Some(&mut c), &mut a, &plain, 4).state, TRK | NEW);
         assert_eq!(track(&ct, Some(&mut c), &mut b, &plain, 5).state, TRK | NEW);
         assert_eq!(c.hits, hits + 1);
+    }
+
+    #[test]
+    fn the_last_answer_serves_both_directions_with_their_own_state() {
+        let ct = Conntrack::new(Config::default());
+        let mut c = ConnCache::eager();
+        let commit = CtRequest {
+            commit: true,
+            ..CtRequest::default()
+        };
+        let plain = CtRequest::default();
+        let mut a = udp4(A, B, 1, 2, b"x");
+        let mut b = udp4(B, A, 2, 1, b"y");
+        let mut other = udp4(A, B, 3, 2, b"z");
+        track(&ct, Some(&mut c), &mut a, &commit, 0);
+        track(&ct, Some(&mut c), &mut b, &plain, 1);
+        track(&ct, Some(&mut c), &mut a, &plain, 2);
+        let hits = c.hits;
+        for now in 3..9 {
+            assert_eq!(
+                track(&ct, Some(&mut c), &mut a, &plain, now).state,
+                TRK | EST
+            );
+            assert_eq!(
+                track(&ct, Some(&mut c), &mut b, &plain, now).state,
+                TRK | EST | RPL
+            );
+        }
+        assert_eq!(c.hits, hits + 12, "every packet answered from the cache");
+        // Another connection's key is not taken for the last one's.
+        assert_eq!(
+            track(&ct, Some(&mut c), &mut other, &plain, 9).state,
+            TRK | NEW
+        );
+        assert_eq!(c.hits, hits + 12);
+        assert_eq!(ct.flush(Flush::All), 1);
+        assert_eq!(
+            track(&ct, Some(&mut c), &mut b, &plain, 10).state,
+            TRK | NEW
+        );
+        assert_eq!(c.hits, hits + 12);
     }
 
     #[test]

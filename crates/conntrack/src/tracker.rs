@@ -33,13 +33,15 @@
 //! ## Threading and cost
 //! `&self` everywhere: any number of poll threads call `execute` at once. An established
 //! packet costs one hash, one shard read lock (none when the thread's [`ConnCache`] holds
-//! the connection: `execute_cached`) and one connection mutex (none for a settled
+//! the connection: `execute_cached`; no hash either when the cache's last answer was its
+//! connection, as for a connection's packets one after the other) and one connection
+//! mutex (none for a settled
 //! connection: [`Conntrack::update_settled`]); a new connection
 //! adds the two shard write locks and atomic counter updates. Nothing on this path
 //! allocates except a connection's own 176-byte record and its two table slots.
 
 use crate::cache::ConnCache;
-use crate::key::{parse, parse_into, ConnKey, PacketMeta, Parsed, TcpSeg};
+use crate::key::{parse, parse_into, parse_ports4, ConnKey, PacketMeta, Parsed, TcpSeg};
 use crate::nat::Nat;
 use crate::rewrite;
 use crate::table::{Conn, ConnState, ProtoState, Table, NAT_SRC};
@@ -294,20 +296,48 @@ impl Conntrack {
         }
     }
 
-    /// Parses one packet, hashes its key and tracks it, the verdict into `out`.
+    /// Parses one packet, hashes its key and tracks it, the verdict into `out`. With a
+    /// cache, the connection of its last answer is tried first, before the key is hashed
+    /// ([`ConnCache::get_last`]: a connection's packets, either way, one after the other),
+    /// and an IPv4 packet with ports other than TCP is parsed by [`parse_ports4`], whose
+    /// key stays in registers until it is compared; any other packet, and one that
+    /// function does not answer, by [`parse_into`].
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn parse_and_track(
         &self,
-        cache: Option<&mut ConnCache>,
+        mut cache: Option<&mut ConnCache>,
         frame: &mut [u8],
         meta: &PacketMeta,
         req: &CtRequest<'_>,
         now: u64,
         out: &mut CtResult,
     ) {
+        if let Some(c) = cache.as_deref_mut() {
+            // IPv4 with ports (not TCP): the key as `parse` finds it, in registers.
+            if let Some(key) = parse_ports4(frame, meta, req.zone) {
+                if let Some((conn, reply)) = c.get_last(&key) {
+                    if let Found::Done = self.update(conn, reply, frame, meta, None, req, now, out)
+                    {
+                        return;
+                    }
+                }
+                let h = self.table.hash(&key);
+                self.track(cache, frame, meta, &key, h, None, req, now, out);
+                return;
+            }
+        }
         let mut pr = Parsed::Invalid;
         parse_into(frame, meta, req.zone, &mut pr);
+        if let (Parsed::Conn { key, tcp }, Some(c)) = (&pr, cache.as_deref_mut()) {
+            if let Some((conn, reply)) = c.get_last(key) {
+                if let Found::Done =
+                    self.update(conn, reply, frame, meta, tcp.as_ref(), req, now, out)
+                {
+                    return;
+                }
+            }
+        }
         let h = match &pr {
             Parsed::Conn { key, .. } | Parsed::IcmpError { key, .. } => self.table.hash(key),
             Parsed::Invalid => 0,
