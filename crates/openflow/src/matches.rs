@@ -76,7 +76,12 @@ impl Match {
     /// `BAD_WILDCARDS` for value bits outside the mask. The result is normalised; run
     /// [`Match::validate`] for the semantic checks.
     pub fn from_entries<I: IntoIterator<Item = MatchField>>(entries: I) -> Result<Match, OfError> {
-        let mut m = Match::new();
+        let entries = entries.into_iter();
+        // As many as given (a register view may add some): a rule keeps this match, so
+        // no room is left over.
+        let mut m = Match {
+            entries: Vec::with_capacity(entries.size_hint().0),
+        };
         for e in entries {
             if m.get(e.field).is_some() {
                 return Err(OfError::bad_match(bad_match::DUP_FIELD));

@@ -22,6 +22,8 @@
 //!   checks overlap) puts the filed adds back in their places and files no more: the
 //!   commit then checks and inserts each. Neither building nor filing can fail, so which
 //!   errors come at add time and which at commit is as before.
+//!   Of each message's bytes the bundle keeps only what an error reply carries (the first
+//!   64), all in one buffer ([`Reqs`]), not one allocation per message.
 //! * `CLOSE`: no more adds. Closing twice is `BUNDLE_CLOSED`.
 //! * `COMMIT`: takes the bundle's messages (open or closed) and removes the bundle, which
 //!   then no longer exists whatever the outcome.
@@ -96,13 +98,47 @@ pub struct Entry {
     pub req: Vec<u8>,
 }
 
+/// The bytes of a request an error reply carries (`openflow::wire::error_reply` takes the
+/// first 64): all a bundle keeps of each message's bytes.
+const REQ_KEPT: usize = 64;
+
+/// A message as its bundle keeps it: the bytes its error reply needs are in the bundle's
+/// [`Reqs`], so that 100K adds do not keep 100K small allocations.
+#[derive(Debug)]
+pub struct Kept {
+    pub op: Staged,
+    /// Where its bytes are in the bundle's [`Reqs`].
+    req: (u32, u8),
+}
+
+/// The first [`REQ_KEPT`] bytes of each message of a bundle, one after another.
+#[derive(Debug, Default)]
+pub struct Reqs(Vec<u8>);
+
+impl Reqs {
+    /// Keeps the start of `req`; its place for [`Reqs::get`].
+    fn keep(&mut self, req: &[u8]) -> (u32, u8) {
+        let req = req.get(..REQ_KEPT).unwrap_or(req);
+        let at = self.0.len() as u32;
+        self.0.extend_from_slice(req);
+        (at, req.len() as u8)
+    }
+
+    /// The bytes kept at `req` (a [`Kept`]'s).
+    fn get(&self, req: (u32, u8)) -> &[u8] {
+        let (at, n) = (req.0 as usize, usize::from(req.1));
+        self.0.get(at..at + n).unwrap_or_default()
+    }
+}
+
 struct Bundle {
     flags: u16,
     closed: bool,
     used_ms: u64,
     /// The request that opened the bundle (a timeout error answers it).
     opened_by: Vec<u8>,
-    entries: Vec<Entry>,
+    entries: Vec<Kept>,
+    reqs: Reqs,
     /// The adds filed while they arrive (see the module documentation), until a message
     /// that cannot be adopted with them arrives: then they go back into `entries`.
     built: BuiltAdds,
@@ -119,7 +155,7 @@ impl Bundle {
 }
 
 /// Puts `built`'s adds, in order, in the places `entries` keeps for them.
-fn put_back(entries: &mut [Entry], built: BuiltAdds) {
+fn put_back(entries: &mut [Kept], built: BuiltAdds) {
     if built.is_empty() {
         return;
     }
@@ -134,7 +170,8 @@ fn put_back(entries: &mut [Entry], built: BuiltAdds) {
 /// A bundle's messages as the commit takes them.
 #[derive(Default)]
 pub struct Taken {
-    pub entries: Vec<Entry>,
+    pub entries: Vec<Kept>,
+    pub reqs: Reqs,
     pub built: BuiltAdds,
 }
 
@@ -187,6 +224,7 @@ impl Bundles {
                 used_ms: now,
                 opened_by: req.get(..64).unwrap_or(req).to_vec(),
                 entries: Vec::new(),
+                reqs: Reqs::default(),
                 built: BuiltAdds::default(),
                 spilled: false,
             },
@@ -278,7 +316,8 @@ impl Bundles {
                 op
             }
         };
-        b.entries.push(Entry { op, req: entry.req });
+        let req = b.reqs.keep(&entry.req);
+        b.entries.push(Kept { op, req });
         self.total += 1;
         Ok(())
     }
@@ -290,6 +329,7 @@ impl Bundles {
             .drop_bundle(id)
             .map(|b| Taken {
                 entries: b.entries,
+                reqs: b.reqs,
                 built: b.built,
             })
             .unwrap_or_default())
@@ -416,12 +456,13 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, taken: Taken, now: u64) -> Result<()
     };
     let Taken {
         mut entries,
+        reqs,
         mut built,
     } = taken;
     let mut ports = Vec::new();
     for e in &entries {
         if let Staged::Port(pm) = &e.op {
-            let cfg = mods::check_port_mod(b, pm).map_err(|x| fail(x, &e.req))?;
+            let cfg = mods::check_port_mod(b, pm).map_err(|x| fail(x, reqs.get(e.req)))?;
             ports.push((pm.clone(), cfg));
         }
     }
@@ -442,6 +483,7 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, taken: Taken, now: u64) -> Result<()
             // The entries are consumed: an added flow keeps its flow_mod's match and
             // instructions rather than a copy.
             for e in entries {
+                let req = e.req;
                 let r = match e.op {
                     Staged::Flow(fm) => of.flow_mod_owned(*fm, now).map(|_| ()),
                     Staged::Add(p) => of.add_prepared(p, now).map(|_| ()),
@@ -449,11 +491,11 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, taken: Taken, now: u64) -> Result<()
                     Staged::GroupBuckets(gm) => of.group_bucket_mod(&gm, now),
                     Staged::Port(_) | Staged::Built => Ok(()),
                 };
-                r.map_err(|x| (x, e.req))?;
+                r.map_err(|x| (x, req))?;
             }
             Ok(())
         })
-        .map_err(|(x, req)| fail(x, &req))?;
+        .map_err(|(x, req)| fail(x, reqs.get(req)))?;
     }
     for (pm, cfg) in ports {
         mods::apply_port_mod(b, &pm, cfg);
@@ -466,7 +508,7 @@ fn commit(b: &Arc<BridgeOf>, c: &Arc<Conn>, taken: Taken, now: u64) -> Result<()
 
 /// Makes room, before the first message runs, for each run of at least [`RESERVE_RUN`]
 /// prepared adds to one table and mask.
-fn reserve_runs(of: &mut ofproto::Ofproto, entries: &[Entry]) {
+fn reserve_runs(of: &mut ofproto::Ofproto, entries: &[Kept]) {
     // Runs of adds to one table and subtable, as (index of the first, length).
     let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut prev: Option<&PreparedAdd> = None;
@@ -482,7 +524,7 @@ fn reserve_runs(of: &mut ofproto::Ofproto, entries: &[Entry]) {
         prev = Some(p);
     }
     for &(i, n) in runs.iter().filter(|r| r.1 >= RESERVE_RUN) {
-        if let Some(Entry {
+        if let Some(Kept {
             op: Staged::Add(p), ..
         }) = entries.get(i)
         {
@@ -642,6 +684,26 @@ mod tests {
         b.discard(4).expect("discard");
         assert!(b.is_empty());
         assert_eq!(b.total, 0);
+    }
+
+    #[test]
+    fn a_bundle_keeps_the_request_bytes_an_error_reply_carries() {
+        let mut b = Bundles::default();
+        b.open(1, AO, &[], 0).expect("open");
+        let long: Vec<u8> = (0..100).collect();
+        let mut e = entry();
+        e.req = long.clone();
+        b.add(1, AO, e, &[], 1).expect("add");
+        let mut e = entry();
+        e.req = vec![7; 10];
+        b.add(1, AO, e, &[], 1).expect("add");
+        let t = b.take(1, AO, 2).expect("commit");
+        let kept: Vec<&[u8]> = t.entries.iter().map(|e| t.reqs.get(e.req)).collect();
+        assert_eq!(kept, vec![&long[..REQ_KEPT], &[7; 10][..]]);
+        // What the error reply takes of the whole request is what was kept.
+        let whole = openflow::wire::error_reply(OfError::bad_request(0), wire::OFP14, &long);
+        let part = openflow::wire::error_reply(OfError::bad_request(0), wire::OFP14, kept[0]);
+        assert_eq!(format!("{whole:?}"), format!("{part:?}"));
     }
 
     #[test]
