@@ -273,15 +273,23 @@ mod tests {
     const A: [u8; 4] = [10, 0, 0, 1];
     const B: [u8; 4] = [10, 0, 0, 2];
 
-    #[test]
-    fn a_connection_that_left_the_table_is_not_found_in_the_cache() {
-        let ct = Conntrack::new(Config::default());
-        let mut c = ConnCache::eager();
+    /// A tracker, an eager cache, and a committing and a plain request.
+    fn fresh() -> (Conntrack, ConnCache, CtRequest<'static>, CtRequest<'static>) {
         let commit = CtRequest {
             commit: true,
             ..CtRequest::default()
         };
-        let plain = CtRequest::default();
+        (
+            Conntrack::new(Config::default()),
+            ConnCache::eager(),
+            commit,
+            CtRequest::default(),
+        )
+    }
+
+    #[test]
+    fn a_connection_that_left_the_table_is_not_found_in_the_cache() {
+        let (ct, mut c, commit, plain) = fresh();
         let mut a = udp4(A, B, 1, 2, b"x");
         let mut b = udp4(B, A, 2, 1, b"y");
         assert_eq!(
@@ -307,13 +315,7 @@ mod tests {
 
     #[test]
     fn the_last_answer_serves_both_directions_with_their_own_state() {
-        let ct = Conntrack::new(Config::default());
-        let mut c = ConnCache::eager();
-        let commit = CtRequest {
-            commit: true,
-            ..CtRequest::default()
-        };
-        let plain = CtRequest::default();
+        let (ct, mut c, commit, plain) = fresh();
         let mut a = udp4(A, B, 1, 2, b"x");
         let mut b = udp4(B, A, 2, 1, b"y");
         let mut other = udp4(A, B, 3, 2, b"z");
