@@ -1,15 +1,16 @@
 //! Fuzzes the flow extractor (and the checksum helpers it feeds) on arbitrary frames.
 //!
 //! Input: the first byte picks the ingress port, the rest is the frame. Besides "never
-//! panics", it checks invariants that must hold for any bytes: extraction is deterministic,
-//! the word image round-trips, padding stays zero, offsets lie inside the frame and in order,
-//! a frame cut after its L2 headers keeps its L2 fields, a frame cut inside its IP datagram
-//! keeps exactly its L2 fields, and a checksum written by `set_l4_checksum` verifies.
+//! panics", it checks invariants that must hold for any bytes: extraction is deterministic
+//! and its fast path agrees with the general parse, the word image round-trips, padding
+//! stays zero, offsets lie inside the frame and in order, a frame cut after its L2 headers
+//! keeps its L2 fields, a frame cut inside its IP datagram keeps exactly its L2 fields, and
+//! a checksum written by `set_l4_checksum` verifies.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use packet::csum;
-use packet::flow::{extract, extract_into, FlowKey};
+use packet::flow::{extract, extract_into, extract_into_general, FlowKey, MAX_VLAN_TAGS};
 
 fn l2_only(k: &FlowKey) -> FlowKey {
     FlowKey {
@@ -31,6 +32,14 @@ fuzz_target!(|data: &[u8]| {
     let mut k = FlowKey::default();
     let offs = extract_into(&mut k, frame, port);
     assert_eq!(extract(frame, port), k);
+    // The fast path for plain IPv4 gives what the general parse gives, from any prior key.
+    for tags in 1..=MAX_VLAN_TAGS {
+        let mut fast = FlowKey::from_words(&[!0; packet::FLOW_KEY_WORDS]);
+        let mut general = fast;
+        let fo = packet::flow::extract_into_with(&mut fast, frame, port, tags);
+        let go = extract_into_general(&mut general, frame, port, tags);
+        assert_eq!((fast, fo), (general, go));
+    }
     assert_eq!(FlowKey::from_words(&k.to_words()), k);
     assert_eq!(k.in_port, port);
     assert_eq!((k.pad_l2, k.pad_l3, k.pad_l4, k.pad_ct), (0, 0, 0, 0));

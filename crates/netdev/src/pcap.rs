@@ -44,8 +44,11 @@ impl Rxq {
             let allowed = (start.elapsed().as_nanos() * u128::from(*pps) / 1_000_000_000) as u64;
             budget = budget.min(allowed.saturating_sub(*sent) as usize);
         }
-        let mut n = 0;
-        while !batch.is_full() && n < budget {
+        // The burst's buffers in one go; the packets not filled go back at the end.
+        let base = batch.len();
+        let mut have = pool.alloc_into(batch, budget);
+        let (mut n, mut bytes) = (0, 0u64);
+        while n < budget {
             if self.next >= n_rec {
                 if self.infinite && n_rec > 0 {
                     self.next = 0;
@@ -55,26 +58,32 @@ impl Rxq {
             }
             let (off, len) = d.records[self.next];
             self.next += 1;
-            let Some(mut p) = pool.alloc() else {
-                self.dropped += 1;
+            if n == have {
+                // The pool ran short of the burst: one more try, counted if it fails.
+                let Some(p) = pool.alloc() else {
+                    self.dropped += 1;
+                    break;
+                };
+                if let Err(p) = batch.push(p) {
+                    pool.free(p);
+                    break;
+                }
+                have += 1;
+            }
+            let Some(p) = batch.packets_mut().get_mut(base + n) else {
                 break;
             };
-            match p.reset_for_rx(len) {
-                Some(dst) => dst.copy_from_slice(&d.bytes[off..off + len]),
-                None => {
-                    self.errors += 1;
-                    pool.free(p);
-                    continue;
-                }
+            if !p.set_frame(&d.bytes[off..off + len]) {
+                // Too long for a buffer: skipped, and the packet serves the next record.
+                self.errors += 1;
+                continue;
             }
-            self.packets += 1;
-            self.bytes += len as u64;
-            if let Err(p) = batch.push(p) {
-                pool.free(p);
-                break;
-            }
+            bytes += len as u64;
             n += 1;
         }
+        pool.free_tail(batch, base + n);
+        self.packets += n as u64;
+        self.bytes += bytes;
         if let Some((_, _, sent)) = &mut self.rate {
             *sent += n as u64;
         }
@@ -366,6 +375,37 @@ mod tests {
         assert_eq!(pool.outstanding(), 0);
         let _ = std::fs::remove_file(src);
         let _ = std::fs::remove_file(out);
+    }
+
+    #[test]
+    fn short_pools_and_oversized_records_are_counted() {
+        let src = tmp("short.pcap");
+        let mut w = PcapWriter::create(&src).expect("create");
+        for len in [60, packet::MAX_FRAME + 1, 61, 62, 63] {
+            w.write(0, 0, &vec![len as u8; len]).expect("w");
+        }
+        w.flush().expect("flush");
+        drop(w);
+        let mut opts = Options::new();
+        opts.insert("rx_pcap".into(), src.display().to_string());
+        let mut port = PcapPort::open("p", &opts).expect("open");
+        // Three buffers: records 0, 2 and 3 fill them, record 1 is too long for any, and
+        // record 4 finds the pool empty.
+        let mut pool = Pool::new(3);
+        let mut b = Batch::new();
+        assert_eq!(port.rx_batch(&mut pool, &mut b), 3);
+        let lens: Vec<usize> = b.packets().iter().map(|p| p.len()).collect();
+        assert_eq!(lens, [60, 61, 62]);
+        assert_eq!(b.packets()[2].data(), &[62u8; 62][..]);
+        let st = port.stats();
+        assert_eq!((st.rx_packets, st.rx_errors, st.rx_dropped), (3, 1, 1));
+        assert_eq!(st.rx_bytes, 60 + 61 + 62);
+        assert_eq!(pool.alloc_failures(), 1);
+        pool.free_batch(&mut b);
+        // The capture is over: nothing more, and the burst's buffers all went back.
+        assert_eq!(port.rx_batch(&mut pool, &mut b), 0);
+        assert_eq!((b.len(), pool.outstanding()), (0, 0));
+        let _ = std::fs::remove_file(src);
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //! `recirc_id`. So a key whose `recirc_id` is 0 has an all-zero ct block
 //! ([`CT_WORDS_START`]..), and the exact-match cache hashes and compares only the words
 //! before it for such keys: pipelines without `ct` pay nothing for it but the extractor's
-//! reset of the extra 64 bytes. The original tuple keeps an IPv4 address in the first four
+//! reset of the extra bytes. The original tuple keeps an IPv4 address in the first four
 //! bytes of `ct_src`/`ct_dst` (OpenFlow's `ct_nw_src` needs IPv4, `ct_ipv6_src` IPv6, so a
 //! packet never has both).
 //!
@@ -45,9 +45,8 @@
 //! block. They are zero for every packet that did not come through (or is not bound for) a
 //! tunnel with an IPv6 underlay, so they follow the same rule: the exact-match cache leaves
 //! them out when they are zero ([`FlowKey::has_tail`] says whether any of the blocks from
-//! [`CT_WORDS_START`] on can be non-zero), and the extractor clears them only when they are
-//! not already zero. Bridges without tunnels pay for them only in the extractor's check of
-//! four more words that are already in cache.
+//! [`CT_WORDS_START`] on can be non-zero). Bridges without tunnels pay for them only in the
+//! extractor's two more 16-byte stores.
 //!
 //! [`STAGE_END_WORDS`] records these boundaries and a unit test pins every field offset, so a
 //! change to the struct that moves a field across a stage or introduces padding fails the
@@ -111,7 +110,12 @@
 //! ## Cost
 //! No allocation, no loops except over VLAN tags (two at most), MPLS entries (four at most),
 //! IPv6 extension headers and ND options (bounded by the frame length). The key is reset
-//! with one 240-byte store (plus a check that the ct and tunnel blocks are already zero). A key is `Copy` and `Send + Sync`; extraction is a pure function.
+//! with two runs of inline vector stores (the words before the ct block, then the ct and
+//! tunnel blocks), not a call to memset. The common frame (untagged Ethernet II, IPv4
+//! without options, not a fragment) takes a fast path: one length check, then reads at
+//! fixed offsets; every other frame takes the general layer-by-layer parse, and a property
+//! test and the fuzz target check that both give the same key and offsets on any frame. A
+//! key is `Copy` and `Send + Sync`; extraction is a pure function.
 
 use core::fmt;
 use core::mem::{offset_of, size_of};

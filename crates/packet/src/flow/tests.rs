@@ -270,3 +270,140 @@ fn display_tcp() {
          nw_frag=no,tp_src=80,tp_dst=443,tcp_flags=0x012"
     );
 }
+
+/// Frames near the fast path's shape: Ethernet type, IPv4 version/IHL byte, total length,
+/// fragment field and protocol each either the common value, a near miss or random.
+fn near_fast_frame() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let ty =
+        prop_oneof![8 => Just(0x0800u16), 1 => Just(0x8100), 1 => Just(0x86dd), 1 => any::<u16>()];
+    let vihl = prop_oneof![8 => Just(0x45u8), 1 => Just(0x46), 1 => Just(0x44), 1 => any::<u8>()];
+    let frag = prop_oneof![
+        4 => Just(0u16),
+        4 => Just(0x4000),
+        1 => Just(0x2000),
+        1 => Just(0x0001),
+        1 => any::<u16>()
+    ];
+    let proto = prop_oneof![
+        Just(IPPROTO_UDP),
+        Just(IPPROTO_TCP),
+        Just(IPPROTO_ICMP),
+        any::<u8>()
+    ];
+    let body = proptest::collection::vec(any::<u8>(), 0..96);
+    // The IPv4 total length: the bytes after the Ethernet header, give or take a few.
+    let slack = prop_oneof![
+        6 => Just(0i32),
+        2 => -30i32..30,
+        1 => any::<u16>().prop_map(i32::from)
+    ];
+    // Sometimes cut the frame short, inside or before the headers.
+    let cut = prop_oneof![4 => Just(0usize), 1 => 1usize..60];
+    (ty, vihl, frag, proto, body, slack, cut).prop_map(
+        |(ty, vihl, frag, proto, body, slack, cut)| {
+            let mut f = body;
+            f.resize(f.len().max(34), 0x5a);
+            f[12..14].copy_from_slice(&ty.to_be_bytes());
+            f[14] = vihl;
+            let total = (f.len() as i32 - 14 + slack).clamp(0, 0xffff) as u16;
+            f[16..18].copy_from_slice(&total.to_be_bytes());
+            f[20..22].copy_from_slice(&frag.to_be_bytes());
+            f[23] = proto;
+            // TCP data offsets around the legal range.
+            if let Some(doff) = f.get_mut(46) {
+                *doff = (*doff & 0x0f) | ((*doff % 8 + 3) << 4);
+            }
+            let keep = f.len().saturating_sub(cut);
+            f.truncate(keep);
+            f
+        },
+    )
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+
+    /// The fast path gives what the general parse gives, key (into a dirty key: every
+    /// word is written) and offsets, for any frame and VLAN limit.
+    #[test]
+    fn the_fast_path_is_the_general_parse(
+        frame in proptest::prop_oneof![
+            near_fast_frame(),
+            proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+        ],
+        in_port in proptest::prelude::any::<u32>(),
+        max_tags in 1usize..=2,
+    ) {
+        let (mut fast, mut general) = (sample(), sample());
+        let fo = extract_into_with(&mut fast, &frame, in_port, max_tags);
+        let go = extract_into_general(&mut general, &frame, in_port, max_tags);
+        proptest::prop_assert_eq!(fast, general);
+        proptest::prop_assert_eq!(fo, go);
+    }
+}
+
+#[test]
+fn the_fast_path_takes_udp_and_tcp_over_plain_ipv4() {
+    // An untagged IPv4/UDP frame with Ethernet padding after the datagram, and the same
+    // datagram as TCP (20-byte header) and as a first fragment (the general path).
+    let mut udp = vec![0u8; 60];
+    udp[..12].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    udp[12..14].copy_from_slice(&ETH_TYPE_IPV4.to_be_bytes());
+    udp[14] = 0x45;
+    udp[15] = 0xb8;
+    udp[16..18].copy_from_slice(&28u16.to_be_bytes());
+    udp[22] = 64;
+    udp[23] = IPPROTO_UDP;
+    udp[26..34].copy_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+    udp[34..38].copy_from_slice(&[0x12, 0x34, 0x00, 0x35]);
+    let mut k = sample();
+    let o = extract_into(&mut k, &udp, 9);
+    let want = FlowKey {
+        in_port: 9,
+        dl_dst: [1, 2, 3, 4, 5, 6],
+        dl_src: [7, 8, 9, 10, 11, 12],
+        dl_type: ETH_TYPE_IPV4,
+        nw_src: [10, 0, 0, 1],
+        nw_dst: [10, 0, 0, 2],
+        nw_proto: IPPROTO_UDP,
+        nw_tos: 0xb8,
+        nw_ttl: 64,
+        tp_src: 0x1234,
+        tp_dst: 53,
+        ..FlowKey::ZERO
+    };
+    assert_eq!(k, want);
+    assert_eq!(
+        o,
+        Offsets {
+            l2_5: Some(14),
+            l3: Some(14),
+            l4: Some(34)
+        }
+    );
+    let mut tcp = udp.clone();
+    tcp[16..18].copy_from_slice(&40u16.to_be_bytes());
+    tcp[23] = IPPROTO_TCP;
+    tcp[46] = 0x50;
+    tcp[47] = 0x12;
+    extract_into(&mut k, &tcp, 9);
+    assert_eq!(
+        k,
+        FlowKey {
+            nw_proto: IPPROTO_TCP,
+            tcp_flags: 0x012,
+            ..want
+        }
+    );
+    let mut frag = udp.clone();
+    frag[20] = 0x20;
+    extract_into(&mut k, &frag, 9);
+    assert_eq!(
+        k,
+        FlowKey {
+            nw_frag: NW_FRAG_ANY,
+            ..want
+        }
+    );
+}
