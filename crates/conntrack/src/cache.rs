@@ -38,6 +38,7 @@
 //! `&mut self`: one per thread (`Send`, not shared).
 
 use crate::key::ConnKey;
+use crate::key4::Key4;
 use crate::table::Conn;
 use std::sync::atomic::Ordering::Acquire;
 use std::sync::Arc;
@@ -181,6 +182,19 @@ impl ConnCache {
     /// the one `get` or the table would find, in the same direction.
     #[inline(always)]
     pub(crate) fn get_last(&mut self, key: &ConnKey) -> Option<(&Arc<Conn>, bool)> {
+        self.get_last_by(|k| k == key)
+    }
+
+    /// [`ConnCache::get_last`] for an IPv4 key with ports, compared in registers
+    /// ([`ConnKey::is4`]).
+    #[inline(always)]
+    pub(crate) fn get_last4(&mut self, key: &Key4) -> Option<(&Arc<Conn>, bool)> {
+        self.get_last_by(|k| k.is4(key))
+    }
+
+    /// [`ConnCache::get_last`] for the key that `is` finds equal.
+    #[inline(always)]
+    fn get_last_by(&mut self, is: impl Fn(&ConnKey) -> bool) -> Option<(&Arc<Conn>, bool)> {
         if self.rest > 0 || self.window.0 >= WINDOW {
             return None;
         }
@@ -191,9 +205,9 @@ impl ConnCache {
             .get(self.last % WAYS)?
             .conn
             .as_ref()?;
-        let reply = if c.key == *key {
+        let reply = if is(&c.key) {
             false
-        } else if c.rev == *key {
+        } else if is(&c.rev) {
             true
         } else {
             return None;
