@@ -16,7 +16,8 @@
 //! has an empty, departed or random entry), so that with more connections than entries the
 //! cache costs the table path little: remembering takes a reference, forgetting drops one.
 //! The entry of the last lookup answered is tried first, against both keys of its
-//! connection, before the packet's key is hashed ([`ConnCache::get_last`]): consecutive
+//! connection, before the packet's key is hashed ([`ConnCache::get_last`], or
+//! [`ConnCache::get_last4`] for an IPv4 key with ports still in registers): consecutive
 //! packets of one connection, in either direction, are then found without the hash or the
 //! bucket; a connection in the table under either key is the one the table would find for
 //! it, so this answers as `get` or the table would.

@@ -6,8 +6,9 @@
 //! it ([`CtRecirc::of`]: the tracker's request, and the verdict each packet's `ct` overwrites,
 //! made once, not per packet), and runs each packet through [`Exec::ct_then_recirc`]: the
 //! `ct`, then the recirculation, shortcut to the next pass's megaflow where the poll thread
-//! knows it (`skip`). A shortcut packet's port is handed back, so that it joins the batch's
-//! collected single outputs instead of being sent one at a time.
+//! knows it (`skip`), its candidates made ready for the run's packets once (`skip::Plan`).
+//! A shortcut packet's port is handed back, so that it joins the batch's collected single
+//! outputs instead of being sent one at a time.
 //!
 //! Why it is the same: it is `Exec::execute_with` for those two actions, step for step
 //! (the counters, the depth limit, which packets take the queue and with which key),

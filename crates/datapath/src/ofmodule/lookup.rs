@@ -1,5 +1,7 @@
 //! Looking a chunk of a batch up in the poll thread's caches: the megaflow the previous
-//! packet hit, the exact-match cache, then the megaflow classifier.
+//! packet hit, the exact-match cache, then the megaflow classifier. The first stage checks
+//! a megaflow whose compact compare has four words or fewer without a loop ([`Compact4`],
+//! made once per chunk; pinned to `Megaflow::covers_fast` by a proptest).
 
 use super::OpenFlowStats;
 use crate::dpcls::{Dpcls, Megaflow, Words, INLINE_WORDS, LOOKUP_CHUNK};

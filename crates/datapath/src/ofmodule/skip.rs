@@ -15,6 +15,15 @@
 //! port. Otherwise the packet is queued as before (and the recirculated pass teaches the
 //! cache its megaflow).
 //!
+//! The `[ct, recirc]` loop (`ctrun`) goes one step further for a run of packets of one
+//! megaflow: a [`Plan`] of the candidates, made when the run's first packet needs it and
+//! again whenever the candidates change, decides each candidate's words of the pass's key
+//! once for the whole run where the megaflow's own mask reads all the bits the check reads
+//! (every packet of the megaflow has those bits), so that a packet's check is usually one
+//! mask and compare of the verdict's first word ([`NextHops::find_planned`]: the same
+//! decisions as [`NextHops::find`], in the same order; `tests/ct_skip.rs` pins the plan's
+//! parts to the whole check).
+//!
 //! Why it is the same decision: it is the recirculated pass's first lookup stage (the
 //! megaflow the previous packet hit, checked on its mask's words), made earlier. A megaflow
 //! is immutable; a changed decision is a new megaflow and the old one is marked dead at once
