@@ -221,7 +221,7 @@ mod tests {
             prop_assert_eq!(c.is_some(), (1..=4).contains(&nonzero));
             if let Some(c) = c {
                 prop_assert_eq!(c.covers(&k), m.covers_fast(&k));
-                prop_assert_eq!(c.covers(&fw), true);
+                prop_assert!(c.covers(&fw));
             }
         }
     }
