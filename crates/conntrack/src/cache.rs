@@ -16,7 +16,8 @@
 //! has an empty, departed or random entry), so that with more connections than entries the
 //! cache costs the table path little: remembering takes a reference, forgetting drops one.
 //! The entry of the last lookup answered is tried first, against both keys of its
-//! connection, before the packet's key is hashed ([`ConnCache::get_last`]): consecutive
+//! connection, before the packet's key is hashed ([`ConnCache::get_last`], or
+//! [`ConnCache::get_last4`] for an IPv4 key with ports still in registers): consecutive
 //! packets of one connection, in either direction, are then found without the hash or the
 //! bucket; a connection in the table under either key is the one the table would find for
 //! it, so this answers as `get` or the table would.
@@ -38,6 +39,7 @@
 //! `&mut self`: one per thread (`Send`, not shared).
 
 use crate::key::ConnKey;
+use crate::key4::Key4;
 use crate::table::Conn;
 use std::sync::atomic::Ordering::Acquire;
 use std::sync::Arc;
@@ -181,6 +183,19 @@ impl ConnCache {
     /// the one `get` or the table would find, in the same direction.
     #[inline(always)]
     pub(crate) fn get_last(&mut self, key: &ConnKey) -> Option<(&Arc<Conn>, bool)> {
+        self.get_last_by(|k| k == key)
+    }
+
+    /// [`ConnCache::get_last`] for an IPv4 key with ports, compared in registers
+    /// ([`ConnKey::is4`]).
+    #[inline(always)]
+    pub(crate) fn get_last4(&mut self, key: &Key4) -> Option<(&Arc<Conn>, bool)> {
+        self.get_last_by(|k| k.is4(key))
+    }
+
+    /// [`ConnCache::get_last`] for the key that `is` finds equal.
+    #[inline(always)]
+    fn get_last_by(&mut self, is: impl Fn(&ConnKey) -> bool) -> Option<(&Arc<Conn>, bool)> {
         if self.rest > 0 || self.window.0 >= WINDOW {
             return None;
         }
@@ -191,9 +206,9 @@ impl ConnCache {
             .get(self.last % WAYS)?
             .conn
             .as_ref()?;
-        let reply = if c.key == *key {
+        let reply = if is(&c.key) {
             false
-        } else if c.rev == *key {
+        } else if is(&c.rev) {
             true
         } else {
             return None;

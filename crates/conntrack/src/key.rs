@@ -11,10 +11,8 @@
 //! [`parse`] reads what tracking needs from a frame whose layers the flow extractor already
 //! located ([`PacketMeta`]): the key, the TCP segment fields, and for ICMP errors the key of
 //! the quoted datagram (reversed, so that it names the direction the error travels in) and
-//! where the quoted headers sit, for NAT to rewrite them. [`parse_ports4`] is its path for
-//! IPv4 UDP, UDP-Lite and SCTP packets, the tracker's usual case: the same checks, the key
-//! returned by value (built in registers) instead of written into a [`Parsed`], and `None`
-//! wherever `parse` must decide (a proptest pins it to `parse`).
+//! where the quoted headers sit, for NAT to rewrite them. [`crate::key4::parse_ports4`] is
+//! its path for IPv4 UDP, UDP-Lite and SCTP packets, the tracker's usual case.
 //!
 //! ## Invariants
 //! * IPv4 addresses occupy the first four bytes of `src`/`dst`; the other twelve are zero.
@@ -493,50 +491,6 @@ fn parse_inner(frame: &[u8], meta: &PacketMeta, zone: u16, out: &mut Parsed) -> 
     }
 }
 
-/// The key [`parse`] finds for an IPv4 UDP, UDP-Lite or SCTP packet that is not a
-/// fragment and that it finds valid (its result is then `Parsed::Conn` with this key and no
-/// TCP fields); `None` for every other packet, which [`parse`] must decide. The same reads
-/// and checks as [`parse`]'s for these packets, without its other protocols' branches and
-/// without writing a [`Parsed`]: the key is built in registers and compared (with the
-/// connection the cache answered last) before it is ever stored.
-#[inline(always)]
-pub fn parse_ports4(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<ConnKey> {
-    let proto = meta.nw_proto;
-    if meta.frag || meta.v6 || !matches!(proto, PROTO_UDP | PROTO_UDPLITE | PROTO_SCTP) {
-        return None;
-    }
-    let l3 = usize::from(meta.l3);
-    let l4 = usize::from(meta.l4?);
-    let h = frame.get(l3..)?.first_chunk::<20>()?;
-    let end = l3 + usize::from(u16::from_be_bytes([h[2], h[3]]));
-    if end > frame.len() || l4 > end || !packet::csum::ipv4_header_ok(frame.get(l3..l4)?) {
-        return None;
-    }
-    let u = frame.get(l4..end)?.first_chunk::<8>()?;
-    // A zero UDP checksum over IPv4 means "none".
-    if proto == PROTO_UDP
-        && u[6] | u[7] != 0
-        && !meta.l4_csum_trusted
-        && !packet::csum::l4_checksum_ok(frame, l3, l4, proto, true)
-    {
-        return None;
-    }
-    let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
-    src[..4].copy_from_slice(&h[12..16]);
-    dst[..4].copy_from_slice(&h[16..20]);
-    Some(ConnKey {
-        src,
-        dst,
-        sport: u16::from_be_bytes([u[0], u[1]]),
-        dport: u16::from_be_bytes([u[2], u[3]]),
-        zone,
-        proto,
-        v6: false,
-        icmp_type: 0,
-        icmp_code: 0,
-    })
-}
-
 /// The quoted datagram of an ICMP error starting at `q3`, inside an outer packet whose key
 /// (addresses, zone, family) is `outer`.
 fn parse_quoted(frame: &[u8], q3: usize, end: usize, outer: &ConnKey) -> Option<Parsed> {
@@ -729,55 +683,6 @@ mod tests {
         let m = PacketMeta::from_flow(&k, &o).unwrap();
         for cut in 0..f.len() {
             assert_eq!(parse(&f[..cut], &m, 0), Parsed::Invalid, "cut {cut}");
-        }
-    }
-
-    proptest::proptest! {
-        /// `parse_ports4` answers only where `parse` finds a connection without TCP
-        /// fields, and then with `parse`'s key: UDP (with and without its checksum), TCP,
-        /// SCTP and ICMP frames, bytes changed, cut short, layers misplaced, flags flipped.
-        #[test]
-        fn parse_ports4_is_parse_where_it_answers(
-            kind in 0u8..5,
-            edits in proptest::collection::vec((0usize..80, proptest::num::u8::ANY), 0..4),
-            cut in 0usize..90,
-            l3_delta in -2i32..3,
-            l4_delta in -4i32..5,
-            frag: bool,
-            trusted: bool,
-            zone: u16,
-        ) {
-            let mut f = match kind {
-                0 => udp4([10, 0, 0, 1], [10, 0, 0, 2], 7, 9, b"hello"),
-                1 => {
-                    let mut f = udp4([10, 0, 0, 1], [10, 0, 0, 2], 7, 9, b"hello");
-                    f[40] = 0;
-                    f[41] = 0;
-                    f
-                }
-                2 => tcp4([1, 2, 3, 4], [5, 6, 7, 8], 1, 2, 3, 4, 0x10, b"xyz"),
-                3 => other4([1, 2, 3, 4], [5, 6, 7, 8], PROTO_SCTP, &[0, 1, 0, 2, 0, 0, 0, 0, 9]),
-                _ => icmp4_echo([1, 2, 3, 4], [5, 6, 7, 8], 8, 5, 1),
-            };
-            let (k, o) = flow_of(&f);
-            let mut m = PacketMeta::from_flow(&k, &o).expect("IP");
-            let intact = edits.is_empty() && cut >= f.len() && l3_delta == 0 && l4_delta == 0;
-            if intact && !frag && matches!(kind, 0 | 1 | 3) {
-                proptest::prop_assert!(parse_ports4(&f, &m, zone).is_some(), "answers");
-            }
-            for (at, v) in edits {
-                if let Some(b) = f.get_mut(at) {
-                    *b = v;
-                }
-            }
-            f.truncate(cut.max(14));
-            m.l3 = (i32::from(m.l3) + l3_delta).max(0) as u16;
-            m.l4 = m.l4.map(|l4| (i32::from(l4) + l4_delta).max(0) as u16);
-            m.frag |= frag;
-            m.l4_csum_trusted = trusted;
-            if let Some(key) = parse_ports4(&f, &m, zone) {
-                proptest::prop_assert_eq!(parse(&f, &m, zone), Parsed::Conn { key, tcp: None });
-            }
         }
     }
 }

@@ -42,6 +42,7 @@ pub mod buckets;
 pub mod cache;
 pub mod ipf;
 pub mod key;
+pub mod key4;
 pub mod nat;
 pub mod ops;
 pub mod rewrite;

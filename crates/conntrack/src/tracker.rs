@@ -41,7 +41,8 @@
 //! allocates except a connection's own 176-byte record and its two table slots.
 
 use crate::cache::ConnCache;
-use crate::key::{parse, parse_into, parse_ports4, ConnKey, PacketMeta, Parsed, TcpSeg};
+use crate::key::{parse, parse_into, ConnKey, PacketMeta, Parsed, TcpSeg};
+use crate::key4::parse_ports4;
 use crate::nat::Nat;
 use crate::rewrite;
 use crate::table::{Conn, ConnState, ProtoState, Table, NAT_SRC};
@@ -300,7 +301,8 @@ impl Conntrack {
     /// cache, the connection of its last answer is tried first, before the key is hashed
     /// ([`ConnCache::get_last`]: a connection's packets, either way, one after the other),
     /// and an IPv4 packet with ports other than TCP is parsed by [`parse_ports4`], whose
-    /// key stays in registers until it is compared; any other packet, and one that
+    /// key ([`crate::key4::Key4`]) stays in registers while it is compared with that
+    /// connection's keys; any other packet, and one that
     /// function does not answer, by [`parse_into`].
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
@@ -315,13 +317,14 @@ impl Conntrack {
     ) {
         if let Some(c) = cache.as_deref_mut() {
             // IPv4 with ports (not TCP): the key as `parse` finds it, in registers.
-            if let Some(key) = parse_ports4(frame, meta, req.zone) {
-                if let Some((conn, reply)) = c.get_last(&key) {
+            if let Some(k4) = parse_ports4(frame, meta, req.zone) {
+                if let Some((conn, reply)) = c.get_last4(&k4) {
                     if let Found::Done = self.update(conn, reply, frame, meta, None, req, now, out)
                     {
                         return;
                     }
                 }
+                let key = k4.key();
                 let h = self.table.hash(&key);
                 self.track(cache, frame, meta, &key, h, None, req, now, out);
                 return;

@@ -28,6 +28,7 @@
 //! (see `packet::flow`); [`recirc_key`] never writes id 0 for a tracked packet because
 //! recirculation ids start at 1.
 
+use crate::dpcls::Words;
 use conntrack::{Config, ConnCache, Conntrack, CtResult, PacketMeta};
 use ofproto::odp_ct::CtAction;
 use packet::flow::{self, FlowKey, Offsets};
@@ -310,6 +311,33 @@ impl RecircCheck {
             same &= k.ct(usize::from(self.ct_idx[j])) & self.ct_mask[j] == self.ct_val[j];
         }
         same
+    }
+
+    /// The check on the words of the pass's key, made once for all the packets of a
+    /// megaflow whose mask is `mask` and masked key `key` (all of them have those bits of
+    /// their keys): `Some(outcome)` when the mask reads every bit this check reads of those
+    /// words, the outcome then being the same for each of them; `None` otherwise.
+    pub fn first_on(&self, mask: &Words, key: &Words) -> Option<bool> {
+        let mut same = true;
+        for j in 0..usize::from(self.n_first).min(INLINE_WORDS) {
+            let i = usize::from(self.first_idx[j]);
+            let (m, k) = (*mask.get(i)?, *key.get(i)?);
+            if self.first_mask[j] & !m != 0 {
+                return None;
+            }
+            same &= k & self.first_mask[j] == self.first_val[j];
+        }
+        Some(same)
+    }
+
+    /// The check on the verdict's words as one mask and value of the stage's first word
+    /// ([`RecircWords::ct`] of 0), when it reads no other word of the stage.
+    pub fn ct0_only(&self) -> Option<(u64, u64)> {
+        match usize::from(self.n_ct) {
+            0 => Some((0, 0)),
+            1 if self.ct_idx[0] == 0 => Some((self.ct_mask[0], self.ct_val[0])),
+            _ => None,
+        }
     }
 }
 

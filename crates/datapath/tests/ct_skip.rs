@@ -274,6 +274,7 @@ proptest! {
         res in verdict(),
         masks in mask_words(),
         flips in proptest::collection::vec(any::<prop::sample::Index>(), 0..2),
+        pass_masks in mask_words(),
     ) {
         let words: [u64; FLOW_KEY_WORDS] = words.try_into().expect("45 words");
         let first = FlowKey::from_words(&words);
@@ -304,8 +305,36 @@ proptest! {
         );
         let want = m.covers_words(|i| built.as_words()[i]).expect("a compact compare");
         let view = datapath::ct::RecircWords::new(&first, id, res.as_ref());
-        let got = datapath::ct::RecircCheck::new(m.compact_words(), id)
-            .is_some_and(|c| c.covers(&view));
+        let check = datapath::ct::RecircCheck::new(m.compact_words(), id);
+        let got = check.is_some_and(|c| c.covers(&view));
         prop_assert_eq!(got, want);
+        // The check made ready for the packets of a pass's megaflow that covers `first`
+        // (the shortcut's plan): decided on the pass's words where that mask reads them,
+        // then the verdict's first word where it is all that is left.
+        let mut pw = [0u64; FLOW_KEY_WORDS];
+        for (i, m) in &pass_masks {
+            pw[*i] |= *m;
+        }
+        let pass = datapath::dpcls::Megaflow::new(
+            2,
+            first,
+            FlowKey::from_words(&pw),
+            vec![ofproto::odp::DpAction::Output(3)],
+            vec![],
+            vec![],
+            1,
+            0,
+        );
+        if let Some(c) = check {
+            match c.first_on(&pass.mask, &pass.key) {
+                Some(false) => prop_assert!(!got),
+                Some(true) => {
+                    if let Some((mask, val)) = c.ct0_only() {
+                        prop_assert_eq!(got, view.ct(0) & mask == val);
+                    }
+                }
+                None => {}
+            }
+        }
     }
 }

@@ -6,8 +6,9 @@
 //! it ([`CtRecirc::of`]: the tracker's request, and the verdict each packet's `ct` overwrites,
 //! made once, not per packet), and runs each packet through [`Exec::ct_then_recirc`]: the
 //! `ct`, then the recirculation, shortcut to the next pass's megaflow where the poll thread
-//! knows it (`skip`). A shortcut packet's port is handed back, so that it joins the batch's
-//! collected single outputs instead of being sent one at a time.
+//! knows it (`skip`), its candidates made ready for the run's packets once (`skip::Plan`).
+//! A shortcut packet's port is handed back, so that it joins the batch's collected single
+//! outputs instead of being sent one at a time.
 //!
 //! Why it is the same: it is `Exec::execute_with` for those two actions, step for step
 //! (the counters, the depth limit, which packets take the queue and with which key),
@@ -20,6 +21,7 @@
 //! [`OpenFlow::set_ct_runs`]: super::OpenFlow::set_ct_runs
 
 use super::exec::{Exec, MAX_RECIRC_DEPTH};
+use super::skip::Plan;
 use crate::ct::RecircWords;
 use crate::dpcls::Megaflow;
 use crate::module::Delivery;
@@ -31,12 +33,17 @@ use packet::{Packet, Pool};
 
 /// A megaflow's `[ct(..), recirc(id)]`, ready for its packets.
 pub(super) struct CtRecirc<'a> {
+    /// The megaflow.
+    pub(super) m: &'a Megaflow,
     pub(super) ct: &'a CtAction,
     pub(super) req: CtRequest<'a>,
     pub(super) id: u32,
     /// The verdict of the packet being run: every `execute_one_cached` writes all of it, so
     /// it is made once per run, not once per packet.
     pub(super) res: CtResult,
+    /// The shortcut's candidates made ready for the megaflow's packets (see `skip::Plan`),
+    /// made again when they changed.
+    pub(super) plan: Plan,
 }
 
 impl<'a> CtRecirc<'a> {
@@ -45,10 +52,12 @@ impl<'a> CtRecirc<'a> {
     pub(super) fn of(m: &'a Megaflow) -> Option<CtRecirc<'a>> {
         match &m.actions[..] {
             [DpAction::Ct(ct), DpAction::Recirc(id)] => Some(CtRecirc {
+                m,
                 ct,
                 req: ct.request(),
                 id: *id,
                 res: CtResult::default(),
+                plan: Plan::STALE,
             }),
             _ => None,
         }
@@ -93,8 +102,11 @@ impl Exec {
         }
         self.stats.recirculations += 1;
         if clean.is_some() && self.recirc.is_empty() {
+            if !self.next.current(&run.plan) {
+                run.plan = self.next.plan(run.m, run.id);
+            }
             let view = RecircWords::new(key, run.id, Some(res));
-            if let Some((m, port)) = self.next.find(run.id, &view) {
+            if let Some((m, port)) = self.next.find_planned(&run.plan, &view) {
                 // The recirculated pass, as its first lookup stage would have made it.
                 m.account(1, pkt.len() as u64, now_ms);
                 self.stats.megaflow_hits += 1;
