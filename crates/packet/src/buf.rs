@@ -450,6 +450,22 @@ pub struct Pool {
     alloc_failures: u64,
 }
 
+impl Packet {
+    /// A packet of `buf` as the pool hands it out: empty, default headroom, no metadata.
+    #[inline(always)]
+    fn fresh(buf: Box<RawBuf>) -> Packet {
+        Packet {
+            buf,
+            off: HEADROOM as u16,
+            len: 0,
+            in_port: 0,
+            meta: 0,
+            hash: 0,
+            tun: false,
+        }
+    }
+}
+
 impl Pool {
     /// Creates a pool holding `capacity` buffers, all allocated now.
     pub fn new(capacity: usize) -> Pool {
@@ -468,15 +484,7 @@ impl Pool {
     #[inline(always)]
     pub fn alloc(&mut self) -> Option<Packet> {
         match self.free.pop() {
-            Some(buf) => Some(Packet {
-                buf,
-                off: HEADROOM as u16,
-                len: 0,
-                in_port: 0,
-                meta: 0,
-                hash: 0,
-                tun: false,
-            }),
+            Some(buf) => Some(Packet::fresh(buf)),
             None => {
                 self.alloc_failures += 1;
                 None
@@ -496,15 +504,7 @@ impl Pool {
         // The last buffers first, as `alloc` would take them.
         batch
             .pkts
-            .extend(self.free.drain(from..).rev().map(|buf| Packet {
-                buf,
-                off: HEADROOM as u16,
-                len: 0,
-                in_port: 0,
-                meta: 0,
-                hash: 0,
-                tun: false,
-            }));
+            .extend(self.free.drain(from..).rev().map(Packet::fresh));
         k
     }
 
