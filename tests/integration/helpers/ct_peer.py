@@ -5,7 +5,12 @@
                                        the sender as the server saw it; exits after SECONDS.
   ct_peer.py tcp IP PORT [N]           opens N (default 1) concurrent TCP connections and
                                        prints one line per answer; exit 1 if any failed.
-  ct_peer.py udp IP PORT               one datagram, prints the answer; exit 1 on timeout.
+  ct_peer.py udp IP PORT [SIZE]        one datagram (SIZE bytes, default 5; above the MTU the
+                                       kernel sends it in fragments), prints the answer; exit 1
+                                       on timeout.
+  ct_peer.py refused IP PORT           one datagram on a connected socket to a closed port:
+                                       prints "refused" and exits 0 when the ICMP port
+                                       unreachable comes back to this socket; exit 1 otherwise.
 
 Timeouts are short (2 s): a refused or dropped connection shows as a failure quickly.
 """
@@ -30,7 +35,7 @@ def serve(port, seconds):
     def udp_loop():
         while time.time() < deadline:
             try:
-                data, peer = u.recvfrom(2048)
+                data, peer = u.recvfrom(65535)
             except socket.timeout:
                 continue
             u.sendto(f"{peer[0]}:{peer[1]}".encode(), peer)
@@ -77,10 +82,10 @@ def tcp(ip, port, n):
     return 0 if all(r and not r.startswith("ERROR") for r in results) else 1
 
 
-def udp(ip, port):
+def udp(ip, port, size=5):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(2)
-    s.sendto(b"hello", (ip, port))
+    s.sendto(b"h" * size, (ip, port))
     try:
         data, _ = s.recvfrom(64)
     except socket.timeout:
@@ -88,6 +93,23 @@ def udp(ip, port):
         return 1
     print(data.decode())
     return 0
+
+
+def refused(ip, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    s.connect((ip, port))
+    s.send(b"anyone?")
+    try:
+        s.recv(64)
+    except ConnectionRefusedError:
+        print("refused")
+        return 0
+    except socket.timeout:
+        print("ERROR timeout")
+        return 1
+    print("ERROR answered")
+    return 1
 
 
 if __name__ == "__main__":
@@ -98,5 +120,7 @@ if __name__ == "__main__":
     if cmd == "tcp":
         sys.exit(tcp(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1))
     if cmd == "udp":
-        sys.exit(udp(sys.argv[2], int(sys.argv[3])))
+        sys.exit(udp(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 5))
+    if cmd == "refused":
+        sys.exit(refused(sys.argv[2], int(sys.argv[3])))
     sys.exit(f"unknown command {cmd}")
