@@ -22,8 +22,9 @@
 //!   checks overlap) puts the filed adds back in their places and files no more: the
 //!   commit then checks and inserts each. Neither building nor filing can fail, so which
 //!   errors come at add time and which at commit is as before.
-//!   Of each message's bytes the bundle keeps only what an error reply carries (the first
-//!   64), all in one buffer ([`Reqs`]), not one allocation per message.
+//!   Of each message's bytes the bundle keeps only what its error reply will carry (the
+//!   first 64, see [`REQ_KEPT`]), all in one buffer ([`Reqs`]), not one allocation per
+//!   message.
 //! * `CLOSE`: no more adds. Closing twice is `BUNDLE_CLOSED`.
 //! * `COMMIT`: takes the bundle's messages (open or closed) and removes the bundle, which
 //!   then no longer exists whatever the outcome.
@@ -98,8 +99,9 @@ pub struct Entry {
     pub req: Vec<u8>,
 }
 
-/// The bytes of a request an error reply carries (`openflow::wire::error_reply` takes the
-/// first 64): all a bundle keeps of each message's bytes.
+/// The bytes of a bundled request its error reply carries: the first 64, what the
+/// specification asks for (`openflow::wire::error_reply` carries a whole request, as OVS
+/// does, but a bundle of 100K adds keeping every message whole would double its memory).
 const REQ_KEPT: usize = 64;
 
 /// A message as its bundle keeps it: the bytes its error reply needs are in the bundle's

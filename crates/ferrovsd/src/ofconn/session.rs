@@ -288,7 +288,7 @@ impl Session {
     }
 }
 
-/// The error message answering `req` (whose first 64 bytes it carries, and whose xid it
+/// The error message answering `req` (which it carries, and whose xid it
 /// takes even when the header is bad) in version `v`; a version the codec does not speak
 /// falls back to 1.5 if above it, else to the negotiated version `up`, else to 1.0.
 pub fn error_reply(e: OfError, v: u8, up: Option<u8>, req: &[u8]) -> Option<Vec<u8>> {

@@ -85,7 +85,7 @@ pub fn multipart(
         MpRequest::Queue { .. } => MpReply::Queue(Vec::new()),
         MpRequest::Group(id) => group_stats(b, id, now),
         MpRequest::GroupDesc(id) => group_desc(b, id),
-        MpRequest::GroupFeatures => group_features(),
+        MpRequest::GroupFeatures => group_features(c.version()),
         MpRequest::Meter(id) => meter_stats(b, id, now),
         MpRequest::MeterConfig(id) => meter_config(b, id),
         MpRequest::MeterFeatures => meter_features(),
@@ -503,13 +503,19 @@ fn group_desc(b: &BridgeOf, id: u32) -> MpReply {
     )
 }
 
-fn group_features() -> MpReply {
+/// Group features. The action bitmaps use the version's action numbers: in 1.0 (Nicira's
+/// group features) every 1.0 action, output to enqueue; from 1.3 on every 1.3 action.
+fn group_features(version: u8) -> MpReply {
+    let actions = if version == wire::OFP10 {
+        0x0fff
+    } else {
+        0x03ff_fff9
+    };
     MpReply::GroupFeatures(GroupFeatures {
         types: 0xf,
         capabilities: 0xf,
         max_groups: [65535; 4],
-        // Every OpenFlow 1.3 action type (bit = type number).
-        actions: [0x03ff_fff9; 4],
+        actions: [actions; 4],
     })
 }
 

@@ -13,8 +13,9 @@
 //! otherwise). Encoding ([`encode`]) first settles the message's type number, refusing a
 //! message the version cannot carry (`NotInVersion`) before any body byte is written,
 //! then writes the body. Experimenter messages are dispatched on their id: Nicira's to
-//! [`super::nicira`], OpenFlow 1.3's ONF bundle messages to the bundle codec, any other
-//! kept raw.
+//! [`super::nicira`] (except 1.0's `NXT_GROUP_MOD`, which is a [`Message::GroupMod`] or
+//! [`Message::GroupBucketMod`] like 1.1+'s group_mod), OpenFlow 1.3's ONF bundle messages
+//! to the bundle codec, any other kept raw.
 
 use super::buf::{Rd, W};
 use super::msg::{
@@ -228,19 +229,23 @@ fn decode_experimenter(v: u8, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
     let e = rd.u32()?;
     let sub = rd.u32()?;
     let onf13 = e == msg::ONF_EXPERIMENTER_ID && v == OFP13;
-    Ok(if e == action::NX_VENDOR_ID {
-        Message::Nx(nicira::decode_nx(v, sub, rd)?)
-    } else if onf13 && sub == msg::ONFT_BUNDLE_CONTROL {
-        Message::BundleControl(msg::decode_bundle_ctrl(rd)?)
-    } else if onf13 && sub == msg::ONFT_BUNDLE_ADD {
-        Message::BundleAdd(msg::decode_bundle_add(rd)?)
-    } else {
-        Message::Experimenter(Experimenter {
-            experimenter: e,
-            exp_type: sub,
-            data: rd.rest().to_vec(),
-        })
-    })
+    Ok(
+        if e == action::NX_VENDOR_ID && sub == NXT_GROUP_MOD && v == OFP10 {
+            group_mod(v, rd)?
+        } else if e == action::NX_VENDOR_ID {
+            Message::Nx(nicira::decode_nx(v, sub, rd)?)
+        } else if onf13 && sub == msg::ONFT_BUNDLE_CONTROL {
+            Message::BundleControl(msg::decode_bundle_ctrl(rd)?)
+        } else if onf13 && sub == msg::ONFT_BUNDLE_ADD {
+            Message::BundleAdd(msg::decode_bundle_add(rd)?)
+        } else {
+            Message::Experimenter(Experimenter {
+                experimenter: e,
+                exp_type: sub,
+                data: rd.rest().to_vec(),
+            })
+        },
+    )
 }
 
 /// OpenFlow 1.0's types above flow_mod.
@@ -263,13 +268,18 @@ fn decode_of10(ty: u8, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
     })
 }
 
+/// A group_mod body (1.1+'s `OFPT_GROUP_MOD`, 1.0's `NXT_GROUP_MOD` after its subtype).
+fn group_mod(v: u8, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
+    Ok(match msg::decode_group_mod(v, rd)? {
+        msg::AnyGroupMod::Group(g) => Message::GroupMod(g),
+        msg::AnyGroupMod::Buckets(g) => Message::GroupBucketMod(g),
+    })
+}
+
 /// OpenFlow 1.1+'s types above flow_mod (1.3, 1.4, 1.5).
 fn decode_of11(v: u8, ty: u8, rd: &mut Rd<'_>) -> Result<Message, DecodeError> {
     Ok(match ty {
-        t::GROUP_MOD => match msg::decode_group_mod(v, rd)? {
-            msg::AnyGroupMod::Group(g) => Message::GroupMod(g),
-            msg::AnyGroupMod::Buckets(g) => Message::GroupBucketMod(g),
-        },
+        t::GROUP_MOD => group_mod(v, rd)?,
         t::PORT_MOD => Message::PortMod(msg::decode_port_mod(v, rd)?),
         t::TABLE_MOD => Message::TableMod(msg::decode_table_mod(v, rd)?),
         t::MULTIPART_REQUEST => Message::MultipartRequest(multipart::decode_mp_request(v, rd)?),
@@ -359,8 +369,7 @@ fn message_type(m: &Message, v: u8) -> Result<u8, EncodeError> {
         Message::PortStatus(_) => t::PORT_STATUS,
         Message::PacketOut(_) => t::PACKET_OUT,
         Message::FlowMod(_) => t::FLOW_MOD,
-        Message::GroupMod(_) => since(v, OFP13, "group_mod", t::GROUP_MOD)?,
-        Message::GroupBucketMod(_) => t::GROUP_MOD,
+        Message::GroupMod(_) | Message::GroupBucketMod(_) => pick(t::EXPERIMENTER, t::GROUP_MOD),
         Message::PortMod(_) => pick(t10::PORT_MOD, t::PORT_MOD),
         Message::TableMod(_) => since(v, OFP13, "table_mod", t::TABLE_MOD)?,
         Message::MultipartRequest(_) => pick(t10::STATS_REQUEST, t::MULTIPART_REQUEST),
@@ -390,6 +399,9 @@ fn message_type(m: &Message, v: u8) -> Result<u8, EncodeError> {
     })
 }
 
+/// `NXT_GROUP_MOD`: OpenFlow 1.0's group_mod (OpenFlow 1.5's body, 1.0's actions).
+pub const NXT_GROUP_MOD: u32 = 31;
+
 /// What refusing a role message in OpenFlow 1.0 says.
 const ROLE_IN_OF10: &str = "role request (use the Nicira form)";
 
@@ -399,6 +411,13 @@ fn encode_body(out: &mut Vec<u8>, m: &Message, v: u8) -> Result<(), EncodeError>
         if v == OFP13 {
             out.u32(msg::ONF_EXPERIMENTER_ID);
             out.u32(sub);
+        }
+    };
+    // OpenFlow 1.0's group_mod is Nicira's vendor message.
+    let nx_group_mod = |out: &mut Vec<u8>| {
+        if v == OFP10 {
+            out.u32(action::NX_VENDOR_ID);
+            out.u32(NXT_GROUP_MOD);
         }
     };
     match m {
@@ -420,8 +439,14 @@ fn encode_body(out: &mut Vec<u8>, m: &Message, v: u8) -> Result<(), EncodeError>
         Message::PortStatus(p) => msg::encode_port_status(out, v, p)?,
         Message::PacketOut(p) => msg::encode_packet_out(out, v, p)?,
         Message::FlowMod(f) => msg::encode_flow_mod(out, v, f)?,
-        Message::GroupMod(g) => msg::encode_group_mod(out, v, g)?,
-        Message::GroupBucketMod(g) => msg::encode_group_bucket_mod(out, v, g)?,
+        Message::GroupMod(g) => {
+            nx_group_mod(out);
+            msg::encode_group_mod(out, v, g)?
+        }
+        Message::GroupBucketMod(g) => {
+            nx_group_mod(out);
+            msg::encode_group_bucket_mod(out, v, g)?
+        }
         Message::PortMod(p) => msg::encode_port_mod(out, v, p)?,
         Message::TableMod(tm) => msg::encode_table_mod(out, v, tm),
         Message::MultipartRequest(r) => multipart::encode_mp_request(out, v, r)?,

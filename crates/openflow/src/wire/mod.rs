@@ -178,17 +178,22 @@ pub fn of_error_to_wire(e: OfError, version: u8) -> (u16, u16) {
     }
 }
 
+/// The most request bytes an error reply carries: what fits in a message after the
+/// header, type and code, and a vendor or experimenter header.
+const MAX_ERROR_DATA: usize = u16::MAX as usize - HEADER_LEN - 4 - 8;
+
 /// OpenFlow 1.0 error type of Nicira's vendor errors.
 pub const NXET_VENDOR: u16 = 0xb0c2;
 
 /// The error message answering a request that failed with `e`: the spec's type/code
-/// for `version` and the first 64 bytes of the request.
+/// for `version` and the request, whole as OVS sends it (the specification asks for
+/// at least 64 bytes), cut only where the reply would exceed 64 KiB.
 ///
 /// OpenFlow 1.3 has no bundle errors: they go out as ONF experimenter errors whose
 /// experimenter type is 2300 plus the 1.4 code, as OVS sends them. `OFPET_EXPERIMENTER`
 /// errors ([`OfError::nx`]) are Nicira's.
 pub fn error_reply(e: OfError, version: u8, request: &[u8]) -> Message {
-    let data = request.get(..64).unwrap_or(request).to_vec();
+    let data = request.get(..MAX_ERROR_DATA).unwrap_or(request).to_vec();
     // In 1.0 a vendor error (`NXET_VENDOR`, `NXVC_VENDOR_ERROR`) whose data starts with the
     // vendor id and Nicira's 1.0 type and code.
     let vendor10 = |type_: u16, code: u16| {
@@ -210,6 +215,16 @@ pub fn error_reply(e: OfError, version: u8, request: &[u8]) -> Message {
     {
         // 1.0 has no code for unknown flow_mod flags; OVS sends Nicira's (3, 258).
         return vendor10(3, 258);
+    }
+    if version == OFP10 && e.type_ == err::OFPET_GROUP_MOD_FAILED {
+        // Groups in 1.0 are Nicira's: their errors are vendor errors with 1.1's numbers.
+        return vendor10(e.type_, e.code);
+    }
+    if version == OFP10
+        && e.type_ == err::OFPET_BAD_ACTION
+        && e.code == err::bad_action::BAD_OUT_GROUP
+    {
+        return vendor10(e.type_, e.code);
     }
     if e.type_ == err::OFPET_EXPERIMENTER {
         // Nicira's errors: an experimenter error from 1.2 on, a vendor error in 1.0.

@@ -11,6 +11,10 @@
 //! [`GroupBucketMod`]; the encoder writes the weight property always and the watch
 //! properties only when they watch something.
 //!
+//! OpenFlow 1.0 has groups only as Nicira's extension (`NXT_GROUP_MOD`, `NXST_GROUP*`),
+//! and those use the 1.5 layout with OpenFlow 1.0 actions in the buckets (what OVS sends
+//! and accepts): [`layout15`] says which layout a version uses.
+//!
 //! Every bucket length is checked against the bytes present before use (the cursor's own
 //! error when it overruns), then against the version's rules (`BadBucket`); buckets are
 //! decoded one at a time.
@@ -23,7 +27,13 @@ use crate::wire::buf::{Rd, W};
 use crate::wire::error::{DecodeError, EncodeError};
 use crate::wire::port::{decode_props, encode_props, Prop};
 use crate::wire::record::Framing;
-use crate::wire::OFP15;
+use crate::wire::{OFP10, OFP15};
+
+/// Whether `version` lays out group_mods, group descriptions and buckets as OpenFlow 1.5
+/// does (1.5 itself, and 1.0's Nicira group messages).
+pub(crate) fn layout15(version: u8) -> bool {
+    version == OFP15 || version == OFP10
+}
 
 fn group_command(v: u16) -> Result<GroupModCommand, DecodeError> {
     Ok(match v {
@@ -41,8 +51,8 @@ pub(crate) fn decode_buckets(
 ) -> Result<Vec<Bucket>, DecodeError> {
     let _ = with_ids;
     Framing::unchecked(DecodeError::BadBucket).each(rd, |b| {
-        if version == OFP15 {
-            decode_bucket15(b)
+        if layout15(version) {
+            decode_bucket15(version, b)
         } else {
             decode_bucket11(version, b)
         }
@@ -70,8 +80,9 @@ fn decode_bucket11(version: u8, mut b: Rd<'_>) -> Result<Bucket, DecodeError> {
     })
 }
 
-/// An OpenFlow 1.5 bucket: length, actions length, bucket id, actions, properties.
-fn decode_bucket15(mut b: Rd<'_>) -> Result<Bucket, DecodeError> {
+/// An OpenFlow 1.5 bucket: length, actions length, bucket id, actions (`version`'s),
+/// properties.
+fn decode_bucket15(version: u8, mut b: Rd<'_>) -> Result<Bucket, DecodeError> {
     let len = b.len();
     if len < 8 || !len.is_multiple_of(8) {
         return Err(DecodeError::BadBucket);
@@ -80,7 +91,7 @@ fn decode_bucket15(mut b: Rd<'_>) -> Result<Bucket, DecodeError> {
     let alen = usize::from(b.u16()?);
     let bucket_id = b.u32()?;
     let mut ar = b.sub(alen, DecodeError::BadBucket)?;
-    let actions = decode_actions(OFP15, &mut ar.clone().with_err(DecodeError::BadActionLen))?;
+    let actions = decode_actions(version, &mut ar.clone().with_err(DecodeError::BadActionLen))?;
     ar.rest();
     let mut bk = Bucket::new(actions);
     bk.bucket_id = bucket_id;
@@ -104,7 +115,7 @@ pub(crate) fn encode_buckets(
     for b in buckets {
         let start = out.len();
         out.u16(0);
-        if version == OFP15 {
+        if layout15(version) {
             let mut acts = Vec::new();
             encode_actions(&mut acts, version, &b.actions)?;
             out.u16(acts.len() as u16);
@@ -150,8 +161,8 @@ pub(crate) enum AnyGroupMod {
 pub(crate) fn decode_group_mod(version: u8, rd: &mut Rd<'_>) -> Result<AnyGroupMod, DecodeError> {
     let cmd = rd.u16()?;
     let bucket_cmd = match cmd {
-        3 if version == OFP15 => Some(BucketCommand::Insert),
-        5 if version == OFP15 => Some(BucketCommand::Remove),
+        3 if layout15(version) => Some(BucketCommand::Insert),
+        5 if layout15(version) => Some(BucketCommand::Remove),
         _ => None,
     };
     let command = match bucket_cmd {
@@ -163,7 +174,7 @@ pub(crate) fn decode_group_mod(version: u8, rd: &mut Rd<'_>) -> Result<AnyGroupM
     rd.skip(1)?;
     let group_id = rd.u32()?;
     let mut command_bucket_id = OFPG_BUCKET_ALL;
-    let buckets = if version == OFP15 {
+    let buckets = if layout15(version) {
         let blen = usize::from(rd.u16()?);
         rd.skip(2)?;
         command_bucket_id = rd.u32()?;
@@ -192,13 +203,13 @@ pub(crate) fn decode_group_mod(version: u8, rd: &mut Rd<'_>) -> Result<AnyGroupM
     })
 }
 
-/// An OpenFlow 1.5 insert/remove-bucket group_mod.
+/// An OpenFlow 1.5 (or 1.0 Nicira) insert/remove-bucket group_mod.
 pub(crate) fn encode_group_bucket_mod(
     out: &mut Vec<u8>,
     version: u8,
     g: &GroupBucketMod,
 ) -> Result<(), EncodeError> {
-    if version != OFP15 {
+    if !layout15(version) {
         return Err(EncodeError::NotInVersion("group bucket commands"));
     }
     out.u16(g.command as u16);
@@ -223,7 +234,7 @@ pub(crate) fn encode_group_mod(
     out.u8(g.group_type as u8);
     out.u8(0);
     out.u32(g.group_id);
-    if version == OFP15 {
+    if layout15(version) {
         let mut b = Vec::new();
         encode_buckets(&mut b, version, &g.buckets)?;
         out.u16(b.len() as u16);

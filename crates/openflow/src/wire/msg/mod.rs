@@ -49,7 +49,7 @@ pub(crate) use flow::{
 };
 pub(crate) use group::{
     decode_buckets, decode_group_mod, encode_buckets, encode_group_bucket_mod, encode_group_mod,
-    AnyGroupMod,
+    layout15, AnyGroupMod,
 };
 pub(crate) use meter::{decode_bands, decode_meter_mod, encode_bands, encode_meter_mod};
 pub(crate) use packet::{decode_packet_in, decode_packet_out, encode_packet_in, encode_packet_out};

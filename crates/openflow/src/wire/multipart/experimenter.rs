@@ -9,8 +9,11 @@
 //!   `NXST_FLOW` and `NXST_AGGREGATE` (requests: out_port u16, match length u16, table,
 //!   3 pad, an NXM match padded to 8; flow records: length, table, pad, duration,
 //!   priority, timeouts, match length, idle and hard age, cookie, counters, the NXM match
-//!   padded to 8, OpenFlow 1.0 actions), and `NXST_FLOW_MONITOR` ([`crate::wire::monitor`]).
-//!   Any other Nicira subtype is `BadExpType`; a request must use all its bytes.
+//!   padded to 8, OpenFlow 1.0 actions), `NXST_FLOW_MONITOR` ([`crate::wire::monitor`]),
+//!   and the group bodies `NXST_GROUP`, `NXST_GROUP_DESC` and `NXST_GROUP_FEATURES`
+//!   ([`super::group`]), which decode to the same [`MpRequest`] / [`MpReply`] variants as
+//!   1.1+'s group multiparts. Any other Nicira subtype is `BadExpType`; a request must
+//!   use all its bytes.
 //! * OpenFlow 1.3 `ONFST_FLOW_MONITOR` (ONF experimenter, type 1870), what
 //!   `ovs-ofctl -O OpenFlow13 monitor` sends: Nicira monitor bodies with OpenFlow 1.3
 //!   matches and instructions.
@@ -19,7 +22,7 @@
 //! in any other version (`NotInVersion`).
 
 use super::flow::{apply, decode_aggregate, FlowStats, FlowStatsRequest};
-use super::{header, mp, MpReply, MpRequest};
+use super::{decode_id, group, header, mp, MpReply, MpRequest};
 use crate::actions::{port_from_of10, port_to_of10};
 use crate::wire::action::{decode_flow_actions, encode_of10_report, NX_VENDOR_ID};
 use crate::wire::buf::{pad8, Rd, W};
@@ -35,6 +38,12 @@ pub(super) const NXST_FLOW: u32 = 0;
 pub(super) const NXST_AGGREGATE: u32 = 1;
 /// `NXST_FLOW_MONITOR`.
 pub(super) const NXST_FLOW_MONITOR: u32 = 2;
+/// `NXST_GROUP`: group statistics in OpenFlow 1.0.
+pub(super) const NXST_GROUP: u32 = 7;
+/// `NXST_GROUP_DESC`: group descriptions in OpenFlow 1.0.
+pub(super) const NXST_GROUP_DESC: u32 = 8;
+/// `NXST_GROUP_FEATURES`: group features in OpenFlow 1.0.
+pub(super) const NXST_GROUP_FEATURES: u32 = 9;
 /// `ONFST_FLOW_MONITOR`: OpenFlow 1.3 experimenter multipart with Nicira bodies.
 const ONFST_FLOW_MONITOR: u32 = 1870;
 
@@ -59,6 +68,9 @@ pub(super) fn decode_request(version: u8, rd: &mut Rd<'_>) -> Result<MpRequest, 
             NXST_FLOW_MONITOR => {
                 MpRequest::NxFlowMonitor(monitor::decode_nx_requests(&mut b, false)?)
             }
+            NXST_GROUP => MpRequest::Group(decode_id(&mut b)?),
+            NXST_GROUP_DESC => MpRequest::GroupDesc(decode_id(&mut b)?),
+            NXST_GROUP_FEATURES => MpRequest::GroupFeatures,
             t => return Err(DecodeError::BadExpType(t)),
         };
         if !b.is_empty() {
@@ -92,6 +104,15 @@ pub(super) fn decode_reply(version: u8, rd: &mut Rd<'_>) -> Result<MpReply, Deco
                 MpReply::NxAggregate(a)
             }
             NXST_FLOW_MONITOR => MpReply::NxFlowMonitor(monitor::decode_nx_updates(&mut b, false)?),
+            NXST_GROUP => MpReply::Group(group::decode_stats(&mut b)?),
+            NXST_GROUP_DESC => MpReply::GroupDesc(group::decode_descs(OFP10, &mut b)?),
+            NXST_GROUP_FEATURES => {
+                let g = group::decode_features(&mut b)?;
+                if !b.is_empty() {
+                    return Err(DecodeError::BadLength);
+                }
+                MpReply::GroupFeatures(g)
+            }
             t => return Err(DecodeError::BadExpType(t)),
         })
     } else if is_onf_monitor(version, &e) {

@@ -11,16 +11,18 @@
 //! * Features (`OFPMP_GROUP_FEATURES`, request without body): types, capabilities, and
 //!   four maximum-group counts and four action bitmaps, one per group type.
 //!
-//! Statistics and description records are all cut before any is decoded. None of these
-//! exist in OpenFlow 1.0.
+//! Statistics and description records are all cut before any is decoded. OpenFlow 1.0
+//! has them as Nicira vendor stats (`NXST_GROUP` 7, `NXST_GROUP_DESC` 8,
+//! `NXST_GROUP_FEATURES` 9, see `experimenter`): statistics in the 1.3 layout,
+//! descriptions and their request in the 1.5 layout with OpenFlow 1.0 actions, as OVS has
+//! them.
 
 use crate::messages::{Bucket, GroupType};
 use crate::wire::buf::{Rd, W};
 use crate::wire::error::{DecodeError, EncodeError};
-use crate::wire::msg::{decode_buckets, encode_buckets};
+use crate::wire::msg::{decode_buckets, encode_buckets, layout15};
 use crate::wire::port::decode_props;
 use crate::wire::record::{fixed, Framing};
-use crate::wire::OFP15;
 
 /// One group's statistics.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -108,7 +110,7 @@ pub(super) fn decode_descs(version: u8, rd: &mut Rd<'_>) -> Result<Vec<GroupDesc
         let group_type = GroupType::from_u8(t).ok_or(DecodeError::BadGroupType(t))?;
         r.skip(1)?;
         let group_id = r.u32()?;
-        let buckets = if version == OFP15 {
+        let buckets = if layout15(version) {
             let blen = usize::from(r.u16()?);
             r.skip(6)?;
             let mut br = r.sub(blen, DecodeError::BadBucket)?;
@@ -137,7 +139,7 @@ pub(super) fn encode_descs(
         out.u8(g.group_type as u8);
         out.u8(0);
         out.u32(g.group_id);
-        if version == OFP15 {
+        if layout15(version) {
             let mut b = Vec::new();
             encode_buckets(&mut b, version, &g.buckets)?;
             out.u16(b.len() as u16);

@@ -108,6 +108,13 @@ enum Intro {
     },
     /// OpenFlow 1.0 Nicira vendor stats of this subtype.
     Nx(u32),
+    /// A group body: the standard header with type `ty` from 1.3 on, Nicira vendor stats
+    /// of subtype `nx` in 1.0.
+    Group {
+        ty: u16,
+        nx: u32,
+        what: &'static str,
+    },
     /// The OpenFlow 1.3 ONF flow monitor.
     OnfMonitor,
 }
@@ -131,6 +138,11 @@ impl Intro {
         }
     }
 
+    /// A group body (Nicira's in 1.0).
+    const fn group(ty: u16, nx: u32, what: &'static str) -> Intro {
+        Intro::Group { ty, nx, what }
+    }
+
     /// A standard body from version `since` on.
     const fn since(ty: u16, since: u8, what: &'static str) -> Intro {
         Intro::Std { ty, since, what }
@@ -146,6 +158,10 @@ impl Intro {
                 header(out, version, ty, flags);
                 Ok(())
             }
+            Intro::Group { nx, .. } if version == OFP10 => {
+                experimenter::nx_header(out, version, flags, nx)
+            }
+            Intro::Group { ty, what, .. } => Intro::of11(ty, what).write(out, version, flags),
             Intro::Nx(sub) => experimenter::nx_header(out, version, flags, sub),
             Intro::OnfMonitor => experimenter::onf_header(out, version, flags),
         }
@@ -172,7 +188,7 @@ fn decode_header(version: u8, rd: &mut Rd<'_>) -> Result<(u16, u16), DecodeError
 }
 
 /// A request body naming one port, group or meter: the id and 4 pad.
-fn decode_id(rd: &mut Rd<'_>) -> Result<u32, DecodeError> {
+pub(super) fn decode_id(rd: &mut Rd<'_>) -> Result<u32, DecodeError> {
     let v = rd.u32()?;
     rd.skip(4)?;
     Ok(v)

@@ -129,6 +129,7 @@ fn decode_of14(version: u8, ty: u16, rd: &mut Rd<'_>) -> Result<MpReply, DecodeE
 /// The header each reply body travels under.
 fn intro(body: &MpReply) -> Intro {
     use experimenter::{NXST_AGGREGATE, NXST_FLOW, NXST_FLOW_MONITOR};
+    use experimenter::{NXST_GROUP, NXST_GROUP_DESC, NXST_GROUP_FEATURES};
     match body {
         MpReply::Desc(_) => Intro::any(mp::DESC),
         MpReply::Flow(_) => Intro::any(mp::FLOW),
@@ -136,9 +137,11 @@ fn intro(body: &MpReply) -> Intro {
         MpReply::Table(_) => Intro::any(mp::TABLE),
         MpReply::PortStats(_) => Intro::any(mp::PORT_STATS),
         MpReply::Queue(_) => Intro::any(mp::QUEUE),
-        MpReply::Group(_) => Intro::of11(mp::GROUP, "group stats"),
-        MpReply::GroupDesc(_) => Intro::of11(mp::GROUP_DESC, "group desc"),
-        MpReply::GroupFeatures(_) => Intro::of11(mp::GROUP_FEATURES, "group features"),
+        MpReply::Group(_) => Intro::group(mp::GROUP, NXST_GROUP, "group stats"),
+        MpReply::GroupDesc(_) => Intro::group(mp::GROUP_DESC, NXST_GROUP_DESC, "group desc"),
+        MpReply::GroupFeatures(_) => {
+            Intro::group(mp::GROUP_FEATURES, NXST_GROUP_FEATURES, "group features")
+        }
         MpReply::Meter(_) => Intro::of11(mp::METER, "meter stats"),
         MpReply::MeterConfig(_) => Intro::of11(mp::METER_CONFIG, "meter config"),
         MpReply::MeterFeatures(_) => Intro::of11(mp::METER_FEATURES, "meter features"),

@@ -13,7 +13,7 @@ use super::{Intro, TableFeatures};
 use crate::actions::{OFPG_ALL, OFPP_ANY};
 use crate::wire::buf::{Rd, W};
 use crate::wire::error::{DecodeError, EncodeError};
-use crate::wire::msg::{encode_experimenter, Experimenter};
+use crate::wire::msg::{encode_experimenter, layout15, Experimenter};
 use crate::wire::{monitor, of14, OFP10, OFP14, OFP15};
 
 /// A multipart request.
@@ -152,6 +152,7 @@ fn decode_of14(version: u8, ty: u16, rd: &mut Rd<'_>) -> Result<MpRequest, Decod
 /// The header each request body travels under.
 fn intro(body: &MpRequest) -> Intro {
     use experimenter::{NXST_AGGREGATE, NXST_FLOW, NXST_FLOW_MONITOR};
+    use experimenter::{NXST_GROUP, NXST_GROUP_DESC, NXST_GROUP_FEATURES};
     match body {
         MpRequest::Desc => Intro::any(mp::DESC),
         MpRequest::Flow(_) => Intro::any(mp::FLOW),
@@ -159,9 +160,11 @@ fn intro(body: &MpRequest) -> Intro {
         MpRequest::Table => Intro::any(mp::TABLE),
         MpRequest::PortStats(_) => Intro::any(mp::PORT_STATS),
         MpRequest::Queue { .. } => Intro::any(mp::QUEUE),
-        MpRequest::Group(_) => Intro::of11(mp::GROUP, "group stats"),
-        MpRequest::GroupDesc(_) => Intro::of11(mp::GROUP_DESC, "group desc"),
-        MpRequest::GroupFeatures => Intro::of11(mp::GROUP_FEATURES, "group features"),
+        MpRequest::Group(_) => Intro::group(mp::GROUP, NXST_GROUP, "group stats"),
+        MpRequest::GroupDesc(_) => Intro::group(mp::GROUP_DESC, NXST_GROUP_DESC, "group desc"),
+        MpRequest::GroupFeatures => {
+            Intro::group(mp::GROUP_FEATURES, NXST_GROUP_FEATURES, "group features")
+        }
         MpRequest::Meter(_) => Intro::of11(mp::METER, "meter stats"),
         MpRequest::MeterConfig(_) => Intro::of11(mp::METER_CONFIG, "meter config"),
         MpRequest::MeterFeatures => Intro::of11(mp::METER_FEATURES, "meter features"),
@@ -208,7 +211,12 @@ pub(crate) fn encode_mp_request(
         MpRequest::Group(id) | MpRequest::Meter(id) | MpRequest::MeterConfig(id) => {
             encode_id(out, *id)
         }
-        MpRequest::GroupDesc(id) | MpRequest::PortDesc(id) => {
+        MpRequest::GroupDesc(id) => {
+            if layout15(version) {
+                encode_id(out, *id);
+            }
+        }
+        MpRequest::PortDesc(id) => {
             if version == OFP15 {
                 encode_id(out, *id);
             }
