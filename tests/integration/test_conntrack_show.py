@@ -103,8 +103,7 @@ def test_dnat_load_balancing_with_a_select_group(daemon, net):
     br, (h1, h2, h3) = bridge(daemon, net, n_hosts=3)
     ofctl(daemon, "add-group", br, "group_id=1,type=select,"
           "bucket=actions=ct(commit,zone=5,nat(dst=10.7.0.2:5213),table=2),"
-          "bucket=actions=ct(commit,zone=5,nat(dst=10.7.0.3:5213),table=2)",
-          proto="OpenFlow13")
+          "bucket=actions=ct(commit,zone=5,nat(dst=10.7.0.3:5213),table=2)")
     flows = [
         "table=0,priority=100,arp,actions=NORMAL",
         "table=0,priority=90,ip,in_port=1,actions=ct(zone=5,nat,table=1)",
