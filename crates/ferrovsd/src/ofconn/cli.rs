@@ -91,6 +91,25 @@ pub fn parse_protocols(s: &str) -> Result<Vec<u8>, String> {
     Ok(v)
 }
 
+/// Parses the Bridge `protocols` column: as [`parse_protocols`], but OpenFlow 1.1 and
+/// 1.2 (which the schema allows and ferrovs does not speak) are left out, so a bridge
+/// set as OVS's tools set it (`OpenFlow10,OpenFlow11,...,OpenFlow15`) speaks the rest; a
+/// list of only those two is refused.
+pub fn parse_db_protocols(names: &[String]) -> Result<Vec<u8>, String> {
+    let spoken: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !matches!(*p, "OpenFlow11" | "OpenFlow12"))
+        .collect();
+    if spoken.is_empty() {
+        return Err(format!(
+            "protocols: {} (OpenFlow 1.1 and 1.2 are not spoken; add OpenFlow10, OpenFlow13, OpenFlow14 or OpenFlow15)",
+            names.join(",")
+        ));
+    }
+    parse_protocols(&spoken.join(","))
+}
+
 /// The database's name of wire version `v`.
 pub fn proto_name(v: u8) -> &'static str {
     match v {
@@ -267,4 +286,30 @@ fn get_openflow(b: &BridgeOf) -> String {
         cfg.burst_limit,
         b.udpif.of().fail_open(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn database_protocols_leave_out_versions_not_spoken() {
+        let all = names(&[
+            "OpenFlow10",
+            "OpenFlow11",
+            "OpenFlow12",
+            "OpenFlow13",
+            "OpenFlow14",
+            "OpenFlow15",
+        ]);
+        assert_eq!(parse_db_protocols(&all), Ok(vec![1, 4, 5, 6]));
+        let err = parse_db_protocols(&names(&["OpenFlow11", "OpenFlow12"])).unwrap_err();
+        assert!(err.contains("OpenFlow11,OpenFlow12"), "{err}");
+        assert!(parse_db_protocols(&names(&["OpenFlow16"])).is_err());
+        assert!(parse_protocols("OpenFlow11").is_err());
+    }
 }

@@ -14,7 +14,7 @@
 //! established connection reports it after its state text.
 
 use super::ofhooks::{BridgeOfConfig, ControllerStatus, OfConfigSink};
-use crate::ofconn::{cli::parse_protocols, ConnMgr, FailMode};
+use crate::ofconn::{cli::parse_db_protocols, ConnMgr, FailMode};
 use datapath::udpif::Udpif;
 use std::sync::Arc;
 
@@ -41,7 +41,7 @@ impl OfConfigSink for ConnMgrSink {
             if cfg.protocols.is_empty() {
                 c.versions = openflow::wire::VERSIONS.to_vec();
             } else {
-                c.versions = parse_protocols(&cfg.protocols.join(","))?;
+                c.versions = parse_db_protocols(&cfg.protocols)?;
             }
             c.datapath_id = Some(cfg.datapath_id).filter(|d| *d != 0);
             if let Some(first) = cfg.controllers.first() {
