@@ -109,7 +109,8 @@ impl Table {
     pub fn new(id: u8) -> Table {
         Table {
             id,
-            name: format!("table{id}"),
+            // Unnamed, as OVS leaves its tables (ovs-ofctl then prints no name).
+            name: String::new(),
             max_entries: usize::MAX,
             miss: TableMiss::Drop,
             cls: Classifier::new(Config::flow_key()),

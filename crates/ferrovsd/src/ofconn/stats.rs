@@ -38,8 +38,9 @@ use std::sync::Arc;
 
 /// Flow statistics records in a reply's first message (later ones are filled to 64 KiB).
 const FLOWS_PER_REPLY: usize = 128;
-/// Table descriptions per message (a few dozen bytes each).
-const TABLE_DESCS_PER_REPLY: usize = 100;
+/// Table descriptions per message: all 254 (a few dozen bytes each) in one, as OVS sends
+/// them (vacancy properties are the largest, 8 bytes).
+const TABLE_DESCS_PER_REPLY: usize = 254;
 /// `OFPT_STATS_REPLY` in OpenFlow 1.0.
 const OFPT10_STATS_REPLY: u8 = 17;
 /// OpenFlow 1.0's (Nicira-defined) port description statistics type.

@@ -170,20 +170,19 @@ fn table_usage(b: &BridgeOf, ids: &[u8]) -> Vec<(usize, usize)> {
 }
 
 fn desc(id: u8, t: Option<&TableCfg>, len: usize, max: usize) -> TableDesc {
+    // The eviction property is always there, with OVS's flags unless a table_mod set others.
+    let eviction = |f: u32| Prop {
+        type_: PROP_EVICTION,
+        data: f.to_be_bytes().to_vec(),
+    };
     let Some(t) = t else {
         return TableDesc {
             table_id: id,
             config: 0,
-            props: Vec::new(),
+            props: vec![eviction(DEFAULT_EVICTION_FLAGS)],
         };
     };
-    let mut props = Vec::new();
-    if let Some(f) = t.eviction {
-        props.push(Prop {
-            type_: PROP_EVICTION,
-            data: f.to_be_bytes().to_vec(),
-        });
-    }
+    let mut props = vec![eviction(t.eviction.unwrap_or(DEFAULT_EVICTION_FLAGS))];
     if let Some((down, up)) = t.vacancy {
         props.push(vacancy_prop(down, up, vacancy_pct(len, max)));
     }
@@ -193,6 +192,10 @@ fn desc(id: u8, t: Option<&TableCfg>, len: usize, max: usize) -> TableDesc {
         props,
     }
 }
+
+/// The eviction flags a table reports when no table_mod set them: `OFPTMPEF14_OTHER`,
+/// `IMPORTANCE` and `LIFETIME`, what OVS reports for every table.
+const DEFAULT_EVICTION_FLAGS: u32 = 0x7;
 
 /// The table-desc multipart's records, tables 0..=253.
 pub fn table_descs(b: &BridgeOf) -> Vec<TableDesc> {

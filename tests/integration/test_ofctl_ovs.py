@@ -1,0 +1,69 @@
+"""Plain ovs-ofctl status commands against Debian's OVS 3.1 and ferrovs side by side: the
+same command prints the same (durations and transaction ids left out).
+
+Both bridges are set as OVS's tools set one that speaks every version
+(`protocols=OpenFlow10,OpenFlow11,...,OpenFlow15`): ferrovs speaks 1.0, 1.3, 1.4 and 1.5 of
+them (it refused the whole set before, and kept speaking only what was set earlier).
+Differences kept are in docs/ovs-equivalence.md (table features' field lists, group and
+meter features, queue configuration, IPFIX statistics)."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, need_root, require
+
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+import ovsdiff  # noqa: E402
+
+ALL = "OpenFlow10,OpenFlow11,OpenFlow12,OpenFlow13,OpenFlow14,OpenFlow15"
+
+
+@pytest.fixture(scope="module")
+def switches(tmp_path_factory):
+    need_root()
+    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
+    work = tmp_path_factory.mktemp("ofctlovs")
+    for sws in ovsdiff.both(work, BIN, ALL):
+        yield sws
+
+
+def ofctl(sw, proto, verb, *args):
+    cmd = ["ovs-ofctl", "--timeout=10"] + (["-O", proto] if proto else [])
+    r = ovsdiff.run(cmd + [verb, f"unix:{sw.mgmt}", *args], check=False)
+    text = re.sub(r"duration=[0-9.]+s", "duration=N", r.stdout + r.stderr)
+    return r.returncode, re.sub(r"xid=0x[0-9a-f]+", "xid=N", text).strip()
+
+
+CASES = [
+    (None, "dump-tables"),
+    ("OpenFlow13", "dump-tables"),
+    ("OpenFlow15", "dump-tables"),
+    ("OpenFlow14", "dump-table-desc"),
+    ("OpenFlow15", "dump-table-desc"),
+    (None, "get-frags"),
+    ("OpenFlow13", "get-frags"),
+    (None, "dump-flows"),
+    (None, "dump-aggregate"),
+    ("OpenFlow13", "dump-meters"),
+    ("OpenFlow13", "dump-tlv-map"),
+]
+
+
+@pytest.mark.parametrize("proto,verb", CASES)
+def test_status_commands_print_as_ovs(switches, proto, verb):
+    ovs, fv = (ofctl(sw, proto, verb) for sw in switches)
+    assert ovs[0] == 0, ovs
+    assert fv == ovs, f"OVS:\n{ovs[1]}\nferrovs:\n{fv[1]}"
+
+
+def test_every_version_the_set_names_and_ferrovs_speaks_connects(switches):
+    fv = switches[1]
+    for proto in [None, "OpenFlow13", "OpenFlow14", "OpenFlow15"]:
+        code, text = ofctl(fv, proto, "dump-desc")
+        assert code == 0 and "DESC reply" in text, (proto, text)
+    # 1.1 alone is named in the set but not spoken: the connection fails to negotiate.
+    code, text = ofctl(fv, "OpenFlow11", "dump-desc")
+    assert code != 0 and "version negotiation failed" in text, text
