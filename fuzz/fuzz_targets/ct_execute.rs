@@ -19,7 +19,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 thread_local! {
     static CT: Conntrack = Conntrack::new(Config { shards: 8, max_conns: 64 });
-    static IPF: Ipf<usize> = Ipf::new(IpfConfig { min_frag: 8, max_frags: 16, ..IpfConfig::default() });
+    static IPF: Ipf<usize> = Ipf::new(IpfConfig {
+        min_frag_v4: 0,
+        min_frag_v6: 0,
+        max_frags: 16,
+        ..IpfConfig::default()
+    });
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -191,3 +191,156 @@ def test_zone_timeout_policies_match_ovs():
         for sw in switches:
             sw.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def fragment_sequence():
+    """(in_port, frame, what) for fragmented datagrams through RULES: UDP and ICMP echo over
+    IPv4 and IPv6, in order and out of order, the replies established, and one set with a
+    duplicate and an overlapping fragment (refused alone, `+inv`, the datagram still made
+    whole)."""
+    from scapy.all import (ICMP, IP, UDP, Ether, ICMPv6EchoReply, ICMPv6EchoRequest, IPv6,
+                           IPv6ExtHdrFragment, fragment, fragment6, raw)
+
+    C, S = "02:00:00:00:00:01", "02:00:00:00:00:02"
+    c, s = "10.0.1.1", "10.0.1.2"
+    c6, s6 = "fd00:1::1", "fd00:1::2"
+
+    def v4(src, dst, l4, n, ident):
+        return [raw(f) for f in fragment(IP(src=src, dst=dst, id=ident) / l4 / (b"x" * n),
+                                         fragsize=1480)]
+
+    def v6(src, dst, l4, n, ident):
+        p = IPv6(src=src, dst=dst) / IPv6ExtHdrFragment(id=ident) / l4 / (b"y" * n)
+        return [raw(f) for f in fragment6(p, 1400)]
+
+    def eth(port, frames, what, order=None):
+        src, dst = (C, S) if port == 1 else (S, C)
+        order = order or range(len(frames))
+        return [(port, raw(Ether(src=src, dst=dst, type=0x86dd if frames[0][0] >> 4 == 6
+                                 else 0x800)) + frames[i], f"{what} #{i}") for i in order]
+
+    seq = []
+    seq += eth(1, v4(c, s, UDP(sport=5100, dport=53), 4000, 100), "udp frags in order")
+    seq += eth(2, v4(s, c, UDP(sport=53, dport=5100), 3000, 200), "udp reply frags reversed",
+               order=[2, 1, 0])
+    seq += eth(1, v4(c, s, ICMP(type=8, id=11, seq=1), 3000, 101), "icmp echo frags",
+               order=[1, 0, 2])
+    seq += eth(2, v4(s, c, ICMP(type=0, id=11, seq=1), 3000, 201), "icmp echo reply frags")
+    seq += eth(1, v6(c6, s6, UDP(sport=6100, dport=7100), 3000, 300), "udp6 frags",
+               order=[2, 0, 1])
+    seq += eth(2, v6(s6, c6, UDP(sport=7100, dport=6100), 3000, 400), "udp6 reply frags")
+    seq += eth(1, v6(c6, s6, ICMPv6EchoRequest(id=12, seq=1), 3000, 301), "icmp6 echo frags",
+               order=[1, 2, 0])
+    seq += eth(2, v6(s6, c6, ICMPv6EchoReply(id=12, seq=1), 3000, 401),
+               "icmp6 echo reply frags")
+    # A duplicate and an overlapping piece (a second cut of the same datagram).
+    whole = IP(src=c, dst=s, id=102) / UDP(sport=5101, dport=53) / (b"z" * 4000)
+    a = [raw(f) for f in fragment(whole, fragsize=1480)]
+    b = [raw(f) for f in fragment(whole, fragsize=1240)]
+    ov = eth(1, a, "overlap set")
+    seq += [ov[0], (1, ov[0][1], "overlap set: duplicate #0"),
+            (*eth(1, b, "overlap set: other cut")[1][:2], "overlap set: overlapping piece"),
+            ov[1], ov[2]]
+    return seq
+
+
+def test_fragment_decisions_match_ovs():
+    """Fragments through the same rules on both switches (reassembly on, OVS's default):
+    every fragment held until its datagram is whole, then out on the datagram's port in
+    offset order (OVS sorts them); refused ones `+inv`."""
+    need_root()
+    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
+    import shutil
+    import tempfile
+
+    work = tempfile.mkdtemp(prefix="ctfrag-")
+    switches = []
+    try:
+        switches = [ovsdiff.Ovs(work), ovsdiff.Ferrovs(work, BIN)]
+        for sw in switches:
+            ok, err = ovsdiff.install(sw, RULES, work)
+            assert ok, (sw.name, err)
+            ovsdiff.outputs(sw)
+        bad = []
+        forwarded = {}
+        for port, frame, what in fragment_sequence():
+            for sw in switches:
+                sw.receive(port, frame)
+            got = ovsdiff.settled_outputs(switches, quiet=0.25, least=0.3, most=3.0)
+            for p, fs in got[1].items():
+                forwarded[p] = forwarded.get(p, 0) + len(fs)
+            if got[0] != got[1]:
+                bad.append(f"{what}: in_port={port}\n  OVS: {got[0]}\n  ferrovs: {got[1]}")
+        assert not bad, "\n".join(bad)
+        # Not vacuous: 8 datagrams of 3 fragments and the overlap set's 3 on the
+        # new/established port, the duplicate and the overlapping piece invalid.
+        assert forwarded.get(3) == 27 and forwarded.get(4) == 2, forwarded
+    finally:
+        for sw in switches:
+            sw.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_ipf_commands_match_ovs():
+    """`dpctl/ipf-*` on both switches: the same answers for the same commands (status
+    layout, switches, limits), and the same refusals with OVS's error texts."""
+    need_root()
+    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
+    import shutil
+    import subprocess
+    import tempfile
+
+    work = tempfile.mkdtemp(prefix="ipfcmd-")
+    switches = []
+
+    def appctl(sw, *args):
+        ctl = sw.d / ("vswitchd.ctl" if sw.name == "OVS" else "ferrovsd.ctl")
+        return subprocess.run(["ovs-appctl", "-t", str(ctl), *args], capture_output=True,
+                              text=True, timeout=20)
+
+    try:
+        switches = [ovsdiff.Ovs(work), ovsdiff.Ferrovs(work, BIN)]
+        for sw in switches:
+            ok, err = ovsdiff.install(sw, RULES, work)
+            assert ok, (sw.name, err)
+        commands = [
+            ["dpctl/ipf-get-status"],
+            ["dpctl/ipf-set-disabled", "v4"],
+            ["dpctl/ipf-set-enabled", "v6"],
+            ["dpctl/ipf-set-min-frag", "v4", "1000"],
+            ["dpctl/ipf-set-min-frag", "v6", "1300"],
+            ["dpctl/ipf-set-max-nfrags", "500"],
+            ["dpctl/ipf-get-status"],
+            ["dpctl/ipf-get-status", "-m"],
+            ["dpctl/ipf-set-enabled", "v4"],
+            ["dpctl/ipf-get-status"],
+        ]
+        for cmd in commands:
+            got = [appctl(sw, *cmd) for sw in switches]
+            assert got[0].returncode == 0, (cmd, got[0].stderr)
+            assert (got[1].returncode, got[1].stdout) == (0, got[0].stdout), \
+                (cmd, got[0].stdout, got[1].stdout, got[1].stderr)
+        refused = [
+            (["dpctl/ipf-set-enabled", "v5"],
+             "parameter missing: 'v4' for IPv4 or 'v6' for IPv6 (Invalid argument)"),
+            (["dpctl/ipf-set-min-frag", "v4", "399"],
+             "requested minimum fragment size too small; see documentation"),
+            (["dpctl/ipf-set-min-frag", "v4", "many"],
+             "parameter missing for minimum fragment size (Invalid argument)"),
+            (["dpctl/ipf-set-min-frag", "v7", "1000"],
+             "parameter missing: v4 for IPv4 or v6 for IPv6 (Invalid argument)"),
+            (["dpctl/ipf-set-max-nfrags", "5001"], "setting maximum fragments failed"),
+            (["dpctl/ipf-set-max-nfrags", "lots"],
+             "parameter missing for maximum fragments (Invalid argument)"),
+        ]
+        for cmd, text in refused:
+            got = [appctl(sw, *cmd) for sw in switches]
+            for g in got:
+                assert g.returncode != 0 and text in g.stderr, (cmd, g.stderr)
+        # Nothing refused changed anything.
+        got = [appctl(sw, "dpctl/ipf-get-status").stdout for sw in switches]
+        assert got[0] == got[1] and "min v4 frag size: 1000\n" in got[0], got
+    finally:
+        for sw in switches:
+            sw.stop()
+        shutil.rmtree(work, ignore_errors=True)

@@ -6,31 +6,40 @@
 //! fragments of each IPv4 datagram (keyed by zone, addresses, protocol and IP id) and each
 //! IPv6 datagram (zone, addresses and the Fragment header's id), and once
 //! all have arrived hands back the reassembled datagram, to be tracked like any packet,
-//! together with the caller's handles of the fragments in their arrival order, so that the
-//! datapath can give each fragment the datagram's `ct_state` and send them on as they came.
+//! together with the caller's handles of the fragments in the datagram's order (by offset,
+//! as OVS sends them on), so that the datapath can give each fragment the datagram's
+//! `ct_state` and send them on unchanged.
 //!
 //! ## Rules
-//! * A non-last fragment must carry a multiple of 8 bytes and at least
-//!   [`IpfConfig::min_frag`] of them; a fragment list whose pieces overlap, or whose last
-//!   fragment disagrees with what was already seen, is dropped whole (overlaps are how
-//!   fragment attacks hide headers). Exact duplicates are dropped alone.
+//! * A non-last fragment must carry a multiple of 8 bytes, and be at least
+//!   [`IpfConfig::min_frag_v4`] (IPv6: [`IpfConfig::min_frag_v6`]) bytes long from its IP
+//!   header on (OVS's `ipf-set-min-frag` measure and defaults). A fragment that overlaps
+//!   one already held (an exact duplicate included), or whose end disagrees with the
+//!   datagram's last fragment, is dropped alone and the list kept, as OVS does; overlaps
+//!   never reach the reassembled datagram (they are how fragment attacks hide headers).
 //! * At most [`IpfConfig::max_frags`] fragments are held in all, and at most
 //!   [`IpfConfig::max_per_list`] per datagram; beyond that new fragments are dropped.
 //! * A list that is not complete [`IpfConfig::timeout_ms`] after its first fragment is
 //!   dropped by [`Ipf::sweep`], which the control thread calls with the tracker's sweep.
+//! * [`Ipf::status`] counts per family what OVS's `dpctl/ipf-get-status` shows: fragments
+//!   accepted, sent on with a complete datagram, too small, overlapping, and dropped by
+//!   the sweep (OVS's "purged"; OVS sends an expired list's fragments on as `+inv` first,
+//!   which a sweep on a control thread cannot, so "expired" stays 0 here).
 //! * IPv6: the Hop-by-Hop, Routing and Destination Options headers before the Fragment
 //!   header are the unfragmentable part, kept from the first fragment; the reassembled
-//!   datagram has no Fragment header. NAT is not applied to fragments (the datagram's
-//!   state is, not its rewrite).
+//!   datagram has no Fragment header. The caller tracks the reassembled datagram and
+//!   carries its translation over to the fragments (`datapath::ipf::translate`).
 //!
 //! ## Threading
-//! One mutex around the lists: only fragments take it (the caller hands over a packet only
-//! when `PacketMeta::frag` is set), so unfragmented traffic never touches it.
+//! One mutex around the lists, the limits and the counters: only fragments take it (the
+//! caller hands over a packet only when `PacketMeta::frag` is set), so unfragmented
+//! traffic never touches it. The per-family switches are atomics the caller reads first.
 
 use crate::key::PacketMeta;
 use packet::csum;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Reassembly limits.
 #[derive(Clone, Copy, Debug)]
@@ -39,21 +48,63 @@ pub struct IpfConfig {
     pub max_frags: usize,
     /// Fragments per datagram.
     pub max_per_list: usize,
-    /// Smallest payload of a fragment that is not the last.
-    pub min_frag: usize,
+    /// Smallest IPv4 fragment that is not the last, IP header included.
+    pub min_frag_v4: usize,
+    /// Smallest IPv6 fragment that is not the last, IPv6 header included.
+    pub min_frag_v6: usize,
     /// How long a datagram may take to arrive whole, milliseconds.
     pub timeout_ms: u64,
 }
 
+/// OVS's bounds: `ipf-set-min-frag` below this is refused (both families).
+pub const MIN_FRAG_LOWER_BOUND: usize = 400;
+/// OVS's bound: `ipf-set-max-nfrags` above this is refused.
+pub const MAX_FRAGS_UPPER_BOUND: usize = 5000;
+
 impl Default for IpfConfig {
+    /// OVS's defaults.
     fn default() -> Self {
         IpfConfig {
             max_frags: 1000,
             max_per_list: 64,
-            min_frag: 400,
+            min_frag_v4: 1200,
+            min_frag_v6: 1280,
             timeout_ms: 15_000,
         }
     }
+}
+
+/// Fragment counters of one family (OVS's `ipf-get-status` lines).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpfCounts {
+    /// Fragments taken into a list.
+    pub accepted: u64,
+    /// Fragments handed back with their complete datagram.
+    pub completed: u64,
+    /// Fragments of expired lists sent on (always 0 here: see the module documentation).
+    pub expired: u64,
+    /// Non-last fragments below the minimum size.
+    pub too_small: u64,
+    /// Fragments overlapping one already held (duplicates included).
+    pub overlap: u64,
+    /// Fragments of expired lists dropped.
+    pub purged: u64,
+    /// Fragments dropped for another reason: malformed, over a limit, contradicting the
+    /// datagram's end, or a datagram that does not parse once whole.
+    pub invalid: u64,
+}
+
+/// What `dpctl/ipf-get-status` shows.
+#[derive(Clone, Copy, Debug)]
+pub struct IpfStatus {
+    /// Reassembly on for IPv4, IPv6.
+    pub enabled: [bool; 2],
+    /// The limits.
+    pub cfg: IpfConfig,
+    /// Fragments held now.
+    pub held: usize,
+    /// IPv4's counters, IPv6's.
+    pub counts: [IpfCounts; 2],
 }
 
 /// What became of a packet handed to [`Ipf::add`].
@@ -77,7 +128,7 @@ pub struct Reassembled<T> {
     pub frame: Vec<u8>,
     /// Its layers, for `Conntrack::execute_one`.
     pub meta: PacketMeta,
-    /// The fragments' handles in arrival order.
+    /// The fragments' handles by offset, the first fragment first.
     pub fragments: Vec<T>,
 }
 
@@ -114,10 +165,36 @@ struct List<T> {
     total: Option<usize>,
 }
 
+impl<T> List<T> {
+    /// Whether the piece `a..b` (the datagram's last when not `more`) cannot join the list:
+    /// `Some(true)` when it overlaps a piece held, `Some(false)` when its end contradicts
+    /// the datagram's, `None` when it fits.
+    fn refuses(&self, a: usize, b: usize, more: bool) -> Option<bool> {
+        let ends = |p: &Piece| p.off + p.data.len();
+        if self.pieces.iter().any(|p| a < ends(p) && p.off < b) {
+            return Some(true);
+        }
+        let conflict = match (more, self.total) {
+            (false, Some(t)) => t != b,
+            (false, None) => self.pieces.iter().any(|p| ends(p) > b),
+            (true, Some(t)) => b > t,
+            (true, None) => false,
+        };
+        conflict.then_some(false)
+    }
+}
+
 /// Fragment lists awaiting completion.
 pub struct Ipf<T> {
+    enabled: [AtomicBool; 2],
+    inner: Mutex<Inner<T>>,
+}
+
+struct Inner<T> {
     cfg: IpfConfig,
-    inner: Mutex<(HashMap<FragKey, List<T>>, usize)>,
+    lists: HashMap<FragKey, List<T>>,
+    held: usize,
+    counts: [IpfCounts; 2],
 }
 
 /// The parsed fragment header fields.
@@ -229,17 +306,55 @@ fn parse6(frame: &[u8], meta: &PacketMeta, zone: u16) -> Option<Frag> {
 }
 
 impl<T> Ipf<T> {
-    /// Empty lists.
+    /// Empty lists, both families enabled.
     pub fn new(cfg: IpfConfig) -> Ipf<T> {
         Ipf {
-            cfg,
-            inner: Mutex::new((HashMap::new(), 0)),
+            enabled: [AtomicBool::new(true), AtomicBool::new(true)],
+            inner: Mutex::new(Inner {
+                cfg,
+                lists: HashMap::new(),
+                held: 0,
+                counts: [IpfCounts::default(); 2],
+            }),
         }
     }
 
     /// Fragments held now.
     pub fn held(&self) -> usize {
-        self.inner.lock().1
+        self.inner.lock().held
+    }
+
+    /// Whether fragments of IPv6 (`v6`) or IPv4 are reassembled (else the caller tracks
+    /// them as they are: `+inv`).
+    #[inline]
+    pub fn enabled(&self, v6: bool) -> bool {
+        self.enabled[usize::from(v6)].load(Ordering::Relaxed)
+    }
+
+    /// Turns reassembly of one family on or off (held lists stay until complete or swept).
+    pub fn set_enabled(&self, v6: bool, on: bool) {
+        self.enabled[usize::from(v6)].store(on, Ordering::Relaxed);
+    }
+
+    /// The limits now.
+    pub fn config(&self) -> IpfConfig {
+        self.inner.lock().cfg
+    }
+
+    /// Changes the limits (for fragments that arrive from now on).
+    pub fn set_config(&self, cfg: IpfConfig) {
+        self.inner.lock().cfg = cfg;
+    }
+
+    /// Switches, limits, fragments held and counters.
+    pub fn status(&self) -> IpfStatus {
+        let g = self.inner.lock();
+        IpfStatus {
+            enabled: [self.enabled(false), self.enabled(true)],
+            cfg: g.cfg,
+            held: g.held,
+            counts: g.counts,
+        }
     }
 
     /// Takes a packet (`handle`, whose bytes are `frame`) of `zone`.
@@ -255,52 +370,49 @@ impl<T> Ipf<T> {
             return IpfVerdict::NotFragment(handle);
         }
         let Some(f) = parse(frame, meta, zone) else {
+            self.inner.lock().counts[usize::from(meta.v6)].invalid += 1;
             return IpfVerdict::Dropped(vec![handle]);
         };
+        let fam = usize::from(f.key.v6);
         let len = f.end - f.data;
-        let bad_size = f.more && (len % 8 != 0 || len < self.cfg.min_frag);
-        if len == 0 || bad_size || f.off + len > 65_535 {
-            return IpfVerdict::Dropped(vec![handle]);
-        }
         let mut guard = self.inner.lock();
-        let (lists, held) = &mut *guard;
-        if *held >= self.cfg.max_frags {
+        let inner = &mut *guard;
+        let min = [inner.cfg.min_frag_v4, inner.cfg.min_frag_v6][fam];
+        if f.more && f.end - f.l3 < min {
+            inner.counts[fam].too_small += 1;
             return IpfVerdict::Dropped(vec![handle]);
         }
-        let list = lists.entry(f.key).or_insert_with(|| List {
+        if len == 0
+            || (f.more && len % 8 != 0)
+            || f.off + len > 65_535
+            || inner.held >= inner.cfg.max_frags
+        {
+            inner.counts[fam].invalid += 1;
+            return IpfVerdict::Dropped(vec![handle]);
+        }
+        let max_per_list = inner.cfg.max_per_list;
+        let list = inner.lists.entry(f.key).or_insert_with(|| List {
             first_seen: now,
             pieces: Vec::new(),
             handles: Vec::new(),
             head: None,
             total: None,
         });
-        if list.pieces.len() >= self.cfg.max_per_list {
+        if list.pieces.len() >= max_per_list {
+            inner.counts[fam].invalid += 1;
             return IpfVerdict::Dropped(vec![handle]);
         }
-        let (a, b) = (f.off, f.off + len);
-        if list
-            .pieces
-            .iter()
-            .any(|p| p.off == a && p.data.len() == len)
-        {
-            return IpfVerdict::Dropped(vec![handle]);
-        }
-        let overlaps = list
-            .pieces
-            .iter()
-            .any(|p| a < p.off + p.data.len() && p.off < b);
-        let end_conflict = match (f.more, list.total) {
-            (false, Some(t)) => t != b,
-            (false, None) => list.pieces.iter().any(|p| p.off + p.data.len() > b),
-            (true, Some(t)) => b > t,
-            (true, None) => false,
-        };
-        if overlaps || end_conflict {
-            let list = lists.remove(&f.key);
-            let mut dropped = list.map(|l| l.handles).unwrap_or_default();
-            *held -= dropped.len();
-            dropped.push(handle);
-            return IpfVerdict::Dropped(dropped);
+        let b = f.off + len;
+        match list.refuses(f.off, b, f.more) {
+            Some(true) => {
+                inner.counts[fam].overlap += 1;
+                return IpfVerdict::Dropped(vec![handle]);
+            }
+            Some(false) => {
+                inner.counts[fam].invalid += 1;
+                return IpfVerdict::Dropped(vec![handle]);
+            }
+            None => {}
         }
         if !f.more {
             list.total = Some(b);
@@ -317,44 +429,91 @@ impl<T> Ipf<T> {
             data: frame.get(f.data..f.end).unwrap_or_default().to_vec(),
         });
         list.handles.push(handle);
-        *held += 1;
+        inner.held += 1;
+        inner.counts[fam].accepted += 1;
         let have: usize = list.pieces.iter().map(|p| p.data.len()).sum();
         let complete = list.head.is_some() && list.total == Some(have);
         if !complete {
             return IpfVerdict::Held;
         }
-        let Some(mut list) = lists.remove(&f.key) else {
+        let Some(mut list) = inner.lists.remove(&f.key) else {
             return IpfVerdict::Held;
         };
-        *held -= list.handles.len();
-        drop(guard);
-        let Some(head) = list.head.take() else {
-            return IpfVerdict::Dropped(list.handles);
-        };
-        match build(head, &mut list.pieces) {
-            Some((frame, meta)) => IpfVerdict::Complete(Reassembled {
-                frame,
-                meta,
-                fragments: list.handles,
-            }),
-            None => IpfVerdict::Dropped(list.handles),
+        inner.held -= list.handles.len();
+        let n = list.handles.len() as u64;
+        let mut order: Vec<(usize, T)> = list
+            .pieces
+            .iter()
+            .map(|p| p.off)
+            .zip(std::mem::take(&mut list.handles))
+            .collect();
+        order.sort_by_key(|o| o.0);
+        list.handles = order.into_iter().map(|o| o.1).collect();
+        match list.head.take().and_then(|h| build(h, &mut list.pieces)) {
+            Some((frame, meta)) => {
+                inner.counts[fam].completed += n;
+                IpfVerdict::Complete(Reassembled {
+                    frame,
+                    meta,
+                    fragments: list.handles,
+                })
+            }
+            None => {
+                inner.counts[fam].invalid += n;
+                IpfVerdict::Dropped(list.handles)
+            }
         }
+    }
+
+    /// The lists held, one line each in OVS's `ipf-get-status -m` layout (ferrovs keys a
+    /// list by zone and not by recirculation id: `recirc_id` shows 0).
+    pub fn dump_lists(&self) -> String {
+        let g = self.inner.lock();
+        let mut out = String::new();
+        for (k, l) in &g.lists {
+            let (src, dst) = if k.v6 {
+                (
+                    std::net::Ipv6Addr::from(k.src).to_string(),
+                    std::net::Ipv6Addr::from(k.dst).to_string(),
+                )
+            } else {
+                let a = |b: &[u8; 16]| std::net::Ipv4Addr::new(b[0], b[1], b[2], b[3]).to_string();
+                (a(&k.src), a(&k.dst))
+            };
+            let state = match (l.head.is_some(), l.total.is_some()) {
+                (true, true) => "first/last frag",
+                (true, false) => "first frag",
+                (false, true) => "last frag",
+                (false, false) => "other frag",
+            };
+            out.push_str(&format!(
+                "(src={src},dst={dst},recirc_id=0,ip_id={},dl_type=0x{:x},zone={},nw_proto={},num_fragments={},state={state})\n",
+                k.id,
+                if k.v6 { 0x86dd } else { 0x0800 },
+                k.zone,
+                k.proto,
+                l.handles.len(),
+            ));
+        }
+        out
     }
 
     /// Drops the lists that did not complete in time; returns their fragments.
     pub fn sweep(&self, now: u64) -> Vec<T> {
         let mut guard = self.inner.lock();
-        let (lists, held) = &mut *guard;
-        let timeout = self.cfg.timeout_ms;
-        let old: Vec<FragKey> = lists
+        let inner = &mut *guard;
+        let timeout = inner.cfg.timeout_ms;
+        let old: Vec<FragKey> = inner
+            .lists
             .iter()
             .filter(|(_, l)| now.saturating_sub(l.first_seen) >= timeout)
             .map(|(k, _)| *k)
             .collect();
         let mut out = Vec::new();
         for k in old {
-            if let Some(l) = lists.remove(&k) {
-                *held -= l.handles.len();
+            if let Some(l) = inner.lists.remove(&k) {
+                inner.held -= l.handles.len();
+                inner.counts[usize::from(k.v6)].purged += l.handles.len() as u64;
                 out.extend(l.handles);
             }
         }
@@ -439,7 +598,8 @@ mod tests {
 
     fn small() -> IpfConfig {
         IpfConfig {
-            min_frag: 8,
+            min_frag_v4: 0,
+            min_frag_v6: 0,
             ..IpfConfig::default()
         }
     }
@@ -462,7 +622,7 @@ mod tests {
             }
         }
         let mut r = done.expect("complete");
-        assert_eq!(r.fragments, vec![2, 0, 1]);
+        assert_eq!(r.fragments, vec![0, 1, 2], "by offset");
         // The reassembled frame is the original datagram (the test's fragments carry no
         // DF, so the flags word is zero and the header checksum differs accordingly).
         let mut want = whole.clone();
@@ -497,27 +657,26 @@ mod tests {
             strict.add(&frags[0], &meta(&frags[0]), 0, 0, 0),
             IpfVerdict::Dropped(v) if v == vec![0]
         ));
-        // Overlap: a second cut of the same datagram at another size spoils the list.
+        assert_eq!(strict.status().counts[0].too_small, 1);
+        // Overlap: a piece of a second cut of the same datagram at another size is dropped
+        // alone; the list goes on.
         let ipf = Ipf::new(small());
         assert!(matches!(
-            ipf.add(&frags[0], &meta(&frags[0]), 0, 0, 0),
+            ipf.add(&frags[0], &meta(&frags[0]), 0, 2, 0),
             IpfVerdict::Held
         ));
         let other = fragment(&whole, 32);
         assert!(matches!(
             ipf.add(&other[1], &meta(&other[1]), 0, 1, 0),
-            IpfVerdict::Dropped(v) if v == vec![0, 1]
+            IpfVerdict::Dropped(v) if v == vec![1]
         ));
-        assert_eq!(ipf.held(), 0);
+        assert_eq!(ipf.held(), 1);
         // An exact duplicate is dropped alone.
-        assert!(matches!(
-            ipf.add(&frags[0], &meta(&frags[0]), 0, 2, 0),
-            IpfVerdict::Held
-        ));
         assert!(matches!(
             ipf.add(&frags[0], &meta(&frags[0]), 0, 3, 0),
             IpfVerdict::Dropped(v) if v == vec![3]
         ));
+        assert_eq!(ipf.status().counts[0].overlap, 2);
         // Other zones are other datagrams; incomplete lists time out.
         assert!(matches!(
             ipf.add(&frags[1], &meta(&frags[1]), 5, 4, 1),
@@ -529,6 +688,7 @@ mod tests {
         gone.sort();
         assert_eq!(gone, vec![2, 4]);
         assert_eq!(ipf.held(), 0);
+        assert_eq!(ipf.status().counts[0].purged, 2);
         // The global limit.
         let tiny = Ipf::new(IpfConfig {
             max_frags: 1,
@@ -587,7 +747,7 @@ mod tests {
         }
         let mut r = done.expect("complete");
         assert_eq!(r.frame, whole);
-        assert_eq!(r.fragments, vec![2, 1, 0]);
+        assert_eq!(r.fragments, vec![0, 1, 2], "by offset");
         let ct = Conntrack::default();
         let req = CtRequest {
             commit: true,

@@ -53,7 +53,7 @@ pub mod timeout;
 pub mod tracker;
 
 pub use cache::ConnCache;
-pub use ipf::{Ipf, IpfConfig, IpfVerdict, Reassembled};
+pub use ipf::{Ipf, IpfConfig, IpfCounts, IpfStatus, IpfVerdict, Reassembled};
 pub use key::{ConnKey, PacketMeta};
 pub use nat::{Nat, NatRange};
 pub use ops::{ConnEntry, Flush};

@@ -53,6 +53,7 @@ pub mod emc;
 pub mod error;
 pub mod fasthash;
 pub mod flowtable;
+pub mod ipf;
 pub mod learning;
 pub mod mirror;
 pub mod module;

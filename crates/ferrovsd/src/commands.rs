@@ -18,6 +18,8 @@ use std::sync::{Arc, Mutex};
 // The `dpctl/*` conntrack commands live beside this file.
 #[path = "dpctl_ct.rs"]
 mod dpctl_ct;
+#[path = "dpctl_ipf.rs"]
+mod dpctl_ipf;
 #[path = "tnlctl.rs"]
 mod tnlctl;
 
@@ -160,6 +162,7 @@ impl Daemon {
             && !ofconn::cli::is_verb(method)
             && !appctl::has(method)
             && !dpctl_ct::has(method)
+            && !dpctl_ipf::has(method)
             && !tnlctl::has(method)
         {
             return Err(format!(
@@ -212,6 +215,9 @@ impl Daemon {
         }
         if dpctl_ct::has(method) {
             return dpctl_ct::run(method, args, datapath::clock::now_ms());
+        }
+        if dpctl_ipf::has(method) {
+            return dpctl_ipf::run(method, args);
         }
         if tnlctl::has(method) {
             return tnlctl::run(method, args);
@@ -493,6 +499,7 @@ fn list_commands() -> String {
         .chain(ofconn::cli::VERBS)
         .chain(appctl::COMMANDS)
         .chain(dpctl_ct::COMMANDS)
+        .chain(dpctl_ipf::COMMANDS)
         .chain(tnlctl::COMMANDS)
         .collect();
     cmds.sort_by_key(|c| c.0);

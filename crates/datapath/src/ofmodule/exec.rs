@@ -214,6 +214,37 @@ impl Exec {
         layers: Option<Offsets>,
         actions: &[DpAction],
         known_last_send: Option<Option<usize>>,
+        pkt: Packet,
+        pool: &mut Pool,
+        out: &mut Delivery<'_>,
+    ) {
+        self.execute_from(
+            now_ms,
+            in_slot,
+            key,
+            layers,
+            actions,
+            known_last_send,
+            None,
+            pkt,
+            pool,
+            out,
+        );
+    }
+
+    /// [`Exec::execute_with`] after a `ct` whose verdict was `ct_done` (a released
+    /// fragment's actions after the `ct`, see `frag`), or from the start with `None`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn execute_from(
+        &mut self,
+        now_ms: u64,
+        in_slot: u16,
+        key: &FlowKey,
+        layers: Option<Offsets>,
+        actions: &[DpAction],
+        known_last_send: Option<Option<usize>>,
+        ct_done: Option<conntrack::CtResult>,
         mut pkt: Packet,
         pool: &mut Pool,
         out: &mut Delivery<'_>,
@@ -238,7 +269,7 @@ impl Exec {
         let last_send = known_last_send.unwrap_or_else(|| last_send(actions));
         let mut offs = None;
         // The verdict of the last `ct` of this pass, for a `recirc` after it.
-        let mut ct_res = None;
+        let mut ct_res = ct_done;
         // `key` and these offsets describe the packet until an action changes its bytes.
         let mut clean = layers;
         for (i, a) in actions.iter().enumerate() {
@@ -248,6 +279,17 @@ impl Exec {
             }
             match a {
                 DpAction::Ct(c) => {
+                    if key.nw_frag != 0 {
+                        // Reassembly first (see `frag`): the packet goes on here only
+                        // when its family is not reassembled.
+                        let tail = actions.get(i + 1..).unwrap_or_default();
+                        match self
+                            .ct_fragment(now_ms, in_slot, key, before, c, tail, pkt, pool, out)
+                        {
+                            Some(p) => pkt = p,
+                            None => return,
+                        }
+                    }
                     let l = before.map(|offs| crate::ct::Layers { key, offs });
                     let r = ct_res.insert(conntrack::CtResult::default());
                     crate::ct::track(c, &mut pkt, l, now_ms, &mut self.ct_cache, r);

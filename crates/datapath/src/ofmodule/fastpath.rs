@@ -98,7 +98,9 @@ impl OpenFlow {
                     }
                 }
                 let Some(p) = m.single_output else {
-                    if self.ct_runs {
+                    // A fragment takes the general path, whose `ct` reassembles
+                    // (`ofmodule::frag`): one test of a key byte the lookup just read.
+                    if self.ct_runs && key.nw_frag == 0 {
                         if !std::ptr::eq(ct_of.0, Arc::as_ptr(m)) {
                             ct_of = (Arc::as_ptr(m), CtRecirc::of(m));
                         }

@@ -49,6 +49,7 @@ use exec::{Exec, NO_SLOT};
 mod ctrun;
 mod exec;
 mod fastpath;
+mod frag;
 mod frameless;
 mod lookup;
 mod skip;
@@ -99,6 +100,9 @@ pub struct OpenFlowStats {
     pub flow_samples_unexported: u64,
     /// Tunnel packets dropped for their Geneve options (see `ofproto::tun_md::from_geneve`).
     pub bad_tunnel_options: u64,
+    /// Held fragments dropped at a `ct` (of a datagram that did not parse once whole, or
+    /// not rebuilt when their datagram completed: see `frag`).
+    pub ipf_dropped: u64,
 }
 
 /// The OpenFlow number of a bridge ofport.

@@ -57,6 +57,8 @@ pub(super) fn revalidator_main(u: &Udpif) {
             }
             // Expired connections: off the poll threads, bounded work per round.
             crate::ct::sweep(clock::now_ms(), 100_000);
+            // Fragment lists not complete in time.
+            crate::ipf::sweep(clock::now_ms());
         }
         let mut d = lock(&u.reval_done);
         *d = (*d).max(target);
