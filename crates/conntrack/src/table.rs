@@ -115,12 +115,27 @@ pub const SETTLED: u64 = 1;
 
 impl Conn {
     /// A connection in state `st` expiring at `expires`.
+    #[inline]
     pub fn new(key: ConnKey, rev: ConnKey, nat: u8, st: ConnState, expires: u64) -> Conn {
+        Conn::new_alg(key, rev, nat, 0, st, expires)
+    }
+
+    /// A connection with helper and related bits `alg` ([`Conn::alg`]) in state `st`
+    /// expiring at `expires`.
+    #[inline]
+    pub fn new_alg(
+        key: ConnKey,
+        rev: ConnKey,
+        nat: u8,
+        alg: u8,
+        st: ConnState,
+        expires: u64,
+    ) -> Conn {
         let c = Conn {
             key,
             rev,
             nat,
-            alg: 0,
+            alg,
             departed: AtomicBool::new(false),
             expires: AtomicU64::new(expires),
             fast: AtomicU64::new(0),
@@ -128,14 +143,6 @@ impl Conn {
         };
         c.publish(&st);
         c
-    }
-
-    /// The connection with helper and related bits `alg` ([`Conn::alg`]).
-    pub fn with_alg(mut self, alg: u8) -> Conn {
-        self.alg = alg;
-        let st = *self.st.get_mut();
-        self.publish(&st);
-        self
     }
 
     /// Expiry time (0: made to expire).

@@ -198,11 +198,7 @@ impl Conntrack {
             if nat_flag != 0 && self.holds_live(rev, now) {
                 return false;
             }
-            let mut conn = Conn::new(*key, *rev, nat_flag, st, expires);
-            if alg != 0 {
-                conn = conn.with_alg(alg);
-            }
-            let conn = Arc::new(conn);
+            let conn = Arc::new(Conn::new_alg(*key, *rev, nat_flag, alg, st, expires));
             outcome = self.insert_clearing_expired(conn, hk, now);
             !matches!(outcome, Insertion::Failed)
         };
