@@ -8,7 +8,10 @@ namespaces, behind an OVS-style firewall that admits only what the helpers make 
   data connection to a port h2 announced) and in active mode (h2 opens it to a port h1
   announced) succeeds, and fails without `alg=ftp`;
 * a TFTP read (h2 answers from a new port) succeeds, and fails without `alg=tftp`;
-* `dpctl/dump-conntrack` shows the control connection's helper.
+* `dpctl/dump-conntrack` shows the control connection's helper;
+* passive FTP through SNAT of h1 (the server's message names the server, so nothing in
+  it needs translating; active mode through SNAT would need the client's `PORT`
+  rewritten, which the helper does not do).
 """
 
 import subprocess
@@ -16,7 +19,7 @@ import subprocess
 import pytest
 
 from conftest import HELPERS, PY, require
-from test_conntrack import appctl, install
+from test_conntrack import SNAT_ADDR, appctl, install
 from test_ofctl import bridge
 
 SYS_PY = "/usr/bin/python3"
@@ -124,6 +127,47 @@ def test_tftp_through_the_helper(daemon, net, served):
         # The answer, from h2's new port to h1's, is a connection of its own.
         assert any(l.startswith("udp,orig=(src=10.7.0.2,dst=10.7.0.1,")
                    for l in dump.splitlines()), dump
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def snat_firewall(alg):
+    nat = f"nat(src={SNAT_ADDR}:30000-30999)"
+    helper = "alg=ftp," if alg else ""
+    return [
+        "table=0,priority=100,arp,actions=NORMAL",
+        "table=0,priority=90,ip,actions=ct(zone=9,nat,table=1)",
+        "table=1,priority=100,tcp,in_port=1,tp_dst=21,ct_state=+trk+new,"
+        f"actions=ct(commit,zone=9,{helper}{nat}),output:2",
+        f"table=1,priority=110,ip,in_port=1,ct_state=+trk+new+rel,actions=ct(commit,zone=9,{nat}),"
+        "output:2",
+        "table=1,priority=100,ip,in_port=1,ct_state=+trk+est,actions=output:2",
+        "table=1,priority=100,ip,in_port=2,ct_state=+trk+est+rpl,actions=output:1",
+        "table=1,priority=10,actions=drop",
+    ]
+
+
+def test_passive_ftp_through_snat(daemon, net, served):
+    root, digest = served
+    br, (h1, h2) = bridge(daemon, net)
+    net.ns(h2, f"ip neigh add {SNAT_ADDR} lladdr 02:00:00:00:07:01 dev eth0")
+    srv = start(net, h2, [SYS_PY, str(HELPERS / "ftp_peer.py"), "serve", "10.7.0.2",
+                          str(root), "60"])
+    try:
+        install(daemon, br, snat_firewall(alg=False))
+        appctl(daemon, "dpctl/flush-conntrack")
+        r = ftp_get(net, h1, "passive", timeout=3)
+        assert r.returncode != 0 and r.stdout.startswith("error:"), r.stdout
+        install(daemon, br, snat_firewall(alg=True))
+        appctl(daemon, "dpctl/flush-conntrack")
+        r = ftp_get(net, h1, "passive")
+        assert r.returncode == 0 and r.stdout.strip() == digest, (r.stdout, r.stderr)
+        dump = appctl(daemon, "dpctl/dump-conntrack", "zone=9").stdout
+        tcp = [l for l in dump.splitlines() if l.startswith("tcp,orig=(src=10.7.0.1,")]
+        # The control and the data connection, both translated to the NAT address.
+        assert len(tcp) >= 2 and all(f"dst={SNAT_ADDR}," in l for l in tcp), dump
+        assert sum(l.endswith(",helper=ftp") for l in tcp) == 1, dump
     finally:
         srv.kill()
         srv.wait()
