@@ -33,8 +33,9 @@
 //!
 //! ## Cost
 //! Nothing on the established path but a test of a byte of the connection record; a packet
-//! that misses the table pays one relaxed load while no expectation exists, and a mutex
-//! and a hash lookup otherwise.
+//! that misses the table pays one relaxed load while no expectation exists, and one of 16
+//! mutexes and a hash lookup otherwise. A related connection's packets look up its
+//! parent's tuple under one of 16 other mutexes (always the same one for a connection).
 
 pub mod ftp;
 
@@ -43,7 +44,9 @@ use crate::table::Conn;
 use crate::tracker::ct_state::{INV, REL};
 use crate::tracker::{Conntrack, CtResult};
 use parking_lot::Mutex;
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 
@@ -109,15 +112,24 @@ struct Expect {
     expires: u64,
 }
 
+/// Related connections' parent tuples by the connection record's address.
+type Parents = HashMap<usize, (Weak<Conn>, ConnKey)>;
+
+/// Mutexes each table is split over, so that threads meet on one only when their packets
+/// do (a related connection's packets always take the same).
+const SHARDS: usize = 16;
+
 /// The expectation table and the related connections' parents.
 pub(crate) struct Expectations {
-    /// Entries in `map`, readable without its lock.
+    /// Entries in `map`, readable without a lock; never above `max`.
     n: AtomicUsize,
+    /// Picks an expected key's shard (seeded at random: remote hosts cannot aim).
+    hasher: RandomState,
     /// By the expected key with source port 0.
-    map: Mutex<HashMap<ConnKey, Expect>>,
+    map: [Mutex<HashMap<ConnKey, Expect>>; SHARDS],
     /// A related connection's parent tuple, by its record's address (the `Weak` keeps the
     /// address from being reused while the entry exists).
-    related: Mutex<HashMap<usize, (Weak<Conn>, ConnKey)>>,
+    related: [Mutex<Parents>; SHARDS],
     max: AtomicUsize,
     /// Expectations created.
     pub created: AtomicU64,
@@ -130,12 +142,17 @@ fn live(c: &Weak<Conn>, now: u64) -> bool {
         .is_some_and(|c| !c.departed.load(Relaxed) && c.expires() > now)
 }
 
+fn related_shard(addr: usize) -> usize {
+    ((addr >> 6) ^ (addr >> 12)) % SHARDS
+}
+
 impl Default for Expectations {
     fn default() -> Self {
         Expectations {
             n: AtomicUsize::new(0),
-            map: Mutex::new(HashMap::new()),
-            related: Mutex::new(HashMap::new()),
+            hasher: RandomState::new(),
+            map: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            related: std::array::from_fn(|_| Mutex::new(HashMap::new())),
             max: AtomicUsize::new(DEFAULT_MAX_EXPECT),
             created: AtomicU64::new(0),
             refused: AtomicU64::new(0),
@@ -144,6 +161,10 @@ impl Default for Expectations {
 }
 
 impl Expectations {
+    fn shard(&self, key: &ConnKey) -> &Mutex<HashMap<ConnKey, Expect>> {
+        &self.map[(self.hasher.hash_one(key) as usize) % SHARDS]
+    }
+
     /// The expectation a packet with key `key` (that found no connection) matches.
     #[inline]
     pub(crate) fn expected(&self, key: &ConnKey, now: u64) -> Option<Expected> {
@@ -157,7 +178,7 @@ impl Expectations {
     fn lookup(&self, key: &ConnKey, now: u64) -> Option<Expected> {
         let mut k = *key;
         k.sport = 0;
-        let map = self.map.lock();
+        let map = self.shard(&k).lock();
         let e = map.get(&k)?;
         (e.expires > now && live(&e.parent, now)).then_some(e.info)
     }
@@ -165,46 +186,72 @@ impl Expectations {
     /// Announces the connection `key` (source port ignored) as expected by `parent`.
     fn expect(&self, parent: &Arc<Conn>, mut key: ConnKey, info: Expected, now: u64) {
         key.sport = 0;
-        let mut map = self.map.lock();
         let expires = now.saturating_add(EXPECT_TTL_MS);
-        if let Some(e) = map.get_mut(&key) {
-            if live(&e.parent, now) {
-                // The first announcement stands; it lasts as long again.
-                e.expires = e.expires.max(expires);
+        let entry = Expect {
+            parent: Arc::downgrade(parent),
+            info,
+            expires,
+        };
+        let shard = self.shard(&key);
+        {
+            let mut map = shard.lock();
+            if let Some(e) = map.get_mut(&key) {
+                if live(&e.parent, now) {
+                    // The first announcement stands; it lasts as long again.
+                    e.expires = e.expires.max(expires);
+                } else {
+                    *e = entry;
+                    self.created.fetch_add(1, Relaxed);
+                }
                 return;
             }
-        } else if map.len() >= self.max.load(Relaxed) {
-            map.retain(|_, e| e.expires > now && live(&e.parent, now));
-            if map.len() >= self.max.load(Relaxed) {
-                self.n.store(map.len(), Relaxed);
+        }
+        if !self.reserve() {
+            self.prune(now);
+            if !self.reserve() {
                 self.refused.fetch_add(1, Relaxed);
                 return;
             }
         }
-        map.insert(
-            key,
-            Expect {
-                parent: Arc::downgrade(parent),
-                info,
-                expires,
-            },
-        );
-        self.n.store(map.len(), Relaxed);
+        if shard.lock().insert(key, entry).is_some() {
+            // Another thread announced it meanwhile: one entry, counted once.
+            self.n.fetch_sub(1, Relaxed);
+        }
         self.created.fetch_add(1, Relaxed);
+    }
+
+    /// Counts one more expectation if under the maximum.
+    fn reserve(&self) -> bool {
+        let max = self.max.load(Relaxed);
+        self.n
+            .fetch_update(Relaxed, Relaxed, |n| (n < max).then_some(n + 1))
+            .is_ok()
+    }
+
+    /// Drops lapsed expectations and those whose parent is gone.
+    fn prune(&self, now: u64) {
+        for shard in &self.map {
+            let mut map = shard.lock();
+            let before = map.len();
+            map.retain(|_, e| e.expires > now && live(&e.parent, now));
+            self.n.fetch_sub(before - map.len(), Relaxed);
+        }
     }
 
     /// Records `conn`'s parent (a related connection just created).
     pub(crate) fn note_related(&self, conn: &Arc<Conn>, parent: ConnKey) {
-        self.related
+        let addr = Arc::as_ptr(conn) as usize;
+        self.related[related_shard(addr)]
             .lock()
-            .insert(Arc::as_ptr(conn) as usize, (Arc::downgrade(conn), parent));
+            .insert(addr, (Arc::downgrade(conn), parent));
     }
 
     /// The parent tuple of a related connection.
     pub(crate) fn parent_of(&self, conn: &Conn) -> Option<ConnKey> {
-        self.related
+        let addr = conn as *const Conn as usize;
+        self.related[related_shard(addr)]
             .lock()
-            .get(&(conn as *const Conn as usize))
+            .get(&addr)
             .map(|(_, k)| *k)
     }
 
@@ -212,17 +259,17 @@ impl Expectations {
     /// connections that left the table.
     pub(crate) fn sweep(&self, now: u64) {
         if self.n.load(Relaxed) != 0 {
-            let mut map = self.map.lock();
-            map.retain(|_, e| e.expires > now && live(&e.parent, now));
-            self.n.store(map.len(), Relaxed);
+            self.prune(now);
         }
-        let mut rel = self.related.lock();
-        if !rel.is_empty() {
-            rel.retain(|_, (c, _)| c.upgrade().is_some_and(|c| !c.departed.load(Relaxed)));
+        for shard in &self.related {
+            let mut rel = shard.lock();
+            if !rel.is_empty() {
+                rel.retain(|_, (c, _)| c.upgrade().is_some_and(|c| !c.departed.load(Relaxed)));
+            }
         }
     }
 
-    /// Live expectations.
+    /// Live expectations (and lapsed ones not yet swept).
     pub(crate) fn len(&self) -> usize {
         self.n.load(Relaxed)
     }
