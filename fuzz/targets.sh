@@ -17,6 +17,7 @@ fuzz_max_len() {
         vhost_vring) echo 8192 ;;    # a descriptor table and available ring of up to 256 slots
         vhost_vring_packed) echo 4200 ;; # a packed ring of up to 256 descriptors
         ct_execute) echo 8192 ;;     # a few frames, each at most MAX_FRAME
+        ftp_ctl) echo 512 ;;         # one segment's payload; the helper reads 127 bytes
         sampled_key) echo 512 ;;     # a sample keeps at most 256 bytes of a frame
         tunnel_decap) echo 4096 ;;   # one outer frame; packet::MAX_FRAME is 2,048
         *) echo 65536 ;;

@@ -2,8 +2,9 @@
 # on a fresh Debian machine or an existing one, and puts it on PATH (also under sudo, whose
 # PATH has no ~/.cargo/bin). Each function is idempotent and cheap when everything is there.
 
-# Every Debian package a script or test uses, as command:package (the command is how we tell
-# whether it is installed). Add to this list, not to individual scripts.
+# Every Debian package a script or test uses, as command:package (the command, or for a
+# package without one a file it installs, is how we tell whether it is installed). Add to
+# this list, not to individual scripts.
 FERROVS_PACKAGES=(
     cc:build-essential
     pkg-config:pkg-config
@@ -30,13 +31,14 @@ FERROVS_PACKAGES=(
     ovn-northd:ovn-central
     ovn-controller:ovn-host
     nft:nftables
+    /usr/lib/python3/dist-packages/pyftpdlib/__init__.py:python3-pyftpdlib
 )
 
 ensure_packages() {
     local need=() pair cmd pkg
     for pair in "${FERROVS_PACKAGES[@]}"; do
         cmd=${pair%%:*}; pkg=${pair#*:}
-        command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
+        command -v "$cmd" >/dev/null 2>&1 || [ -e "$cmd" ] || need+=("$pkg")
     done
     # python3 -m venv needs ensurepip, which Debian ships separately.
     python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)

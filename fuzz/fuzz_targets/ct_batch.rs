@@ -8,17 +8,19 @@
 //! bit 3 liberal TCP, bit 4 force, bits 5-7 zone); byte 1: bit 0 `execute_cached` instead
 //! of `execute`, bit 1 a mark to set, bit 2 a label to set, bits 3-4 how many times the
 //! batch runs (1-4, the later rounds meet the connections the earlier made), bit 5
-//! `execute_one_cached` per packet (over bit 0); then frames,
+//! `execute_one_cached` per packet (over bit 0), bit 6 the FTP helper; then frames,
 //! each prefixed by a big-endian 16-bit length (fragments and non-IP frames are left out).
 //! Checks: without NAT (whose free-tuple search is seeded per tracker) the two trackers
 //! give the same verdicts and leave the same bytes; always, every packet is `+trk` with
-//! exactly one of `+new`, `+est`, `+rel`, `+inv`, and the connection count stays under
-//! the maximum.
+//! exactly one of `+new`, `+est`, `+rel`, `+inv` (with the FTP helper, at least one, and
+//! `+new` never with `+est`), and the connection count stays under the maximum.
 #![no_main]
 
 use conntrack::ct_state::*;
 use conntrack::key::PacketMeta;
-use conntrack::{Config, ConnCache, Conntrack, CtInput, CtRequest, CtResult, Flush, Nat, NatRange};
+use conntrack::{
+    Config, ConnCache, Conntrack, CtInput, CtRequest, CtResult, Flush, Helper, Nat, NatRange,
+};
 use libfuzzer_sys::fuzz_target;
 use std::cell::RefCell;
 use std::net::{IpAddr, Ipv4Addr};
@@ -68,6 +70,11 @@ fuzz_target!(|data: &[u8]| {
         nat: nat.as_ref(),
         set_mark: (opts & 2 != 0).then_some((u32::from(mode), u32::MAX)),
         set_label: (opts & 4 != 0).then_some((u128::from(opts), u128::MAX)),
+        alg: if opts & 64 != 0 {
+            Helper::Ftp
+        } else {
+            Helper::None
+        },
     };
     let rounds = 1 + ((opts >> 3) & 3);
     BATCH.with(|bt| {
@@ -116,7 +123,11 @@ fuzz_target!(|data: &[u8]| {
                             .iter()
                             .filter(|&&b| r.state & b != 0)
                             .count();
-                        assert_eq!(kinds, 1, "state {:#x}", r.state);
+                        if req.alg == Helper::None {
+                            assert_eq!(kinds, 1, "state {:#x}", r.state);
+                        } else {
+                            assert!(kinds >= 1 && r.state & (NEW | EST) != NEW | EST);
+                        }
                         if req.nat.is_none() {
                             assert_eq!(r, want, "packet {i}");
                             assert_eq!(bframes[i], one, "packet {i}");

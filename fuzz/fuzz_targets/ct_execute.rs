@@ -3,17 +3,20 @@
 //! connections earlier ones created.
 //!
 //! Input: byte 0 picks the mode (bit 0 commit, bits 1-2 NAT none/apply/src/dst, bit 3
-//! liberal TCP, bit 4 force, bits 5-7 zone); then frames, each prefixed by a big-endian
+//! liberal TCP, bit 4 force, bits 5-7 zone, whose low two bits also pick the helper: none,
+//! ftp, tftp, ftp); then frames, each prefixed by a big-endian
 //! 16-bit length. Besides "never panics" it checks: the connection count never exceeds the
-//! maximum; every packet is `+trk`; `+new`, `+est`, `+rel` and `+inv` exclude each other as
-//! OVS's do; a packet that NAT rewrote still parses as trackable (its checksums were kept
+//! maximum; every packet is `+trk`; without a helper `+new`, `+est`, `+rel` and `+inv`
+//! exclude each other as OVS's do, with one `+new` excludes `+est`; a packet that NAT rewrote still parses as trackable (its checksums were kept
 //! right); IPv4 and IPv6 fragments also go through reassembly and a completed datagram is
 //! tracked; dump, stats and both sweeps run on whatever state results.
 #![no_main]
 
 use conntrack::ct_state::*;
 use conntrack::key::{parse, PacketMeta, Parsed};
-use conntrack::{Config, Conntrack, CtRequest, Flush, Ipf, IpfConfig, IpfVerdict, Nat, NatRange};
+use conntrack::{
+    Config, Conntrack, CtRequest, Flush, Helper, Ipf, IpfConfig, IpfVerdict, Nat, NatRange,
+};
 use libfuzzer_sys::fuzz_target;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -71,6 +74,8 @@ fuzz_target!(|data: &[u8]| {
                 nat: nat.as_ref(),
                 set_mark: Some((u32::from(mode), u32::MAX)),
                 set_label: None,
+                alg: [Helper::None, Helper::Ftp, Helper::Tftp, Helper::Ftp]
+                    [usize::from(mode >> 5) & 3],
             };
             if meta.frag {
                 // Fragments go through reassembly; a complete datagram is tracked.
@@ -88,7 +93,15 @@ fuzz_target!(|data: &[u8]| {
                 .iter()
                 .filter(|&&b| r.state & b != 0)
                 .count();
-            assert_eq!(kinds, 1, "state {:#x}", r.state);
+            if req.alg == Helper::None {
+                assert_eq!(kinds, 1, "state {:#x}", r.state);
+            } else {
+                // A helper's related connections are `+new+rel`, `+est+rel`; a control
+                // message that does not parse is `+inv` besides (`+new+inv` on the
+                // segment that opened the connection), as in OVS.
+                assert!(kinds >= 1, "state {:#x}", r.state);
+                assert!(r.state & (NEW | EST) != NEW | EST, "state {:#x}", r.state);
+            }
             assert!(ct.n_conns() <= 64);
             if r.state & (SNAT | DNAT) != 0 {
                 assert_ne!(parse(&frame, &meta, req.zone), Parsed::Invalid);

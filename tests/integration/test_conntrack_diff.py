@@ -87,9 +87,9 @@ def sequence():
     return seq
 
 
-def test_ct_state_decisions_match_ovs():
-    need_root()
-    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
+def compare(rules, seq):
+    """Runs `seq` through OVS and ferrovs with `rules`; the frames that went different ways
+    (described), and where each frame went on OVS (what -> {port: frames})."""
     import shutil
     import tempfile
 
@@ -98,28 +98,36 @@ def test_ct_state_decisions_match_ovs():
     try:
         switches = [ovsdiff.Ovs(work), ovsdiff.Ferrovs(work, BIN)]
         for sw in switches:
-            ok, err = ovsdiff.install(sw, RULES, work)
+            ok, err = ovsdiff.install(sw, rules, work)
             assert ok, (sw.name, err)
             ovsdiff.outputs(sw)
         bad = []
-        forwarded = set()
-        for port, frame, what in sequence():
+        forwarded = {}
+        for port, frame, what in seq:
             for sw in switches:
                 sw.receive(port, frame)
             got = ovsdiff.settled_outputs(switches, quiet=0.25, least=0.4, most=3.0)
             where = {p: len(fs) for p, fs in got[0].items() if fs}
-            forwarded.update(where)
+            forwarded[what] = where
             if got[0] != got[1]:
                 bad.append(f"{what}: in_port={port} {frame.hex()}\n  OVS: {got[0]}\n"
                            f"  ferrovs: {got[1]}")
-        assert not bad, "\n".join(bad)
-        # Not vacuous: the sequence reached the new/established port and the
-        # invalid/related port.
-        assert {3, 4} <= forwarded, forwarded
+        return bad, forwarded
     finally:
         for sw in switches:
             sw.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_ct_state_decisions_match_ovs():
+    need_root()
+    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
+    bad, forwarded = compare(RULES, sequence())
+    assert not bad, "\n".join(bad)
+    # Not vacuous: the sequence reached the new/established port and the
+    # invalid/related port.
+    ports = {p for where in forwarded.values() for p in where}
+    assert {3, 4} <= ports, forwarded
 
 
 def conntrack_timeouts(sw):
@@ -250,35 +258,15 @@ def test_fragment_decisions_match_ovs():
     offset order (OVS sorts them); refused ones `+inv`."""
     need_root()
     require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
-    import shutil
-    import tempfile
-
-    work = tempfile.mkdtemp(prefix="ctfrag-")
-    switches = []
-    try:
-        switches = [ovsdiff.Ovs(work), ovsdiff.Ferrovs(work, BIN)]
-        for sw in switches:
-            ok, err = ovsdiff.install(sw, RULES, work)
-            assert ok, (sw.name, err)
-            ovsdiff.outputs(sw)
-        bad = []
-        forwarded = {}
-        for port, frame, what in fragment_sequence():
-            for sw in switches:
-                sw.receive(port, frame)
-            got = ovsdiff.settled_outputs(switches, quiet=0.25, least=0.3, most=3.0)
-            for p, fs in got[1].items():
-                forwarded[p] = forwarded.get(p, 0) + len(fs)
-            if got[0] != got[1]:
-                bad.append(f"{what}: in_port={port}\n  OVS: {got[0]}\n  ferrovs: {got[1]}")
-        assert not bad, "\n".join(bad)
-        # Not vacuous: 8 datagrams of 3 fragments and the overlap set's 3 on the
-        # new/established port, the duplicate and the overlapping piece invalid.
-        assert forwarded.get(3) == 27 and forwarded.get(4) == 2, forwarded
-    finally:
-        for sw in switches:
-            sw.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    bad, forwarded = compare(RULES, fragment_sequence())
+    assert not bad, "\n".join(bad)
+    # Not vacuous: 8 datagrams of 3 fragments and the overlap set's 3 on the
+    # new/established port, the duplicate and the overlapping piece invalid.
+    totals = {}
+    for where in forwarded.values():
+        for p, n in where.items():
+            totals[p] = totals.get(p, 0) + n
+    assert totals.get(3) == 27 and totals.get(4) == 2, forwarded
 
 
 def test_ipf_commands_match_ovs():
@@ -344,3 +332,134 @@ def test_ipf_commands_match_ovs():
         for sw in switches:
             sw.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+# The helpers: FTP control connections committed with alg=ftp, a TFTP request with
+# alg=tftp; related connections committed when new. Each kind of verdict leaves with its
+# own DSCP: +new+rel 24 (port 4), +est+rel 20, +est+rel+rpl 28, +inv (port 4, unchanged).
+ALG_RULES = [
+    "table=0,priority=100,ip,ct_state=-trk,actions=ct(table=1)",
+    "table=0,priority=100,ipv6,ct_state=-trk,actions=ct(table=1)",
+    "table=0,priority=0,actions=drop",
+    "table=1,priority=100,ct_state=+inv+trk,actions=output:4",
+] + [
+    rule for ip in ("ip", "ipv6") for rule in (
+        f"table=1,priority=95,{ip},ct_state=+new+rel+trk,"
+        "actions=ct(commit),set_field:24->ip_dscp,output:4",
+        f"table=1,priority=94,{ip},ct_state=+est+rel+rpl+trk,"
+        "actions=set_field:28->ip_dscp,output:4",
+        f"table=1,priority=93,{ip},ct_state=+est+rel-rpl+trk,"
+        "actions=set_field:20->ip_dscp,output:4",
+        f"table=1,priority=70,{ip},ct_state=+est+rpl+trk,actions=set_field:8->ip_dscp,output:3",
+        f"table=1,priority=60,{ip},ct_state=+est-rpl+trk,actions=set_field:4->ip_dscp,output:3",
+        f"table=1,priority=80,{ip},ct_state=+new+trk,actions=ct(commit),output:3",
+    )
+] + [
+    "table=1,priority=85,tcp,tp_dst=21,ct_state=+new+trk,actions=ct(commit,alg=ftp),output:3",
+    "table=1,priority=85,tcp6,tp_dst=21,ct_state=+new+trk,actions=ct(commit,alg=ftp),output:3",
+    "table=1,priority=85,udp,tp_dst=69,ct_state=+new+trk,actions=ct(commit,alg=tftp),output:3",
+    "table=1,priority=0,actions=output:2",
+]
+
+
+def alg_sequence():
+    """An FTP session over IPv4 (passive and active data connections, a bounce attempt, a
+    malformed PORT), one over IPv6 (EPRT, 229), and a TFTP read."""
+    from scapy.all import IP, UDP, Ether, IPv6, TCP, raw
+
+    C, S = "02:00:00:00:00:01", "02:00:00:00:00:02"
+
+    def frame(port, l3):
+        src, dst = (C, S) if port == 1 else (S, C)
+        return port, raw(Ether(src=src, dst=dst) / l3)
+
+    def session(net, c, s, msgs):
+        """Handshake c:40000 -> s:21, then (from_client, text, what) in order."""
+        cs, ss = 1000, 5000
+        out = [
+            (*frame(1, net(src=c, dst=s) / TCP(sport=40000, dport=21, flags="S", seq=cs - 1,
+                                                window=65535)), "ftp syn"),
+            (*frame(2, net(src=s, dst=c) / TCP(sport=21, dport=40000, flags="SA",
+                                                seq=ss - 1, ack=cs, window=65535)),
+             "ftp syn-ack"),
+            (*frame(1, net(src=c, dst=s) / TCP(sport=40000, dport=21, flags="A", seq=cs,
+                                                ack=ss, window=65535)), "ftp ack"),
+        ]
+        for from_client, text, what in msgs:
+            if from_client:
+                t = TCP(sport=40000, dport=21, flags="PA", seq=cs, ack=ss, window=65535)
+                out.append((*frame(1, net(src=c, dst=s) / t / text), what))
+                cs += len(text)
+            else:
+                t = TCP(sport=21, dport=40000, flags="PA", seq=ss, ack=cs, window=65535)
+                out.append((*frame(2, net(src=s, dst=c) / t / text), what))
+                ss += len(text)
+        return out
+
+    def syn(net, port, src, dst, sport, dport, what):
+        t = TCP(sport=sport, dport=dport, flags="S", seq=77, window=65535)
+        return (*frame(port, net(src=src, dst=dst) / t), what)
+
+    def synack(net, port, src, dst, sport, dport, what):
+        t = TCP(sport=sport, dport=dport, flags="SA", seq=900, ack=78, window=65535)
+        return (*frame(port, net(src=src, dst=dst) / t), what)
+
+    def ack(net, port, src, dst, sport, dport, what):
+        t = TCP(sport=sport, dport=dport, flags="A", seq=78, ack=901, window=65535)
+        return (*frame(port, net(src=src, dst=dst) / t), what)
+
+    c, s = "10.0.0.1", "10.0.0.2"
+    seq = session(IP, c, s, [
+        (False, b"220 ready\r\n", "ftp banner"),
+        (False, b"227 Entering Passive Mode (10,0,0,2,39,16).\r\n", "227 (port 10000)"),
+        (True, b"PORT 10,0,0,1,156,74\r\n", "PORT (port 40010)"),
+        (True, b"PORT 10,0,0,9,156,75\r\n", "PORT naming another host"),
+        (True, b"PORT 10,0,0,1,999,1\r\n", "PORT malformed"),
+        (True, b"RETR f\r\n", "RETR"),
+    ])
+    seq += [
+        syn(IP, 1, c, s, 40001, 10000, "passive data syn"),
+        synack(IP, 2, s, c, 10000, 40001, "passive data syn-ack"),
+        ack(IP, 1, c, s, 40001, 10000, "passive data ack"),
+        syn(IP, 2, s, c, 20, 40010, "active data syn"),
+        synack(IP, 1, c, s, 40010, 20, "active data syn-ack"),
+        syn(IP, 2, s, c, 20, 40011, "syn to a port nobody announced"),
+        syn(IP, 1, c, s, 40002, 10001, "syn to another server port"),
+    ]
+    c6, s6 = "fd00::1", "fd00::2"
+    seq += session(IPv6, c6, s6, [
+        (True, b"EPRT |2|fd00::1|40020|\r\n", "EPRT (port 40020)"),
+        (False, b"229 Entering Extended Passive Mode (|||10020|)\r\n", "229 (port 10020)"),
+        (True, b"EPRT |2|fd00::9|40021|\r\n", "EPRT naming another host"),
+    ])
+    seq += [
+        syn(IPv6, 2, s6, c6, 20, 40020, "active data syn over IPv6"),
+        syn(IPv6, 1, c6, s6, 40003, 10020, "passive data syn over IPv6"),
+        syn(IPv6, 2, s6, c6, 20, 40021, "syn to the bounced port over IPv6"),
+    ]
+    seq += [
+        (*frame(1, IP(src=c, dst=s) / UDP(sport=5000, dport=69) / b"\x00\x01f\x00octet\x00"),
+         "tftp read request"),
+        (*frame(2, IP(src=s, dst=c) / UDP(sport=6000, dport=5000) / b"\x00\x03\x00\x01data"),
+         "tftp data from a new port"),
+        (*frame(1, IP(src=c, dst=s) / UDP(sport=5000, dport=6000) / b"\x00\x04\x00\x01"),
+         "tftp ack"),
+        (*frame(2, IP(src=s, dst=c) / UDP(sport=6001, dport=5001) / b"x"),
+         "udp to another client port"),
+    ]
+    return seq
+
+
+def test_helper_decisions_match_ovs():
+    need_root()
+    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
+    bad, forwarded = compare(ALG_RULES, alg_sequence())
+    assert not bad, "\n".join(bad)
+    # Not vacuous: OVS made the data connections related (port 4) and the others new.
+    for what in ("passive data syn", "passive data syn-ack", "active data syn",
+                 "active data syn over IPv6", "passive data syn over IPv6",
+                 "tftp data from a new port", "tftp ack", "PORT naming another host"):
+        assert forwarded[what] == {4: 1}, (what, forwarded)
+    for what in ("syn to a port nobody announced", "syn to another server port",
+                 "syn to the bounced port over IPv6", "RETR", "227 (port 10000)"):
+        assert forwarded[what] == {3: 1}, (what, forwarded)

@@ -18,6 +18,7 @@
 //! * [`timeout`]: timeout classes and policies.
 //! * [`table`]: the sharded, read-mostly connection table; [`cache`]: a poll thread's
 //!   cache of the connections it found lately.
+//! * [`alg`]: the FTP and TFTP helpers and their expectations.
 //! * [`nat`]: NAT ranges and collision-free tuple allocation; [`rewrite`]: the packet edits.
 //! * [`tracker`]: [`Conntrack`] and its per-packet `execute`.
 //! * [`ops`]: sweep, dump, flush, statistics and limits (the `dpctl` commands).
@@ -30,7 +31,7 @@
 //! There is no global lock on the packet path (see [`table`]).
 //!
 //! ## Not here
-//! NAT of fragmented datagrams, and the FTP/TFTP helpers.
+//! NAT of fragmented datagrams, and the rewriting of FTP messages under NAT.
 //!
 //! ## Unsafe code
 //! None, except one line: the prefetch hint of [`table`] (`_mm_prefetch`, which cannot
@@ -38,6 +39,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod alg;
 pub mod buckets;
 pub mod cache;
 pub mod ipf;
@@ -52,6 +54,7 @@ pub mod testpkt;
 pub mod timeout;
 pub mod tracker;
 
+pub use alg::Helper;
 pub use cache::ConnCache;
 pub use ipf::{Ipf, IpfConfig, IpfCounts, IpfStatus, IpfVerdict, Reassembled};
 pub use key::{ConnKey, PacketMeta};
@@ -60,6 +63,8 @@ pub use ops::{ConnEntry, Flush};
 pub use timeout::TimeoutPolicy;
 pub use tracker::{ct_state, Config, Conntrack, CtInput, CtPacket, CtRequest, CtResult};
 
+#[cfg(test)]
+mod alg_tests;
 #[cfg(test)]
 mod batch_tests;
 #[cfg(test)]

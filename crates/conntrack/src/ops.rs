@@ -46,6 +46,8 @@ pub struct ConnEntry {
     pub expires_in: u64,
     /// For TCP, the state a dump shows (see [`crate::tcp::TcpConn::display_state`]).
     pub tcp_state: Option<u8>,
+    /// The connection's helper (`ftp`, `tftp`), if it has one.
+    pub helper: Option<&'static str>,
 }
 
 /// What `flush` removes.
@@ -131,6 +133,9 @@ impl ConnEntry {
             let name = TCP_STATE_NAMES.get(usize::from(t)).copied().unwrap_or("?");
             let _ = write!(s, ",protoinfo=(state={name})");
         }
+        if let Some(h) = self.helper {
+            let _ = write!(s, ",helper={h}");
+        }
         s
     }
 }
@@ -148,6 +153,7 @@ impl Conntrack {
                 ProtoState::Tcp(t) => Some(t.display_state()),
                 _ => None,
             },
+            helper: crate::alg::helper_name(conn.alg),
         }
     }
 
@@ -239,6 +245,7 @@ impl Conntrack {
             }
         }
         self.counters.expired.fetch_add(removed as u64, Relaxed);
+        self.expect.sweep(now);
         removed
     }
 

@@ -91,6 +91,8 @@ pub struct Conn {
     pub rev: ConnKey,
     /// `NAT_SRC` / `NAT_DST`.
     pub nat: u8,
+    /// The helper and the related flag ([`crate::alg::ALG_FTP`], ...; 0 for most).
+    pub alg: u8,
     /// Set when [`Table::remove`] took the connection out (for [`crate::cache`]).
     pub departed: AtomicBool,
     /// Expiry time, milliseconds on the caller's clock (0: made to expire). An atomic apart
@@ -113,11 +115,27 @@ pub const SETTLED: u64 = 1;
 
 impl Conn {
     /// A connection in state `st` expiring at `expires`.
+    #[inline]
     pub fn new(key: ConnKey, rev: ConnKey, nat: u8, st: ConnState, expires: u64) -> Conn {
+        Conn::new_alg(key, rev, nat, 0, st, expires)
+    }
+
+    /// A connection with helper and related bits `alg` ([`Conn::alg`]) in state `st`
+    /// expiring at `expires`.
+    #[inline]
+    pub fn new_alg(
+        key: ConnKey,
+        rev: ConnKey,
+        nat: u8,
+        alg: u8,
+        st: ConnState,
+        expires: u64,
+    ) -> Conn {
         let c = Conn {
             key,
             rev,
             nat,
+            alg,
             departed: AtomicBool::new(false),
             expires: AtomicU64::new(expires),
             fast: AtomicU64::new(0),
@@ -170,8 +188,10 @@ impl Conn {
     /// just before or just after; mark and settledness come in one load, never torn.
     #[inline]
     pub fn publish(&self, st: &ConnState) {
-        let settled =
-            matches!(st.proto, ProtoState::Other(2) | ProtoState::Icmp(true)) && st.label == [0; 2];
+        // A related connection's packets are `+rel`, which the settled path does not say.
+        let settled = matches!(st.proto, ProtoState::Other(2) | ProtoState::Icmp(true))
+            && st.label == [0; 2]
+            && self.alg & crate::alg::ALG_RELATED == 0;
         let w = if settled {
             SETTLED | u64::from(st.mark) << 32
         } else {

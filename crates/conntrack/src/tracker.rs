@@ -26,6 +26,8 @@
 //! * Expired connections are treated as absent on lookup; [`Conntrack::sweep`] frees them,
 //!   or a new connection under the same keys takes their place in the table (one update of
 //!   the two slots instead of a removal and an insertion: a reopened TCP connection).
+//! * A packet without a connection that a helper expected ([`crate::alg`]) is
+//!   `+trk+new+rel`, and its connection's packets are `+rel` too.
 //! * NAT translates packets only when the action asks for `nat`. `+snat`/`+dnat` are set on
 //!   translated packets: SNAT connections' original packets are `+snat`, their replies
 //!   `+dnat`, and the other way round for DNAT.
@@ -60,7 +62,7 @@ pub mod ct_state {
     pub const NEW: u32 = 0x01;
     /// Part of an existing connection.
     pub const EST: u32 = 0x02;
-    /// Related to an existing connection (ICMP error).
+    /// Related to an existing connection (an ICMP error, or a connection a helper expected).
     pub const REL: u32 = 0x04;
     /// Reply direction.
     pub const RPL: u32 = 0x08;
@@ -99,6 +101,8 @@ pub struct CtRequest<'a> {
     pub set_mark: Option<(u32, u32)>,
     /// `(value, mask)` for `ct_label`, applied on commit.
     pub set_label: Option<(u128, u128)>,
+    /// The helper a committed connection gets (`alg=ftp|tftp`; see [`crate::alg`]).
+    pub alg: crate::alg::Helper,
 }
 
 /// What tracking decided for one packet.
@@ -199,6 +203,8 @@ pub struct Conntrack {
     pub(crate) sweep_cursor: Mutex<usize>,
     /// This tracker's number, unique in the process (see [`crate::cache`]).
     pub(crate) id: u64,
+    /// The helpers' expectations ([`crate::alg`]).
+    pub(crate) expect: crate::alg::Expectations,
     /// Event counters.
     pub counters: Counters,
 }
@@ -237,6 +243,7 @@ impl Conntrack {
             seq_check: AtomicBool::new(true),
             sweep_cursor: Mutex::new(0),
             id: NEXT_ID.fetch_add(1, Relaxed),
+            expect: crate::alg::Expectations::default(),
             counters: Counters::default(),
         }
     }
@@ -611,6 +618,9 @@ impl Conntrack {
             label,
             orig: Some(conn.key),
         };
+        if conn.alg != 0 {
+            self.alg_packet(conn, reply, frame, meta, now, false, out);
+        }
         Found::Done
     }
 
@@ -730,7 +740,8 @@ impl Conntrack {
                     state |= RPL;
                 }
             }
-            if req.commit {
+            // A related connection keeps the mark and label its parent gave it.
+            if req.commit && conn.alg & crate::alg::ALG_RELATED == 0 {
                 apply_mark_label(&mut st, req);
             }
         } else {

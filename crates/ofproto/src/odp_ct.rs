@@ -2,12 +2,12 @@
 //!
 //! [`CtAction`] carries everything concrete: the zone (a register zone is read at
 //! translation time, so the megaflow pins those register bits), commit/force, the NAT in
-//! the tracker's own form, and the mark and label writes folded into one (value, mask)
-//! each. The datapath hands it to `conntrack::Conntrack::execute_one` as a request; the
+//! the tracker's own form, the mark and label writes folded into one (value, mask)
+//! each, and the helper (`alg=`). The datapath hands it to `conntrack::Conntrack::execute_one` as a request; the
 //! `recirc` that usually follows it is a separate [`crate::odp::DpAction::Recirc`].
 //!
 //! Text follows OVS's datapath action syntax: `ct(commit,zone=5,mark=0x1/0xff,
-//! label=0x2a/0xffff,nat(src=10.0.0.1-10.0.0.9:1024-65535,random))`.
+//! label=0x2a/0xffff,helper=ftp,nat(src=10.0.0.1-10.0.0.9:1024-65535,random))`.
 
 use conntrack::{Nat, NatRange};
 use std::net::IpAddr;
@@ -27,6 +27,8 @@ pub struct CtAction {
     pub set_mark: Option<(u32, u32)>,
     /// `ct_label` write (value, mask), on commit.
     pub set_label: Option<(u128, u128)>,
+    /// The helper (`alg=ftp|tftp`) a committed connection gets.
+    pub alg: conntrack::Helper,
 }
 
 impl CtAction {
@@ -39,6 +41,7 @@ impl CtAction {
             nat: self.nat.as_ref(),
             set_mark: self.set_mark,
             set_label: self.set_label,
+            alg: self.alg,
         }
     }
 }
@@ -115,6 +118,11 @@ impl std::fmt::Display for CtAction {
         }
         if let Some((v, m)) = self.set_label {
             parts.push(format!("label={v:#x}/{m:#x}"));
+        }
+        match self.alg {
+            conntrack::Helper::None => {}
+            conntrack::Helper::Ftp => parts.push("helper=ftp".into()),
+            conntrack::Helper::Tftp => parts.push("helper=tftp".into()),
         }
         write!(f, "ct({}", parts.join(","))?;
         if let Some(nat) = &self.nat {

@@ -166,3 +166,46 @@ fn nat_src_without_addresses_is_the_zero_snat() {
     }
     assert_eq!(x.actions[0].to_string(), "ct(commit,zone=5,nat(src))");
 }
+
+/// `alg=ftp|tftp` reaches the datapath action as the tracker's helper, printed as OVS's
+/// datapath prints it (`helper=ftp`). As in OVS, the flow must match the helper's protocol.
+#[test]
+fn alg_becomes_the_helper() {
+    let udp_key = FlowKey {
+        nw_proto: 17,
+        tp_dst: 69,
+        ..tcp_key(1)
+    };
+    for (flow, key, helper, text) in [
+        (
+            "tcp",
+            tcp_key(1),
+            conntrack::Helper::Ftp,
+            "ct(commit,zone=3,helper=ftp)",
+        ),
+        (
+            "udp",
+            udp_key,
+            conntrack::Helper::Tftp,
+            "ct(commit,zone=3,helper=tftp)",
+        ),
+    ] {
+        let alg = if flow == "tcp" { "ftp" } else { "tftp" };
+        let of = switch(&[&format!(
+            "table=0,{flow},actions=ct(commit,zone=3,alg={alg})"
+        )]);
+        let x = xlate(&of, &key, None, None);
+        let [DpAction::Ct(ct)] = x.actions.as_slice() else {
+            panic!("{:?}", x.actions)
+        };
+        assert_eq!(ct.alg, helper);
+        assert_eq!(ct.request().alg, helper);
+        assert_eq!(x.actions[0].to_string(), text);
+    }
+    let of = switch(&["table=0,ip,actions=ct(commit)"]);
+    let x = xlate(&of, &tcp_key(1), None, None);
+    let [DpAction::Ct(ct)] = x.actions.as_slice() else {
+        panic!("{:?}", x.actions)
+    };
+    assert_eq!(ct.alg, conntrack::Helper::None);
+}

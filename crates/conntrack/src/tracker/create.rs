@@ -5,6 +5,7 @@
 
 use super::ct_state::*;
 use super::{apply_mark_label, nat_bits, Conntrack, CtRequest, CtResult};
+use crate::alg;
 use crate::key::{self, ConnKey, PacketMeta, TcpSeg};
 use crate::nat::{for_each_candidate, Nat};
 use crate::rewrite;
@@ -57,18 +58,32 @@ impl Conntrack {
         let Some(proto) = opening_state(key, tcp) else {
             return Ok(self.invalid(req.zone));
         };
-        let new_only = CtResult {
+        let exp = self.expect.expected(key, now);
+        let mut new_only = CtResult {
             state: TRK | NEW,
             zone: req.zone,
             ..CtResult::default()
         };
+        if let Some(e) = &exp {
+            new_only.state |= REL;
+            new_only.mark = e.mark;
+            new_only.label = e.label;
+            new_only.orig = Some(e.parent);
+        }
         if !req.commit || !self.reserve(req.zone) {
             return Ok(new_only);
         }
-        let (st, expires) = self.first_state(proto, req, now);
+        let (mut st, expires) = self.first_state(proto, req, now);
+        let mut alg = alg::helper_bits(req.alg, key.proto);
+        if let Some(e) = &exp {
+            // The parent's mark and label, not the action's.
+            st.mark = e.mark;
+            st.set_label(e.label);
+            alg |= alg::ALG_RELATED;
+        }
         let (mark, label) = (st.mark, st.label());
         let nat = req.nat.filter(|n| !matches!(n, Nat::Apply));
-        let conn = match self.insert_new(key, st, expires, nat, now) {
+        let conn = match self.insert_new(key, st, expires, nat, alg, now) {
             Insertion::Done(conn) => conn,
             Insertion::Lost => {
                 self.unreserve(req.zone);
@@ -84,13 +99,20 @@ impl Conntrack {
         if conn.nat != 0 {
             state |= translate_first(frame, meta, &conn);
         }
-        Ok(CtResult {
+        let mut r = CtResult {
             state,
             zone: req.zone,
             mark,
             label,
             orig: Some(conn.key),
-        })
+        };
+        if conn.alg != 0 {
+            if let Some(e) = &exp {
+                self.expect.note_related(&conn, e.parent);
+            }
+            self.alg_packet(&conn, false, frame, meta, now, true, &mut r);
+        }
+        Ok(r)
     }
 
     /// Reserves room for one connection in `zone`: under the zone's limit, then under the
@@ -151,7 +173,8 @@ impl Conntrack {
         )
     }
 
-    /// Inserts the connection of `key` in state `st`, expiring at `expires`: without NAT under `key`'s reverse,
+    /// Inserts the connection of `key` in state `st`, expiring at `expires`, with helper
+    /// and related bits `alg`: without NAT under `key`'s reverse,
     /// with it under the first candidate translated tuple whose reverse is free (counting
     /// an exhausted range).
     #[inline]
@@ -161,6 +184,7 @@ impl Conntrack {
         st: ConnState,
         expires: u64,
         nat: Option<&Nat>,
+        alg: u8,
         now: u64,
     ) -> Insertion {
         let nat_flag = match nat {
@@ -174,7 +198,7 @@ impl Conntrack {
             if nat_flag != 0 && self.holds_live(rev, now) {
                 return false;
             }
-            let conn = Arc::new(Conn::new(*key, *rev, nat_flag, st, expires));
+            let conn = Arc::new(Conn::new_alg(*key, *rev, nat_flag, alg, st, expires));
             outcome = self.insert_clearing_expired(conn, hk, now);
             !matches!(outcome, Insertion::Failed)
         };

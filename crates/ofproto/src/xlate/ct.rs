@@ -64,6 +64,11 @@ impl Ctx<'_> {
             nat: None,
             set_mark: None,
             set_label: None,
+            alg: match ct.alg {
+                openflow::ct::CT_ALG_FTP => conntrack::Helper::Ftp,
+                openflow::ct::CT_ALG_TFTP => conntrack::Helper::Tftp,
+                _ => conntrack::Helper::None,
+            },
         };
         for n in &ct.actions {
             match n {
