@@ -118,18 +118,24 @@ def test_stateful_firewall(daemon, net):
 SNAT_ADDR = "10.7.0.100"
 
 
-def test_snat_many_connections(daemon, net):
-    br, (h1, h2) = bridge(daemon, net)
-    flows = [
+def snat_flows(*extra):
+    """h1 (port 1) SNATed to SNAT_ADDR in zone 9, h2's established replies back, and
+    `extra` table-1 flows before the drop."""
+    return [
         "table=0,priority=100,arp,actions=NORMAL",
         "table=0,priority=90,ip,in_port=1,"
         f"actions=ct(commit,zone=9,nat(src={SNAT_ADDR}:20000-20999),table=1)",
         "table=0,priority=90,ip,in_port=2,actions=ct(zone=9,nat,table=1)",
         "table=1,priority=100,ip,in_port=1,actions=output:2",
         "table=1,priority=100,ip,in_port=2,ct_state=+trk+est+rpl,actions=output:1",
+        *extra,
         "table=1,priority=10,actions=drop",
     ]
-    install(daemon, br, flows)
+
+
+def test_snat_many_connections(daemon, net):
+    br, (h1, h2) = bridge(daemon, net)
+    install(daemon, br, snat_flows())
     appctl(daemon, "dpctl/flush-conntrack")
     # h2 answers the NAT address at h1's port: the switch translates it back.
     net.ns(h2, f"ip neigh add {SNAT_ADDR} lladdr 02:00:00:00:07:01 dev eth0")

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import PY, require
-from test_conntrack import FIREWALL, SNAT_ADDR, appctl, install, peer, server
+from test_conntrack import FIREWALL, SNAT_ADDR, appctl, install, peer, server, snat_flows
 from test_ofctl import bridge, ofctl
 
 
@@ -69,17 +69,8 @@ def test_curl_through_the_firewall(daemon, net):
 
 def test_icmp_error_of_a_snat_flow_translated_back(daemon, net):
     br, (h1, h2) = bridge(daemon, net)
-    flows = [
-        "table=0,priority=100,arp,actions=NORMAL",
-        "table=0,priority=90,ip,in_port=1,"
-        f"actions=ct(commit,zone=9,nat(src={SNAT_ADDR}:20000-20999),table=1)",
-        "table=0,priority=90,ip,in_port=2,actions=ct(zone=9,nat,table=1)",
-        "table=1,priority=100,ip,in_port=1,actions=output:2",
-        "table=1,priority=100,ip,in_port=2,ct_state=+trk+est+rpl,actions=output:1",
-        "table=1,priority=100,ip,in_port=2,ct_state=+trk+rel,actions=output:1",
-        "table=1,priority=10,actions=drop",
-    ]
-    install(daemon, br, flows)
+    install(daemon, br,
+            snat_flows("table=1,priority=100,ip,in_port=2,ct_state=+trk+rel,actions=output:1"))
     appctl(daemon, "dpctl/flush-conntrack")
     net.ns(h2, f"ip neigh add {SNAT_ADDR} lladdr 02:00:00:00:07:01 dev eth0")
     # Nothing listens on h2's port 5999: h2's kernel answers the NAT address with a port

@@ -564,32 +564,8 @@ fn build(head: Head, pieces: &mut [Piece]) -> Option<(Vec<u8>, PacketMeta)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testpkt::{flow_of, udp4};
+    use crate::testpkt::{flow_of, fragment4 as fragment, fragment6, udp4};
     use crate::tracker::{ct_state, Conntrack, CtRequest};
-
-    /// Cuts an IPv4 frame (14-byte Ethernet header, 20-byte IP header) into fragments of
-    /// `size` payload bytes (a multiple of 8).
-    fn fragment(frame: &[u8], size: usize) -> Vec<Vec<u8>> {
-        let payload = &frame[34..];
-        let mut out = vec![];
-        let mut off = 0;
-        while off < payload.len() {
-            let end = (off + size).min(payload.len());
-            let mut f = frame[..34].to_vec();
-            f.extend_from_slice(&payload[off..end]);
-            let total = (20 + end - off) as u16;
-            f[16..18].copy_from_slice(&total.to_be_bytes());
-            let more = if end < payload.len() { 0x2000 } else { 0 };
-            let fo = (off / 8) as u16 | more;
-            f[20..22].copy_from_slice(&fo.to_be_bytes());
-            f[24..26].copy_from_slice(&[0, 0]);
-            let c = csum::checksum(&f[14..34]);
-            f[24..26].copy_from_slice(&c.to_be_bytes());
-            out.push(f);
-            off = end;
-        }
-        out
-    }
 
     fn meta(f: &[u8]) -> PacketMeta {
         let (k, o) = flow_of(f);
@@ -702,30 +678,6 @@ mod tests {
             tiny.add(&frags[1], &meta(&frags[1]), 0, 1, 0),
             IpfVerdict::Dropped(v) if v == vec![1]
         ));
-    }
-
-    /// Cuts an IPv6 frame (no extension headers) into fragments with a Fragment header.
-    fn fragment6(frame: &[u8], size: usize, id: u32) -> Vec<Vec<u8>> {
-        let payload = &frame[54..];
-        let mut out = vec![];
-        let mut off = 0;
-        while off < payload.len() {
-            let end = (off + size).min(payload.len());
-            let mut f = frame[..54].to_vec();
-            let next = f[20];
-            f[20] = 44;
-            let more = u16::from(end < payload.len());
-            let fo = ((off / 8) as u16) << 3 | more;
-            f.extend_from_slice(&[next, 0]);
-            f.extend_from_slice(&fo.to_be_bytes());
-            f.extend_from_slice(&id.to_be_bytes());
-            f.extend_from_slice(&payload[off..end]);
-            let plen = (8 + end - off) as u16;
-            f[18..20].copy_from_slice(&plen.to_be_bytes());
-            out.push(f);
-            off = end;
-        }
-        out
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! function runs the cases in turn (a sweep or a switch of one case must not see another's
 //! lists), each with addresses of its own.
 
-use conntrack::testpkt::{udp4, udp6, v6addr};
+use conntrack::testpkt::{fragment4, fragment6, udp4, udp6, v6addr};
 use conntrack::{Ipf, IpfConfig, IpfVerdict, PacketMeta};
 use datapath::udpif::Udpif;
 use datapath::PollSet;
@@ -61,50 +61,6 @@ fn firewall(zone: u16) -> Vec<String> {
     }
     v.push("table=1,priority=1,actions=drop".into());
     v
-}
-
-/// Cuts an IPv4 frame (14-byte Ethernet header, 20-byte IP header) into fragments of
-/// `size` payload bytes (a multiple of 8).
-fn fragment4(frame: &[u8], size: usize) -> Vec<Vec<u8>> {
-    let payload = &frame[34..];
-    let mut out = vec![];
-    let mut off = 0;
-    while off < payload.len() {
-        let end = (off + size).min(payload.len());
-        let mut f = frame[..34].to_vec();
-        f.extend_from_slice(&payload[off..end]);
-        f[16..18].copy_from_slice(&((20 + end - off) as u16).to_be_bytes());
-        let more = if end < payload.len() { 0x2000 } else { 0 };
-        f[20..22].copy_from_slice(&((off / 8) as u16 | more).to_be_bytes());
-        f[24..26].copy_from_slice(&[0, 0]);
-        let c = csum::checksum(&f[14..34]);
-        f[24..26].copy_from_slice(&c.to_be_bytes());
-        out.push(f);
-        off = end;
-    }
-    out
-}
-
-/// Cuts an IPv6 frame (no extension headers) into fragments with a Fragment header.
-fn fragment6(frame: &[u8], size: usize, id: u32) -> Vec<Vec<u8>> {
-    let payload = &frame[54..];
-    let mut out = vec![];
-    let mut off = 0;
-    while off < payload.len() {
-        let end = (off + size).min(payload.len());
-        let mut f = frame[..54].to_vec();
-        let next = f[20];
-        f[20] = 44;
-        let fo = ((off / 8) as u16) << 3 | u16::from(end < payload.len());
-        f.extend_from_slice(&[next, 0]);
-        f.extend_from_slice(&fo.to_be_bytes());
-        f.extend_from_slice(&id.to_be_bytes());
-        f.extend_from_slice(&payload[off..end]);
-        f[18..20].copy_from_slice(&((8 + end - off) as u16).to_be_bytes());
-        out.push(f);
-        off = end;
-    }
-    out
 }
 
 /// The datagram `frags` make, as a receiver reassembles them.

@@ -111,11 +111,17 @@ fn error_mapping() {
     assert_eq!(of_error_to_wire(OfError::bad_action(4), OFP10), (2, 4));
     assert_eq!(of_error_to_wire(OfError::flow_mod_failed(6), OFP10), (3, 4));
     assert_eq!(of_error_to_wire(OfError::bad_match(6), OFP13), (4, 6));
+    // The request goes back whole, as OVS sends it; only what would pass 64 KiB is cut.
     let req = [0u8; 100];
     match error_reply(OfError::bad_request(6), OFP13, &req) {
-        Message::Error(e) => assert_eq!((e.type_, e.code, e.data.len()), (1, 6, 64)),
+        Message::Error(e) => assert_eq!((e.type_, e.code, e.data.len()), (1, 6, 100)),
         _ => unreachable!(),
     }
+    let big = vec![0u8; 65535];
+    let m = error_reply(OfError::bad_request(6), OFP13, &big);
+    assert!(encode(&m, OFP13, 1).is_ok_and(|b| b.len() <= 65535));
+    let m = error_reply(OfError::nx(0), OFP10, &big);
+    assert!(encode(&m, OFP10, 1).is_ok_and(|b| b.len() <= 65535));
 }
 
 #[test]
@@ -339,8 +345,13 @@ fn not_in_version() {
         group_id: 1,
         buckets: vec![],
     };
+    // OpenFlow 1.0 has group_mod only as Nicira's NXT_GROUP_MOD (see wire_nx_groups.rs).
     assert!(matches!(
         encode(&Message::GroupMod(g), OFP10, 1),
+        Ok(b) if b[1] == 4 && b[8..16] == [0, 0, 0x23, 0x20, 0, 0, 0, 31]
+    ));
+    assert!(matches!(
+        encode(&Message::TableMod(Default::default()), OFP10, 1),
         Err(EncodeError::NotInVersion(_))
     ));
     assert!(matches!(
