@@ -6,9 +6,9 @@
 //! reassembly is on for its family, instead of to the tracker, which would call it
 //! `+inv`. The glue with the action loop is `ofmodule::frag`: a held fragment leaves the
 //! batch; when its datagram is complete the reassembled datagram is tracked once and every
-//! fragment goes on, by offset (OVS sorts them so), with the datagram's verdict and the actions that
-//! follow the `ct` in the pass of the fragment that completed it, as OVS's userspace
-//! datapath does.
+//! fragment goes on, by offset (OVS sorts them so), with the datagram's verdict and the
+//! actions that follow the `ct` in the pass of the fragment that completed it, as OVS's
+//! userspace datapath does.
 //!
 //! Buffers: a held fragment is a copy of its frame and metadata ([`Held`]); its pool buffer
 //! goes back to the poll thread's pool at once. A datagram's fragments may arrive on

@@ -5,11 +5,12 @@
 //! [`Exec::ct_fragment`] at a `ct`; the batch loop sends fragments to that loop instead of
 //! the `[ct, recirc]` run (`ctrun`), so unfragmented packets pay one test of `nw_frag`. A
 //! held fragment stops there; one reassembly refuses (too small, overlapping, over a
-//! limit) is tracked as it is, `+inv`, and goes on, as in OVS. The fragment that completes its datagram has the
-//! reassembled datagram tracked once, with the action's request (NAT included); then every
-//! fragment of the datagram, by offset (the first fragment first, as OVS sends them), runs the actions after that `ct`
-//! with the datagram's verdict, from its own key and ingress port: a `recirc` re-injects
-//! each with the datagram's `ct_state`, zone, mark, label and original tuple.
+//! limit) is tracked as it is, `+inv`, and goes on, as in OVS. The fragment that completes
+//! its datagram has the reassembled datagram tracked once, with the action's request (NAT
+//! included); then every fragment of the datagram, by offset (the first fragment first, as
+//! OVS sends them), runs the actions after that `ct` with the datagram's verdict, from its
+//! own key and ingress port: a `recirc` re-injects each with the datagram's `ct_state`,
+//! zone, mark, label and original tuple.
 
 use super::exec::{last_send, Exec};
 use crate::ipf::{ipf, translate, Held};
