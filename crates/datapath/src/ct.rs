@@ -84,6 +84,24 @@ pub fn track(
         now_ms,
         out,
     );
+    if out.resize != 0 {
+        resize(pkt, out.resize);
+    }
+}
+
+/// Gives the frame the length the tracker's rewrite of an FTP message under NAT gave it
+/// (see `conntrack::alg::ftp_nat`): the bytes past the old end appended, or the end cut.
+#[cold]
+fn resize(pkt: &mut Packet, by: i8) {
+    if by < 0 {
+        pkt.truncate(pkt.len().saturating_sub(usize::from(by.unsigned_abs())));
+        return;
+    }
+    conntrack::alg::ftp_nat::take_grown_tail(|tail| {
+        if let Some(room) = pkt.push_back(tail.len()) {
+            room.copy_from_slice(tail);
+        }
+    });
 }
 
 /// Whether the `ct` action `ct`, whose verdict was `res`, left the packet's bytes as they
