@@ -26,21 +26,25 @@
 //! whose parent is gone are dropped first; if none are, the new one is refused (counted).
 //! Only the first 127 bytes of a segment are read, with no state across segments.
 //!
-//! ## Not here
-//! Rewriting the FTP messages under NAT (and the TCP sequence adjustment that goes with
-//! it): the helper reads the messages as they are. Passive mode through SNAT of the client
-//! works without it; active mode through SNAT, and a DNAT'ed server, do not.
+//! ## Under NAT
+//! A `ct` with `nat` has the FTP helper rewrite the address in `PORT`/`227`/`EPRT` to the
+//! translated one and shift the control connection's later sequence numbers by the change
+//! in length ([`ftp_nat`]). An expectation carries the NAT its data connection gets (from
+//! the parent's NAT and the message's direction, as OVS derives it), applied when a `ct`
+//! with `nat` commits that connection: the address only.
 //!
 //! ## Cost
-//! Nothing on the established path but a test of a byte of the connection record; a packet
-//! that misses the table pays one relaxed load while no expectation exists, and one of 16
+//! Nothing on the established path but two tests of a byte of the connection record (an
+//! FTP control connection's packets under `nat` then read the side table of skews: one
+//! relaxed load while it is empty, one of 16 mutexes otherwise); a packet that misses the
+//! table pays one relaxed load while no expectation exists, and one of 16
 //! mutexes and a hash lookup otherwise. A related connection's packets look up its
 //! parent's tuple under one of 16 other mutexes (always the same one for a connection).
 
 pub mod ftp;
 pub mod ftp_nat;
 
-use crate::key::{ConnKey, PacketMeta, PROTO_TCP, PROTO_UDP};
+use crate::key::{ConnKey, PacketMeta, TcpSeg, PROTO_TCP, PROTO_UDP};
 use crate::table::Conn;
 use crate::tracker::ct_state::{INV, REL};
 use crate::tracker::{Conntrack, CtResult};
@@ -475,6 +479,31 @@ impl Conntrack {
                 self.expect.add_skew(conn, reply, delta);
             }
         }
+    }
+
+    /// A segment of an FTP control connection under a `ct` with `nat`: its acknowledgement
+    /// moved down by the other direction's sequence skew ([`ftp_nat`]), in the frame and,
+    /// for the window check, in the copy of the segment returned (`None`: no skew).
+    #[cold]
+    pub(crate) fn ftp_unskew_ack(
+        &self,
+        conn: &Conn,
+        reply: bool,
+        frame: &mut [u8],
+        meta: &PacketMeta,
+        tcp: Option<&TcpSeg>,
+    ) -> Option<TcpSeg> {
+        let skew = self.expect.skew_of(conn)[usize::from(!reply)];
+        let (Some(seg), Some(l4)) = (tcp, meta.l4) else {
+            return None;
+        };
+        if skew == 0 {
+            return None;
+        }
+        ftp_nat::adjust_seq_ack(frame, usize::from(l4), 0, -skew);
+        let mut s = *seg;
+        s.ack = seg.ack.wrapping_add_signed(-skew);
+        Some(s)
     }
 
     fn ftp_invalid(&self, out: &mut CtResult) {

@@ -121,7 +121,8 @@ pub struct CtResult {
     /// How many bytes the frame grew (positive) or shrank by: an FTP message rewritten
     /// under NAT ([`crate::alg::ftp_nat`]). The caller applies it: it drops that many bytes
     /// from the end of a shrunk frame, and appends to a grown one the bytes
-    /// [`crate::alg::ftp_nat::take_grown_tail`] gives. 0 for nearly every packet.
+    /// [`crate::alg::ftp_nat::take_grown_tail`] gives (those of the last frame grown on
+    /// the thread: apply it before the next packet is tracked). 0 for nearly every packet.
     pub resize: i8,
 }
 
@@ -598,9 +599,10 @@ impl Conntrack {
         now: u64,
         out: &mut CtResult,
     ) -> Found {
-        let mut unskewed = TcpSeg::default();
+        let unskewed;
         let tcp = if conn.alg & crate::alg::ALG_FTP != 0 && req.nat.is_some() {
-            self.ftp_unskew_ack(conn, reply, frame, meta, tcp, &mut unskewed)
+            unskewed = self.ftp_unskew_ack(conn, reply, frame, meta, tcp);
+            unskewed.as_ref().or(tcp)
         } else {
             tcp
         };
@@ -636,33 +638,6 @@ impl Conntrack {
             self.alg_packet(conn, reply, frame, meta, now, false, nat, out);
         }
         Found::Done
-    }
-
-    /// A segment of an FTP control connection under a `ct` with `nat`: its acknowledgement
-    /// moved down by the other direction's sequence skew ([`crate::alg::ftp_nat`]), in the
-    /// frame and, for the window check, in the segment the tracker reads (a copy in
-    /// `unskewed`).
-    #[cold]
-    fn ftp_unskew_ack<'a>(
-        &self,
-        conn: &Conn,
-        reply: bool,
-        frame: &mut [u8],
-        meta: &PacketMeta,
-        tcp: Option<&'a TcpSeg>,
-        unskewed: &'a mut TcpSeg,
-    ) -> Option<&'a TcpSeg> {
-        let skew = self.expect.skew_of(conn)[usize::from(!reply)];
-        let (Some(seg), Some(l4)) = (tcp, meta.l4) else {
-            return tcp;
-        };
-        if skew == 0 {
-            return tcp;
-        }
-        crate::alg::ftp_nat::adjust_seq_ack(frame, usize::from(l4), 0, -skew);
-        *unskewed = *seg;
-        unskewed.ack = seg.ack.wrapping_add_signed(-skew);
-        Some(unskewed)
     }
 
     /// A packet of a settled connection (see [`crate::table::SETTLED`]) without taking its

@@ -92,7 +92,7 @@ pub fn track(
 /// Gives the frame the length the tracker's rewrite of an FTP message under NAT gave it
 /// (see `conntrack::alg::ftp_nat`): the bytes past the old end appended, or the end cut.
 #[cold]
-fn resize(pkt: &mut Packet, by: i8) {
+pub(crate) fn resize(pkt: &mut Packet, by: i8) {
     if by < 0 {
         pkt.truncate(pkt.len().saturating_sub(usize::from(by.unsigned_abs())));
         return;
@@ -102,6 +102,13 @@ fn resize(pkt: &mut Packet, by: i8) {
             room.copy_from_slice(tail);
         }
     });
+}
+
+/// [`resize`] for a frame held in a `Vec` (a reassembled datagram): the per-thread bytes
+/// of a grown frame are consumed either way.
+#[cold]
+pub(crate) fn resize_vec(frame: &mut Vec<u8>, by: i8) {
+    conntrack::alg::ftp_nat::apply_resize(frame, by);
 }
 
 /// Whether the `ct` action `ct`, whose verdict was `res`, left the packet's bytes as they
