@@ -92,6 +92,7 @@ pub fn track(
 /// Gives the frame the length the tracker's rewrite of an FTP message under NAT gave it
 /// (see `conntrack::alg::ftp_nat`): the bytes past the old end appended, or the end cut.
 #[cold]
+#[inline(never)]
 pub(crate) fn resize(pkt: &mut Packet, by: i8) {
     if by < 0 {
         pkt.truncate(pkt.len().saturating_sub(usize::from(by.unsigned_abs())));
@@ -102,6 +103,15 @@ pub(crate) fn resize(pkt: &mut Packet, by: i8) {
             room.copy_from_slice(tail);
         }
     });
+}
+
+/// [`resize`] taking and giving back the packet (the `ct` loop's packet stays out of
+/// memory on its path).
+#[cold]
+#[inline(never)]
+pub(crate) fn resized(mut pkt: Packet, by: i8) -> Packet {
+    resize(&mut pkt, by);
+    pkt
 }
 
 /// [`resize`] for a frame held in a `Vec` (a reassembled datagram): the per-thread bytes

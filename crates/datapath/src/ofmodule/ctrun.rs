@@ -93,7 +93,7 @@ impl Exec {
             &mut run.res,
         );
         if run.res.resize != 0 {
-            crate::ct::resize(&mut pkt, run.res.resize);
+            pkt = crate::ct::resized(pkt, run.res.resize);
         }
         let res = &run.res;
         self.stats.ct_executions += 1;
