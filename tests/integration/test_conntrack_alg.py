@@ -9,9 +9,12 @@ namespaces, behind an OVS-style firewall that admits only what the helpers make 
   announced) succeeds, and fails without `alg=ftp`;
 * a TFTP read (h2 answers from a new port) succeeds, and fails without `alg=tftp`;
 * `dpctl/dump-conntrack` shows the control connection's helper;
-* passive FTP through SNAT of h1 (the server's message names the server, so nothing in
-  it needs translating; active mode through SNAT would need the client's `PORT`
-  rewritten, which the helper does not do).
+* FTP under NAT: passive through SNAT of h1 (nothing in the server's message needs
+  translating), active through SNAT of h1 (the client's `PORT` is rewritten to the NAT
+  address, the frame grows and the control connection's sequence numbers follow; the
+  server's data connection is translated back to h1), and passive to a server behind
+  DNAT (the `227` reply is rewritten to the address h1 connected to; h1's data
+  connection is translated to the server).
 """
 
 import subprocess
@@ -67,8 +70,8 @@ def start(net, ns, argv):
     return p
 
 
-def ftp_get(net, ns, mode, timeout=5):
-    cmd = f"{PY} {HELPERS / 'ftp_peer.py'} get 10.7.0.2 f.bin {mode} {timeout}"
+def ftp_get(net, ns, mode, timeout=5, host="10.7.0.2"):
+    cmd = f"{PY} {HELPERS / 'ftp_peer.py'} get {host} f.bin {mode} {timeout}"
     return net.ns(ns, cmd, check=False, timeout=timeout * 4 + 10)
 
 
@@ -142,13 +145,18 @@ def snat_firewall(alg):
         f"actions=ct(commit,zone=9,{helper}{nat}),output:2",
         f"table=1,priority=110,ip,in_port=1,ct_state=+trk+new+rel,actions=ct(commit,zone=9,{nat}),"
         "output:2",
+        # Active mode: h2 opens the data connection to the NAT address, translated to h1.
+        "table=1,priority=110,ip,in_port=2,ct_state=+trk+new+rel,actions=ct(commit,zone=9,nat),"
+        "output:1",
         "table=1,priority=100,ip,in_port=1,ct_state=+trk+est,actions=output:2",
         "table=1,priority=100,ip,in_port=2,ct_state=+trk+est+rpl,actions=output:1",
+        "table=1,priority=100,ip,in_port=2,ct_state=+trk+est+rel,actions=output:1",
         "table=1,priority=10,actions=drop",
     ]
 
 
-def test_passive_ftp_through_snat(daemon, net, served):
+@pytest.mark.parametrize("mode", ["passive", "active"])
+def test_ftp_through_snat(daemon, net, served, mode):
     root, digest = served
     br, (h1, h2) = bridge(daemon, net)
     net.ns(h2, f"ip neigh add {SNAT_ADDR} lladdr 02:00:00:00:07:01 dev eth0")
@@ -157,16 +165,69 @@ def test_passive_ftp_through_snat(daemon, net, served):
     try:
         install(daemon, br, snat_firewall(alg=False))
         appctl(daemon, "dpctl/flush-conntrack")
-        r = ftp_get(net, h1, "passive", timeout=3)
+        r = ftp_get(net, h1, mode, timeout=3)
         assert r.returncode != 0 and r.stdout.startswith("error:"), r.stdout
         install(daemon, br, snat_firewall(alg=True))
         appctl(daemon, "dpctl/flush-conntrack")
-        r = ftp_get(net, h1, "passive")
+        r = ftp_get(net, h1, mode)
         assert r.returncode == 0 and r.stdout.strip() == digest, (r.stdout, r.stderr)
         dump = appctl(daemon, "dpctl/dump-conntrack", "zone=9").stdout
-        tcp = [l for l in dump.splitlines() if l.startswith("tcp,orig=(src=10.7.0.1,")]
-        # The control and the data connection, both translated to the NAT address.
-        assert len(tcp) >= 2 and all(f"dst={SNAT_ADDR}," in l for l in tcp), dump
+        tcp = [l for l in dump.splitlines() if l.startswith("tcp,")]
+        control = [l for l in tcp if l.endswith(",helper=ftp")]
+        assert len(control) == 1 and control[0].startswith("tcp,orig=(src=10.7.0.1,"), dump
+        assert f"dst={SNAT_ADDR}," in control[0], dump
+        if mode == "passive":
+            # h1's data connection, translated to the NAT address like the control one.
+            data = [l for l in tcp if l.startswith("tcp,orig=(src=10.7.0.1,") and "helper" not in l]
+            assert data and all(f"dst={SNAT_ADDR}," in l for l in data), dump
+        else:
+            # h2's data connection to the address the rewritten PORT named, sent on to h1.
+            data = [l for l in tcp if l.startswith(f"tcp,orig=(src=10.7.0.2,dst={SNAT_ADDR},")]
+            assert data and all("reply=(src=10.7.0.1," in l for l in data), dump
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+VIP = "10.7.0.200"
+
+
+def dnat_firewall(alg):
+    helper = "alg=ftp," if alg else ""
+    return [
+        "table=0,priority=100,arp,actions=NORMAL",
+        "table=0,priority=90,ip,actions=ct(zone=9,nat,table=1)",
+        f"table=1,priority=100,tcp,in_port=1,nw_dst={VIP},tp_dst=21,ct_state=+trk+new,"
+        f"actions=ct(commit,zone=9,{helper}nat(dst=10.7.0.2)),output:2",
+        "table=1,priority=110,ip,in_port=1,ct_state=+trk+new+rel,actions=ct(commit,zone=9,nat),"
+        "output:2",
+        "table=1,priority=100,ip,in_port=1,ct_state=+trk+est,actions=output:2",
+        "table=1,priority=100,ip,in_port=2,ct_state=+trk+est+rpl,actions=output:1",
+        "table=1,priority=10,actions=drop",
+    ]
+
+
+def test_passive_ftp_to_a_dnat_server(daemon, net, served):
+    root, digest = served
+    br, (h1, h2) = bridge(daemon, net)
+    # h1 reaches the address the server is published under through h2's port.
+    mac = net.ns(h2, "cat /sys/class/net/eth0/address").stdout.strip()
+    net.ns(h1, f"ip neigh add {VIP} lladdr {mac} dev eth0")
+    srv = start(net, h2, [SYS_PY, str(HELPERS / "ftp_peer.py"), "serve", "10.7.0.2",
+                          str(root), "60"])
+    try:
+        install(daemon, br, dnat_firewall(alg=False))
+        appctl(daemon, "dpctl/flush-conntrack")
+        r = ftp_get(net, h1, "passive", timeout=3, host=VIP)
+        assert r.returncode != 0 and r.stdout.startswith("error:"), r.stdout
+        install(daemon, br, dnat_firewall(alg=True))
+        appctl(daemon, "dpctl/flush-conntrack")
+        r = ftp_get(net, h1, "passive", host=VIP)
+        assert r.returncode == 0 and r.stdout.strip() == digest, (r.stdout, r.stderr)
+        dump = appctl(daemon, "dpctl/dump-conntrack", "zone=9").stdout
+        tcp = [l for l in dump.splitlines() if l.startswith(f"tcp,orig=(src=10.7.0.1,dst={VIP},")]
+        # The control and the data connection, both sent on to the server.
+        assert len(tcp) >= 2 and all("reply=(src=10.7.0.2," in l for l in tcp), dump
         assert sum(l.endswith(",helper=ftp") for l in tcp) == 1, dump
     finally:
         srv.kill()

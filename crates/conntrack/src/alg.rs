@@ -26,20 +26,25 @@
 //! whose parent is gone are dropped first; if none are, the new one is refused (counted).
 //! Only the first 127 bytes of a segment are read, with no state across segments.
 //!
-//! ## Not here
-//! Rewriting the FTP messages under NAT (and the TCP sequence adjustment that goes with
-//! it): the helper reads the messages as they are. Passive mode through SNAT of the client
-//! works without it; active mode through SNAT, and a DNAT'ed server, do not.
+//! ## Under NAT
+//! A `ct` with `nat` has the FTP helper rewrite the address in `PORT`/`227`/`EPRT` to the
+//! translated one and shift the control connection's later sequence numbers by the change
+//! in length ([`ftp_nat`]). An expectation carries the NAT its data connection gets (from
+//! the parent's NAT and the message's direction, as OVS derives it), applied when a `ct`
+//! with `nat` commits that connection: the address only.
 //!
 //! ## Cost
-//! Nothing on the established path but a test of a byte of the connection record; a packet
-//! that misses the table pays one relaxed load while no expectation exists, and one of 16
+//! Nothing on the established path but two tests of a byte of the connection record (an
+//! FTP control connection's packets under `nat` then read the side table of skews: one
+//! relaxed load while it is empty, one of 16 mutexes otherwise); a packet that misses the
+//! table pays one relaxed load while no expectation exists, and one of 16
 //! mutexes and a hash lookup otherwise. A related connection's packets look up its
 //! parent's tuple under one of 16 other mutexes (always the same one for a connection).
 
 pub mod ftp;
+pub mod ftp_nat;
 
-use crate::key::{ConnKey, PacketMeta, PROTO_TCP, PROTO_UDP};
+use crate::key::{ConnKey, PacketMeta, TcpSeg, PROTO_TCP, PROTO_UDP};
 use crate::table::Conn;
 use crate::tracker::ct_state::{INV, REL};
 use crate::tracker::{Conntrack, CtResult};
@@ -104,6 +109,10 @@ pub struct Expected {
     pub mark: u32,
     /// The parent's `ct_label` then.
     pub label: u128,
+    /// The NAT a data connection committed with `nat` gets: source NAT (`true`) to, or
+    /// destination NAT (`false`) from, this address (as OVS derives it from the parent's
+    /// NAT and the direction of the message).
+    pub nat: (bool, [u8; 16]),
 }
 
 struct Expect {
@@ -114,6 +123,10 @@ struct Expect {
 
 /// Related connections' parent tuples by the connection record's address.
 type Parents = HashMap<usize, (Weak<Conn>, ConnKey)>;
+
+/// FTP control connections' sequence skews (original direction, reply direction) by the
+/// connection record's address ([`ftp_nat`]).
+type Skews = HashMap<usize, (Weak<Conn>, [i32; 2])>;
 
 /// Mutexes each table is split over, so that threads meet on one only when their packets
 /// do (a related connection's packets always take the same).
@@ -130,6 +143,10 @@ pub(crate) struct Expectations {
     /// A related connection's parent tuple, by its record's address (the `Weak` keeps the
     /// address from being reused while the entry exists).
     related: [Mutex<Parents>; SHARDS],
+    /// Entries in `skews`, readable without a lock.
+    n_skews: AtomicUsize,
+    /// The sequence skews of FTP control connections whose messages NAT rewrote.
+    skews: [Mutex<Skews>; SHARDS],
     max: AtomicUsize,
     /// Expectations created.
     pub created: AtomicU64,
@@ -153,6 +170,8 @@ impl Default for Expectations {
             hasher: RandomState::new(),
             map: std::array::from_fn(|_| Mutex::new(HashMap::new())),
             related: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            n_skews: AtomicUsize::new(0),
+            skews: std::array::from_fn(|_| Mutex::new(HashMap::new())),
             max: AtomicUsize::new(DEFAULT_MAX_EXPECT),
             created: AtomicU64::new(0),
             refused: AtomicU64::new(0),
@@ -267,6 +286,38 @@ impl Expectations {
                 rel.retain(|_, (c, _)| c.upgrade().is_some_and(|c| !c.departed.load(Relaxed)));
             }
         }
+        if self.n_skews.load(Relaxed) != 0 {
+            for shard in &self.skews {
+                let mut sk = shard.lock();
+                let before = sk.len();
+                sk.retain(|_, (c, _)| c.upgrade().is_some_and(|c| !c.departed.load(Relaxed)));
+                self.n_skews.fetch_sub(before - sk.len(), Relaxed);
+            }
+        }
+    }
+
+    /// A connection's sequence skews (original direction, reply direction).
+    pub(crate) fn skew_of(&self, conn: &Conn) -> [i32; 2] {
+        if self.n_skews.load(Relaxed) == 0 {
+            return [0, 0];
+        }
+        let addr = conn as *const Conn as usize;
+        self.skews[related_shard(addr)]
+            .lock()
+            .get(&addr)
+            .map_or([0, 0], |(_, s)| *s)
+    }
+
+    /// Adds `delta` to `conn`'s skew in direction `reply`.
+    fn add_skew(&self, conn: &Arc<Conn>, reply: bool, delta: i32) {
+        let addr = Arc::as_ptr(conn) as usize;
+        let mut sk = self.skews[related_shard(addr)].lock();
+        let e = sk.entry(addr).or_insert_with(|| {
+            self.n_skews.fetch_add(1, Relaxed);
+            (Arc::downgrade(conn), [0, 0])
+        });
+        let d = &mut e.1[usize::from(reply)];
+        *d = d.wrapping_add(delta);
     }
 
     /// Live expectations (and lapsed ones not yet swept).
@@ -308,17 +359,20 @@ fn same_addr(v6: bool, a: &[u8; 16], b: &[u8; 16]) -> bool {
 impl Conntrack {
     /// A packet of a connection with a helper or of a related connection (`conn.alg` not
     /// 0), after its verdict `out` was written: the related bits and parent tuple, and the
-    /// helper's reading of the packet. `first`: the packet that created the connection.
+    /// helper's reading of the packet. `first`: the packet that created the connection;
+    /// `nat`: the `ct` action has `nat` (an FTP message is then rewritten to the
+    /// translated address and the connection's sequence skew applied, see [`ftp_nat`]).
     #[cold]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn alg_packet(
         &self,
         conn: &Arc<Conn>,
         reply: bool,
-        frame: &[u8],
+        frame: &mut [u8],
         meta: &PacketMeta,
         now: u64,
         first: bool,
+        nat: bool,
         out: &mut CtResult,
     ) {
         if conn.alg & ALG_RELATED != 0 {
@@ -330,44 +384,126 @@ impl Conntrack {
         if out.state & INV != 0 {
             return;
         }
-        let info = Expected {
+        match conn.alg & ALG_HELPER {
+            ALG_FTP => self.ftp_packet(conn, reply, frame, meta, now, nat, out),
+            ALG_TFTP if first => {
+                let info = self.expected_info(conn, reply, out);
+                self.expect_data(conn, reply, conn.key.sport, info, now)
+            }
+            _ => {}
+        }
+    }
+
+    /// What an expectation announced by a packet of `conn` in direction `reply` carries.
+    fn expected_info(&self, conn: &Conn, reply: bool, out: &CtResult) -> Expected {
+        let dnat = conn.nat & crate::table::NAT_DST != 0;
+        let nat = match (reply, dnat) {
+            (true, false) => (true, conn.rev.dst),
+            (true, true) => (false, conn.rev.src),
+            (false, false) => (false, conn.key.src),
+            (false, true) => (true, conn.key.dst),
+        };
+        Expected {
             parent: conn.key,
             mark: out.mark,
             label: out.label,
-        };
-        match conn.alg & ALG_HELPER {
-            ALG_FTP => {
-                let Some(payload) = tcp_payload(frame, meta) else {
-                    return;
-                };
-                if payload.is_empty() {
-                    return;
-                }
-                match ftp::parse(payload, conn.key.v6) {
-                    ftp::FtpCtl::Other => {}
-                    ftp::FtpCtl::Invalid => self.ftp_invalid(out),
-                    ftp::FtpCtl::Data { mode, addr, port } => {
-                        let v6 = conn.key.v6;
-                        let ok = match (mode, addr) {
-                            (ftp::Mode::Active, Some(a)) => {
-                                same_addr(v6, &a, &conn.key.src) || same_addr(v6, &a, &conn.rev.dst)
-                            }
-                            (ftp::Mode::Passive, Some(a)) => {
-                                same_addr(v6, &a, &conn.key.dst) || same_addr(v6, &a, &conn.rev.src)
-                            }
-                            (_, None) => true,
-                        };
-                        if ok {
-                            self.expect_data(conn, reply, port, info, now);
-                        } else {
-                            self.ftp_invalid(out);
-                        }
-                    }
-                }
-            }
-            ALG_TFTP if first => self.expect_data(conn, reply, conn.key.sport, info, now),
-            _ => {}
+            nat,
         }
+    }
+
+    /// A valid packet of an FTP control connection.
+    #[allow(clippy::too_many_arguments)]
+    fn ftp_packet(
+        &self,
+        conn: &Arc<Conn>,
+        reply: bool,
+        frame: &mut [u8],
+        meta: &PacketMeta,
+        now: u64,
+        nat: bool,
+        out: &mut CtResult,
+    ) {
+        let Some(l4) = meta.l4 else {
+            return;
+        };
+        if nat {
+            // The skew of this direction so far, after the window check saw the sender's
+            // own sequence number.
+            let skew = self.expect.skew_of(conn)[usize::from(reply)];
+            if skew != 0 {
+                ftp_nat::adjust_seq_ack(frame, usize::from(l4), skew, 0);
+            }
+        }
+        let Some(payload) = tcp_payload(frame, meta) else {
+            return;
+        };
+        if payload.is_empty() {
+            return;
+        }
+        let v6 = conn.key.v6;
+        let (ctl, span) = ftp::parse_span(payload, v6);
+        let ftp::FtpCtl::Data { mode, addr, port } = ctl else {
+            if ctl == ftp::FtpCtl::Invalid {
+                self.ftp_invalid(out);
+            }
+            return;
+        };
+        // The address the message should give, as the other end sees the sender.
+        let rep = match mode {
+            ftp::Mode::Active => conn.rev.dst,
+            ftp::Mode::Passive => conn.key.dst,
+        };
+        let ok = match (mode, addr) {
+            (ftp::Mode::Active, Some(a)) => {
+                same_addr(v6, &a, &conn.key.src) || same_addr(v6, &a, &rep)
+            }
+            (ftp::Mode::Passive, Some(a)) => {
+                same_addr(v6, &a, &rep) || same_addr(v6, &a, &conn.rev.src)
+            }
+            (_, None) => true,
+        };
+        if !ok {
+            self.ftp_invalid(out);
+            return;
+        }
+        let info = self.expected_info(conn, reply, out);
+        self.expect_data(conn, reply, port, info, now);
+        let Some(span) = span.filter(|_| nat) else {
+            return;
+        };
+        let text = ftp_nat::addr_text(v6, &rep);
+        if let Some(new) = ftp_nat::rewrite_message(frame, meta, span, text.as_bytes()) {
+            let delta = new.len() as i32 - frame.len() as i32;
+            out.resize = ftp_nat::install(frame, &new);
+            if delta != 0 {
+                self.expect.add_skew(conn, reply, delta);
+            }
+        }
+    }
+
+    /// A segment of an FTP control connection under a `ct` with `nat`: its acknowledgement
+    /// moved down by the other direction's sequence skew ([`ftp_nat`]), in the frame and,
+    /// for the window check, in the copy of the segment returned (`None`: no skew).
+    #[cold]
+    pub(crate) fn ftp_unskew_ack(
+        &self,
+        conn: &Conn,
+        reply: bool,
+        frame: &mut [u8],
+        meta: &PacketMeta,
+        tcp: Option<&TcpSeg>,
+    ) -> Option<TcpSeg> {
+        let skew = self.expect.skew_of(conn)[usize::from(!reply)];
+        let (Some(seg), Some(l4)) = (tcp, meta.l4) else {
+            return None;
+        };
+        if skew == 0 {
+            return None;
+        }
+        ftp_nat::adjust_seq_ack(frame, usize::from(l4), 0, -skew);
+        let mut s = *seg;
+        s.ack = seg.ack.wrapping_add_signed(-skew);
+        Some(s)
     }
 
     fn ftp_invalid(&self, out: &mut CtResult) {

@@ -64,6 +64,8 @@ pub use timeout::TimeoutPolicy;
 pub use tracker::{ct_state, Config, Conntrack, CtInput, CtPacket, CtRequest, CtResult};
 
 #[cfg(test)]
+mod alg_nat_tests;
+#[cfg(test)]
 mod alg_tests;
 #[cfg(test)]
 mod batch_tests;

@@ -118,6 +118,12 @@ pub struct CtResult {
     pub label: u128,
     /// The connection's original-direction tuple (`ct_nw_src`, ...), when it has one.
     pub orig: Option<ConnKey>,
+    /// How many bytes the frame grew (positive) or shrank by: an FTP message rewritten
+    /// under NAT ([`crate::alg::ftp_nat`]). The caller applies it: it drops that many bytes
+    /// from the end of a shrunk frame, and appends to a grown one the bytes
+    /// [`crate::alg::ftp_nat::take_grown_tail`] gives (those of the last frame grown on
+    /// the thread: apply it before the next packet is tracked). 0 for nearly every packet.
+    pub resize: i8,
 }
 
 /// A packet as `execute` sees it.
@@ -520,6 +526,7 @@ impl Conntrack {
                     mark,
                     label,
                     orig: Some(ck),
+                    resize: 0,
                 };
             }
         }
@@ -592,6 +599,13 @@ impl Conntrack {
         now: u64,
         out: &mut CtResult,
     ) -> Found {
+        let unskewed;
+        let tcp = if conn.alg & crate::alg::ALG_FTP != 0 && req.nat.is_some() {
+            unskewed = self.ftp_unskew_ack(conn, reply, frame, meta, tcp);
+            unskewed.as_ref().or(tcp)
+        } else {
+            tcp
+        };
         let (state, mark, label) = match self.update_settled(conn, reply, req, now) {
             Some(mark) => (TRK | EST | if reply { RPL } else { 0 }, mark, 0),
             None => match self.update_locked(conn, reply, tcp, req, now) {
@@ -617,9 +631,11 @@ impl Conntrack {
             mark,
             label,
             orig: Some(conn.key),
+            resize: 0,
         };
         if conn.alg != 0 {
-            self.alg_packet(conn, reply, frame, meta, now, false, out);
+            let nat = req.nat.is_some();
+            self.alg_packet(conn, reply, frame, meta, now, false, nat, out);
         }
         Found::Done
     }

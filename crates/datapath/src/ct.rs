@@ -84,6 +84,41 @@ pub fn track(
         now_ms,
         out,
     );
+    if out.resize != 0 {
+        resize(pkt, out.resize);
+    }
+}
+
+/// Gives the frame the length the tracker's rewrite of an FTP message under NAT gave it
+/// (see `conntrack::alg::ftp_nat`): the bytes past the old end appended, or the end cut.
+#[cold]
+#[inline(never)]
+pub(crate) fn resize(pkt: &mut Packet, by: i8) {
+    if by < 0 {
+        pkt.truncate(pkt.len().saturating_sub(usize::from(by.unsigned_abs())));
+        return;
+    }
+    conntrack::alg::ftp_nat::take_grown_tail(|tail| {
+        if let Some(room) = pkt.push_back(tail.len()) {
+            room.copy_from_slice(tail);
+        }
+    });
+}
+
+/// [`resize`] taking and giving back the packet (the `ct` loop's packet stays out of
+/// memory on its path).
+#[cold]
+#[inline(never)]
+pub(crate) fn resized(mut pkt: Packet, by: i8) -> Packet {
+    resize(&mut pkt, by);
+    pkt
+}
+
+/// [`resize`] for a frame held in a `Vec` (a reassembled datagram): the per-thread bytes
+/// of a grown frame are consumed either way.
+#[cold]
+pub(crate) fn resize_vec(frame: &mut Vec<u8>, by: i8) {
+    conntrack::alg::ftp_nat::apply_resize(frame, by);
 }
 
 /// Whether the `ct` action `ct`, whose verdict was `res`, left the packet's bytes as they

@@ -139,6 +139,7 @@ fn verdict() -> impl Strategy<Value = Option<CtResult>> {
                     icmp_type: t,
                     icmp_code: c,
                 }),
+                resize: 0,
             }),
     )
 }

@@ -62,21 +62,31 @@ fn contains_ci(s: &[u8], p: &[u8]) -> bool {
 
 /// Parses one control segment's TCP payload; `v6`: the connection is IPv6.
 pub fn parse(payload: &[u8], v6: bool) -> FtpCtl {
+    parse_span(payload, v6).0
+}
+
+/// [`parse`], and where the address text of a `PORT`, `227` or `EPRT` message lies in the
+/// payload (start and length; `None` for anything else, and for `229`, which has none).
+pub fn parse_span(payload: &[u8], v6: bool) -> (FtpCtl, Option<(usize, usize)>) {
     let m = message(payload);
-    if v6 {
+    let (skip, r) = if v6 {
         if starts_with_ci(m, b"EPRT") {
-            parse_eprt(&m[4..]).unwrap_or(FtpCtl::Invalid)
+            (4, parse_eprt(&m[4..]))
         } else if contains_ci(m, b"EXTENDED PASSIVE") {
-            parse_epsv(m).unwrap_or(FtpCtl::Invalid)
+            (0, parse_epsv(m).map(|c| (c, None)))
         } else {
-            FtpCtl::Other
+            return (FtpCtl::Other, None);
         }
     } else if starts_with_ci(m, b"PORT") {
-        parse_v4(&m[4..], Mode::Active).unwrap_or(FtpCtl::Invalid)
+        (4, parse_v4(&m[4..], Mode::Active))
     } else if m.starts_with(b"227") {
-        parse_v4(&m[3..], Mode::Passive).unwrap_or(FtpCtl::Invalid)
+        (3, parse_v4(&m[3..], Mode::Passive))
     } else {
-        FtpCtl::Other
+        return (FtpCtl::Other, None);
+    };
+    match r {
+        Some((c, span)) => (c, span.map(|(at, len)| (at + skip, len))),
+        None => (FtpCtl::Invalid, None),
     }
 }
 
@@ -125,8 +135,11 @@ fn quad(s: &[u8]) -> Option<[u8; 4]> {
     parts.next().is_none().then_some(out)
 }
 
+/// The address text's start and length in the slice parsed.
+type Span = Option<(usize, usize)>;
+
 /// `PORT h1,h2,h3,h4,p1,p2` / `227 text (h1,h2,h3,h4,p1,p2)`; `s` follows the verb or code.
-fn parse_v4(s: &[u8], mode: Mode) -> Option<FtpCtl> {
+fn parse_v4(s: &[u8], mode: Mode) -> Option<(FtpCtl, Span)> {
     let space = s.iter().position(|&b| b == b' ')?;
     let start = skip_non_digits(s, space);
     if start >= s.len() {
@@ -155,15 +168,16 @@ fn parse_v4(s: &[u8], mode: Mode) -> Option<FtpCtl> {
     let lo = lo.filter(|&v| v <= 255)?;
     let mut addr = [0u8; 16];
     addr[..4].copy_from_slice(&a);
-    Some(FtpCtl::Data {
+    let c = FtpCtl::Data {
         mode,
         addr: Some(addr),
         port: ((hi << 8) | lo) as u16,
-    })
+    };
+    Some((c, Some((start, end - start))))
 }
 
 /// `EPRT |2|addr|port|`; `s` follows the verb. Only the IPv6 family (2) is accepted.
-fn parse_eprt(s: &[u8]) -> Option<FtpCtl> {
+fn parse_eprt(s: &[u8]) -> Option<(FtpCtl, Span)> {
     let i = skip_non_digits(s, 0);
     if s.get(i) != Some(&b'2') || s.get(i + 1).is_some_and(u8::is_ascii_digit) {
         return None;
@@ -180,11 +194,12 @@ fn parse_eprt(s: &[u8]) -> Option<FtpCtl> {
     let ip: std::net::Ipv6Addr = text.parse().ok()?;
     let (port, _) = number(s, start + len + 1, 6);
     let port = u16::try_from(port?).ok()?;
-    Some(FtpCtl::Data {
+    let c = FtpCtl::Data {
         mode: Mode::Active,
         addr: Some(ip.octets()),
         port,
-    })
+    };
+    Some((c, Some((start, len))))
 }
 
 /// `229 Entering Extended Passive Mode (|||port|)`: the first number after the first `(`.

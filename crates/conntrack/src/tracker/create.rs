@@ -83,7 +83,11 @@ impl Conntrack {
         }
         let (mark, label) = (st.mark, st.label());
         let nat = req.nat.filter(|n| !matches!(n, Nat::Apply));
-        let conn = match self.insert_new(key, st, expires, nat, alg, now) {
+        let inserted = match (&exp, req.nat) {
+            (Some(e), Some(_)) => self.insert_related_nat(key, e, st, expires, alg, now),
+            _ => self.insert_new(key, st, expires, nat, alg, now),
+        };
+        let conn = match inserted {
             Insertion::Done(conn) => conn,
             Insertion::Lost => {
                 self.unreserve(req.zone);
@@ -105,12 +109,14 @@ impl Conntrack {
             mark,
             label,
             orig: Some(conn.key),
+            resize: 0,
         };
         if conn.alg != 0 {
             if let Some(e) = &exp {
                 self.expect.note_related(&conn, e.parent);
             }
-            self.alg_packet(&conn, false, frame, meta, now, true, &mut r);
+            let nat = req.nat.is_some();
+            self.alg_packet(&conn, false, frame, meta, now, true, nat, &mut r);
         }
         Ok(r)
     }
@@ -213,6 +219,34 @@ impl Conntrack {
             }
         }
         outcome
+    }
+
+    /// Inserts a connection an expectation `e` announced, committed by a `ct` with `nat`:
+    /// translated as the expectation says (the address only, as OVS does), whatever the
+    /// action's range.
+    fn insert_related_nat(
+        &self,
+        key: &ConnKey,
+        e: &alg::Expected,
+        st: ConnState,
+        expires: u64,
+        alg: u8,
+        now: u64,
+    ) -> Insertion {
+        let (src_nat, addr) = e.nat;
+        let mut rev = key.reverse();
+        let flag = if src_nat {
+            rev.dst = addr;
+            NAT_SRC
+        } else {
+            rev.src = addr;
+            NAT_DST
+        };
+        if self.holds_live(&rev, now) {
+            return Insertion::Failed;
+        }
+        let conn = Arc::new(Conn::new_alg(*key, rev, flag, alg, st, expires));
+        self.insert_clearing_expired(conn, self.table.hash(key), now)
     }
 
     /// True if a connection that has not expired holds `key` (an expired one is absent for

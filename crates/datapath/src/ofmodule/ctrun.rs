@@ -92,6 +92,9 @@ impl Exec {
             now_ms,
             &mut run.res,
         );
+        if run.res.resize != 0 {
+            pkt = crate::ct::resized(pkt, run.res.resize);
+        }
         let res = &run.res;
         self.stats.ct_executions += 1;
         let clean = crate::ct::left_bytes(run.ct, res).then_some(offs);

@@ -88,6 +88,13 @@ impl Exec {
                     &mut res,
                 );
                 self.stats.ct_executions += 1;
+                if res.resize != 0 {
+                    // An FTP message in a fragmented segment, rewritten under NAT to
+                    // another length: the fragments cannot carry that, so they are dropped.
+                    crate::ct::resize_vec(&mut whole, res.resize);
+                    self.stats.ipf_dropped += r.fragments.len() as u64;
+                    return None;
+                }
                 let translated = !crate::ct::left_bytes(c, &res);
                 let send = last_send(tail);
                 for h in r.fragments {
