@@ -46,7 +46,7 @@ pub mod ftp_nat;
 
 use crate::key::{ConnKey, PacketMeta, TcpSeg, PROTO_TCP, PROTO_UDP};
 use crate::table::Conn;
-use crate::tracker::ct_state::{INV, REL};
+use crate::tracker::ct_state::{DNAT, INV, REL, SNAT};
 use crate::tracker::{Conntrack, CtResult};
 use parking_lot::Mutex;
 use std::collections::hash_map::RandomState;
@@ -468,7 +468,10 @@ impl Conntrack {
         }
         let info = self.expected_info(conn, reply, out);
         self.expect_data(conn, reply, port, info, now);
-        let Some(span) = span.filter(|_| nat) else {
+        // Rewritten only on a translated connection: on one without NAT the address would
+        // go back as it is, or only reformatted (an IPv6 address shortened). The datapath
+        // relies on it: a frame that changes length is one whose addresses were translated.
+        let Some(span) = span.filter(|_| nat && out.state & (SNAT | DNAT) != 0) else {
             return;
         };
         let text = ftp_nat::addr_text(v6, &rep);

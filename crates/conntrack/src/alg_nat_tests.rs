@@ -269,3 +269,38 @@ fn no_rewrite_without_nat() {
     assert_eq!(&f[54..], msg);
     assert_eq!(ct.expectations(), 1);
 }
+
+/// `nat` on the action of a connection committed without NAT: nothing is translated, so a
+/// message is left as sent, even an `EPRT` whose address written back in its short form
+/// would change the frame's length; the datapath relies on a length change coming only
+/// with translated addresses.
+#[test]
+fn no_rewrite_on_an_untranslated_connection() {
+    let ct = Conntrack::default();
+    let (a, b) = (v6addr(1), v6addr(2));
+    let c = CtRequest {
+        commit: true,
+        alg: Helper::Ftp,
+        ..CtRequest::default()
+    };
+    let apply = Nat::Apply;
+    let mut syn = tcp6(a, b, 40000, 21, 100, 0, SYN, b"");
+    let (k, o) = flow_of(&syn);
+    let m = PacketMeta::from_flow(&k, &o).expect("IP");
+    ct.execute_one(&mut syn, &m, &c, 0);
+    let mut syn_ack = tcp6(b, a, 21, 40000, 500, 101, SYN | ACK, b"");
+    let (k, o) = flow_of(&syn_ack);
+    let m = PacketMeta::from_flow(&k, &o).expect("IP");
+    ct.execute_one(&mut syn_ack, &m, &nat_only(&apply), 1);
+    // 2001:db8::1 written out in full: "2001:db8::1" is 28 bytes shorter.
+    let msg = b"EPRT |2|2001:0db8:0000:0000:0000:0000:0000:0001|40010|\r\n";
+    let mut f = tcp6(a, b, 40000, 21, 101, 501, ACKF, msg);
+    let sent = f.clone();
+    let (k, o) = flow_of(&f);
+    let m = PacketMeta::from_flow(&k, &o).expect("IP");
+    let r = ct.execute_one(&mut f, &m, &nat_only(&apply), 2);
+    assert_eq!(r.state, TRK | EST);
+    assert_eq!(r.resize, 0);
+    assert_eq!(f, sent);
+    assert_eq!(ct.expectations(), 1);
+}

@@ -599,19 +599,22 @@ impl Conntrack {
         now: u64,
         out: &mut CtResult,
     ) -> Found {
-        let unskewed;
-        let tcp = if conn.alg & crate::alg::ALG_FTP != 0 && req.nat.is_some() {
-            unskewed = self.ftp_unskew_ack(conn, reply, frame, meta, tcp);
-            unskewed.as_ref().or(tcp)
-        } else {
-            tcp
-        };
         let (state, mark, label) = match self.update_settled(conn, reply, req, now) {
             Some(mark) => (TRK | EST | if reply { RPL } else { 0 }, mark, 0),
-            None => match self.update_locked(conn, reply, tcp, req, now) {
-                Some(v) => v,
-                None => return Found::Expired,
-            },
+            None => {
+                // An FTP control connection under `nat` has its acknowledgement unskewed
+                // before the window check. Only here: TCP connections never settle, so
+                // the settled path (UDP, ICMP) carries no test for it.
+                let unskewed = if conn.alg & crate::alg::ALG_FTP != 0 && req.nat.is_some() {
+                    self.ftp_unskew_ack(conn, reply, frame, meta, tcp)
+                } else {
+                    None
+                };
+                match self.update_locked(conn, reply, unskewed.as_ref().or(tcp), req, now) {
+                    Some(v) => v,
+                    None => return Found::Expired,
+                }
+            }
         };
         let mut state = state;
         if state & INV == 0 && req.nat.is_some() && conn.nat != 0 {

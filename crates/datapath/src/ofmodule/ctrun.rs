@@ -92,9 +92,6 @@ impl Exec {
             now_ms,
             &mut run.res,
         );
-        if run.res.resize != 0 {
-            pkt = crate::ct::resized(pkt, run.res.resize);
-        }
         let res = &run.res;
         self.stats.ct_executions += 1;
         let clean = crate::ct::left_bytes(run.ct, res).then_some(offs);
@@ -123,6 +120,12 @@ impl Exec {
                     }
                 }
             }
+        }
+        // A frame whose FTP message was rewritten under NAT to another length (the tracker
+        // rewrites only translated connections, so such a frame is never `clean` and never
+        // takes the shortcut above: the test stays off the established path).
+        if res.resize != 0 {
+            pkt = crate::ct::resized(pkt, res.resize);
         }
         self.push_recirc(key, clean, run.id, Some(res), in_slot, pkt);
         None
