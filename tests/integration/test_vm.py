@@ -3,8 +3,10 @@ here (helpers/vm.py), its virtio-net NIC on a ferrovs port. Two guests on one br
 (`dpdkvhostuser`, the switch listens) ping each other and run iperf3 TCP both ways at once
 (`--bidir`): one guest's NIC has split virtqueues, the other's packed ones (`packed=on`), so
 both ring layouts carry a real virtio-net driver's traffic in both directions (TSO frames from
-the guests, MRG_RXBUF towards them). A guest on a `dpdkvhostuserclient` port (QEMU listens)
-keeps pinging a namespace host across a ferrovsd restart, the same QEMU process throughout.
+the guests, MRG_RXBUF towards them), and each guest must receive TCP super-packets (runs of
+segments the switch coalesced: fewer packets in the guest's NIC counters than frames sent).
+A guest on a `dpdkvhostuserclient` port (QEMU listens) keeps pinging a namespace host across
+a ferrovsd restart, the same QEMU process throughout.
 
 The guests run under TCG (see helpers/vm.py for why not KVM on this project's machines), so
 the iperf3 figure measures the emulated guests more than the switch; it is printed, and the
@@ -25,7 +27,7 @@ from conftest import Daemon, need_root, require
 
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 from testpmd import stats, vsctl, wait_link, wait_until  # noqa: E402
-from vm import CLIENT_JOB, SERVER_JOB, Guest, iperf3_receivers  # noqa: E402
+from vm import CLIENT_JOB, SERVER_JOB, Guest, iperf3_receivers, rx_stats  # noqa: E402
 
 BOOT = 240.0  # seconds for a TCG guest to boot and load its modules on a loaded machine
 
@@ -55,6 +57,9 @@ ping -i 0.3 {peer}
 
 
 PACKED_BIT = 34  # VIRTIO_F_RING_PACKED
+# VIRTIO_NET_F_GUEST_CSUM, GUEST_TSO4, GUEST_TSO6: the switch may give the guest TCP
+# super-packets (runs of segments coalesced on transmit).
+GUEST_OFFLOAD_BITS = (1, 7, 8)
 
 
 def test_two_guests_ping_and_iperf3_split_and_packed_rings(rundir):
@@ -78,6 +83,9 @@ def test_two_guests_ping_and_iperf3_split_and_packed_rings(rundir):
         wait_link(rundir, "vm2", "up", timeout=BOOT)
         assert guests[0].features(BOOT)[PACKED_BIT] == "0"
         assert guests[1].features(BOOT)[PACKED_BIT] == "1"
+        for g in guests:
+            f = g.features(BOOT)
+            assert [f[b] for b in GUEST_OFFLOAD_BITS] == ["1"] * 3, f
         guests[0].wait_text(r"IPERF-SERVER-READY", BOOT)
         out = guests[1].wait_text(r"IPERF-DONE|IPERF-FAILED|PING-FAILED|VM-JOB-EXIT", 2 * BOOT)
         assert "IPERF-DONE" in out, out[-3000:]
@@ -100,6 +108,15 @@ def test_two_guests_ping_and_iperf3_split_and_packed_rings(rundir):
                     and s2["tx_bytes"] >= to_g2 and s1["rx_bytes"] >= to_g2)
 
         wait_until("counters", counted, 10)
+
+        # Each guest's NIC counted fewer packets than the switch gave it: runs of segments
+        # arrived as super-packets (with split rings to g1, packed ones to g2).
+        for g, port in ((guests[0], "vm1"), (guests[1], "vm2")):
+            rx = rx_stats(g.wait_text(r"VM-RXSTATS \d+", BOOT))
+            sent = stats(rundir, port)["tx_packets"]
+            print(f"{port}: switch gave {sent} frames, guest {g.name} received {rx[0]} packets"
+                  f" ({rx[1] / max(rx[0], 1):.0f} bytes on average)")
+            assert 0 < rx[0] and 4 * rx[0] < 3 * sent, (rx, sent)
     finally:
         for g in guests:
             g.stop()

@@ -53,7 +53,10 @@ FEATURES = 'echo "VM-FEATURES $(cat /sys/class/net/eth0/device/features)"\n'
 # Guest jobs for an iperf3 TCP pair (test_vm.py, bench/w6_vm.py): the server guest prints
 # IPERF-SERVER-READY and serves one test; the client pings its peer until it answers, then
 # runs iperf3 for `seconds` (with `opts`, e.g. --bidir) and prints the report and IPERF-DONE
-# (or PING-FAILED/IPERF-FAILED).
+# (or PING-FAILED/IPERF-FAILED). Both then print what the guest's NIC received (RXSTATS).
+RXSTATS = ('echo "VM-RXSTATS $(cat /sys/class/net/eth0/statistics/rx_packets)'
+           ' $(cat /sys/class/net/eth0/statistics/rx_bytes)"\n')
+
 SERVER_JOB = """
 ip addr add {ip}/24 dev eth0
 ip link set eth0 up
@@ -61,7 +64,7 @@ iperf3 -s -1 > /tmp/iperf3.out 2>&1 &
 echo IPERF-SERVER-READY
 wait
 cat /tmp/iperf3.out
-"""
+""" + RXSTATS
 
 CLIENT_JOB = """
 ip addr add {ip}/24 dev eth0
@@ -80,7 +83,13 @@ until iperf3 -c {peer} -t {seconds} -f m {opts} > /tmp/iperf3.out 2>&1; do
 done
 cat /tmp/iperf3.out
 echo IPERF-DONE
-"""
+""" + RXSTATS
+
+
+def rx_stats(text):
+    """(packets, bytes) the guest's NIC received, from its RXSTATS line, or None."""
+    m = re.search(r"VM-RXSTATS (\d+) (\d+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def iperf3_result(text):
@@ -213,6 +222,7 @@ class Guest:
 
     def __init__(self, workdir, name, sock, mac, job, server=False, mem_mb=256, packed=False):
         kernel, base = image()
+        self.name = name
         self.log = Path(workdir) / f"{name}.log"
         initrd = Path(workdir) / f"{name}.initrd.gz"
         job = FEATURES + job

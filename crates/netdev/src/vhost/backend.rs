@@ -10,8 +10,11 @@
 //!   `REPLY_ACK`, which the crate implements). Acked features outside the offer are refused.
 //!   For the guest's transmissions also `CSUM`, `HOST_TSO4`, `HOST_TSO6`, `HOST_ECN` and
 //!   `HOST_USO`: the guest may leave checksums and TCP/UDP segmentation to us, and we finish
-//!   them on receipt (`vring::offload`). Towards the guest we offer none (`GUEST_CSUM`,
-//!   `GUEST_TSO*`): it gets complete frames.
+//!   them on receipt (`vring::offload`). Towards the guest `GUEST_CSUM`, `GUEST_TSO4` and
+//!   `GUEST_TSO6`: runs of TCP segments in one transmit burst reach it as one super-packet
+//!   with a partial checksum (`vring::coalesce`); a guest that acks `GUEST_TSO4/6` without
+//!   `GUEST_CSUM` (the spec forbids it), or acks none, gets complete frames. Not `GUEST_ECN`
+//!   (segments with CWR are never coalesced, so it would add nothing) nor `GUEST_UFO`/`USO`.
 //! * `SET_MEM_TABLE` maps the regions ([`super::mem`]) and hands the new memory to every ring.
 //! * `SET_VRING_NUM/ADDR/BASE` are remembered; `SET_VRING_KICK` *starts* a ring: its
 //!   addresses are translated from the frontend's virtual addresses, checked to lie in guest
@@ -56,6 +59,9 @@ use virtio_queue::QueueT;
 use vm_memory::GuestAddress;
 
 pub const F_CSUM: u64 = 1 << 0;
+pub const F_GUEST_CSUM: u64 = 1 << 1;
+pub const F_GUEST_TSO4: u64 = 1 << 7;
+pub const F_GUEST_TSO6: u64 = 1 << 8;
 pub const F_HOST_TSO4: u64 = 1 << 11;
 pub const F_HOST_TSO6: u64 = 1 << 12;
 pub const F_HOST_ECN: u64 = 1 << 13;
@@ -72,8 +78,13 @@ pub const F_HOST_USO: u64 = 1 << 56;
 /// The features that let the guest leave checksums or segmentation to us.
 pub const OFFLOADS: u64 = F_CSUM | F_HOST_TSO4 | F_HOST_TSO6 | F_HOST_ECN | F_HOST_USO;
 
+/// The features that let us give the guest TCP super-packets with partial checksums
+/// (`vring::coalesce`); the spec makes `GUEST_TSO4/6` depend on `GUEST_CSUM`.
+pub const GUEST_OFFLOADS: u64 = F_GUEST_CSUM | F_GUEST_TSO4 | F_GUEST_TSO6;
+
 /// The virtio features we offer.
 pub const FEATURES: u64 = OFFLOADS
+    | GUEST_OFFLOADS
     | F_MRG_RXBUF
     | F_CTRL_VQ
     | F_MQ
@@ -272,6 +283,8 @@ impl Dev {
         v.hdr_len = hdr;
         v.mrg = self.acked & F_MRG_RXBUF != 0;
         v.offload = self.acked & OFFLOADS != 0;
+        v.gro
+            .set(gro(self.acked, F_GUEST_TSO4), gro(self.acked, F_GUEST_TSO6));
         v.spill.clear();
         v.started = true;
         v.broken = false;
@@ -314,6 +327,8 @@ impl VhostUserBackendReqHandlerMut for Dev {
             v.hdr_len = hdr;
             v.mrg = features & F_MRG_RXBUF != 0;
             v.offload = features & OFFLOADS != 0;
+            v.gro
+                .set(gro(features, F_GUEST_TSO4), gro(features, F_GUEST_TSO6));
             v.spill.clear();
             v.q.set_event_idx(features & F_EVENT_IDX != 0);
         }
@@ -513,6 +528,11 @@ impl VhostUserBackendReqHandlerMut for Dev {
     fn set_log_base(&mut self, _l: &VhostUserLog, _f: File) -> Result<()> {
         Err(Error::InvalidOperation("no dirty logging"))
     }
+}
+
+/// Whether acked `features` let us coalesce for `tso` (`F_GUEST_TSO4` or `F_GUEST_TSO6`).
+fn gro(features: u64, tso: u64) -> bool {
+    features & (F_GUEST_CSUM | tso) == F_GUEST_CSUM | tso
 }
 
 fn nonblocking(f: &File) -> std::io::Result<()> {

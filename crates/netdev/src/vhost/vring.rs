@@ -14,6 +14,10 @@
 //! buffers; [`scatter`] writes our frame (with a header) into the guest's buffers, several
 //! chains per packet when `VIRTIO_NET_F_MRG_RXBUF` was negotiated.
 //!
+//! Towards a guest that negotiated `GUEST_CSUM` and `GUEST_TSO4/6`, both layouts' transmit
+//! loops first offer each position of the burst to `coalesce`, which may merge a run of
+//! TCP segments into one super-packet written with a GSO header; the rest go as they are.
+//!
 //! Packed rings (`VIRTIO_F_RING_PACKED`) have their own walker and burst loops in
 //! [`packed`]; the copies ([`gather`], [`fill`], `offload::gather`) are shared through the
 //! [`Chains`] trait, so both layouts copy and check frames with the same code.
@@ -39,10 +43,14 @@
 //! configures it (size, addresses, base, fds, memory); a poll thread takes the mutex with
 //! `try_lock` for one burst and skips the ring if the control thread holds it.
 
+mod coalesce;
 mod offload;
 pub mod packed;
 
 use super::mem::Guest;
+use crate::offload::VNET_HDR_LEN;
+pub use coalesce::Gro;
+use coalesce::PLAIN;
 pub use offload::{Spill, MAX_SUPER};
 pub use packed::Packed;
 use packet::{Batch, Packet, Pool, MAX_FRAME};
@@ -87,6 +95,8 @@ pub struct Burst {
     pub bytes: u64,
     pub errors: u64,
     pub dropped: u64,
+    /// Frames (counted in `packets`) that reached the guest inside super-packets.
+    pub coalesced: u64,
     /// The ring's indices are impossible; it was marked broken.
     pub broken: bool,
 }
@@ -112,6 +122,9 @@ pub struct Vring {
     pub offload: bool,
     /// The frame being finished, and its segments still to deliver.
     pub spill: Spill,
+    /// `GUEST_CSUM` and `GUEST_TSO4/6` negotiated: runs of TCP segments we transmit are
+    /// coalesced into super-packets (`coalesce`).
+    pub gro: Gro,
     /// `VIRTIO_F_RING_PACKED` negotiated: the ring is packed and `q` unused.
     pub packed: Option<Packed>,
 }
@@ -130,6 +143,7 @@ impl Default for Vring {
             mrg: false,
             offload: false,
             spill: Spill::default(),
+            gro: Gro::default(),
             packed: None,
         }
     }
@@ -593,10 +607,22 @@ pub fn tx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch, retries: u32)
     let mut used: [(u16, u32); MAX_CHAINS_PER_PKT] = [(0, 0); MAX_CHAINS_PER_PKT];
     let hdr = v.hdr_len;
     let mrg = v.mrg;
-    for pkt in batch.drain() {
-        let frame = pkt.data();
+    let pkts = batch.packets();
+    let mut i = 0;
+    while i < pkts.len() {
+        // A run of TCP segments goes as one super-packet if the guest's buffers hold it.
+        let mut one = (pkts[i].data(), PLAIN, 1usize, pkts[i].len() as u64);
+        if v.gro.on() {
+            if let Some(run) = v.gro.run(&pkts[i..]) {
+                if coalesce::room(&r, mrg, next, avail, hdr + v.gro.frame().len()) {
+                    one = (v.gro.frame(), run.hdr, run.frames, run.bytes);
+                }
+            }
+        }
+        let (frame, vh, frames, bytes) = one;
+        i += frames;
         loop {
-            match scatter(&r, hdr, mrg, frame, next, avail, &mut used) {
+            match scatter(&r, hdr, mrg, frame, &vh, next, avail, &mut used) {
                 Ok(k) => {
                     for &(head, len) in &used[..k] {
                         r.put_used(used_idx, head, len);
@@ -604,8 +630,11 @@ pub fn tx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch, retries: u32)
                     }
                     next = next.wrapping_add(k as u16);
                     avail -= k as u16;
-                    b.packets += 1;
-                    b.bytes += frame.len() as u64;
+                    b.packets += frames as u64;
+                    b.bytes += bytes;
+                    if frames > 1 {
+                        b.coalesced += frames as u64;
+                    }
                 }
                 Err(Scatter::NoBuffers) => {
                     // Nothing consumed; look again, a bounded number of times.
@@ -620,7 +649,7 @@ pub fn tx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch, retries: u32)
                             continue;
                         }
                     }
-                    b.dropped += 1;
+                    b.dropped += frames as u64;
                 }
                 Err(Scatter::Bad(k)) => {
                     // Refused chains go back to the guest as used with length 0.
@@ -630,13 +659,13 @@ pub fn tx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch, retries: u32)
                     }
                     next = next.wrapping_add(k as u16);
                     avail -= k as u16;
-                    b.errors += 1;
+                    b.errors += frames as u64;
                 }
             }
             break;
         }
-        pool.free(pkt);
     }
+    pool.free_batch(batch);
     if used_idx != old_used {
         r.set_used_idx(used_idx);
         v.q.set_next_avail(next);
@@ -655,14 +684,16 @@ enum Scatter {
     Bad(usize),
 }
 
-/// Writes the virtio-net header and `frame` into as many available chains (from entry
-/// `next`, at most `avail`) as it takes (one unless MRG_RXBUF); fills `used` with
-/// `(head, bytes written)` and returns how many chains it used.
+/// Writes the virtio-net header (`vh`, then `num_buffers`) and `frame` into as many
+/// available chains (from entry `next`, at most `avail`) as it takes (one unless
+/// MRG_RXBUF); fills `used` with `(head, bytes written)` and returns how many chains it used.
+#[allow(clippy::too_many_arguments)]
 fn scatter(
     r: &Ring<'_>,
     hdr: usize,
     mrg: bool,
     frame: &[u8],
+    vh: &[u8; VNET_HDR_LEN],
     next: u16,
     avail: u16,
     used: &mut [(u16, u32); MAX_CHAINS_PER_PKT],
@@ -686,7 +717,7 @@ fn scatter(
             None => return Err(Scatter::Bad(k)),
         }
     }
-    if !put_header(r.g, hdr_at, hdr, k) {
+    if !put_header(r.g, hdr_at, hdr, vh, k) {
         return Err(Scatter::Bad(k));
     }
     Ok(k)
@@ -739,10 +770,18 @@ fn fill<R: Chains>(
     Some(written)
 }
 
-/// Writes the virtio-net header (`num_buffers` = `chains`) where [`fill`] left room for it.
+/// Writes the virtio-net header (`vh`, `num_buffers` = `chains`) where [`fill`] left room
+/// for it.
 #[inline]
-fn put_header(g: &Guest, hdr_at: Option<u64>, hdr: usize, chains: usize) -> bool {
+fn put_header(
+    g: &Guest,
+    hdr_at: Option<u64>,
+    hdr: usize,
+    vh: &[u8; VNET_HDR_LEN],
+    chains: usize,
+) -> bool {
     let mut h = [0u8; HDR_MRG];
+    h[..VNET_HDR_LEN].copy_from_slice(vh);
     h[10..12].copy_from_slice(&(chains as u16).to_le_bytes());
     match hdr_at {
         Some(at) => copy_out(g, at, &h[..hdr]).is_ok(),

@@ -40,9 +40,10 @@
 //! once, volatile, before its fields are used. A ring whose head never turns available
 //! costs one load of two bytes per poll.
 
+use super::coalesce::{count, PLAIN};
 use super::{
     fill, put_header, receive_chain, signal, Burst, Chains, Desc, DescError, Guest, Vring,
-    DESC_INDIRECT, DESC_NEXT, DESC_WRITE, MAX_CHAINS_PER_PKT,
+    DESC_INDIRECT, DESC_NEXT, DESC_WRITE, MAX_CHAINS_PER_PKT, VNET_HDR_LEN,
 };
 use packet::{Batch, Pool};
 use std::cell::Cell;
@@ -427,17 +428,32 @@ pub(super) fn tx_burst(
     let mut first = None;
     let mut used = [Used::default(); MAX_CHAINS_PER_PKT];
     let (hdr, mrg) = (v.hdr_len, v.mrg);
-    for pkt in batch.drain() {
-        let frame = pkt.data();
+    let pkts = batch.packets();
+    let mut i = 0;
+    while i < pkts.len() {
+        // A run of TCP segments goes as one super-packet if the guest's buffers hold it.
+        let mut one = (pkts[i].data(), PLAIN, 1usize, pkts[i].len() as u64);
+        if v.gro.on() {
+            if let Some(run) = v.gro.run(&pkts[i..]) {
+                if room(&r, mrg, pos, wrap, hdr + v.gro.frame().len()) {
+                    one = (v.gro.frame(), run.hdr, run.frames, run.bytes);
+                }
+            }
+        }
+        let (frame, vh, frames, bytes) = one;
+        i += frames;
         loop {
             if b.broken {
-                b.errors += 1;
+                b.errors += frames as u64;
                 break;
             }
-            let k = match scatter(&r, hdr, mrg, frame, pos, wrap, &mut used) {
+            let k = match scatter(&r, hdr, mrg, frame, &vh, pos, wrap, &mut used) {
                 Ok(k) => {
-                    b.packets += 1;
-                    b.bytes += frame.len() as u64;
+                    b.packets += frames as u64;
+                    b.bytes += bytes;
+                    if frames > 1 {
+                        b.coalesced += frames as u64;
+                    }
                     k
                 }
                 Err(Scatter::NoBuffers(at, w)) => {
@@ -447,14 +463,14 @@ pub(super) fn tx_burst(
                             continue;
                         }
                     }
-                    b.dropped += 1;
+                    b.dropped += frames as u64;
                     break;
                 }
                 Err(Scatter::Bad(k)) => {
                     for u in &mut used[..k] {
                         u.len = 0;
                     }
-                    b.errors += 1;
+                    b.errors += frames as u64;
                     k
                 }
             };
@@ -474,8 +490,8 @@ pub(super) fn tx_burst(
             }
             break;
         }
-        pool.free(pkt);
     }
+    pool.free_batch(batch);
     if let Some((fpos, fwrap)) = first {
         r.mark_used(fpos, fwrap);
         if let Some(q) = v.packed.as_mut() {
@@ -489,14 +505,38 @@ pub(super) fn tx_burst(
     b
 }
 
-/// Writes the virtio-net header and `frame` into as many available chains from position
-/// `pos` (lap `wrap`) as it takes (one unless MRG_RXBUF); fills `used` and returns how many
-/// chains it used.
+/// Whether the guest's chains on `r` from position `pos` (lap `wrap`) hold `need` bytes in
+/// as many chains as one packet may use (`coalesce::room` for split rings); nothing is
+/// consumed.
+fn room(r: &PRing<'_>, mrg: bool, mut pos: u16, mut wrap: bool, need: usize) -> bool {
+    let chains = if mrg { MAX_CHAINS_PER_PKT } else { 1 };
+    let mut have = 0usize;
+    for _ in 0..chains {
+        if !r.avail(pos, wrap) || r.walk(pos, |d| count(d.flags, d.len, &mut have)).is_err() {
+            return false;
+        }
+        let (_, n) = r.last.get();
+        if n == 0 {
+            return false;
+        }
+        if have >= need {
+            return true;
+        }
+        (pos, wrap) = r.advance(pos, wrap, n);
+    }
+    false
+}
+
+/// Writes the virtio-net header (`vh`, then `num_buffers`) and `frame` into as many
+/// available chains from position `pos` (lap `wrap`) as it takes (one unless MRG_RXBUF);
+/// fills `used` and returns how many chains it used.
+#[allow(clippy::too_many_arguments)]
 fn scatter(
     r: &PRing<'_>,
     hdr: usize,
     mrg: bool,
     frame: &[u8],
+    vh: &[u8; VNET_HDR_LEN],
     mut pos: u16,
     mut wrap: bool,
     used: &mut [Used; MAX_CHAINS_PER_PKT],
@@ -526,7 +566,7 @@ fn scatter(
         }
         (pos, wrap) = r.advance(pos, wrap, count);
     }
-    if !put_header(r.g, hdr_at, hdr, k) {
+    if !put_header(r.g, hdr_at, hdr, vh, k) {
         return Err(Scatter::Bad(k));
     }
     Ok(k)
