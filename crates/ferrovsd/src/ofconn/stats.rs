@@ -86,10 +86,13 @@ pub fn multipart(
         MpRequest::Queue { .. } => MpReply::Queue(Vec::new()),
         MpRequest::Group(id) => group_stats(b, id, now),
         MpRequest::GroupDesc(id) => group_desc(b, id),
-        MpRequest::GroupFeatures => group_features(c.version()),
+        MpRequest::GroupFeatures => {
+            let max = b.udpif.of().limits().groups;
+            group_features(c.version(), max)
+        }
         MpRequest::Meter(id) => meter_stats(b, id, now),
         MpRequest::MeterConfig(id) => meter_config(b, id),
-        MpRequest::MeterFeatures => meter_features(),
+        MpRequest::MeterFeatures => meter_features(b.udpif.of().limits().meters),
         MpRequest::Experimenter(_) => {
             return Err(OfError::bad_request(bad_request::BAD_EXPERIMENTER));
         }
@@ -506,7 +509,10 @@ fn group_desc(b: &BridgeOf, id: u32) -> MpReply {
 
 /// Group features. The action bitmaps use the version's action numbers: in 1.0 (Nicira's
 /// group features) every 1.0 action, output to enqueue; from 1.3 on every 1.3 action.
-fn group_features(version: u8) -> MpReply {
+/// `max_groups` is the bridge's group limit, for each type (groups of all types count
+/// against it together). The capabilities add chaining checks to OVS's: ferrovs refuses a
+/// group_mod that would make a loop of chained groups (`OFPGMFC_LOOP`).
+fn group_features(version: u8, max_groups: u32) -> MpReply {
     let actions = if version == wire::OFP10 {
         0x0fff
     } else {
@@ -515,7 +521,7 @@ fn group_features(version: u8) -> MpReply {
     MpReply::GroupFeatures(GroupFeatures {
         types: 0xf,
         capabilities: 0xf,
-        max_groups: [65535; 4],
+        max_groups: [max_groups; 4],
         actions: [actions; 4],
     })
 }
@@ -562,12 +568,14 @@ fn meter_config(b: &BridgeOf, id: u32) -> MpReply {
     )
 }
 
-fn meter_features() -> MpReply {
+/// Meter features: the limits of [`ofproto::Limits`] (OVS's userspace datapath's), and the
+/// drop and DSCP remark bands (OVS runs drop only).
+fn meter_features(max_meter: u32) -> MpReply {
     MpReply::MeterFeatures(MeterFeatures {
-        max_meter: 65536,
+        max_meter,
         band_types: (1 << 1) | (1 << 2),
         capabilities: 0xf,
-        max_bands: 8,
+        max_bands: ofproto::MAX_BANDS as u8,
         max_color: 0,
         features: 0,
     })
