@@ -5,7 +5,8 @@ Both bridges are set as OVS's tools set one that speaks every version
 (`protocols=OpenFlow10,OpenFlow11,...,OpenFlow15`): ferrovs speaks 1.0, 1.3, 1.4 and 1.5 of
 them (it refused the whole set before, and kept speaking only what was set earlier).
 Differences kept are in docs/ovs-equivalence.md (table features' field lists, group and
-meter features, queue configuration, IPFIX statistics)."""
+meter features, queue configuration); IPFIX statistics are compared in
+test_ofctl_ipfix.py."""
 
 import re
 import sys

@@ -36,6 +36,8 @@ use openflow::OfError;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// Nicira's error for statistics of something not configured (IPFIX on a bridge without).
+const NOT_CONFIGURED: OfError = OfError::nx(openflow::messages::err::nx_tlv::NOT_CONFIGURED);
 /// Flow statistics records in a reply's first message (later ones are filled to 64 KiB).
 const FLOWS_PER_REPLY: usize = 128;
 /// Table descriptions per message: all 254 (a few dozen bytes each) in one, as OVS sends
@@ -95,6 +97,12 @@ pub fn multipart(
         MpRequest::MeterFeatures => meter_features(b.udpif.of().limits().meters),
         MpRequest::Experimenter(_) => {
             return Err(OfError::bad_request(bad_request::BAD_EXPERIMENTER));
+        }
+        MpRequest::IpfixBridge => {
+            MpReply::IpfixBridge(b.ipfix.bridge_stats(&b.name).ok_or(NOT_CONFIGURED)?)
+        }
+        MpRequest::IpfixFlow => {
+            MpReply::IpfixFlow(b.ipfix.flow_stats(&b.name).ok_or(NOT_CONFIGURED)?)
         }
         MpRequest::TableDesc => {
             let recs = super::status::table_descs(b);

@@ -372,13 +372,16 @@ pub mod nx_tlv {
     /// `NXR_STALE`: the continuation is not one this switch made (or is from before a
     /// restart or for a bridge that is gone).
     pub const RESUME_STALE: u16 = 35;
+    /// `NXST_NOT_CONFIGURED`: the statistics asked for are of something not configured
+    /// (IPFIX on a bridge without it).
+    pub const NOT_CONFIGURED: u16 = 36;
 
     /// The OpenFlow 1.0 (vendor error) code of an OpenFlow 1.2+ code.
     pub fn nx10(code: u16) -> u16 {
         match code {
             37 => 536,
             38 => 537,
-            34 | 35 => code + 499,
+            34..=36 => code + 499,
             c => c + 511,
         }
     }

@@ -121,6 +121,7 @@ const NX_CODES: &[(u16, &str)] = &[
     (err::nx_tlv::DUP_ENTRY, "NXTTMFC_DUP_ENTRY"),
     (err::nx_tlv::INVALID_TLV_FIELD, "NXFMFC_INVALID_TLV_FIELD"),
     (err::nx_tlv::INVALID_TLV_DEL, "NXTTMFC_INVALID_TLV_DEL"),
+    (err::nx_tlv::NOT_CONFIGURED, "NXST_NOT_CONFIGURED"),
 ];
 
 /// Names of the `OFPET_BAD_REQUEST` codes, by code.
