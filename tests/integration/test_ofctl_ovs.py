@@ -107,6 +107,28 @@ def test_meter_limits_read_as_ovs(switches):
         ofctl(sw, "OpenFlow13", "del-meters")
 
 
+def lines_starting(text, *prefixes):
+    return [l.strip() for l in text.splitlines() if l.strip().startswith(prefixes)]
+
+
+@pytest.mark.parametrize("proto", [None, "OpenFlow13", "OpenFlow14", "OpenFlow15"])
+def test_switch_capabilities_as_ovs(switches, proto):
+    """The features reply's capabilities and (1.0) actions; the rest of `show` (datapath
+    id, port addresses and speeds) is the ports' own."""
+    ovs, fv = (lines_starting(ofctl(sw, proto, "show")[1], "capabilities:", "actions:")
+               for sw in switches)
+    assert ovs and fv == ovs, (ovs, fv)
+
+
+@pytest.mark.parametrize("proto", ["OpenFlow13", "OpenFlow14", "OpenFlow15"])
+def test_table_features_instructions_as_ovs(switches, proto):
+    """Every table's instructions (1.5 has no meter instruction: the meter is an action)."""
+    ovs, fv = (sorted(set(lines_starting(ofctl(sw, proto, "dump-table-features")[1],
+                                         "instructions:")))
+               for sw in switches)
+    assert ovs and fv == ovs, (ovs, fv)
+
+
 def test_every_version_the_set_names_and_ferrovs_speaks_connects(switches):
     fv = switches[1]
     for proto in [None, "OpenFlow13", "OpenFlow14", "OpenFlow15"]:
