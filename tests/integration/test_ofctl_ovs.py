@@ -129,6 +129,30 @@ def test_table_features_instructions_as_ovs(switches, proto):
     assert ovs and fv == ovs, (ovs, fv)
 
 
+# Requests for a port or a queue that does not exist: OVS's dummy ports have a queue 0 and
+# ferrovs's no queues, so only the errors and empty answers are compared.
+MISSING = [
+    ("dump-ports", "99"),
+    ("queue-stats", "99"),
+    ("queue-stats", "1", "5"),
+    ("queue-stats", "any", "5"),
+    ("queue-get-config", "99"),
+]
+
+
+@pytest.mark.parametrize("proto", [None, "OpenFlow13", "OpenFlow14", "OpenFlow15"])
+@pytest.mark.parametrize("args", MISSING)
+def test_missing_ports_and_queues_answer_as_ovs(switches, proto, args):
+    ovs, fv = (ofctl(sw, proto, *args) for sw in switches)
+    assert fv == ovs, f"OVS:\n{ovs[1]}\nferrovs:\n{fv[1]}"
+
+
+@pytest.mark.parametrize("proto", ["OpenFlow14", "OpenFlow15"])
+def test_a_particular_queue_description_is_bad_queue(switches, proto):
+    ovs, fv = (ofctl(sw, proto, "queue-get-config", "1", "5") for sw in switches)
+    assert fv == ovs and "OFPQOFC_BAD_QUEUE" in fv[1], (ovs, fv)
+
+
 def test_every_version_the_set_names_and_ferrovs_speaks_connects(switches):
     fv = switches[1]
     for proto in [None, "OpenFlow13", "OpenFlow14", "OpenFlow15"]:

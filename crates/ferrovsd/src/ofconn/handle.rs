@@ -176,6 +176,7 @@ fn handle(
             c.send(&Message::BarrierReply, xid);
         }
         Message::QueueGetConfigRequest(port) => {
+            super::stats::no_queues(b, port, u32::MAX)?;
             let queues = Vec::new();
             c.send(&Message::QueueGetConfigReply { port, queues }, xid);
         }

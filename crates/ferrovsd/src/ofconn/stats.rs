@@ -36,6 +36,8 @@ use openflow::OfError;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// `OFPQ_ALL`: every queue.
+const OFPQ_ALL: u32 = 0xffff_ffff;
 /// Nicira's error for statistics of something not configured (IPFIX on a bridge without).
 const NOT_CONFIGURED: OfError = OfError::nx(openflow::messages::err::nx_tlv::NOT_CONFIGURED);
 /// Flow statistics records in a reply's first message (later ones are filled to 64 KiB).
@@ -85,7 +87,10 @@ pub fn multipart(
         MpRequest::TableFeatures(set) => return super::features::reply(b, c, xid, &set),
         MpRequest::PortStats(port) => port_stats(b, port)?,
         MpRequest::PortDesc(port) => port_desc(b, port)?,
-        MpRequest::Queue { .. } => MpReply::Queue(Vec::new()),
+        MpRequest::Queue { port_no, queue_id } => {
+            no_queues(b, port_no, queue_id)?;
+            MpReply::Queue(Vec::new())
+        }
         MpRequest::Group(id) => group_stats(b, id, now),
         MpRequest::GroupDesc(id) => group_desc(b, id),
         MpRequest::GroupFeatures => {
@@ -119,7 +124,10 @@ pub fn multipart(
             return super::monitor::request(b, c, xid, reqs, Form::Onf);
         }
         // No queues.
-        MpRequest::QueueDesc { .. } => MpReply::QueueDesc(Vec::new()),
+        MpRequest::QueueDesc { port_no, queue_id } => {
+            no_queues(b, port_no, queue_id)?;
+            MpReply::QueueDesc(Vec::new())
+        }
         MpRequest::ControllerStatus => {
             MpReply::ControllerStatus(super::status::controller_statuses(b))
         }
@@ -419,10 +427,28 @@ fn port_stats(b: &BridgeOf, port: u32) -> Result<MpReply, OfError> {
             props: Vec::new(),
         })
         .collect();
-    if sel.is_empty() && port != OFPP_ANY {
-        return Err(OfError::bad_request(bad_request::BAD_PORT));
-    }
+    // An unknown port has no statistics: an empty reply, as OVS sends.
     Ok(MpReply::PortStats(sel))
+}
+
+/// The queue requests' checks. ferrovs has no queues, so it answers as OVS does for ports
+/// without QoS: a port that does not exist is `OFPQOFC_BAD_PORT`, a particular queue
+/// `OFPQOFC_BAD_QUEUE`, and all queues of a port (or of every port) is an empty list.
+pub(super) fn no_queues(b: &BridgeOf, port: u32, queue: u32) -> Result<(), OfError> {
+    use openflow::messages::err::queue_op_failed as q;
+    // OpenFlow 1.0 names every port OFPP_ALL here.
+    if port != OFPP_ANY && port != openflow::actions::OFPP_ALL {
+        let ports = b
+            .ports()
+            .map_err(|_| OfError::bad_request(bad_request::EPERM))?;
+        if !ports.iter().any(|p| p.desc.port_no == port) {
+            return Err(OfError::queue_op_failed(q::BAD_PORT));
+        }
+    }
+    if queue != OFPQ_ALL {
+        return Err(OfError::queue_op_failed(q::BAD_QUEUE));
+    }
+    Ok(())
 }
 
 fn port_desc(b: &BridgeOf, port: u32) -> Result<MpReply, OfError> {

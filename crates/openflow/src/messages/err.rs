@@ -244,6 +244,16 @@ pub mod table_mod_failed {
     pub const EPERM: u16 = 2;
 }
 
+/// `OFPET_QUEUE_OP_FAILED` codes.
+pub mod queue_op_failed {
+    /// The port does not exist.
+    pub const BAD_PORT: u16 = 0;
+    /// The queue does not exist.
+    pub const BAD_QUEUE: u16 = 1;
+    /// Permissions error.
+    pub const EPERM: u16 = 2;
+}
+
 /// `OFPET_BUNDLE_FAILED` codes.
 pub mod bundle_failed {
     /// Unspecified error.

@@ -51,6 +51,10 @@ impl OfError {
     pub const fn meter_mod_failed(code: u16) -> OfError {
         OfError::new(err::OFPET_METER_MOD_FAILED, code)
     }
+    /// `OFPET_QUEUE_OP_FAILED` with `code`.
+    pub const fn queue_op_failed(code: u16) -> OfError {
+        OfError::new(err::OFPET_QUEUE_OP_FAILED, code)
+    }
     /// `OFPET_BUNDLE_FAILED` with `code`.
     pub const fn bundle_failed(code: u16) -> OfError {
         OfError::new(err::OFPET_BUNDLE_FAILED, code)
@@ -99,6 +103,7 @@ impl OfError {
             err::OFPET_GROUP_MOD_FAILED => GROUP_MOD_CODES,
             err::OFPET_METER_MOD_FAILED => METER_MOD_CODES,
             err::OFPET_BUNDLE_FAILED => BUNDLE_CODES,
+            err::OFPET_QUEUE_OP_FAILED => QUEUE_OP_CODES,
             err::OFPET_EXPERIMENTER => {
                 return NX_CODES
                     .iter()
@@ -234,6 +239,9 @@ const METER_MOD_CODES: &[&str] = &[
     "OFPMMFC_OUT_OF_BANDS",
 ];
 /// Names of the `OFPET_BUNDLE_FAILED` codes, by code.
+/// Names of the `OFPET_QUEUE_OP_FAILED` codes, by code.
+const QUEUE_OP_CODES: &[&str] = &["OFPQOFC_BAD_PORT", "OFPQOFC_BAD_QUEUE", "OFPQOFC_EPERM"];
+
 const BUNDLE_CODES: &[&str] = &[
     "OFPBFC_UNKNOWN",
     "OFPBFC_EPERM",
