@@ -53,14 +53,18 @@ impl Sockets {
         }
     }
 
-    /// Sends `bytes` to every target (errors are the collectors' loss, see the module essay).
-    pub fn send(&self, targets: &[SocketAddr], bytes: &[u8]) {
+    /// Sends `bytes` to every target (errors are the collectors' loss, see the module essay);
+    /// returns how many sends went out and how many failed, for the exporters' counters.
+    pub fn send(&self, targets: &[SocketAddr], bytes: &[u8]) -> (u64, u64) {
+        let (mut sent, mut failed) = (0, 0);
         for t in targets {
             let sock = if t.is_ipv4() { &self.v4 } else { &self.v6 };
-            if let Some(s) = sock {
-                let _ = s.send_to(bytes, t);
+            match sock.as_ref().map(|s| s.send_to(bytes, t)) {
+                Some(Ok(_)) => sent += 1,
+                _ => failed += 1,
             }
         }
+        (sent, failed)
     }
 }
 

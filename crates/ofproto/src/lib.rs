@@ -46,5 +46,8 @@ pub use openflow::sample::Sample as SampleAction;
 pub use openflow::OfError;
 pub use rule::Rule;
 pub use switch::versions::{Snapshot, Versions, Writer};
-pub use switch::{FlowModResult, OfPort, Ofproto};
+pub use switch::{
+    FlowModResult, Limits, OfPort, Ofproto, DEFAULT_MAX_GROUPS, MAX_BANDS, MAX_BUCKETS,
+    MAX_GROUP_ACTIONS, MAX_METERS,
+};
 pub use xlate::{xlate, xlate_actions, XlateOut};

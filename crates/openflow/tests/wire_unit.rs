@@ -508,3 +508,17 @@ fn of10_set_actions_carry_only_values_they_can_say() {
         assert_eq!(decode(&b).unwrap().0, m, "{field:?} {value:#x}");
     }
 }
+
+#[test]
+fn queue_errors_in_both_numberings() {
+    use openflow::messages::err::queue_op_failed;
+    let e = OfError::queue_op_failed(queue_op_failed::BAD_QUEUE);
+    assert_eq!(e.to_string(), "OFPQOFC_BAD_QUEUE");
+    let req = hex("01 14 0010 00000007 0001 000000000000");
+    // OpenFlow 1.0 numbers the queue errors' type 5, later versions 9.
+    let got = encode(&error_reply(e, OFP10, &req), OFP10, 7).unwrap();
+    assert_eq!(&got[8..12], &[0, 5, 0, 1]);
+    let req = hex("04 16 0010 00000007 00000001 00000000");
+    let got = encode(&error_reply(e, OFP13, &req), OFP13, 7).unwrap();
+    assert_eq!(&got[8..12], &[0, 9, 0, 1]);
+}

@@ -517,10 +517,17 @@ impl SwitchLogic for OpenFlow {
                 u.max_idle_ms.store(num(value, 100, 3_600_000)?, Ordering::Relaxed);
                 Ok(())
             }
+            "max-groups" => {
+                // Up to OFPG_MAX, the highest group id: as many as there can be.
+                // Applied by the next write session: poll threads take none.
+                let n = num(value, 1, 0xffff_ff00)? as u32;
+                u.max_groups.store(n, Ordering::Relaxed);
+                Ok(())
+            }
             _ => Err(ModuleError::UnknownSetting {
                 module: "openflow",
                 key: key.to_string(),
-                settings: "cache, emc-insert-inv-prob, flow-limit, max-idle, mac-aging-time, mac-table-size",
+                settings: "cache, emc-insert-inv-prob, flow-limit, max-groups, max-idle, mac-aging-time, mac-table-size",
             }),
         }
     }

@@ -89,7 +89,7 @@ use ofproto::switch::{OfPort, PacketIn};
 use ofproto::{Ofproto, Snapshot, Versions, Writer};
 use packet::flow::FlowKey;
 use packet::Packet;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -250,6 +250,9 @@ pub struct Udpif {
     pub flow_limit: AtomicUsize,
     pub max_flow_limit: AtomicUsize,
     pub max_idle_ms: AtomicU64,
+    /// The most groups (`max-groups` setting), applied to the OpenFlow state by the next
+    /// write session ([`ofproto::Limits::groups`]).
+    pub max_groups: AtomicU32,
     /// One counter per poll thread serving the bridge, incremented every loop.
     epochs: Mutex<Vec<std::sync::Weak<AtomicU64>>>,
     next_lane: std::sync::atomic::AtomicU32,
@@ -373,6 +376,7 @@ impl Udpif {
             flow_limit: AtomicUsize::new(10_000.min(DEFAULT_FLOW_LIMIT)),
             max_flow_limit: AtomicUsize::new(DEFAULT_FLOW_LIMIT),
             max_idle_ms: AtomicU64::new(DEFAULT_MAX_IDLE_MS),
+            max_groups: AtomicU32::new(ofproto::DEFAULT_MAX_GROUPS),
             epochs: Mutex::new(Vec::new()),
             next_lane: std::sync::atomic::AtomicU32::new(0),
             slowpath: Mutex::new(std::sync::Weak::new()),
@@ -436,6 +440,11 @@ impl Udpif {
     /// What every write session does first: queued port changes, learned flows, due
     /// expiry.
     fn housekeeping(&self, of: &mut Ofproto) {
+        let limits = of.limits();
+        let groups = self.max_groups.load(Ordering::Relaxed);
+        if limits.groups != groups {
+            of.set_limits(ofproto::Limits { groups, ..limits });
+        }
         self.apply_port_changes(of);
         self.apply_learned(of);
         if self.expiry_due.swap(false, Ordering::AcqRel) && of.expire(clock::now_ms()) > 0 {

@@ -18,6 +18,10 @@
 //! ([`datapath::sample::FlowSampleTap`]) is pointed at this exporter while the bridge has a
 //! collector set.
 //!
+//! Each exporter (a bridge's, a collector set's) counts what it sampled and sent into
+//! [`board::Board`], which OpenFlow's `NXST_IPFIX_BRIDGE` / `NXST_IPFIX_FLOW` statistics
+//! read (`ovs-ofctl dump-ipfix-bridge`, `dump-ipfix-flow`).
+//!
 //! Not here: `obs_point_id` in the records, the `other_config` sampling switches, and egress
 //! interfaces (egress is 0, unknown). A row that sets them is used for the rest.
 //!
@@ -26,12 +30,14 @@
 //! sockets and sequence numbers. Samples reach it through the bounded channel of
 //! [`datapath::sample`] (dropped and counted by the poll threads when it is full).
 
+pub mod board;
 pub mod flowsets;
 pub mod wire;
 
 use crate::collector::Sockets;
 use crate::collector::{Applied, ExportRow};
 use crate::vswitch::model::Tables;
+use board::{Board, Counters};
 use crossbeam_channel::{select, unbounded, Receiver, Sender};
 use datapath::sample::{Sample, SampleSink, SamplerConfig, SINK_DEPTH};
 use datapath::udpif::Udpif;
@@ -39,6 +45,7 @@ use datapath::Datapath;
 use packet::sampled::{self, SampledKey};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -99,8 +106,10 @@ const FLOW_TAP: u32 = 0x8000_0000;
 /// collector sets by (flow tap id, set id).
 #[derive(Default)]
 struct Plan {
-    bridges: Vec<(u32, IpfixConfig)>,
+    bridges: Vec<(u32, IpfixConfig, Arc<Counters>)>,
     sets: HashMap<(u32, u32), IpfixConfig>,
+    /// Each collector set's counters, by the same key as `sets`.
+    set_counters: HashMap<(u32, u32), Arc<Counters>>,
 }
 
 struct Running {
@@ -125,13 +134,15 @@ pub struct Ipfix {
 impl Ipfix {
     /// Applies the database's IPFIX rows (see [`crate::sflow::Sflow::configure`], which this
     /// mirrors) and its collector sets, whose samples come from the OpenFlow bridges in
-    /// `udpifs`. Returns warnings when it changed something.
+    /// `udpifs`; `board` gets the exporters' counters ([`board`]). Returns warnings when it
+    /// changed something.
     pub fn configure(
         &self,
         pmd: &Arc<Datapath>,
         t: &Tables,
         ports_changed: bool,
         udpifs: &BTreeMap<String, Arc<Udpif>>,
+        board: &Board,
     ) -> Vec<String> {
         let (wanted, mut warnings) = from_tables(t);
         let (sets, w) = flowsets::from_tables(t);
@@ -156,11 +167,13 @@ impl Ipfix {
             .unwrap_or_default();
         for b in gone {
             let _ = pmd.set_sampler(&b, OWNER, None);
+            board.set_bridge(&b, false);
         }
         for b in gone_sets {
             if let Some(u) = udpifs.get(&b) {
                 u.flow_samples.set(None);
             }
+            board.set_sets(&b, &[]);
         }
         if wanted.is_empty() && wanted_sets.is_empty() {
             stop(inner.running.take());
@@ -178,9 +191,11 @@ impl Ipfix {
             };
             if let Err(e) = pmd.set_sampler(&bridge, OWNER, Some(sc)) {
                 warnings.push(format!("bridge {bridge}: IPFIX: {e}"));
+                board.set_bridge(&bridge, false);
                 continue;
             }
-            plan.bridges.push((id, cfg.clone()));
+            let counters = board.set_bridge(&bridge, true).unwrap_or_default();
+            plan.bridges.push((id, cfg.clone(), counters));
             inner.applied.insert(bridge, cfg, id);
         }
         for (bridge, sets) in wanted_sets {
@@ -189,8 +204,12 @@ impl Ipfix {
                 u.flow_samples
                     .set(Some((id | FLOW_TAP, running.sink.clone())));
             }
+            let ids: Vec<u32> = sets.keys().copied().collect();
+            let mut counters = board.set_sets(&bridge, &ids);
             for (set, cfg) in &sets {
                 plan.sets.insert((id | FLOW_TAP, *set), cfg.clone());
+                let c = counters.remove(set).unwrap_or_default();
+                plan.set_counters.insert((id | FLOW_TAP, *set), c);
             }
             inner.flow_applied.insert(bridge, sets, id);
         }
@@ -238,6 +257,7 @@ fn now_ms() -> u64 {
 /// One bridge on the exporter thread.
 struct BridgeState {
     cfg: IpfixConfig,
+    counters: Arc<Counters>,
     cache: HashMap<SampledKey, Record>,
     /// Records waiting to be sent, and since when.
     out: Vec<Record>,
@@ -253,6 +273,7 @@ struct Exporter {
     bridges: HashMap<StreamKey, BridgeState>,
     /// The collector sets, by (flow tap id, set id).
     sets: HashMap<(u32, u32), IpfixConfig>,
+    set_counters: HashMap<(u32, u32), Arc<Counters>>,
     /// Per observation domain: data records sent, and when templates last went out.
     domains: HashMap<u32, (u32, Option<Instant>)>,
     socks: Sockets,
@@ -264,6 +285,7 @@ impl Exporter {
             sink,
             bridges: HashMap::new(),
             sets: HashMap::new(),
+            set_counters: HashMap::new(),
             domains: HashMap::new(),
             socks: Sockets::new(),
         }
@@ -295,11 +317,12 @@ impl Exporter {
 
     fn reconfigure(&mut self, plan: Plan) {
         let mut next = HashMap::new();
-        for (id, cfg) in plan.bridges {
+        for (id, cfg, counters) in plan.bridges {
             let key = (id, 0, 0);
             let st = match self.bridges.remove(&key) {
                 Some(mut st) if st.cfg.targets == cfg.targets && st.cfg.domain == cfg.domain => {
                     st.cfg = cfg;
+                    st.counters = counters;
                     st
                 }
                 old => {
@@ -307,7 +330,7 @@ impl Exporter {
                         evict_all(&mut st, wire::END_FORCED);
                         self.send(&mut st);
                     }
-                    self.fresh(cfg)
+                    self.fresh(cfg, counters)
                 }
             };
             next.insert(key, st);
@@ -342,13 +365,15 @@ impl Exporter {
         }
         self.bridges = next;
         self.sets = plan.sets;
+        self.set_counters = plan.set_counters;
     }
 
     /// A new record stream; its collectors learn the templates first.
-    fn fresh(&mut self, cfg: IpfixConfig) -> BridgeState {
+    fn fresh(&mut self, cfg: IpfixConfig, counters: Arc<Counters>) -> BridgeState {
         self.domains.entry(cfg.domain).or_default().1 = None;
         BridgeState {
             cfg,
+            counters,
             cache: HashMap::new(),
             out: Vec::new(),
             out_since: None,
@@ -366,7 +391,12 @@ impl Exporter {
             let tag = s.flow?;
             let mut cfg = self.sets.get(&(key.0, key.1))?.clone();
             cfg.domain = tag.obs_domain_id;
-            let st = self.fresh(cfg);
+            let counters = self
+                .set_counters
+                .get(&(key.0, key.1))
+                .cloned()
+                .unwrap_or_default();
+            let st = self.fresh(cfg, counters);
             self.bridges.insert(key, st);
         }
         self.bridges.get_mut(&key)
@@ -376,9 +406,17 @@ impl Exporter {
         let Some(st) = self.stream(s) else {
             return;
         };
+        let c = Arc::clone(&st.counters);
+        Counters::inc(&c.pkts);
         let Some((key, ip_len)) = sampled::parse(s.input, &s.header) else {
+            Counters::inc(&c.error_pkts);
             return;
         };
+        match key.ip.as_ref().map(|ip| ip.src) {
+            Some(std::net::IpAddr::V4(_)) => Counters::inc(&c.ipv4_pkts),
+            Some(std::net::IpAddr::V6(_)) => Counters::inc(&c.ipv6_pkts),
+            None => {}
+        }
         let now = now_ms();
         let octets = if key.ip.is_some() {
             u64::from(ip_len)
@@ -386,6 +424,7 @@ impl Exporter {
             0
         };
         if !st.cfg.caching() {
+            Counters::inc(&c.flows);
             st.out.push(Record {
                 key,
                 start_ms: now,
@@ -398,8 +437,11 @@ impl Exporter {
             st.out_since.get_or_insert_with(Instant::now);
             return;
         }
-        if !st.cache.contains_key(&key) && st.cache.len() >= st.cfg.max_flows as usize {
-            evict_all(st, wire::END_RESOURCES);
+        if !st.cache.contains_key(&key) {
+            if st.cache.len() >= st.cfg.max_flows as usize {
+                evict_all(st, wire::END_RESOURCES);
+            }
+            Counters::inc(&c.flows);
         }
         let r = st.cache.entry(key.clone()).or_insert_with(|| Record {
             key,
@@ -414,6 +456,8 @@ impl Exporter {
         r.packets += 1;
         r.octets += octets;
         r.l2_octets += u64::from(s.frame_len);
+        c.current_flows
+            .store(st.cache.len() as u64, Ordering::Relaxed);
     }
 
     fn next_deadline(&self) -> Instant {
@@ -447,6 +491,9 @@ impl Exporter {
                         st.out_since.get_or_insert_with(Instant::now);
                     }
                 }
+                st.counters
+                    .current_flows
+                    .store(st.cache.len() as u64, Ordering::Relaxed);
             }
             if st.out_since.is_some_and(|t| t.elapsed() >= FLUSH_AFTER) {
                 self.send(&mut st);
@@ -491,7 +538,9 @@ impl Exporter {
             if templates {
                 *last_t = Some(Instant::now());
             }
-            self.socks.send(&st.cfg.targets, &bytes);
+            let (sent, failed) = self.socks.send(&st.cfg.targets, &bytes);
+            st.counters.tx_pkts.fetch_add(sent, Ordering::Relaxed);
+            st.counters.tx_errors.fetch_add(failed, Ordering::Relaxed);
         }
     }
 }
@@ -502,6 +551,7 @@ fn evict_all(st: &mut BridgeState, reason: u8) {
         r.reason = reason;
         st.out.push(r);
     }
+    st.counters.current_flows.store(0, Ordering::Relaxed);
     if !st.out.is_empty() {
         st.out_since.get_or_insert_with(Instant::now);
     }

@@ -1,9 +1,10 @@
 //! Table features: the multipart reply that tells a controller what each table can match,
 //! do, and lead to.
 //!
-//! Every table (0 to 253) has the same abilities: all six instruction types, the same
-//! write and apply action types (from OpenFlow 1.5 with the meter action, which 1.5 made
-//! an action), every OpenFlow basic match field (maskable ones with a mask) as match,
+//! Every table (0 to 253) has the same abilities: all six instruction types (as OVS lists
+//! them: no meter instruction from OpenFlow 1.5, which made the meter an action, and no
+//! goto-table in the last table), the same write and apply action types (from 1.5 with the
+//! meter action), every OpenFlow basic match field (maskable ones with a mask) as match,
 //! wildcard and set-field, the full metadata width, and every later table as a next
 //! table. The reply is about a kilobyte per table, so it goes out over several messages.
 //!
@@ -63,7 +64,13 @@ fn table_feature_props(id: u8, version: u8) -> Vec<wire::Prop> {
             })
             .collect()
     };
-    let instructions = ids16(&[1, 2, 3, 4, 5, 6]);
+    // OFPIT_GOTO_TABLE (1) where there is a later table; OFPIT_METER (6) up to 1.4, as 1.5
+    // made the meter an action.
+    let instructions: Vec<u16> = (1..=6)
+        .filter(|i| *i != 1 || id < 253)
+        .filter(|i| *i != 6 || version < wire::OFP15)
+        .collect();
+    let instructions = ids16(&instructions);
     let mut action_types = vec![
         0, 11, 12, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     ];
@@ -117,6 +124,16 @@ mod tests {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn instructions_as_ovs_lists_them() {
+        // Instructions are property 0: goto-table is 1, meter 6.
+        let ids = |table, version| action_ids(&table_feature_props(table, version), 0);
+        assert_eq!(ids(0, wire::OFP13), vec![1, 2, 3, 4, 5, 6]);
+        assert_eq!(ids(0, wire::OFP15), vec![1, 2, 3, 4, 5]);
+        assert_eq!(ids(253, wire::OFP13), vec![2, 3, 4, 5, 6]);
+        assert_eq!(ids(253, wire::OFP15), vec![2, 3, 4, 5]);
     }
 
     #[test]

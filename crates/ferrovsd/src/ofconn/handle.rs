@@ -176,6 +176,7 @@ fn handle(
             c.send(&Message::BarrierReply, xid);
         }
         Message::QueueGetConfigRequest(port) => {
+            super::stats::no_queues(b, port, u32::MAX)?;
             let queues = Vec::new();
             c.send(&Message::QueueGetConfigReply { port, queues }, xid);
         }
@@ -224,12 +225,24 @@ fn features(b: &BridgeOf, c: &Conn, xid: u32) {
         n_buffers: 0,
         n_tables: 254,
         auxiliary_id: 0,
-        // Flow, table and port statistics; group statistics (1.1+); OF 1.0's bit 3 is STP.
-        capabilities: if v == wire::OFP10 { 0x7 } else { 0xf },
+        capabilities: capabilities(v),
         actions: if v == wire::OFP10 { 0xfff } else { 0 },
         ports,
     };
     c.send(&Message::FeaturesReply(f), xid);
+}
+
+/// The features reply's capabilities, OVS's: flow, table, port and queue statistics (the
+/// queue requests are answered, with no queues); in 1.0 ARP address matching (bit 7, which
+/// later versions dropped), from 1.1 group statistics (1.0's bit 3 is STP), from 1.4
+/// bundles (`OFPC_BUNDLES`, bit 9).
+fn capabilities(version: u8) -> u32 {
+    const STATS: u32 = 0x1 | 0x2 | 0x4 | 0x40;
+    match version {
+        wire::OFP10 => STATS | 0x80,
+        wire::OFP13 => STATS | 0x8,
+        _ => STATS | 0x8 | 0x200,
+    }
 }
 
 fn get_config(b: &BridgeOf, c: &Conn, xid: u32) {

@@ -163,6 +163,8 @@ pub struct BridgeOf {
     pub next_conn: AtomicU64,
     /// The SSL settings for `ssl:` and `pssl:` targets (shared with the manager).
     pub ssl: Arc<ssl::SslState>,
+    /// The IPFIX exporters' counters (shared by every bridge; see [`crate::ipfix::board`]).
+    pub ipfix: Arc<crate::ipfix::board::Board>,
     /// What the flow table was last reset for ([`default_flow`]); `None` until the first
     /// settings are applied.
     pub settled: Mutex<Option<default_flow::Settled>>,
@@ -314,6 +316,8 @@ pub struct ConnMgr {
     pmd: Arc<Datapath>,
     bridges: Mutex<BTreeMap<String, Arc<BridgeOf>>>,
     ssl: Arc<ssl::SslState>,
+    /// The IPFIX exporters' counters, for `NXST_IPFIX_*` statistics.
+    pub ipfix: Arc<crate::ipfix::board::Board>,
 }
 
 fn bind_unix(path: &Path) -> Result<UnixListener, String> {
@@ -332,6 +336,7 @@ impl ConnMgr {
             pmd,
             bridges: Mutex::new(BTreeMap::new()),
             ssl: Arc::default(),
+            ipfix: Arc::default(),
         })
     }
 
@@ -381,6 +386,7 @@ impl ConnMgr {
             created: Instant::now(),
             next_conn: AtomicU64::new(1),
             ssl: Arc::clone(&self.ssl),
+            ipfix: Arc::clone(&self.ipfix),
             settled: Mutex::new(None),
             controllers: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),

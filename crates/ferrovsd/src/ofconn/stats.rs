@@ -36,6 +36,10 @@ use openflow::OfError;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// `OFPQ_ALL`: every queue.
+const OFPQ_ALL: u32 = 0xffff_ffff;
+/// Nicira's error for statistics of something not configured (IPFIX on a bridge without).
+const NOT_CONFIGURED: OfError = OfError::nx(openflow::messages::err::nx_tlv::NOT_CONFIGURED);
 /// Flow statistics records in a reply's first message (later ones are filled to 64 KiB).
 const FLOWS_PER_REPLY: usize = 128;
 /// Table descriptions per message: all 254 (a few dozen bytes each) in one, as OVS sends
@@ -83,15 +87,27 @@ pub fn multipart(
         MpRequest::TableFeatures(set) => return super::features::reply(b, c, xid, &set),
         MpRequest::PortStats(port) => port_stats(b, port)?,
         MpRequest::PortDesc(port) => port_desc(b, port)?,
-        MpRequest::Queue { .. } => MpReply::Queue(Vec::new()),
+        MpRequest::Queue { port_no, queue_id } => {
+            no_queues(b, port_no, queue_id)?;
+            MpReply::Queue(Vec::new())
+        }
         MpRequest::Group(id) => group_stats(b, id, now),
         MpRequest::GroupDesc(id) => group_desc(b, id),
-        MpRequest::GroupFeatures => group_features(c.version()),
+        MpRequest::GroupFeatures => {
+            let max = b.udpif.of().limits().groups;
+            group_features(c.version(), max)
+        }
         MpRequest::Meter(id) => meter_stats(b, id, now),
         MpRequest::MeterConfig(id) => meter_config(b, id),
-        MpRequest::MeterFeatures => meter_features(),
+        MpRequest::MeterFeatures => meter_features(b.udpif.of().limits().meters),
         MpRequest::Experimenter(_) => {
             return Err(OfError::bad_request(bad_request::BAD_EXPERIMENTER));
+        }
+        MpRequest::IpfixBridge => {
+            MpReply::IpfixBridge(b.ipfix.bridge_stats(&b.name).ok_or(NOT_CONFIGURED)?)
+        }
+        MpRequest::IpfixFlow => {
+            MpReply::IpfixFlow(b.ipfix.flow_stats(&b.name).ok_or(NOT_CONFIGURED)?)
         }
         MpRequest::TableDesc => {
             let recs = super::status::table_descs(b);
@@ -108,7 +124,10 @@ pub fn multipart(
             return super::monitor::request(b, c, xid, reqs, Form::Onf);
         }
         // No queues.
-        MpRequest::QueueDesc { .. } => MpReply::QueueDesc(Vec::new()),
+        MpRequest::QueueDesc { port_no, queue_id } => {
+            no_queues(b, port_no, queue_id)?;
+            MpReply::QueueDesc(Vec::new())
+        }
         MpRequest::ControllerStatus => {
             MpReply::ControllerStatus(super::status::controller_statuses(b))
         }
@@ -408,10 +427,28 @@ fn port_stats(b: &BridgeOf, port: u32) -> Result<MpReply, OfError> {
             props: Vec::new(),
         })
         .collect();
-    if sel.is_empty() && port != OFPP_ANY {
-        return Err(OfError::bad_request(bad_request::BAD_PORT));
-    }
+    // An unknown port has no statistics: an empty reply, as OVS sends.
     Ok(MpReply::PortStats(sel))
+}
+
+/// The queue requests' checks. ferrovs has no queues, so it answers as OVS does for ports
+/// without QoS: a port that does not exist is `OFPQOFC_BAD_PORT`, a particular queue
+/// `OFPQOFC_BAD_QUEUE`, and all queues of a port (or of every port) is an empty list.
+pub(super) fn no_queues(b: &BridgeOf, port: u32, queue: u32) -> Result<(), OfError> {
+    use openflow::messages::err::queue_op_failed as q;
+    // OpenFlow 1.0 names every port OFPP_ALL here.
+    if port != OFPP_ANY && port != openflow::actions::OFPP_ALL {
+        let ports = b
+            .ports()
+            .map_err(|_| OfError::bad_request(bad_request::EPERM))?;
+        if !ports.iter().any(|p| p.desc.port_no == port) {
+            return Err(OfError::queue_op_failed(q::BAD_PORT));
+        }
+    }
+    if queue != OFPQ_ALL {
+        return Err(OfError::queue_op_failed(q::BAD_QUEUE));
+    }
+    Ok(())
 }
 
 fn port_desc(b: &BridgeOf, port: u32) -> Result<MpReply, OfError> {
@@ -506,7 +543,10 @@ fn group_desc(b: &BridgeOf, id: u32) -> MpReply {
 
 /// Group features. The action bitmaps use the version's action numbers: in 1.0 (Nicira's
 /// group features) every 1.0 action, output to enqueue; from 1.3 on every 1.3 action.
-fn group_features(version: u8) -> MpReply {
+/// `max_groups` is the bridge's group limit, for each type (groups of all types count
+/// against it together). The capabilities add chaining checks to OVS's: ferrovs refuses a
+/// group_mod that would make a loop of chained groups (`OFPGMFC_LOOP`).
+fn group_features(version: u8, max_groups: u32) -> MpReply {
     let actions = if version == wire::OFP10 {
         0x0fff
     } else {
@@ -515,7 +555,7 @@ fn group_features(version: u8) -> MpReply {
     MpReply::GroupFeatures(GroupFeatures {
         types: 0xf,
         capabilities: 0xf,
-        max_groups: [65535; 4],
+        max_groups: [max_groups; 4],
         actions: [actions; 4],
     })
 }
@@ -562,12 +602,14 @@ fn meter_config(b: &BridgeOf, id: u32) -> MpReply {
     )
 }
 
-fn meter_features() -> MpReply {
+/// Meter features: the limits of [`ofproto::Limits`] (OVS's userspace datapath's), and the
+/// drop and DSCP remark bands (OVS runs drop only).
+fn meter_features(max_meter: u32) -> MpReply {
     MpReply::MeterFeatures(MeterFeatures {
-        max_meter: 65536,
+        max_meter,
         band_types: (1 << 1) | (1 << 2),
         capabilities: 0xf,
-        max_bands: 8,
+        max_bands: ofproto::MAX_BANDS as u8,
         max_color: 0,
         features: 0,
     })

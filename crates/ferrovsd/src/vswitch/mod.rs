@@ -222,7 +222,7 @@ fn pass(vs: &Vswitch, rec: &mut Reconfigurer, of: &dyn OfConfigSink, stats_due: 
     }
     for w in vs
         .ipfix
-        .configure(&vs.pmd, &snap, out.changed, &of.udpifs())
+        .configure(&vs.pmd, &snap, out.changed, &of.udpifs(), &of.ipfix_board())
     {
         vlog::warn("ipfix", &w);
     }

@@ -71,6 +71,10 @@ impl OfConfigSink for ConnMgrSink {
         self.0.udpifs()
     }
 
+    fn ipfix_board(&self) -> Arc<crate::ipfix::board::Board> {
+        Arc::clone(&self.0.ipfix)
+    }
+
     fn controller_status(&self, bridge: &str) -> Vec<ControllerStatus> {
         self.0
             .get_controllers(bridge)

@@ -68,6 +68,11 @@ pub trait OfConfigSink: Send + Sync {
     fn udpifs(&self) -> std::collections::BTreeMap<String, Arc<Udpif>> {
         Default::default()
     }
+    /// Where the IPFIX exporters count for OpenFlow's IPFIX statistics (a board nobody
+    /// reads by default).
+    fn ipfix_board(&self) -> Arc<crate::ipfix::board::Board> {
+        Arc::default()
+    }
     /// Connection states, for the `Controller` rows of `bridge` (empty if unknown).
     fn controller_status(&self, _bridge: &str) -> Vec<ControllerStatus> {
         Vec::new()

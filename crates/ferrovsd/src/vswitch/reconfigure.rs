@@ -43,6 +43,7 @@ const SETTING_DEFAULTS: &[(&str, &str)] = &[
     ("mac-table-size", "2048"),
     ("flow-limit", "200000"),
     ("max-idle", "10000"),
+    ("max-groups", "262144"),
 ];
 
 struct Stashed {

@@ -20,7 +20,10 @@ impl Ofproto {
 
     // ---- groups ---------------------------------------------------------------------
 
-    /// Applies a group_mod.
+    /// Applies a group_mod. An add beyond [`Limits::groups`] is refused with
+    /// `OFPGMFC_OUT_OF_GROUPS` (a modify never adds, whatever its type); a group of more
+    /// than [`MAX_BUCKETS`] buckets or [`MAX_GROUP_ACTIONS`] actions with
+    /// `OFPGMFC_OUT_OF_BUCKETS`.
     pub fn group_mod(&mut self, gm: &GroupMod, now_ms: u64) -> Result<(), OfError> {
         use err::group_mod_failed as g;
         gm.validate()?;
@@ -32,6 +35,13 @@ impl Ofproto {
                 }
                 if gm.command == GroupModCommand::Modify && !exists {
                     return Err(OfError::group_mod_failed(g::UNKNOWN_GROUP));
+                }
+                if !exists && self.groups.len() >= self.limits.groups as usize {
+                    return Err(OfError::group_mod_failed(g::OUT_OF_GROUPS));
+                }
+                let actions: usize = gm.buckets.iter().map(|b| b.actions.len()).sum();
+                if gm.buckets.len() > MAX_BUCKETS || actions > MAX_GROUP_ACTIONS {
+                    return Err(OfError::group_mod_failed(g::OUT_OF_BUCKETS));
                 }
                 for b in &gm.buckets {
                     for a in &b.actions {
@@ -116,10 +126,15 @@ impl Ofproto {
 
     // ---- meters ---------------------------------------------------------------------
 
-    /// Applies a meter_mod.
+    /// Applies a meter_mod. A meter of more than [`MAX_BANDS`] bands is refused with
+    /// `OFPMMFC_OUT_OF_BANDS`, an add beyond [`Limits::meters`] with
+    /// `OFPMMFC_OUT_OF_METERS`, as OVS's userspace datapath does.
     pub fn meter_mod(&mut self, mm: &MeterMod, now_ms: u64) -> Result<(), OfError> {
         use err::meter_mod_failed as m;
         mm.validate()?;
+        if mm.command != MeterModCommand::Delete && mm.bands.len() > MAX_BANDS {
+            return Err(OfError::meter_mod_failed(m::OUT_OF_BANDS));
+        }
         let pktps = mm.flags.contains(MeterFlags::PKTPS);
         let burst = mm.flags.contains(MeterFlags::BURST);
         let stats = mm.flags.contains(MeterFlags::STATS);
@@ -142,6 +157,9 @@ impl Ofproto {
             MeterModCommand::Add => {
                 if self.meters.contains_key(&mm.meter_id) {
                     return Err(OfError::meter_mod_failed(m::METER_EXISTS));
+                }
+                if self.meters.len() >= self.limits.meters as usize {
+                    return Err(OfError::meter_mod_failed(m::OUT_OF_METERS));
                 }
                 self.meters.insert(
                     mm.meter_id,

@@ -54,6 +54,43 @@ pub const N_TABLES: usize = 255;
 /// How many flow-removed records and packet-ins are kept for the connection layer.
 pub const LOG_CAPACITY: usize = 4096;
 
+/// The most groups and meters a bridge holds, and the most bands a meter has. A group_mod or
+/// meter_mod that adds one beyond its limit is refused (`OFPGMFC_OUT_OF_GROUPS`,
+/// `OFPMMFC_OUT_OF_METERS`, `OFPMMFC_OUT_OF_BANDS`) and changes nothing; the group and meter
+/// features replies report these numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Groups of every type together ([`DEFAULT_MAX_GROUPS`] unless set).
+    pub groups: u32,
+    /// Meters ([`MAX_METERS`] unless set).
+    pub meters: u32,
+}
+
+/// The most groups by default. OVN gives each load balancer's backend set its own select
+/// group (tens of thousands in large deployments); a group costs its buckets' actions plus
+/// about 200 bytes (see docs/ovs-equivalence.md), held twice (the writer's and the readers'
+/// copies), so a full table of small groups stays in the hundreds of megabytes.
+pub const DEFAULT_MAX_GROUPS: u32 = 1 << 18;
+/// The most buckets in a group, and bucket actions in all: more than one group_mod can
+/// carry (a message is at most 64 KiB, a bucket at least 16 bytes, an action 8), so only
+/// insert-bucket commands meet them. A group then costs at most what one message can ask for.
+pub const MAX_BUCKETS: usize = 4096;
+/// See [`MAX_BUCKETS`].
+pub const MAX_GROUP_ACTIONS: usize = 8192;
+/// The most meters: OVS's userspace datapath's number (262,144).
+pub const MAX_METERS: u32 = 1 << 18;
+/// The most bands in one meter, as OVS's userspace datapath.
+pub const MAX_BANDS: usize = 8;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            groups: DEFAULT_MAX_GROUPS,
+            meters: MAX_METERS,
+        }
+    }
+}
+
 /// What ofproto knows of a port.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OfPort {
@@ -162,6 +199,8 @@ pub struct Ofproto {
     learners: BTreeMap<(u8, u64), usize>,
     /// Pairs whose last learner went, for the operation's end to flush.
     dead_learned: Vec<(u8, u64)>,
+    /// How many groups and meters it takes.
+    limits: Limits,
 }
 
 impl Default for Ofproto {
@@ -200,6 +239,7 @@ impl Ofproto {
             recirc: Arc::default(),
             learners: BTreeMap::new(),
             dead_learned: Vec::new(),
+            limits: Limits::default(),
         }
     }
 
@@ -247,6 +287,20 @@ impl Ofproto {
         self.version += 1;
         self.meta_gen += 1;
         self.tables.get_mut(usize::from(id))
+    }
+
+    /// How many groups and meters this switch takes.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Sets how many groups and meters this switch takes. Lowering a limit below what is
+    /// installed removes nothing: further adds are refused until enough are deleted.
+    pub fn set_limits(&mut self, limits: Limits) {
+        if self.limits != limits {
+            self.limits = limits;
+            self.meta_gen += 1;
+        }
     }
 
     /// The groups.

@@ -161,6 +161,7 @@ impl Ofproto {
         self.fail_open = from.fail_open;
         self.tlv.clone_from(&from.tlv);
         self.learners.clone_from(&from.learners);
+        self.limits = from.limits;
         graveyard
     }
 
@@ -190,6 +191,7 @@ impl Ofproto {
             recirc: std::sync::Arc::clone(&self.recirc),
             learners: self.learners.clone(),
             dead_learned: Vec::new(),
+            limits: self.limits,
         }
     }
 }

@@ -244,6 +244,16 @@ pub mod table_mod_failed {
     pub const EPERM: u16 = 2;
 }
 
+/// `OFPET_QUEUE_OP_FAILED` codes.
+pub mod queue_op_failed {
+    /// The port does not exist.
+    pub const BAD_PORT: u16 = 0;
+    /// The queue does not exist.
+    pub const BAD_QUEUE: u16 = 1;
+    /// Permissions error.
+    pub const EPERM: u16 = 2;
+}
+
 /// `OFPET_BUNDLE_FAILED` codes.
 pub mod bundle_failed {
     /// Unspecified error.
@@ -372,13 +382,16 @@ pub mod nx_tlv {
     /// `NXR_STALE`: the continuation is not one this switch made (or is from before a
     /// restart or for a bridge that is gone).
     pub const RESUME_STALE: u16 = 35;
+    /// `NXST_NOT_CONFIGURED`: the statistics asked for are of something not configured
+    /// (IPFIX on a bridge without it).
+    pub const NOT_CONFIGURED: u16 = 36;
 
     /// The OpenFlow 1.0 (vendor error) code of an OpenFlow 1.2+ code.
     pub fn nx10(code: u16) -> u16 {
         match code {
             37 => 536,
             38 => 537,
-            34 | 35 => code + 499,
+            34..=36 => code + 499,
             c => c + 511,
         }
     }

@@ -51,6 +51,10 @@ impl OfError {
     pub const fn meter_mod_failed(code: u16) -> OfError {
         OfError::new(err::OFPET_METER_MOD_FAILED, code)
     }
+    /// `OFPET_QUEUE_OP_FAILED` with `code`.
+    pub const fn queue_op_failed(code: u16) -> OfError {
+        OfError::new(err::OFPET_QUEUE_OP_FAILED, code)
+    }
     /// `OFPET_BUNDLE_FAILED` with `code`.
     pub const fn bundle_failed(code: u16) -> OfError {
         OfError::new(err::OFPET_BUNDLE_FAILED, code)
@@ -99,6 +103,7 @@ impl OfError {
             err::OFPET_GROUP_MOD_FAILED => GROUP_MOD_CODES,
             err::OFPET_METER_MOD_FAILED => METER_MOD_CODES,
             err::OFPET_BUNDLE_FAILED => BUNDLE_CODES,
+            err::OFPET_QUEUE_OP_FAILED => QUEUE_OP_CODES,
             err::OFPET_EXPERIMENTER => {
                 return NX_CODES
                     .iter()
@@ -121,6 +126,7 @@ const NX_CODES: &[(u16, &str)] = &[
     (err::nx_tlv::DUP_ENTRY, "NXTTMFC_DUP_ENTRY"),
     (err::nx_tlv::INVALID_TLV_FIELD, "NXFMFC_INVALID_TLV_FIELD"),
     (err::nx_tlv::INVALID_TLV_DEL, "NXTTMFC_INVALID_TLV_DEL"),
+    (err::nx_tlv::NOT_CONFIGURED, "NXST_NOT_CONFIGURED"),
 ];
 
 /// Names of the `OFPET_BAD_REQUEST` codes, by code.
@@ -233,6 +239,9 @@ const METER_MOD_CODES: &[&str] = &[
     "OFPMMFC_OUT_OF_BANDS",
 ];
 /// Names of the `OFPET_BUNDLE_FAILED` codes, by code.
+/// Names of the `OFPET_QUEUE_OP_FAILED` codes, by code.
+const QUEUE_OP_CODES: &[&str] = &["OFPQOFC_BAD_PORT", "OFPQOFC_BAD_QUEUE", "OFPQOFC_EPERM"];
+
 const BUNDLE_CODES: &[&str] = &[
     "OFPBFC_UNKNOWN",
     "OFPBFC_EPERM",

@@ -12,8 +12,10 @@
 //!   padded to 8, OpenFlow 1.0 actions), `NXST_FLOW_MONITOR` ([`crate::wire::monitor`]),
 //!   and the group bodies `NXST_GROUP`, `NXST_GROUP_DESC` and `NXST_GROUP_FEATURES`
 //!   ([`super::group`]), which decode to the same [`MpRequest`] / [`MpReply`] variants as
-//!   1.1+'s group multiparts. Any other Nicira subtype is `BadExpType`; a request must
-//!   use all its bytes.
+//!   1.1+'s group multiparts, and `NXST_IPFIX_BRIDGE` / `NXST_IPFIX_FLOW` ([`ipfix`]). Any
+//!   other Nicira subtype is `BadExpType`; a request must use all its bytes.
+//! * Nicira's IPFIX statistics from OpenFlow 1.1 on (experimenter multiparts, no padding
+//!   after the subtype); other Nicira subtypes there stay raw.
 //! * OpenFlow 1.3 `ONFST_FLOW_MONITOR` (ONF experimenter, type 1870), what
 //!   `ovs-ofctl -O OpenFlow13 monitor` sends: Nicira monitor bodies with OpenFlow 1.3
 //!   matches and instructions.
@@ -22,6 +24,7 @@
 //! in any other version (`NotInVersion`).
 
 use super::flow::{apply, decode_aggregate, FlowStats, FlowStatsRequest};
+use super::ipfix::{self, NXST_IPFIX_BRIDGE, NXST_IPFIX_FLOW};
 use super::{decode_id, group, header, mp, MpReply, MpRequest};
 use crate::actions::{port_from_of10, port_to_of10};
 use crate::wire::action::{decode_flow_actions, encode_of10_report, NX_VENDOR_ID};
@@ -52,6 +55,12 @@ fn is_nx(version: u8, e: &crate::wire::Experimenter) -> bool {
     e.experimenter == NX_VENDOR_ID && version == OFP10
 }
 
+/// Whether `e` is Nicira's IPFIX statistics in OpenFlow 1.1+ (an experimenter multipart
+/// without the padding 1.0's vendor stats have; see [`ipfix`]).
+fn is_nx_ipfix(e: &crate::wire::Experimenter) -> bool {
+    e.experimenter == NX_VENDOR_ID && matches!(e.exp_type, NXST_IPFIX_BRIDGE | NXST_IPFIX_FLOW)
+}
+
 /// Whether `e` is the OpenFlow 1.3 ONF flow monitor.
 fn is_onf_monitor(version: u8, e: &crate::wire::Experimenter) -> bool {
     e.experimenter == ONF_EXPERIMENTER_ID && version == OFP13 && e.exp_type == ONFST_FLOW_MONITOR
@@ -71,12 +80,23 @@ pub(super) fn decode_request(version: u8, rd: &mut Rd<'_>) -> Result<MpRequest, 
             NXST_GROUP => MpRequest::Group(decode_id(&mut b)?),
             NXST_GROUP_DESC => MpRequest::GroupDesc(decode_id(&mut b)?),
             NXST_GROUP_FEATURES => MpRequest::GroupFeatures,
+            NXST_IPFIX_BRIDGE => MpRequest::IpfixBridge,
+            NXST_IPFIX_FLOW => MpRequest::IpfixFlow,
             t => return Err(DecodeError::BadExpType(t)),
         };
         if !b.is_empty() {
             return Err(DecodeError::BadLength);
         }
         Ok(r)
+    } else if is_nx_ipfix(&e) {
+        if !e.data.is_empty() {
+            return Err(DecodeError::BadLength);
+        }
+        Ok(if e.exp_type == NXST_IPFIX_BRIDGE {
+            MpRequest::IpfixBridge
+        } else {
+            MpRequest::IpfixFlow
+        })
     } else if is_onf_monitor(version, &e) {
         let mut b = Rd::new(&e.data, DecodeError::BadLength);
         Ok(MpRequest::OnfFlowMonitor(monitor::decode_nx_requests(
@@ -113,7 +133,16 @@ pub(super) fn decode_reply(version: u8, rd: &mut Rd<'_>) -> Result<MpReply, Deco
                 }
                 MpReply::GroupFeatures(g)
             }
+            NXST_IPFIX_BRIDGE => MpReply::IpfixBridge(ipfix::decode_bridge(&mut b)?),
+            NXST_IPFIX_FLOW => MpReply::IpfixFlow(ipfix::decode_stats(&mut b)?),
             t => return Err(DecodeError::BadExpType(t)),
+        })
+    } else if is_nx_ipfix(&e) {
+        let mut b = Rd::new(&e.data, DecodeError::BadLength);
+        Ok(if e.exp_type == NXST_IPFIX_BRIDGE {
+            MpReply::IpfixBridge(ipfix::decode_bridge(&mut b)?)
+        } else {
+            MpReply::IpfixFlow(ipfix::decode_stats(&mut b)?)
         })
     } else if is_onf_monitor(version, &e) {
         let mut b = Rd::new(&e.data, DecodeError::BadLength);

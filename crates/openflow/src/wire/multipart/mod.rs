@@ -9,7 +9,8 @@
 //! Supported types: desc, flow, aggregate, table, port stats, queue stats, group, group
 //! desc, group features, meter, meter config, meter features, table features (records
 //! with raw properties), port desc, experimenter, and Nicira's `NXST_FLOW` /
-//! `NXST_AGGREGATE` (OpenFlow 1.0 vendor stats), and through [`super::of14`] OpenFlow
+//! `NXST_AGGREGATE` (OpenFlow 1.0 vendor stats), `NXST_IPFIX_BRIDGE` / `NXST_IPFIX_FLOW`
+//! (Nicira stats in every version), and through [`super::of14`] OpenFlow
 //! 1.4+'s table desc and queue desc and 1.5's controller status, bundle features and flow
 //! statistics (multipart 17); flow monitors in both the 1.4 and the Nicira form through
 //! [`super::monitor`]. OpenFlow 1.5 flow statistics and aggregate replies carry their
@@ -20,8 +21,8 @@
 //! family of bodies has its own file with its record types and their decoder and encoder
 //! side by side: `desc`, `flow` (flow and aggregate statistics), `oxs` (1.5 counters),
 //! `table` (statistics and features), `ports` (port statistics and descriptions),
-//! `queue`, `group`, `meter`, and `experimenter` (Nicira vendor stats, the ONF flow
-//! monitor, raw experimenter bodies).
+//! `queue`, `group`, `meter`, `ipfix` (Nicira's IPFIX statistics, in every version), and
+//! `experimenter` (Nicira vendor stats, the ONF flow monitor, raw experimenter bodies).
 //!
 //! ## Invariants
 //! A body must be used completely: bytes left after it are `BadLength`. OpenFlow 1.0
@@ -35,6 +36,7 @@ mod desc;
 mod experimenter;
 mod flow;
 mod group;
+mod ipfix;
 mod meter;
 mod oxs;
 mod ports;
@@ -46,6 +48,7 @@ mod table;
 pub use desc::Desc;
 pub use flow::{AggregateStats, FlowStats, FlowStatsRequest};
 pub use group::{GroupDesc, GroupFeatures, GroupStats};
+pub use ipfix::IpfixStats;
 pub use meter::{MeterConfig, MeterFeatures, MeterStats};
 pub use oxs::OxsStats;
 pub use queue::QueueStats;
@@ -108,6 +111,9 @@ enum Intro {
     },
     /// OpenFlow 1.0 Nicira vendor stats of this subtype.
     Nx(u32),
+    /// Nicira stats of this subtype in every version: vendor stats in 1.0, an
+    /// experimenter multipart (no padding after the subtype) from 1.1 on.
+    NxAny(u32),
     /// A group body: the standard header with type `ty` from 1.3 on, Nicira vendor stats
     /// of subtype `nx` in 1.0.
     Group {
@@ -163,6 +169,15 @@ impl Intro {
             }
             Intro::Group { ty, what, .. } => Intro::of11(ty, what).write(out, version, flags),
             Intro::Nx(sub) => experimenter::nx_header(out, version, flags, sub),
+            Intro::NxAny(sub) if version == OFP10 => {
+                experimenter::nx_header(out, version, flags, sub)
+            }
+            Intro::NxAny(sub) => {
+                header(out, version, mp::EXPERIMENTER, flags);
+                out.u32(super::action::NX_VENDOR_ID);
+                out.u32(sub);
+                Ok(())
+            }
             Intro::OnfMonitor => experimenter::onf_header(out, version, flags),
         }
     }

@@ -81,6 +81,10 @@ pub enum MpReply {
     NxFlowMonitor(Vec<monitor::FlowUpdate>),
     /// OpenFlow 1.3 ONF flow monitor updates (Nicira bodies).
     OnfFlowMonitor(Vec<monitor::FlowUpdate>),
+    /// The bridge's IPFIX exporter statistics (`NXST_IPFIX_BRIDGE`, every version).
+    IpfixBridge(super::IpfixStats),
+    /// Flow-based IPFIX statistics, one record per collector set (`NXST_IPFIX_FLOW`).
+    IpfixFlow(Vec<super::IpfixStats>),
 }
 
 pub(crate) fn decode_mp_reply(version: u8, rd: &mut Rd<'_>) -> Result<MultipartReply, DecodeError> {
@@ -162,6 +166,8 @@ fn intro(body: &MpReply) -> Intro {
         MpReply::FlowMonitor(_) => Intro::since(of14::mp::FLOW_MONITOR, OFP14, "flow monitor"),
         MpReply::NxFlowMonitor(_) => Intro::Nx(NXST_FLOW_MONITOR),
         MpReply::OnfFlowMonitor(_) => Intro::OnfMonitor,
+        MpReply::IpfixBridge(_) => Intro::NxAny(super::ipfix::NXST_IPFIX_BRIDGE),
+        MpReply::IpfixFlow(_) => Intro::NxAny(super::ipfix::NXST_IPFIX_FLOW),
     }
 }
 
@@ -201,6 +207,8 @@ pub(crate) fn encode_mp_reply(
         MpReply::FlowMonitor(v) => monitor::encode_updates(out, version, v)?,
         MpReply::NxFlowMonitor(v) => monitor::encode_nx_updates(out, v, false)?,
         MpReply::OnfFlowMonitor(v) => monitor::encode_nx_updates(out, v, true)?,
+        MpReply::IpfixBridge(s) => super::ipfix::encode_stats(out, std::slice::from_ref(s)),
+        MpReply::IpfixFlow(v) => super::ipfix::encode_stats(out, v),
     }
     Ok(())
 }

@@ -88,6 +88,10 @@ pub enum MpRequest {
     NxFlowMonitor(Vec<monitor::FlowMonitorRequest>),
     /// OpenFlow 1.3 ONF flow monitors (`ONFST_FLOW_MONITOR`, Nicira bodies).
     OnfFlowMonitor(Vec<monitor::FlowMonitorRequest>),
+    /// The bridge's IPFIX exporter statistics (`NXST_IPFIX_BRIDGE`, every version).
+    IpfixBridge,
+    /// Flow-based IPFIX statistics, per collector set (`NXST_IPFIX_FLOW`, every version).
+    IpfixFlow,
 }
 
 pub(crate) fn decode_mp_request(
@@ -185,6 +189,8 @@ fn intro(body: &MpRequest) -> Intro {
         MpRequest::FlowMonitor(_) => Intro::since(of14::mp::FLOW_MONITOR, OFP14, "flow monitor"),
         MpRequest::NxFlowMonitor(_) => Intro::Nx(NXST_FLOW_MONITOR),
         MpRequest::OnfFlowMonitor(_) => Intro::OnfMonitor,
+        MpRequest::IpfixBridge => Intro::NxAny(super::ipfix::NXST_IPFIX_BRIDGE),
+        MpRequest::IpfixFlow => Intro::NxAny(super::ipfix::NXST_IPFIX_FLOW),
     }
 }
 
@@ -200,7 +206,9 @@ pub(crate) fn encode_mp_request(
         | MpRequest::GroupFeatures
         | MpRequest::MeterFeatures
         | MpRequest::TableDesc
-        | MpRequest::ControllerStatus => {}
+        | MpRequest::ControllerStatus
+        | MpRequest::IpfixBridge
+        | MpRequest::IpfixFlow => {}
         MpRequest::Flow(f) | MpRequest::Aggregate(f) | MpRequest::FlowStats15(f) => {
             encode_flow_req(out, version, f)?
         }
