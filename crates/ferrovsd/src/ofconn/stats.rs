@@ -94,57 +94,15 @@ pub fn multipart(
             no_queues(b, port_no, queue_id)?;
             MpReply::Queue(Vec::new())
         }
-        MpRequest::Group(id) => {
-            let recs = group_stats(b, id, now);
-            send_split(
-                c,
-                xid,
-                &recs,
-                GROUPS_PER_REPLY,
-                Clone::clone,
-                MpReply::Group,
-            );
-            return Ok(());
-        }
-        MpRequest::GroupDesc(id) => {
-            let recs = group_desc(b, id);
-            send_split(
-                c,
-                xid,
-                &recs,
-                GROUPS_PER_REPLY,
-                Clone::clone,
-                MpReply::GroupDesc,
-            );
-            return Ok(());
-        }
+        MpRequest::Group(id) => return records(c, xid, group_stats(b, id, now), MpReply::Group),
+        MpRequest::GroupDesc(id) => return records(c, xid, group_desc(b, id), MpReply::GroupDesc),
         MpRequest::GroupFeatures => {
             let max = b.udpif.of().limits().groups;
             group_features(c.version(), max)
         }
-        MpRequest::Meter(id) => {
-            let recs = meter_stats(b, id, now);
-            send_split(
-                c,
-                xid,
-                &recs,
-                GROUPS_PER_REPLY,
-                Clone::clone,
-                MpReply::Meter,
-            );
-            return Ok(());
-        }
+        MpRequest::Meter(id) => return records(c, xid, meter_stats(b, id, now), MpReply::Meter),
         MpRequest::MeterConfig(id) => {
-            let recs = meter_config(b, id);
-            send_split(
-                c,
-                xid,
-                &recs,
-                GROUPS_PER_REPLY,
-                Clone::clone,
-                MpReply::MeterConfig,
-            );
-            return Ok(());
+            return records(c, xid, meter_config(b, id), MpReply::MeterConfig)
         }
         MpRequest::MeterFeatures => meter_features(b.udpif.of().limits().meters),
         MpRequest::Experimenter(_) => {
@@ -223,6 +181,17 @@ fn send_mp(c: &Conn, xid: u32, body: MpReply) {
             );
         }
     }
+}
+
+/// Sends group or meter records over as many messages as they need (see [`send_split`]).
+fn records<T: Clone>(
+    c: &Conn,
+    xid: u32,
+    recs: Vec<T>,
+    body: impl Fn(Vec<T>) -> MpReply,
+) -> Result<(), OfError> {
+    send_split(c, xid, &recs, GROUPS_PER_REPLY, Clone::clone, body);
+    Ok(())
 }
 
 /// Sends `recs` as a multipart reply of at most `per` records a message, at least one
