@@ -23,7 +23,7 @@
 //!
 //! The configuration of a live meter never changes: a modify builds a new one that carries
 //! the meter's counters over (bands start with full buckets and zero counts, as the bands
-//! are new), and the switch publishes the new set (see [`MeterTable`]). A thread still
+//! are new), and the switch publishes it in its shard of the set (see [`MeterTable`]). A thread still
 //! running the old meter for the packet in hand counts that packet there.
 //!
 //! [`Meter`] is a plain snapshot of a live meter, for statistics.
@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use arc_swap::{ArcSwap, Guard};
+use arc_swap::ArcSwapOption;
 
 /// What a band does to the packets it applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -257,36 +257,87 @@ impl LiveMeter {
     }
 }
 
-/// The meters of one switch as the datapath sees them: the switch publishes a new map after
-/// every meter change (meter changes are rare; the map is one `Arc` per meter), and readers
-/// load it without a lock.
+/// Some of the meters of one switch as the datapath sees them (one shard of a
+/// [`MeterTable`]).
 pub type MeterMap = HashMap<u32, Arc<LiveMeter>>;
 
-/// A cloneable, `Send + Sync` handle to the published meters (see the module documentation).
-#[derive(Clone, Default)]
+/// Shards of a [`MeterTable`]: a meter change copies one shard's map, so publishing it
+/// costs O(meters / `METER_SHARDS`) (at most a few hundred entries at the bridge's limit of
+/// 262,144 meters), not O(meters).
+const METER_SHARDS: usize = 1024;
+
+/// The shard of meter `id`: Fibonacci hashing, so consecutive ids spread over the shards.
+#[inline]
+fn shard(id: u32) -> usize {
+    (id.wrapping_mul(0x9E37_79B9) >> (32 - METER_SHARDS.trailing_zeros())) as usize
+}
+
+/// A cloneable, `Send + Sync` handle to the published meters (see the module
+/// documentation): the switch republishes the one shard a meter change touches, and readers
+/// load a shard without a lock or an allocation. An empty shard holds nothing.
+#[derive(Clone)]
 pub struct MeterTable {
-    shared: Arc<ArcSwap<MeterMap>>,
+    shards: Arc<[ArcSwapOption<MeterMap>]>,
+}
+
+impl Default for MeterTable {
+    fn default() -> Self {
+        MeterTable {
+            shards: (0..METER_SHARDS)
+                .map(|_| ArcSwapOption::const_empty())
+                .collect(),
+        }
+    }
 }
 
 impl MeterTable {
-    /// The current set: hold it for a batch, not longer.
-    #[inline]
-    pub fn load(&self) -> Guard<Arc<MeterMap>> {
-        self.shared.load()
-    }
-
     /// Runs meter `id` on a packet; a meter that no longer exists passes it.
     #[inline]
     pub fn apply(&self, id: u32, len: usize, now_us: u64) -> Verdict {
-        match self.shared.load().get(&id) {
+        let Some(s) = self.shards.get(shard(id)) else {
+            return Verdict::Pass;
+        };
+        match s.load().as_deref().and_then(|m| m.get(&id)) {
             Some(m) => m.apply(len, now_us),
             None => Verdict::Pass,
         }
     }
 
-    /// Publishes a new set (the switch's side).
+    /// The published meter `id`, if any.
+    pub fn get(&self, id: u32) -> Option<Arc<LiveMeter>> {
+        let s = self.shards.get(shard(id))?;
+        s.load().as_deref().and_then(|m| m.get(&id)).cloned()
+    }
+
+    /// Publishes meter `id` as `meter`, or its removal (the switch's side; one writer at a
+    /// time): copies that meter's shard only.
+    pub fn set(&self, id: u32, meter: Option<Arc<LiveMeter>>) {
+        let Some(s) = self.shards.get(shard(id)) else {
+            return;
+        };
+        let mut map: MeterMap = s.load().as_deref().cloned().unwrap_or_default();
+        match meter {
+            Some(m) => {
+                map.insert(id, m);
+            }
+            None => {
+                map.remove(&id);
+            }
+        }
+        s.store((!map.is_empty()).then(|| Arc::new(map)));
+    }
+
+    /// Publishes a whole new set (the switch's side): O(meters).
     pub fn publish(&self, map: MeterMap) {
-        self.shared.store(Arc::new(map));
+        let mut split: Vec<MeterMap> = (0..METER_SHARDS).map(|_| MeterMap::new()).collect();
+        for (id, m) in map {
+            if let Some(part) = split.get_mut(shard(id)) {
+                part.insert(id, m);
+            }
+        }
+        for (s, part) in self.shards.iter().zip(split) {
+            s.store((!part.is_empty()).then(|| Arc::new(part)));
+        }
     }
 }
 
@@ -428,6 +479,40 @@ mod tests {
         assert_eq!(t.apply(1, 64, 0), Verdict::Pass);
         assert_eq!(t.apply(1, 64, 0), Verdict::Drop);
         assert_eq!(t.apply(2, 64, 0), Verdict::Pass);
+    }
+
+    #[test]
+    fn the_table_publishes_one_meter_at_a_time() {
+        let t = MeterTable::default();
+        // Ids in the same shard and in others.
+        let ids: Vec<u32> = (1..=3000).collect();
+        for &id in &ids {
+            let b = Band::new(BandKind::Drop, 1, 1, true);
+            t.set(
+                id,
+                Some(Arc::new(LiveMeter::new(id, true, true, false, &[b], 0))),
+            );
+        }
+        for &id in &ids {
+            assert_eq!(t.apply(id, 64, 0), Verdict::Pass, "{id} first packet");
+            assert_eq!(t.apply(id, 64, 0), Verdict::Drop, "{id} second packet");
+        }
+        // Removing every other meter leaves the rest in place.
+        for &id in ids.iter().step_by(2) {
+            t.set(id, None);
+        }
+        for &id in &ids {
+            let want = if id % 2 == 1 {
+                Verdict::Pass
+            } else {
+                Verdict::Drop
+            };
+            assert_eq!(t.apply(id, 64, 0), want, "{id}");
+        }
+        // A whole set replaces every shard.
+        t.publish(MeterMap::new());
+        assert!(ids.iter().all(|&id| t.apply(id, 64, 0) == Verdict::Pass));
+        assert!(t.shards.iter().all(|s| s.load().is_none()));
     }
 
     #[test]

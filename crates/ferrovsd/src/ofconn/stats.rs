@@ -42,6 +42,9 @@ const OFPQ_ALL: u32 = 0xffff_ffff;
 const NOT_CONFIGURED: OfError = OfError::nx(openflow::messages::err::nx_tlv::NOT_CONFIGURED);
 /// Flow statistics records in a reply's first message (later ones are filled to 64 KiB).
 const FLOWS_PER_REPLY: usize = 128;
+/// Group and meter records in a reply's first message (later ones are filled to 64 KiB): a
+/// bridge holds up to 262,144 of each, far beyond one message.
+const GROUPS_PER_REPLY: usize = 64;
 /// Table descriptions per message: all 254 (a few dozen bytes each) in one, as OVS sends
 /// them (vacancy properties are the largest, 8 bytes).
 const TABLE_DESCS_PER_REPLY: usize = 254;
@@ -91,14 +94,16 @@ pub fn multipart(
             no_queues(b, port_no, queue_id)?;
             MpReply::Queue(Vec::new())
         }
-        MpRequest::Group(id) => group_stats(b, id, now),
-        MpRequest::GroupDesc(id) => group_desc(b, id),
+        MpRequest::Group(id) => return records(c, xid, group_stats(b, id, now), MpReply::Group),
+        MpRequest::GroupDesc(id) => return records(c, xid, group_desc(b, id), MpReply::GroupDesc),
         MpRequest::GroupFeatures => {
             let max = b.udpif.of().limits().groups;
             group_features(c.version(), max)
         }
-        MpRequest::Meter(id) => meter_stats(b, id, now),
-        MpRequest::MeterConfig(id) => meter_config(b, id),
+        MpRequest::Meter(id) => return records(c, xid, meter_stats(b, id, now), MpReply::Meter),
+        MpRequest::MeterConfig(id) => {
+            return records(c, xid, meter_config(b, id), MpReply::MeterConfig)
+        }
         MpRequest::MeterFeatures => meter_features(b.udpif.of().limits().meters),
         MpRequest::Experimenter(_) => {
             return Err(OfError::bad_request(bad_request::BAD_EXPERIMENTER));
@@ -176,6 +181,17 @@ fn send_mp(c: &Conn, xid: u32, body: MpReply) {
             );
         }
     }
+}
+
+/// Sends group or meter records over as many messages as they need (see [`send_split`]).
+fn records<T: Clone>(
+    c: &Conn,
+    xid: u32,
+    recs: Vec<T>,
+    body: impl Fn(Vec<T>) -> MpReply,
+) -> Result<(), OfError> {
+    send_split(c, xid, &recs, GROUPS_PER_REPLY, Clone::clone, body);
+    Ok(())
 }
 
 /// Sends `recs` as a multipart reply of at most `per` records a message, at least one
@@ -495,7 +511,7 @@ pub fn of10_port_desc(b: &BridgeOf, c: &Conn, h: Header) {
     c.send_raw(out);
 }
 
-fn group_stats(b: &BridgeOf, id: u32, now: u64) -> MpReply {
+fn group_stats(b: &BridgeOf, id: u32, now: u64) -> Vec<GroupStats> {
     b.udpif.sync(SYNC_TIMEOUT);
     let of = b.udpif.of();
     let refs = |g: u32| {
@@ -505,40 +521,36 @@ fn group_stats(b: &BridgeOf, id: u32, now: u64) -> MpReply {
             .filter(|r| r.uses_group(g))
             .count() as u32
     };
-    MpReply::Group(
-        of.groups()
-            .values()
-            .filter(|g| id == OFPG_ALL || g.id == id)
-            .map(|g| {
-                let (s, ns) = duration(now, g.created_ms);
-                let (packets, bytes) = g.stats.get();
-                GroupStats {
-                    group_id: g.id,
-                    ref_count: refs(g.id),
-                    packet_count: packets,
-                    byte_count: bytes,
-                    duration_sec: s,
-                    duration_nsec: ns,
-                    buckets: g.stats.buckets(),
-                }
-            })
-            .collect(),
-    )
+    of.groups()
+        .values()
+        .filter(|g| id == OFPG_ALL || g.id == id)
+        .map(|g| {
+            let (s, ns) = duration(now, g.created_ms);
+            let (packets, bytes) = g.stats.get();
+            GroupStats {
+                group_id: g.id,
+                ref_count: refs(g.id),
+                packet_count: packets,
+                byte_count: bytes,
+                duration_sec: s,
+                duration_nsec: ns,
+                buckets: g.stats.buckets(),
+            }
+        })
+        .collect()
 }
 
-fn group_desc(b: &BridgeOf, id: u32) -> MpReply {
+fn group_desc(b: &BridgeOf, id: u32) -> Vec<GroupDesc> {
     let of = b.udpif.of();
-    MpReply::GroupDesc(
-        of.groups()
-            .values()
-            .filter(|g| id == OFPG_ALL || g.id == id)
-            .map(|g| GroupDesc {
-                group_type: g.kind,
-                group_id: g.id,
-                buckets: g.buckets.clone(),
-            })
-            .collect(),
-    )
+    of.groups()
+        .values()
+        .filter(|g| id == OFPG_ALL || g.id == id)
+        .map(|g| GroupDesc {
+            group_type: g.kind,
+            group_id: g.id,
+            buckets: g.buckets.clone(),
+        })
+        .collect()
 }
 
 /// Group features. The action bitmaps use the version's action numbers: in 1.0 (Nicira's
@@ -560,46 +572,42 @@ fn group_features(version: u8, max_groups: u32) -> MpReply {
     })
 }
 
-fn meter_stats(b: &BridgeOf, id: u32, now: u64) -> MpReply {
+fn meter_stats(b: &BridgeOf, id: u32, now: u64) -> Vec<MeterStats> {
     let of = b.udpif.of();
     let counts = of.meter_flow_counts();
-    MpReply::Meter(
-        of.meters()
-            .values()
-            .filter(|m| id == OFPM_ALL || m.id == id)
-            .map(|m| {
-                let d = (now * 1000).saturating_sub(m.created_us);
-                MeterStats {
-                    meter_id: m.id,
-                    flow_count: counts.get(&m.id).copied().unwrap_or(0) as u32,
-                    packet_in_count: m.packet_in_count,
-                    byte_in_count: m.byte_in_count,
-                    duration_sec: (d / 1_000_000) as u32,
-                    duration_nsec: ((d % 1_000_000) * 1000) as u32,
-                    bands: m
-                        .bands
-                        .iter()
-                        .map(|x| (x.packet_count, x.byte_count))
-                        .collect(),
-                }
-            })
-            .collect(),
-    )
+    of.meters()
+        .values()
+        .filter(|m| id == OFPM_ALL || m.id == id)
+        .map(|m| {
+            let d = (now * 1000).saturating_sub(m.created_us);
+            MeterStats {
+                meter_id: m.id,
+                flow_count: counts.get(&m.id).copied().unwrap_or(0) as u32,
+                packet_in_count: m.packet_in_count,
+                byte_in_count: m.byte_in_count,
+                duration_sec: (d / 1_000_000) as u32,
+                duration_nsec: ((d % 1_000_000) * 1000) as u32,
+                bands: m
+                    .bands
+                    .iter()
+                    .map(|x| (x.packet_count, x.byte_count))
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
-fn meter_config(b: &BridgeOf, id: u32) -> MpReply {
+fn meter_config(b: &BridgeOf, id: u32) -> Vec<MeterConfig> {
     let of = b.udpif.of();
-    MpReply::MeterConfig(
-        of.meter_specs()
-            .iter()
-            .filter(|(k, _)| id == OFPM_ALL || **k == id)
-            .map(|(k, mm)| MeterConfig {
-                flags: mm.flags.0,
-                meter_id: *k,
-                bands: mm.bands.clone(),
-            })
-            .collect(),
-    )
+    of.meter_specs()
+        .iter()
+        .filter(|(k, _)| id == OFPM_ALL || **k == id)
+        .map(|(k, mm)| MeterConfig {
+            flags: mm.flags.0,
+            meter_id: *k,
+            bands: mm.bands.clone(),
+        })
+        .collect()
 }
 
 /// Meter features: the limits of [`ofproto::Limits`] (OVS's userspace datapath's), and the

@@ -69,6 +69,7 @@ impl Ofproto {
                         self.groups.insert(gm.group_id, grp);
                     }
                 }
+                self.changed.group(gm.group_id, self.groups.len());
             }
             GroupModCommand::Delete => {
                 let ids: Vec<u32> = if gm.group_id == OFPG_ALL {
@@ -78,13 +79,13 @@ impl Ofproto {
                 };
                 for id in ids {
                     if self.groups.remove(&id).is_some() {
+                        self.changed.group(id, self.groups.len());
                         self.delete_where(|r| r.uses_group(id), RemovedReason::GroupDelete, now_ms);
                     }
                 }
             }
         }
         self.version += 1;
-        self.meta_gen += 1;
         self.flush_learned(now_ms);
         Ok(())
     }
@@ -173,11 +174,15 @@ impl Ofproto {
                     )),
                 );
                 self.meter_specs.insert(mm.meter_id, mm.clone());
+                self.changed.meter(mm.meter_id, self.meters.len());
+                self.publish_meter(mm.meter_id);
             }
             MeterModCommand::Modify => match self.meters.get_mut(&mm.meter_id) {
                 Some(meter) => {
                     *meter = Arc::new(meter.reconfigured(pktps, burst, stats, &bands, now_us));
                     self.meter_specs.insert(mm.meter_id, mm.clone());
+                    self.changed.meter(mm.meter_id, self.meters.len());
+                    self.publish_meter(mm.meter_id);
                 }
                 None => return Err(OfError::meter_mod_failed(m::UNKNOWN_METER)),
             },
@@ -190,6 +195,8 @@ impl Ofproto {
                 for id in ids {
                     if self.meters.remove(&id).is_some() {
                         self.meter_specs.remove(&id);
+                        self.changed.meter(id, self.meters.len());
+                        self.publish_meter(id);
                         self.delete_where(
                             |r| r.meter() == Some(id),
                             RemovedReason::MeterDelete,
@@ -199,9 +206,7 @@ impl Ofproto {
                 }
             }
         }
-        self.publish_meters();
         self.version += 1;
-        self.meta_gen += 1;
         self.flush_learned(now_ms);
         Ok(())
     }

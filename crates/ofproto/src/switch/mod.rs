@@ -173,9 +173,11 @@ pub struct Ofproto {
     ports: BTreeMap<u32, OfPort>,
     next_id: u64,
     version: u64,
-    /// Bumped by every change to groups, meters, ports or a table's settings: a lagging copy
-    /// copies those only when it differs (see [`versions`]).
+    /// Bumped by every change to ports, limits or a table's settings: a lagging copy copies
+    /// those only when it differs (see [`versions`]).
     meta_gen: u64,
+    /// The group and meter ids changed since the last publication (see [`versions`]).
+    changed: versions::IdChanges,
     removed: VecDeque<FlowRemoved>,
     /// Flow table changes for flow monitors (empty unless `monitoring`).
     flow_events: VecDeque<FlowEvent>,
@@ -226,6 +228,7 @@ impl Ofproto {
             next_id: 1,
             version: 1,
             meta_gen: 0,
+            changed: versions::IdChanges::default(),
             removed: VecDeque::new(),
             flow_events: VecDeque::new(),
             monitoring: false,
@@ -332,7 +335,12 @@ impl Ofproto {
         self.meter_table.clone()
     }
 
-    /// Publishes the meters to the datapath after a change.
+    /// Publishes meter `id` to the datapath after a change to it (its shard only).
+    pub(crate) fn publish_meter(&self, id: u32) {
+        self.meter_table.set(id, self.meters.get(&id).cloned());
+    }
+
+    /// Publishes every meter to the datapath: O(meters).
     pub(crate) fn publish_meters(&self) {
         let map: MeterMap = self
             .meters

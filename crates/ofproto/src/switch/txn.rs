@@ -37,6 +37,8 @@ struct Snapshot {
     groups: BTreeMap<u32, Group>,
     meters: BTreeMap<u32, std::sync::Arc<LiveMeter>>,
     meter_specs: BTreeMap<u32, MeterMod>,
+    /// How many meter ids the change record held: the ids after it are republished.
+    meters_mark: usize,
     removed: VecDeque<FlowRemoved>,
     flow_events: VecDeque<FlowEvent>,
     next_id: u64,
@@ -57,6 +59,7 @@ impl Ofproto {
             groups: self.groups.clone(),
             meters: self.meters.clone(),
             meter_specs: self.meter_specs.clone(),
+            meters_mark: self.changed.meters_mark(),
             removed: self.removed.clone(),
             flow_events: self.flow_events.clone(),
             next_id: self.next_id,
@@ -79,15 +82,23 @@ impl Ofproto {
         }
         self.groups = snap.groups;
         self.meters = snap.meters;
-        self.publish_meters();
         self.meter_specs = snap.meter_specs;
+        // The ids the closure changed stay in the change record: the other copy replays
+        // them, now with the values restored.
+        match self.changed.meters_since(snap.meters_mark) {
+            Some(ids) => {
+                for &id in ids {
+                    self.meter_table.set(id, self.meters.get(&id).cloned());
+                }
+            }
+            None => self.publish_meters(),
+        }
         self.removed = snap.removed;
         self.flow_events = snap.flow_events;
         self.next_id = snap.next_id;
         self.learners = snap.learners;
         self.dead_learned.clear();
         self.version += 1;
-        self.meta_gen += 1;
     }
 }
 

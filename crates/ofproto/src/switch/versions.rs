@@ -17,8 +17,16 @@
 //!   records which rule ids changed (`Table::take_changes`); the replay copies those ids' rules
 //!   (the same classifier `Arc`s, so counters stay shared) or removes them, so a publication
 //!   costs O(changes), not O(table): `ovs-ofctl add-flows` publishes once per flow_mod, into
-//!   tables of 100K rules. Groups, meters, ports and table settings are copied when their
-//!   generation differs; scalars (version, rule id counter, fail-open, TLV table...) always.
+//!   tables of 100K rules. Groups and meters likewise: a group_mod or meter_mod records the
+//!   ids it added, replaced or removed (`IdChanges`), and the replay makes each such id's
+//!   entry what the published copy has (the same `Group`, sharing its counters, the same
+//!   live meter `Arc` and meter_mod) or removes it; so adding N groups one group_mod at a
+//!   time costs O(N), not O(N^2), and the next session's replay O(ids changed). A list that
+//!   outgrows its map (more than twice its size plus 1024: a switch changed many times
+//!   outside `Versions`) gives way to a whole copy. A transaction that fails
+//!   (`Ofproto::atomically`) keeps the ids it recorded: they are replayed with the values
+//!   it restored. Ports, limits and table settings are copied when their generation
+//!   differs; scalars (version, rule id counter, fail-open, TLV table...) always.
 //! * A bundle commit that adopted whole subtables (`Ofproto::adopt_adds`) records their
 //!   masks, not their rules' ids. The replay takes each such subtable from the published
 //!   copy as it is, the same `Arc` (`Classifier::share_subtable`): only the rules' ids are
@@ -40,8 +48,12 @@
 //!
 //! ## Invariants
 //! * Both copies share every counter the datapath credits: rule and group statistics
-//!   (atomics behind `Arc`s), table lookup counts, meters (one published meter set), the
+//!   (atomics behind `Arc`s), table lookup counts, meters (one published meter set, which
+//!   the writer changes one meter's shard at a time: `MeterTable::set`), the
 //!   recirculation ids.
+//! * After a catch-up, the copy's groups, meters and meter_mods equal the published
+//!   copy's: every change to them goes through `group_mod`, `meter_mod` or a failed
+//!   transaction's restore, and each records the ids it touched.
 //! * Nothing a reader does needs the writer. A thread must not take a write guard while it
 //!   holds a read guard (the write session could wait for that very reader).
 //! * Memory: the classifier indexes (subtable hash tables, the id map) exist twice, except
@@ -73,10 +85,64 @@ pub(crate) struct Logs {
     packet_in_overflow: u64,
 }
 
+/// The group and meter ids a copy changed since its last publication, for the other copy
+/// to replay (see the module documentation). An id may repeat; `all` replaces the lists
+/// once they outgrow the maps (a switch changed many times outside [`Versions`]).
+#[derive(Default)]
+pub(crate) struct IdChanges {
+    groups: Vec<u32>,
+    meters: Vec<u32>,
+    all: bool,
+}
+
+/// Beyond this many ids more than twice a map's size, a list gives way to `all`.
+const ID_SLACK: usize = 1024;
+
+impl IdChanges {
+    /// Group `id` was added, replaced or removed.
+    pub(crate) fn group(&mut self, id: u32, n_groups: usize) {
+        if !self.all {
+            self.groups.push(id);
+            self.bound(n_groups, self.groups.len());
+        }
+    }
+
+    /// Meter `id` (its live meter or its meter_mod) was added, replaced or removed.
+    pub(crate) fn meter(&mut self, id: u32, n_meters: usize) {
+        if !self.all {
+            self.meters.push(id);
+            self.bound(n_meters, self.meters.len());
+        }
+    }
+
+    fn bound(&mut self, map_len: usize, list_len: usize) {
+        if list_len > map_len.saturating_mul(2).saturating_add(ID_SLACK) {
+            *self = IdChanges {
+                all: true,
+                ..IdChanges::default()
+            };
+        }
+    }
+
+    /// How many meter ids are recorded: a mark for [`IdChanges::meters_since`].
+    pub(crate) fn meters_mark(&self) -> usize {
+        self.meters.len()
+    }
+
+    /// The meter ids recorded since `mark`, or `None` if the record became `all` meanwhile.
+    pub(crate) fn meters_since(&self, mark: usize) -> Option<&[u32]> {
+        if self.all {
+            return None;
+        }
+        self.meters.get(mark..)
+    }
+}
+
 /// What the copy that is not current still lacks.
 #[derive(Default)]
 struct Pending {
     tables: Vec<(usize, TableChanges)>,
+    ids: IdChanges,
     logs: Logs,
 }
 
@@ -135,19 +201,35 @@ impl Ofproto {
         self.packet_in_overflow = l.packet_in_overflow;
     }
 
-    /// Brings this copy up to `from` given the table changes made on `from` since the two
-    /// were equal; returns the contents of tables emptied meanwhile, for the caller to free.
-    fn catch_up(&mut self, changes: &[(usize, TableChanges)], from: &Ofproto) -> Vec<Cls> {
+    /// Brings this copy up to `from` given the table changes and the group and meter ids
+    /// changed on `from` since the two were equal; returns the contents of tables emptied
+    /// meanwhile, for the caller to free.
+    fn catch_up(
+        &mut self,
+        changes: &[(usize, TableChanges)],
+        ids: &IdChanges,
+        from: &Ofproto,
+    ) -> Vec<Cls> {
         let mut graveyard = Vec::new();
         for (i, ch) in changes {
             if let (Some(t), Some(f)) = (self.tables.get_mut(*i), from.tables.get(*i)) {
                 graveyard.extend(t.catch_up(ch, f));
             }
         }
-        if self.meta_gen != from.meta_gen {
+        if ids.all {
             self.groups.clone_from(&from.groups);
             self.meters.clone_from(&from.meters);
             self.meter_specs.clone_from(&from.meter_specs);
+        } else {
+            for id in &ids.groups {
+                copy_entry(&mut self.groups, &from.groups, *id);
+            }
+            for id in &ids.meters {
+                copy_entry(&mut self.meters, &from.meters, *id);
+                copy_entry(&mut self.meter_specs, &from.meter_specs, *id);
+            }
+        }
+        if self.meta_gen != from.meta_gen {
             self.ports.clone_from(&from.ports);
             for (t, f) in self.tables.iter_mut().zip(&from.tables) {
                 t.copy_config(f);
@@ -178,6 +260,7 @@ impl Ofproto {
             next_id: self.next_id,
             version: self.version,
             meta_gen: self.meta_gen,
+            changed: IdChanges::default(),
             removed: VecDeque::new(),
             flow_events: VecDeque::new(),
             monitoring: false,
@@ -192,6 +275,23 @@ impl Ofproto {
             learners: self.learners.clone(),
             dead_learned: Vec::new(),
             limits: self.limits,
+        }
+    }
+}
+
+/// Makes `to`'s entry for `id` what `from`'s is: the same value (groups and live meters share
+/// their counters through `Arc`s), or none.
+fn copy_entry<V: Clone>(
+    to: &mut std::collections::BTreeMap<u32, V>,
+    from: &std::collections::BTreeMap<u32, V>,
+    id: u32,
+) {
+    match from.get(&id) {
+        Some(v) => {
+            to.insert(id, v.clone());
+        }
+        None => {
+            to.remove(&id);
         }
     }
 }
@@ -211,12 +311,15 @@ impl Versions {
     /// Versioned state starting as `of` (its logs stay with the writer).
     pub fn new(mut of: Ofproto) -> Versions {
         let logs = of.take_logs();
+        // The twin equals `of`: nothing to replay.
+        of.changed = IdChanges::default();
         let twin = of.twin();
         Versions {
             copies: [RwLock::new(of), RwLock::new(twin)],
             current: AtomicUsize::new(0),
             writer: Mutex::new(Pending {
                 tables: Vec::new(),
+                ids: IdChanges::default(),
                 logs,
             }),
             published: AtomicU64::new(0),
@@ -302,12 +405,13 @@ impl Versions {
         idx: usize,
     ) -> Writer<'a> {
         let changes = std::mem::take(&mut pending.tables);
+        let ids = std::mem::take(&mut pending.ids);
         {
             // Only this session write-locks, and never the current copy: this does not wait.
             let from = self.copies[1 - idx]
                 .read()
                 .unwrap_or_else(|e| e.into_inner());
-            let graveyard = copy.catch_up(&changes, &from);
+            let graveyard = copy.catch_up(&changes, &ids, &from);
             drop(from);
             free_later(graveyard);
         }
@@ -346,12 +450,17 @@ impl Drop for Writer<'_> {
             return;
         };
         self.pending.tables = copy.take_changes();
+        self.pending.ids = std::mem::take(&mut copy.changed);
         self.pending.logs = copy.take_logs();
         drop(copy);
         self.v.current.store(self.idx, Ordering::SeqCst);
         self.v.published.fetch_add(1, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+#[path = "versions_ids_tests.rs"]
+mod ids_tests;
 
 #[cfg(test)]
 mod tests {
