@@ -34,19 +34,9 @@ impl Guestside {
         let m = Arc::new(Guest::new(
             GuestMemoryMmap::from_ranges(&[(GuestAddress(BASE), SIZE)]).expect("anon memory"),
         ));
-        let mut v = Vring::default();
-        let q = &mut v.q;
-        q.set_size(SLOTS);
-        q.set_desc_table_address(Some(DESC as u32), Some(0));
-        q.set_avail_ring_address(Some(AVAIL as u32), Some(0));
-        q.set_used_ring_address(Some(USED as u32), Some(0));
-        q.set_ready(true);
-        assert!(q.is_valid(&m.mem));
-        v.hdr_len = HDR_MRG;
+        let mut v = Vring::split_in(m.clone(), SLOTS, DESC as u32, AVAIL as u32, USED as u32);
+        assert!(v.q.is_valid(&m.mem));
         v.offload = true;
-        v.mem = Some(m.clone());
-        v.started = true;
-        v.enabled = true;
         Guestside {
             m,
             v,

@@ -150,6 +150,23 @@ impl Default for Vring {
 }
 
 impl Vring {
+    /// A started and enabled split ring of `size` slots in `mem`, its descriptor table,
+    /// available and used rings at the given guest addresses (below 4 GiB): what a backend
+    /// holds after a frontend's setup messages, for tests and benchmarks that drive the
+    /// ring with a driver of their own. Other fields as [`Vring::default`].
+    pub fn split_in(mem: Arc<Guest>, size: u16, desc: u32, avail: u32, used: u32) -> Vring {
+        let mut v = Vring::default();
+        v.q.set_size(size);
+        v.q.set_desc_table_address(Some(desc), Some(0));
+        v.q.set_avail_ring_address(Some(avail), Some(0));
+        v.q.set_used_ring_address(Some(used), Some(0));
+        v.q.set_ready(true);
+        v.mem = Some(mem);
+        v.started = true;
+        v.enabled = true;
+        v
+    }
+
     /// Whether poll threads should move packets through this ring.
     pub fn live(&self) -> bool {
         self.started
