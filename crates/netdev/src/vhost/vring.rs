@@ -50,7 +50,6 @@ pub mod packed;
 use super::mem::Guest;
 use crate::offload::VNET_HDR_LEN;
 pub use coalesce::Gro;
-use coalesce::PLAIN;
 pub use offload::{Spill, MAX_SUPER};
 pub use packed::Packed;
 use packet::{Batch, Packet, Pool, MAX_FRAME};
@@ -628,15 +627,9 @@ pub fn tx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch, retries: u32)
     let mut i = 0;
     while i < pkts.len() {
         // A run of TCP segments goes as one super-packet if the guest's buffers hold it.
-        let mut one = (pkts[i].data(), PLAIN, 1usize, pkts[i].len() as u64);
-        if v.gro.on() {
-            if let Some(run) = v.gro.run(&pkts[i..]) {
-                if coalesce::room(&r, mrg, next, avail, hdr + v.gro.frame().len()) {
-                    one = (v.gro.frame(), run.hdr, run.frames, run.bytes);
-                }
-            }
-        }
-        let (frame, vh, frames, bytes) = one;
+        let (frame, vh, frames, bytes) = v.gro.next(pkts, i, hdr, |len| {
+            coalesce::room(&r, mrg, next, avail, len)
+        });
         i += frames;
         loop {
             match scatter(&r, hdr, mrg, frame, &vh, next, avail, &mut used) {

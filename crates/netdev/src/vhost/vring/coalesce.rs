@@ -97,6 +97,29 @@ impl Gro {
         self.tso4 || self.tso6
     }
 
+    /// What goes next into the guest's buffers from `pkts[i..]` (`i` in range): the
+    /// super-packet of the run starting there when there is one and `fits` says the
+    /// guest's posted buffers hold that many bytes (the run's frame plus `hdr`, the
+    /// virtio-net header), else the frame at `i` alone. Returns the bytes, their virtio-net
+    /// header, how many of `pkts` they carry and those frames' total length.
+    #[inline]
+    pub fn next<'a>(
+        &'a mut self,
+        pkts: &'a [Packet],
+        i: usize,
+        hdr: usize,
+        fits: impl FnOnce(usize) -> bool,
+    ) -> (&'a [u8], [u8; VNET_HDR_LEN], usize, u64) {
+        if self.on() {
+            if let Some(run) = self.run(&pkts[i..]) {
+                if fits(hdr + self.buf.len()) {
+                    return (&self.buf, run.hdr, run.frames, run.bytes);
+                }
+            }
+        }
+        (pkts[i].data(), PLAIN, 1, pkts[i].len() as u64)
+    }
+
     /// The super-packet the last successful [`Gro::run`] built.
     pub fn frame(&self) -> &[u8] {
         &self.buf

@@ -40,7 +40,7 @@
 //! once, volatile, before its fields are used. A ring whose head never turns available
 //! costs one load of two bytes per poll.
 
-use super::coalesce::{count, PLAIN};
+use super::coalesce::count;
 use super::{
     fill, put_header, receive_chain, signal, Burst, Chains, Desc, DescError, Guest, Vring,
     DESC_INDIRECT, DESC_NEXT, DESC_WRITE, MAX_CHAINS_PER_PKT, VNET_HDR_LEN,
@@ -432,15 +432,9 @@ pub(super) fn tx_burst(
     let mut i = 0;
     while i < pkts.len() {
         // A run of TCP segments goes as one super-packet if the guest's buffers hold it.
-        let mut one = (pkts[i].data(), PLAIN, 1usize, pkts[i].len() as u64);
-        if v.gro.on() {
-            if let Some(run) = v.gro.run(&pkts[i..]) {
-                if room(&r, mrg, pos, wrap, hdr + v.gro.frame().len()) {
-                    one = (v.gro.frame(), run.hdr, run.frames, run.bytes);
-                }
-            }
-        }
-        let (frame, vh, frames, bytes) = one;
+        let (frame, vh, frames, bytes) = v
+            .gro
+            .next(pkts, i, hdr, |len| room(&r, mrg, pos, wrap, len));
         i += frames;
         loop {
             if b.broken {
