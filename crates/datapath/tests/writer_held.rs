@@ -140,8 +140,7 @@ fn cached_paths_forward_while_the_writer_is_held() {
     let meter_in = || {
         udpif
             .meters
-            .load()
-            .get(&1)
+            .get(1)
             .map(|m| m.snapshot().packet_in_count)
             .unwrap_or(0)
     };
