@@ -48,6 +48,18 @@ def require(*tools):
         pytest.fail(f"missing {', '.join(missing)} (scripts/test.sh installs it)", pytrace=False)
 
 
+
+def ovs_beside_ferrovs(work, protocols=None):
+    """For module fixtures: Debian's OVS 3.1 and ferrovs side by side in `work` (yields the
+    pair, stops both after; helpers/ovsdiff.both), once root and OVS's tools are checked."""
+    need_root()
+    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
+    if str(HELPERS) not in sys.path:
+        sys.path.insert(0, str(HELPERS))
+    import ovsdiff
+
+    yield from ovsdiff.both(work, BIN, protocols)
+
 class Daemon:
     """A ferrovsd with its own rundir."""
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, need_root, require
+from conftest import ovs_beside_ferrovs
 
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 import ovsdiff  # noqa: E402
@@ -29,10 +29,8 @@ FRAME = bytes.fromhex("ffffffffffff000000000001080045000014000100004000"
 
 @pytest.fixture(scope="module")
 def switches(tmp_path_factory):
-    need_root()
-    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
-    yield from ovsdiff.both(tmp_path_factory.mktemp("flags"), BIN,
-                            "OpenFlow10,OpenFlow13,OpenFlow15")
+    yield from ovs_beside_ferrovs(tmp_path_factory.mktemp("flags"),
+                                  "OpenFlow10,OpenFlow13,OpenFlow15")
 
 
 def ofctl(sw, proto, *args):

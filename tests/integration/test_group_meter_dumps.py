@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, need_root, require
+from conftest import ovs_beside_ferrovs
 
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 import ovsdiff  # noqa: E402
@@ -21,9 +21,7 @@ METERS = 500
 
 @pytest.fixture(scope="module")
 def sws(tmp_path_factory):
-    need_root()
-    require("ovs-vsctl", "ovs-ofctl", "ovs-vswitchd", "ovsdb-server")
-    yield from ovsdiff.both(tmp_path_factory.mktemp("gmdumps"), BIN, "OpenFlow13")
+    yield from ovs_beside_ferrovs(tmp_path_factory.mktemp("gmdumps"), "OpenFlow13")
 
 
 def ofctl(sw, verb, *args):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, need_root, require
+from conftest import ovs_beside_ferrovs
 
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 import ovsdiff  # noqa: E402
@@ -19,11 +19,8 @@ import ovsdiff  # noqa: E402
 
 @pytest.fixture(scope="module")
 def switches(tmp_path_factory):
-    need_root()
-    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
-    work = tmp_path_factory.mktemp("groups10")
-    for sws in ovsdiff.both(work, BIN, "OpenFlow10,OpenFlow13,OpenFlow15"):
-        yield sws
+    yield from ovs_beside_ferrovs(tmp_path_factory.mktemp("groups10"),
+                                  "OpenFlow10,OpenFlow13,OpenFlow15")
 
 
 def ofctl(sw, *args):

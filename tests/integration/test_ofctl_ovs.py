@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, need_root, require
+from conftest import ovs_beside_ferrovs
 
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 import ovsdiff  # noqa: E402
@@ -24,11 +24,7 @@ ALL = "OpenFlow10,OpenFlow11,OpenFlow12,OpenFlow13,OpenFlow14,OpenFlow15"
 
 @pytest.fixture(scope="module")
 def switches(tmp_path_factory):
-    need_root()
-    require("ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
-    work = tmp_path_factory.mktemp("ofctlovs")
-    for sws in ovsdiff.both(work, BIN, ALL):
-        yield sws
+    yield from ovs_beside_ferrovs(tmp_path_factory.mktemp("ofctlovs"), ALL)
 
 
 def ofctl(sw, proto, verb, *args):
