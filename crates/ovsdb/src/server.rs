@@ -300,27 +300,16 @@ impl Server {
         let _ = std::fs::remove_file(path);
         let listener = UnixListener::bind(path)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
         let server = self.clone();
         let name = format!("ovsdb {}", path.display());
         let slots = Slots::new(name.clone(), self.shared.config.max_sessions);
-        let thread = thread::Builder::new()
-            .name("ovsdb-listen".into())
-            .spawn(move || {
-                let mut backoff = Backoff::new(name);
-                for conn in listener.incoming() {
-                    if stop2.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    match conn {
-                        Ok(s) => {
-                            backoff.ok();
-                            server.spawn_unix(s, &slots);
-                        }
-                        Err(e) => backoff.failed(&e),
-                    }
-                }
-            })?;
+        let thread = accept_loop(
+            "ovsdb-listen",
+            name,
+            stop.clone(),
+            move || listener.accept().map(|(s, _)| s),
+            move |s| server.spawn_unix(s, &slots),
+        )?;
         let p: PathBuf = path.to_path_buf();
         let wake_path = p.clone();
         Ok(Listener {
@@ -340,27 +329,16 @@ impl Server {
         let listener = TcpListener::bind(addr)?;
         let local = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
         let server = self.clone();
         let name = format!("ovsdb ptcp:{local}");
         let slots = Slots::new(name.clone(), self.shared.config.max_sessions);
-        let thread = thread::Builder::new()
-            .name("ovsdb-listen".into())
-            .spawn(move || {
-                let mut backoff = Backoff::new(name);
-                for conn in listener.incoming() {
-                    if stop2.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    match conn {
-                        Ok(s) => {
-                            backoff.ok();
-                            server.spawn_tcp(s, &slots);
-                        }
-                        Err(e) => backoff.failed(&e),
-                    }
-                }
-            })?;
+        let thread = accept_loop(
+            "ovsdb-listen",
+            name,
+            stop.clone(),
+            move || listener.accept().map(|(s, _)| s),
+            move |s| server.spawn_tcp(s, &slots),
+        )?;
         Ok(Listener {
             stop,
             wake: Some(Box::new(move || TcpStream::connect(local).is_ok())),
@@ -708,4 +686,34 @@ fn timer_loop(weak: std::sync::Weak<Shared>) {
         let wait = wait.clamp(Duration::from_millis(1), Duration::from_millis(500));
         let _ = shared.changed.wait_timeout(st, wait);
     }
+}
+
+/// Runs a listener's accept loop on a thread named `thread_name`: each connection `accept`
+/// returns goes to `serve`, a failed accept backs off (logged under `name`), and the loop
+/// ends at the first connection after `stop` is set (the listener's `wake` makes one).
+pub(crate) fn accept_loop<S>(
+    thread_name: &str,
+    name: String,
+    stop: Arc<AtomicBool>,
+    mut accept: impl FnMut() -> io::Result<S> + Send + 'static,
+    mut serve: impl FnMut(S) + Send + 'static,
+) -> io::Result<thread::JoinHandle<()>> {
+    thread::Builder::new()
+        .name(thread_name.into())
+        .spawn(move || {
+            let mut backoff = Backoff::new(name);
+            loop {
+                let conn = accept();
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                match conn {
+                    Ok(s) => {
+                        backoff.ok();
+                        serve(s);
+                    }
+                    Err(e) => backoff.failed(&e),
+                }
+            }
+        })
 }

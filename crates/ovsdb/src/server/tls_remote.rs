@@ -11,11 +11,11 @@
 //! CA, garbage bytes, a timeout) is logged and closed; it never becomes a session, so it can
 //! neither read nor change the database.
 
-use super::{Listener, Server, READ_TICK};
-use connlimit::{Backoff, Slots};
+use super::{accept_loop, Listener, Server, READ_TICK};
+use connlimit::Slots;
 use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread;
 
@@ -50,27 +50,16 @@ impl Server {
         let listener = TcpListener::bind(passive_addr(target, rest)?)?;
         let local = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
         let server = self.clone();
         let name = format!("ovsdb pssl:{local}");
         let slots = Slots::new(name.clone(), self.shared.config.max_sessions);
-        let thread = thread::Builder::new()
-            .name("ovsdb-listen-tls".into())
-            .spawn(move || {
-                let mut backoff = Backoff::new(name);
-                for conn in listener.incoming() {
-                    if stop2.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    match conn {
-                        Ok(s) => {
-                            backoff.ok();
-                            server.spawn_tls(s, &slots, &source);
-                        }
-                        Err(e) => backoff.failed(&e),
-                    }
-                }
-            })?;
+        let thread = accept_loop(
+            "ovsdb-listen-tls",
+            name,
+            stop.clone(),
+            move || listener.accept().map(|(s, _)| s),
+            move |s| server.spawn_tls(s, &slots, &source),
+        )?;
         Ok(Listener {
             stop,
             wake: Some(Box::new(move || TcpStream::connect(local).is_ok())),
