@@ -115,34 +115,8 @@ pub fn get(k: &FlowKey, f: Field) -> u128 {
         Field::CtNwProto => u128::from(k.ct_nw_proto),
         Field::CtTpSrc => u128::from(k.ct_tp_src),
         Field::CtTpDst => u128::from(k.ct_tp_dst),
-        Field::Reg0
-        | Field::Reg1
-        | Field::Reg2
-        | Field::Reg3
-        | Field::Reg4
-        | Field::Reg5
-        | Field::Reg6
-        | Field::Reg7
-        | Field::Reg8
-        | Field::Reg9
-        | Field::Reg10
-        | Field::Reg11
-        | Field::Reg12
-        | Field::Reg13
-        | Field::Reg14
-        | Field::Reg15
-        | Field::Xreg0
-        | Field::Xreg1
-        | Field::Xreg2
-        | Field::Xreg3
-        | Field::Xreg4
-        | Field::Xreg5
-        | Field::Xreg6
-        | Field::Xreg7
-        | Field::Xxreg0
-        | Field::Xxreg1
-        | Field::Xxreg2
-        | Field::Xxreg3 => {
+        // The registers, alone or as 64- and 128-bit views.
+        _ if reg_span(f).1 != 0 => {
             let (first, n) = reg_span(f);
             k.regs
                 .iter()
@@ -213,34 +187,8 @@ pub fn set(k: &mut FlowKey, f: Field, value: u128, mask: u128) {
         Field::CtNwProto => upd(&mut k.ct_nw_proto, v, m & 0xff),
         Field::CtTpSrc => upd(&mut k.ct_tp_src, v, m),
         Field::CtTpDst => upd(&mut k.ct_tp_dst, v, m),
-        Field::Reg0
-        | Field::Reg1
-        | Field::Reg2
-        | Field::Reg3
-        | Field::Reg4
-        | Field::Reg5
-        | Field::Reg6
-        | Field::Reg7
-        | Field::Reg8
-        | Field::Reg9
-        | Field::Reg10
-        | Field::Reg11
-        | Field::Reg12
-        | Field::Reg13
-        | Field::Reg14
-        | Field::Reg15
-        | Field::Xreg0
-        | Field::Xreg1
-        | Field::Xreg2
-        | Field::Xreg3
-        | Field::Xreg4
-        | Field::Xreg5
-        | Field::Xreg6
-        | Field::Xreg7
-        | Field::Xxreg0
-        | Field::Xxreg1
-        | Field::Xxreg2
-        | Field::Xxreg3 => {
+        // The registers, alone or as 64- and 128-bit views.
+        _ if reg_span(f).1 != 0 => {
             let (first, n) = reg_span(f);
             for (j, r) in k.regs.iter_mut().skip(first).take(n).enumerate() {
                 let shift = 32 * (n - 1 - j);
