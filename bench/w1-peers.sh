@@ -41,6 +41,7 @@ OVS_SOCKET_MEM=1024       # MiB (OVS's shared mempool holds 256K mbufs, and the 
 NOHUGE_MEM=2048           # MiB of ordinary memory per DPDK process in --no-huge mode
 
 OVS_VSWITCHD_DPDK=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
+OVS_NETNS="w1peers-$$"   # ovs-vswitchd runs in this namespace (see ovs_start)
 OVS_SCHEMA=/usr/share/openvswitch/vswitch.ovsschema
 
 usage() {
@@ -118,7 +119,7 @@ stop_daemon() { # name pidfile ctl
     [ -f "$pidfile" ] && pid=$(cat "$pidfile" 2>/dev/null || true)
     pid_alive "$pid" || return 0
     # ovs-vswitchd exits with --cleanup: it deletes its datapath and the persistent taps of
-    # the netdev datapath (ovs-netdev, br0) it made in the root namespace.
+    # the netdev datapath (ovs-netdev, br0) it made in its namespace.
     local how=()
     [ "$name" = ovs-vswitchd ] && how=(--cleanup)
     ovs-appctl -t "$ctl" --timeout=10 exit "${how[@]}" >/dev/null 2>&1 || true
@@ -139,6 +140,7 @@ cleanup() {
     fi
     stop_daemon ovs-vswitchd "$OVS_DIR/run/ovs-vswitchd.pid" "$OVS_DIR/run/ovs-vswitchd.ctl"
     stop_daemon ovsdb-server "$OVS_DIR/run/ovsdb-server.pid" "$OVS_DIR/run/ovsdb-server.ctl"
+    ip netns del "$OVS_NETNS" 2>/dev/null
     # DPDK's runtime directories for our two file prefixes (empty with --in-memory)
     rm -rf "/var/run/dpdk/w1peers-tp-$$" "/var/run/dpdk/w1peers-ovs-$$"
     if [ -n "$HUGEPAGES_ORIG" ] && [ "$KEEP_HUGEPAGES" -eq 0 ]; then
@@ -476,9 +478,14 @@ ovs_start() {
     fi
     cfg+=("other_config:dpdk-extra=\"$extra\"")
     "${VSCTL[@]}" --no-wait set Open_vSwitch . "${cfg[@]}" || return 1
-    "$OVS_VSWITCHD_DPDK" "unix:$OVS_DIR/run/db.sock" --pidfile="$OVS_DIR/run/ovs-vswitchd.pid" \
-        --unixctl="$OVS_DIR/run/ovs-vswitchd.ctl" --log-file="$OVS_DIR/log/ovs-vswitchd.log" \
-        --detach || return 1
+    # In a network namespace of its own: the userspace datapath makes an `ovs-netdev` tap,
+    # and another OVS on the machine (a test's, the system's) holding that name in the root
+    # namespace would keep ours from opening its datapath. The ports are files and DPDK
+    # vdevs; the control sockets are unix sockets, reachable from any namespace.
+    ip netns add "$OVS_NETNS" || return 1
+    ip netns exec "$OVS_NETNS" "$OVS_VSWITCHD_DPDK" "unix:$OVS_DIR/run/db.sock" \
+        --pidfile="$OVS_DIR/run/ovs-vswitchd.pid" --unixctl="$OVS_DIR/run/ovs-vswitchd.ctl" \
+        --log-file="$OVS_DIR/log/ovs-vswitchd.log" --detach || return 1
     local t=600
     while [ "$("${VSCTL[@]}" get Open_vSwitch . dpdk_initialized 2>/dev/null)" != true ]; do
         t=$((t - 1)); [ "$t" -gt 0 ] || return 1; sleep 0.1
