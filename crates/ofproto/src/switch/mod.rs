@@ -25,7 +25,7 @@ mod flow_mod;
 mod group_meter;
 
 use crate::group::Group;
-use crate::meter::{Band, BandKind, LiveMeter, Meter, MeterMap, MeterTable};
+use crate::meter::{Band, BandKind, LiveMeter, Meter, MeterTable};
 use crate::rule::{Rule, RuleStats};
 use crate::table::Table;
 pub use adopt::BuiltAdds;
@@ -178,6 +178,8 @@ pub struct Ofproto {
     meta_gen: u64,
     /// The group and meter ids changed since the last publication (see [`versions`]).
     changed: versions::IdChanges,
+    /// Inside [`Ofproto::atomically`], the old values of the groups and meters it changed.
+    undo: Option<txn::IdJournal>,
     removed: VecDeque<FlowRemoved>,
     /// Flow table changes for flow monitors (empty unless `monitoring`).
     flow_events: VecDeque<FlowEvent>,
@@ -229,6 +231,7 @@ impl Ofproto {
             version: 1,
             meta_gen: 0,
             changed: versions::IdChanges::default(),
+            undo: None,
             removed: VecDeque::new(),
             flow_events: VecDeque::new(),
             monitoring: false,
@@ -338,16 +341,6 @@ impl Ofproto {
     /// Publishes meter `id` to the datapath after a change to it (its shard only).
     pub(crate) fn publish_meter(&self, id: u32) {
         self.meter_table.set(id, self.meters.get(&id).cloned());
-    }
-
-    /// Publishes every meter to the datapath: O(meters).
-    pub(crate) fn publish_meters(&self) {
-        let map: MeterMap = self
-            .meters
-            .iter()
-            .map(|(id, m)| (*id, Arc::clone(m)))
-            .collect();
-        self.meter_table.publish(map);
     }
 
     /// The ports.

@@ -24,8 +24,8 @@
 //!   time costs O(N), not O(N^2), and the next session's replay O(ids changed). A list that
 //!   outgrows its map (more than twice its size plus 1024: a switch changed many times
 //!   outside `Versions`) gives way to a whole copy. A transaction that fails
-//!   (`Ofproto::atomically`) keeps the ids it recorded: they are replayed with the values
-//!   it restored. Ports, limits and table settings are copied when their generation
+//!   (`Ofproto::atomically`) keeps the ids it recorded, and records again those its undo
+//!   journal restores: they are replayed with the restored values. Ports, limits and table settings are copied when their generation
 //!   differs; scalars (version, rule id counter, fail-open, TLV table...) always.
 //! * A bundle commit that adopted whole subtables (`Ofproto::adopt_adds`) records their
 //!   masks, not their rules' ids. The replay takes each such subtable from the published
@@ -122,19 +122,6 @@ impl IdChanges {
                 ..IdChanges::default()
             };
         }
-    }
-
-    /// How many meter ids are recorded: a mark for [`IdChanges::meters_since`].
-    pub(crate) fn meters_mark(&self) -> usize {
-        self.meters.len()
-    }
-
-    /// The meter ids recorded since `mark`, or `None` if the record became `all` meanwhile.
-    pub(crate) fn meters_since(&self, mark: usize) -> Option<&[u32]> {
-        if self.all {
-            return None;
-        }
-        self.meters.get(mark..)
     }
 }
 
@@ -261,6 +248,7 @@ impl Ofproto {
             version: self.version,
             meta_gen: self.meta_gen,
             changed: IdChanges::default(),
+            undo: None,
             removed: VecDeque::new(),
             flow_events: VecDeque::new(),
             monitoring: false,
