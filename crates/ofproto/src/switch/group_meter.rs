@@ -73,7 +73,11 @@ impl Ofproto {
                     self.set_group(id, None);
                 }
                 if !ids.is_empty() {
-                    let any = |r: &Rule| r.actions().any(|a| matches!(a, Action::Group(_)));
+                    let any = |r: &Rule| {
+                        let mut any = false;
+                        r.each_group(|_| any = true);
+                        any
+                    };
                     self.delete_where(any, RemovedReason::GroupDelete, now_ms);
                 }
             }
@@ -90,36 +94,32 @@ impl Ofproto {
         Ok(())
     }
 
-    /// How many rules send to each group (a group's `ref_count` in group stats), in one
-    /// pass over the tables: O(rules + their actions), whatever the number of groups. A rule
-    /// that names a group twice counts once; groups that chain to a group do not count.
+    /// Each group's `ref_count` for group stats, in one pass over the tables: O(rules and
+    /// their actions), whatever the number of groups. As in OVS 3.1, it counts group
+    /// actions in rules, nested ones (`clone(group:1)`) included and each occurrence once
+    /// (`actions=group:1,group:1` counts 2); a group chaining to another does not count.
     pub fn group_ref_counts(&self) -> std::collections::HashMap<u32, u32> {
         let mut n = std::collections::HashMap::new();
-        let mut seen: Vec<u32> = Vec::new();
         for r in self.tables.iter().flat_map(|t| t.iter()) {
-            seen.clear();
-            for a in r.actions() {
-                if let Action::Group(g) = a {
-                    if !seen.contains(g) {
-                        seen.push(*g);
-                        let c: &mut u32 = n.entry(*g).or_insert(0);
-                        *c = c.saturating_add(1);
-                    }
-                }
-            }
+            r.each_group(|g| {
+                let c: &mut u32 = n.entry(g).or_insert(0);
+                *c = c.saturating_add(1);
+            });
         }
         n
     }
 
-    /// How many rules send to group `id` (see [`Ofproto::group_ref_counts`]): O(rules).
+    /// Group `id`'s `ref_count` (see [`Ofproto::group_ref_counts`]): O(rules).
     pub fn group_ref_count(&self, id: u32) -> u32 {
-        let n = self
-            .tables
-            .iter()
-            .flat_map(|t| t.iter())
-            .filter(|r| r.uses_group(id))
-            .count();
-        u32::try_from(n).unwrap_or(u32::MAX)
+        let mut n = 0u32;
+        for r in self.tables.iter().flat_map(|t| t.iter()) {
+            r.each_group(|g| {
+                if g == id {
+                    n = n.saturating_add(1);
+                }
+            });
+        }
+        n
     }
 
     /// True if group `from` reaches group `to` through chained group actions.

@@ -313,9 +313,10 @@ fn a_committed_transaction_keeps_its_groups_and_meters() {
 }
 
 #[test]
-fn group_ref_counts_count_rules_once_each_and_not_chained_groups() {
+fn group_ref_counts_count_group_actions_as_ovs_does() {
     let mut o = switch();
-    // A rule naming group 1 twice (apply and write actions), another sending to 1 and 2.
+    // Group 1 named twice in one rule (apply and write actions), 1 and 2 by another, 3
+    // inside nested clones: each occurrence counts.
     let mut fm = flow_to(30, Some(1), None);
     fm.instructions
         .push(Instruction::WriteActions(vec![Action::Group(1)]));
@@ -324,12 +325,16 @@ fn group_ref_counts_count_rules_once_each_and_not_chained_groups() {
     fm.instructions = vec![Instruction::ApplyActions(vec![
         Action::Group(1),
         Action::Group(2),
+        Action::Clone(vec![
+            Action::Clone(vec![Action::Group(3)]),
+            Action::Group(3),
+        ]),
     ])];
     assert!(o.flow_mod(&fm, 0).is_ok());
     let n = o.group_ref_counts();
-    assert_eq!(n.get(&1), Some(&3));
+    assert_eq!(n.get(&1), Some(&4));
     assert_eq!(n.get(&2), Some(&2));
-    assert_eq!(n.get(&3), Some(&1));
+    assert_eq!(n.get(&3), Some(&3));
     // Group 20 chains to 1 but no rule sends to it; 11..=19 have no rule either.
     assert_eq!(n.get(&20), None);
     assert_eq!(n.get(&11), None);
@@ -337,4 +342,12 @@ fn group_ref_counts_count_rules_once_each_and_not_chained_groups() {
         let one = o.group_ref_count(id);
         assert_eq!(one, n.get(&id).copied().unwrap_or(0), "group {id}");
     }
+    // A rule that sends to a group only inside a clone goes with the group.
+    assert!(o
+        .group_mod(&group(GroupModCommand::Delete, 3, &[]), 0)
+        .is_ok());
+    // It took its two rules with it: the default flow and nine of the ten plus the rule
+    // for port 30 are left.
+    assert!(o.tables()[0].iter().all(|r| !r.uses_group(3)));
+    assert_eq!(o.tables()[0].len(), 11);
 }
