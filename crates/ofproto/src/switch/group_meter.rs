@@ -63,7 +63,7 @@ impl Ofproto {
                     // A modify keeps the group's creation time.
                     grp.created_ms = old.created_ms;
                 }
-                self.set_group(gm.group_id, Some(grp));
+                self.set_group(gm.group_id, Some(Arc::new(grp)));
             }
             GroupModCommand::Delete if gm.group_id == OFPG_ALL => {
                 // One pass over the rules for all the groups, not one per group: every rule

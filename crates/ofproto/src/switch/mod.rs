@@ -165,7 +165,8 @@ pub struct FlowModResult {
 /// See the module documentation.
 pub struct Ofproto {
     tables: Vec<Table>,
-    groups: BTreeMap<u32, Group>,
+    /// Shared with the other copy (see [`versions`]): a group is built once.
+    groups: BTreeMap<u32, Arc<Group>>,
     meters: BTreeMap<u32, Arc<LiveMeter>>,
     /// The meters as the datapath sees them, republished after each meter change.
     meter_table: MeterTable,
@@ -310,7 +311,7 @@ impl Ofproto {
     }
 
     /// The groups.
-    pub fn groups(&self) -> &BTreeMap<u32, Group> {
+    pub fn groups(&self) -> &BTreeMap<u32, Arc<Group>> {
         &self.groups
     }
 

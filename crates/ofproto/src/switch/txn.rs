@@ -47,7 +47,7 @@ use std::sync::Arc;
 /// module documentation). O(1) per change; nothing is recorded outside a transaction.
 #[derive(Default)]
 pub(crate) struct IdJournal {
-    groups: HashMap<u32, Option<Group>>,
+    groups: HashMap<u32, Option<Arc<Group>>>,
     meters: HashMap<u32, (Option<Arc<LiveMeter>>, Option<MeterMod>)>,
 }
 
@@ -62,7 +62,7 @@ struct Snapshot {
 impl Ofproto {
     /// Makes group `id` `g` (or removes it), journaling its old value inside a transaction
     /// and recording the id for the other copy. Every change to the group map goes here.
-    pub(super) fn set_group(&mut self, id: u32, g: Option<Group>) {
+    pub(super) fn set_group(&mut self, id: u32, g: Option<Arc<Group>>) {
         let old = match g {
             Some(g) => self.groups.insert(id, g),
             None => self.groups.remove(&id),
