@@ -68,8 +68,9 @@ pub struct Limits {
 
 /// The most groups by default. OVN gives each load balancer's backend set its own select
 /// group (tens of thousands in large deployments); a group costs its buckets' actions plus
-/// about 200 bytes (see docs/ovs-equivalence.md), held twice (the writer's and the readers'
-/// copies), so a full table of small groups stays in the hundreds of megabytes.
+/// a few hundred bytes (see docs/ovs-equivalence.md), held once (the writer's and the
+/// readers' copies share it) plus an entry in each copy's map, so a full table of small
+/// groups stays in the hundreds of megabytes.
 pub const DEFAULT_MAX_GROUPS: u32 = 1 << 18;
 /// The most buckets in a group, and bucket actions in all: more than one group_mod can
 /// carry (a message is at most 64 KiB, a bucket at least 16 bytes, an action 8), so only
