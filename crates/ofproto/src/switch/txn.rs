@@ -8,7 +8,7 @@
 //! ## How
 //! Before the closure runs, every table starts a journal: the first change to a rule id
 //! records the rule it had before (or that it had none). Groups and meters keep one journal
-//! of the same kind ([`IdJournal`]): the first change to a group id records the `Group` it
+//! of the same kind ([`IdJournal`]): the first change to a group id records the group it
 //! had before (or none), the first change to a meter id its live meter and meter_mod. The
 //! flow-removed and flow-monitor logs (bounded rings), the learner counts and the rule id
 //! counter are copied.

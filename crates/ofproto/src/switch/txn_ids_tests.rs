@@ -351,3 +351,40 @@ fn group_ref_counts_count_group_actions_as_ovs_does() {
     assert!(o.tables()[0].iter().all(|r| !r.uses_group(3)));
     assert_eq!(o.tables()[0].len(), 11);
 }
+
+#[test]
+fn deleting_groups_whose_flows_fill_a_table_swaps_the_table_out_and_undoes_it() {
+    // Table 3 holds only flows to groups 1..=4; table 0 also has its default flow.
+    let mut o = switch();
+    for id in 1..=4 {
+        let mut fm = flow_to(40 + id, Some(id), None);
+        fm.table_id = 3;
+        assert!(o.flow_mod(&fm, 0).is_ok());
+    }
+    assert!(o.take_removed().is_empty());
+    fails_and_leaves_nothing(&mut o, |o| {
+        o.group_mod(&group(GroupModCommand::Delete, OFPG_ALL, &[]), 1)?;
+        assert!(o.tables()[3].is_empty());
+        assert_eq!(o.tables()[0].len(), 1);
+        Err(OfError::bad_request(0))
+    });
+    // Through both copies: the table emptied on one is emptied on the other.
+    let v = crate::switch::versions::Versions::new(o);
+    {
+        let mut w = v.write();
+        assert!(w
+            .group_mod(&group(GroupModCommand::Delete, OFPG_ALL, &[]), 1)
+            .is_ok());
+        let removed = w.take_removed();
+        assert_eq!(removed.len(), 14);
+        assert!(removed
+            .iter()
+            .all(|r| r.reason == RemovedReason::GroupDelete));
+    }
+    for _ in 0..2 {
+        let w = v.write();
+        assert!(w.groups().is_empty());
+        assert!(w.tables()[3].is_empty());
+        assert_eq!(w.tables()[0].len(), 1, "the default flow stays");
+    }
+}
