@@ -3,7 +3,8 @@
 # subtable, as OVN's and Faucet's big tables look) on ferrovs and on OVS 3.1 (userspace
 # datapath) in the same run, and prints both times and the ratio.
 #
-# Usage: sudo bench/w5.sh [--flows 100000] [--only ferrovs|ovs] [--w1] [--json FILE] [--keep-tmp]
+# Usage: sudo bench/w5.sh [--flows 100000] [--groups N] [--only ferrovs|ovs] [--w1] [--json FILE]
+#        [--keep-tmp]
 # Needs a release build (cargo build --release -p ferrovsd); FERROVS_BIN_DIR overrides where
 # ferrovsd is looked for (default target/release, or $CARGO_TARGET_DIR/release).
 # Measures, per switch: `add-flows` (one flow_mod per flow, then a barrier), `add-flows
@@ -18,11 +19,20 @@
 # CPU time (user + system) on each switch; "best", OVS's time over that CPU time on ferrovs,
 # the highest wall-time ratio any switch could reach against this client; and the switch
 # process's own CPU time for the step (ferrovsd, ovs-vswitchd) with OVS's over ferrovs's.
+# --groups N adds group steps after the flow steps, on the same switches: `gadd`, Debian's
+# `ovs-ofctl -O OpenFlow13 add-groups` of N one-bucket select groups (one group_mod and a
+# barrier each); `gstats`, `dump-group-stats` of them while N flows (nw_dst=/32, flow I
+# sending to group I, added as a bundle beforehand) refer to them (every ref_count=1 checked);
+# `gmod`, 20 separate `ovs-ofctl -O OpenFlow14 bundle` calls, each modifying 10 of the N
+# groups in one bundle; `gdel`, `del-groups` of the N groups, which takes their N flows with
+# them (checked); `gbundle`, `--bundle add-groups` of the N into an empty table; then
+# del-groups, untimed.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$SCRIPT_DIR/.." && pwd)
 FLOWS=100000
+NGROUPS=0
 ONLY=""
 KEEP_TMP=0
 W1=0
@@ -30,15 +40,17 @@ JSON_OUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --flows) FLOWS=$2; shift 2 ;;
+        --groups) NGROUPS=$2; shift 2 ;;
         --only) ONLY=$2; shift 2 ;;
         --keep-tmp) KEEP_TMP=1; shift ;;
         --w1) W1=1; shift ;;
         --json) JSON_OUT=$2; shift 2 ;;
-        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "w5: unknown option $1" >&2; exit 2 ;;
     esac
 done
 [[ $FLOWS =~ ^[0-9]+$ && $FLOWS -gt 0 && $FLOWS -le 16000000 ]] || { echo "w5: --flows 1..16000000" >&2; exit 2; }
+[[ $NGROUPS =~ ^[0-9]+$ && $NGROUPS -le 1000000 ]] || { echo "w5: --groups 0..1000000" >&2; exit 2; }
 case "$ONLY" in ""|ferrovs|ovs) ;; *) echo "w5: --only ferrovs|ovs" >&2; exit 2 ;; esac
 [ "$(id -u)" -eq 0 ] || { echo "w5: run as root" >&2; exit 1; }
 for t in ovs-ofctl ovs-vsctl ovsdb-tool ovsdb-server ovs-vswitchd; do
@@ -82,6 +94,33 @@ for i in range(n):
               % ((i >> 16) & 255, (i >> 8) & 255, i & 255))
 EOF
 
+# N one-bucket select groups, N flows sending to them (flow I to group I), and 20 files of
+# 10 modifications spread over the groups.
+if [ "$NGROUPS" -gt 0 ]; then
+    python3 - "$NGROUPS" "$WORK" <<'EOF'
+import sys
+n, work = int(sys.argv[1]), sys.argv[2]
+with open(f"{work}/groups.txt", "w") as f:
+    for i in range(1, n + 1):
+        f.write("group_id=%d,type=select,bucket=output:1\n" % i)
+with open(f"{work}/gflows.txt", "w") as f:
+    for i in range(1, n + 1):
+        f.write("priority=100,ip,nw_dst=10.%d.%d.%d,actions=group:%d\n"
+                % ((i >> 16) & 255, (i >> 8) & 255, i & 255, i))
+for b in range(20):
+    with open(f"{work}/gmod{b}.txt", "w") as f:
+        for k in range(10):
+            i = 1 + (b * 10 + k) * n // 200
+            f.write("group modify group_id=%d,type=select,bucket=output:2\n" % i)
+EOF
+fi
+gmod() { # TARGET
+    local b
+    for b in $(seq 0 19); do
+        ovs-ofctl -O OpenFlow14 bundle "$1" "$WORK/gmod$b.txt" || return 1
+    done
+}
+
 # 100 small files of 10 flows each, on another subtable (nw_src=/32).
 mkdir -p "$WORK/incr"
 python3 - "$WORK/incr" <<'EOF'
@@ -99,7 +138,7 @@ incr() { # TARGET
 }
 
 export WORK
-export -f incr
+export -f incr gmod
 now() { date +%s.%N; }
 # The switch process's CPU time so far (user + system), in clock ticks.
 SPID=""
@@ -147,6 +186,31 @@ run_steps() { # SWITCH TARGET
     [ "$n" = 1000 ] || { echo "w5: $sw has $n incremental flows, want 1000" >&2; RES[$sw.incr]=FAILED; FAILED=1; }
     timed del_after_bundle "$sw" ovs-ofctl -O OpenFlow14 del-flows "$tgt"
 }
+count_groups() { # target: number of groups
+    ovs-ofctl -O OpenFlow13 dump-groups "$1" | grep -c 'group_id=' || true
+}
+group_steps() { # SWITCH TARGET
+    local sw=$1 tgt=$2 n
+    [ "$NGROUPS" -gt 0 ] || return 0
+    ovs-ofctl -O OpenFlow13 del-flows "$tgt"
+    timed gadd "$sw" ovs-ofctl -O OpenFlow13 add-groups "$tgt" "$WORK/groups.txt"
+    n=$(count_groups "$tgt")
+    [ "$n" = "$NGROUPS" ] || { echo "w5: $sw has $n groups after add-groups, want $NGROUPS" >&2; RES[$sw.gadd]=FAILED; FAILED=1; }
+    ovs-ofctl -O OpenFlow14 --bundle add-flows "$tgt" "$WORK/gflows.txt"
+    timed gstats "$sw" ovs-ofctl -O OpenFlow13 dump-group-stats "$tgt"
+    n=$(grep -c 'ref_count=1,' "$WORK/$sw.gstats.out" || true)
+    [ "$n" = "$NGROUPS" ] || { echo "w5: $sw group stats show $n groups with ref_count=1, want $NGROUPS" >&2; RES[$sw.gstats]=FAILED; FAILED=1; }
+    timed gmod "$sw" bash -c 'gmod "$1"' gmod "$tgt"
+    n=$(ovs-ofctl -O OpenFlow13 dump-groups "$tgt" | grep -c 'actions=output:2' || true)
+    [ "$n" = 200 ] || { echo "w5: $sw has $n modified groups, want 200" >&2; RES[$sw.gmod]=FAILED; FAILED=1; }
+    timed gdel "$sw" ovs-ofctl -O OpenFlow13 del-groups "$tgt"
+    n=$(count_flows "$tgt")
+    [ "$n" = 0 ] || { echo "w5: $sw still has $n flows after del-groups" >&2; RES[$sw.gdel]=FAILED; FAILED=1; }
+    timed gbundle "$sw" ovs-ofctl -O OpenFlow14 --bundle add-groups "$tgt" "$WORK/groups.txt"
+    n=$(count_groups "$tgt")
+    [ "$n" = "$NGROUPS" ] || { echo "w5: $sw has $n groups after the bundle, want $NGROUPS" >&2; RES[$sw.gbundle]=FAILED; FAILED=1; }
+    ovs-ofctl -O OpenFlow13 del-groups "$tgt"
+}
 
 if [ "$ONLY" != ovs ]; then
     mkdir -p "$WORK/ferrovs"
@@ -158,6 +222,7 @@ if [ "$ONLY" != ovs ]; then
     for _ in $(seq 100); do [ -S "$WORK/ferrovs/br0.mgmt" ] && break; sleep 0.1; done
     echo "w5: ferrovs, $FLOWS flows" >&2
     run_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
+    group_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
     kill "$FPID"; wait "$FPID" 2>/dev/null || true; FPID=""
 fi
 
@@ -175,15 +240,22 @@ if [ "$ONLY" != ferrovs ]; then
     echo "w5: OVS $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), $FLOWS flows" >&2
     SPID=$(cat "$O/vswitchd.pid")
     run_steps ovs "unix:$O/br0.mgmt"
+    group_steps ovs "unix:$O/br0.mgmt"
 fi
 
 printf '\nW5: %d flows (nw_dst=/32), seconds (flows/s), ovs-ofctl -O OpenFlow14\n' "$FLOWS"
+[ "$NGROUPS" -gt 0 ] && printf 'g* steps: %d one-bucket select groups, seconds (groups/s)\n' "$NGROUPS"
 printf '%-18s %20s %20s %8s %16s %8s %16s %8s\n' step ferrovs "OVS 3.1" "OVS/fv" \
     "client CPU f/O" "best" "switch CPU f/O" "O/f CPU"
-for s in add bundle dump del del_after_bundle incr; do
+STEPS="add bundle dump del del_after_bundle incr"
+[ "$NGROUPS" -gt 0 ] && STEPS="$STEPS gadd gbundle gstats gmod gdel"
+for s in $STEPS; do
     f=${RES[ferrovs.$s]:--}; o=${RES[ovs.$s]:--}
-    cell() { if [[ $1 =~ ^[0-9.]+$ ]] && [[ $s != del* && $s != incr ]]; then
-            printf '%s (%s/s)' "$1" "$(awk -v n="$FLOWS" -v t="$1" 'BEGIN { printf "%.0f", n / t }')"
+    # Rates for the steps that add or dump N flows or groups.
+    cell() { local n=$FLOWS
+        [[ $s == g* ]] && n=$NGROUPS
+        if [[ $1 =~ ^[0-9.]+$ ]] && [[ $s =~ ^(add|bundle|dump|gadd|gbundle|gstats)$ ]]; then
+            printf '%s (%s/s)' "$1" "$(awk -v n="$n" -v t="$1" 'BEGIN { printf "%.0f", n / t }')"
         else printf '%s' "$1"; fi; }
     ratio=-
     if [[ $f =~ ^[0-9.]+$ && $o =~ ^[0-9.]+$ ]]; then
@@ -222,10 +294,10 @@ if [ -n "$JSON_OUT" ]; then
         printf '%s %s %s %s\n' "$k" "${RES[$k]}" "${CPU[$k]:-FAILED}" "${SW[$k]:-FAILED}"
     done > "$WORK/res.txt"
     [ -f "$WORK/w1.jsonl" ] || : > "$WORK/w1.jsonl"
-    python3 - "$WORK/res.txt" "$WORK/w1.jsonl" "$FLOWS" "$JSON_OUT" "$ONLY" \
+    python3 - "$WORK/res.txt" "$WORK/w1.jsonl" "$FLOWS" "$JSON_OUT" "$ONLY" "$NGROUPS" \
         "$(ovs-vswitchd --version | head -1 | awk '{print $NF}')" <<'EOF'
 import json, os, sys, time
-res, w1, flows, out, only, ovs = sys.argv[1:7]
+res, w1, flows, out, only, groups, ovs = sys.argv[1:8]
 steps = {}
 for line in open(res):
     key, val, cpu, swcpu = line.split()
@@ -234,7 +306,7 @@ for line in open(res):
     steps[step][sw + "_client_cpu"] = cpu if cpu == "FAILED" else float(cpu)
     steps[step][sw + "_switch_cpu"] = swcpu if swcpu == "FAILED" else float(swcpu)
 doc = {"benchmark": "W5", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "flows": int(flows),
-       "only": only or None, "ovs_version": ovs, "load": list(os.getloadavg()),
+       "groups": int(groups), "only": only or None, "ovs_version": ovs, "load": list(os.getloadavg()),
        "steps": steps, "w1_during_add": [json.loads(l) for l in open(w1) if l.strip()]}
 with open(out, "w") as f:
     json.dump(doc, f, indent=1)

@@ -88,10 +88,35 @@ impl Rule {
             .any(|a| matches!(a, openflow::Action::Output { port: p, .. } if *p == port))
     }
 
-    /// True if any instruction sends to group `g`.
+    /// True if any instruction sends to group `g`, directly or inside a nested action list
+    /// (`clone(...)`), as OVS counts a flow's groups: such a rule goes with the group, and
+    /// `out_group` selects it.
     pub fn uses_group(&self, g: u32) -> bool {
-        self.actions()
-            .any(|a| matches!(a, openflow::Action::Group(x) if *x == g))
+        let mut hit = false;
+        self.each_group(|x| hit |= x == g);
+        hit
+    }
+
+    /// Calls `f` with the group of each group action of the rule's apply-actions and
+    /// write-actions, nested lists included: once per action, so a rule naming a group
+    /// twice gives it twice (OVS's group `ref_count` counts so).
+    pub fn each_group(&self, mut f: impl FnMut(u32)) {
+        fn walk(acts: &[openflow::Action], f: &mut impl FnMut(u32)) {
+            for a in acts {
+                match a {
+                    openflow::Action::Group(g) => f(*g),
+                    // Nesting is bounded when the flow_mod is validated.
+                    openflow::Action::Clone(inner) => walk(inner, f),
+                    openflow::Action::Ct(ct) => walk(&ct.actions, f),
+                    _ => {}
+                }
+            }
+        }
+        for i in &self.instructions {
+            if let Instruction::ApplyActions(a) | Instruction::WriteActions(a) = i {
+                walk(a, &mut f);
+            }
+        }
     }
 
     /// The meter this rule's instructions name, if any (the meter instruction, else an

@@ -514,12 +514,11 @@ pub fn of10_port_desc(b: &BridgeOf, c: &Conn, h: Header) {
 fn group_stats(b: &BridgeOf, id: u32, now: u64) -> Vec<GroupStats> {
     b.udpif.sync(SYNC_TIMEOUT);
     let of = b.udpif.of();
-    let refs = |g: u32| {
-        of.tables()
-            .iter()
-            .flat_map(|t| t.rules())
-            .filter(|r| r.uses_group(g))
-            .count() as u32
+    // One pass over the rules for the whole dump, not one per group.
+    let all = (id == OFPG_ALL).then(|| of.group_ref_counts());
+    let refs = |g: u32| match &all {
+        Some(n) => n.get(&g).copied().unwrap_or(0),
+        None => of.group_ref_count(g),
     };
     of.groups()
         .values()

@@ -284,16 +284,14 @@ impl Ofproto {
             }
         }
         self.version += 1;
-        if n >= DEFER_FREE_RULES {
-            let spawned = std::thread::Builder::new()
-                .name("free-rules".into())
-                .spawn(move || drop(graveyard));
-            // If no thread can be made, the closure (and the tables) drop here instead.
-            drop(spawned);
-        }
+        free_later(graveyard);
         n
     }
 
+    /// Deletes every rule `pred` selects, logging each removal with `reason`. A table all of
+    /// whose rules go is swapped out whole, as [`Ofproto::delete_all`] does (a `del-groups`
+    /// whose flows fill their tables removes nothing from a classifier one rule at a time,
+    /// here or in the other copy's catch-up); other tables lose their victims one by one.
     pub(super) fn delete_where(
         &mut self,
         pred: impl Fn(&Rule) -> bool,
@@ -301,12 +299,32 @@ impl Ofproto {
         now_ms: u64,
     ) -> usize {
         let mut victims = Vec::new();
-        for t in &self.tables {
+        let mut whole = Vec::new();
+        for (i, t) in self.tables.iter().enumerate() {
+            let start = victims.len();
             for r in t.iter() {
                 if pred(r) {
                     victims.push((t.id, r.id));
                 }
             }
+            if !t.is_empty() && victims.len() - start == t.len() {
+                victims.truncate(start);
+                whole.push(i);
+            }
+        }
+        let mut n = victims.len();
+        let mut graveyard = Vec::new();
+        for i in whole {
+            let Some(t) = self.tables.get_mut(i) else {
+                continue;
+            };
+            let old = t.take_all();
+            n += old.len();
+            for r in old.iter().map(|r| r.payload()) {
+                self.unref_learns(r);
+                self.removed(Arc::clone(r), reason, now_ms);
+            }
+            graveyard.push(old);
         }
         for &(tid, id) in &victims {
             if let Some(r) = self.tables[usize::from(tid)].remove(id) {
@@ -314,10 +332,11 @@ impl Ofproto {
                 self.removed(r, reason, now_ms);
             }
         }
-        if !victims.is_empty() {
+        if n > 0 {
             self.version += 1;
         }
-        victims.len()
+        free_later(graveyard);
+        n
     }
 
     /// Removes rules whose idle or hard timeout has passed. Returns how many.
@@ -349,5 +368,18 @@ impl Ofproto {
         }
         self.flush_learned(now_ms);
         victims.len()
+    }
+}
+
+/// Frees tables taken out whole: on a short-lived thread when they hold at least
+/// [`DEFER_FREE_RULES`] rules, here otherwise.
+fn free_later(graveyard: Vec<crate::table::Cls>) {
+    let n: usize = graveyard.iter().map(|c| c.len()).sum();
+    if n >= DEFER_FREE_RULES {
+        let spawned = std::thread::Builder::new()
+            .name("free-rules".into())
+            .spawn(move || drop(graveyard));
+        // If no thread can be made, the closure (and the tables) drop here instead.
+        drop(spawned);
     }
 }

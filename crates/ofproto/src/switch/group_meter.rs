@@ -58,36 +58,68 @@ impl Ofproto {
                     // prerequisites are checked per packet by xlate.
                     self.check_actions_inner(&Match::new(), &b.actions, false, false)?;
                 }
-                let grp = Group::new(gm.group_id, gm.group_type, gm.buckets.clone(), now_ms);
-                match self.groups.get_mut(&gm.group_id) {
-                    Some(old) if gm.command == GroupModCommand::Modify => {
-                        let created = old.created_ms;
-                        *old = grp;
-                        old.created_ms = created;
-                    }
-                    _ => {
-                        self.groups.insert(gm.group_id, grp);
-                    }
+                let mut grp = Group::new(gm.group_id, gm.group_type, gm.buckets.clone(), now_ms);
+                if let Some(old) = self.groups.get(&gm.group_id) {
+                    // A modify keeps the group's creation time.
+                    grp.created_ms = old.created_ms;
                 }
-                self.changed.group(gm.group_id, self.groups.len());
+                self.set_group(gm.group_id, Some(Arc::new(grp)));
+            }
+            GroupModCommand::Delete if gm.group_id == OFPG_ALL => {
+                // One pass over the rules for all the groups, not one per group: every rule
+                // that sends to a group sends to one of these.
+                let ids: Vec<u32> = self.groups.keys().copied().collect();
+                for &id in &ids {
+                    self.set_group(id, None);
+                }
+                if !ids.is_empty() {
+                    let any = |r: &Rule| {
+                        let mut any = false;
+                        r.each_group(|_| any = true);
+                        any
+                    };
+                    self.delete_where(any, RemovedReason::GroupDelete, now_ms);
+                }
             }
             GroupModCommand::Delete => {
-                let ids: Vec<u32> = if gm.group_id == OFPG_ALL {
-                    self.groups.keys().copied().collect()
-                } else {
-                    vec![gm.group_id]
-                };
-                for id in ids {
-                    if self.groups.remove(&id).is_some() {
-                        self.changed.group(id, self.groups.len());
-                        self.delete_where(|r| r.uses_group(id), RemovedReason::GroupDelete, now_ms);
-                    }
+                let id = gm.group_id;
+                if self.groups.contains_key(&id) {
+                    self.set_group(id, None);
+                    self.delete_where(|r| r.uses_group(id), RemovedReason::GroupDelete, now_ms);
                 }
             }
         }
         self.version += 1;
         self.flush_learned(now_ms);
         Ok(())
+    }
+
+    /// Each group's `ref_count` for group stats, in one pass over the tables: O(rules and
+    /// their actions), whatever the number of groups. As in OVS 3.1, it counts group
+    /// actions in rules, nested ones (`clone(group:1)`) included and each occurrence once
+    /// (`actions=group:1,group:1` counts 2); a group chaining to another does not count.
+    pub fn group_ref_counts(&self) -> std::collections::HashMap<u32, u32> {
+        let mut n = std::collections::HashMap::new();
+        for r in self.tables.iter().flat_map(|t| t.iter()) {
+            r.each_group(|g| {
+                let c: &mut u32 = n.entry(g).or_insert(0);
+                *c = c.saturating_add(1);
+            });
+        }
+        n
+    }
+
+    /// Group `id`'s `ref_count` (see [`Ofproto::group_ref_counts`]): O(rules).
+    pub fn group_ref_count(&self, id: u32) -> u32 {
+        let mut n = 0u32;
+        for r in self.tables.iter().flat_map(|t| t.iter()) {
+            r.each_group(|g| {
+                if g == id {
+                    n = n.saturating_add(1);
+                }
+            });
+        }
+        n
     }
 
     /// True if group `from` reaches group `to` through chained group actions.
@@ -162,47 +194,36 @@ impl Ofproto {
                 if self.meters.len() >= self.limits.meters as usize {
                     return Err(OfError::meter_mod_failed(m::OUT_OF_METERS));
                 }
-                self.meters.insert(
-                    mm.meter_id,
-                    Arc::new(LiveMeter::new(
-                        mm.meter_id,
-                        pktps,
-                        burst,
-                        stats,
-                        &bands,
-                        now_us,
-                    )),
-                );
-                self.meter_specs.insert(mm.meter_id, mm.clone());
-                self.changed.meter(mm.meter_id, self.meters.len());
-                self.publish_meter(mm.meter_id);
+                let live = LiveMeter::new(mm.meter_id, pktps, burst, stats, &bands, now_us);
+                self.set_meter(mm.meter_id, Some((Arc::new(live), mm.clone())));
             }
-            MeterModCommand::Modify => match self.meters.get_mut(&mm.meter_id) {
+            MeterModCommand::Modify => match self.meters.get(&mm.meter_id) {
                 Some(meter) => {
-                    *meter = Arc::new(meter.reconfigured(pktps, burst, stats, &bands, now_us));
-                    self.meter_specs.insert(mm.meter_id, mm.clone());
-                    self.changed.meter(mm.meter_id, self.meters.len());
-                    self.publish_meter(mm.meter_id);
+                    let live = meter.reconfigured(pktps, burst, stats, &bands, now_us);
+                    self.set_meter(mm.meter_id, Some((Arc::new(live), mm.clone())));
                 }
                 None => return Err(OfError::meter_mod_failed(m::UNKNOWN_METER)),
             },
+            MeterModCommand::Delete if mm.meter_id == OFPM_ALL => {
+                // One pass over the rules for all the meters, as for groups.
+                let ids: Vec<u32> = self.meters.keys().copied().collect();
+                for &id in &ids {
+                    self.set_meter(id, None);
+                }
+                if !ids.is_empty() {
+                    let any = |r: &Rule| r.meter().is_some();
+                    self.delete_where(any, RemovedReason::MeterDelete, now_ms);
+                }
+            }
             MeterModCommand::Delete => {
-                let ids: Vec<u32> = if mm.meter_id == OFPM_ALL {
-                    self.meters.keys().copied().collect()
-                } else {
-                    vec![mm.meter_id]
-                };
-                for id in ids {
-                    if self.meters.remove(&id).is_some() {
-                        self.meter_specs.remove(&id);
-                        self.changed.meter(id, self.meters.len());
-                        self.publish_meter(id);
-                        self.delete_where(
-                            |r| r.meter() == Some(id),
-                            RemovedReason::MeterDelete,
-                            now_ms,
-                        );
-                    }
+                let id = mm.meter_id;
+                if self.meters.contains_key(&id) {
+                    self.set_meter(id, None);
+                    self.delete_where(
+                        |r| r.meter() == Some(id),
+                        RemovedReason::MeterDelete,
+                        now_ms,
+                    );
                 }
             }
         }

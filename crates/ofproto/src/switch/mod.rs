@@ -25,7 +25,7 @@ mod flow_mod;
 mod group_meter;
 
 use crate::group::Group;
-use crate::meter::{Band, BandKind, LiveMeter, Meter, MeterMap, MeterTable};
+use crate::meter::{Band, BandKind, LiveMeter, Meter, MeterTable};
 use crate::rule::{Rule, RuleStats};
 use crate::table::Table;
 pub use adopt::BuiltAdds;
@@ -68,8 +68,9 @@ pub struct Limits {
 
 /// The most groups by default. OVN gives each load balancer's backend set its own select
 /// group (tens of thousands in large deployments); a group costs its buckets' actions plus
-/// about 200 bytes (see docs/ovs-equivalence.md), held twice (the writer's and the readers'
-/// copies), so a full table of small groups stays in the hundreds of megabytes.
+/// a few hundred bytes (see docs/ovs-equivalence.md), held once (the writer's and the
+/// readers' copies share it) plus an entry in each copy's map, so a full table of small
+/// groups stays in the hundreds of megabytes.
 pub const DEFAULT_MAX_GROUPS: u32 = 1 << 18;
 /// The most buckets in a group, and bucket actions in all: more than one group_mod can
 /// carry (a message is at most 64 KiB, a bucket at least 16 bytes, an action 8), so only
@@ -165,7 +166,8 @@ pub struct FlowModResult {
 /// See the module documentation.
 pub struct Ofproto {
     tables: Vec<Table>,
-    groups: BTreeMap<u32, Group>,
+    /// Shared with the other copy (see [`versions`]): a group is built once.
+    groups: BTreeMap<u32, Arc<Group>>,
     meters: BTreeMap<u32, Arc<LiveMeter>>,
     /// The meters as the datapath sees them, republished after each meter change.
     meter_table: MeterTable,
@@ -178,6 +180,8 @@ pub struct Ofproto {
     meta_gen: u64,
     /// The group and meter ids changed since the last publication (see [`versions`]).
     changed: versions::IdChanges,
+    /// Inside [`Ofproto::atomically`], the old values of the groups and meters it changed.
+    undo: Option<txn::IdJournal>,
     removed: VecDeque<FlowRemoved>,
     /// Flow table changes for flow monitors (empty unless `monitoring`).
     flow_events: VecDeque<FlowEvent>,
@@ -229,6 +233,7 @@ impl Ofproto {
             version: 1,
             meta_gen: 0,
             changed: versions::IdChanges::default(),
+            undo: None,
             removed: VecDeque::new(),
             flow_events: VecDeque::new(),
             monitoring: false,
@@ -307,7 +312,7 @@ impl Ofproto {
     }
 
     /// The groups.
-    pub fn groups(&self) -> &BTreeMap<u32, Group> {
+    pub fn groups(&self) -> &BTreeMap<u32, Arc<Group>> {
         &self.groups
     }
 
@@ -338,16 +343,6 @@ impl Ofproto {
     /// Publishes meter `id` to the datapath after a change to it (its shard only).
     pub(crate) fn publish_meter(&self, id: u32) {
         self.meter_table.set(id, self.meters.get(&id).cloned());
-    }
-
-    /// Publishes every meter to the datapath: O(meters).
-    pub(crate) fn publish_meters(&self) {
-        let map: MeterMap = self
-            .meters
-            .iter()
-            .map(|(id, m)| (*id, Arc::clone(m)))
-            .collect();
-        self.meter_table.publish(map);
     }
 
     /// The ports.

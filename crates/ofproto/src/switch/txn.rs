@@ -7,38 +7,52 @@
 //!
 //! ## How
 //! Before the closure runs, every table starts a journal: the first change to a rule id
-//! records the rule it had before (or that it had none). The group and meter maps, the
-//! flow-removed and flow-monitor logs (bounded rings) and the rule id counter are copied.
+//! records the rule it had before (or that it had none). Groups and meters keep one journal
+//! of the same kind ([`IdJournal`]): the first change to a group id records the group it
+//! had before (or none), the first change to a meter id its live meter and meter_mod. The
+//! flow-removed and flow-monitor logs (bounded rings), the learner counts and the rule id
+//! counter are copied.
 //! On failure each table replays its journal backwards: rules the closure added are removed,
-//! rules it deleted or replaced (a modify makes a new `Arc` with the same id) are put back.
+//! rules it deleted or replaced (a modify makes a new `Arc` with the same id) are put back;
+//! each journaled group and meter id gets its recorded value back (or goes, if it had
+//! none), and each such meter is republished to the datapath.
 //! A rule's counters live behind their own `Arc` and are shared by its replacements, so
-//! restored rules keep their statistics. The cost is proportional to what the closure
-//! changed, not to the size of the tables: a bundle of ten flow_mods costs the same against
-//! a million rules as against none. Prepared adds ([`super::PreparedAdd`]) leave their
+//! restored rules keep their statistics; a group's and a live meter's counters likewise
+//! live in the value the journal keeps, so restored groups and meters keep theirs. The cost
+//! is proportional to what the closure changed, not to the size of the tables: a bundle of
+//! ten flow_mods or group_mods costs the same against a million rules or 200K groups as
+//! against none. Prepared adds ([`super::PreparedAdd`]) leave their
 //! table's classifier unranked while the closure runs; it re-ranks once when the
 //! transaction ends, committed or undone (`Table::commit_journal`, `Table::rollback`), so
 //! nothing looks up a table mid-transaction (the copy being written is not published).
+//! Transactions do not nest.
 //!
 //! ## Concurrency
 //! `atomically` takes `&mut self`: the caller holds a write session for the whole
 //! transaction (see [`super::versions`]), so readers (upcall handlers, the revalidator)
 //! keep reading the published copy meanwhile and see either the state before or the state
 //! after, never a partial one. [`Ofproto::version`] is bumped
-//! after a rollback as after any change, so caches revalidate either way.
+//! after a rollback as after any change, so caches revalidate either way. The group and
+//! meter ids the closure changed stay in the copy's change record (`IdChanges`): the
+//! other copy replays them with the values the rollback restored.
 
 use super::{FlowEvent, FlowRemoved, Ofproto};
 use crate::group::Group;
 use crate::meter::LiveMeter;
 use openflow::MeterMod;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
-/// What a failed transaction restores.
+/// The value each group and meter id had before a transaction first changed it (see the
+/// module documentation). O(1) per change; nothing is recorded outside a transaction.
+#[derive(Default)]
+pub(crate) struct IdJournal {
+    groups: HashMap<u32, Option<Arc<Group>>>,
+    meters: HashMap<u32, (Option<Arc<LiveMeter>>, Option<MeterMod>)>,
+}
+
+/// What a failed transaction restores besides the tables' and the id journals.
 struct Snapshot {
-    groups: BTreeMap<u32, Group>,
-    meters: BTreeMap<u32, std::sync::Arc<LiveMeter>>,
-    meter_specs: BTreeMap<u32, MeterMod>,
-    /// How many meter ids the change record held: the ids after it are republished.
-    meters_mark: usize,
     removed: VecDeque<FlowRemoved>,
     flow_events: VecDeque<FlowEvent>,
     next_id: u64,
@@ -46,6 +60,34 @@ struct Snapshot {
 }
 
 impl Ofproto {
+    /// Makes group `id` `g` (or removes it), journaling its old value inside a transaction
+    /// and recording the id for the other copy. Every change to the group map goes here.
+    pub(super) fn set_group(&mut self, id: u32, g: Option<Arc<Group>>) {
+        let old = match g {
+            Some(g) => self.groups.insert(id, g),
+            None => self.groups.remove(&id),
+        };
+        if let Some(j) = self.undo.as_mut() {
+            j.groups.entry(id).or_insert(old);
+        }
+        self.changed.group(id, self.groups.len());
+    }
+
+    /// Makes meter `id` `m` with its meter_mod `spec` (or removes both), journaling the old
+    /// ones inside a transaction, recording the id for the other copy and publishing the
+    /// meter to the datapath. Every change to the meter maps goes here.
+    pub(super) fn set_meter(&mut self, id: u32, m: Option<(Arc<LiveMeter>, MeterMod)>) {
+        let old = match m {
+            Some((m, spec)) => (self.meters.insert(id, m), self.meter_specs.insert(id, spec)),
+            None => (self.meters.remove(&id), self.meter_specs.remove(&id)),
+        };
+        if let Some(j) = self.undo.as_mut() {
+            j.meters.entry(id).or_insert(old);
+        }
+        self.changed.meter(id, self.meters.len());
+        self.publish_meter(id);
+    }
+
     /// Runs `f` on this switch; if it fails, undoes everything it changed (see the module
     /// documentation) and returns its error.
     pub fn atomically<T, E>(
@@ -55,19 +97,17 @@ impl Ofproto {
         for t in &mut self.tables {
             t.begin_journal();
         }
+        self.undo = Some(IdJournal::default());
         let snap = Snapshot {
-            groups: self.groups.clone(),
-            meters: self.meters.clone(),
-            meter_specs: self.meter_specs.clone(),
-            meters_mark: self.changed.meters_mark(),
             removed: self.removed.clone(),
             flow_events: self.flow_events.clone(),
             next_id: self.next_id,
             learners: self.learners.clone(),
         };
         let r = f(self);
+        let undo = self.undo.take().unwrap_or_default();
         if r.is_err() {
-            self.restore(snap);
+            self.restore(snap, undo);
         } else {
             for t in &mut self.tables {
                 t.commit_journal();
@@ -76,22 +116,20 @@ impl Ofproto {
         r
     }
 
-    fn restore(&mut self, snap: Snapshot) {
+    fn restore(&mut self, snap: Snapshot, undo: IdJournal) {
         for t in &mut self.tables {
             t.rollback();
         }
-        self.groups = snap.groups;
-        self.meters = snap.meters;
-        self.meter_specs = snap.meter_specs;
-        // The ids the closure changed stay in the change record: the other copy replays
-        // them, now with the values restored.
-        match self.changed.meters_since(snap.meters_mark) {
-            Some(ids) => {
-                for &id in ids {
-                    self.meter_table.set(id, self.meters.get(&id).cloned());
-                }
+        // Outside the transaction now: these changes are not journaled, but recorded for
+        // the other copy like any other.
+        for (id, g) in undo.groups {
+            self.set_group(id, g);
+        }
+        for (id, (m, spec)) in undo.meters {
+            match (m, spec) {
+                (Some(m), Some(spec)) => self.set_meter(id, Some((m, spec))),
+                _ => self.set_meter(id, None),
             }
-            None => self.publish_meters(),
         }
         self.removed = snap.removed;
         self.flow_events = snap.flow_events;
@@ -101,6 +139,10 @@ impl Ofproto {
         self.version += 1;
     }
 }
+
+#[cfg(test)]
+#[path = "txn_ids_tests.rs"]
+mod ids_tests;
 
 #[cfg(test)]
 mod tests {

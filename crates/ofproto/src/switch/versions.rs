@@ -19,14 +19,15 @@
 //!   costs O(changes), not O(table): `ovs-ofctl add-flows` publishes once per flow_mod, into
 //!   tables of 100K rules. Groups and meters likewise: a group_mod or meter_mod records the
 //!   ids it added, replaced or removed (`IdChanges`), and the replay makes each such id's
-//!   entry what the published copy has (the same `Group`, sharing its counters, the same
-//!   live meter `Arc` and meter_mod) or removes it; so adding N groups one group_mod at a
+//!   entry what the published copy has (the same `Arc<Group>`, buckets and counters, the
+//!   same live meter `Arc` and meter_mod) or removes it; so adding N groups one group_mod at a
 //!   time costs O(N), not O(N^2), and the next session's replay O(ids changed). A list that
 //!   outgrows its map (more than twice its size plus 1024: a switch changed many times
 //!   outside `Versions`) gives way to a whole copy. A transaction that fails
-//!   (`Ofproto::atomically`) keeps the ids it recorded: they are replayed with the values
-//!   it restored. Ports, limits and table settings are copied when their generation
-//!   differs; scalars (version, rule id counter, fail-open, TLV table...) always.
+//!   (`Ofproto::atomically`) keeps the ids it recorded, and records again those its undo
+//!   journal restores: they are replayed with the restored values. Ports, limits and table
+//!   settings are copied when their generation differs; scalars (version, rule id counter,
+//!   fail-open, TLV table...) always.
 //! * A bundle commit that adopted whole subtables (`Ofproto::adopt_adds`) records their
 //!   masks, not their rules' ids. The replay takes each such subtable from the published
 //!   copy as it is, the same `Arc` (`Classifier::share_subtable`): only the rules' ids are
@@ -122,19 +123,6 @@ impl IdChanges {
                 ..IdChanges::default()
             };
         }
-    }
-
-    /// How many meter ids are recorded: a mark for [`IdChanges::meters_since`].
-    pub(crate) fn meters_mark(&self) -> usize {
-        self.meters.len()
-    }
-
-    /// The meter ids recorded since `mark`, or `None` if the record became `all` meanwhile.
-    pub(crate) fn meters_since(&self, mark: usize) -> Option<&[u32]> {
-        if self.all {
-            return None;
-        }
-        self.meters.get(mark..)
     }
 }
 
@@ -261,6 +249,7 @@ impl Ofproto {
             version: self.version,
             meta_gen: self.meta_gen,
             changed: IdChanges::default(),
+            undo: None,
             removed: VecDeque::new(),
             flow_events: VecDeque::new(),
             monitoring: false,
@@ -279,8 +268,8 @@ impl Ofproto {
     }
 }
 
-/// Makes `to`'s entry for `id` what `from`'s is: the same value (groups and live meters share
-/// their counters through `Arc`s), or none.
+/// Makes `to`'s entry for `id` what `from`'s is: the same value (groups and live meters are
+/// `Arc`s, so both copies share them and their counters), or none.
 fn copy_entry<V: Clone>(
     to: &mut std::collections::BTreeMap<u32, V>,
     from: &std::collections::BTreeMap<u32, V>,
