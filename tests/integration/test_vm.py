@@ -5,7 +5,8 @@ here (helpers/vm.py), its virtio-net NIC on a ferrovs port. Two guests on one br
 both ring layouts carry a real virtio-net driver's traffic in both directions (TSO frames from
 the guests, MRG_RXBUF towards them), and each guest must receive TCP super-packets (runs of
 segments the switch coalesced: fewer packets in the guest's NIC counters than frames sent).
-Two guests on `dpdkvhostuserclient` ports (QEMU listens), one on split rings and
+The switch counts the frames it coalesced (`ovs_tx_coalesced_packets` in `statistics` and
+dump-ports). Two guests on `dpdkvhostuserclient` ports (QEMU listens), one on split rings and
 one on packed rings, keep pinging a namespace host across ferrovsd stopped with SIGTERM and
 killed with SIGKILL, started again each time on the same database with the same QEMU
 processes, and then run iperf3 to that host.
@@ -15,6 +16,7 @@ the iperf3 figure measures the emulated guests more than the switch; it is print
 test asserts that the bytes went through the switch's ports.
 """
 
+import json
 import os
 import re
 import shutil
@@ -74,6 +76,8 @@ PACKED_BIT = 34  # VIRTIO_F_RING_PACKED
 # VIRTIO_NET_F_GUEST_CSUM, GUEST_TSO4, GUEST_TSO6: the switch may give the guest TCP
 # super-packets (runs of segments coalesced on transmit).
 GUEST_OFFLOAD_BITS = (1, 7, 8)
+# The custom statistic counting frames the switch gave a guest inside super-packets.
+COALESCED = "ovs_tx_coalesced_packets"
 
 
 def test_two_guests_ping_and_iperf3_split_and_packed_rings(rundir):
@@ -124,13 +128,32 @@ def test_two_guests_ping_and_iperf3_split_and_packed_rings(rundir):
         wait_until("counters", counted, 10)
 
         # Each guest's NIC counted fewer packets than the switch gave it: runs of segments
-        # arrived as super-packets (with split rings to g1, packed ones to g2).
+        # arrived as super-packets (with split rings to g1, packed ones to g2). The switch
+        # counts the frames it coalesced (COALESCED in `statistics` and in dump-ports): a
+        # super-packet holds at least two, so the guest got at most sent - coalesced / 2
+        # packets (both counts only grow after the guest printed its own).
+        # (`statistics` is refreshed every 5 s: wait for a snapshot taken after the guest's.)
         for g, port in ((guests[0], "vm1"), (guests[1], "vm2")):
             rx = rx_stats(g.wait_text(r"VM-RXSTATS \d+", BOOT))
-            sent = stats(rundir, port)["tx_packets"]
-            print(f"{port}: switch gave {sent} frames, guest {g.name} received {rx[0]} packets"
-                  f" ({rx[1] / max(rx[0], 1):.0f} bytes on average)")
+
+            def fits():
+                st = stats(rundir, port)
+                return (0 < st[COALESCED] <= st["tx_packets"]
+                        and 2 * rx[0] <= 2 * st["tx_packets"] - st[COALESCED])
+
+            try:
+                wait_until(f"{port}: coalesced frames in its statistics", fits, 12)
+            finally:
+                st = stats(rundir, port)
+                sent, coalesced = st["tx_packets"], st.get(COALESCED)
+                print(f"{port}: switch gave {sent} frames ({coalesced} coalesced), guest"
+                      f" {g.name} received {rx[0]} packets"
+                      f" ({rx[1] / max(rx[0], 1):.0f} bytes on average)")
             assert 0 < rx[0] and 4 * rx[0] < 3 * sent, (rx, sent)
+            ports = json.loads(d.cli("dump-ports", "brvm", "--json").stdout)["ports"]
+            assert [p[COALESCED] for p in ports if p["name"] == port][0] >= coalesced
+        text = d.cli("dump-ports", "brvm").stdout
+        assert len(re.findall(rf"^ +{COALESCED}=[1-9]\d*$", text, re.M)) == 2, text
     finally:
         for g in guests:
             g.stop()
