@@ -694,6 +694,7 @@ impl PollSet {
                     ofport: p.ofport,
                     name: p.port.name().to_string(),
                     stats,
+                    custom: p.port.custom_stats(),
                 }
             })
             .collect();

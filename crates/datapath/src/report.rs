@@ -59,6 +59,8 @@ pub struct PortCounters {
     pub ofport: u32,
     pub name: String,
     pub stats: PortStats,
+    /// The port type's own counters ([`netdev::Port::custom_stats`]).
+    pub custom: Vec<(&'static str, u64)>,
 }
 
 /// The cache counters of a poll thread's `openflow` bridges, summed, since the last

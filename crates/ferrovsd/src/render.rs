@@ -103,13 +103,17 @@ pub fn dump_ports(r: &PortCountersReport, json: bool) -> String {
             .iter()
             .map(|p| {
                 let st = &p.stats;
-                json!({
+                let mut o = json!({
                     "port": p.ofport, "name": p.name,
                     "rx_packets": st.rx_packets, "rx_bytes": st.rx_bytes,
                     "rx_dropped": st.rx_dropped, "rx_errors": st.rx_errors,
                     "tx_packets": st.tx_packets, "tx_bytes": st.tx_bytes,
                     "tx_dropped": st.tx_dropped, "tx_errors": st.tx_errors,
-                })
+                });
+                for (k, v) in &p.custom {
+                    o[*k] = json!(v);
+                }
+                o
             })
             .collect();
         let counters: serde_json::Map<String, Value> = r
@@ -142,6 +146,10 @@ pub fn dump_ports(r: &PortCountersReport, json: bool) -> String {
             st.rx_packets, st.rx_bytes, st.rx_dropped, st.rx_errors,
             st.tx_packets, st.tx_bytes, st.tx_dropped, st.tx_errors
         );
+        if !p.custom.is_empty() {
+            let c: Vec<String> = p.custom.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(s, "           {}", c.join(", "));
+        }
     }
     let _ = writeln!(
         s,

@@ -185,6 +185,14 @@ pub trait Port: Send {
     /// Current counters.
     fn stats(&self) -> PortStats;
 
+    /// Counters particular to this port type, by name, as OVS's custom statistics: added to
+    /// the interface's `statistics` column and shown by `dump-ports`. They count for the
+    /// whole port, so any handle reports the same values (unlike [`Port::stats`], which each
+    /// handle keeps for itself). None by default.
+    fn custom_stats(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
     /// Carrier state. Ports without a carrier notion are always up.
     fn link_state(&self) -> LinkState {
         LinkState::Up

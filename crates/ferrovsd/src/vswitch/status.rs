@@ -4,7 +4,8 @@
 //! [`read_datapath`] collects every port's live state from the poll thread, and [`ops`] turns
 //! it into `update` operations for the columns ovs-vswitchd maintains:
 //! - Interface `ofport` (−1 when the interface could not be set up, as OVS writes), `ifindex`,
-//!   `mac_in_use`, `admin_state`, `link_state`, `error`, and `statistics` (OVS's counter names);
+//!   `mac_in_use`, `admin_state`, `link_state`, `error`, and `statistics` (OVS's counter names,
+//!   plus the port type's custom statistics, `netdev::Port::custom_stats`);
 //! - Bridge `datapath_id` (16 hex digits);
 //! - Controller `is_connected` and `role`, when the connection layer reports them;
 //! - Open_vSwitch `cur_cfg` raised to the `next_cfg` the pass applied (what `ovs-vsctl` without
@@ -43,6 +44,8 @@ pub struct PortStatus {
     pub ifindex: Option<u32>,
     pub up: bool,
     pub stats: PortStats,
+    /// The port type's own counters, added to `statistics` under their names.
+    pub custom: Vec<(&'static str, u64)>,
 }
 
 /// Every datapath port by name (the bridge's internal port under the bridge's name).
@@ -65,6 +68,7 @@ pub fn read_datapath(pmd: &Datapath) -> HashMap<String, PortStatus> {
                         ifindex: s.port.ifindex(),
                         up: s.port.link_state() == netdev::LinkState::Up,
                         stats,
+                        custom: s.port.custom_stats(),
                     },
                 );
             }
@@ -95,20 +99,19 @@ fn norm(v: &Value) -> Value {
     }
 }
 
-fn stats_map(s: &PortStats) -> Value {
-    json!([
-        "map",
-        [
-            ["rx_bytes", s.rx_bytes],
-            ["rx_dropped", s.rx_dropped],
-            ["rx_errors", s.rx_errors],
-            ["rx_packets", s.rx_packets],
-            ["tx_bytes", s.tx_bytes],
-            ["tx_dropped", s.tx_dropped],
-            ["tx_errors", s.tx_errors],
-            ["tx_packets", s.tx_packets],
-        ]
-    ])
+fn stats_map(s: &PortStats, custom: &[(&'static str, u64)]) -> Value {
+    let mut pairs = vec![
+        json!(["rx_bytes", s.rx_bytes]),
+        json!(["rx_dropped", s.rx_dropped]),
+        json!(["rx_errors", s.rx_errors]),
+        json!(["rx_packets", s.rx_packets]),
+        json!(["tx_bytes", s.tx_bytes]),
+        json!(["tx_dropped", s.tx_dropped]),
+        json!(["tx_errors", s.tx_errors]),
+        json!(["tx_packets", s.tx_packets]),
+    ];
+    pairs.extend(custom.iter().map(|(k, v)| json!([k, v])));
+    json!(["map", pairs])
 }
 
 /// Adds `col: want` to `row` if the snapshot's value differs.
@@ -239,7 +242,7 @@ fn interface_row(
                 .and_then(|h| h.get("statistics"))
                 .is_none_or(|v| norm(v) == json!(["map", []]));
             if with_stats || no_stats {
-                diff(&mut row, have, "statistics", stats_map(&s.stats));
+                diff(&mut row, have, "statistics", stats_map(&s.stats, &s.custom));
             }
         }
         (err, _) => {
@@ -334,6 +337,20 @@ mod tests {
             json!(["map", [["a", 2], ["b", 1]]])
         );
         assert_eq!(norm(&json!(["set", []])), json!(["set", []]));
+    }
+
+    #[test]
+    fn custom_statistics_join_the_counters() {
+        let s = PortStats {
+            tx_packets: 7,
+            ..PortStats::default()
+        };
+        let m = stats_map(&s, &[("ovs_tx_coalesced_packets", 5)]);
+        let pairs = m[1].as_array().expect("a map");
+        assert_eq!(pairs.len(), 9);
+        assert!(pairs.contains(&json!(["tx_packets", 7])));
+        assert!(pairs.contains(&json!(["ovs_tx_coalesced_packets", 5])));
+        assert_eq!(stats_map(&s, &[])[1].as_array().map(Vec::len), Some(8));
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!   may share the guest's transmit queues; guest queue pair `p` belongs to receive queue
 //!   `p % K`).
 //! * The link is up while queue pair 0 runs in both directions; `statistics` count what the
-//!   guest sent (`rx_*`) and what it was given (`tx_*`), drops and refused descriptors.
+//!   guest sent (`rx_*`) and what it was given (`tx_*`), drops and refused descriptors, and
+//!   (a custom statistic, [`COALESCED`]) how many of the frames given went in super-packets.
 //!
 //! ## How
 //! Files, one job each: [`mem`] maps the guest memory the frontend shares and translates
@@ -66,6 +67,10 @@ const TX_RETRIES_DEFAULT: u32 = 8;
 const TX_RETRIES_MAX: u32 = 32;
 /// Attempts at a transmit ring another poll thread holds before dropping the burst.
 const TX_SPINS: u32 = 1024;
+/// The custom statistic counting frames (of `tx_packets`) that reached the guest coalesced
+/// into TCP super-packets (`vring::coalesce`), named as OVS names its own port counters
+/// (`ovs_tx_retries`, `ovs_tx_failure_drops`).
+pub const COALESCED: &str = "ovs_tx_coalesced_packets";
 
 /// What the handles of one port share with each other and with its control thread.
 pub struct Shared {
@@ -82,6 +87,8 @@ pub struct Shared {
     pub(crate) last_reason: Mutex<String>,
     /// Requests for features that were not negotiated (answered with an error, session kept).
     pub(crate) ignored: AtomicU64,
+    /// Frames given to the guest inside super-packets ([`COALESCED`]).
+    coalesced: AtomicU64,
     handles: AtomicUsize,
 }
 
@@ -191,6 +198,7 @@ impl VhostPort {
             connects: AtomicU64::new(0),
             last_reason: Mutex::new(String::new()),
             ignored: AtomicU64::new(0),
+            coalesced: AtomicU64::new(0),
             handles: AtomicUsize::new(1),
         });
         let weak = Arc::downgrade(&shared);
@@ -302,6 +310,11 @@ impl Port for VhostPort {
                 self.stats.tx_bytes += b.bytes;
                 self.stats.tx_errors += b.errors;
                 self.stats.tx_dropped += b.dropped;
+                if b.coalesced > 0 {
+                    self.shared
+                        .coalesced
+                        .fetch_add(b.coalesced, Ordering::Relaxed);
+                }
             }
             _ => {
                 self.stats.tx_dropped += batch.len() as u64;
@@ -312,6 +325,10 @@ impl Port for VhostPort {
 
     fn stats(&self) -> PortStats {
         self.stats
+    }
+
+    fn custom_stats(&self) -> Vec<(&'static str, u64)> {
+        vec![(COALESCED, self.shared.coalesced.load(Ordering::Relaxed))]
     }
 
     fn link_state(&self) -> LinkState {
