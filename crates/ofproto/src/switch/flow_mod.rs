@@ -284,7 +284,7 @@ impl Ofproto {
             }
         }
         self.version += 1;
-        free_later(graveyard);
+        versions::free_later(graveyard);
         n
     }
 
@@ -335,7 +335,7 @@ impl Ofproto {
         if n > 0 {
             self.version += 1;
         }
-        free_later(graveyard);
+        versions::free_later(graveyard);
         n
     }
 
@@ -368,18 +368,5 @@ impl Ofproto {
         }
         self.flush_learned(now_ms);
         victims.len()
-    }
-}
-
-/// Frees tables taken out whole: on a short-lived thread when they hold at least
-/// [`DEFER_FREE_RULES`] rules, here otherwise.
-fn free_later(graveyard: Vec<crate::table::Cls>) {
-    let n: usize = graveyard.iter().map(|c| c.len()).sum();
-    if n >= DEFER_FREE_RULES {
-        let spawned = std::thread::Builder::new()
-            .name("free-rules".into())
-            .spawn(move || drop(graveyard));
-        // If no thread can be made, the closure (and the tables) drop here instead.
-        drop(spawned);
     }
 }

@@ -285,7 +285,9 @@ fn copy_entry<V: Clone>(
     }
 }
 
-fn free_later(graveyard: Vec<Cls>) {
+/// Frees tables taken out whole: on a short-lived thread when they hold at least
+/// [`DEFER_FREE_RULES`] rules, here otherwise.
+pub(super) fn free_later(graveyard: Vec<Cls>) {
     let n: usize = graveyard.iter().map(|c| c.len()).sum();
     if n >= DEFER_FREE_RULES {
         let spawned = std::thread::Builder::new()
