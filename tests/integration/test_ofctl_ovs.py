@@ -157,3 +157,46 @@ def test_every_version_the_set_names_and_ferrovs_speaks_connects(switches):
     # 1.1 alone is named in the set but not spoken: the connection fails to negotiate.
     code, text = ofctl(fv, "OpenFlow11", "dump-desc")
     assert code != 0 and "version negotiation failed" in text, text
+
+
+OUT_PORT_FLOWS = [
+    "priority=5,ip,actions=clone(output:2),output:3",
+    "priority=6,arp,actions=clone(clone(output:2))",
+    "priority=7,udp,actions=clone(controller)",
+    "priority=8,tcp,actions=output:NXM_NX_REG0[0..15]",
+    "priority=9,icmp,actions=controller(reason=no_match)",
+    "priority=10,ipv6,actions=check_pkt_larger(100)->NXM_NX_REG1[0],clone(output:2)",
+    "priority=11,in_port=1,actions=output:4",
+]
+
+
+def sorted_dump(sw, proto, *args):
+    """A flow dump's exit code and lines, sorted (the order of a dump is unspecified)."""
+    code, text = ofctl(sw, proto, "dump-flows", *args)
+    return code, sorted(text.splitlines())
+
+
+def test_out_port_selects_flows_as_ovs(switches):
+    """`out_port` finds outputs inside `clone(...)`, nested too, and `controller` actions
+    for CONTROLLER, as OVS 3.1 selects flows; a register's port never matches. Dumps and
+    deletes filtered by it leave the same flows on both switches."""
+    proto = "OpenFlow13"
+    try:
+        for sw in switches:
+            ofctl(sw, proto, "del-flows")
+            for f in OUT_PORT_FLOWS:
+                code, text = ofctl(sw, proto, "add-flow", f)
+                assert code == 0, (sw.name, f, text)
+        for q in ["out_port=2", "out_port=CONTROLLER", "out_port=4", "out_port=LOCAL"]:
+            ovs, fv = (sorted_dump(sw, proto, q) for sw in switches)
+            assert fv == ovs, f"{q}\nOVS:\n{ovs[1]}\nferrovs:\n{fv[1]}"
+        for sw in switches:
+            ofctl(sw, proto, "del-flows", "out_port=2")
+        ovs, fv = (sorted_dump(sw, proto) for sw in switches)
+        assert fv == ovs, f"after del-flows out_port=2\nOVS:\n{ovs[1]}\nferrovs:\n{fv[1]}"
+        text = "\n".join(fv[1])
+        assert "output:2" not in text and "priority=11" in text and len(fv[1]) == 5, text
+    finally:
+        for sw in switches:
+            ofctl(sw, proto, "del-flows")
+            ofctl(sw, proto, "add-flow", "priority=0,actions=NORMAL")

@@ -82,10 +82,25 @@ impl Rule {
         self.stats.credit(p, b, now_ms);
     }
 
-    /// True if any instruction outputs to `port` (directly, in apply or write actions).
+    /// True if any instruction outputs to `port` (an `out_port` filter): an output action to
+    /// it in apply- or write-actions, nested lists (`clone(...)`) included, and a
+    /// `controller` action for `CONTROLLER`, as OVS 3.1 selects flows. An output to a
+    /// register's port never matches (its port is known only per packet).
     pub fn outputs_to(&self, port: u32) -> bool {
-        self.actions()
-            .any(|a| matches!(a, openflow::Action::Output { port: p, .. } if *p == port))
+        fn walk(acts: &[openflow::Action], port: u32) -> bool {
+            acts.iter().any(|a| match a {
+                openflow::Action::Output { port: p, .. } => *p == port,
+                openflow::Action::Controller(_) => port == openflow::actions::OFPP_CONTROLLER,
+                // Nesting is bounded when the flow_mod is validated.
+                openflow::Action::Clone(inner) => walk(inner, port),
+                openflow::Action::Ct(ct) => walk(&ct.actions, port),
+                _ => false,
+            })
+        }
+        self.instructions.iter().any(|i| match i {
+            Instruction::ApplyActions(a) | Instruction::WriteActions(a) => walk(a, port),
+            _ => false,
+        })
     }
 
     /// True if any instruction sends to group `g`, directly or inside a nested action list
