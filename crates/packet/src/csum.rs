@@ -71,16 +71,24 @@ pub fn checksum(data: &[u8]) -> u16 {
 
 /// True if an IPv4 header (with its checksum field in place) sums to all ones.
 ///
-/// The usual header, 20 bytes without options, is summed as five 32-bit words in
-/// registers (the same congruence as [`add`]): a connection tracker checks it on every
-/// packet, and [`add`]'s general loop, out of line, costs several times as much.
+/// The usual header, 20 bytes without options, is summed as five 32-bit words in native
+/// byte order, in registers: a connection tracker checks it on every packet, and [`add`]'s
+/// general loop, out of line, costs several times as much. Why that is the same test: a
+/// 32-bit word `hi << 16 | lo` is congruent to `hi + lo` modulo 0xffff (2^16 is 1), and a
+/// 16-bit word read in the other byte order is 256 times it modulo 0xffff (its bytes
+/// `a << 8 | b` become `b << 8 | a`), so the native sum is congruent to 256 times the
+/// big-endian one; 256 is prime to 0xffff, so one is a multiple of 0xffff exactly when the
+/// other is. The fold of a non-zero sum is the one value in 1..=0xffff congruent to it, so
+/// the header sums to all ones exactly when its sum is a non-zero multiple of 0xffff (and
+/// a sum is zero only when every byte is).
 #[inline(always)]
 pub fn ipv4_header_ok(hdr: &[u8]) -> bool {
     let Ok(h) = <&[u8; 20]>::try_from(hdr) else {
         return fold(add(0, hdr)) == 0xffff;
     };
-    let w = |i: usize| u64::from(u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
-    fold(fold_wide(w(0) + w(4) + w(8) + w(12) + w(16))) == 0xffff
+    let w = |i: usize| u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    let sum = w(0) + w(4) + w(8) + w(12) + w(16);
+    sum != 0 && sum % 0xffff == 0
 }
 
 /// Unfolded sum of the IPv4 TCP/UDP pseudo-header: source, destination, zero, protocol,
