@@ -46,6 +46,7 @@ pub mod ipf;
 pub mod key;
 pub mod key4;
 pub mod nat;
+mod one;
 pub mod ops;
 pub mod rewrite;
 pub mod table;

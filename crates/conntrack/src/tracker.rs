@@ -265,7 +265,7 @@ impl Conntrack {
         self.execute_batch(None, pkts, req, now, out);
     }
 
-    fn invalid(&self, zone: u16) -> CtResult {
+    pub(crate) fn invalid(&self, zone: u16) -> CtResult {
         self.counters.invalid.fetch_add(1, Relaxed);
         CtResult {
             state: TRK | INV,
@@ -289,27 +289,6 @@ impl Conntrack {
         self.execute_batch(Some(cache), pkts, req, now, out);
     }
 
-    /// [`Conntrack::execute_cached`] for one packet: `frame` with its layers `meta`
-    /// (`None`: not IP, `+trk+inv`), the verdict written into `out` (all of it, whatever it
-    /// held). The datapath's `ct` action runs one packet at a time; this is its path without
-    /// a batch around it.
-    #[inline]
-    pub fn execute_one_cached(
-        &self,
-        cache: &mut ConnCache,
-        frame: &mut [u8],
-        meta: Option<&PacketMeta>,
-        req: &CtRequest<'_>,
-        now: u64,
-        out: &mut CtResult,
-    ) {
-        cache.bind(self.id);
-        match meta {
-            Some(meta) => self.parse_and_track(Some(cache), frame, meta, req, now, out),
-            None => *out = self.invalid(req.zone),
-        }
-    }
-
     /// Parses one packet, hashes its key and tracks it, the verdict into `out`. With a
     /// cache, the connection of its last answer is tried first, before the key is hashed
     /// ([`ConnCache::get_last`]: a connection's packets, either way, one after the other),
@@ -319,7 +298,7 @@ impl Conntrack {
     /// function does not answer, by [`parse_into`].
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn parse_and_track(
+    pub(crate) fn parse_and_track(
         &self,
         mut cache: Option<&mut ConnCache>,
         frame: &mut [u8],

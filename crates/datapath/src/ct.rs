@@ -29,7 +29,7 @@
 //! recirculation ids start at 1.
 
 use crate::dpcls::Words;
-use conntrack::{Config, ConnCache, Conntrack, CtResult, PacketMeta};
+use conntrack::{Config, ConnCache, Conntrack, CtResult};
 use ofproto::odp_ct::CtAction;
 use packet::flow::{self, FlowKey, Offsets};
 use packet::Packet;
@@ -68,22 +68,17 @@ pub fn track(
     cache: &mut ConnCache,
     out: &mut CtResult,
 ) {
-    let meta = match layers {
-        Some(l) => PacketMeta::from_flow(l.key, &l.offs),
+    let req = ct.request();
+    match layers {
+        Some(l) => {
+            tracker().execute_flow_cached(cache, pkt.data_mut(), l.key, &l.offs, &req, now_ms, out)
+        }
         None => {
             let mut k = FlowKey::ZERO;
             let offs = flow::extract_into(&mut k, pkt.data(), 0);
-            PacketMeta::from_flow(&k, &offs)
+            tracker().execute_flow_cached(cache, pkt.data_mut(), &k, &offs, &req, now_ms, out)
         }
-    };
-    tracker().execute_one_cached(
-        cache,
-        pkt.data_mut(),
-        meta.as_ref(),
-        &ct.request(),
-        now_ms,
-        out,
-    );
+    }
     if out.resize != 0 {
         resize(pkt, out.resize);
     }

@@ -25,7 +25,7 @@ use super::skip::Plan;
 use crate::ct::RecircWords;
 use crate::dpcls::Megaflow;
 use crate::module::Delivery;
-use conntrack::{Conntrack, CtRequest, CtResult, PacketMeta};
+use conntrack::{Conntrack, CtRequest, CtResult};
 use ofproto::odp::DpAction;
 use ofproto::odp_ct::CtAction;
 use packet::flow::{FlowKey, Offsets};
@@ -38,7 +38,7 @@ pub(super) struct CtRecirc<'a> {
     pub(super) ct: &'a CtAction,
     pub(super) req: CtRequest<'a>,
     pub(super) id: u32,
-    /// The verdict of the packet being run: every `execute_one_cached` writes all of it, so
+    /// The verdict of the packet being run: every `execute_flow_cached` writes all of it, so
     /// it is made once per run, not once per packet.
     pub(super) res: CtResult,
     /// The shortcut's candidates made ready for the megaflow's packets (see `skip::Plan`),
@@ -83,11 +83,11 @@ impl Exec {
         pool: &mut Pool,
         out: &mut Delivery<'_>,
     ) -> Option<(u16, Packet)> {
-        let meta = PacketMeta::from_flow(key, &offs);
-        t.execute_one_cached(
+        t.execute_flow_cached(
             &mut self.ct_cache,
             pkt.data_mut(),
-            meta.as_ref(),
+            key,
+            &offs,
             &run.req,
             now_ms,
             &mut run.res,
