@@ -8,7 +8,8 @@
 //! bit 3 liberal TCP, bit 4 force, bits 5-7 zone); byte 1: bit 0 `execute_cached` instead
 //! of `execute`, bit 1 a mark to set, bit 2 a label to set, bits 3-4 how many times the
 //! batch runs (1-4, the later rounds meet the connections the earlier made), bit 5
-//! `execute_one_cached` per packet (over bit 0), bit 6 the FTP helper; then frames,
+//! `execute_one_cached` per packet (over bit 0), bit 6 the FTP helper, bit 7 (with bit 5)
+//! `execute_flow_cached` per packet with the frame's flow key instead; then frames,
 //! each prefixed by a big-endian 16-bit length (fragments and non-IP frames are left out).
 //! Checks: without NAT (whose free-tuple search is seeded per tracker) the two trackers
 //! give the same verdicts and leave the same bytes; always, every packet is `+trk` with
@@ -40,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let (mode, opts) = (*mode, *opts);
     let mut rest = rest;
-    let mut frames: Vec<(Vec<u8>, PacketMeta)> = Vec::new();
+    let mut frames: Vec<(Vec<u8>, PacketMeta, packet::FlowKey, packet::flow::Offsets)> = Vec::new();
     while rest.len() >= 2 && frames.len() < MAX_FRAMES {
         let len = usize::from(u16::from_be_bytes([rest[0], rest[1]]));
         let f = &rest[2..rest.len().min(2 + len)];
@@ -48,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
         let mut key = packet::FlowKey::default();
         let offs = packet::extract_into(&mut key, f, 1);
         if let Some(meta) = PacketMeta::from_flow(&key, &offs).filter(|m| !m.frag) {
-            frames.push((f.to_vec(), meta));
+            frames.push((f.to_vec(), meta, key, offs));
         }
     }
     let range = NatRange::new(
@@ -98,15 +99,21 @@ fuzz_target!(|data: &[u8]| {
                         .collect();
                     let mut got = vec![CtResult::default(); input.len()];
                     if opts & 32 != 0 {
-                        for (p, out) in input.iter_mut().zip(got.iter_mut()) {
-                            bt.execute_one_cached(
-                                &mut cache,
-                                p.frame,
-                                p.meta.as_ref(),
-                                &req,
-                                now,
-                                out,
-                            );
+                        for ((p, out), f) in input.iter_mut().zip(got.iter_mut()).zip(&frames) {
+                            if opts & 128 != 0 {
+                                bt.execute_flow_cached(
+                                    &mut cache, p.frame, &f.2, &f.3, &req, now, out,
+                                );
+                            } else {
+                                bt.execute_one_cached(
+                                    &mut cache,
+                                    p.frame,
+                                    p.meta.as_ref(),
+                                    &req,
+                                    now,
+                                    out,
+                                );
+                            }
                         }
                     } else if opts & 1 != 0 {
                         bt.execute_cached(&mut cache, &mut input, &req, now, &mut got);
@@ -114,7 +121,7 @@ fuzz_target!(|data: &[u8]| {
                         bt.execute(&mut input, &req, now, &mut got);
                     }
                     drop(input);
-                    for (i, (f, meta)) in frames.iter().enumerate() {
+                    for (i, (f, meta, _, _)) in frames.iter().enumerate() {
                         let mut one = f.clone();
                         let want = st.execute_one(&mut one, meta, &req, now);
                         let r = got[i];
