@@ -54,7 +54,10 @@ fn enqueue_sends_on_the_queue_and_the_queue_does_not_stick() {
     // OVS: set(skb_priority(0x3)),2,set(skb_priority(0)),1; its trace notes the pop.
     let (a, trace) = run(&of, 4);
     assert_eq!(a, [SetQueue(3), Output(2), SetQueue(0), Output(1)]);
-    assert!(trace.contains("pop_queue\n") && trace.contains("-> queue = 0"), "{trace}");
+    assert!(
+        trace.contains("pop_queue\n") && trace.contains("-> queue = 0"),
+        "{trace}"
+    );
 }
 
 #[test]

@@ -630,7 +630,7 @@ mod tests {
             OFPP_CONTROLLER,
             OFPP_ANY,
         ] {
-            assert_eq!(enq(no), Err(bad.clone()), "{no:#x}");
+            assert_eq!(enq(no), Err(bad), "{no:#x}");
         }
         let set = [Instruction::WriteActions(vec![Action::PopQueue])];
         assert!(validate_instructions(&set, 0).is_err());

@@ -85,10 +85,7 @@ fn pop_queue_is_the_same_in_every_version() {
             decode_action_list(v, &b).expect("decodes"),
             [Action::PopQueue]
         );
-        assert_eq!(
-            encode_action_list(v, &[Action::PopQueue]).expect("enc"),
-            b
-        );
+        assert_eq!(encode_action_list(v, &[Action::PopQueue]).expect("enc"), b);
     }
     assert_eq!(
         parse_actions("pop_queue", None).expect("parses"),
@@ -106,7 +103,10 @@ fn pop_queue_is_the_same_in_every_version() {
 #[test]
 fn of10_enqueue_of_another_length_is_bad_len() {
     // 8 bytes (OVS: "length 8 not in valid range [16,16]") and 24 bytes.
-    for b in ["000b000800030000", "000b0018000300000000000000000007ffffffffffffffff"] {
+    for b in [
+        "000b000800030000",
+        "000b0018000300000000000000000007ffffffffffffffff",
+    ] {
         assert_eq!(
             decode_action_list(OFP10, &hex(b)),
             Err(DecodeError::BadActionLen),
