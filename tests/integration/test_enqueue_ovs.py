@@ -5,10 +5,13 @@ into `enqueue`), `out_port` selects and deletes the same flows, the ports and le
 refuses on the wire are refused with the same error, and a packet leaves the same ports.
 The queue itself is not observable on a pcap port: ferrovs's trace shows it."""
 
+import os
 import re
 import socket
 import struct
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -88,6 +91,48 @@ def test_out_port_selects_enqueue_flows_as_ovs(switches, proto):
     assert fv == ovs, f"after del-flows out_port=3\nOVS:\n{ovs[1]}\nferrovs:\n{fv[1]}"
     assert not any(f"priority={p} " in l for l in fv[1] for p in (1, 2, 7)), fv[1]
     assert len(fv[1]) == 6, fv[1]
+
+
+def monitor_events(sw, proto, tmp, add):
+    """The events `ovs-ofctl monitor watch:out_port=2` prints: the flows there when it
+    starts, then those `add` adds (the last one matching `ip`)."""
+    out_path = tmp / f"{sw.name}-{proto}.txt"
+    env = dict(os.environ, OVS_RUNDIR=str(sw.d))
+    with open(out_path, "w+") as out:
+        mon = subprocess.Popen(["ovs-ofctl", "-O", proto, "monitor", f"unix:{sw.mgmt}",
+                                "watch:out_port=2"], stdout=out, stderr=subprocess.STDOUT,
+                               env=env)
+        try:
+            deadline = time.time() + 10
+            while "FLOW_MONITOR reply" not in out_path.read_text():
+                assert time.time() < deadline and mon.poll() is None, out_path.read_text()
+                time.sleep(0.05)
+            for f in add:
+                code, text = ofctl(sw, "OpenFlow10", "add-flow", f)
+                assert code == 0, (sw.name, f, text)
+            while " ip actions=" not in out_path.read_text():
+                assert time.time() < deadline and mon.poll() is None, out_path.read_text()
+                time.sleep(0.05)
+        finally:
+            mon.terminate()
+            mon.wait(timeout=10)
+    text = out_path.read_text()
+    return sorted(l.strip() for l in text.splitlines() if l.strip().startswith("event="))
+
+
+@pytest.mark.parametrize("proto", ["OpenFlow10", "OpenFlow14"])
+def test_flow_monitor_out_port_selects_enqueue_flows_as_ovs(switches, proto, tmp_path):
+    for sw in switches:
+        ofctl(sw, "OpenFlow13", "del-flows")
+        for f in ["priority=10,in_port=1,actions=enqueue:2:5",
+                  "priority=11,in_port=2,actions=output:3",
+                  "priority=12,in_port=3,actions=clone(enqueue:2:1)"]:
+            code, text = ofctl(sw, "OpenFlow10", "add-flow", f)
+            assert code == 0, (sw.name, f, text)
+    add = ["priority=21,in_port=4,actions=enqueue:3:7", "priority=22,ip,actions=enqueue:2:9"]
+    ovs, fv = (monitor_events(sw, proto, tmp_path, add) for sw in switches)
+    assert fv == ovs, f"OVS:\n{ovs}\nferrovs:\n{fv}"
+    assert len(fv) == 3 and not any("in_port=2" in l or "in_port=4" in l for l in fv), fv
 
 
 # ---- raw OpenFlow 1.0 flow_mods: what ovs-ofctl refuses before sending ------------------
