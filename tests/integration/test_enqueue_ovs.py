@@ -1,9 +1,10 @@
 """OpenFlow 1.0's `enqueue:PORT:QUEUE` against Debian's OVS 3.1, side by side: flows added
 with it (and with `set_queue`, `output`, `pop_queue`) dump the same in OpenFlow 1.0, 1.3 and
 1.5 (1.1+ peers see `set_queue:Q,output:P,pop_queue`, and a 1.0 dump never folds those back
-into `enqueue`), `out_port` selects and deletes the same flows, the ports and lengths OVS
-refuses on the wire are refused with the same error, and a packet leaves the same ports.
-The queue itself is not observable on a pcap port: ferrovs's trace shows it."""
+into `enqueue`), `out_port` selects and deletes the same flows and flow monitors report the
+same ones, the ports and lengths OVS refuses on the wire are refused with the same error, a
+group bucket keeps an enqueue and leaves it out of the translation, and a packet leaves the
+same ports. The queue itself is not observable on a pcap port: ferrovs's trace shows it."""
 
 import os
 import re
@@ -234,3 +235,27 @@ def test_packets_leave_the_ports_ovs_sends_them_to(switches):
     assert dp == ["Datapath actions: set_queue(5),2,set_queue(0),3"], trace
     for sw in switches:
         ofctl(sw, "OpenFlow10", "del-flows")
+
+
+def test_enqueue_in_a_group_bucket_as_ovs(switches):
+    """A bucket (OpenFlow 1.0's Nicira group_mod) may hold an enqueue, dumped as OVS dumps
+    it in 1.0 and 1.3; a bucket runs as an action set, which has no enqueue, so OVS's
+    translation leaves it out: the packet leaves only by the other bucket."""
+    for sw in switches:
+        ofctl(sw, "OpenFlow13", "del-flows")
+        ofctl(sw, "OpenFlow13", "del-groups")
+        code, text = ofctl(sw, "OpenFlow10", "add-group",
+                           "group_id=1,type=all,bucket=enqueue:2:5,bucket=output:3")
+        assert code == 0, (sw.name, text)
+        code, text = ofctl(sw, "OpenFlow10", "add-flow", "in_port=1,actions=group:1")
+        assert code == 0, (sw.name, text)
+    for proto in ["OpenFlow10", "OpenFlow13"]:
+        ovs, fv = (ofctl(sw, proto, "dump-groups") for sw in switches)
+        assert fv == ovs, f"OVS:\n{ovs[1]}\nferrovs:\n{fv[1]}"
+    assert "enqueue:2:5" in ofctl(switches[1], "OpenFlow10", "dump-groups")[1]
+    ovs, fv = ([l for l in sw.trace(1, FRAME).splitlines() if l.startswith("Datapath")]
+               for sw in switches)
+    assert fv == ovs == ["Datapath actions: 3"], (ovs, fv)
+    for sw in switches:
+        ofctl(sw, "OpenFlow13", "del-flows")
+        ofctl(sw, "OpenFlow13", "del-groups")
