@@ -35,10 +35,7 @@ pub(super) fn parse_action_unchecked(
         }
         "group" => Action::Group(uint_for(tok, 32)? as u32),
         "set_queue" => Action::SetQueue(uint_for(tok, 32)? as u32),
-        "pop_queue" => {
-            no_value(tok)?;
-            Action::PopQueue
-        }
+        "pop_queue" => no_value(tok).map(|()| Action::PopQueue)?,
         "enqueue" => parse_enqueue(tok)?,
         "push_vlan" => Action::PushVlan(uint_for(tok, 16)? as u16),
         "pop_vlan" | "strip_vlan" => {

@@ -69,10 +69,7 @@ pub(super) fn decode_vendor_action(len: usize, a: &mut Rd<'_>) -> Result<Action,
             a.skip(2)?;
             Action::SetQueue(a.u32()?)
         }
-        nxast::POP_QUEUE => {
-            nx16(len)?;
-            Action::PopQueue
-        }
+        nxast::POP_QUEUE => nx16(len).map(|()| Action::PopQueue)?,
         nxast::GROUP => {
             nx16(len)?;
             a.skip(2)?;

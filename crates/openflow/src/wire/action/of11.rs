@@ -118,19 +118,11 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
     if !copy_field && encode_nx_common(out, a) {
         return;
     }
+    if let Action::Enqueue { port, queue } = *a {
+        return encode_enqueue(out, version, port, queue);
+    }
     let s;
     match *a {
-        // OpenFlow 1.0's enqueue, as OVS says it to a 1.1+ peer.
-        Action::Enqueue { port, queue } => {
-            encode_of11_action(out, version, &Action::SetQueue(queue));
-            let output = Action::Output {
-                port,
-                max_len: OFPCML_NO_BUFFER,
-            };
-            encode_of11_action(out, version, &output);
-            encode_of11_action(out, version, &Action::PopQueue);
-            return;
-        }
         Action::Output { port, max_len } => {
             s = begin(out, OUTPUT);
             out.u32(port);
@@ -201,6 +193,7 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
         | Action::StackPush(_)
         | Action::StackPop(_)
         | Action::PopQueue
+        | Action::Enqueue { .. }
         | Action::Resubmit { .. } => return,
         // Written by `ct` before this encoder is reached.
         Action::Ct(_)
@@ -216,4 +209,16 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
         | Action::CheckPktLarger { .. } => return,
     }
     finish(out, s);
+}
+
+/// OpenFlow 1.0's enqueue as OVS says it to a 1.1+ peer: `set_queue`, `output` with
+/// `max_len` 0xffff, `pop_queue`.
+fn encode_enqueue(out: &mut Vec<u8>, version: u8, port: u32, queue: u32) {
+    encode_of11_action(out, version, &Action::SetQueue(queue));
+    let output = Action::Output {
+        port,
+        max_len: OFPCML_NO_BUFFER,
+    };
+    encode_of11_action(out, version, &output);
+    encode_of11_action(out, version, &Action::PopQueue);
 }
