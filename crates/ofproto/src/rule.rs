@@ -82,14 +82,15 @@ impl Rule {
         self.stats.credit(p, b, now_ms);
     }
 
-    /// True if any instruction outputs to `port` (an `out_port` filter): an output action to
-    /// it in apply- or write-actions, nested lists (`clone(...)`) included, and a
+    /// True if any instruction outputs to `port` (an `out_port` filter): an output or
+    /// `enqueue` action to it in apply- or write-actions, nested lists (`clone(...)`) included, and a
     /// `controller` action for `CONTROLLER`, as OVS 3.1 selects flows. An output to a
     /// register's port never matches (its port is known only per packet).
     pub fn outputs_to(&self, port: u32) -> bool {
         fn walk(acts: &[openflow::Action], port: u32) -> bool {
             acts.iter().any(|a| match a {
-                openflow::Action::Output { port: p, .. } => *p == port,
+                openflow::Action::Output { port: p, .. }
+                | openflow::Action::Enqueue { port: p, .. } => *p == port,
                 openflow::Action::Controller(_) => port == openflow::actions::OFPP_CONTROLLER,
                 // Nesting is bounded when the flow_mod is validated.
                 openflow::Action::Clone(inner) => walk(inner, port),

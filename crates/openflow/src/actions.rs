@@ -1,7 +1,9 @@
 //! Actions, instructions, and the reserved port / group numbers they use.
 //!
 //! [`Action`] is the OpenFlow 1.3 action set (plus Nicira's `resubmit`, the one extension
-//! almost every OVS pipeline uses); [`Instruction`] is the OpenFlow 1.1+ instruction set.
+//! almost every OVS pipeline uses, the other Nicira actions OVS's tools speak, and OpenFlow
+//! 1.0's `enqueue`, which 1.1+ says as three actions); [`Instruction`] is the OpenFlow 1.1+
+//! instruction set.
 //! An OpenFlow 1.0 codec maps a plain action list to a single `ApplyActions`.
 //!
 //! Conventions:
@@ -149,6 +151,21 @@ pub enum Action {
     Group(u32),
     /// Set the queue for subsequent outputs.
     SetQueue(u32),
+    /// Nicira `pop_queue`: later outputs use the queue the packet came with (the one before
+    /// any `set_queue`).
+    PopQueue,
+    /// OpenFlow 1.0 `enqueue:PORT:QUEUE`: output to `port` on `queue`; the queue holds for
+    /// this output only (later outputs use the queue in force before it). Ports are a
+    /// physical one (below 0xff00: OpenFlow 1.0's numbers), `IN_PORT` or `LOCAL`, as OVS
+    /// takes them ([`Action::validate`]). OpenFlow 1.1+ has no such action: to those peers
+    /// it goes out as `set_queue:QUEUE, output:PORT, pop_queue`, as OVS sends it, which
+    /// reads back as those three actions.
+    Enqueue {
+        /// Port number, `IN_PORT` or `LOCAL`.
+        port: u32,
+        /// Queue id on that port.
+        queue: u32,
+    },
     /// Set the MPLS TTL.
     SetMplsTtl(u8),
     /// Decrement the MPLS TTL.
@@ -293,6 +310,12 @@ fn output_port_ok(port: u32) -> bool {
     !(port == 0 || port == OFPP_ANY || (port > OFPP_MAX && port < OFPP_IN_PORT))
 }
 
+/// A port an `enqueue` may name, as OVS checks it: a physical port OpenFlow 1.0 can number
+/// (below its `OFPP_MAX`, 0xff00; port 0 included), `IN_PORT` or `LOCAL`.
+fn enqueue_port_ok(port: u32) -> bool {
+    port < 0xff00 || port == OFPP_IN_PORT || port == OFPP_LOCAL
+}
+
 /// A meter an action may name: a numbered one, or the slow-path or controller meter.
 fn meter_id_ok(m: u32) -> bool {
     use crate::messages::{OFPM_CONTROLLER, OFPM_MAX, OFPM_SLOWPATH};
@@ -359,6 +382,7 @@ impl Action {
                 destination_fault(dst, dst.n_bits == 1, BAD_SET_ARGUMENT)
             }
             Action::Output { port, .. } => fault_unless(output_port_ok(port), BAD_OUT_PORT),
+            Action::Enqueue { port, .. } => fault_unless(enqueue_port_ok(port), BAD_OUT_PORT),
             Action::Group(g) => fault_unless(g <= OFPG_MAX, BAD_OUT_GROUP),
             Action::PushVlan(t) => fault_unless(
                 t == ethertype::VLAN || t == ethertype::VLAN_8021AD,
@@ -388,6 +412,7 @@ impl Action {
             | Action::Note(_)
             | Action::DecTtlIds(_)
             | Action::SetQueue(_)
+            | Action::PopQueue
             | Action::SetMplsTtl(_)
             | Action::DecMplsTtl
             | Action::SetNwTtl(_)
@@ -530,7 +555,8 @@ pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), 
             Instruction::WriteActions(a) => {
                 validate_actions(a)?;
                 // The action set has no slot for a sample, a note, a clone, an output
-                // to a register or a `controller(...)` (OVS: "disallowed action in action set", OFPBAC_BAD_TYPE).
+                // to a register, a `controller(...)`, `enqueue` or `pop_queue` (OVS:
+                // "disallowed action in action set", OFPBAC_BAD_TYPE).
                 if a.iter().any(|x| {
                     matches!(
                         x,
@@ -541,6 +567,8 @@ pub fn validate_instructions(insts: &[Instruction], table_id: u8) -> Result<(), 
                             | Action::Controller(_)
                             | Action::Learn(_)
                             | Action::CheckPktLarger { .. }
+                            | Action::Enqueue { .. }
+                            | Action::PopQueue
                     )
                 }) {
                     return Err(OfError::bad_action(bad_action::BAD_TYPE));
@@ -582,6 +610,30 @@ mod tests {
         assert!(Action::PushVlan(0x0800).validate().is_err());
         assert!(Action::set_field(Field::VlanPcp, 8).validate().is_err());
         assert!(Action::set_field(Field::TcpFlags, 1).validate().is_err());
+    }
+
+    #[test]
+    fn enqueue_ports_as_ovs() {
+        let enq = |port| Action::Enqueue { port, queue: 5 }.validate();
+        for ok in [0, 1, 0xfeff, OFPP_IN_PORT, OFPP_LOCAL] {
+            assert!(enq(ok).is_ok(), "{ok:#x}");
+        }
+        let bad = OfError::bad_action(bad_action::BAD_OUT_PORT);
+        for no in [
+            0xff00,
+            70000,
+            OFPP_MAX,
+            OFPP_TABLE,
+            OFPP_NORMAL,
+            OFPP_FLOOD,
+            OFPP_ALL,
+            OFPP_CONTROLLER,
+            OFPP_ANY,
+        ] {
+            assert_eq!(enq(no), Err(bad), "{no:#x}");
+        }
+        let set = [Instruction::WriteActions(vec![Action::PopQueue])];
+        assert!(validate_instructions(&set, 0).is_err());
     }
 
     #[test]

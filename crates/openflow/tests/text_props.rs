@@ -203,6 +203,16 @@ fn arb_action() -> impl Strategy<Value = Action> {
         }),
         (0u32..=0xffff_ff00).prop_map(Action::Group),
         any::<u32>().prop_map(Action::SetQueue),
+        Just(Action::PopQueue),
+        (
+            prop_oneof![
+                0u32..0xff00,
+                Just(openflow::actions::OFPP_IN_PORT),
+                Just(openflow::actions::OFPP_LOCAL)
+            ],
+            any::<u32>()
+        )
+            .prop_map(|(port, queue)| Action::Enqueue { port, queue }),
         any::<u8>().prop_map(Action::SetMplsTtl),
         Just(Action::DecMplsTtl),
         any::<u8>().prop_map(Action::SetNwTtl),

@@ -241,6 +241,11 @@ fn an_action() -> impl Strategy<Value = Action> {
         (any::<u32>(), any::<u16>()).prop_map(|(port, max_len)| Action::Output { port, max_len }),
         any::<u32>().prop_map(Action::Group),
         any::<u32>().prop_map(Action::SetQueue),
+        Just(Action::PopQueue),
+        (any::<u16>(), any::<u32>()).prop_map(|(p, queue)| Action::Enqueue {
+            port: openflow::actions::port_from_of10(p),
+            queue
+        }),
         any::<u8>().prop_map(Action::SetMplsTtl),
         Just(Action::DecMplsTtl),
         any::<u8>().prop_map(Action::SetNwTtl),
@@ -416,6 +421,24 @@ fn a_meter_mod() -> impl Strategy<Value = MeterMod> {
         })
 }
 
+/// An action list as OpenFlow 1.1+ reads it back: each `enqueue` is `set_queue`, `output`
+/// with `max_len` 0xffff, `pop_queue`.
+fn enqueue_as_of11(acts: Vec<Action>) -> Vec<Action> {
+    acts.into_iter()
+        .flat_map(|a| match a {
+            Action::Enqueue { port, queue } => vec![
+                Action::SetQueue(queue),
+                Action::Output {
+                    port,
+                    max_len: 0xffff,
+                },
+                Action::PopQueue,
+            ],
+            a => vec![a],
+        })
+        .collect()
+}
+
 fn round_trip(m: &Message, v: u8) -> Message {
     let b = encode(m, v, 7).unwrap_or_else(|e| panic!("encode {e:?}: {m:?}"));
     let (m2, n) = decode(&b).unwrap_or_else(|e| panic!("decode {e:?}: {m:?}\n{b:02x?}"));
@@ -437,10 +460,11 @@ proptest! {
                 .retain(|i| !matches!(i, Instruction::ApplyActions(a) if a.is_empty()));
         }
         let m = Message::FlowMod(fm.clone());
-        // Before 1.5 a wide or scattered masked write travels as several loads.
+        // Before 1.5 a wide or scattered masked write travels as several loads; 1.1+ says
+        // 1.0's enqueue as three actions.
         for i in &mut fm.instructions {
             if let Instruction::ApplyActions(a) | Instruction::WriteActions(a) = i {
-                *a = split_loads(v, std::mem::take(a));
+                *a = split_loads(v, enqueue_as_of11(std::mem::take(a)));
             }
         }
         prop_assert_eq!(round_trip(&m, v), Message::FlowMod(fm));
@@ -452,7 +476,7 @@ proptest! {
         let m = Message::GroupMod(g.clone());
         let mut g = g;
         for b in &mut g.buckets {
-            b.actions = split_loads(v, std::mem::take(&mut b.actions));
+            b.actions = split_loads(v, enqueue_as_of11(std::mem::take(&mut b.actions)));
         }
         prop_assert_eq!(round_trip(&m, v), Message::GroupMod(g));
     }

@@ -18,7 +18,12 @@ impl Ctx<'_> {
             Action::Controller(ref c) => self.controller(c),
             Action::Learn(ref l) => self.learn(l),
             Action::Group(g) => self.group(g),
-            Action::SetQueue(q) => self.out.push(DpAction::SetQueue(q)),
+            Action::SetQueue(q) => {
+                self.queue = q;
+                self.out.push(DpAction::SetQueue(q));
+            }
+            Action::PopQueue => self.pop_queue(),
+            Action::Enqueue { port, queue } => self.enqueue(port, queue),
             // The same as the meter instruction, where the action stands.
             Action::Meter(m) => self.out.push(DpAction::Meter(m)),
             Action::SetMplsTtl(t) => self.set_mpls_ttl(t),
@@ -53,6 +58,30 @@ impl Ctx<'_> {
             },
             Action::Resubmit { in_port, table, ct } => self.resubmit(in_port, table, ct),
         }
+    }
+
+    /// `pop_queue`: later outputs use the packet's own queue. A received packet's is 0 (as
+    /// in OVS's userspace datapath, where queue N is skb priority N and a port's packets
+    /// come with priority 0), so this sets queue 0, if another was set.
+    fn pop_queue(&mut self) {
+        if self.queue != 0 {
+            self.queue = 0;
+            self.out.push(DpAction::SetQueue(0));
+        }
+        self.note(|| " -> queue = 0".into());
+    }
+
+    /// `enqueue:PORT:QUEUE`, as OVS runs it: the packet goes out of `port` (`IN_PORT`: the
+    /// input port; the input port named by number: nowhere) on `queue`, then later outputs
+    /// use the queue in force before.
+    fn enqueue(&mut self, port: u32, queue: u32) {
+        if port != OFPP_IN_PORT && port == self.flow.in_port {
+            self.note(|| " >> skipping output to input port".into());
+            return;
+        }
+        self.out.push(DpAction::SetQueue(queue));
+        self.output(port, 0);
+        self.out.push(DpAction::SetQueue(self.queue));
     }
 
     /// `set_mpls_ttl`: the outer label's TTL.
@@ -263,6 +292,7 @@ impl Ctx<'_> {
         let saved_ttl_stop = self.ttl_stop;
         let saved_set = self.action_set.clone();
         let saved_stack = self.stack.clone();
+        let saved_queue = self.queue;
         let saved_table = self.table_id;
         self.indent += 4;
         self.no_pause += 1;
@@ -278,6 +308,7 @@ impl Ctx<'_> {
         self.ttl_stop = saved_ttl_stop;
         self.action_set = saved_set;
         self.stack = saved_stack;
+        self.queue = saved_queue;
         self.table_id = saved_table;
     }
 }

@@ -103,6 +103,9 @@ struct Ctx<'a> {
     action_set: Vec<Action>,
     /// The register stack of `push`/`pop`: values right-aligned.
     stack: Vec<u128>,
+    /// The queue later outputs use (`set_queue`; 0, the packet's own, after `pop_queue`):
+    /// what an `enqueue` puts back after its output.
+    queue: u32,
     /// The translation failed (see `fail`): the result drops the packet.
     failed: bool,
     table_id: u8,
@@ -357,6 +360,7 @@ fn run(
         buckets: Vec::new(),
         action_set: Vec::new(),
         stack: Vec::new(),
+        queue: 0,
         failed: false,
         table_id: 0,
         cookie: 0,

@@ -76,6 +76,8 @@ pub fn format_action(a: &Action) -> String {
         }
         Action::Group(g) => format!("group:{g}"),
         Action::SetQueue(q) => format!("set_queue:{q}"),
+        Action::PopQueue => "pop_queue".into(),
+        Action::Enqueue { port, queue } => format!("enqueue:{}:{queue}", format_port(port)),
         Action::Meter(m) => format!("meter:{m}"),
         Action::SetMplsTtl(t) => format!("set_mpls_ttl:{t}"),
         Action::DecMplsTtl => "dec_mpls_ttl".into(),

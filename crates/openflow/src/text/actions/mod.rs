@@ -21,6 +21,8 @@
 //! ovs-ofctl's
 //! subfield syntax ([`parse_subfield`]) and print them with NXM names as OVS does
 //! (`move:NXM_NX_REG0[]->NXM_NX_XXREG1[0..31]`).
+//! OpenFlow 1.0's `enqueue:PORT:QUEUE` (or `enqueue(PORT,QUEUE)`) and Nicira's `pop_queue`
+//! read and print as ovs-ofctl's.
 //!
 //! ## Files
 //! This file holds the list parsers (actions, instructions) and their helpers; `parse_one` one

@@ -35,6 +35,8 @@ pub(super) fn parse_action_unchecked(
         }
         "group" => Action::Group(uint_for(tok, 32)? as u32),
         "set_queue" => Action::SetQueue(uint_for(tok, 32)? as u32),
+        "pop_queue" => no_value(tok).map(|()| Action::PopQueue)?,
+        "enqueue" => parse_enqueue(tok)?,
         "push_vlan" => Action::PushVlan(uint_for(tok, 16)? as u16),
         "pop_vlan" | "strip_vlan" => {
             no_value(tok)?;
@@ -242,6 +244,31 @@ fn parse_move(tok: &Token<'_>) -> Result<Action, TextError> {
         )));
     }
     Ok(Action::Move { src, dst })
+}
+
+/// `enqueue:PORT:QUEUE` or `enqueue(PORT,QUEUE)`, split as ovs-ofctl splits them: the port
+/// ends at the first `:`, `,` or `q` (after any of those leading), the queue is the rest.
+/// Unlike ovs-ofctl, a queue above 32 bits is refused rather than wrapped.
+fn parse_enqueue(tok: &Token<'_>) -> Result<Action, TextError> {
+    let syntax = || {
+        TextError::new(
+            "\"enqueue\" syntax is \"enqueue:PORT:QUEUE\" or \"enqueue(PORT,QUEUE)\"".to_string(),
+        )
+    };
+    let is_sep = |c: char| matches!(c, ':' | ',' | 'q');
+    let v = tok.value.ok_or_else(syntax)?.trim_start_matches(is_sep);
+    let (port, queue) = v.split_once(is_sep).ok_or_else(syntax)?;
+    if queue.is_empty() {
+        return Err(syntax());
+    }
+    let port = parse_port(port)
+        .ok_or_else(|| TextError::new(format!("{port}: enqueue to unknown port")))?;
+    let queue = parse_uint(queue, 32)
+        .ok_or_else(|| TextError::new(format!("{}: invalid queue '{queue}'", tok.text())))?;
+    Ok(Action::Enqueue {
+        port,
+        queue: queue as u32,
+    })
 }
 
 /// `output:PORT` or `output:SUBFIELD` (ovs-ofctl's `output:reg0[0..15]`).

@@ -5,7 +5,8 @@
 //!
 //! * `of10`: OpenFlow 1.0 actions (8 or 16 bytes, 16-bit ports), whose "set" actions
 //!   become the model's [`Action::SetField`];
-//! * `of11`: OpenFlow 1.1+ actions, with `set_field` carrying one OXM TLV;
+//! * `of11`: OpenFlow 1.1+ actions, with `set_field` carrying one OXM TLV (and 1.0's
+//!   `enqueue` said as `set_queue`, `output`, Nicira `pop_queue`);
 //! * `nicira`: Nicira vendor/experimenter actions (id 0x00002320), the ones with a
 //!   model meaning; 1.0 reaches everything else the model says through them;
 //! * `ct`: Nicira's connection-tracking actions (`ct`, `nat`, `ct_clear`), the same in
@@ -90,6 +91,7 @@ mod at10 {
     pub const SET_NW_TOS: u16 = 8;
     pub const SET_TP_SRC: u16 = 9;
     pub const SET_TP_DST: u16 = 10;
+    pub const ENQUEUE: u16 = 11;
 }
 
 /// `NXAST_*` subtypes.
@@ -97,6 +99,7 @@ mod nxast {
     pub const RESUBMIT: u16 = 1;
     pub const SET_TUNNEL: u16 = 2;
     pub const SET_QUEUE: u16 = 4;
+    pub const POP_QUEUE: u16 = 5;
     pub const REG_MOVE: u16 = 6;
     pub const REG_LOAD: u16 = 7;
     pub const STACK_PUSH: u16 = 27;

@@ -1,6 +1,6 @@
 //! Nicira vendor/experimenter actions (id 0x00002320).
 //!
-//! Decoded: `resubmit`, `resubmit_table` (and its `ct` form), `set_queue`, `group` (OpenFlow 1.0's form),
+//! Decoded: `resubmit`, `resubmit_table` (and its `ct` form), `set_queue`, `pop_queue`, `group` (OpenFlow 1.0's form),
 //! `reg_load`, `reg_load2`, `reg_move`, `stack_push`, `stack_pop`, `dec_ttl` (without controller ids), `push_mpls`, `pop_mpls`,
 //! `set_mpls_ttl`, `dec_mpls_ttl`, `set_mpls_label`, `set_mpls_tc`, `set_tunnel` and
 //! `set_tunnel64`: the ones with a model meaning. Others (`learn`, `ct`, `note`,
@@ -69,6 +69,7 @@ pub(super) fn decode_vendor_action(len: usize, a: &mut Rd<'_>) -> Result<Action,
             a.skip(2)?;
             Action::SetQueue(a.u32()?)
         }
+        nxast::POP_QUEUE => nx16(len).map(|()| Action::PopQueue)?,
         nxast::GROUP => {
             nx16(len)?;
             a.skip(2)?;
@@ -284,6 +285,7 @@ pub(super) fn split_load(version: u8, a: Action, out: &mut Vec<Action>) {
 pub(super) fn encode_nx_common(out: &mut Vec<u8>, a: &Action) -> bool {
     let s;
     match *a {
+        Action::PopQueue => s = nx_begin(out, nxast::POP_QUEUE),
         Action::Resubmit { in_port, table, ct } => {
             let p = in_port.and_then(port_to_of10).unwrap_or(0xfff8);
             if ct {

@@ -6,9 +6,12 @@
 //! 2`), `set_tp_src/dst` → `tcp_src/dst`, or `udp_*`/`sctp_*` in a flow that matches that
 //! protocol (1.0's transport port actions do not name the protocol; the encoder writes
 //! any of tcp/udp/sctp ports back as `set_tp_*`). `strip_vlan` is [`Action::PopVlan`].
-//! `enqueue` has no model form and is rejected as `BadActionType(11)`. Everything else the
-//! model can say in 1.0 goes out as a Nicira action ([`super::nicira`]); what it cannot
-//! (copy_ttl, push_vlan, the PBB actions, meter) is `Unrepresentable`.
+//! `enqueue` (16 bytes: port, 6 bytes of padding, queue id) is [`Action::Enqueue`] with the
+//! port moved to 32 bits; any port decodes, and [`Action::validate`] refuses those OVS
+//! refuses (`OFPBAC_BAD_OUT_PORT`: reserved ports other than `IN_PORT` and `LOCAL`).
+//! Everything else the model can say in 1.0 goes out as a Nicira action
+//! ([`super::nicira`]); what it cannot (copy_ttl, push_vlan, the PBB actions, meter) is
+//! `Unrepresentable`.
 //!
 //! Each action's length must be exactly its type's; arguments out of range (a VLAN id
 //! above 4095, a PCP above 7, a ToS with the ECN bits set) are `BadActionArgument`.
@@ -119,6 +122,15 @@ pub(super) fn decode_of10_action(
                 p,
             )
         }
+        ENQUEUE => {
+            want(len, 16)?;
+            let port = port_from_of10(a.u16()?);
+            a.skip(6)?;
+            Action::Enqueue {
+                port,
+                queue: a.u32()?,
+            }
+        }
         at::EXPERIMENTER => decode_vendor_action(len, a)?,
         other => return Err(DecodeError::BadActionType(other)),
     })
@@ -139,6 +151,12 @@ pub(super) fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), En
         }
         Action::PopVlan => {
             s = begin(out, STRIP_VLAN);
+        }
+        Action::Enqueue { port, queue } => {
+            s = begin(out, ENQUEUE);
+            out.u16(port_to_of10(port).ok_or(un("enqueue port"))?);
+            out.zeros(6);
+            out.u32(queue);
         }
         Action::SetQueue(q) => {
             s = nx_begin(out, nxast::SET_QUEUE);
@@ -189,6 +207,7 @@ pub(super) fn encode_of10_action(out: &mut Vec<u8>, a: &Action) -> Result<(), En
         Action::PushPbb(_) | Action::PopPbb => return Err(un("pbb actions")),
         Action::Meter(_) => return Err(un("meter action")),
         Action::Resubmit { .. }
+        | Action::PopQueue
         | Action::Move { .. }
         | Action::StackPush(_)
         | Action::StackPop(_) => return Ok(()),

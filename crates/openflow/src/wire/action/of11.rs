@@ -8,10 +8,13 @@
 //! bare OXM headers (Nicira's for fields OpenFlow has no OXM for). A masked `set_field` is native in OpenFlow 1.5; earlier it is
 //! written as a Nicira register load ([`super::nicira`]). Experimenter actions are
 //! Nicira's or `BadActionExperimenter`.
+//!
+//! OpenFlow 1.0's `enqueue` has no 1.1+ action: it goes out as `set_queue`, `output` (with
+//! `max_len` 0xffff) and Nicira's `pop_queue`, as OVS writes it, and reads back as those three.
 
 use super::nicira::{decode_vendor_action, encode_nx_common, encode_nx_load};
 use super::{at, begin, finish, want};
-use crate::actions::Action;
+use crate::actions::{Action, OFPCML_NO_BUFFER};
 use crate::wire::buf::{Rd, W};
 use crate::wire::error::DecodeError;
 use crate::wire::oxm::{decode_tlvs, encode_field, subfield_header, Mode};
@@ -115,6 +118,9 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
     if !copy_field && encode_nx_common(out, a) {
         return;
     }
+    if let Action::Enqueue { port, queue } = *a {
+        return encode_enqueue(out, version, port, queue);
+    }
     let s;
     match *a {
         Action::Output { port, max_len } => {
@@ -186,6 +192,8 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
         Action::Move { .. }
         | Action::StackPush(_)
         | Action::StackPop(_)
+        | Action::PopQueue
+        | Action::Enqueue { .. }
         | Action::Resubmit { .. } => return,
         // Written by `ct` before this encoder is reached.
         Action::Ct(_)
@@ -201,4 +209,16 @@ pub(super) fn encode_of11_action(out: &mut Vec<u8>, version: u8, a: &Action) {
         | Action::CheckPktLarger { .. } => return,
     }
     finish(out, s);
+}
+
+/// OpenFlow 1.0's enqueue as OVS says it to a 1.1+ peer: `set_queue`, `output` with
+/// `max_len` 0xffff, `pop_queue`.
+fn encode_enqueue(out: &mut Vec<u8>, version: u8, port: u32, queue: u32) {
+    encode_of11_action(out, version, &Action::SetQueue(queue));
+    let output = Action::Output {
+        port,
+        max_len: OFPCML_NO_BUFFER,
+    };
+    encode_of11_action(out, version, &output);
+    encode_of11_action(out, version, &Action::PopQueue);
 }
