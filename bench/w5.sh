@@ -3,8 +3,8 @@
 # subtable, as OVN's and Faucet's big tables look) on ferrovs and on OVS 3.1 (userspace
 # datapath) in the same run, and prints both times and the ratio.
 #
-# Usage: sudo bench/w5.sh [--flows 100000] [--groups N] [--only ferrovs|ovs] [--w1] [--json FILE]
-#        [--keep-tmp]
+# Usage: sudo bench/w5.sh [--flows 100000] [--groups N] [--no-flow-steps] [--only ferrovs|ovs]
+#        [--w1] [--json FILE] [--keep-tmp]
 # Needs a release build (cargo build --release -p ferrovsd); FERROVS_BIN_DIR overrides where
 # ferrovsd is looked for (default target/release, or $CARGO_TARGET_DIR/release).
 # Measures, per switch: `add-flows` (one flow_mod per flow, then a barrier), `add-flows
@@ -30,6 +30,7 @@
 # `gdel1`, 10 separate `del-groups group_id=X` calls (10 of the N flows go); `gdelb`, one
 # `ovs-ofctl -O OpenFlow14 bundle` of min(1000, N/10) group deletes; `gdelmix`, `del-groups` of
 # the rest, which leaves the N flows of no group (all checked); then del-flows, untimed.
+# --no-flow-steps skips the flow steps (add to del_after_bundle, incr): group steps only.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -39,6 +40,7 @@ NGROUPS=0
 ONLY=""
 KEEP_TMP=0
 W1=0
+FLOW_STEPS=1
 JSON_OUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -47,8 +49,9 @@ while [ $# -gt 0 ]; do
         --only) ONLY=$2; shift 2 ;;
         --keep-tmp) KEEP_TMP=1; shift ;;
         --w1) W1=1; shift ;;
+        --no-flow-steps) FLOW_STEPS=0; shift ;;
         --json) JSON_OUT=$2; shift 2 ;;
-        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "w5: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -267,7 +270,7 @@ if [ "$ONLY" != ovs ]; then
     ovs-vsctl --db="unix:$WORK/ferrovs/db.sock" add-br br0 -- set bridge br0 protocols=OpenFlow10,OpenFlow13,OpenFlow14
     for _ in $(seq 100); do [ -S "$WORK/ferrovs/br0.mgmt" ] && break; sleep 0.1; done
     echo "w5: ferrovs, $FLOWS flows" >&2
-    run_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
+    [ "$FLOW_STEPS" -eq 0 ] || run_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
     group_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
     kill "$FPID"; wait "$FPID" 2>/dev/null || true; FPID=""
 fi
@@ -285,7 +288,7 @@ if [ "$ONLY" != ferrovs ]; then
     for _ in $(seq 100); do [ -S "$O/br0.mgmt" ] && break; sleep 0.1; done
     echo "w5: OVS $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), $FLOWS flows" >&2
     SPID=$(cat "$O/vswitchd.pid")
-    run_steps ovs "unix:$O/br0.mgmt"
+    [ "$FLOW_STEPS" -eq 0 ] || run_steps ovs "unix:$O/br0.mgmt"
     group_steps ovs "unix:$O/br0.mgmt"
 fi
 
@@ -294,6 +297,7 @@ printf '\nW5: %d flows (nw_dst=/32), seconds (flows/s), ovs-ofctl -O OpenFlow14\
 printf '%-18s %20s %20s %8s %16s %8s %16s %8s\n' step ferrovs "OVS 3.1" "OVS/fv" \
     "client CPU f/O" "best" "switch CPU f/O" "O/f CPU"
 STEPS="add bundle dump del del_after_bundle incr"
+[ "$FLOW_STEPS" -eq 1 ] || STEPS=""
 [ "$NGROUPS" -gt 0 ] && STEPS="$STEPS gadd gbundle gstats gmod gdel gdel1 gdelb gdelmix"
 for s in $STEPS; do
     f=${RES[ferrovs.$s]:--}; o=${RES[ovs.$s]:--}

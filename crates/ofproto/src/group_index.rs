@@ -25,7 +25,9 @@
 //! A rule naming no group costs its insertion one walk over its actions (hot: the rule was
 //! just built) and nothing else. A rule naming one group costs two map entries and no
 //! allocation (`Named::One`, `Ids::One`); a group's rule set becomes a hash set from its
-//! second rule on. Each copy of the table keeps its own index (like its classifier index).
+//! second rule on. Each copy of the table keeps its own index (like its classifier index):
+//! 64 bytes of map entries a rule naming one group, per copy (more while a map has room
+//! to grow).
 
 use crate::rule::Rule;
 use crate::table::IdSet;
@@ -69,11 +71,12 @@ impl Named {
     }
 }
 
-/// The rules that name one group: most groups have one (a load balancer's VIP flow).
+/// The rules that name one group: most groups have one (a load balancer's VIP flow). The
+/// set is boxed so that an entry of one rule stays small.
 #[derive(Clone, Debug)]
 enum Ids {
     One(u64),
-    Many(IdSet),
+    Many(Box<IdSet>),
 }
 
 /// One group's entry: its `ref_count` share and its rules.
@@ -83,6 +86,10 @@ struct Refs {
     count: u64,
     rules: Ids,
 }
+
+// An index entry, a group's or a rule's: an 8-byte key and at most 24 bytes of value.
+const _: () = assert!(std::mem::size_of::<Refs>() == 24);
+const _: () = assert!(std::mem::size_of::<Named>() <= 24);
 
 /// See the module documentation.
 #[derive(Clone, Debug, Default)]
@@ -116,7 +123,7 @@ impl GroupIndex {
                             let mut s = IdSet::default();
                             s.insert(*x);
                             s.insert(r.id);
-                            refs.rules = Ids::Many(s);
+                            refs.rules = Ids::Many(Box::new(s));
                         }
                         Ids::Many(s) => {
                             s.insert(r.id);

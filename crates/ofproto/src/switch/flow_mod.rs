@@ -363,8 +363,8 @@ impl Ofproto {
             }
             graveyard.push(old);
         }
-        // Victims come table by table; sorting keeps it so and puts each table's in id
-        // order (the order rules were added), as reported.
+        // Table by table, each table's victims in id order (the order the rules were
+        // added): flow-removed records come in that order.
         victims.sort_unstable();
         let mut rest = victims.as_slice();
         while let Some(&(tid, _)) = rest.first() {
