@@ -275,7 +275,7 @@ fn group_indexes_match_a_scan_on_both_copies() {
 }
 
 #[test]
-fn a_group_delete_visits_only_its_flows() {
+fn a_group_delete_takes_only_its_flows_in_the_order_they_were_added() {
     // Half of table 0's flows go to group 1 or 2, the other half to no group: deleting a
     // group takes its flows only.
     let mut o = Ofproto::with_default_flow(0);
