@@ -3,8 +3,8 @@
 # subtable, as OVN's and Faucet's big tables look) on ferrovs and on OVS 3.1 (userspace
 # datapath) in the same run, and prints both times and the ratio.
 #
-# Usage: sudo bench/w5.sh [--flows 100000] [--groups N] [--only ferrovs|ovs] [--w1] [--json FILE]
-#        [--keep-tmp]
+# Usage: sudo bench/w5.sh [--flows 100000] [--groups N] [--no-flow-steps] [--only ferrovs|ovs]
+#        [--w1] [--json FILE] [--keep-tmp]
 # Needs a release build (cargo build --release -p ferrovsd); FERROVS_BIN_DIR overrides where
 # ferrovsd is looked for (default target/release, or $CARGO_TARGET_DIR/release).
 # Measures, per switch: `add-flows` (one flow_mod per flow, then a barrier), `add-flows
@@ -25,8 +25,12 @@
 # sending to group I, added as a bundle beforehand) refer to them (every ref_count=1 checked);
 # `gmod`, 20 separate `ovs-ofctl -O OpenFlow14 bundle` calls, each modifying 10 of the N
 # groups in one bundle; `gdel`, `del-groups` of the N groups, which takes their N flows with
-# them (checked); `gbundle`, `--bundle add-groups` of the N into an empty table; then
-# del-groups, untimed.
+# them (checked); `gbundle`, `--bundle add-groups` of the N into an empty table;
+# then, with the groups' N flows and N flows of no group together in table 0 (one subtable):
+# `gdel1`, 10 separate `del-groups group_id=X` calls (10 of the N flows go); `gdelb`, one
+# `ovs-ofctl -O OpenFlow14 bundle` of min(1000, N/10) group deletes; `gdelmix`, `del-groups` of
+# the rest, which leaves the N flows of no group (all checked); then del-flows, untimed.
+# --no-flow-steps skips the flow steps (add to del_after_bundle, incr): group steps only.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,6 +40,7 @@ NGROUPS=0
 ONLY=""
 KEEP_TMP=0
 W1=0
+FLOW_STEPS=1
 JSON_OUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -44,8 +49,9 @@ while [ $# -gt 0 ]; do
         --only) ONLY=$2; shift 2 ;;
         --keep-tmp) KEEP_TMP=1; shift ;;
         --w1) W1=1; shift ;;
+        --no-flow-steps) FLOW_STEPS=0; shift ;;
         --json) JSON_OUT=$2; shift 2 ;;
-        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "w5: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -112,8 +118,34 @@ for b in range(20):
         for k in range(10):
             i = 1 + (b * 10 + k) * n // 200
             f.write("group modify group_id=%d,type=select,bucket=output:2\n" % i)
+# N flows beside the groups' in the same table and subtable (nw_dst=12.A.B.C), the ids of
+# the 10 groups deleted one by one and of the batch deleted in one bundle.
+with open(f"{work}/oflows.txt", "w") as f:
+    for i in range(1, n + 1):
+        f.write("priority=100,ip,nw_dst=12.%d.%d.%d,actions=output:1\n"
+                % ((i >> 16) & 255, (i >> 8) & 255, i & 255))
+single = [1 + k * n // 10 for k in range(10)] if n >= 10 else [1]
+with open(f"{work}/gdel1.txt", "w") as f:
+    f.write(" ".join(str(i) for i in sorted(set(single))) + "\n")
+taken = set(single)
+batch = []
+nb = max(1, min(1000, n // 10))
+for k in range(nb):
+    i = 1 + (k * n // nb + n // (2 * nb)) % n
+    if i not in taken:
+        taken.add(i)
+        batch.append(i)
+with open(f"{work}/gdelb.txt", "w") as f:
+    for i in batch:
+        f.write("group delete group_id=%d\n" % i)
 EOF
 fi
+gdel1() { # TARGET: del-groups of each group in gdel1.txt, one call each
+    local i
+    for i in $(cat "$WORK/gdel1.txt"); do
+        ovs-ofctl -O OpenFlow13 del-groups "$1" "group_id=$i" || return 1
+    done
+}
 gmod() { # TARGET
     local b
     for b in $(seq 0 19); do
@@ -138,7 +170,7 @@ incr() { # TARGET
 }
 
 export WORK
-export -f incr gmod
+export -f incr gmod gdel1
 now() { date +%s.%N; }
 # The switch process's CPU time so far (user + system), in clock ticks.
 SPID=""
@@ -209,7 +241,24 @@ group_steps() { # SWITCH TARGET
     timed gbundle "$sw" ovs-ofctl -O OpenFlow14 --bundle add-groups "$tgt" "$WORK/groups.txt"
     n=$(count_groups "$tgt")
     [ "$n" = "$NGROUPS" ] || { echo "w5: $sw has $n groups after the bundle, want $NGROUPS" >&2; RES[$sw.gbundle]=FAILED; FAILED=1; }
-    ovs-ofctl -O OpenFlow13 del-groups "$tgt"
+    # The groups' N flows share table 0 (and its subtable) with N flows of no group.
+    ovs-ofctl -O OpenFlow14 --bundle add-flows "$tgt" "$WORK/gflows.txt"
+    ovs-ofctl -O OpenFlow14 --bundle add-flows "$tgt" "$WORK/oflows.txt"
+    local want=$((2 * NGROUPS)) k
+    timed gdel1 "$sw" bash -c 'gdel1 "$1"' gdel1 "$tgt"
+    k=$(wc -w < "$WORK/gdel1.txt"); want=$((want - k))
+    n=$(count_flows "$tgt")
+    [ "$n" = "$want" ] || { echo "w5: $sw has $n flows after $k del-groups, want $want" >&2; RES[$sw.gdel1]=FAILED; FAILED=1; }
+    timed gdelb "$sw" ovs-ofctl -O OpenFlow14 bundle "$tgt" "$WORK/gdelb.txt"
+    k=$(wc -l < "$WORK/gdelb.txt"); want=$((want - k))
+    n=$(count_flows "$tgt")
+    [ "$n" = "$want" ] || { echo "w5: $sw has $n flows after a bundle of $k group deletes, want $want" >&2; RES[$sw.gdelb]=FAILED; FAILED=1; }
+    timed gdelmix "$sw" ovs-ofctl -O OpenFlow13 del-groups "$tgt"
+    n=$(count_flows "$tgt")
+    [ "$n" = "$NGROUPS" ] || { echo "w5: $sw has $n flows after del-groups, want the $NGROUPS of no group" >&2; RES[$sw.gdelmix]=FAILED; FAILED=1; }
+    n=$(count_groups "$tgt")
+    [ "$n" = 0 ] || { echo "w5: $sw has $n groups after del-groups" >&2; RES[$sw.gdelmix]=FAILED; FAILED=1; }
+    ovs-ofctl -O OpenFlow13 del-flows "$tgt"
 }
 
 if [ "$ONLY" != ovs ]; then
@@ -221,7 +270,7 @@ if [ "$ONLY" != ovs ]; then
     ovs-vsctl --db="unix:$WORK/ferrovs/db.sock" add-br br0 -- set bridge br0 protocols=OpenFlow10,OpenFlow13,OpenFlow14
     for _ in $(seq 100); do [ -S "$WORK/ferrovs/br0.mgmt" ] && break; sleep 0.1; done
     echo "w5: ferrovs, $FLOWS flows" >&2
-    run_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
+    [ "$FLOW_STEPS" -eq 0 ] || run_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
     group_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
     kill "$FPID"; wait "$FPID" 2>/dev/null || true; FPID=""
 fi
@@ -239,7 +288,7 @@ if [ "$ONLY" != ferrovs ]; then
     for _ in $(seq 100); do [ -S "$O/br0.mgmt" ] && break; sleep 0.1; done
     echo "w5: OVS $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), $FLOWS flows" >&2
     SPID=$(cat "$O/vswitchd.pid")
-    run_steps ovs "unix:$O/br0.mgmt"
+    [ "$FLOW_STEPS" -eq 0 ] || run_steps ovs "unix:$O/br0.mgmt"
     group_steps ovs "unix:$O/br0.mgmt"
 fi
 
@@ -248,7 +297,8 @@ printf '\nW5: %d flows (nw_dst=/32), seconds (flows/s), ovs-ofctl -O OpenFlow14\
 printf '%-18s %20s %20s %8s %16s %8s %16s %8s\n' step ferrovs "OVS 3.1" "OVS/fv" \
     "client CPU f/O" "best" "switch CPU f/O" "O/f CPU"
 STEPS="add bundle dump del del_after_bundle incr"
-[ "$NGROUPS" -gt 0 ] && STEPS="$STEPS gadd gbundle gstats gmod gdel"
+[ "$FLOW_STEPS" -eq 1 ] || STEPS=""
+[ "$NGROUPS" -gt 0 ] && STEPS="$STEPS gadd gbundle gstats gmod gdel gdel1 gdelb gdelmix"
 for s in $STEPS; do
     f=${RES[ferrovs.$s]:--}; o=${RES[ovs.$s]:--}
     # Rates for the steps that add or dump N flows or groups.

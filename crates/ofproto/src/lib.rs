@@ -21,6 +21,7 @@
 pub mod continuation;
 pub mod fields;
 pub mod group;
+pub mod group_index;
 pub mod learn;
 pub mod meter;
 pub mod native;

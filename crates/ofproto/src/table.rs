@@ -9,6 +9,7 @@
 //! Among rules of equal priority that match the same packet OpenFlow leaves the choice open;
 //! the classifier picks one deterministically.
 
+use crate::group_index::GroupIndex;
 use crate::rule::Rule;
 use classifier::{Classifier, Config, Match as CMatch, RuleId};
 use openflow::FlowModFlags;
@@ -63,6 +64,8 @@ pub struct Table {
     /// Rules that ask for a flow-removed message (`send_flow_rem`): a table emptied at once
     /// looks at its rules one by one only if there are any.
     notify: IdSet,
+    /// The rules that send to groups, by group (see [`crate::group_index`]).
+    groups: GroupIndex,
     /// While a transaction runs (see `Ofproto::atomically`): each rule id changed, with the
     /// rule it had before its first change (`None`: it did not exist).
     journal: Option<HashMap<u64, Option<Arc<ClsRule>>, IdHash>>,
@@ -116,6 +119,7 @@ impl Table {
             cls: Classifier::new(Config::flow_key()),
             timed: IdSet::default(),
             notify: IdSet::default(),
+            groups: GroupIndex::default(),
             journal: None,
             unranked: false,
             changes: TableChanges::default(),
@@ -172,6 +176,7 @@ impl Table {
             None
         };
         let mut add = Vec::new();
+        let mut gone = Vec::new();
         let mut shared = false;
         for (mask, _) in &ch.adopted {
             if self.cls.share_subtable(&from.cls, mask) {
@@ -196,10 +201,11 @@ impl Table {
                 // Shared with a subtable above, or copied already.
                 Some(r) if self.entry(id).is_some_and(|x| Arc::ptr_eq(x, r)) => {}
                 Some(r) => add.push(Arc::clone(r)),
-                None => {
-                    self.remove(id);
-                }
+                None => gone.push(id),
             }
+        }
+        if !gone.is_empty() {
+            self.remove_many(&gone);
         }
         if !add.is_empty() {
             self.put_many(add);
@@ -211,6 +217,7 @@ impl Table {
             // caught up, the timed and notify sets are `from`'s.
             self.timed.clone_from(&from.timed);
             self.notify.clone_from(&from.notify);
+            self.groups.clone_from(&from.groups);
         }
         self.changes = TableChanges::default();
         old
@@ -242,7 +249,10 @@ impl Table {
         self.timed.iter().filter_map(|id| self.get(*id))
     }
 
+    /// Files `r`, which takes the place of any rule with its id, in the timed, notify and
+    /// group sets.
     fn track(&mut self, r: &Rule) {
+        self.groups.replace(r);
         if r.idle_timeout != 0 || r.hard_timeout != 0 {
             self.timed.insert(r.id);
         } else {
@@ -253,6 +263,11 @@ impl Table {
         } else {
             self.notify.remove(&r.id);
         }
+    }
+
+    /// The rules that send to groups (see [`crate::group_index`]).
+    pub fn group_index(&self) -> &GroupIndex {
+        &self.groups
     }
 
     /// True if some rule asks for a flow-removed message.
@@ -410,6 +425,7 @@ impl Table {
         if r.flags.contains(FlowModFlags::SEND_FLOW_REM) {
             self.notify.insert(r.id);
         }
+        self.groups.add(r);
     }
 
     /// Records `r`, a rule under an id no rule of this table has had, as added (change
@@ -455,6 +471,7 @@ impl Table {
         }
         self.timed.clear();
         self.notify.clear();
+        self.groups.clear();
         self.unranked = false;
         self.changes = TableChanges {
             cleared: true,
@@ -463,12 +480,33 @@ impl Table {
         std::mem::replace(&mut self.cls, Classifier::new(Config::flow_key()))
     }
 
+    /// Removes the rules with these ids (those that exist), re-ranking the classifier once
+    /// rather than after each; hands back the removed rules.
+    pub fn remove_many(&mut self, ids: &[u64]) -> Vec<Arc<Rule>> {
+        for &id in ids {
+            self.record(id);
+        }
+        let (timed, notify, groups) = (&mut self.timed, &mut self.notify, &mut self.groups);
+        self.cls.batch(|b| {
+            ids.iter()
+                .filter_map(|&id| {
+                    let r = b.remove(RuleId::new(id))?;
+                    timed.remove(&id);
+                    notify.remove(&id);
+                    groups.remove(id);
+                    Some(Arc::clone(r.payload()))
+                })
+                .collect()
+        })
+    }
+
     /// Removes a rule by id.
     pub fn remove(&mut self, id: u64) -> Option<Arc<Rule>> {
         self.record(id);
         let r = self.cls.remove(RuleId::new(id))?;
         self.timed.remove(&id);
         self.notify.remove(&id);
+        self.groups.remove(id);
         Some(Arc::clone(r.payload()))
     }
 

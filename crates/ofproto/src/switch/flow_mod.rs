@@ -288,10 +288,8 @@ impl Ofproto {
         n
     }
 
-    /// Deletes every rule `pred` selects, logging each removal with `reason`. A table all of
-    /// whose rules go is swapped out whole, as [`Ofproto::delete_all`] does (a `del-groups`
-    /// whose flows fill their tables removes nothing from a classifier one rule at a time,
-    /// here or in the other copy's catch-up); other tables lose their victims one by one.
+    /// Deletes every rule `pred` selects, logging each removal with `reason`: one pass over
+    /// every rule (see [`Ofproto::delete_listed`]).
     pub(super) fn delete_where(
         &mut self,
         pred: impl Fn(&Rule) -> bool,
@@ -312,7 +310,46 @@ impl Ofproto {
                 whole.push(i);
             }
         }
-        let mut n = victims.len();
+        self.delete_listed(whole, victims, reason, now_ms)
+    }
+
+    /// Deletes the rules that send to group `g` (to any group if `None`), as a group delete
+    /// does, logging each removal as `GroupDelete`. The tables' group indexes name them
+    /// (see [`crate::group_index`]): O(rules removed) whatever else the tables hold, not a
+    /// pass over every rule per group.
+    pub(super) fn delete_group_rules(&mut self, g: Option<u32>, now_ms: u64) -> usize {
+        let mut victims = Vec::new();
+        let mut whole = Vec::new();
+        for (i, t) in self.tables.iter().enumerate() {
+            let ix = t.group_index();
+            let n = g.map_or(ix.len(), |g| ix.n_rules_of(g));
+            if n == 0 {
+                continue;
+            }
+            if n == t.len() {
+                whole.push(i);
+            } else if let Some(g) = g {
+                victims.extend(ix.rules_of(g).map(|id| (t.id, id)));
+            } else {
+                victims.extend(ix.rules().map(|id| (t.id, id)));
+            }
+        }
+        self.delete_listed(whole, victims, RemovedReason::GroupDelete, now_ms)
+    }
+
+    /// Deletes tables `whole` entirely and the rules `victims` (table, id) from the others,
+    /// logging each removal with `reason`. A table all of whose rules go is swapped out
+    /// whole, as [`Ofproto::delete_all`] does (a `del-groups` whose flows fill their tables
+    /// removes nothing from a classifier one rule at a time, here or in the other copy's
+    /// catch-up); other tables lose their victims in one batch each (one re-ranking).
+    fn delete_listed(
+        &mut self,
+        whole: Vec<usize>,
+        mut victims: Vec<(u8, u64)>,
+        reason: RemovedReason,
+        now_ms: u64,
+    ) -> usize {
+        let mut n = 0;
         let mut graveyard = Vec::new();
         for i in whole {
             let Some(t) = self.tables.get_mut(i) else {
@@ -326,8 +363,20 @@ impl Ofproto {
             }
             graveyard.push(old);
         }
-        for &(tid, id) in &victims {
-            if let Some(r) = self.tables[usize::from(tid)].remove(id) {
+        // Table by table, each table's victims in id order (the order the rules were
+        // added): flow-removed records come in that order.
+        victims.sort_unstable();
+        let mut rest = victims.as_slice();
+        while let Some(&(tid, _)) = rest.first() {
+            let k = rest.iter().take_while(|(t, _)| *t == tid).count();
+            let (these, tail) = rest.split_at(k);
+            rest = tail;
+            let ids: Vec<u64> = these.iter().map(|(_, id)| *id).collect();
+            let Some(t) = self.tables.get_mut(usize::from(tid)) else {
+                continue;
+            };
+            for r in t.remove_many(&ids) {
+                n += 1;
                 self.unref_learns(&r);
                 self.removed(r, reason, now_ms);
             }

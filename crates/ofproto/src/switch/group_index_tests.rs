@@ -1,0 +1,307 @@
+//! The tables' group indexes (see [`crate::group_index`]) against a scan of the rules (the
+//! reference), on both copies of a switch (see [`super::versions`]), through flow adds,
+//! modifies, deletes, bundles adopted whole, group deletes and failed transactions; and
+//! group deletes that leave a table's other flows alone.
+
+use super::*;
+use crate::switch::versions::Versions;
+use crate::switch::{BuiltAdds, PreparedAdd};
+use openflow::oxm::Field;
+use openflow::{Bucket, GroupType, OfError};
+use std::collections::BTreeMap;
+
+/// Group id -> (ref_count, its rules as (table, id)).
+type Refs = BTreeMap<u32, (u32, Vec<(u8, u64)>)>;
+
+/// The reference: every rule's group actions, counted.
+fn scanned(o: &Ofproto) -> Refs {
+    let mut m = Refs::new();
+    for t in o.tables() {
+        for r in t.iter() {
+            r.each_group(|g| {
+                let e = m.entry(g).or_default();
+                e.0 += 1;
+                e.1.push((t.id, r.id));
+            });
+        }
+    }
+    for e in m.values_mut() {
+        e.1.sort_unstable();
+        e.1.dedup();
+    }
+    m
+}
+
+/// The same, from the indexes; checks `group_ref_counts` and `group_ref_count` agree.
+fn indexed(o: &Ofproto) -> Refs {
+    let mut m = Refs::new();
+    for t in o.tables() {
+        for (g, _) in t.group_index().ref_counts() {
+            m.entry(g)
+                .or_default()
+                .1
+                .extend(t.group_index().rules_of(g).map(|id| (t.id, id)));
+        }
+    }
+    let counts = o.group_ref_counts();
+    assert_eq!(counts.len(), m.len());
+    for (g, e) in m.iter_mut() {
+        e.0 = o.group_ref_count(*g);
+        assert_eq!(counts.get(g), Some(&e.0), "group {g}");
+        e.1.sort_unstable();
+        let n: usize = o
+            .tables()
+            .iter()
+            .map(|t| t.group_index().n_rules_of(*g))
+            .sum();
+        assert_eq!(n, e.1.len());
+    }
+    m
+}
+
+fn check(o: &Ofproto) {
+    assert_eq!(indexed(o), scanned(o));
+    for t in o.tables() {
+        let mut any: Vec<u64> = t
+            .iter()
+            .filter(|r| {
+                let mut hit = false;
+                r.each_group(|_| hit = true);
+                hit
+            })
+            .map(|r| r.id)
+            .collect();
+        any.sort_unstable();
+        let mut ix: Vec<u64> = t.group_index().rules().collect();
+        ix.sort_unstable();
+        assert_eq!(ix, any, "table {}", t.id);
+    }
+}
+
+/// Both copies, each after its catch-up, against the reference; the same rules in each.
+fn check_both(v: &Versions) {
+    let a = v.write();
+    check(&a);
+    let ids = |o: &Ofproto| {
+        let mut x: Vec<(u8, u64)> = o
+            .tables()
+            .iter()
+            .flat_map(|t| t.iter().map(move |r| (t.id, r.id)))
+            .collect();
+        x.sort_unstable();
+        x
+    };
+    let first = ids(&a);
+    drop(a);
+    let b = v.write();
+    check(&b);
+    assert_eq!(ids(&b), first);
+}
+
+fn add_group(o: &mut Ofproto, id: u32) {
+    let gm = GroupMod {
+        command: GroupModCommand::Add,
+        group_type: GroupType::Select,
+        group_id: id,
+        buckets: vec![Bucket::new(vec![Action::output(1)])],
+    };
+    assert!(o.group_mod(&gm, 0).is_ok());
+}
+
+fn del_group(o: &mut Ofproto, id: u32) -> Result<(), OfError> {
+    let gm = GroupMod {
+        command: GroupModCommand::Delete,
+        group_type: GroupType::All,
+        group_id: id,
+        buckets: vec![],
+    };
+    o.group_mod(&gm, 1)
+}
+
+/// `ip,nw_dst=10.0.B.I` in table `table` with actions `acts`.
+fn flow(table: u8, b: u32, i: u32, acts: Vec<Action>) -> FlowMod {
+    let mut fm = FlowMod::new(FlowModCommand::Add);
+    fm.table_id = table;
+    fm.priority = 100;
+    fm.match_ = Match::new()
+        .with(Field::EthType, 0x0800)
+        .with(Field::Ipv4Dst, u128::from(0x0a00_0000 | (b << 8) | i));
+    fm.instructions = vec![Instruction::ApplyActions(acts)];
+    fm.flags = FlowModFlags::SEND_FLOW_REM;
+    fm
+}
+
+/// Groups of flow `i`: one group, a group twice, one inside a clone, two groups, or none.
+fn acts(i: u32) -> Vec<Action> {
+    let g = 1 + i % 20;
+    match i % 5 {
+        0 => vec![Action::Group(g)],
+        1 => vec![Action::Group(g), Action::Group(g)],
+        2 => vec![Action::output(2), Action::Clone(vec![Action::Group(g)])],
+        3 => vec![Action::Group(g), Action::Group(1 + (g % 20))],
+        _ => vec![Action::output(3)],
+    }
+}
+
+#[test]
+fn group_indexes_match_a_scan_on_both_copies() {
+    let mut o = Ofproto::with_default_flow(0);
+    for id in 1..=20 {
+        add_group(&mut o, id);
+    }
+    let v = Versions::new(o);
+    // Table 0: flows of every kind; table 2: flows to groups only.
+    {
+        let mut w = v.write();
+        for i in 0..100 {
+            assert!(w.flow_mod(&flow(0, 0, i, acts(i)), 0).is_ok());
+        }
+        for i in 0..10 {
+            let fm = flow(2, 0, i, vec![Action::Group(1 + i % 3)]);
+            assert!(w.flow_mod(&fm, 0).is_ok());
+        }
+    }
+    check_both(&v);
+    // A bundle adopted whole (a new subtable: /24s), rules naming groups among them.
+    {
+        let mut w = v.write();
+        let mut built = BuiltAdds::default();
+        for i in 0..50 {
+            let mut fm = flow(0, 0, 0, acts(i));
+            fm.match_ = Match::new().with(Field::EthType, 0x0800).with_masked(
+                Field::Ipv4Dst,
+                u128::from(0x0b00_0000 | (i << 8)),
+                0xffff_ff00,
+            );
+            let p = PreparedAdd::new(fm, &mut None).expect("prepared");
+            assert!(built.push(p).is_ok());
+        }
+        let r: Result<bool, OfError> = w.atomically(|o| Ok(o.adopt_adds(built, 0).is_ok()));
+        assert_eq!(r, Ok(true), "adopted whole");
+    }
+    check_both(&v);
+    // Modifies: a loose one moves a range of flows to group 7; a strict one to no group;
+    // a replacing add names group 9 twice.
+    {
+        let mut w = v.write();
+        let mut fm = flow(0, 0, 0, vec![Action::Group(7)]);
+        fm.command = FlowModCommand::Modify;
+        fm.match_ = Match::new().with(Field::EthType, 0x0800).with_masked(
+            Field::Ipv4Dst,
+            0x0a00_0000,
+            0xffff_fff0,
+        );
+        assert!(w.flow_mod(&fm, 0).is_ok());
+        let mut fm = flow(0, 0, 21, vec![Action::output(4)]);
+        fm.command = FlowModCommand::ModifyStrict;
+        assert!(w.flow_mod(&fm, 0).is_ok());
+        let fm = flow(0, 0, 24, vec![Action::Group(9), Action::Group(9)]);
+        assert!(w.flow_mod(&fm, 0).is_ok());
+        // A delete by out_group.
+        let mut fm = FlowMod::new(FlowModCommand::Delete);
+        fm.table_id = openflow::messages::OFPTT_ALL;
+        fm.out_group = 3;
+        assert!(w.flow_mod(&fm, 0).is_ok());
+        assert_eq!(w.group_ref_count(3), 0);
+    }
+    check_both(&v);
+    // Deleting group 5 takes its flows (table 0 keeps the others).
+    {
+        let mut w = v.write();
+        let before = scanned(&w);
+        let n0 = w.tables()[0].len();
+        let _ = w.take_removed();
+        assert!(del_group(&mut w, 5).is_ok());
+        let gone = before.get(&5).map_or(0, |e| e.1.len());
+        assert!(gone > 0);
+        assert_eq!(w.tables()[0].len(), n0 - gone);
+        let removed = w.take_removed();
+        assert_eq!(removed.len(), gone);
+        assert!(removed
+            .iter()
+            .all(|r| r.reason == RemovedReason::GroupDelete && r.rule.uses_group(5)));
+        assert!(!scanned(&w).contains_key(&5));
+        // Deleting a group no rule names (and one that does not exist) removes nothing.
+        assert!(del_group(&mut w, 3).is_ok());
+        assert!(del_group(&mut w, 99).is_ok());
+        assert_eq!(w.tables()[0].len(), n0 - gone);
+    }
+    check_both(&v);
+    // A failed transaction that deleted groups (their flows with them), added flows naming
+    // groups and modified one: all undone, indexes included, on both copies.
+    {
+        let mut w = v.write();
+        let before = scanned(&w);
+        let n = w.tables()[0].len();
+        let r: Result<(), OfError> = w.atomically(|o| {
+            del_group(o, 7)?;
+            del_group(o, 2)?;
+            o.flow_mod(&flow(0, 3, 1, vec![Action::Group(4)]), 0)?;
+            let mut fm = flow(0, 0, 30, vec![Action::Group(8)]);
+            fm.command = FlowModCommand::ModifyStrict;
+            o.flow_mod(&fm, 0)?;
+            assert!(!scanned(o).contains_key(&7));
+            check(o);
+            Err(OfError::bad_request(0))
+        });
+        assert!(r.is_err());
+        assert_eq!(scanned(&w), before);
+        assert_eq!(w.tables()[0].len(), n);
+        assert!(w.take_removed().is_empty());
+        check(&w);
+    }
+    check_both(&v);
+    // Deleting every group: table 2 (flows to groups only) goes whole, table 0 keeps the
+    // flows of no group.
+    {
+        let mut w = v.write();
+        let _ = w.take_removed();
+        let keep: usize = w.tables()[0]
+            .iter()
+            .filter(|r| {
+                let mut hit = false;
+                r.each_group(|_| hit = true);
+                !hit
+            })
+            .count();
+        let named = w.tables()[0].group_index().len() + w.tables()[2].len();
+        assert!(del_group(&mut w, openflow::actions::OFPG_ALL).is_ok());
+        assert_eq!(w.tables()[0].len(), keep);
+        assert!(w.tables()[2].is_empty());
+        assert_eq!(w.take_removed().len(), named);
+        assert!(w.group_ref_counts().is_empty());
+    }
+    check_both(&v);
+}
+
+#[test]
+fn a_group_delete_takes_only_its_flows_in_the_order_they_were_added() {
+    // Half of table 0's flows go to group 1 or 2, the other half to no group: deleting a
+    // group takes its flows only.
+    let mut o = Ofproto::with_default_flow(0);
+    add_group(&mut o, 1);
+    add_group(&mut o, 2);
+    for i in 0..20 {
+        assert!(o
+            .flow_mod(&flow(0, 0, i, vec![Action::Group(1 + i % 2)]), 0)
+            .is_ok());
+    }
+    for i in 0..20 {
+        assert!(o
+            .flow_mod(&flow(0, 1, i, vec![Action::output(1)]), 0)
+            .is_ok());
+    }
+    assert!(del_group(&mut o, 1).is_ok());
+    assert_eq!(o.tables()[0].len(), 31);
+    assert!(o.tables()[0].iter().all(|r| !r.uses_group(1)));
+    check(&o);
+    // Rules are reported in the order they were added.
+    let _ = o.take_removed();
+    assert!(del_group(&mut o, 2).is_ok());
+    let ids: Vec<u64> = o.take_removed().iter().map(|r| r.rule.id).collect();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    assert_eq!(ids, sorted);
+    assert_eq!(ids.len(), 10);
+    check(&o);
+}
