@@ -7,7 +7,9 @@ the guests, MRG_RXBUF towards them), and each guest must receive TCP super-packe
 segments the switch coalesced: fewer packets in the guest's NIC counters than frames sent).
 The switch counts the frames it coalesced (`ovs_tx_coalesced_packets` in `statistics` and
 dump-ports). A guest on a `dpdkvhostuserclient` port (QEMU listens) keeps pinging a namespace
-host across a ferrovsd restart, the same QEMU process throughout.
+host across a ferrovsd restart, the same QEMU process throughout; so does one on a
+`dpdkvhostuser` port (the switch listens, QEMU connects again by itself with `reconnect=1`)
+across a SIGTERM and a SIGKILL.
 
 The guests run under TCG (see helpers/vm.py for why not KVM on this project's machines), so
 the iperf3 figure measures the emulated guests more than the switch; it is printed, and the
@@ -18,6 +20,8 @@ import json
 import os
 import re
 import shutil
+import signal
+import stat
 import sys
 import tempfile
 import time
@@ -191,3 +195,86 @@ def test_client_port_guest_keeps_pinging_across_switch_restart(rundir, net):
         g.stop()
         if d:
             d.stop()
+
+
+def restart(d, rundir, n):
+    """Starts ferrovsd again on the same database after `d` exited; the old log is kept as
+    ferrovsd.N.log."""
+    d.log.close()
+    os.replace(rundir / "ferrovsd.log", rundir / f"ferrovsd.{n}.log")
+    # A killed switch leaves its control socket behind; the new one must not be taken for
+    # ready before it listens.
+    (rundir / "ferrovsd.ctl").unlink(missing_ok=True)
+    return Daemon(rundir)
+
+
+def replies(g, after=-1):
+    """The sequence numbers of the ping replies on guest `g`'s console above `after`."""
+    return [int(s) for s in re.findall(r"seq=(\d+) ttl=", g.text()) if int(s) > after]
+
+
+def test_server_port_guest_reconnects_across_switch_restarts(rundir, net):
+    """A guest on a `dpdkvhostuser` port (the switch listens on <rundir>/vms, QEMU connects
+    with `reconnect=1`) pings a namespace host. ferrovsd is stopped with SIGTERM (it removes
+    its socket file), then killed with SIGKILL (the file stays behind, nobody listening),
+    and each time started again on the same database: it listens on the same path again,
+    QEMU connects by itself (the same process throughout) and the pings resume; the new
+    switch's counters for the port account for the replies the guest got."""
+    ns, sw_if = net.host("vms", ip="10.215.0.1/24")
+    sock = rundir / "vms"
+    d = Daemon(rundir)
+    g = None
+    try:
+        vsctl(rundir, "add-br", "brvs")
+        vsctl(rundir, "add-port", "brvs", sw_if)
+        vsctl(rundir, "add-port", "brvs", "vms", "--", "set", "Interface", "vms",
+              "type=dpdkvhostuser")
+        wait_until("the port's socket", sock.exists)
+        assert stat.S_ISSOCK(sock.lstat().st_mode)
+        g = Guest(rundir, "gs", sock, mac(4), PING_JOB.format(ip="10.215.0.2", peer="10.215.0.1"),
+                  reconnect=True)
+        wait_link(rundir, "vms", "up", timeout=BOOT)
+        g.wait_text(r"seq=\d+ ttl=", BOOT, count=5)
+
+        for n, sig in enumerate((signal.SIGTERM, signal.SIGKILL), 1):
+            stopped = time.time()
+            d.proc.send_signal(sig)
+            d.proc.wait(timeout=30)
+            if sig == signal.SIGTERM:
+                assert not sock.exists(), "a stopped switch leaves its socket file"
+            else:
+                assert stat.S_ISSOCK(sock.lstat().st_mode)
+            time.sleep(1)
+            last = max(replies(g))
+            time.sleep(1)
+            # No replies while the switch is away.
+            assert max(replies(g)) == last, sig
+            d = restart(d, rundir, n)
+            wait_link(rundir, "vms", "up", timeout=30)
+            wait_until(f"replies after {sig.name}", lambda: len(replies(g, last)) >= 5, 60)
+            print(f"\n{sig.name}: replies resumed {time.time() - stopped:.1f} s after the"
+                  " switch stopped")
+
+            # The new switch counted the requests it took from the guest and the replies it
+            # gave (`statistics` is refreshed every 5 s). It drops what it sends before QEMU
+            # is back (the port is there before the guest's link: a flooded frame or two,
+            # counted in tx_dropped), nothing the guest sent.
+            got = len(replies(g, last))
+
+            def counted():
+                st = stats(rundir, "vms")
+                return st.get("rx_packets", 0) >= got and st.get("tx_packets", 0) >= got
+
+            wait_until(f"counters after {sig.name}", counted, 15)
+            st = stats(rundir, "vms")
+            now = len(replies(g, last))
+            print(f"{sig.name}: {got} replies, statistics {st}")
+            assert st.get("tx_dropped", 0) <= 3 and st.get("rx_dropped", 0) == 0, st
+            # Not much besides the pings either (ARP, the host's IPv6 chatter).
+            assert st["tx_packets"] <= now + 20 and st["rx_packets"] <= now + 20, (st, now)
+        assert g.proc.poll() is None, "QEMU exited"
+        assert "VM-JOB-EXIT" not in g.text()
+    finally:
+        if g:
+            g.stop()
+        d.stop()

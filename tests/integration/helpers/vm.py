@@ -218,9 +218,12 @@ def _build(pkg, d):
 class Guest:
     """One QEMU guest with one vhost-user virtio-net NIC on `sock` (QEMU listens there when
     `server`), running `job` (busybox sh) after boot, with packed virtqueues if `packed`.
+    A client (`server` false) with `reconnect` set connects again by itself, once a second,
+    after the switch went away (`-chardev socket,...,reconnect=1`).
     Its console is `workdir/NAME.log`."""
 
-    def __init__(self, workdir, name, sock, mac, job, server=False, mem_mb=256, packed=False):
+    def __init__(self, workdir, name, sock, mac, job, server=False, mem_mb=256, packed=False,
+                 reconnect=False):
         kernel, base = image()
         self.name = name
         self.log = Path(workdir) / f"{name}.log"
@@ -229,6 +232,8 @@ class Guest:
         extra = gzip.compress(newc([("job", stat.S_IFREG | 0o755, job.encode())]), 1)
         initrd.write_bytes(base + extra)
         chardev = f"socket,id=c0,path={sock}" + (",server=on,wait=off" if server else "")
+        if reconnect and not server:
+            chardev += ",reconnect=1"
         accel = os.environ.get("FERROVS_VM_ACCEL", "tcg")
         self.proc = subprocess.Popen(
             ["qemu-system-x86_64", "-accel", accel, "-machine", "pc", "-smp", "1",
