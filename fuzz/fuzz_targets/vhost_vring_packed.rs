@@ -4,7 +4,9 @@
 //! position in it are arbitrary bytes, as a hostile guest could write them, is received
 //! from and transmitted to. Nothing may panic or hang, the position stays inside the ring,
 //! no more chains are taken than the ring holds, every packet received fits a buffer, and
-//! every packet given to transmit is accounted for (sent, dropped or refused).
+//! every packet given to transmit is accounted for (sent, dropped or refused). Where a
+//! restarted switch would resume (`Packed::resume_point`) is read from the arbitrary ring and
+//! again from the ring after the bursts: always a position inside the ring, if any.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -79,6 +81,10 @@ fuzz_target!(|data: &[u8]| {
         .write_slice(&rest[..nd], GuestAddress(DESC))
         .expect("in memory");
 
+    if let Some((next, _)) = p.resume_point(&m) {
+        assert!(next < size);
+    }
+
     let mut pool = Pool::new(600);
     let mut batch = Batch::new();
     let b = rx_burst(&mut v, &mut pool, &mut batch);
@@ -109,4 +115,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!((b.packets + b.dropped + b.errors) as usize, ntx, "{b:?}");
     assert!(v.packed.expect("still packed").next < size);
     assert_eq!(pool.available(), pool.capacity());
+    if let Some((next, _)) = p.resume_point(&m) {
+        assert!(next < size);
+    }
 });

@@ -15,6 +15,8 @@ so a test sees whether the guest runs split or packed rings (bit 34, `VIRTIO_F_R
 Accelerator: TCG unless FERROVS_VM_ACCEL says otherwise. This project's machines expose a
 /dev/kvm from `kvm_pvm` (pagetable-based virtualization), which runs only PVM-enabled guest
 kernels: Debian's kernel crawls there (minutes in its decompressor), see docs/vhost.md.
+The kernel gets `no_timer_check`: on a loaded machine a TCG guest's timer check at boot can
+fail ("IO-APIC + timer doesn't work!", a panic; seen under three CPU hogs).
 The NIC has no MSI-X (`vectors=0`): QEMU 7.2 under TCG segfaults unmasking the MSI-X vectors of
 a vhost-user virtio-net-pci (msix_set_vector_notifiers with no KVM irqfds), INTx works.
 """
@@ -218,9 +220,12 @@ def _build(pkg, d):
 class Guest:
     """One QEMU guest with one vhost-user virtio-net NIC on `sock` (QEMU listens there when
     `server`), running `job` (busybox sh) after boot, with packed virtqueues if `packed`.
+    A client (`server` false) with `reconnect` set connects again by itself, once a second,
+    after the switch went away (`-chardev socket,...,reconnect=1`).
     Its console is `workdir/NAME.log`."""
 
-    def __init__(self, workdir, name, sock, mac, job, server=False, mem_mb=256, packed=False):
+    def __init__(self, workdir, name, sock, mac, job, server=False, mem_mb=256, packed=False,
+                 reconnect=False):
         kernel, base = image()
         self.name = name
         self.log = Path(workdir) / f"{name}.log"
@@ -229,13 +234,15 @@ class Guest:
         extra = gzip.compress(newc([("job", stat.S_IFREG | 0o755, job.encode())]), 1)
         initrd.write_bytes(base + extra)
         chardev = f"socket,id=c0,path={sock}" + (",server=on,wait=off" if server else "")
+        if reconnect and not server:
+            chardev += ",reconnect=1"
         accel = os.environ.get("FERROVS_VM_ACCEL", "tcg")
         self.proc = subprocess.Popen(
             ["qemu-system-x86_64", "-accel", accel, "-machine", "pc", "-smp", "1",
              "-m", f"{mem_mb}M", "-nodefaults", "-display", "none", "-no-reboot",
              "-serial", f"file:{self.log}",
              "-kernel", str(kernel), "-initrd", str(initrd),
-             "-append", "console=ttyS0 quiet panic=-1",
+             "-append", "console=ttyS0 quiet panic=-1 no_timer_check",
              "-object", f"memory-backend-memfd,id=mem,size={mem_mb}M,share=on",
              "-numa", "node,memdev=mem",
              "-chardev", chardev, "-netdev", "vhost-user,id=n0,chardev=c0",

@@ -27,7 +27,9 @@
 //!   `SET_VRING_ADDR`'s descriptor, available and used addresses, and its position from the
 //!   base with the specification's encoding (bits 0-14 position, bit 15 wrap counter; no
 //!   `SET_VRING_BASE`: position 0, wrap counter 1); `GET_VRING_BASE` answers in the same
-//!   encoding, the used side repeated in bits 16-31. Any ring size up to 2^15 is accepted
+//!   encoding, the used side repeated in bits 16-31. A packed ring that ran before resumes
+//!   where the ring itself says it stands, if it says (`vring::packed::resume`): QEMU's
+//!   base is stale after the switch went away. Any ring size up to 2^15 is accepted
 //!   for packed rings, powers of two for split ones.
 //! * `SET_VRING_CALL` keeps the guest's interrupt eventfd, made non-blocking.
 //! * Everything else (config space, inflight tracking, dirty logging, memory slots, device
@@ -227,6 +229,14 @@ impl Dev {
                     &format!("ring {i}: not inside guest memory"),
                     &self.shared,
                 ));
+            }
+            // A ring that ran before (the switch restarted under a running guest) may be
+            // elsewhere than the frontend thinks: QEMU cannot know where a packed ring
+            // stands once its backend is gone, and repeats an old base. The ring tells.
+            if running.is_none() {
+                if let Some((next, wrap)) = p.resume_point(&gm.mem) {
+                    (p.next, p.wrap) = (next, wrap);
+                }
             }
             let mem = gm.mem.clone();
             let hdr = self.hdr_len();

@@ -3,12 +3,14 @@
 //! handler.
 //!
 //! ## How
-//! *Server* (`dpdkvhostuser`): the port binds `<rundir>/<name>`; a stale file that nobody
-//! answers on is replaced, a live one is an error. One frontend at a time: while a session
-//! runs, further connections wait in the backlog. *Client* (`dpdkvhostuserclient`): the port
-//! connects to `vhost-server-path`, and after a failure or the end of a session tries again
-//! every second, so a VM (or testpmd) restarted on its side, or a restarted switch, finds
-//! its peer again without anyone's help.
+//! *Server* (`dpdkvhostuser`): the port binds `<rundir>/<name>` (the name holds no `/` and
+//! does not start with `.`, checked by the port); a stale socket file that nobody answers
+//! on (a killed switch's) is replaced, a live one or any other kind of file is an error and
+//! left alone. One frontend at a time: while a session runs, further connections wait in
+//! the backlog. *Client* (`dpdkvhostuserclient`): the port connects to `vhost-server-path`,
+//! and after a failure or the end of a session tries again every second, so a VM (or
+//! testpmd) restarted on its side, or a restarted switch, finds its peer again without
+//! anyone's help.
 //!
 //! A session reads one request at a time (`BackendReqHandler::handle_request`) after
 //! `poll(2)` says the socket is readable, waking every 100 ms to notice that the port was
@@ -57,11 +59,20 @@ impl Drop for Control {
     }
 }
 
-/// Binds `path`, replacing a stale socket file.
+/// Binds `path`, replacing a stale socket file: one nobody listens on, left behind by a
+/// switch that was killed. Anything else there (a live socket, a regular file, a symbolic
+/// link, a directory) is left alone and the port fails.
 fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    use std::os::unix::fs::FileTypeExt;
     match UnixListener::bind(path) {
         Ok(l) => Ok(l),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            if !std::fs::symlink_metadata(path)?.file_type().is_socket() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AddrInUse,
+                    "a file that is not a socket is in the way",
+                ));
+            }
             if UnixStream::connect(path).is_ok() {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::AddrInUse,

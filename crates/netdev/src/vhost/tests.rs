@@ -29,8 +29,19 @@ fn server_socket_lives_with_the_port() {
     assert_eq!(p.stats().tx_dropped, 1);
     p.close();
     assert!(!sock.exists(), "socket file removed with the port");
-    std::fs::write(&sock, b"stale").expect("stale file");
-    drop(VhostPort::open("vhu0", KIND_SERVER, &Options::new()).ok());
+    // A socket file nobody listens on (a killed switch's) is replaced.
+    drop(std::os::unix::net::UnixListener::bind(&sock).expect("bind"));
+    assert!(sock.exists());
+    let mut p = VhostPort::open("vhu0", KIND_SERVER, &Options::new()).expect("stale socket");
+    assert!(std::os::unix::net::UnixStream::connect(&sock).is_ok());
+    p.close();
+    // Anything else in the way is left alone and the port fails.
+    std::fs::write(&sock, b"not a socket").expect("file");
+    let e = VhostPort::open("vhu0", KIND_SERVER, &Options::new())
+        .err()
+        .expect("a regular file in the way");
+    assert!(e.to_string().contains("not a socket"), "{e}");
+    assert_eq!(std::fs::read(&sock).expect("kept"), b"not a socket");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -28,7 +28,10 @@
 //!
 //! The ring position travels in vhost-user's `SET/GET_VRING_BASE` as the specification
 //! says for packed rings: bits 0-14 the position, bit 15 the wrap counter (and the same for
-//! the used side in bits 16-31, which for us is always equal).
+//! the used side in bits 16-31, which for us is always equal). A switch restarted under a
+//! running guest cannot trust that base (QEMU's is stale then): each used descriptor we
+//! write carries a mark in its unused address field, and [`resume`] finds our position from
+//! the ring's flags and those marks.
 //!
 //! ## Containment
 //! The split ring's rules, adapted: the cursor is always below the ring size; a chain that
@@ -174,13 +177,18 @@ impl<'a> PRing<'a> {
         (f & DESC_AVAIL != 0) == wrap && (f & DESC_USED != 0) != wrap
     }
 
-    /// Writes the id and length of a used descriptor at `pos` (< size); the flags follow
+    /// Writes the id and length of a used descriptor at `pos` (< size), and in its address
+    /// field (unused in a used descriptor) our [`resume`] mark: the chain's length in
+    /// descriptors and how far back the burst's first used descriptor is. The flags follow
     /// with [`PRing::mark_used`].
     #[inline]
-    fn put_used(&self, pos: u16, id: u16, len: u32) {
+    fn put_used(&self, pos: u16, id: u16, len: u32, count: u16, back: u16) {
         let off = 16 * usize::from(pos);
-        // SAFETY: inside the translated ring (`pos < size`), 4- and 2-aligned.
+        let mark = resume::mark(count, back);
+        // SAFETY: inside the translated ring (`pos < size`), 8-, 4- and 2-aligned (the ring
+        // is 16-aligned).
         unsafe {
+            std::ptr::write_volatile(self.desc.add(off) as *mut u64, mark.to_le());
             std::ptr::write_volatile(self.desc.add(off + 8) as *mut u32, len.to_le());
             std::ptr::write_volatile(self.desc.add(off + 12) as *mut u16, id.to_le());
         }
@@ -244,6 +252,16 @@ impl<'a> PRing<'a> {
             }
             // ENABLE, or DESC without EVENT_IDX (reserved): as ENABLE.
             _ => true,
+        }
+    }
+
+    /// How many descriptors `to` is past `from` (less than a lap apart, `to` not behind).
+    #[inline]
+    fn dist(&self, from: (u16, bool), to: (u16, bool)) -> u16 {
+        if from.1 == to.1 {
+            to.0.wrapping_sub(from.0)
+        } else {
+            to.0.wrapping_add(self.size).wrapping_sub(from.0)
         }
     }
 
@@ -368,7 +386,13 @@ pub(super) fn rx_burst(v: &mut Vring, p: Packed, pool: &mut Pool, batch: &mut Ba
             b.broken = true;
             break;
         }
-        r.put_used(pos, id, 0);
+        r.put_used(
+            pos,
+            id,
+            0,
+            count,
+            first.map_or(0, |f| r.dist(f, (pos, wrap))),
+        );
         if first.is_none() {
             first = Some((pos, wrap));
         } else {
@@ -474,7 +498,8 @@ pub(super) fn tx_burst(
                     b.broken = true;
                     break;
                 }
-                r.put_used(u.pos, u.id, u.len);
+                let back = first.map_or(0, |f| r.dist(f, (u.pos, u.wrap)));
+                r.put_used(u.pos, u.id, u.len, u.count, back);
                 if first.is_none() {
                     first = Some((u.pos, u.wrap));
                 } else {
@@ -566,5 +591,6 @@ fn scatter(
     Ok(k)
 }
 
+pub(crate) mod resume;
 #[cfg(test)]
 mod tests;
