@@ -283,6 +283,19 @@ impl Table {
         v.into_iter()
     }
 
+    /// The rules that send to group `g` (nested lists included, as `out_group` selects),
+    /// in the order of [`Table::rules`]: found through the group index, so O(answer) and
+    /// not O(table).
+    pub fn rules_of_group(&self, g: u32) -> impl Iterator<Item = &Arc<Rule>> {
+        let mut v: Vec<&Arc<Rule>> = self
+            .groups
+            .rules_of(g)
+            .filter_map(|id| self.get(id))
+            .collect();
+        v.sort_by_key(|r| (std::cmp::Reverse(r.priority), r.id));
+        v.into_iter()
+    }
+
     /// A rule by id.
     pub fn get(&self, id: u64) -> Option<&Arc<Rule>> {
         self.entry(id).map(|r| r.payload())

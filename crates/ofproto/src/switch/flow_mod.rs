@@ -157,6 +157,12 @@ impl Ofproto {
                     t.find_strict(&fm.match_, fm.priority, &self.tlv)
                         .into_iter(),
                 )
+            } else if fm.command.is_delete() && fm.out_group != OFPG_ANY {
+                // Only the rules naming the group, through the group index.
+                Box::new(
+                    t.rules_of_group(fm.out_group)
+                        .filter(|r| r.match_.refines(&fm.match_)),
+                )
             } else {
                 Box::new(t.iter().filter(|r| r.match_.refines(&fm.match_)))
             };

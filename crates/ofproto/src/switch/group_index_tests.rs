@@ -305,3 +305,136 @@ fn a_group_delete_takes_only_its_flows_in_the_order_they_were_added() {
     assert_eq!(ids.len(), 10);
     check(&o);
 }
+
+/// What a delete by `out_group` selects, by the definition: a scan of every rule (the
+/// reference the indexed selection must equal), sorted.
+fn scan_select(o: &Ofproto, fm: &FlowMod) -> Vec<(u8, u64)> {
+    let mut out = Vec::new();
+    for t in o.tables() {
+        if fm.table_id != OFPTT_ALL && fm.table_id != t.id {
+            continue;
+        }
+        for r in t.iter() {
+            let hit = if fm.command.is_strict() {
+                r.match_ == fm.match_ && r.priority == fm.priority
+            } else {
+                r.match_.refines(&fm.match_)
+            };
+            if hit
+                && (r.cookie & fm.cookie_mask) == (fm.cookie & fm.cookie_mask)
+                && (fm.out_port == OFPP_ANY || r.outputs_to(fm.out_port))
+                && (fm.out_group == OFPG_ANY || r.uses_group(fm.out_group))
+            {
+                out.push((t.id, r.id));
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+#[test]
+fn out_group_selections_through_the_index_match_a_scan_on_random_tables() {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut o = Ofproto::with_default_flow(0);
+    for g in 1..=21 {
+        add_group(&mut o, g);
+    }
+    // Flows in three tables, over two subnets and two priorities, with cookies 0..4.
+    for i in 0..300u32 {
+        let mut fm = flow(
+            (next() % 3) as u8,
+            (next() % 2) as u32,
+            i,
+            acts(next() as u32),
+        );
+        fm.priority = 100 + (next() % 2) as u16;
+        fm.cookie = next() % 4;
+        if next() % 4 == 0 {
+            // A group named in write-actions counts too.
+            fm.instructions = vec![
+                Instruction::ApplyActions(vec![Action::output(4)]),
+                Instruction::WriteActions(vec![Action::Group(1 + (next() % 21) as u32)]),
+            ];
+        }
+        let r = o.flow_mod(&fm, 0);
+        assert!(r.is_ok(), "{r:?} {fm:?}");
+    }
+    let mut selected = 0;
+    for _ in 0..400 {
+        let strict = next() % 5 == 0;
+        let cmd = if strict {
+            FlowModCommand::DeleteStrict
+        } else {
+            FlowModCommand::Delete
+        };
+        let mut fm = match next() % 3 {
+            0 => FlowMod::new(cmd),
+            1 => {
+                let mut f = flow(0, (next() % 2) as u32, 0, vec![]);
+                f.command = cmd;
+                f.match_ = Match::new().with(Field::EthType, 0x0800);
+                f
+            }
+            _ => {
+                let mut f = flow(0, (next() % 2) as u32, (next() % 300) as u32, vec![]);
+                f.command = cmd;
+                f
+            }
+        };
+        fm.priority = 100 + (next() % 2) as u16;
+        fm.table_id = match next() % 4 {
+            3 => OFPTT_ALL,
+            t => t as u8,
+        };
+        fm.out_group = 1 + (next() % 22) as u32;
+        if next() % 3 == 0 {
+            fm.cookie = next() % 4;
+            fm.cookie_mask = 1 + next() % 3;
+        }
+        if next() % 4 == 0 {
+            fm.out_port = 2 + (next() % 2) as u32;
+        }
+        let mut got = o.select(&fm);
+        got.sort_unstable();
+        let want = scan_select(&o, &fm);
+        assert_eq!(got, want, "{fm:?}");
+        selected += want.len();
+    }
+    assert!(selected > 0);
+    // Each table's rules of a group, in dump order (priority, then id), as a scan gives.
+    for t in o.tables() {
+        for g in 0..=22 {
+            let got: Vec<u64> = t.rules_of_group(g).map(|r| r.id).collect();
+            let want: Vec<u64> = t
+                .rules()
+                .filter(|r| r.uses_group(g))
+                .map(|r| r.id)
+                .collect();
+            assert_eq!(got, want, "table {} group {g}", t.id);
+        }
+    }
+    // And the delete itself takes exactly those flows.
+    let mut fm = FlowMod::new(FlowModCommand::Delete);
+    fm.table_id = OFPTT_ALL;
+    fm.out_group = 5;
+    let want = scan_select(&o, &fm);
+    assert!(!want.is_empty());
+    let n = o.tables().iter().map(|t| t.len()).sum::<usize>();
+    assert!(o.flow_mod(&fm, 1).is_ok());
+    assert_eq!(
+        o.tables().iter().map(|t| t.len()).sum::<usize>(),
+        n - want.len()
+    );
+    assert!(o
+        .tables()
+        .iter()
+        .all(|t| t.iter().all(|r| !r.uses_group(5))));
+    check(&o);
+}
