@@ -74,7 +74,7 @@ impl Named {
 /// The rules that name one group: most groups have one (a load balancer's VIP flow). The
 /// set is boxed so that an entry of one rule stays small.
 #[derive(Clone, Debug)]
-enum Ids {
+pub(crate) enum Ids {
     One(u64),
     Many(Box<IdSet>),
 }
@@ -104,6 +104,8 @@ impl GroupIndex {
     /// Files `r`, under an id the index does not hold (a new rule, or one just removed).
     pub fn add(&mut self, r: &Rule) {
         let Some(named) = Named::of(r) else {
+            // Nothing to file; an entry the id had (see below) goes.
+            self.remove(r.id);
             return;
         };
         for &g in named.as_slice() {

@@ -10,6 +10,7 @@
 //! the classifier picks one deterministically.
 
 use crate::group_index::GroupIndex;
+use crate::meter_index::MeterIndex;
 use crate::rule::Rule;
 use classifier::{Classifier, Config, Match as CMatch, RuleId};
 use openflow::FlowModFlags;
@@ -66,6 +67,8 @@ pub struct Table {
     notify: IdSet,
     /// The rules that send to groups, by group (see [`crate::group_index`]).
     groups: GroupIndex,
+    /// The rules that use meters, by meter (see [`crate::meter_index`]).
+    meters: MeterIndex,
     /// While a transaction runs (see `Ofproto::atomically`): each rule id changed, with the
     /// rule it had before its first change (`None`: it did not exist).
     journal: Option<HashMap<u64, Option<Arc<ClsRule>>, IdHash>>,
@@ -120,6 +123,7 @@ impl Table {
             timed: IdSet::default(),
             notify: IdSet::default(),
             groups: GroupIndex::default(),
+            meters: MeterIndex::default(),
             journal: None,
             unranked: false,
             changes: TableChanges::default(),
@@ -218,6 +222,7 @@ impl Table {
             self.timed.clone_from(&from.timed);
             self.notify.clone_from(&from.notify);
             self.groups.clone_from(&from.groups);
+            self.meters.clone_from(&from.meters);
         }
         self.changes = TableChanges::default();
         old
@@ -253,6 +258,7 @@ impl Table {
     /// group sets.
     fn track(&mut self, r: &Rule) {
         self.groups.replace(r);
+        self.meters.replace(r);
         if r.idle_timeout != 0 || r.hard_timeout != 0 {
             self.timed.insert(r.id);
         } else {
@@ -268,6 +274,11 @@ impl Table {
     /// The rules that send to groups (see [`crate::group_index`]).
     pub fn group_index(&self) -> &GroupIndex {
         &self.groups
+    }
+
+    /// The rules that use meters (see [`crate::meter_index`]).
+    pub fn meter_index(&self) -> &MeterIndex {
+        &self.meters
     }
 
     /// True if some rule asks for a flow-removed message.
@@ -439,6 +450,7 @@ impl Table {
             self.notify.insert(r.id);
         }
         self.groups.add(r);
+        self.meters.add(r);
     }
 
     /// Records `r`, a rule under an id no rule of this table has had, as added (change
@@ -485,6 +497,7 @@ impl Table {
         self.timed.clear();
         self.notify.clear();
         self.groups.clear();
+        self.meters.clear();
         self.unranked = false;
         self.changes = TableChanges {
             cleared: true,
@@ -499,7 +512,8 @@ impl Table {
         for &id in ids {
             self.record(id);
         }
-        let (timed, notify, groups) = (&mut self.timed, &mut self.notify, &mut self.groups);
+        let (timed, notify) = (&mut self.timed, &mut self.notify);
+        let (groups, meters) = (&mut self.groups, &mut self.meters);
         self.cls.batch(|b| {
             ids.iter()
                 .filter_map(|&id| {
@@ -507,6 +521,7 @@ impl Table {
                     timed.remove(&id);
                     notify.remove(&id);
                     groups.remove(id);
+                    meters.remove(id);
                     Some(Arc::clone(r.payload()))
                 })
                 .collect()
@@ -520,6 +535,7 @@ impl Table {
         self.timed.remove(&id);
         self.notify.remove(&id);
         self.groups.remove(id);
+        self.meters.remove(id);
         Some(Arc::clone(r.payload()))
     }
 

@@ -1,14 +1,15 @@
 //! The tables' group indexes (see [`crate::group_index`]) against a scan of the rules (the
 //! reference), on both copies of a switch (see [`super::versions`]), through flow adds,
 //! modifies, deletes, bundles adopted whole, group deletes and failed transactions; and
-//! group deletes that leave a table's other flows alone.
+//! group deletes that leave a table's other flows alone. The meter indexes (see
+//! [`crate::meter_index`]) likewise, through meter deletes.
 
 use super::*;
 use crate::switch::versions::Versions;
 use crate::switch::{BuiltAdds, PreparedAdd};
 use openflow::oxm::Field;
 use openflow::{Bucket, GroupType, OfError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Group id -> (ref_count, its rules as (table, id)).
 type Refs = BTreeMap<u32, (u32, Vec<(u8, u64)>)>;
@@ -59,8 +60,36 @@ fn indexed(o: &Ofproto) -> Refs {
     m
 }
 
+/// The meter indexes against a scan: each table's rules by meter, and the flow counts.
+fn check_meters(o: &Ofproto) {
+    let mut counts: HashMap<u32, usize> = HashMap::new();
+    for t in o.tables() {
+        let mut want: Vec<(u32, u64)> = t
+            .iter()
+            .filter_map(|r| r.meter().map(|m| (m, r.id)))
+            .collect();
+        want.sort_unstable();
+        for &(m, _) in &want {
+            *counts.entry(m).or_default() += 1;
+        }
+        let ix = t.meter_index();
+        let mut got: Vec<(u32, u64)> = ix
+            .counts()
+            .flat_map(|(m, _)| ix.rules_of(m).map(move |id| (m, id)))
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, want, "table {}", t.id);
+        assert_eq!(ix.len(), want.len());
+    }
+    assert_eq!(o.meter_flow_counts(), counts);
+    for (m, n) in counts {
+        assert_eq!(o.meter_flow_count(m), n);
+    }
+}
+
 fn check(o: &Ofproto) {
     assert_eq!(indexed(o), scanned(o));
+    check_meters(o);
     for t in o.tables() {
         let mut any: Vec<u64> = t
             .iter()
@@ -437,4 +466,109 @@ fn out_group_selections_through_the_index_match_a_scan_on_random_tables() {
         .iter()
         .all(|t| t.iter().all(|r| !r.uses_group(5))));
     check(&o);
+}
+
+fn meter_mod(o: &mut Ofproto, command: MeterModCommand, id: u32) -> Result<(), OfError> {
+    let mm = MeterMod {
+        command,
+        flags: MeterFlags::KBPS,
+        meter_id: id,
+        bands: vec![MeterBand::Drop {
+            rate: 1000,
+            burst_size: 0,
+        }],
+    };
+    o.meter_mod(&mm, 1)
+}
+
+/// Flow `i` of table `table` through meter `m` (an instruction, or for odd `i` an
+/// OpenFlow 1.5 meter action), or through none.
+fn metered(table: u8, b: u32, i: u32, m: Option<u32>) -> FlowMod {
+    let mut fm = flow(table, b, i, vec![Action::output(1)]);
+    match m {
+        Some(m) if i % 2 == 0 => fm.instructions.insert(0, Instruction::Meter(m)),
+        Some(m) => {
+            fm.instructions = vec![Instruction::ApplyActions(vec![
+                Action::Meter(m),
+                Action::output(1),
+            ])]
+        }
+        None => {}
+    }
+    fm
+}
+
+#[test]
+fn meter_deletes_take_only_their_flows_through_the_meter_indexes_on_both_copies() {
+    let mut o = Ofproto::with_default_flow(0);
+    for m in 1..=10 {
+        assert!(meter_mod(&mut o, MeterModCommand::Add, m).is_ok());
+    }
+    let v = Versions::new(o);
+    // Table 0: flows through meters 1..=10 and flows through none; table 3: meter 2 only.
+    {
+        let mut w = v.write();
+        for i in 0..60 {
+            let m = (i % 3 != 0).then_some(1 + i % 10);
+            assert!(w.flow_mod(&metered(0, 0, i, m), 0).is_ok());
+        }
+        for i in 0..5 {
+            assert!(w.flow_mod(&metered(3, 0, i, Some(2)), 0).is_ok());
+        }
+        // A modify moves a flow from meter 5 to meter 6.
+        let mut fm = metered(0, 0, 4, Some(6));
+        fm.command = FlowModCommand::ModifyStrict;
+        assert!(w.flow_mod(&fm, 0).is_ok());
+    }
+    check_both(&v);
+    // A failed transaction deleting meter 1 leaves its flows and the indexes as they were.
+    {
+        let mut w = v.write();
+        let before = w.meter_flow_count(1);
+        assert!(before > 0);
+        let r: Result<(), OfError> = w.atomically(|o| {
+            meter_mod(o, MeterModCommand::Delete, 1)?;
+            assert_eq!(o.meter_flow_count(1), 0);
+            meter_mod(o, MeterModCommand::Modify, 77)
+        });
+        assert!(r.is_err());
+        assert_eq!(w.meter_flow_count(1), before);
+    }
+    check_both(&v);
+    // Deleting meter 2 empties table 3 and takes only meter 2's flows from table 0, in the
+    // order they were added.
+    {
+        let mut w = v.write();
+        let n0 = w.tables()[0].len();
+        let of0 = w.tables()[0].meter_index().n_rules_of(2);
+        let _ = w.take_removed();
+        assert!(meter_mod(&mut w, MeterModCommand::Delete, 2).is_ok());
+        assert!(w.tables()[3].is_empty());
+        assert_eq!(w.tables()[0].len(), n0 - of0);
+        assert!(w
+            .tables()
+            .iter()
+            .all(|t| t.iter().all(|r| r.meter() != Some(2))));
+        let gone = w.take_removed();
+        assert_eq!(gone.len(), of0 + 5);
+        assert!(gone.iter().all(|r| r.reason == RemovedReason::MeterDelete));
+        let ids: Vec<u64> = gone
+            .iter()
+            .filter(|r| r.rule.table_id == 0)
+            .map(|r| r.rule.id)
+            .collect();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        assert_eq!(ids, sorted);
+    }
+    check_both(&v);
+    // Deleting every meter takes every metered flow and leaves the others.
+    {
+        let mut w = v.write();
+        let unmetered = w.tables()[0].iter().filter(|r| r.meter().is_none()).count();
+        assert!(meter_mod(&mut w, MeterModCommand::Delete, OFPM_ALL).is_ok());
+        assert_eq!(w.tables()[0].len(), unmetered);
+        assert!(w.meter_flow_counts().is_empty());
+    }
+    check_both(&v);
 }
