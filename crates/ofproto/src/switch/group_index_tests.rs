@@ -486,7 +486,7 @@ fn meter_mod(o: &mut Ofproto, command: MeterModCommand, id: u32) -> Result<(), O
 fn metered(table: u8, b: u32, i: u32, m: Option<u32>) -> FlowMod {
     let mut fm = flow(table, b, i, vec![Action::output(1)]);
     match m {
-        Some(m) if i % 2 == 0 => fm.instructions.insert(0, Instruction::Meter(m)),
+        Some(m) if i.is_multiple_of(2) => fm.instructions.insert(0, Instruction::Meter(m)),
         Some(m) => {
             fm.instructions = vec![Instruction::ApplyActions(vec![
                 Action::Meter(m),
@@ -508,8 +508,8 @@ fn meter_deletes_take_only_their_flows_through_the_meter_indexes_on_both_copies(
     // Table 0: flows through meters 1..=10 and flows through none; table 3: meter 2 only.
     {
         let mut w = v.write();
-        for i in 0..60 {
-            let m = (i % 3 != 0).then_some(1 + i % 10);
+        for i in 0..60u32 {
+            let m = (!i.is_multiple_of(3)).then_some(1 + i % 10);
             assert!(w.flow_mod(&metered(0, 0, i, m), 0).is_ok());
         }
         for i in 0..5 {
