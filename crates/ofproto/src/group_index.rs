@@ -9,6 +9,8 @@
 //! * which rules go when a group is deleted (`del-groups group_id=X` removes its flows, and
 //!   only those are visited: OVS keeps a rule list per group for the same reason);
 //! * which rules go when every group is deleted (the rules naming any group);
+//! * which rules an `out_group` selection (`dump-flows`, `del-flows`, a flow monitor's
+//!   initial dump) has to look at: only those naming the group;
 //! * each group's `ref_count` for group stats, without reaching into the rules.
 //!
 //! ## How
