@@ -3,7 +3,8 @@
 # subtable, as OVN's and Faucet's big tables look) on ferrovs and on OVS 3.1 (userspace
 # datapath) in the same run, and prints both times and the ratio.
 #
-# Usage: sudo bench/w5.sh [--flows 100000] [--groups N] [--no-flow-steps] [--only ferrovs|ovs]
+# Usage: sudo bench/w5.sh [--flows 100000] [--groups N] [--meters M] [--no-flow-steps]
+#        [--only ferrovs|ovs]
 #        [--w1] [--json FILE] [--keep-tmp]
 # Needs a release build (cargo build --release -p ferrovsd); FERROVS_BIN_DIR overrides where
 # ferrovsd is looked for (default target/release, or $CARGO_TARGET_DIR/release).
@@ -30,6 +31,11 @@
 # `gdel1`, 10 separate `del-groups group_id=X` calls (10 of the N flows go); `gdelb`, one
 # `ovs-ofctl -O OpenFlow14 bundle` of min(1000, N/10) group deletes; `gdelmix`, `del-groups` of
 # the rest, which leaves the N flows of no group (all checked); then del-flows, untimed.
+# --meters M adds meter steps after those, on the same switches: M meters (one `add-meter`
+# call each, untimed), flow I of M (nw_dst=13.A.B.C) through meter I, and the N flows of
+# no meter (nw_dst=10.A.B.C, as a bundle) in table 0; then `mdel1`, 10 separate `del-meters
+# meter=X` calls (10 flows go); `mdel`, `del-meters` of the rest, which leaves the N flows
+# of no meter (all checked).
 # --no-flow-steps skips the flow steps (add to del_after_bundle, incr): group steps only.
 set -euo pipefail
 
@@ -37,6 +43,7 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$SCRIPT_DIR/.." && pwd)
 FLOWS=100000
 NGROUPS=0
+NMETERS=0
 ONLY=""
 KEEP_TMP=0
 W1=0
@@ -46,17 +53,19 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --flows) FLOWS=$2; shift 2 ;;
         --groups) NGROUPS=$2; shift 2 ;;
+        --meters) NMETERS=$2; shift 2 ;;
         --only) ONLY=$2; shift 2 ;;
         --keep-tmp) KEEP_TMP=1; shift ;;
         --w1) W1=1; shift ;;
         --no-flow-steps) FLOW_STEPS=0; shift ;;
         --json) JSON_OUT=$2; shift 2 ;;
-        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "w5: unknown option $1" >&2; exit 2 ;;
     esac
 done
 [[ $FLOWS =~ ^[0-9]+$ && $FLOWS -gt 0 && $FLOWS -le 16000000 ]] || { echo "w5: --flows 1..16000000" >&2; exit 2; }
 [[ $NGROUPS =~ ^[0-9]+$ && $NGROUPS -le 1000000 ]] || { echo "w5: --groups 0..1000000" >&2; exit 2; }
+[[ $NMETERS =~ ^[0-9]+$ && $NMETERS -le 200000 ]] || { echo "w5: --meters 0..200000" >&2; exit 2; }
 case "$ONLY" in ""|ferrovs|ovs) ;; *) echo "w5: --only ferrovs|ovs" >&2; exit 2 ;; esac
 [ "$(id -u)" -eq 0 ] || { echo "w5: run as root" >&2; exit 1; }
 for t in ovs-ofctl ovs-vsctl ovsdb-tool ovsdb-server ovs-vswitchd; do
@@ -169,8 +178,28 @@ incr() { # TARGET
     done
 }
 
+# M flows through meters (flow I through meter I), and the 10 meters deleted one by one.
+if [ "$NMETERS" -gt 0 ]; then
+python3 - "$NMETERS" "$WORK" <<'EOF'
+import sys
+n, work = int(sys.argv[1]), sys.argv[2]
+with open(f"{work}/mflows.txt", "w") as f:
+    for i in range(1, n + 1):
+        f.write("priority=100,ip,nw_dst=13.%d.%d.%d,actions=meter:%d,output:1\n"
+                % ((i >> 16) & 255, (i >> 8) & 255, i & 255, i))
+with open(f"{work}/mdel1.txt", "w") as f:
+    f.write(" ".join(str(1 + (k * n) // 10) for k in range(min(10, n))) + "\n")
+EOF
+fi
+mdel1() { # TARGET: del-meters of each meter in mdel1.txt, one call each
+    local i
+    for i in $(cat "$WORK/mdel1.txt"); do
+        ovs-ofctl -O OpenFlow13 del-meters "$1" "meter=$i" || return 1
+    done
+}
+
 export WORK
-export -f incr gmod gdel1
+export -f incr gmod gdel1 mdel1
 now() { date +%s.%N; }
 # The switch process's CPU time so far (user + system), in clock ticks.
 SPID=""
@@ -260,6 +289,29 @@ group_steps() { # SWITCH TARGET
     [ "$n" = 0 ] || { echo "w5: $sw has $n groups after del-groups" >&2; RES[$sw.gdelmix]=FAILED; FAILED=1; }
     ovs-ofctl -O OpenFlow13 del-flows "$tgt"
 }
+meter_steps() { # SWITCH TARGET
+    local sw=$1 tgt=$2 n i k
+    [ "$NMETERS" -gt 0 ] || return 0
+    ovs-ofctl -O OpenFlow13 del-flows "$tgt"
+    for i in $(seq 1 "$NMETERS"); do
+        ovs-ofctl -O OpenFlow13 add-meter "$tgt" "meter=$i,kbps,band=type=drop,rate=1000"
+    done
+    ovs-ofctl -O OpenFlow14 --bundle add-flows "$tgt" "$WORK/mflows.txt"
+    ovs-ofctl -O OpenFlow14 --bundle add-flows "$tgt" "$WORK/flows.txt"
+    local want=$((NMETERS + FLOWS))
+    n=$(count_flows "$tgt")
+    [ "$n" = "$want" ] || { echo "w5: $sw has $n flows with the meters', want $want" >&2; RES[$sw.mdel1]=FAILED; FAILED=1; }
+    timed mdel1 "$sw" bash -c 'mdel1 "$1"' mdel1 "$tgt"
+    k=$(wc -w < "$WORK/mdel1.txt"); want=$((want - k))
+    n=$(count_flows "$tgt")
+    [ "$n" = "$want" ] || { echo "w5: $sw has $n flows after $k del-meters, want $want" >&2; RES[$sw.mdel1]=FAILED; FAILED=1; }
+    timed mdel "$sw" ovs-ofctl -O OpenFlow13 del-meters "$tgt"
+    n=$(count_flows "$tgt")
+    [ "$n" = "$FLOWS" ] || { echo "w5: $sw has $n flows after del-meters, want the $FLOWS of no meter" >&2; RES[$sw.mdel]=FAILED; FAILED=1; }
+    n=$(ovs-ofctl -O OpenFlow13 dump-meters "$tgt" | grep -c 'meter=' || true)
+    [ "$n" = 0 ] || { echo "w5: $sw has $n meters after del-meters" >&2; RES[$sw.mdel]=FAILED; FAILED=1; }
+    ovs-ofctl -O OpenFlow13 del-flows "$tgt"
+}
 
 if [ "$ONLY" != ovs ]; then
     mkdir -p "$WORK/ferrovs"
@@ -272,6 +324,7 @@ if [ "$ONLY" != ovs ]; then
     echo "w5: ferrovs, $FLOWS flows" >&2
     [ "$FLOW_STEPS" -eq 0 ] || run_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
     group_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
+    meter_steps ferrovs "unix:$WORK/ferrovs/br0.mgmt"
     kill "$FPID"; wait "$FPID" 2>/dev/null || true; FPID=""
 fi
 
@@ -290,15 +343,18 @@ if [ "$ONLY" != ferrovs ]; then
     SPID=$(cat "$O/vswitchd.pid")
     [ "$FLOW_STEPS" -eq 0 ] || run_steps ovs "unix:$O/br0.mgmt"
     group_steps ovs "unix:$O/br0.mgmt"
+    meter_steps ovs "unix:$O/br0.mgmt"
 fi
 
 printf '\nW5: %d flows (nw_dst=/32), seconds (flows/s), ovs-ofctl -O OpenFlow14\n' "$FLOWS"
 [ "$NGROUPS" -gt 0 ] && printf 'g* steps: %d one-bucket select groups, seconds (groups/s)\n' "$NGROUPS"
+[ "$NMETERS" -gt 0 ] && printf 'm* steps: %d meters, each used by one flow, beside the %d flows\n' "$NMETERS" "$FLOWS"
 printf '%-18s %20s %20s %8s %16s %8s %16s %8s\n' step ferrovs "OVS 3.1" "OVS/fv" \
     "client CPU f/O" "best" "switch CPU f/O" "O/f CPU"
 STEPS="add bundle dump del del_after_bundle incr"
 [ "$FLOW_STEPS" -eq 1 ] || STEPS=""
 [ "$NGROUPS" -gt 0 ] && STEPS="$STEPS gadd gbundle gstats gmod gdel gdel1 gdelb gdelmix"
+[ "$NMETERS" -gt 0 ] && STEPS="$STEPS mdel1 mdel"
 for s in $STEPS; do
     f=${RES[ferrovs.$s]:--}; o=${RES[ovs.$s]:--}
     # Rates for the steps that add or dump N flows or groups.
@@ -344,10 +400,10 @@ if [ -n "$JSON_OUT" ]; then
         printf '%s %s %s %s\n' "$k" "${RES[$k]}" "${CPU[$k]:-FAILED}" "${SW[$k]:-FAILED}"
     done > "$WORK/res.txt"
     [ -f "$WORK/w1.jsonl" ] || : > "$WORK/w1.jsonl"
-    python3 - "$WORK/res.txt" "$WORK/w1.jsonl" "$FLOWS" "$JSON_OUT" "$ONLY" "$NGROUPS" \
+    python3 - "$WORK/res.txt" "$WORK/w1.jsonl" "$FLOWS" "$JSON_OUT" "$ONLY" "$NGROUPS" "$NMETERS" \
         "$(ovs-vswitchd --version | head -1 | awk '{print $NF}')" <<'EOF'
 import json, os, sys, time
-res, w1, flows, out, only, groups, ovs = sys.argv[1:8]
+res, w1, flows, out, only, groups, meters, ovs = sys.argv[1:9]
 steps = {}
 for line in open(res):
     key, val, cpu, swcpu = line.split()
@@ -356,7 +412,7 @@ for line in open(res):
     steps[step][sw + "_client_cpu"] = cpu if cpu == "FAILED" else float(cpu)
     steps[step][sw + "_switch_cpu"] = swcpu if swcpu == "FAILED" else float(swcpu)
 doc = {"benchmark": "W5", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "flows": int(flows),
-       "groups": int(groups), "only": only or None, "ovs_version": ovs, "load": list(os.getloadavg()),
+       "groups": int(groups), "meters": int(meters), "only": only or None, "ovs_version": ovs, "load": list(os.getloadavg()),
        "steps": steps, "w1_during_add": [json.loads(l) for l in open(w1) if l.strip()]}
 with open(out, "w") as f:
     json.dump(doc, f, indent=1)

@@ -9,6 +9,8 @@
 //! * which rules go when a group is deleted (`del-groups group_id=X` removes its flows, and
 //!   only those are visited: OVS keeps a rule list per group for the same reason);
 //! * which rules go when every group is deleted (the rules naming any group);
+//! * which rules an `out_group` selection (`dump-flows`, `del-flows`, a flow monitor's
+//!   initial dump) has to look at: only those naming the group;
 //! * each group's `ref_count` for group stats, without reaching into the rules.
 //!
 //! ## How
@@ -74,7 +76,7 @@ impl Named {
 /// The rules that name one group: most groups have one (a load balancer's VIP flow). The
 /// set is boxed so that an entry of one rule stays small.
 #[derive(Clone, Debug)]
-enum Ids {
+pub(crate) enum Ids {
     One(u64),
     Many(Box<IdSet>),
 }
@@ -104,6 +106,8 @@ impl GroupIndex {
     /// Files `r`, under an id the index does not hold (a new rule, or one just removed).
     pub fn add(&mut self, r: &Rule) {
         let Some(named) = Named::of(r) else {
+            // Nothing to file; an entry the id had (see below) goes.
+            self.remove(r.id);
             return;
         };
         for &g in named.as_slice() {

@@ -24,6 +24,7 @@ pub mod group;
 pub mod group_index;
 pub mod learn;
 pub mod meter;
+pub mod meter_index;
 pub mod native;
 pub mod odp;
 pub mod odp_ct;

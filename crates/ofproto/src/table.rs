@@ -10,6 +10,7 @@
 //! the classifier picks one deterministically.
 
 use crate::group_index::GroupIndex;
+use crate::meter_index::MeterIndex;
 use crate::rule::Rule;
 use classifier::{Classifier, Config, Match as CMatch, RuleId};
 use openflow::FlowModFlags;
@@ -66,6 +67,8 @@ pub struct Table {
     notify: IdSet,
     /// The rules that send to groups, by group (see [`crate::group_index`]).
     groups: GroupIndex,
+    /// The rules that use meters, by meter (see [`crate::meter_index`]).
+    meters: MeterIndex,
     /// While a transaction runs (see `Ofproto::atomically`): each rule id changed, with the
     /// rule it had before its first change (`None`: it did not exist).
     journal: Option<HashMap<u64, Option<Arc<ClsRule>>, IdHash>>,
@@ -120,6 +123,7 @@ impl Table {
             timed: IdSet::default(),
             notify: IdSet::default(),
             groups: GroupIndex::default(),
+            meters: MeterIndex::default(),
             journal: None,
             unranked: false,
             changes: TableChanges::default(),
@@ -218,6 +222,7 @@ impl Table {
             self.timed.clone_from(&from.timed);
             self.notify.clone_from(&from.notify);
             self.groups.clone_from(&from.groups);
+            self.meters.clone_from(&from.meters);
         }
         self.changes = TableChanges::default();
         old
@@ -253,6 +258,7 @@ impl Table {
     /// group sets.
     fn track(&mut self, r: &Rule) {
         self.groups.replace(r);
+        self.meters.replace(r);
         if r.idle_timeout != 0 || r.hard_timeout != 0 {
             self.timed.insert(r.id);
         } else {
@@ -270,6 +276,11 @@ impl Table {
         &self.groups
     }
 
+    /// The rules that use meters (see [`crate::meter_index`]).
+    pub fn meter_index(&self) -> &MeterIndex {
+        &self.meters
+    }
+
     /// True if some rule asks for a flow-removed message.
     pub fn any_send_flow_rem(&self) -> bool {
         !self.notify.is_empty()
@@ -279,6 +290,19 @@ impl Table {
     /// output that people read (dumps).
     pub fn rules(&self) -> impl Iterator<Item = &Arc<Rule>> {
         let mut v: Vec<&Arc<Rule>> = self.cls.iter().map(|r| r.payload()).collect();
+        v.sort_by_key(|r| (std::cmp::Reverse(r.priority), r.id));
+        v.into_iter()
+    }
+
+    /// The rules that send to group `g` (nested lists included, as `out_group` selects),
+    /// in the order of [`Table::rules`]: found through the group index, so O(answer) and
+    /// not O(table).
+    pub fn rules_of_group(&self, g: u32) -> impl Iterator<Item = &Arc<Rule>> {
+        let mut v: Vec<&Arc<Rule>> = self
+            .groups
+            .rules_of(g)
+            .filter_map(|id| self.get(id))
+            .collect();
         v.sort_by_key(|r| (std::cmp::Reverse(r.priority), r.id));
         v.into_iter()
     }
@@ -426,6 +450,7 @@ impl Table {
             self.notify.insert(r.id);
         }
         self.groups.add(r);
+        self.meters.add(r);
     }
 
     /// Records `r`, a rule under an id no rule of this table has had, as added (change
@@ -472,6 +497,7 @@ impl Table {
         self.timed.clear();
         self.notify.clear();
         self.groups.clear();
+        self.meters.clear();
         self.unranked = false;
         self.changes = TableChanges {
             cleared: true,
@@ -486,7 +512,8 @@ impl Table {
         for &id in ids {
             self.record(id);
         }
-        let (timed, notify, groups) = (&mut self.timed, &mut self.notify, &mut self.groups);
+        let (timed, notify) = (&mut self.timed, &mut self.notify);
+        let (groups, meters) = (&mut self.groups, &mut self.meters);
         self.cls.batch(|b| {
             ids.iter()
                 .filter_map(|&id| {
@@ -494,6 +521,7 @@ impl Table {
                     timed.remove(&id);
                     notify.remove(&id);
                     groups.remove(id);
+                    meters.remove(id);
                     Some(Arc::clone(r.payload()))
                 })
                 .collect()
@@ -507,6 +535,7 @@ impl Table {
         self.timed.remove(&id);
         self.notify.remove(&id);
         self.groups.remove(id);
+        self.meters.remove(id);
         Some(Arc::clone(r.payload()))
     }
 

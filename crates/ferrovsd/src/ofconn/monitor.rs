@@ -189,8 +189,15 @@ pub fn request(
             if m.req.flags & INITIAL != 0 {
                 let ev = if nx { nx_event::ADDED } else { event::INITIAL };
                 let insts = m.req.flags & INSTRUCTIONS != 0;
+                let g = m.req.out_group;
                 for t in of.tables() {
-                    for rule in t.rules().filter(|rule| m.selects(rule)) {
+                    // With out_group, only the rules naming the group (the group index).
+                    let rules: Box<dyn Iterator<Item = &Arc<Rule>>> = if g != OFPG_ANY {
+                        Box::new(t.rules_of_group(g))
+                    } else {
+                        Box::new(t.rules())
+                    };
+                    for rule in rules.filter(|rule| m.selects(rule)) {
                         initial.push(update(rule, ev, 0, insts));
                     }
                 }

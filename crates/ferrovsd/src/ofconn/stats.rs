@@ -296,7 +296,13 @@ fn selected_rules(b: &BridgeOf, r: &FlowStatsRequest) -> Vec<Arc<ofproto::Rule>>
         if r.table_id != OFPTT_ALL && r.table_id != t.id {
             continue;
         }
-        for rule in t.rules() {
+        // With out_group, only the rules naming the group (the table's group index).
+        let rules: Box<dyn Iterator<Item = &Arc<ofproto::Rule>>> = if r.out_group != OFPG_ANY {
+            Box::new(t.rules_of_group(r.out_group))
+        } else {
+            Box::new(t.rules())
+        };
+        for rule in rules {
             if !rule.match_.refines(&r.match_)
                 || (rule.cookie & r.cookie_mask) != (r.cookie & r.cookie_mask)
                 || (r.out_port != OFPP_ANY && !rule.outputs_to(r.out_port))

@@ -157,6 +157,12 @@ impl Ofproto {
                     t.find_strict(&fm.match_, fm.priority, &self.tlv)
                         .into_iter(),
                 )
+            } else if fm.command.is_delete() && fm.out_group != OFPG_ANY {
+                // Only the rules naming the group, through the group index.
+                Box::new(
+                    t.rules_of_group(fm.out_group)
+                        .filter(|r| r.match_.refines(&fm.match_)),
+                )
             } else {
                 Box::new(t.iter().filter(|r| r.match_.refines(&fm.match_)))
             };
@@ -288,31 +294,6 @@ impl Ofproto {
         n
     }
 
-    /// Deletes every rule `pred` selects, logging each removal with `reason`: one pass over
-    /// every rule (see [`Ofproto::delete_listed`]).
-    pub(super) fn delete_where(
-        &mut self,
-        pred: impl Fn(&Rule) -> bool,
-        reason: RemovedReason,
-        now_ms: u64,
-    ) -> usize {
-        let mut victims = Vec::new();
-        let mut whole = Vec::new();
-        for (i, t) in self.tables.iter().enumerate() {
-            let start = victims.len();
-            for r in t.iter() {
-                if pred(r) {
-                    victims.push((t.id, r.id));
-                }
-            }
-            if !t.is_empty() && victims.len() - start == t.len() {
-                victims.truncate(start);
-                whole.push(i);
-            }
-        }
-        self.delete_listed(whole, victims, reason, now_ms)
-    }
-
     /// Deletes the rules that send to group `g` (to any group if `None`), as a group delete
     /// does, logging each removal as `GroupDelete`. The tables' group indexes name them
     /// (see [`crate::group_index`]): O(rules removed) whatever else the tables hold, not a
@@ -335,6 +316,29 @@ impl Ofproto {
             }
         }
         self.delete_listed(whole, victims, RemovedReason::GroupDelete, now_ms)
+    }
+
+    /// Deletes the rules that use meter `m` (any meter if `None`), as a meter delete does,
+    /// logging each removal as `MeterDelete`. The tables' meter indexes name them (see
+    /// [`crate::meter_index`]): O(rules removed), not a pass over every rule per meter.
+    pub(super) fn delete_meter_rules(&mut self, m: Option<u32>, now_ms: u64) -> usize {
+        let mut victims = Vec::new();
+        let mut whole = Vec::new();
+        for (i, t) in self.tables.iter().enumerate() {
+            let ix = t.meter_index();
+            let n = m.map_or(ix.len(), |m| ix.n_rules_of(m));
+            if n == 0 {
+                continue;
+            }
+            if n == t.len() {
+                whole.push(i);
+            } else if let Some(m) = m {
+                victims.extend(ix.rules_of(m).map(|id| (t.id, id)));
+            } else {
+                victims.extend(ix.rules().map(|id| (t.id, id)));
+            }
+        }
+        self.delete_listed(whole, victims, RemovedReason::MeterDelete, now_ms)
     }
 
     /// Deletes tables `whole` entirely and the rules `victims` (table, id) from the others,

@@ -198,25 +198,20 @@ impl Ofproto {
                 None => return Err(OfError::meter_mod_failed(m::UNKNOWN_METER)),
             },
             MeterModCommand::Delete if mm.meter_id == OFPM_ALL => {
-                // One pass over the rules for all the meters, as for groups.
+                // The rules using any meter, through the tables' meter indexes.
                 let ids: Vec<u32> = self.meters.keys().copied().collect();
                 for &id in &ids {
                     self.set_meter(id, None);
                 }
                 if !ids.is_empty() {
-                    let any = |r: &Rule| r.meter().is_some();
-                    self.delete_where(any, RemovedReason::MeterDelete, now_ms);
+                    self.delete_meter_rules(None, now_ms);
                 }
             }
             MeterModCommand::Delete => {
                 let id = mm.meter_id;
                 if self.meters.contains_key(&id) {
                     self.set_meter(id, None);
-                    self.delete_where(
-                        |r| r.meter() == Some(id),
-                        RemovedReason::MeterDelete,
-                        now_ms,
-                    );
+                    self.delete_meter_rules(Some(id), now_ms);
                 }
             }
         }
@@ -225,16 +220,11 @@ impl Ofproto {
         Ok(())
     }
 
-    /// Number of rules using each meter, in one pass over the tables.
+    /// Number of rules using each meter, from the tables' meter indexes.
     pub fn meter_flow_counts(&self) -> std::collections::HashMap<u32, usize> {
         let mut n = std::collections::HashMap::new();
-        for id in self
-            .tables
-            .iter()
-            .flat_map(|t| t.iter())
-            .filter_map(|r| r.meter())
-        {
-            *n.entry(id).or_insert(0) += 1;
+        for (id, k) in self.tables.iter().flat_map(|t| t.meter_index().counts()) {
+            *n.entry(id).or_insert(0) += k;
         }
         n
     }
@@ -243,9 +233,8 @@ impl Ofproto {
     pub fn meter_flow_count(&self, id: u32) -> usize {
         self.tables
             .iter()
-            .flat_map(|t| t.iter())
-            .filter(|r| r.meter() == Some(id))
-            .count()
+            .map(|t| t.meter_index().n_rules_of(id))
+            .sum()
     }
 }
 
