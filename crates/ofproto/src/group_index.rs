@@ -81,6 +81,52 @@ pub(crate) enum Ids {
     Many(Box<IdSet>),
 }
 
+impl Ids {
+    /// Adds rule `id` (already there: nothing changes), becoming a set at the second id.
+    pub(crate) fn insert(&mut self, id: u64) {
+        match self {
+            Ids::One(x) if *x == id => {}
+            Ids::One(x) => {
+                let mut s = IdSet::default();
+                s.insert(*x);
+                s.insert(id);
+                *self = Ids::Many(Box::new(s));
+            }
+            Ids::Many(s) => {
+                s.insert(id);
+            }
+        }
+    }
+
+    /// Takes rule `id` out of a set; true when no id would be left (`One(id)` itself is
+    /// left to the caller, which removes the whole entry).
+    pub(crate) fn remove(&mut self, id: u64) -> bool {
+        match self {
+            Ids::One(x) => *x == id,
+            Ids::Many(s) => {
+                s.remove(&id);
+                s.is_empty()
+            }
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Ids::One(_) => 1,
+            Ids::Many(s) => s.len(),
+        }
+    }
+
+    /// The ids, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        let (one, many) = match self {
+            Ids::One(x) => (Some(*x), None),
+            Ids::Many(s) => (None, Some(s.iter().copied())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+}
+
 /// One group's entry: its `ref_count` share and its rules.
 #[derive(Clone, Debug)]
 struct Refs {
@@ -121,18 +167,7 @@ impl GroupIndex {
                 Entry::Occupied(e) => {
                     let refs = e.into_mut();
                     refs.count += 1;
-                    match &mut refs.rules {
-                        Ids::One(x) if *x == r.id => {}
-                        Ids::One(x) => {
-                            let mut s = IdSet::default();
-                            s.insert(*x);
-                            s.insert(r.id);
-                            refs.rules = Ids::Many(Box::new(s));
-                        }
-                        Ids::Many(s) => {
-                            s.insert(r.id);
-                        }
-                    }
+                    refs.rules.insert(r.id);
                 }
             }
         }
@@ -171,9 +206,7 @@ impl GroupIndex {
                 continue;
             }
             // `One(id)` with a count left is this rule's own repeat, gone at count 0.
-            if let Ids::Many(s) = &mut refs.rules {
-                s.remove(&id);
-            }
+            refs.rules.remove(id);
         }
     }
 
@@ -200,22 +233,15 @@ impl GroupIndex {
 
     /// The ids of the rules that name group `g`, in no particular order.
     pub fn rules_of(&self, g: u32) -> impl Iterator<Item = u64> + '_ {
-        let refs = self.groups.get(&u64::from(g));
-        let (one, many) = match refs.map(|r| &r.rules) {
-            Some(Ids::One(x)) => (Some(*x), None),
-            Some(Ids::Many(s)) => (None, Some(s.iter().copied())),
-            None => (None, None),
-        };
-        one.into_iter().chain(many.into_iter().flatten())
+        self.groups
+            .get(&u64::from(g))
+            .into_iter()
+            .flat_map(|r| r.rules.iter())
     }
 
     /// How many rules name group `g`.
     pub fn n_rules_of(&self, g: u32) -> usize {
-        match self.groups.get(&u64::from(g)).map(|r| &r.rules) {
-            Some(Ids::One(_)) => 1,
-            Some(Ids::Many(s)) => s.len(),
-            None => 0,
-        }
+        self.groups.get(&u64::from(g)).map_or(0, |r| r.rules.len())
     }
 
     /// Group `g`'s `ref_count` share: its group actions in this table's rules.

@@ -21,7 +21,6 @@
 
 use crate::group_index::Ids;
 use crate::rule::Rule;
-use crate::table::IdSet;
 use classifier::IdBuild;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -52,21 +51,7 @@ impl MeterIndex {
             Entry::Vacant(e) => {
                 e.insert(Ids::One(r.id));
             }
-            Entry::Occupied(e) => {
-                let ids = e.into_mut();
-                match ids {
-                    Ids::One(x) if *x == r.id => {}
-                    Ids::One(x) => {
-                        let mut s = IdSet::default();
-                        s.insert(*x);
-                        s.insert(r.id);
-                        *ids = Ids::Many(Box::new(s));
-                    }
-                    Ids::Many(s) => {
-                        s.insert(r.id);
-                    }
-                }
-            }
+            Entry::Occupied(e) => e.into_mut().insert(r.id),
         }
     }
 
@@ -90,14 +75,7 @@ impl MeterIndex {
         let Entry::Occupied(mut e) = self.meters.entry(u64::from(m)) else {
             return;
         };
-        let gone = match e.get_mut() {
-            Ids::One(x) => *x == id,
-            Ids::Many(s) => {
-                s.remove(&id);
-                s.is_empty()
-            }
-        };
-        if gone {
+        if e.get_mut().remove(id) {
             e.remove();
         }
     }
@@ -125,32 +103,20 @@ impl MeterIndex {
 
     /// The ids of the rules that use meter `m`, in no particular order.
     pub fn rules_of(&self, m: u32) -> impl Iterator<Item = u64> + '_ {
-        let (one, many) = match self.meters.get(&u64::from(m)) {
-            Some(Ids::One(x)) => (Some(*x), None),
-            Some(Ids::Many(s)) => (None, Some(s.iter().copied())),
-            None => (None, None),
-        };
-        one.into_iter().chain(many.into_iter().flatten())
+        self.meters
+            .get(&u64::from(m))
+            .into_iter()
+            .flat_map(Ids::iter)
     }
 
     /// How many rules use meter `m`.
     pub fn n_rules_of(&self, m: u32) -> usize {
-        match self.meters.get(&u64::from(m)) {
-            Some(Ids::One(_)) => 1,
-            Some(Ids::Many(s)) => s.len(),
-            None => 0,
-        }
+        self.meters.get(&u64::from(m)).map_or(0, Ids::len)
     }
 
     /// Every meter some rule uses, with its number of rules, in no particular order.
     pub fn counts(&self) -> impl Iterator<Item = (u32, usize)> + '_ {
-        self.meters.iter().map(|(m, ids)| {
-            let n = match ids {
-                Ids::One(_) => 1,
-                Ids::Many(s) => s.len(),
-            };
-            (*m as u32, n)
-        })
+        self.meters.iter().map(|(m, ids)| (*m as u32, ids.len()))
     }
 }
 
