@@ -42,6 +42,12 @@ pub fn tracker() -> &'static Conntrack {
     TRACKER.get_or_init(|| Conntrack::new(Config::default()))
 }
 
+/// The process's connection tracker if anything has made it yet (a flush or a look that
+/// finds nothing to do without one need not make it).
+pub fn tracker_if_made() -> Option<&'static Conntrack> {
+    TRACKER.get()
+}
+
 /// Expires connections if the tracker was ever used; at most about `budget` looked at.
 pub fn sweep(now_ms: u64, budget: usize) -> usize {
     TRACKER.get().map_or(0, |t| t.sweep(now_ms, budget))

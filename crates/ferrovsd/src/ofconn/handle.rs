@@ -301,9 +301,12 @@ fn nicira(b: &BridgeOf, c: &Conn, xid: u32, nx: NxMessage) -> Result<(), OfError
             };
             c.send(&Message::Nx(reply), xid);
         }
-        // Every connection of the zone goes (OVN sends it for each zone it allocates).
+        // Every connection of the zone goes (OVN sends it for each zone it allocates); with
+        // no tracker made yet there is none to flush.
         NxMessage::CtFlushZone(zone) => {
-            datapath::ct::tracker().flush(conntrack::Flush::Zone(zone));
+            if let Some(ct) = datapath::ct::tracker_if_made() {
+                ct.flush(conntrack::Flush::Zone(zone));
+            }
         }
         NxMessage::Resume(p) => super::resume::resume(b, p)?,
         // Replies and packet-ins are the switch's to send.

@@ -32,14 +32,22 @@ pub struct CtZones {
 }
 
 impl CtZones {
-    /// Applies the database's zone policies to `policies`; returns warnings, only when the
-    /// configuration changed (so a steady configuration does not repeat them).
-    pub fn configure(&self, t: &Tables, policies: &conntrack::timeout::Policies) -> Vec<String> {
+    /// Applies the database's zone policies to the tracker's, which `policies` gives; returns
+    /// warnings, only when the configuration changed (so a steady configuration does not
+    /// repeat them). `policies` is called only when there is something to change, so a
+    /// switch whose database names no policy does not make a tracker (the datapath skips
+    /// connection-tracking work until one exists).
+    pub fn configure<'a>(
+        &self,
+        t: &Tables,
+        policies: impl FnOnce() -> &'a conntrack::timeout::Policies,
+    ) -> Vec<String> {
         let want = from_tables(t);
         let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
         if *applied == want {
             return Vec::new();
         }
+        let policies = policies();
         let mut warnings = Vec::new();
         for zone in applied.keys() {
             if !want.contains_key(zone) {
@@ -230,15 +238,15 @@ mod tests {
             )
         };
         assert!(zones
-            .configure(&with(json!(["map", [["udp_first", 7]]])), &policies)
+            .configure(&with(json!(["map", [["udp_first", 7]]])), || &policies)
             .is_empty());
         assert_eq!(policies.timeout_ms(5, Class::OtherFirst), 7_000);
         assert_eq!(policies.timeout_ms(6, Class::OtherFirst), 60_000);
-        zones.configure(&with(json!(["map", [["udp_first", 9]]])), &policies);
+        zones.configure(&with(json!(["map", [["udp_first", 9]]])), || &policies);
         assert_eq!(policies.timeout_ms(5, Class::OtherFirst), 9_000);
         // The zone dropped from the database: back to the default.
         let none = tables(json!(["map", []]), json!(["map", []]), &[]);
-        zones.configure(&none, &policies);
+        zones.configure(&none, || &policies);
         assert_eq!(policies.timeout_ms(5, Class::OtherFirst), 60_000);
     }
 
@@ -257,10 +265,36 @@ mod tests {
             .map(|(i, s)| (s.as_str(), json!(["map", [["udp_first", i + 1]]])))
             .collect();
         let t = tables(json!(["map", refs]), json!(["map", []]), &pols);
-        let w = zones.configure(&t, &policies);
+        let w = zones.configure(&t, || &policies);
         assert_eq!(w.len(), 4, "{w:?}");
         assert!(w[0].contains("timeout policy not applied"), "{w:?}");
         assert_eq!(policies.timeout_ms(0, Class::OtherFirst), 1_000);
-        assert!(zones.configure(&t, &policies).is_empty());
+        assert!(zones.configure(&t, || &policies).is_empty());
+    }
+
+    #[test]
+    fn no_zone_policy_asks_for_no_tracker() {
+        let zones = CtZones::default();
+        let asked = std::cell::Cell::new(0);
+        let policies = conntrack::timeout::Policies::new();
+        let ask = || {
+            asked.set(asked.get() + 1);
+            &policies
+        };
+        // No database at all, then a datapath naming zones without policies.
+        assert!(zones.configure(&Tables::new(), ask).is_empty());
+        let bare = tables(json!(["map", []]), json!(["map", []]), &[]);
+        assert!(zones.configure(&bare, ask).is_empty());
+        assert_eq!(asked.get(), 0, "the tracker's policies were asked for");
+        // The first policy asks, and a steady configuration does not again.
+        let with = tables(
+            json!(["map", [[5, ["uuid", "z-a"]]]]),
+            json!(["map", []]),
+            &[("a", json!(["map", [["udp_first", 7]]]))],
+        );
+        zones.configure(&with, ask);
+        zones.configure(&with, ask);
+        assert_eq!(asked.get(), 1);
+        assert_eq!(policies.timeout_ms(5, Class::OtherFirst), 7_000);
     }
 }

@@ -228,7 +228,7 @@ fn pass(vs: &Vswitch, rec: &mut Reconfigurer, of: &dyn OfConfigSink, stats_due: 
     }
     for w in vs
         .ct_zones
-        .configure(&snap, datapath::ct::tracker().policies())
+        .configure(&snap, || datapath::ct::tracker().policies())
     {
         vlog::warn("conntrack", &w);
     }
