@@ -290,7 +290,7 @@ impl Conn {
             return false;
         }
         // Management clients get asynchronous messages only after asking for them with a
-        // non-zero miss_send_len (as in OVS).
+        // non-zero miss_send_len, which an asynchronous configuration sets too (as in OVS).
         if self.kind == ConnKind::Mgmt && st.miss_send_len == 0 {
             return false;
         }

@@ -26,7 +26,7 @@
 //! standard format. OpenFlow 1.0's port description statistics, which the codec does not
 //! decode, are answered by [`super::stats::of10_port_desc`].
 
-use super::conn::{reply_error, Conn};
+use super::conn::{reply_error, Conn, ConnKind};
 use super::mods;
 use super::packet_out::OutBatch;
 use super::{lock, BridgeOf};
@@ -364,11 +364,17 @@ fn get_async(c: &Conn, xid: u32) {
     c.send(&Message::GetAsyncReply(a), xid);
 }
 
+/// An asynchronous configuration (OpenFlow 1.3's `OFPT_SET_ASYNC`, 1.4's, Nicira's) replaces
+/// the masks it names. A management client that sends one has asked for asynchronous
+/// messages: a miss_send_len still 0 becomes 128, as OVS 3.1 sets it for a service connection.
 fn set_async(c: &Conn, a: AsyncConfig) {
     let mut st = lock(&c.st);
     for (t, mask) in a.masks {
         if let Some(x) = st.async_masks.get_mut(usize::from(t)) {
             *x = mask;
         }
+    }
+    if c.kind == ConnKind::Mgmt && st.miss_send_len == 0 {
+        st.miss_send_len = 128;
     }
 }

@@ -12,7 +12,13 @@
 //! the connection-tracking state and tuple), and the continuation runs on it
 //! ([`ofproto::xlate::resume`]) under the OpenFlow state's lock, crediting the rules it
 //! meets. A translation that fails is `OFPFMFC_UNKNOWN`, as a packet-out's; the datapath
-//! then runs the actions on the poll thread, as it runs a packet-out's.
+//! then runs the actions on the poll thread, as it runs a packet-out's. At `dbg` the
+//! `ofconn` module logs those actions (`BR: resume: execute ACTIONS`, `drop` for none),
+//! as OVS's `dpif` module logs the ones it executes for a resumed packet.
+//!
+//! Nothing of the packet's queue travels in the continuation, as in OVS: the resumed
+//! packet starts on queue 0, the queue of a packet that arrived on a port
+//! ([`ofproto::xlate::resume`]).
 //!
 //! Like a packet-out, a resume changes what the switch does: a slave may not send one.
 
@@ -59,6 +65,7 @@ pub fn resume(b: &BridgeOf, p: PacketIn2) -> Result<(), OfError> {
         }
         x.actions
     };
+    log::debug!(target: "ofconn", "{}: resume: execute {}", b.name, execute_text(&actions));
     let br = b.name.clone();
     let data = p.data;
     let ran = b
@@ -69,4 +76,13 @@ pub fn resume(b: &BridgeOf, p: PacketIn2) -> Result<(), OfError> {
     } else {
         Err(OfError::bad_request(bad_request::BAD_PACKET))
     }
+}
+
+/// Datapath actions as the resume log shows them: comma-separated, `drop` for none.
+fn execute_text(actions: &[ofproto::odp::DpAction]) -> String {
+    if actions.is_empty() {
+        return "drop".into();
+    }
+    let text: Vec<String> = actions.iter().map(|a| a.to_string()).collect();
+    text.join(",")
 }

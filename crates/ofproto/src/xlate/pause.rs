@@ -21,7 +21,10 @@
 //! [`resume`] runs a continuation: the stack and action set come back, then each frame runs
 //! in its table (a TTL exception ends only the frame it happened in, as it ends only the
 //! table a resubmit ran), and the action set runs at the end, as it would have. A pause
-//! while resuming freezes the frames not yet run after the new ones.
+//! while resuming freezes the frames not yet run after the new ones. The queue (`set_queue`,
+//! `enqueue`) is not part of a continuation, as it is not of OVS 3.1's: the resumed packet
+//! starts on queue 0, like one received on a port, whatever queue was in force at the pause,
+//! and a `pop_queue` after the resume point goes back to 0.
 //!
 //! A `pause` inside `clone` or a group bucket does not pause (the copy has no pipeline of
 //! its own to freeze); it is a plain packet-in, and the trace says so.
