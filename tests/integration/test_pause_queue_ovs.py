@@ -184,11 +184,8 @@ def pause_and_resume(switches, flows, proto="OpenFlow13"):
             assert r.returncode == 0, (sw.name, f, r.stdout + r.stderr)
     for sw in switches:
         # No datapath flow of the previous case's first pass may answer this packet.
-        if sw.name == "OVS":
-            cmd = ["-t", f"{sw.d}/vswitchd.ctl", "dpctl/del-flows"]
-        else:
-            cmd = ["-t", f"{sw.d}/ferrovsd.ctl", "dpctl/del-flows", "br0"]
-        ovsdiff.run(["ovs-appctl", *cmd])
+        ctl = "vswitchd.ctl" if sw.name == "OVS" else "ferrovsd.ctl"
+        ovsdiff.run(["ovs-appctl", "-t", f"{sw.d}/{ctl}", "dpctl/del-flows"])
     ovsdiff.settled_outputs(switches)
     for sw in switches:
         c = Controller(sw)

@@ -211,7 +211,7 @@ def test_ovs_geneve_option_matched_both_ways(site_ovs):
     assert r.returncode != 0 and "NXTTMFC_INVALID_TLV_DEL" in r.stderr, r.stderr
     # With another value from ferrovs, OVS no longer delivers: the option is what it matched.
     option_flows(lambda *a, **k: ferrovs_ofctl(site, *a, **k), site.int, tun, 0x20009, 0x10002)
-    site.appctl("dpctl/del-flows", check=False)
+    site.appctl("dpctl/del-flows")
     ovs.appctl("dpctl/del-flows")
     ovs.appctl("fdb/flush")
     site.ns(site.sw, f"ip neigh flush dev {site.int}", check=False)
@@ -219,7 +219,7 @@ def test_ovs_geneve_option_matched_both_ways(site_ovs):
     # And the other way: OVS sending another value is not delivered by ferrovs.
     option_flows(lambda *a, **k: ferrovs_ofctl(site, *a, **k), site.int, tun, 0x20001, 0x10002)
     option_flows(ovs.ofctl, "brint", "tun0", 0x10009, 0x20001)
-    site.appctl("dpctl/del-flows", check=False)
+    site.appctl("dpctl/del-flows")
     ovs.appctl("dpctl/del-flows")
     site.ns(site.peer, f"ip neigh flush dev brint", check=False)
     r = site.ns(site.peer, f"ping -c 2 -i 0.2 -W 1 {site.over[1]}", check=False)
@@ -463,7 +463,7 @@ def test_ovs_geneve_oam_flag_matched(site_ovs):
     # is not a `tnl_push` of the plain header) and OVS delivers only what carries it.
     oam_flows(ovs.ofctl, "brint", "tun0", send_oam=True, want_oam=True)
     oam_flows(ours, site.int, tun, send_oam=True, want_oam=True)
-    site.appctl("dpctl/del-flows", check=False)
+    site.appctl("dpctl/del-flows")
     ovs.appctl("dpctl/del-flows")
     wait_for(lambda: ping_ok(site, site.sw, site.over[0]), timeout=20,
              what=f"ping to OVS, OAM both ways\nOVS: "
@@ -478,7 +478,7 @@ def test_ovs_geneve_oam_flag_matched(site_ovs):
                for l in theirs.splitlines() if "tnl_push" not in l), theirs
     # Without the flag from OVS, ferrovs delivers nothing.
     oam_flows(ovs.ofctl, "brint", "tun0", send_oam=False, want_oam=False)
-    site.appctl("dpctl/del-flows", check=False)
+    site.appctl("dpctl/del-flows")
     ovs.appctl("dpctl/del-flows")
     site.ns(site.sw, f"ip neigh flush dev {site.int}", check=False)
     assert not ping_ok(site, site.sw, site.over[0])

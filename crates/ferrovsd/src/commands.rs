@@ -222,6 +222,13 @@ impl Daemon {
         if tnlctl::has(method) {
             return tnlctl::run(method, args);
         }
+        // Without a bridge, as OVS's datapath-wide command: every OpenFlow bridge's cache.
+        if method == "dpctl/del-flows" && args.is_empty() {
+            for n in self.openflow_bridges()? {
+                self.module_cmd(method, "dpctl/del-flows", &[n], json)?;
+            }
+            return Ok(String::new());
+        }
         if let Some(verb) = module_verb(method) {
             return self.module_cmd(method, verb, args, json);
         }
@@ -419,16 +426,21 @@ impl Daemon {
         }
     }
 
+    /// The bridges that run the openflow module (the datapath commands' "every bridge").
+    fn openflow_bridges(&self) -> Result<Vec<String>, String> {
+        Ok(self.pmd.call(|sw| {
+            sw.bridges()
+                .iter()
+                .filter(|b| b.module.name() == "openflow")
+                .map(|b| b.name.clone())
+                .collect::<Vec<_>>()
+        })?)
+    }
+
     fn dpctl_dump_flows(&self, args: &[String], json: bool) -> Result<String, String> {
         let names: Vec<String> = match args {
             [b] => vec![b.clone()],
-            [] => self.pmd.call(|sw| {
-                sw.bridges()
-                    .iter()
-                    .filter(|b| b.module.name() == "openflow")
-                    .map(|b| b.name.clone())
-                    .collect::<Vec<_>>()
-            })?,
+            [] => self.openflow_bridges()?,
             _ => return Err(usage("dpctl/dump-flows")),
         };
         let mut text = String::new();
