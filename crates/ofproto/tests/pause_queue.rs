@@ -6,44 +6,24 @@
 //! executes for the resumed packet (its `dpif` debug log, `execute ...`);
 //! tests/integration/test_pause_queue_ovs.py compares the two switches side by side.
 
+mod common;
+
 use ofproto::continuation::Continuation;
 use ofproto::odp::DpAction;
-use ofproto::switch::OfPort;
 use ofproto::xlate::resume;
 use ofproto::{xlate, Ofproto, XlateOut};
-use openflow::text::parse_flow;
-use openflow::FlowModCommand;
-use packet::flow::{self, ETH_TYPE_IPV4};
+use packet::flow;
 
 use DpAction::{Output, SetQueue};
 
+/// Four live ports and `rules`.
 fn switch(rules: &[&str]) -> Ofproto {
-    let mut of = Ofproto::new();
-    for p in 1..=4 {
-        of.set_port(OfPort {
-            ofport: p,
-            name: format!("p{p}"),
-            live: true,
-            no_flood: false,
-            admin_down: false,
-        });
-    }
-    for r in rules {
-        let fm = parse_flow(r, FlowModCommand::Add).unwrap_or_else(|e| panic!("{r}: {e}"));
-        of.flow_mod(&fm, 0).unwrap_or_else(|e| panic!("{r}: {e:?}"));
-    }
-    of
+    common::switch_with(4, &[], rules)
 }
 
 /// An Ethernet/IPv4/UDP frame 10.0.0.1 -> 10.0.0.2.
 fn udp4() -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
-    f.extend_from_slice(&ETH_TYPE_IPV4.to_be_bytes());
-    f.extend_from_slice(&[
-        0x45, 0, 0, 28, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ]);
-    f.extend_from_slice(&[0x04, 0xd2, 0, 53, 0, 8, 0, 0]);
-    f
+    common::Udp4::default().bytes()
 }
 
 /// The first pass of a packet from port 1 (its datapath actions, the packet-in last
