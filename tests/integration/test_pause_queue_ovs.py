@@ -35,7 +35,7 @@ from conftest import ovs_beside_ferrovs
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 import ovsdiff  # noqa: E402
 
-OF13 = 4
+OF13 = ovsdiff.OFP13
 NX_VENDOR = 0x2320
 NXT_RESUME, NXT_SET_PACKET_IN_FORMAT, NXT_PACKET_IN2 = 28, 16, 30
 NXPIF_NXT_PACKET_IN2 = 2
@@ -61,16 +61,12 @@ def log_path(sw):
     return sw.d / ("vswitchd.log" if sw.name == "OVS" else "log")
 
 
-class Controller:
+class Controller(ovsdiff.OfClient):
     """An OpenFlow 1.3 connection to a switch's management socket that asks for
     `NXT_PACKET_IN2` and resumes what it is sent."""
 
     def __init__(self, sw, ask=True):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.settimeout(5)
-        self.s.connect(sw.mgmt)
-        self.xid = 1
-        self.send(0, b"")
+        super().__init__(str(sw.mgmt))
         self.send(OFPT_EXPERIMENTER, struct.pack("!III", NX_VENDOR, NXT_SET_PACKET_IN_FORMAT,
                                                  NXPIF_NXT_PACKET_IN2))
         if ask:
@@ -86,7 +82,7 @@ class Controller:
     def miss_send_len(self):
         want = self.send(OFPT_GET_CONFIG_REQUEST, b"")
         while True:
-            ty, xid, body = self.recv()
+            ty, xid, body = self.recv_msg()
             if ty == OFPT_GET_CONFIG_REPLY and xid == want:
                 return struct.unpack("!HH", body[:4])[1]
 
@@ -95,38 +91,26 @@ class Controller:
         self.s.settimeout(timeout)
         try:
             while True:
-                ty, _, body = self.recv()
+                ty, _, body = self.recv_msg()
                 if ty == OFPT_EXPERIMENTER and body[:8] == struct.pack("!II", NX_VENDOR,
                                                                       NXT_PACKET_IN2):
                     return True
         except socket.timeout:
             return False
         finally:
-            self.s.settimeout(5)
+            self.s.settimeout(10)
 
     def send(self, ty, body):
         self.xid += 1
         self.s.sendall(struct.pack("!BBHI", OF13, ty, 8 + len(body), self.xid) + body)
         return self.xid
 
-    def read(self, n):
-        out = b""
-        while len(out) < n:
-            chunk = self.s.recv(n - len(out))
-            assert chunk, "switch closed the connection"
-            out += chunk
-        return out
-
-    def recv(self):
-        _, ty, length, xid = struct.unpack("!BBHI", self.read(8))
-        return ty, xid, self.read(length - 8)
-
     def barrier(self):
         """Errors received before the barrier's reply, as (type, code)."""
         want = self.send(OFPT_BARRIER_REQUEST, b"")
         errors = []
         while True:
-            ty, xid, body = self.recv()
+            ty, xid, body = self.recv_msg()
             if ty == OFPT_ERROR:
                 errors.append(struct.unpack("!HH", body[:4]))
             elif ty == OFPT_BARRIER_REPLY and xid == want:
@@ -136,15 +120,12 @@ class Controller:
         """Waits for one paused packet-in, resumes it unchanged; returns the errors the
         switch answers."""
         while True:
-            ty, _, body = self.recv()
+            ty, _, body = self.recv_msg()
             vendor, subtype = struct.unpack("!II", body[:8]) if len(body) >= 8 else (0, 0)
             if ty == OFPT_EXPERIMENTER and (vendor, subtype) == (NX_VENDOR, NXT_PACKET_IN2):
                 break
         self.send(OFPT_EXPERIMENTER, struct.pack("!II", NX_VENDOR, NXT_RESUME) + body[8:])
         return self.barrier()
-
-    def close(self):
-        self.s.close()
 
 
 def executed(sw, start):
