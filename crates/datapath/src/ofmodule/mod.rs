@@ -648,15 +648,8 @@ impl OpenFlow {
         self.forward_batch(ctx, batch, pool, out);
         let s = self.exec.stats;
         let actions = |m: Option<&Arc<Megaflow>>| {
-            m.map(|m| {
-                let a: Vec<String> = m.actions.iter().map(|a| a.to_string()).collect();
-                if a.is_empty() {
-                    "drop".to_string()
-                } else {
-                    a.join(",")
-                }
-            })
-            .unwrap_or_default()
+            m.map(|m| ofproto::odp::list_text(&m.actions))
+                .unwrap_or_default()
         };
         let mut what = if s.emc_hits > b.emc_hits {
             format!("emc hit, actions:{}", actions(self.last[0].as_ref()))

@@ -65,7 +65,7 @@ pub fn resume(b: &BridgeOf, p: PacketIn2) -> Result<(), OfError> {
         }
         x.actions
     };
-    log::debug!(target: "ofconn", "{}: resume: execute {}", b.name, execute_text(&actions));
+    log::debug!(target: "ofconn", "{}: resume: execute {}", b.name, ofproto::odp::list_text(&actions));
     let br = b.name.clone();
     let data = p.data;
     let ran = b
@@ -76,13 +76,4 @@ pub fn resume(b: &BridgeOf, p: PacketIn2) -> Result<(), OfError> {
     } else {
         Err(OfError::bad_request(bad_request::BAD_PACKET))
     }
-}
-
-/// Datapath actions as the resume log shows them: comma-separated, `drop` for none.
-fn execute_text(actions: &[ofproto::odp::DpAction]) -> String {
-    if actions.is_empty() {
-        return "drop".into();
-    }
-    let text: Vec<String> = actions.iter().map(|a| a.to_string()).collect();
-    text.join(",")
 }

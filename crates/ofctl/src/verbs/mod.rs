@@ -517,12 +517,7 @@ fn dump_megaflows(m: &Udpif, json: bool, now: u64) -> String {
         } else {
             format!("{:.3}s", now.saturating_sub(used) as f64 / 1000.0)
         };
-        let acts: Vec<String> = f.actions.iter().map(|a| a.to_string()).collect();
-        let acts = if acts.is_empty() {
-            "drop".to_string()
-        } else {
-            acts.join(",")
-        };
+        let acts = ofproto::odp::list_text(&f.actions);
         if json {
             rows.push(json!({"id": f.id, "match": mtext, "packets": packets, "bytes": bytes,
                 "used_ms_ago": if used == 0 { Value::Null } else { json!(now.saturating_sub(used)) },

@@ -2,6 +2,16 @@
 
 use super::*;
 
+/// A list of datapath actions as `dpctl/dump-flows` writes it: comma-separated, `drop` for
+/// none.
+pub fn list_text(actions: &[DpAction]) -> String {
+    if actions.is_empty() {
+        return "drop".to_string();
+    }
+    let text: Vec<String> = actions.iter().map(|a| a.to_string()).collect();
+    text.join(",")
+}
+
 impl std::fmt::Display for DpAction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use std::net::{Ipv4Addr, Ipv6Addr};

@@ -28,6 +28,7 @@ use packet::flow::{self, Offsets};
 use packet::Packet;
 
 mod display;
+pub use display::list_text;
 mod l2;
 mod l3;
 mod l4;
