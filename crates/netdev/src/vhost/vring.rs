@@ -46,6 +46,7 @@
 mod coalesce;
 mod offload;
 pub mod packed;
+mod prefetch;
 
 use super::mem::Guest;
 use crate::offload::VNET_HDR_LEN;
@@ -451,6 +452,7 @@ pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
         return b;
     }
     r.quiet_kicks();
+    prefetch::burst(&r, next, usize::from(n).min(batch.room()), false);
     let hdr = v.hdr_len;
     // Segments of a frame finished in an earlier burst go first; while some wait, no new
     // chain is read.
@@ -617,6 +619,7 @@ pub fn tx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch, retries: u32)
         return b;
     }
     r.quiet_kicks();
+    prefetch::burst(&r, next, batch.len().min(usize::from(avail)), true);
     let mut retries = retries;
     let old_used = v.q.next_used();
     let mut used_idx = old_used;

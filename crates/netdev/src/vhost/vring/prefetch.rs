@@ -1,0 +1,69 @@
+//! Staged prefetch of a split-ring burst's guest-memory lines.
+//!
+//! A burst's chains are handled one after another, and each needs three lines the guest's
+//! core wrote last: its available entry, its head descriptor (whose address the entry gives)
+//! and its buffer (whose address the descriptor gives). Walked in that order, a packet's
+//! misses are a chain of dependent loads. Here a burst first reads its heads (one or two
+//! lines for the whole burst), then asks for every head descriptor's line, then reads the
+//! descriptors and asks for every buffer's first lines (owned for writing on our transmit
+//! side), so the misses of the whole burst are in flight together before the copy loop
+//! starts (measured in docs/benchmarks.md, W6).
+//!
+//! Every address here comes from the guest and may change under us: a prefetch is only a
+//! hint (it reads and writes nothing and never faults), buffers are translated with
+//! [`Guest::host`](super::Guest::host) like any copy, and the copy loops read and check
+//! everything again.
+
+use super::{read_desc, Ring, DESC_INDIRECT};
+use packet::MAX_BATCH;
+
+/// Prefetches the lines the next `n` chains from available entry `next` need: descriptors,
+/// then the first lines of each direct head buffer, for writing if `write`.
+pub(super) fn burst(r: &Ring<'_>, next: u16, n: usize, write: bool) {
+    let n = n.min(MAX_BATCH).min(usize::from(r.size));
+    if n < 2 {
+        return;
+    }
+    let mut heads = [0u16; MAX_BATCH];
+    for (k, h) in heads[..n].iter_mut().enumerate() {
+        *h = r.avail_entry(next.wrapping_add(k as u16));
+    }
+    for &h in &heads[..n] {
+        if h < r.size {
+            line(r.desc.wrapping_add(16 * usize::from(h)), false);
+        }
+    }
+    for &h in &heads[..n] {
+        if h >= r.size {
+            continue;
+        }
+        let d = read_desc(r.desc, h);
+        if d.flags & DESC_INDIRECT != 0 || d.len == 0 {
+            continue;
+        }
+        if let Some(p) = r.g.host(d.addr, 1) {
+            line(p, write);
+            // A 64-byte frame after its 12-byte header reaches into a second line.
+            if d.len > 64 - (p as usize & 63) as u32 {
+                line(p.wrapping_add(64), write);
+            }
+        }
+    }
+}
+
+/// Hints the processor to bring the line at `p` close, owned for writing if `write`.
+#[inline(always)]
+fn line(p: *const u8, write: bool) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it does not access memory architecturally and cannot
+    // fault, whatever the address (`prefetchw` is a no-op on processors without it).
+    unsafe {
+        if write {
+            std::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
+        } else {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, write);
+}
