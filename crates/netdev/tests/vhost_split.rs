@@ -165,3 +165,55 @@ fn a_full_burst_each_way_keeps_order_and_bytes_and_asks_for_no_kicks() {
     }
     assert_eq!(pool.outstanding(), 0);
 }
+
+/// Buffers the guest places outside its memory (past the end, straddling it, at the top of
+/// the address space) or gives no length cost only their own chains, in either direction:
+/// the burst's prefetch stage and its copies skip them, the rest of the burst goes through.
+#[test]
+fn buffers_outside_guest_memory_cost_only_their_chains() {
+    let end = BASE + SIZE as u64;
+    let bad = |j: u16| match j % 4 {
+        1 => Some(end + 4096),
+        2 => Some(end - 8),
+        3 => Some(u64::MAX - 16),
+        _ => None,
+    };
+    let place = |m: &Guest, flags: u16, len: u32| {
+        for j in 0..N {
+            let addr = bad(j).unwrap_or(BUFS + 2048 * u64::from(j));
+            let l = if j == 40 { 0 } else { len };
+            put(m, DESC + 16 * u64::from(head(j)), &desc(addr, l, flags, 0));
+            put(m, AVAIL + 4 + 2 * u64::from(j), &head(j).to_le_bytes());
+        }
+        put(m, AVAIL + 2, &N.to_le_bytes());
+    };
+    let good = (0..N).filter(|&j| bad(j).is_none() && j != 40).count() as u64;
+
+    let (m, mut v) = ring();
+    for j in 0..N {
+        let mut b = vec![0u8; HDR_MRG];
+        b.extend(frame(j));
+        put(&m, BUFS + 2048 * u64::from(j), &b);
+    }
+    place(&m, 0, (HDR_MRG + 64) as u32);
+    let mut pool = Pool::new(512);
+    let mut batch = Batch::new();
+    let b = rx_burst(&mut v, &mut pool, &mut batch);
+    assert_eq!((b.packets, b.errors), (good, u64::from(N) - good));
+    assert_eq!(used_flags_and_idx(&m).1, N, "every chain returned");
+    pool.free_batch(&mut batch);
+
+    let (m, mut v) = ring();
+    place(&m, 2, 2048);
+    let mut out = Batch::new();
+    for j in 0..N {
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&frame(j)));
+        out.push(p).ok().expect("room");
+    }
+    let b = tx_burst(&mut v, &mut pool, &mut out, 0);
+    assert_eq!(b.packets + b.errors, u64::from(N));
+    assert_eq!(b.packets, good);
+    assert_eq!(used_flags_and_idx(&m).1, N, "every chain returned");
+    assert_eq!(pool.outstanding(), 0);
+}
