@@ -97,15 +97,31 @@ fn used_flags_and_idx(m: &Guest) -> (u16, u16) {
     )
 }
 
+/// The guest's transmit buffers: a zero header, then frame `j`, at `BUFS + 2048 * j`.
+fn guest_frames(m: &Guest) {
+    for j in 0..N {
+        let mut b = vec![0u8; HDR_MRG];
+        b.extend(frame(j));
+        put(m, BUFS + 2048 * u64::from(j), &b);
+    }
+}
+
+/// Frames 0..N as our packets, for a transmit burst.
+fn our_frames(pool: &mut Pool) -> Batch {
+    let mut out = Batch::new();
+    for j in 0..N {
+        let mut p = pool.alloc().expect("buffer");
+        assert!(p.set_frame(&frame(j)));
+        out.push(p).ok().expect("room");
+    }
+    out
+}
+
 #[test]
 fn a_full_burst_each_way_keeps_order_and_bytes_and_asks_for_no_kicks() {
     // The guest transmits: header then frame in one buffer.
     let (m, mut v) = ring();
-    for j in 0..N {
-        let mut b = vec![0u8; HDR_MRG];
-        b.extend(frame(j));
-        put(&m, BUFS + 2048 * u64::from(j), &b);
-    }
+    guest_frames(&m);
     offer(&m, 0, |j| (HDR_MRG + frame(j).len()) as u32);
     let mut pool = Pool::new(512);
     let mut batch = Batch::new();
@@ -135,12 +151,7 @@ fn a_full_burst_each_way_keeps_order_and_bytes_and_asks_for_no_kicks() {
     let (m, mut v) = ring();
     v.mrg = true;
     offer(&m, 2, |_| 2048);
-    let mut out = Batch::new();
-    for j in 0..N {
-        let mut p = pool.alloc().expect("buffer");
-        assert!(p.set_frame(&frame(j)));
-        out.push(p).ok().expect("room");
-    }
+    let mut out = our_frames(&mut pool);
     let b = tx_burst(&mut v, &mut pool, &mut out, 0);
     // Chain 20's head is past the table: that chain is returned empty and its packet
     // refused (counted as an error), the next packet takes chain 21.
@@ -190,11 +201,7 @@ fn buffers_outside_guest_memory_cost_only_their_chains() {
     let good = (0..N).filter(|&j| bad(j).is_none() && j != 40).count() as u64;
 
     let (m, mut v) = ring();
-    for j in 0..N {
-        let mut b = vec![0u8; HDR_MRG];
-        b.extend(frame(j));
-        put(&m, BUFS + 2048 * u64::from(j), &b);
-    }
+    guest_frames(&m);
     place(&m, 0, (HDR_MRG + 64) as u32);
     let mut pool = Pool::new(512);
     let mut batch = Batch::new();
@@ -205,12 +212,7 @@ fn buffers_outside_guest_memory_cost_only_their_chains() {
 
     let (m, mut v) = ring();
     place(&m, 2, 2048);
-    let mut out = Batch::new();
-    for j in 0..N {
-        let mut p = pool.alloc().expect("buffer");
-        assert!(p.set_frame(&frame(j)));
-        out.push(p).ok().expect("room");
-    }
+    let mut out = our_frames(&mut pool);
     let b = tx_burst(&mut v, &mut pool, &mut out, 0);
     assert_eq!(b.packets + b.errors, u64::from(N));
     assert_eq!(b.packets, good);

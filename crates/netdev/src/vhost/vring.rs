@@ -12,7 +12,9 @@
 //! `memcpy` through [`Guest::host`], writes the used elements and stores the used index
 //! once. [`gather`] copies a guest frame (after its virtio-net header) into one of our pool
 //! buffers; [`scatter`] writes our frame (with a header) into the guest's buffers, several
-//! chains per packet when `VIRTIO_NET_F_MRG_RXBUF` was negotiated.
+//! chains per packet when `VIRTIO_NET_F_MRG_RXBUF` was negotiated. Before either loop,
+//! `prefetch` asks for the lines of all the burst's descriptors and buffers at once, so
+//! their misses overlap instead of coming one packet after another.
 //!
 //! Towards a guest that negotiated `GUEST_CSUM` and `GUEST_TSO4/6`, both layouts' transmit
 //! loops first offer each position of the burst to `coalesce`, which may merge a run of
