@@ -75,6 +75,7 @@ pub const F_EVENT_IDX: u64 = 1 << 29;
 pub const F_PROTOCOL_FEATURES: u64 = 1 << 30;
 pub const F_VERSION_1: u64 = 1 << 32;
 pub const F_RING_PACKED: u64 = 1 << 34;
+pub const F_IN_ORDER: u64 = 1 << 35;
 pub const F_HOST_USO: u64 = 1 << 56;
 
 /// The features that let the guest leave checksums or segmentation to us.
@@ -94,7 +95,8 @@ pub const FEATURES: u64 = OFFLOADS
     | F_EVENT_IDX
     | F_PROTOCOL_FEATURES
     | F_VERSION_1
-    | F_RING_PACKED;
+    | F_RING_PACKED
+    | F_IN_ORDER;
 
 /// What the frontend configured for one ring, in its own address space.
 #[derive(Clone, Copy, Default)]

@@ -454,8 +454,11 @@ pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
         return b;
     }
     r.quiet_kicks();
-    prefetch::burst(&r, next, usize::from(n).min(batch.room()), false);
     let hdr = v.hdr_len;
+    // Without offloads nothing reads the header: its line (apart from the frame's when
+    // the guest puts it just before) stays with the guest.
+    let skip = if v.offload { 0 } else { hdr };
+    prefetch::burst(&r, next, usize::from(n).min(batch.room()), false, skip);
     // Segments of a frame finished in an earlier burst go first; while some wait, no new
     // chain is read.
     if v.offload {
@@ -621,7 +624,7 @@ pub fn tx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch, retries: u32)
         return b;
     }
     r.quiet_kicks();
-    prefetch::burst(&r, next, batch.len().min(usize::from(avail)), true);
+    prefetch::burst(&r, next, batch.len().min(usize::from(avail)), true, 0);
     let mut retries = retries;
     let old_used = v.q.next_used();
     let mut used_idx = old_used;

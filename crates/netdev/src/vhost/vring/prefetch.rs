@@ -7,7 +7,9 @@
 //! lines for the whole burst), then asks for every head descriptor's line, then reads the
 //! descriptors and asks for every buffer's first lines (owned for writing on our transmit
 //! side), so the misses of the whole burst are in flight together before the copy loop
-//! starts (measured in docs/benchmarks.md, W6).
+//! starts (measured in docs/benchmarks.md, W6). A transmitted frame's virtio-net header is
+//! skipped when no offload was negotiated: nothing reads it then, and its line (the guest
+//! puts the header just before the frame, usually in the line before) stays with the guest.
 //!
 //! Every address here comes from the guest and may change under us: a prefetch is only a
 //! hint (it reads and writes nothing and never faults), buffers are translated with
@@ -18,8 +20,9 @@ use super::{read_desc, Ring, DESC_INDIRECT};
 use packet::MAX_BATCH;
 
 /// Prefetches the lines the next `n` chains from available entry `next` need: descriptors,
-/// then the first lines of each direct head buffer, for writing if `write`.
-pub(super) fn burst(r: &Ring<'_>, next: u16, n: usize, write: bool) {
+/// then the first lines of each direct head buffer from byte `skip` on (the virtio-net
+/// header when nothing will read it), for writing if `write`.
+pub(super) fn burst(r: &Ring<'_>, next: u16, n: usize, write: bool, skip: usize) {
     let n = n.min(MAX_BATCH).min(usize::from(r.size));
     if n < 2 {
         return;
@@ -38,13 +41,15 @@ pub(super) fn burst(r: &Ring<'_>, next: u16, n: usize, write: bool) {
             continue;
         }
         let d = read_desc(r.desc, h);
-        if d.flags & DESC_INDIRECT != 0 || d.len == 0 {
+        if d.flags & DESC_INDIRECT != 0 || d.len as usize <= skip {
             continue;
         }
-        if let Some(p) = r.g.host(d.addr, 1) {
+        let at = d.addr.wrapping_add(skip as u64);
+        if let Some(p) = r.g.host(at, 1) {
             line(p, write);
-            // A 64-byte frame after its 12-byte header reaches into a second line.
-            if d.len > 64 - (p as usize & 63) as u32 {
+            // What is read or written may reach into a second line (a 64-byte frame
+            // after its 12-byte header does).
+            if d.len as usize - skip > 64 - (p as usize & 63) {
                 line(p.wrapping_add(64), write);
             }
         }
