@@ -6,8 +6,10 @@
 //! * Features: we offer `VERSION_1`, `MRG_RXBUF`, `MQ`, `CTRL_VQ` (the frontend handles the
 //!   control queue itself and tells us which queue pairs to use with `SET_VRING_ENABLE`),
 //!   `INDIRECT_DESC`, `EVENT_IDX`, `RING_PACKED` (when acked, every ring of the device is
-//!   packed: `vring::packed`) and `PROTOCOL_FEATURES`; protocol features `MQ` (and
-//!   `REPLY_ACK`, which the crate implements). Acked features outside the offer are refused.
+//!   packed: `vring::packed`), `IN_ORDER` (both ring layouts use every chain, refused ones
+//!   too, in the order it was made available) and `PROTOCOL_FEATURES`; protocol features
+//!   `MQ` (and `REPLY_ACK`, which the crate implements). Acked features outside the offer
+//!   are refused.
 //!   For the guest's transmissions also `CSUM`, `HOST_TSO4`, `HOST_TSO6`, `HOST_ECN` and
 //!   `HOST_USO`: the guest may leave checksums and TCP/UDP segmentation to us, and we finish
 //!   them on receipt (`vring::offload`). Towards the guest `GUEST_CSUM`, `GUEST_TSO4` and
