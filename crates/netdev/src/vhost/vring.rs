@@ -455,8 +455,8 @@ pub fn rx_burst(v: &mut Vring, pool: &mut Pool, batch: &mut Batch) -> Burst {
     }
     r.quiet_kicks();
     let hdr = v.hdr_len;
-    // Without offloads nothing reads the header: its line (apart from the frame's when
-    // the guest puts it just before) stays with the guest.
+    // Without offloads nothing reads the header, so its line stays with the guest unless
+    // the frame starts in it too.
     let skip = if v.offload { 0 } else { hdr };
     prefetch::burst(&r, next, usize::from(n).min(batch.room()), false, skip);
     // Segments of a frame finished in an earlier burst go first; while some wait, no new
