@@ -9,11 +9,10 @@ namespaces (the firewall and SNAT basics are in test_conntrack.py):
 """
 
 import subprocess
-import time
 
 import pytest
 
-from conftest import PY, require
+from conftest import PY, require, wait_for
 from test_conntrack import FIREWALL, SNAT_ADDR, appctl, install, peer, server, snat_flows
 from test_ofctl import bridge, ofctl
 
@@ -54,8 +53,12 @@ def test_curl_through_the_firewall(daemon, net):
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                for ns, ip in ((h2, "10.7.0.2"), (h1, "10.7.0.1"))]
     try:
-        time.sleep(1.0)
-        r = net.ns(h1, "curl -s -m 5 -o /dev/null -w %{http_code} http://10.7.0.2:8080/",
+        # Both servers must listen before the first SYN: a refused connection is curl's
+        # exit code 7 too, and would read as the firewall's fault.
+        for ns, ip in ((h2, "10.7.0.2"), (h1, "10.7.0.1")):
+            wait_for(lambda: f"{ip}:8080" in net.ns(ns, "ss -Hltn", check=False).stdout,
+                     timeout=15, what=f"the HTTP server on {ip}:8080")
+        r = net.ns(h1, "curl -sS -m 5 -o /dev/null -w %{http_code} http://10.7.0.2:8080/",
                    check=False, timeout=20)
         assert r.returncode == 0 and r.stdout.strip() == "200", (r.stdout, r.stderr)
         r = net.ns(h2, "curl -s -m 3 -o /dev/null http://10.7.0.1:8080/", check=False,
