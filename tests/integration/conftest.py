@@ -190,3 +190,12 @@ def wait_for(pred, timeout=10.0, interval=0.1, what="condition"):
             return v
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def wait_listening(ns, port, timeout=15.0):
+    """Returns once a TCP socket listens on `port` in network namespace `ns`. A server
+    spawned a moment ago may not have bound yet: a client refused then fails a test for
+    nothing the switch did, or passes one that expects a refusal for the wrong reason."""
+    wait_for(lambda: run(["ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{port}"],
+                         check=False).stdout.strip(),
+             timeout=timeout, what=f"a TCP listener on port {port} in {ns}")

@@ -12,11 +12,10 @@ with OVS's `ovs-appctl dpctl/*` commands.
 
 import os
 import subprocess
-import time
 
 import pytest
 
-from conftest import HELPERS, PY, require, run, wait_for
+from conftest import HELPERS, PY, require, run, wait_for, wait_listening
 from test_ofctl import bridge, ofctl, ping
 
 FIREWALL = [
@@ -92,7 +91,7 @@ def test_stateful_firewall(daemon, net):
     iperf = net.spawn(h2, ["iperf3", "-s", "-1", "-p", "5301"],
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.5)
+        wait_listening(h2, 5301)
         r = net.ns(h1, "iperf3 -c 10.7.0.2 -p 5301 -t 2", check=False, timeout=30)
         assert r.returncode == 0, r.stdout + r.stderr
     finally:
@@ -102,7 +101,7 @@ def test_stateful_firewall(daemon, net):
     iperf = net.spawn(h1, ["iperf3", "-s", "-1", "-p", "5302"],
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.5)
+        wait_listening(h1, 5302)
         r = net.ns(h2, "iperf3 -c 10.7.0.1 -p 5302 -t 1 --connect-timeout 1000",
                    check=False, timeout=30)
         assert r.returncode != 0

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import PY, require, wait_for
+from conftest import PY, require, wait_listening
 from test_conntrack import FIREWALL, SNAT_ADDR, appctl, install, peer, server, snat_flows
 from test_ofctl import bridge, ofctl
 
@@ -53,11 +53,9 @@ def test_curl_through_the_firewall(daemon, net):
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                for ns, ip in ((h2, "10.7.0.2"), (h1, "10.7.0.1"))]
     try:
-        # Both servers must listen before the first SYN: a refused connection is curl's
-        # exit code 7 too, and would read as the firewall's fault.
-        for ns, ip in ((h2, "10.7.0.2"), (h1, "10.7.0.1")):
-            wait_for(lambda: f"{ip}:8080" in net.ns(ns, "ss -Hltn", check=False).stdout,
-                     timeout=15, what=f"the HTTP server on {ip}:8080")
+        # Both servers listen before the first SYN (a refusal is curl's exit code 7 too).
+        for ns in (h2, h1):
+            wait_listening(ns, 8080)
         r = net.ns(h1, "curl -sS -m 5 -o /dev/null -w %{http_code} http://10.7.0.2:8080/",
                    check=False, timeout=20)
         assert r.returncode == 0 and r.stdout.strip() == "200", (r.stdout, r.stderr)

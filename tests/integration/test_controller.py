@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import PY, require, run, wait_for
+from conftest import PY, require, run, wait_for, wait_listening
 
 RUNNER = r'''
 # A MAC-learning controller app in the manner of os-ken's simple_switch_13 (which this
@@ -149,7 +149,7 @@ def test_simple_switch_13_ping_iperf_fail_mode_and_reconnect(daemon, net, tmp_pa
         assert pings(net, h2, "10.8.0.1")
         iperf = net.spawn(h2, ["iperf3", "-s", "-1", "-p", "5301"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+        wait_listening(h2, 5301)
         r = net.ns(h1, "iperf3 -c 10.8.0.2 -p 5301 -t 2 -J", check=False, timeout=30)
         assert r.returncode == 0, r.stdout + r.stderr
         assert '"bits_per_second"' in r.stdout

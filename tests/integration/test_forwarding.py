@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require, run, scapy_helper, wait_for, HELPERS, PY
+from conftest import require, run, scapy_helper, wait_for, wait_listening, HELPERS, PY
 
 
 def ping(net, ns, dst, count=3):
@@ -36,7 +36,7 @@ def test_learning_bridge_ping_and_iperf3(daemon, net):
     server = net.spawn(h2, ["iperf3", "-s", "-1", "-B", "10.77.0.2"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        time.sleep(0.5)
+        wait_listening(h2, 5201)
         r = net.ns(h1, "iperf3 -c 10.77.0.2 -t 3 -J", check=False, timeout=60)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr
         res = json.loads(r.stdout)

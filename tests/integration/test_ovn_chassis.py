@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, HELPERS, need_root, require, wait_for
+from conftest import BIN, HELPERS, need_root, require, wait_for, wait_listening
 
 sys.path.insert(0, str(HELPERS))
 import chassis as ch  # noqa: E402
@@ -155,7 +155,7 @@ def ping_ok(d, vm, dst):
 
 def iperf(d, client, server, server_ip):
     srv = d.spawn(server, "iperf3", "-s", "-1", "-p", "5201")
-    time.sleep(0.5)
+    wait_listening(d.vm[server], 5201)
     r = d.ns(client, f"iperf3 -c {server_ip} -p 5201 -t 2 -f m", check=False, timeout=60)
     srv.wait(timeout=10)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -4,11 +4,10 @@
 
 import json
 import subprocess
-import time
 
 import pytest
 
-from conftest import require, run, wait_for
+from conftest import require, run, wait_for, wait_listening
 
 
 def appctl(daemon, *args):
@@ -70,7 +69,7 @@ def test_two_poll_threads_forward_pin_and_shrink(daemon, net):
     server = net.spawn(h2, ["iperf3", "-s", "-1", "-B", "10.81.0.2"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        time.sleep(0.5)
+        wait_listening(h2, 5201)
         r = net.ns(h1, "iperf3 -c 10.81.0.2 -t 2 -J", check=False, timeout=60)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr
         bps = json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"]

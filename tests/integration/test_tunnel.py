@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, need_root, require, run, wait_for
+from conftest import BIN, need_root, require, run, wait_for, wait_listening
 
 _ids = itertools.count()
 
@@ -143,7 +143,7 @@ def overlay_traffic(site):
                             "-B", site.over[1]],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.5)
+        wait_listening(site.sw, 5221)
         r = site.ns(site.peer, f"iperf3 -c {site.over[1]} -p 5221 -t 2 -f m", check=False,
                     timeout=40)
         assert r.returncode == 0, r.stdout + r.stderr

@@ -15,11 +15,10 @@ option the other set.
 import os
 
 import subprocess
-import time
 
 import pytest
 
-from conftest import need_root, require, run, wait_for
+from conftest import need_root, require, run, wait_for, wait_listening
 from test_tunnel import Site, ping_ok
 
 
@@ -109,7 +108,7 @@ def test_ovs_userspace_tunnel_interoperates(site_ovs, kind):
                             "-B", site.over[0]],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.5)
+        wait_listening(site.peer, 5222)
         r = site.ns(site.sw, f"iperf3 -c {site.over[0]} -p 5222 -t 2 -f m", check=False,
                     timeout=40)
         assert r.returncode == 0, r.stdout + r.stderr
