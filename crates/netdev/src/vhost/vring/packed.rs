@@ -15,7 +15,9 @@
 //! descriptor of a chain goes where its head was. A burst loads the flags at the cursor
 //! (acquire), walks the chain ([`PRing::walk`]: direct descriptors through `NEXT`, or one
 //! indirect table read in order), copies with the split ring's [`gather`](super::gather) and [`fill`], and
-//! writes the used descriptors: ids and lengths as it goes, the flags of every chain but the
+//! writes the used descriptors (before the copies, [`PRing::prefetch`] asks for the first
+//! lines of every available buffer of the burst, so their misses overlap; see
+//! [`super::prefetch`]): ids and lengths as it goes, the flags of every chain but the
 //! first too, then the first chain's flags last with a release store, so the guest, which
 //! reads used descriptors in ring order, sees the whole burst at once (as virtio 1.1 §2.7.21
 //! allows for the device, and DPDK's vhost library does).
@@ -265,6 +267,28 @@ impl<'a> PRing<'a> {
         }
     }
 
+    /// Prefetches the buffers of the next `n` available descriptors from `(pos, wrap)` on,
+    /// from byte `skip` of each (see [`super::prefetch`]; only a hint: the copy loops read
+    /// and check every descriptor again), for writing if `write`.
+    fn prefetch(&self, pos: u16, wrap: bool, n: usize, write: bool, skip: usize) {
+        let (mut pos, mut wrap) = (pos, wrap);
+        for _ in 0..n.min(usize::from(self.size)) {
+            if !self.avail(pos, wrap) {
+                break;
+            }
+            let d = Self::read(self.desc, usize::from(pos));
+            if d.flags & DESC_INDIRECT == 0 && d.len as usize > skip {
+                if let Some(p) = self.g.host(d.addr.wrapping_add(skip as u64), 1) {
+                    super::prefetch::line(p, write);
+                    if d.len as usize - skip > 64 - (p as usize & 63) {
+                        super::prefetch::line(p.wrapping_add(64), write);
+                    }
+                }
+            }
+            (pos, wrap) = self.advance(pos, wrap, 1);
+        }
+    }
+
     /// Moves `(pos, wrap)` on by `n` descriptors (`n <= size`).
     #[inline]
     fn advance(&self, pos: u16, wrap: bool, n: u16) -> (u16, bool) {
@@ -365,6 +389,14 @@ pub(super) fn rx_burst(v: &mut Vring, p: Packed, pool: &mut Pool, batch: &mut Ba
     }
     let start = (p.next, p.wrap);
     let (mut pos, mut wrap) = start;
+    // Without offloads nothing reads the header (see the split ring's `rx_burst`).
+    r.prefetch(
+        pos,
+        wrap,
+        batch.room(),
+        false,
+        if v.offload { 0 } else { hdr },
+    );
     let mut first = None;
     while !batch.is_full() && !v.spill.pending() && r.avail(pos, wrap) {
         let Some(pkt) = pool.alloc() else { break };
@@ -452,6 +484,7 @@ pub(super) fn tx_burst(
     let mut first = None;
     let mut used = [Used::default(); MAX_CHAINS_PER_PKT];
     let (hdr, mrg) = (v.hdr_len, v.mrg);
+    r.prefetch(pos, wrap, batch.len(), true, 0);
     let pkts = batch.packets();
     let mut i = 0;
     while i < pkts.len() {

@@ -15,6 +15,10 @@
 //! hint (it reads and writes nothing and never faults), buffers are translated with
 //! [`Guest::host`](super::Guest::host) like any copy, and the copy loops read and check
 //! everything again.
+//!
+//! Packed rings keep their descriptors in the ring itself, so there a burst reads each
+//! available descriptor and asks for its buffer's lines in one pass
+//! ([`PRing::prefetch`](super::packed)).
 
 use super::{read_desc, Ring, DESC_INDIRECT};
 use packet::MAX_BATCH;
@@ -58,7 +62,7 @@ pub(super) fn burst(r: &Ring<'_>, next: u16, n: usize, write: bool, skip: usize)
 
 /// Hints the processor to bring the line at `p` close, owned for writing if `write`.
 #[inline(always)]
-fn line(p: *const u8, write: bool) {
+pub(super) fn line(p: *const u8, write: bool) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint; it does not access memory architecturally and cannot
     // fault, whatever the address (`prefetchw` is a no-op on processors without it).
