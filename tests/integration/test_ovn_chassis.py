@@ -129,6 +129,7 @@ class Deployment:
 
     def serve(self, vm, port, name=None):
         self.spawn(vm, sys.executable, "-c", SERVER, name or vm, str(port))
+        wait_listening(self.vm[vm], port)
 
     def connect(self, vm, host, port, n=1):
         out = self.ns(vm, f"{sys.executable} -c '{CLIENT}' {host} {port} {n}", timeout=120)
@@ -206,7 +207,6 @@ def test_ovn_two_chassis_over_geneve(kinds):
         d.serve("p3", 8080)
         d.serve("p3", 8081)
         d.serve("p1", 8082)
-        time.sleep(0.5)
         assert d.connect("p1", "10.0.1.3", 8080, 3) == {"p3": 3}
         refused = d.connect("p1", "10.0.1.3", 8081, 2)
         assert "p3" not in refused and sum(refused.values()) == 2, refused
@@ -214,7 +214,6 @@ def test_ovn_two_chassis_over_geneve(kinds):
         # (d) the load balancer: backends on both chassis.
         d.serve("p4", 80)
         d.serve("p2", 80)
-        time.sleep(0.5)
         spread = d.connect("p1", VIP, 80, 24)
         assert set(spread) == {"p2", "p4"} and sum(spread.values()) == 24, spread
         # (e) DHCP from chassis B's ovn-controller.
