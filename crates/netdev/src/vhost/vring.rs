@@ -328,17 +328,45 @@ impl Chains for Ring<'_> {
 }
 
 /// Reads descriptor `i` of a table at `table` (the caller checked `i` < its length).
+#[inline(always)]
 fn read_desc(table: *const u8, i: u16) -> Desc {
-    // SAFETY: `table` holds at least `i + 1` 16-byte descriptors (checked by the caller);
-    // the guest may write them concurrently, so they are copied out once, volatile (one
-    // 16-byte copy, alignment 1).
-    let b: [u8; 16] =
-        unsafe { std::ptr::read_volatile(table.add(16 * usize::from(i)) as *const [u8; 16]) };
+    // SAFETY: `table` holds at least `i + 1` 16-byte descriptors (checked by the caller).
+    let (addr, w) = unsafe { load_desc(table.add(16 * usize::from(i))) };
     Desc {
-        addr: u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-        len: u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
-        flags: u16::from_le_bytes([b[12], b[13]]),
-        next: u16::from_le_bytes([b[14], b[15]]),
+        addr,
+        len: w as u32,
+        flags: (w >> 32) as u16,
+        next: (w >> 48) as u16,
+    }
+}
+
+/// The two little-endian words of the 16-byte descriptor at `p` (split and packed rings
+/// alike: the address, then length and two 16-bit fields), copied out once, volatile: the
+/// guest may write them concurrently. Two 8-byte loads when `p` is 8-aligned (ring tables
+/// always are; an indirect table's address is the guest's choice), else byte by byte. A
+/// volatile read of a byte array compiles to sixteen byte loads and the shifts that join
+/// them, per descriptor and per read (the prefetch and the walk each read it): the two
+/// loads moved W6 by a sixth (docs/benchmarks.md, W6).
+///
+/// # Safety
+/// `p` must point at 16 readable bytes.
+#[inline(always)]
+unsafe fn load_desc(p: *const u8) -> (u64, u64) {
+    if (p as usize).is_multiple_of(8) {
+        // SAFETY: 16 readable bytes (the caller), 8-aligned (checked above).
+        unsafe {
+            (
+                u64::from_le(std::ptr::read_volatile(p as *const u64)),
+                u64::from_le(std::ptr::read_volatile(p.add(8) as *const u64)),
+            )
+        }
+    } else {
+        // SAFETY: 16 readable bytes (the caller), read with alignment 1.
+        let b: [u8; 16] = unsafe { std::ptr::read_volatile(p as *const [u8; 16]) };
+        let (mut lo, mut hi) = ([0u8; 8], [0u8; 8]);
+        lo.copy_from_slice(&b[..8]);
+        hi.copy_from_slice(&b[8..]);
+        (u64::from_le_bytes(lo), u64::from_le_bytes(hi))
     }
 }
 

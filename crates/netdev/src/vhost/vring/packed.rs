@@ -47,8 +47,8 @@
 
 use super::coalesce::count;
 use super::{
-    fill, put_header, receive_chain, signal, Burst, Chains, Desc, DescError, Guest, Vring,
-    DESC_INDIRECT, DESC_NEXT, DESC_WRITE, MAX_CHAINS_PER_PKT, VNET_HDR_LEN,
+    fill, load_desc, put_header, receive_chain, signal, Burst, Chains, Desc, DescError, Guest,
+    Vring, DESC_INDIRECT, DESC_NEXT, DESC_WRITE, MAX_CHAINS_PER_PKT, VNET_HDR_LEN,
 };
 use packet::{Batch, Pool};
 use std::cell::Cell;
@@ -206,22 +206,16 @@ impl<'a> PRing<'a> {
     }
 
     /// Descriptor `i` (< the table's length) of a table at `table`, copied once.
+    #[inline(always)]
     fn read(table: *const u8, i: usize) -> Desc {
-        let mut b = [0u8; 16];
-        // SAFETY: the caller checked that `table` holds descriptor `i`; the guest may write
-        // it concurrently, so it is copied out once, volatile.
-        unsafe {
-            let p = table.add(16 * i);
-            for (k, x) in b.iter_mut().enumerate() {
-                *x = std::ptr::read_volatile(p.add(k));
-            }
-        }
+        // SAFETY: the caller checked that `table` holds descriptor `i`.
+        let (addr, w) = unsafe { load_desc(table.add(16 * i)) };
         Desc {
-            addr: u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-            len: u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
+            addr,
+            len: w as u32,
             // The buffer id, kept in `next`'s place.
-            next: u16::from_le_bytes([b[12], b[13]]),
-            flags: u16::from_le_bytes([b[14], b[15]]),
+            next: (w >> 32) as u16,
+            flags: (w >> 48) as u16,
         }
     }
 

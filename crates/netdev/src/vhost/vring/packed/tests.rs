@@ -290,6 +290,39 @@ fn a_burst_takes_what_is_available_and_publishes_it_at_once() {
 }
 
 #[test]
+fn descriptors_read_the_same_at_any_alignment() {
+    // `load_desc` takes two 8-byte loads on 8-aligned descriptors and bytes elsewhere (an
+    // indirect table may start anywhere): both give the little-endian words.
+    let raw: Vec<u8> = (0u8..40)
+        .map(|i| i.wrapping_mul(37).wrapping_add(11))
+        .collect();
+    for off in 0..24 {
+        let b = &raw[off..off + 16];
+        let word = |x: &[u8]| x.iter().rev().fold(0u64, |a, &y| a << 8 | u64::from(y));
+        // SAFETY: 16 bytes of `raw` from `off` on.
+        let got = unsafe { load_desc(raw.as_ptr().add(off)) };
+        assert_eq!(got, (word(&b[..8]), word(&b[8..])), "offset {off}");
+    }
+    // An indirect table at an address that is not 8-aligned, read through the ring.
+    let mut d = Driver::new(8, false, false);
+    let mut pool = Pool::new(16);
+    let f = frame(4, 200);
+    d.write(BUFS + BUFSZ * 3, &f);
+    d.write(BUFS + BUFSZ * 2, &[0u8; HDR_MRG]);
+    let mut t = Vec::new();
+    for (a, l) in [(BUFS + BUFSZ * 2, HDR_MRG as u32), (BUFS + BUFSZ * 3, 200)] {
+        t.extend_from_slice(&a.to_le_bytes());
+        t.extend_from_slice(&l.to_le_bytes());
+        t.extend_from_slice(&[0, 0, 0, 0]);
+    }
+    d.write(TABLES + 4, &t);
+    d.offer(&[(TABLES + 4, 32, DESC_INDIRECT)]);
+    let (b, frames) = d.rx(&mut pool);
+    assert_eq!((b.packets, b.errors), (1, 0));
+    assert_eq!(frames, vec![f]);
+}
+
+#[test]
 fn switch_transmits_with_and_without_mergeable_buffers() {
     let mut d = Driver::new(8, true, false);
     let mut pool = Pool::new(64);
