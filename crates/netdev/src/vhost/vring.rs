@@ -45,6 +45,7 @@
 //! configures it (size, addresses, base, fds, memory); a poll thread takes the mutex with
 //! `try_lock` for one burst and skips the ring if the control thread holds it.
 
+mod access;
 mod coalesce;
 mod offload;
 pub mod packed;
@@ -52,6 +53,7 @@ mod prefetch;
 
 use super::mem::Guest;
 use crate::offload::VNET_HDR_LEN;
+use access::{copy_in, copy_out, load_desc, put_header};
 pub use coalesce::Gro;
 pub use offload::{Spill, MAX_SUPER};
 pub use packed::Packed;
@@ -61,7 +63,6 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{fence, AtomicU16, Ordering};
 use std::sync::Arc;
 use virtio_queue::{Queue, QueueT};
-use vm_memory::{Bytes, GuestAddress};
 
 /// Largest ring the frontend may ask for (the virtio maximum for split rings).
 pub const MAX_RING: u16 = 32768;
@@ -340,36 +341,6 @@ fn read_desc(table: *const u8, i: u16) -> Desc {
     }
 }
 
-/// The two little-endian words of the 16-byte descriptor at `p` (split and packed rings
-/// alike: the address, then length and two 16-bit fields), copied out once, volatile: the
-/// guest may write them concurrently. Two 8-byte loads when `p` is 8-aligned (ring tables
-/// always are; an indirect table's address is the guest's choice), else byte by byte. A
-/// volatile read of a byte array compiles to sixteen byte loads and the shifts that join
-/// them, per descriptor and per read (the prefetch and the walk each read it): the two
-/// loads moved W6 by a sixth (docs/benchmarks.md, W6).
-///
-/// # Safety
-/// `p` must point at 16 readable bytes.
-#[inline(always)]
-unsafe fn load_desc(p: *const u8) -> (u64, u64) {
-    if (p as usize).is_multiple_of(8) {
-        // SAFETY: 16 readable bytes (the caller), 8-aligned (checked above).
-        unsafe {
-            (
-                u64::from_le(std::ptr::read_volatile(p as *const u64)),
-                u64::from_le(std::ptr::read_volatile(p.add(8) as *const u64)),
-            )
-        }
-    } else {
-        // SAFETY: 16 readable bytes (the caller), read with alignment 1.
-        let b: [u8; 16] = unsafe { std::ptr::read_volatile(p as *const [u8; 16]) };
-        let (mut lo, mut hi) = ([0u8; 8], [0u8; 8]);
-        lo.copy_from_slice(&b[..8]);
-        hi.copy_from_slice(&b[8..]);
-        (u64::from_le_bytes(lo), u64::from_le_bytes(hi))
-    }
-}
-
 /// Walks the chain starting at `head`, handing each data descriptor to `f` (which may stop
 /// the walk with an error). At most as many descriptors as the table holds; one level of
 /// indirection, not combined with `next`.
@@ -419,33 +390,6 @@ fn walk(
             return Err(DescError::Chain);
         }
     }
-}
-
-/// Copies `n` guest bytes at `gpa` into `dst` (fast path, else vm-memory across regions).
-fn copy_in(g: &Guest, gpa: u64, dst: &mut [u8]) -> Result<(), DescError> {
-    match g.host(gpa, dst.len() as u64) {
-        // SAFETY: `p` points at `dst.len()` bytes inside a live mapping of `g`; `dst` is ours.
-        // The guest may write the source concurrently: we copy bytes, never interpret them.
-        Some(p) => unsafe { std::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) },
-        None => g
-            .mem
-            .read_slice(dst, GuestAddress(gpa))
-            .map_err(|_| DescError::Memory)?,
-    }
-    Ok(())
-}
-
-/// Copies `src` into guest memory at `gpa`.
-fn copy_out(g: &Guest, gpa: u64, src: &[u8]) -> Result<(), DescError> {
-    match g.host(gpa, src.len() as u64) {
-        // SAFETY: `p` points at `src.len()` bytes inside a live, writable mapping of `g`.
-        Some(p) => unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) },
-        None => g
-            .mem
-            .write_slice(src, GuestAddress(gpa))
-            .map_err(|_| DescError::Memory)?,
-    }
-    Ok(())
 }
 
 /// Signals the guest through the call eventfd.
@@ -814,23 +758,4 @@ fn fill<R: Chains>(
         return None;
     }
     Some(written)
-}
-
-/// Writes the virtio-net header (`vh`, `num_buffers` = `chains`) where [`fill`] left room
-/// for it.
-#[inline]
-fn put_header(
-    g: &Guest,
-    hdr_at: Option<u64>,
-    hdr: usize,
-    vh: &[u8; VNET_HDR_LEN],
-    chains: usize,
-) -> bool {
-    let mut h = [0u8; HDR_MRG];
-    h[..VNET_HDR_LEN].copy_from_slice(vh);
-    h[10..12].copy_from_slice(&(chains as u16).to_le_bytes());
-    match hdr_at {
-        Some(at) => copy_out(g, at, &h[..hdr]).is_ok(),
-        None => true,
-    }
 }
