@@ -258,6 +258,24 @@ fn guest_transmits_across_wraps_of_an_odd_sized_ring() {
     assert_eq!(d.read(DEVICE + 2, 2), EVENT_DISABLE.to_le_bytes());
 }
 
+/// Offers one chain through an indirect table at `table` of two descriptors: a header in
+/// buffer `buf`, frame `f` in buffer `buf + 1`.
+fn offer_indirect(d: &mut Driver, table: u64, buf: u64, f: &[u8]) {
+    d.write(BUFS + BUFSZ * (buf + 1), f);
+    d.write(BUFS + BUFSZ * buf, &[0u8; HDR_MRG]);
+    let mut t = Vec::new();
+    for (a, l) in [
+        (BUFS + BUFSZ * buf, HDR_MRG as u32),
+        (BUFS + BUFSZ * (buf + 1), f.len() as u32),
+    ] {
+        t.extend_from_slice(&a.to_le_bytes());
+        t.extend_from_slice(&l.to_le_bytes());
+        t.extend_from_slice(&[0, 0, 0, 0]);
+    }
+    d.write(table, &t);
+    d.offer(&[(table, 32, DESC_INDIRECT)]);
+}
+
 #[test]
 fn a_burst_takes_what_is_available_and_publishes_it_at_once() {
     let mut d = Driver::new(16, false, false);
@@ -268,16 +286,7 @@ fn a_burst_takes_what_is_available_and_publishes_it_at_once() {
     }
     // An indirect chain: header and frame in a table of two.
     let f = frame(9, 300);
-    d.write(BUFS + BUFSZ * 9, &f);
-    d.write(BUFS + BUFSZ * 8, &[0u8; HDR_MRG]);
-    let mut t = Vec::new();
-    for (a, l) in [(BUFS + BUFSZ * 8, HDR_MRG as u32), (BUFS + BUFSZ * 9, 300)] {
-        t.extend_from_slice(&a.to_le_bytes());
-        t.extend_from_slice(&l.to_le_bytes());
-        t.extend_from_slice(&[0, 0, 0, 0]);
-    }
-    d.write(TABLES, &t);
-    d.offer(&[(TABLES, 32, DESC_INDIRECT)]);
+    offer_indirect(&mut d, TABLES, 8, &f);
     let (b, frames) = d.rx(&mut pool);
     assert_eq!(b.packets, 7);
     assert_eq!(&frames[..6], &fs[..]);
@@ -307,16 +316,7 @@ fn descriptors_read_the_same_at_any_alignment() {
     let mut d = Driver::new(8, false, false);
     let mut pool = Pool::new(16);
     let f = frame(4, 200);
-    d.write(BUFS + BUFSZ * 3, &f);
-    d.write(BUFS + BUFSZ * 2, &[0u8; HDR_MRG]);
-    let mut t = Vec::new();
-    for (a, l) in [(BUFS + BUFSZ * 2, HDR_MRG as u32), (BUFS + BUFSZ * 3, 200)] {
-        t.extend_from_slice(&a.to_le_bytes());
-        t.extend_from_slice(&l.to_le_bytes());
-        t.extend_from_slice(&[0, 0, 0, 0]);
-    }
-    d.write(TABLES + 4, &t);
-    d.offer(&[(TABLES + 4, 32, DESC_INDIRECT)]);
+    offer_indirect(&mut d, TABLES + 4, 2, &f);
     let (b, frames) = d.rx(&mut pool);
     assert_eq!((b.packets, b.errors), (1, 0));
     assert_eq!(frames, vec![f]);
