@@ -270,15 +270,12 @@ impl<'a> PRing<'a> {
             if !self.avail(pos, wrap) {
                 break;
             }
-            let d = Self::read(self.desc, usize::from(pos));
-            if d.flags & DESC_INDIRECT == 0 && d.len as usize > skip {
-                if let Some(p) = self.g.host(d.addr.wrapping_add(skip as u64), 1) {
-                    super::prefetch::line(p, write);
-                    if d.len as usize - skip > 64 - (p as usize & 63) {
-                        super::prefetch::line(p.wrapping_add(64), write);
-                    }
-                }
-            }
+            super::prefetch::buffer(
+                self.g,
+                &Self::read(self.desc, usize::from(pos)),
+                write,
+                skip,
+            );
             (pos, wrap) = self.advance(pos, wrap, 1);
         }
     }

@@ -17,10 +17,10 @@
 //! everything again.
 //!
 //! Packed rings keep their descriptors in the ring itself, so there a burst reads each
-//! available descriptor and asks for its buffer's lines in one pass
+//! available descriptor and asks for its buffer's lines ([`buffer`]) in one pass
 //! ([`PRing::prefetch`](super::packed)).
 
-use super::{read_desc, Ring, DESC_INDIRECT};
+use super::{read_desc, Desc, Guest, Ring, DESC_INDIRECT};
 use packet::MAX_BATCH;
 
 /// Prefetches the lines the next `n` chains from available entry `next` need: descriptors,
@@ -44,25 +44,30 @@ pub(super) fn burst(r: &Ring<'_>, next: u16, n: usize, write: bool, skip: usize)
         if h >= r.size {
             continue;
         }
-        let d = read_desc(r.desc, h);
-        if d.flags & DESC_INDIRECT != 0 || d.len as usize <= skip {
-            continue;
-        }
-        let at = d.addr.wrapping_add(skip as u64);
-        if let Some(p) = r.g.host(at, 1) {
-            line(p, write);
-            // What is read or written may reach into a second line (a 64-byte frame
-            // after its 12-byte header does).
-            if d.len as usize - skip > 64 - (p as usize & 63) {
-                line(p.wrapping_add(64), write);
-            }
+        buffer(r.g, &read_desc(r.desc, h), write, skip);
+    }
+}
+
+/// Prefetches the first lines of the buffer of direct descriptor `d` from byte `skip` on
+/// (nothing for an indirect one or one no longer than `skip`), for writing if `write`.
+#[inline(always)]
+pub(super) fn buffer(g: &Guest, d: &Desc, write: bool, skip: usize) {
+    if d.flags & DESC_INDIRECT != 0 || d.len as usize <= skip {
+        return;
+    }
+    if let Some(p) = g.host(d.addr.wrapping_add(skip as u64), 1) {
+        line(p, write);
+        // What is read or written may reach into a second line (a 64-byte frame after its
+        // 12-byte header does).
+        if d.len as usize - skip > 64 - (p as usize & 63) {
+            line(p.wrapping_add(64), write);
         }
     }
 }
 
 /// Hints the processor to bring the line at `p` close, owned for writing if `write`.
 #[inline(always)]
-pub(super) fn line(p: *const u8, write: bool) {
+fn line(p: *const u8, write: bool) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint; it does not access memory architecturally and cannot
     // fault, whatever the address (`prefetchw` is a no-op on processors without it).
